@@ -1,0 +1,208 @@
+package acceptance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"path/filepath"
+
+	"github.com/throughline-dev/throughline/policy"
+	"github.com/throughline-dev/throughline/render"
+)
+
+// Request says what to declare.
+type Request struct {
+	Render render.Options
+	// AllowListFile is the allow-list path relative to the root;
+	// empty means policy.AllowListFile.
+	AllowListFile string
+	// App names the application; empty means the directory above
+	// overlays/ for an overlay (apps/checkout/overlays/staging: checkout),
+	// else the directory name.
+	App string
+	// Environment; empty means the directory name when its parent is
+	// "overlays".
+	Environment string
+	// Namespace of the Acceptance; empty means the namespace all workloads
+	// share, if any.
+	Namespace      string
+	SourceRepoURL  string
+	SourceRevision string
+	// Renderer is throughline's version, stamped into the Acceptance.
+	Renderer string
+}
+
+// Declaration is a successful render that passed policy.
+type Declaration struct {
+	App *render.App
+	// Objects are the rendered objects, without any Acceptance.
+	Objects []render.Object
+	// Committed are Acceptance objects the render itself contained (the
+	// Flux path commits one into the overlay).
+	Committed  []render.Object
+	Hash       string
+	Policy     policy.Result
+	Acceptance Acceptance
+}
+
+// Declare renders the application, applies every policy rule and builds the
+// Acceptance. Refusals are a *policy.Refusal, bad input a *render.InputError.
+func Declare(ctx context.Context, req Request) (*Declaration, error) {
+	app, err := render.Open(ctx, req.Render)
+	if err != nil {
+		return nil, err
+	}
+	if vs := policy.CheckTree(app); len(vs) > 0 {
+		return nil, &policy.Refusal{Violations: vs}
+	}
+	objs, err := app.Build(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d := &Declaration{App: app}
+	for _, o := range objs {
+		if IsAcceptance(o) {
+			d.Committed = append(d.Committed, o)
+		} else {
+			d.Objects = append(d.Objects, o)
+		}
+	}
+	allow, err := loadAllowList(app.FS, req.AllowListFile)
+	if err != nil {
+		return nil, err
+	}
+	d.Policy = policy.CheckObjects(d.Objects, allow)
+	if err := d.Policy.Err(); err != nil {
+		return nil, err
+	}
+	if d.Hash, err = render.Hash(d.Objects); err != nil {
+		return nil, &render.InputError{File: app.RelDir(), Err: err}
+	}
+	d.Acceptance = d.build(req)
+	return d, nil
+}
+
+func loadAllowList(fsys *render.ConfinedFS, file string) (*policy.AllowList, error) {
+	if file == "" {
+		file = policy.AllowListFile
+	}
+	p := filepath.Join(fsys.Root(), filepath.FromSlash(file))
+	if !fsys.Exists(p) {
+		return nil, nil
+	}
+	data, err := fsys.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	a, err := policy.ParseAllowList(data, file)
+	if err != nil {
+		return nil, &render.InputError{File: file, Err: err}
+	}
+	return a, nil
+}
+
+func (d *Declaration) build(req Request) Acceptance {
+	rel := d.App.RelDir()
+	overlay := path.Base(path.Dir(rel)) == "overlays"
+	app := req.App
+	switch {
+	case app != "":
+	case overlay:
+		app = path.Base(path.Dir(path.Dir(rel)))
+	case rel == ".":
+		app = filepath.Base(d.App.FS.Root())
+	default:
+		app = path.Base(rel)
+	}
+	env := req.Environment
+	if env == "" && overlay {
+		env = path.Base(rel)
+	}
+	ns := req.Namespace
+	if ns == "" {
+		ns = commonNamespace(d.Policy.Containers)
+	}
+	a := Acceptance{
+		APIVersion: APIVersion,
+		Kind:       Kind,
+		Metadata: Metadata{
+			Name:      ObjectName(app),
+			Namespace: ns,
+			Labels:    map[string]string{LabelManagedBy: "throughline", LabelApp: ObjectName(app)},
+		},
+		Spec: Spec{
+			App:            app,
+			Environment:    env,
+			SourceRepoURL:  req.SourceRepoURL,
+			SourcePath:     rel,
+			SourceRevision: req.SourceRevision,
+			RenderedHash:   d.Hash,
+			ObjectCount:    len(d.Objects),
+			Renderer:       req.Renderer,
+			Exceptions:     d.Policy.Exceptions,
+			Workloads:      []Workload{},
+		},
+	}
+	if env != "" {
+		a.Metadata.Labels[LabelEnvironment] = ObjectName(env)
+	}
+	index := map[render.ID]int{}
+	for _, c := range d.Policy.Containers {
+		i, ok := index[c.Object]
+		if !ok {
+			i = len(a.Spec.Workloads)
+			index[c.Object] = i
+			a.Spec.Workloads = append(a.Spec.Workloads, Workload{
+				APIVersion: c.Object.APIVersion(), Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name,
+			})
+		}
+		a.Spec.Workloads[i].Containers = append(a.Spec.Workloads[i].Containers, Container{
+			Name: c.Name, Path: c.Path, Image: c.Image, Digest: c.Pinned.Digest,
+		})
+	}
+	return a
+}
+
+// Stale reports why a committed Acceptance no longer matches the declared
+// one ("" when it matches). The source revision is not compared: a commit
+// cannot name itself.
+func (d *Declaration) Stale() string {
+	if len(d.Committed) == 0 {
+		return "no Acceptance is committed in the overlay"
+	}
+	if len(d.Committed) > 1 {
+		return fmt.Sprintf("%d Acceptance objects in one render", len(d.Committed))
+	}
+	got, err := FromObject(d.Committed[0])
+	if err != nil {
+		return err.Error()
+	}
+	if got.Spec.RenderedHash != d.Hash {
+		return fmt.Sprintf("committed renderedHash %s, rendered %s", got.Spec.RenderedHash, d.Hash)
+	}
+	want := d.Acceptance.Spec
+	have := got.Spec
+	for _, sp := range []*Spec{&want, &have} {
+		sp.SourceRevision, sp.Renderer, sp.SourceRepoURL = "", "", ""
+	}
+	a, err1 := json.Marshal(want)
+	b, err2 := json.Marshal(have)
+	if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+		return "committed Acceptance spec differs from the declared one (app, environment, workloads or images changed)"
+	}
+	return ""
+}
+
+// commonNamespace is the namespace every workload shares, or "".
+func commonNamespace(cs []policy.DeclaredContainer) string {
+	ns := ""
+	for i, c := range cs {
+		if i > 0 && c.Object.Namespace != ns {
+			return ""
+		}
+		ns = c.Object.Namespace
+	}
+	return ns
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/throughline-dev/throughline/cmp"
+	"github.com/throughline-dev/throughline/render"
+)
+
+// EnvCacheDir overrides the default render cache directory of the sidecar.
+const EnvCacheDir = "THROUGHLINE_CACHE_DIR"
+
+func newCMPCommand(g *globals, stdout io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cmp",
+		Short: "Argo CD Config Management Plugin commands (run by the repo-server sidecar)",
+	}
+	cmd.AddCommand(newCMPGenerateCommand(g, stdout))
+	return cmd
+}
+
+func newCMPGenerateCommand(g *globals, stdout io.Writer) *cobra.Command {
+	var (
+		cacheDir    string
+		noCache     bool
+		maxFileSize int64
+		cacheBytes  int64
+	)
+	cmd := &cobra.Command{
+		Use:   "generate",
+		Short: "Render the application in the working directory for Argo CD",
+		Long: `Run by Argo CD's plugin sidecar in the application path of the streamed
+repository. Prints the objects plus one Acceptance on stdout. On any refusal it
+exits 3 (policy) or 4 (invalid input) with every violation on stderr and nothing
+on stdout, so Argo CD shows a ComparisonError instead of pruning.
+
+Reads ARGOCD_APP_NAME, ARGOCD_APP_NAMESPACE, ARGOCD_APP_REVISION,
+ARGOCD_APP_SOURCE_PATH, ARGOCD_APP_SOURCE_REPO_URL, KUBE_VERSION,
+KUBE_API_VERSIONS, ARGOCD_ENV_* and PARAM_* (environment, app).`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			wd, err := os.Getwd()
+			if err != nil {
+				return err
+			}
+			opts := cmp.Options{
+				WorkDir:     wd,
+				Env:         cmp.EnvFromEnviron(os.Environ()),
+				Version:     buildVersion(),
+				MaxFileSize: maxFileSize,
+			}
+			if !noCache {
+				opts.Cache = &cmp.Cache{Dir: cacheDir, MaxBytes: cacheBytes}
+			}
+			res, err := cmp.Generate(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			if res.CacheErr != nil {
+				g.log.Warn().Err(res.CacheErr).Msg("render cache not updated")
+			}
+			logExceptions(g, res.Acceptance.Spec.Exceptions)
+			g.log.Info().Str("app", res.Acceptance.Spec.App).Str("revision", res.Acceptance.Spec.SourceRevision).
+				Str("renderedHash", res.Acceptance.Spec.RenderedHash).Int("objects", res.Acceptance.Spec.ObjectCount).
+				Bool("cached", res.CacheHit).Msg("rendered")
+			_, err = stdout.Write(res.Manifests)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cacheDir, "cache-dir", defaultCacheDir(), "render cache directory (env "+EnvCacheDir+")")
+	f.BoolVar(&noCache, "no-cache", false, "render every time, without the cache")
+	f.Int64Var(&cacheBytes, "cache-max-bytes", cmp.DefaultCacheMaxBytes, "bound of the render cache on disk")
+	f.Int64Var(&maxFileSize, "max-file-size", render.DefaultMaxFileSize, "refuse any input file larger than this many bytes")
+	return cmd
+}
+
+func defaultCacheDir() string {
+	if d := os.Getenv(EnvCacheDir); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "throughline", "render")
+	}
+	return filepath.Join(os.TempDir(), "throughline-render-cache")
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+)
+
+// version is stamped at build time (-ldflags "-X main.version=...").
+var version = ""
+
+// buildVersion returns the stamped version, else the module version from the
+// build info, else "dev".
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// globals are the flags every command shares.
+type globals struct {
+	logLevel  string
+	logFormat string
+	timeout   time.Duration
+	log       zerolog.Logger
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	g := &globals{}
+	root := newRootCommand(g, stdout, stderr)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	return exitCode(err, stderr)
+}
+
+func newRootCommand(g *globals, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "throughline",
+		Short: "Prove that the same immutable artifact travels from staging to production",
+		Long: `throughline renders GitOps applications, refuses images that are not pinned by
+digest, records a canonical hash of the rendered object set, and carries that
+identity through promotion, verification and rollback.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			level, err := zerolog.ParseLevel(g.logLevel)
+			if err != nil {
+				return usagef("--log-level %q: %v", g.logLevel, err)
+			}
+			var w io.Writer = stderr
+			switch g.logFormat {
+			case "json":
+			case "console":
+				w = zerolog.ConsoleWriter{Out: stderr, NoColor: !isTerminal(stderr), TimeFormat: time.RFC3339}
+			default:
+				return usagef("--log-format %q: want console or json", g.logFormat)
+			}
+			g.log = zerolog.New(w).Level(level).With().Timestamp().Logger()
+			if g.timeout > 0 {
+				ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
+				cobra.OnFinalize(cancel)
+				cmd.SetContext(ctx)
+			}
+			return nil
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	pf.StringVar(&g.logFormat, "log-format", "console", "log format on stderr: console or json")
+	pf.DurationVar(&g.timeout, "timeout", 0, "give up after this long (0: no limit)")
+	root.AddCommand(
+		newRenderCommand(g, stdout),
+		newCMPCommand(g, stdout),
+		newVersionCommand(stdout),
+	)
+	return root
+}
+
+func newVersionCommand(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print throughline's version",
+		Args:  noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintln(stdout, buildVersion())
+			return err
+		},
+	}
+}
+
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
+	}
+	return nil
+}
+
+func maxArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return usagef("%s takes at most %d argument(s), got %d", cmd.CommandPath(), n, len(args))
+		}
+		return nil
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,176 @@
+package cmp
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/atomicfile"
+	"github.com/throughline-dev/throughline/render"
+)
+
+// Cache bounds.
+const (
+	DefaultCacheMaxBytes  = 256 << 20
+	DefaultCacheMaxPerApp = 8
+)
+
+// Cache is an on-disk render cache shared by concurrent generate processes.
+// An entry is valid when replaying its recorded filesystem probes against
+// the new checkout gives the same results; entries are written atomically
+// (temporary file + rename) and evicted least-recently-used.
+type Cache struct {
+	Dir       string
+	MaxBytes  int64
+	MaxPerApp int
+}
+
+type cacheEntry struct {
+	Renderer   string                `json:"renderer"`
+	Probes     []render.Probe        `json:"probes"`
+	Manifests  string                `json:"manifests"`
+	Acceptance acceptance.Acceptance `json:"acceptance"`
+}
+
+func (c *Cache) appDir(key string) string { return filepath.Join(c.Dir, key[:2], key) }
+
+func appKey(version string, env Env) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "throughline-cmp-cache/v1\x00%s\x00", version)
+	for _, f := range env.fingerprint() {
+		fmt.Fprintf(h, "%s\x00", f)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// lookup returns the first entry for the app whose inputs are unchanged.
+func (c *Cache) lookup(key string, fsys *render.ConfinedFS) (*cacheEntry, bool) {
+	dir := c.appDir(key)
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, false
+	}
+	// Newest first: the last commit's inputs are the likeliest.
+	sort.Slice(names, func(i, j int) bool { return modTime(names[i]).After(modTime(names[j])) })
+	for _, n := range names {
+		if !strings.HasSuffix(n.Name(), ".json") {
+			continue
+		}
+		p := filepath.Join(dir, n.Name())
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		var e cacheEntry
+		if json.Unmarshal(data, &e) != nil || len(e.Probes) == 0 {
+			continue
+		}
+		if render.Replay(fsys, e.Probes) {
+			now := time.Now()
+			_ = os.Chtimes(p, now, now) // recency for eviction; best effort
+			return &e, true
+		}
+	}
+	return nil, false
+}
+
+func modTime(d fs.DirEntry) time.Time {
+	fi, err := d.Info()
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}
+
+// store writes an entry atomically, named by the hash of its inputs.
+func (c *Cache) store(key string, e *cacheEntry) error {
+	data, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encoding cache entry: %w", err)
+	}
+	probes, err := json.Marshal(e.Probes)
+	if err != nil {
+		return fmt.Errorf("encoding cache entry: %w", err)
+	}
+	sum := sha256.Sum256(probes)
+	dir := c.appDir(key)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating cache directory %s: %w", dir, err)
+	}
+	if err := atomicfile.Write(filepath.Join(dir, hex.EncodeToString(sum[:])+".json"), data, 0o600); err != nil {
+		return fmt.Errorf("storing render in cache: %w", err)
+	}
+	return c.evict(dir)
+}
+
+// evict keeps at most MaxPerApp entries for the app and MaxBytes overall,
+// removing the least recently used first. Concurrent evictions may race;
+// a lost entry is only a cache miss.
+func (c *Cache) evict(appDir string) error {
+	maxPerApp := c.MaxPerApp
+	if maxPerApp <= 0 {
+		maxPerApp = DefaultCacheMaxPerApp
+	}
+	maxBytes := c.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultCacheMaxBytes
+	}
+	type file struct {
+		path string
+		size int64
+		mod  time.Time
+	}
+	var all []file
+	perApp := map[string][]file{}
+	err := filepath.WalkDir(c.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".json") {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		f := file{p, fi.Size(), fi.ModTime()}
+		all = append(all, f)
+		perApp[filepath.Dir(p)] = append(perApp[filepath.Dir(p)], f)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("scanning cache %s: %w", c.Dir, err)
+	}
+	removed := map[string]bool{}
+	byAge := func(fs []file) { sort.Slice(fs, func(i, j int) bool { return fs[i].mod.After(fs[j].mod) }) }
+	entries := perApp[appDir]
+	byAge(entries)
+	for _, f := range entries[min(len(entries), maxPerApp):] {
+		os.Remove(f.path)
+		removed[f.path] = true
+	}
+	byAge(all)
+	var total int64
+	for _, f := range all {
+		if removed[f.path] {
+			continue
+		}
+		total += f.size
+		if total > maxBytes {
+			os.Remove(f.path)
+		}
+	}
+	return nil
+}

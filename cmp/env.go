@@ -1,0 +1,107 @@
+package cmp
+
+import (
+	"sort"
+	"strings"
+)
+
+// Argo CD's build environment, as set by argocd-repo-server for plugins.
+const (
+	EnvAppName         = "ARGOCD_APP_NAME"
+	EnvAppNamespace    = "ARGOCD_APP_NAMESPACE"
+	EnvAppRevision     = "ARGOCD_APP_REVISION"
+	EnvAppSourcePath   = "ARGOCD_APP_SOURCE_PATH"
+	EnvAppSourceRepo   = "ARGOCD_APP_SOURCE_REPO_URL"
+	EnvKubeVersion     = "KUBE_VERSION"
+	EnvKubeAPIVersions = "KUBE_API_VERSIONS"
+	// EnvPluginPrefix prefixes the Application's spec.source.plugin.env.
+	EnvPluginPrefix = "ARGOCD_ENV_"
+	// EnvParamPrefix prefixes the Application's plugin parameters.
+	EnvParamPrefix = "PARAM_"
+)
+
+// Parameter names throughline reads (from ARGOCD_ENV_<NAME> or PARAM_<NAME>).
+const (
+	ParamEnvironment = "ENVIRONMENT"
+	ParamApp         = "APP"
+)
+
+// Env is the build environment of one generate call.
+type Env struct {
+	AppName         string
+	AppNamespace    string
+	Revision        string
+	SourcePath      string
+	RepoURL         string
+	KubeVersion     string
+	KubeAPIVersions string
+	// Params holds the plugin env and parameters, prefix stripped, names
+	// upper-cased. A parameter wins over a plugin env entry of the same name.
+	Params map[string]string
+}
+
+// EnvFromEnviron reads an Env from KEY=VALUE pairs (os.Environ()).
+func EnvFromEnviron(environ []string) Env {
+	e := Env{Params: map[string]string{}}
+	plugin := map[string]string{}
+	params := map[string]string{}
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		switch {
+		case k == EnvAppName:
+			e.AppName = v
+		case k == EnvAppNamespace:
+			e.AppNamespace = v
+		case k == EnvAppRevision:
+			e.Revision = v
+		case k == EnvAppSourcePath:
+			e.SourcePath = v
+		case k == EnvAppSourceRepo:
+			e.RepoURL = v
+		case k == EnvKubeVersion:
+			e.KubeVersion = v
+		case k == EnvKubeAPIVersions:
+			e.KubeAPIVersions = v
+		case strings.HasPrefix(k, EnvPluginPrefix):
+			plugin[strings.ToUpper(strings.TrimPrefix(k, EnvPluginPrefix))] = v
+		case strings.HasPrefix(k, EnvParamPrefix):
+			params[strings.ToUpper(strings.TrimPrefix(k, EnvParamPrefix))] = v
+		}
+	}
+	for k, v := range plugin {
+		e.Params[k] = v
+	}
+	for k, v := range params {
+		e.Params[k] = v
+	}
+	return e
+}
+
+// Param returns a parameter by name (case-insensitive).
+func (e Env) Param(name string) string { return e.Params[strings.ToUpper(name)] }
+
+// fingerprint lists everything of the environment that can change a render's
+// output except the revision, which is stamped on afterwards: a new commit
+// elsewhere in the repository must still hit the cache.
+func (e Env) fingerprint() []string {
+	out := []string{
+		EnvAppName + "=" + e.AppName,
+		EnvAppNamespace + "=" + e.AppNamespace,
+		EnvAppSourcePath + "=" + e.SourcePath,
+		EnvAppSourceRepo + "=" + e.RepoURL,
+		EnvKubeVersion + "=" + e.KubeVersion,
+		EnvKubeAPIVersions + "=" + e.KubeAPIVersions,
+	}
+	keys := make([]string, 0, len(e.Params))
+	for k := range e.Params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, "param:"+k+"="+e.Params[k])
+	}
+	return out
+}

@@ -1,0 +1,121 @@
+package cmp
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/render"
+)
+
+// Options configure one generate call.
+type Options struct {
+	// WorkDir is the application path inside the streamed repository.
+	WorkDir string
+	Env     Env
+	// Version is throughline's version (stamped and part of the cache key).
+	Version string
+	// Cache, when non-nil, serves and stores renders.
+	Cache       *Cache
+	MaxFileSize int64
+}
+
+// Result is a successful generate.
+type Result struct {
+	// Manifests is the YAML stream for stdout: the objects, then the
+	// Acceptance.
+	Manifests  []byte
+	Acceptance acceptance.Acceptance
+	CacheHit   bool
+	// CacheErr is a failure to store the render in the cache (the render
+	// itself succeeded).
+	CacheErr error
+}
+
+// Generate renders the application Argo CD asked for. Refusals are a
+// *policy.Refusal, bad input a *render.InputError; either way no manifests
+// are returned.
+func Generate(ctx context.Context, opts Options) (*Result, error) {
+	wd, err := filepath.Abs(opts.WorkDir)
+	if err != nil {
+		return nil, fmt.Errorf("resolving working directory %s: %w", opts.WorkDir, err)
+	}
+	if r, err := filepath.EvalSymlinks(wd); err == nil {
+		wd = r
+	}
+	root, err := render.RootFromSourcePath(wd, opts.Env.SourcePath)
+	if err != nil {
+		return nil, &render.InputError{File: opts.Env.SourcePath, Err: fmt.Errorf("%s: %w", EnvAppSourcePath, err)}
+	}
+	var key string
+	if opts.Cache != nil {
+		key = appKey(opts.Version, opts.Env)
+		fsys, err := render.NewConfinedFS(root, opts.MaxFileSize, nil)
+		if err != nil {
+			return nil, &render.InputError{Err: err}
+		}
+		if e, ok := opts.Cache.lookup(key, fsys); ok && e.Renderer == opts.Version {
+			e.Acceptance.Spec.SourceRevision = opts.Env.Revision
+			out, err := assemble([]byte(e.Manifests), e.Acceptance)
+			if err != nil {
+				return nil, err
+			}
+			return &Result{Manifests: out, Acceptance: e.Acceptance, CacheHit: true}, nil
+		}
+	}
+	var trace *render.Trace
+	if opts.Cache != nil {
+		trace = &render.Trace{}
+	}
+	app := opts.Env.Param(ParamApp)
+	if app == "" {
+		app = opts.Env.AppName
+	}
+	d, err := acceptance.Declare(ctx, acceptance.Request{
+		Render:         render.Options{Root: root, Path: wd, MaxFileSize: opts.MaxFileSize, Trace: trace},
+		App:            app,
+		Environment:    opts.Env.Param(ParamEnvironment),
+		Namespace:      opts.Env.AppNamespace,
+		SourceRepoURL:  opts.Env.RepoURL,
+		SourceRevision: opts.Env.Revision,
+		Renderer:       opts.Version,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var objs bytes.Buffer
+	if err := render.EncodeYAML(&objs, d.Objects); err != nil {
+		return nil, err
+	}
+	out, err := assemble(objs.Bytes(), d.Acceptance)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Manifests: out, Acceptance: d.Acceptance}
+	if opts.Cache != nil {
+		cached := d.Acceptance
+		cached.Spec.SourceRevision = ""
+		res.CacheErr = opts.Cache.store(key, &cacheEntry{
+			Renderer: opts.Version, Probes: trace.Probes, Manifests: objs.String(), Acceptance: cached,
+		})
+	}
+	return res, nil
+}
+
+func assemble(objects []byte, a acceptance.Acceptance) ([]byte, error) {
+	obj, err := a.Object()
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.Write(objects)
+	if len(objects) > 0 {
+		b.WriteString("---\n")
+	}
+	if err := render.EncodeYAML(&b, []render.Object{obj}); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

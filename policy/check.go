@@ -1,0 +1,148 @@
+package policy
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/blang/semver/v4"
+
+	"github.com/throughline-dev/throughline/render"
+)
+
+// DeclaredContainer is a container whose image passed the pin rule (or an
+// allow-list exception), with its digest.
+type DeclaredContainer struct {
+	render.Container
+	Pinned Pinned
+	// Exception is set when the image passed through the allow-list.
+	Exception *Exception
+}
+
+// Result is the outcome of checking a rendered object set.
+type Result struct {
+	Violations []Violation
+	Exceptions []Exception
+	Containers []DeclaredContainer
+}
+
+// Err returns a *Refusal when there are violations, else nil.
+func (r Result) Err() error {
+	if len(r.Violations) == 0 {
+		return nil
+	}
+	return &Refusal{Violations: r.Violations}
+}
+
+// CheckObjects applies the object rules (pinned images, unique identities)
+// to a rendered set and returns every violation at once.
+func CheckObjects(objs []render.Object, allow *AllowList) Result {
+	var res Result
+	seen := map[string]render.Object{}
+	for _, o := range objs {
+		id := o.ID()
+		key := strings.Join([]string{id.Group, id.Kind, id.Namespace, id.Name}, "\x00")
+		if first, dup := seen[key]; dup {
+			res.Violations = append(res.Violations, Violation{
+				Rule: RuleDuplicateObject, File: o.Source, Object: id.String(),
+				Reason: fmt.Sprintf("appears more than once in the render (also as %s in %s)", first.ID().APIVersion(), first.Source),
+			})
+		} else {
+			seen[key] = o
+		}
+		for _, c := range render.Containers(o) {
+			res.checkContainer(c, allow)
+		}
+	}
+	sortViolations(res.Violations)
+	return res
+}
+
+func (res *Result) checkContainer(c render.Container, allow *AllowList) {
+	field := c.Path + ".image"
+	if c.Name != "" {
+		field = fmt.Sprintf("%s (container %q)", field, c.Name)
+	}
+	v := Violation{File: c.Source, Object: c.Object.String(), Field: field, Value: c.Image}
+	switch c.ImageField {
+	case render.ImageMissing:
+		v.Rule, v.Reason = RuleMissingImage, "container has no image"
+		res.Violations = append(res.Violations, v)
+		return
+	case render.ImageNotString:
+		v.Rule, v.Reason = RuleMissingImage, fmt.Sprintf("image is not a string: %s", c.Image)
+		res.Violations = append(res.Violations, v)
+		return
+	}
+	pinned, err := CheckImage(c.Image)
+	if err == nil {
+		res.Containers = append(res.Containers, DeclaredContainer{Container: c, Pinned: pinned})
+		return
+	}
+	if entry, ok := allow.Match(c.Image); ok {
+		ex := Exception{Image: c.Image, Pattern: entry.Pattern, Reason: entry.Reason, Object: v.Object, Field: field}
+		res.Exceptions = append(res.Exceptions, ex)
+		res.Containers = append(res.Containers, DeclaredContainer{Container: c, Exception: &ex})
+		return
+	}
+	v.Rule, v.Reason = RuleUnpinnedImage, err.Error()
+	res.Violations = append(res.Violations, v)
+}
+
+var commitSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// CheckTree applies the source rules to an app's kustomization tree before
+// anything is rendered or fetched: remote resources must name a full 40-hex
+// commit, Helm charts an exact version.
+func CheckTree(app *render.App) []Violation {
+	var vs []Violation
+	for _, k := range app.Kustomizations {
+		for _, r := range k.Remote {
+			if reason := remoteFloats(r.URL); reason != "" {
+				vs = append(vs, Violation{Rule: RuleFloatingRemote, File: k.File, Field: r.Field, Value: r.URL,
+					Reason: fmt.Sprintf("remote resource %q %s", r.URL, reason)})
+			}
+		}
+		for _, h := range k.HelmCharts {
+			field := h.Field + ".version"
+			switch {
+			case strings.TrimSpace(h.Version) == "":
+				vs = append(vs, Violation{Rule: RuleFloatingChartVersion, File: k.File, Field: field,
+					Reason: fmt.Sprintf("Helm chart %q has no version; set an exact version", h.Name)})
+			default:
+				if _, err := semver.Parse(strings.TrimPrefix(h.Version, "v")); err != nil {
+					vs = append(vs, Violation{Rule: RuleFloatingChartVersion, File: k.File, Field: field, Value: h.Version,
+						Reason: fmt.Sprintf("Helm chart %q version %q is not an exact semantic version (ranges float)", h.Name, h.Version)})
+				}
+			}
+		}
+	}
+	sortViolations(vs)
+	return vs
+}
+
+// remoteFloats returns why a remote kustomize resource is not pinned to a
+// commit, or "" when it is: a git URL needs ref=<40 hex>, a plain HTTP file
+// needs a 40-hex commit in its path.
+func remoteFloats(raw string) string {
+	base, query, _ := strings.Cut(raw, "?")
+	if q, err := url.ParseQuery(query); err == nil {
+		for _, key := range []string{"ref", "version"} {
+			if v := q.Get(key); v != "" {
+				if commitSHA.MatchString(v) {
+					return ""
+				}
+				return fmt.Sprintf("is pinned to %s=%q, which can move; use a full 40-hex commit", key, v)
+			}
+		}
+	}
+	if u, err := url.Parse(base); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		for _, seg := range strings.Split(u.Path, "/") {
+			if commitSHA.MatchString(seg) {
+				return ""
+			}
+		}
+	}
+	return "names no commit; pin it with ?ref=<full 40-hex commit>"
+}

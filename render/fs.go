@@ -1,0 +1,358 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// DefaultMaxFileSize caps every file the renderer reads. Kubernetes objects
+// are limited to about 1.5 MiB by etcd, so a manifest file far above that is
+// a mistake or an attack.
+const DefaultMaxFileSize = 8 << 20
+
+// ConfinedFS is a read-only kustomize filesystem rooted at a repository root.
+// Every path is resolved (symlinks included) and refused when it leaves the
+// root; files larger than MaxFileSize and non-regular files are refused.
+// When a Trace is attached, every probe is recorded so a cache can later
+// tell whether the inputs of a render changed.
+type ConfinedFS struct {
+	root        string // absolute, symlinks resolved
+	disk        filesys.FileSystem
+	maxFileSize int64
+	trace       *Trace
+}
+
+var _ filesys.FileSystem = (*ConfinedFS)(nil)
+
+// NewConfinedFS returns a filesystem confined to root. maxFileSize <= 0 means
+// DefaultMaxFileSize. trace may be nil.
+func NewConfinedFS(root string, maxFileSize int64, trace *Trace) (*ConfinedFS, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("resolving repository root %s: %w", root, err)
+	}
+	resolved, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("resolving repository root %s: %w", root, err)
+	}
+	fi, err := os.Stat(resolved)
+	if err != nil {
+		return nil, fmt.Errorf("reading repository root %s: %w", root, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("repository root %s is not a directory", root)
+	}
+	if maxFileSize <= 0 {
+		maxFileSize = DefaultMaxFileSize
+	}
+	return &ConfinedFS{root: resolved, disk: filesys.MakeFsOnDisk(), maxFileSize: maxFileSize, trace: trace}, nil
+}
+
+// Root is the absolute, symlink-resolved repository root.
+func (c *ConfinedFS) Root() string { return c.root }
+
+// Rel returns p relative to the root for messages, or p itself when it is not
+// under the root.
+func (c *ConfinedFS) Rel(p string) string {
+	if !filepath.IsAbs(p) {
+		return filepath.ToSlash(filepath.Clean(p))
+	}
+	r, err := filepath.Rel(c.root, p)
+	if err != nil || r == ".." || strings.HasPrefix(r, "../") {
+		return p
+	}
+	return filepath.ToSlash(r)
+}
+
+func (c *ConfinedFS) abs(p string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(c.root, p)
+	}
+	return filepath.Clean(p)
+}
+
+func (c *ConfinedFS) within(p string) bool {
+	return p == c.root || strings.HasPrefix(p, c.root+string(filepath.Separator))
+}
+
+// resolve returns the symlink-resolved absolute form of p, refusing it when
+// it (or, for a path that does not exist, its deepest existing ancestor)
+// resolves outside the root.
+func (c *ConfinedFS) resolve(p string) (string, error) {
+	p = c.abs(p)
+	if !c.within(p) {
+		return "", &InputError{File: p, Err: ErrOutsideRoot}
+	}
+	resolved, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", &InputError{File: c.Rel(p), Err: err}
+		}
+		// Resolve the deepest ancestor that exists and re-attach the rest.
+		dir, rest := p, ""
+		for {
+			parent := filepath.Dir(dir)
+			rest = filepath.Join(filepath.Base(dir), rest)
+			dir = parent
+			if r, err := filepath.EvalSymlinks(dir); err == nil {
+				resolved = filepath.Join(r, rest)
+				break
+			}
+			if parent == filepath.Dir(parent) {
+				return "", &InputError{File: c.Rel(p), Err: err}
+			}
+		}
+	}
+	if !c.within(resolved) {
+		return "", &InputError{File: c.Rel(p), Err: ErrOutsideRoot}
+	}
+	return resolved, nil
+}
+
+func (c *ConfinedFS) record(op, p, result string) {
+	if c.trace != nil {
+		c.trace.add(op, c.Rel(c.abs(p)), result)
+	}
+}
+
+// ReadFile reads a regular file under the root, refusing symlinks that leave
+// the root, non-regular files and files above the size cap.
+func (c *ConfinedFS) ReadFile(p string) ([]byte, error) {
+	data, err := c.readFile(p)
+	if err != nil {
+		c.record("read", p, "error")
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	c.record("read", p, hex.EncodeToString(sum[:]))
+	return data, nil
+}
+
+func (c *ConfinedFS) readFile(p string) ([]byte, error) {
+	r, err := c.resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(r)
+	if err != nil {
+		return nil, &InputError{File: c.Rel(c.abs(p)), Err: err}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, &InputError{File: c.Rel(c.abs(p)), Err: err}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &InputError{File: c.Rel(c.abs(p)), Err: fmt.Errorf("not a regular file (%s)", fi.Mode().Type())}
+	}
+	if fi.Size() > c.maxFileSize {
+		return nil, &InputError{File: c.Rel(c.abs(p)), Err: fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, fi.Size(), c.maxFileSize)}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, c.maxFileSize+1))
+	if err != nil {
+		return nil, &InputError{File: c.Rel(c.abs(p)), Err: err}
+	}
+	if int64(len(data)) > c.maxFileSize {
+		return nil, &InputError{File: c.Rel(c.abs(p)), Err: fmt.Errorf("%w: limit %d bytes", ErrTooLarge, c.maxFileSize)}
+	}
+	return data, nil
+}
+
+// Open opens a file for reading after the same checks as ReadFile.
+func (c *ConfinedFS) Open(p string) (filesys.File, error) {
+	data, err := c.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	mem := filesys.MakeFsInMemory()
+	if err := mem.WriteFile("/f", data); err != nil {
+		return nil, fmt.Errorf("buffering %s: %w", c.Rel(c.abs(p)), err)
+	}
+	return mem.Open("/f")
+}
+
+// Exists reports whether p exists inside the root.
+func (c *ConfinedFS) Exists(p string) bool {
+	ok := c.exists(p)
+	c.record("exists", p, fmt.Sprint(ok))
+	return ok
+}
+
+func (c *ConfinedFS) exists(p string) bool {
+	r, err := c.resolve(p)
+	return err == nil && c.disk.Exists(r)
+}
+
+// IsDir reports whether p is a directory inside the root.
+func (c *ConfinedFS) IsDir(p string) bool {
+	ok := c.isDir(p)
+	c.record("isdir", p, fmt.Sprint(ok))
+	return ok
+}
+
+func (c *ConfinedFS) isDir(p string) bool {
+	r, err := c.resolve(p)
+	return err == nil && c.disk.IsDir(r)
+}
+
+// ReadDir lists the names in directory p.
+func (c *ConfinedFS) ReadDir(p string) ([]string, error) {
+	names, err := c.readDir(p)
+	if err != nil {
+		c.record("readdir", p, "error")
+		return nil, err
+	}
+	c.record("readdir", p, strings.Join(names, "\x00"))
+	return names, nil
+}
+
+func (c *ConfinedFS) readDir(p string) ([]string, error) {
+	r, err := c.resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	names, err := c.disk.ReadDir(r)
+	if err != nil {
+		return nil, &InputError{File: c.Rel(c.abs(p)), Err: err}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// CleanedAbs resolves p like the on-disk filesystem and refuses results
+// outside the root.
+func (c *ConfinedFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
+	if _, err := c.resolve(p); err != nil {
+		return "", "", err
+	}
+	d, f, err := c.disk.CleanedAbs(c.abs(p))
+	if err != nil {
+		return "", "", &InputError{File: c.Rel(c.abs(p)), Err: err}
+	}
+	if !c.within(string(d)) {
+		return "", "", &InputError{File: c.Rel(c.abs(p)), Err: ErrOutsideRoot}
+	}
+	return d, f, nil
+}
+
+// Glob returns the matches of pattern that resolve inside the root.
+func (c *ConfinedFS) Glob(pattern string) ([]string, error) {
+	matches, err := c.disk.Glob(c.abs(pattern))
+	if err != nil {
+		return nil, &InputError{File: c.Rel(c.abs(pattern)), Err: err}
+	}
+	var out []string
+	for _, m := range matches {
+		if _, err := c.resolve(m); err == nil {
+			out = append(out, m)
+		}
+	}
+	rels := make([]string, len(out))
+	for i, m := range out {
+		rels[i] = c.Rel(m)
+	}
+	c.record("glob", pattern, strings.Join(rels, "\x00"))
+	return out, nil
+}
+
+// Walk walks the tree at p without following symlinks.
+func (c *ConfinedFS) Walk(p string, walkFn filepath.WalkFunc) error {
+	r, err := c.resolve(p)
+	if err != nil {
+		return err
+	}
+	return c.disk.Walk(r, walkFn)
+}
+
+// Create is refused: the renderer never writes.
+func (c *ConfinedFS) Create(p string) (filesys.File, error) { return nil, c.readOnly(p) }
+
+// Mkdir is refused: the renderer never writes.
+func (c *ConfinedFS) Mkdir(p string) error { return c.readOnly(p) }
+
+// MkdirAll is refused: the renderer never writes.
+func (c *ConfinedFS) MkdirAll(p string) error { return c.readOnly(p) }
+
+// RemoveAll is refused: the renderer never writes.
+func (c *ConfinedFS) RemoveAll(p string) error { return c.readOnly(p) }
+
+// WriteFile is refused: the renderer never writes.
+func (c *ConfinedFS) WriteFile(p string, _ []byte) error { return c.readOnly(p) }
+
+func (c *ConfinedFS) readOnly(p string) error {
+	return &InputError{File: c.Rel(c.abs(p)), Err: ErrReadOnly}
+}
+
+// Trace records every probe a render makes of the filesystem (reads, existence
+// checks, directory listings, globs) with its result, so that a later render
+// can be proven to see the same inputs by replaying the probes.
+type Trace struct {
+	mu     sync.Mutex
+	seen   map[string]bool
+	Probes []Probe
+}
+
+// Probe is one recorded filesystem observation. Path is relative to the
+// repository root; Result is a content hash, a boolean or a listing.
+type Probe struct {
+	Op     string `json:"op"`
+	Path   string `json:"path"`
+	Result string `json:"result"`
+}
+
+func (t *Trace) add(op, path, result string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	key := op + "\x00" + path + "\x00" + result
+	if t.seen == nil {
+		t.seen = map[string]bool{}
+	}
+	if t.seen[key] {
+		return
+	}
+	t.seen[key] = true
+	t.Probes = append(t.Probes, Probe{Op: op, Path: path, Result: result})
+}
+
+// Replay re-runs every probe against fsys and reports whether all results are
+// unchanged.
+func Replay(fsys *ConfinedFS, probes []Probe) bool {
+	for _, p := range probes {
+		var got string
+		switch p.Op {
+		case "read":
+			got = "error"
+			if data, err := fsys.readFile(p.Path); err == nil {
+				sum := sha256.Sum256(data)
+				got = hex.EncodeToString(sum[:])
+			}
+		case "exists":
+			got = fmt.Sprint(fsys.exists(p.Path))
+		case "isdir":
+			got = fmt.Sprint(fsys.isDir(p.Path))
+		case "readdir":
+			got = "error"
+			if names, err := fsys.readDir(p.Path); err == nil {
+				got = strings.Join(names, "\x00")
+			}
+		default:
+			// Globs and unknown probes are not replayed: the entry is stale.
+			return false
+		}
+		if got != p.Result {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,80 @@
+package render
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/gowebpki/jcs"
+)
+
+// HashPrefix starts every rendered and object hash.
+const HashPrefix = "sha256:"
+
+// Canonical returns the RFC 8785 (JSON Canonicalization Scheme) form of the
+// object: keys sorted by UTF-16 code units, no insignificant whitespace,
+// ECMAScript number formatting.
+func Canonical(o Object) ([]byte, error) {
+	raw, err := json.Marshal(o.Map)
+	if err != nil {
+		return nil, fmt.Errorf("serializing %s to JSON: %w", o.ID(), err)
+	}
+	c, err := jcs.Transform(raw)
+	if err != nil {
+		return nil, fmt.Errorf("canonicalizing %s: %w", o.ID(), err)
+	}
+	return c, nil
+}
+
+// ObjectHash is sha256 over the canonical form of one object.
+func ObjectHash(o Object) (string, error) {
+	c, err := Canonical(o)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(c)
+	return HashPrefix + hex.EncodeToString(sum[:]), nil
+}
+
+// Hash is the rendered hash of an object set: sha256 over the objects sorted
+// by (group, kind, namespace, name) compared as UTF-8 bytes, each serialized
+// with RFC 8785 and followed by "\n". Objects with equal identity (which
+// policy refuses) are ordered by their canonical bytes so the hash stays
+// deterministic.
+func Hash(objs []Object) (string, error) {
+	type entry struct {
+		id    ID
+		canon []byte
+	}
+	entries := make([]entry, len(objs))
+	for i, o := range objs {
+		c, err := Canonical(o)
+		if err != nil {
+			return "", err
+		}
+		entries[i] = entry{o.ID(), c}
+	}
+	sort.Slice(entries, func(i, j int) bool {
+		a, b := entries[i].id, entries[j].id
+		switch {
+		case a.Group != b.Group:
+			return a.Group < b.Group
+		case a.Kind != b.Kind:
+			return a.Kind < b.Kind
+		case a.Namespace != b.Namespace:
+			return a.Namespace < b.Namespace
+		case a.Name != b.Name:
+			return a.Name < b.Name
+		}
+		return bytes.Compare(entries[i].canon, entries[j].canon) < 0
+	})
+	h := sha256.New()
+	for _, e := range entries {
+		h.Write(e.canon)
+		h.Write([]byte{'\n'})
+	}
+	return HashPrefix + hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,302 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	sigyaml "sigs.k8s.io/yaml"
+)
+
+// Mode is how an application directory is rendered.
+type Mode string
+
+const (
+	// ModeKustomize renders a kustomization with krusty.
+	ModeKustomize Mode = "kustomize"
+	// ModeDirectory reads the plain manifests of a directory.
+	ModeDirectory Mode = "directory"
+)
+
+// Options says what to render.
+type Options struct {
+	// Root is the repository root; nothing above it is read.
+	Root string
+	// Path is the application directory, absolute or relative to Root.
+	Path string
+	// MaxFileSize caps each file read; <= 0 means DefaultMaxFileSize.
+	MaxFileSize int64
+	// Trace, when set, records every filesystem probe (for caching).
+	Trace *Trace
+}
+
+// App is an application directory opened for rendering.
+type App struct {
+	FS   *ConfinedFS
+	Dir  string // absolute
+	Mode Mode
+	// Kustomizations are the kustomization files of the tree, app first
+	// (ModeKustomize only).
+	Kustomizations []Kustomization
+}
+
+// RelDir is the application directory relative to the repository root.
+func (a *App) RelDir() string { return a.FS.Rel(a.Dir) }
+
+// Kustomization is one kustomization file of an app's tree with the entries
+// that reach outside the repository: remote resources and Helm charts.
+type Kustomization struct {
+	File       string // relative to the root
+	Remote     []RemoteResource
+	HelmCharts []HelmChart
+}
+
+// RemoteResource is an entry of resources, components or bases that names a
+// remote location instead of a path in the repository.
+type RemoteResource struct {
+	Field string // e.g. resources[2]
+	URL   string
+}
+
+// HelmChart is an entry of helmCharts.
+type HelmChart struct {
+	Field   string // e.g. helmCharts[0]
+	Name    string
+	Repo    string
+	Version string
+}
+
+// Open confines the filesystem to the root, finds how the application
+// directory renders and, for a kustomization, reads its tree of
+// kustomization files (without fetching anything remote).
+func Open(ctx context.Context, opts Options) (*App, error) {
+	fsys, err := NewConfinedFS(opts.Root, opts.MaxFileSize, opts.Trace)
+	if err != nil {
+		return nil, &InputError{Err: err}
+	}
+	dir := opts.Path
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(fsys.Root(), dir)
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return nil, &InputError{File: opts.Path, Err: err}
+	}
+	if resolved, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = resolved
+	}
+	if _, err := fsys.resolve(dir); err != nil {
+		return nil, &InputError{File: opts.Path, Err: fmt.Errorf("application directory is not inside the repository root %s: %w", fsys.Root(), ErrOutsideRoot)}
+	}
+	if !fsys.IsDir(dir) {
+		return nil, &InputError{File: fsys.Rel(dir), Err: errors.New("application path is not a directory")}
+	}
+	app := &App{FS: fsys, Dir: dir, Mode: ModeDirectory}
+	if kfile := findKustomizationFile(fsys, dir); kfile != "" {
+		app.Mode = ModeKustomize
+		seen := map[string]bool{}
+		if err := app.inspect(ctx, dir, seen); err != nil {
+			return nil, err
+		}
+	}
+	return app, nil
+}
+
+func findKustomizationFile(fsys *ConfinedFS, dir string) string {
+	for _, n := range konfig.RecognizedKustomizationFileNames() {
+		p := filepath.Join(dir, n)
+		if fsys.Exists(p) && !fsys.IsDir(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// inspect reads the kustomization in dir and recurses into local
+// directories of resources, components and bases.
+func (a *App) inspect(ctx context.Context, dir string, seen map[string]bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if seen[dir] {
+		return nil
+	}
+	seen[dir] = true
+	kfile := findKustomizationFile(a.FS, dir)
+	if kfile == "" {
+		return nil // a plain directory resource: krusty reports it if invalid
+	}
+	rel := a.FS.Rel(kfile)
+	data, err := a.FS.ReadFile(kfile)
+	if err != nil {
+		return err
+	}
+	var k types.Kustomization
+	if err := sigyaml.Unmarshal(data, &k); err != nil {
+		return &InputError{File: rel, Err: fmt.Errorf("parsing kustomization: %w", err)}
+	}
+	entry := Kustomization{File: rel}
+	for _, list := range []struct {
+		field   string
+		entries []string
+	}{{"resources", k.Resources}, {"components", k.Components}, {"bases", k.Bases}} {
+		for i, e := range list.entries {
+			field := fmt.Sprintf("%s[%d]", list.field, i)
+			local := filepath.Clean(filepath.Join(dir, filepath.FromSlash(e)))
+			switch {
+			case a.FS.IsDir(local):
+				if err := a.inspect(ctx, local, seen); err != nil {
+					return err
+				}
+			case IsRemote(e) && !a.FS.Exists(local):
+				entry.Remote = append(entry.Remote, RemoteResource{Field: field, URL: e})
+			}
+		}
+	}
+	for i, h := range k.HelmCharts {
+		entry.HelmCharts = append(entry.HelmCharts, HelmChart{
+			Field: fmt.Sprintf("helmCharts[%d]", i), Name: h.Name, Repo: h.Repo, Version: h.Version,
+		})
+	}
+	a.Kustomizations = append(a.Kustomizations, entry)
+	return nil
+}
+
+// IsRemote reports whether a kustomization entry names a remote location: a
+// URL with a scheme, an scp-like git address, or a path whose first element
+// is a host name (github.com/org/repo).
+func IsRemote(entry string) bool {
+	if strings.Contains(entry, "://") || strings.HasPrefix(entry, "git@") || strings.HasPrefix(entry, "git::") {
+		return true
+	}
+	if u, err := url.Parse(entry); err == nil && u.RawQuery != "" && strings.Contains(u.RawQuery, "ref=") {
+		return true
+	}
+	first, _, found := strings.Cut(path.Clean(entry), "/")
+	return found && strings.Contains(first, ".") && first != "." && first != ".." && !strings.HasPrefix(first, ".")
+}
+
+// Remote lists every remote entry of the app's kustomization tree.
+func (a *App) Remote() []RemoteResource {
+	var out []RemoteResource
+	for _, k := range a.Kustomizations {
+		out = append(out, k.Remote...)
+	}
+	return out
+}
+
+// krustyMu serializes krusty runs: kustomize keeps process-wide state in its
+// plugin and openapi registries.
+var krustyMu sync.Mutex
+
+// Build renders the application into objects. It never fetches: a tree with
+// remote resources is refused with an *InputError (policy reports unpinned
+// ones before this is called).
+func (a *App) Build(ctx context.Context) ([]Object, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	switch a.Mode {
+	case ModeKustomize:
+		for _, k := range a.Kustomizations {
+			for _, r := range k.Remote {
+				return nil, &InputError{File: k.File, Err: fmt.Errorf("%s: remote resource %q: throughline renders only what is in the repository; vendor the base into the repository", r.Field, r.URL)}
+			}
+		}
+		return a.buildKustomization()
+	default:
+		return a.readDirectory(ctx)
+	}
+}
+
+func (a *App) buildKustomization() (objs []Object, err error) {
+	kfile := a.FS.Rel(findKustomizationFile(a.FS, a.Dir))
+	defer func() {
+		if r := recover(); r != nil {
+			objs, err = nil, &InputError{File: kfile, Err: fmt.Errorf("kustomize panicked: %v", r)}
+		}
+	}()
+	opts := krusty.MakeDefaultOptions()
+	opts.LoadRestrictions = types.LoadRestrictionsRootOnly
+	opts.PluginConfig = types.DisabledPluginConfig()
+	krustyMu.Lock()
+	resMap, err := krusty.MakeKustomizer(opts).Run(a.FS, a.Dir)
+	krustyMu.Unlock()
+	if err != nil {
+		return nil, &InputError{File: kfile, Err: &rootRelativeError{err: err, root: a.FS.Root()}}
+	}
+	for _, r := range resMap.Resources() {
+		m, err := r.Map()
+		if err != nil {
+			return nil, &InputError{File: kfile, Err: fmt.Errorf("reading rendered %s: %w", r.CurId(), err)}
+		}
+		o := Object{Map: m, Source: kfile}
+		if err := validateIdentity(o); err != nil {
+			return nil, &InputError{File: kfile, Err: fmt.Errorf("rendered object: %w", err)}
+		}
+		objs = append(objs, o)
+	}
+	return objs, nil
+}
+
+// manifestExtensions are the files a plain directory app renders.
+var manifestExtensions = map[string]bool{".yaml": true, ".yml": true, ".json": true}
+
+func (a *App) readDirectory(ctx context.Context) ([]Object, error) {
+	names, err := a.FS.ReadDir(a.Dir)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	var objs []Object
+	files := 0
+	for _, n := range names {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p := filepath.Join(a.Dir, n)
+		if strings.HasPrefix(n, ".") || !manifestExtensions[strings.ToLower(filepath.Ext(n))] || a.FS.IsDir(p) {
+			continue
+		}
+		data, err := a.FS.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		files++
+		o, err := DecodeManifests(data, a.FS.Rel(p))
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, o...)
+	}
+	if len(objs) == 0 {
+		what := "no *.yaml, *.yml or *.json files"
+		if files > 0 {
+			what = fmt.Sprintf("%d manifest files but no objects", files)
+		}
+		return nil, &InputError{File: a.RelDir(), Err: fmt.Errorf("no manifests to render: %s and no kustomization", what)}
+	}
+	return objs, nil
+}
+
+// rootRelativeError shows krusty's messages with paths relative to the
+// repository root (Argo CD streams the repository into a random directory).
+type rootRelativeError struct {
+	err  error
+	root string
+}
+
+func (e *rootRelativeError) Error() string {
+	return strings.ReplaceAll(e.err.Error(), e.root+string(filepath.Separator), "")
+}
+
+func (e *rootRelativeError) Unwrap() error { return e.err }
