@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
@@ -144,12 +145,8 @@ func (c *ConfinedFS) readFile(p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(r)
-	if err != nil {
-		return nil, &InputError{File: c.Rel(c.abs(p)), Err: err}
-	}
-	defer f.Close()
-	fi, err := f.Stat()
+	// Stat before opening: opening a named pipe would block.
+	fi, err := os.Stat(r)
 	if err != nil {
 		return nil, &InputError{File: c.Rel(c.abs(p)), Err: err}
 	}
@@ -158,6 +155,14 @@ func (c *ConfinedFS) readFile(p string) ([]byte, error) {
 	}
 	if fi.Size() > c.maxFileSize {
 		return nil, &InputError{File: c.Rel(c.abs(p)), Err: fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, fi.Size(), c.maxFileSize)}
+	}
+	f, err := os.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, &InputError{File: c.Rel(c.abs(p)), Err: err}
+	}
+	defer f.Close()
+	if fi2, err := f.Stat(); err != nil || !os.SameFile(fi, fi2) {
+		return nil, &InputError{File: c.Rel(c.abs(p)), Err: errors.New("file changed while it was read")}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, c.maxFileSize+1))
 	if err != nil {
@@ -233,6 +238,16 @@ func (c *ConfinedFS) readDir(p string) ([]string, error) {
 // CleanedAbs resolves p like the on-disk filesystem and refuses results
 // outside the root.
 func (c *ConfinedFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
+	d, f, err := c.cleanedAbs(p)
+	result := "error"
+	if err == nil {
+		result = c.Rel(string(d)) + "\x00" + f
+	}
+	c.record("abs", p, result)
+	return d, f, err
+}
+
+func (c *ConfinedFS) cleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
 	if _, err := c.resolve(p); err != nil {
 		return "", "", err
 	}
@@ -345,6 +360,11 @@ func Replay(fsys *ConfinedFS, probes []Probe) bool {
 			got = "error"
 			if names, err := fsys.readDir(p.Path); err == nil {
 				got = strings.Join(names, "\x00")
+			}
+		case "abs":
+			got = "error"
+			if d, f, err := fsys.cleanedAbs(p.Path); err == nil {
+				got = fsys.Rel(string(d)) + "\x00" + f
 			}
 		default:
 			// Globs and unknown probes are not replayed: the entry is stale.

@@ -144,7 +144,11 @@ func (a *App) inspect(ctx context.Context, dir string, seen map[string]bool) err
 	if err := sigyaml.Unmarshal(data, &k); err != nil {
 		return &InputError{File: rel, Err: fmt.Errorf("parsing kustomization: %w", err)}
 	}
-	entry := Kustomization{File: rel}
+	k.FixKustomization()
+	// Reserve this file's place first so the app's own kustomization leads.
+	idx := len(a.Kustomizations)
+	a.Kustomizations = append(a.Kustomizations, Kustomization{File: rel})
+	var remote []RemoteResource
 	for _, list := range []struct {
 		field   string
 		entries []string
@@ -158,17 +162,65 @@ func (a *App) inspect(ctx context.Context, dir string, seen map[string]bool) err
 					return err
 				}
 			case IsRemote(e) && !a.FS.Exists(local):
-				entry.Remote = append(entry.Remote, RemoteResource{Field: field, URL: e})
+				remote = append(remote, RemoteResource{Field: field, URL: e})
 			}
 		}
 	}
+	// kustomize's loader fetches any http(s) path, whatever field names it.
+	for _, f := range loadedFiles(&k) {
+		if isURL(f.URL) {
+			remote = append(remote, f)
+		}
+	}
+	a.Kustomizations[idx].Remote = remote
 	for i, h := range k.HelmCharts {
-		entry.HelmCharts = append(entry.HelmCharts, HelmChart{
+		a.Kustomizations[idx].HelmCharts = append(a.Kustomizations[idx].HelmCharts, HelmChart{
 			Field: fmt.Sprintf("helmCharts[%d]", i), Name: h.Name, Repo: h.Repo, Version: h.Version,
 		})
 	}
-	a.Kustomizations = append(a.Kustomizations, entry)
 	return nil
+}
+
+func isURL(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
+
+// loadedFiles lists the file paths of a kustomization other than resources,
+// components and bases: every one of them goes through kustomize's loader.
+func loadedFiles(k *types.Kustomization) []RemoteResource {
+	var out []RemoteResource
+	add := func(field string, paths ...string) {
+		for i, p := range paths {
+			f := field
+			if len(paths) > 1 || strings.HasSuffix(field, "s") {
+				f = fmt.Sprintf("%s[%d]", field, i)
+			}
+			out = append(out, RemoteResource{Field: f, URL: p})
+		}
+	}
+	add("crds", k.Crds...)
+	add("configurations", k.Configurations...)
+	add("generators", k.Generators...)
+	add("transformers", k.Transformers...)
+	add("validators", k.Validators...)
+	for i, p := range k.Patches {
+		add(fmt.Sprintf("patches[%d].path", i), p.Path)
+	}
+	for i, r := range k.Replacements {
+		add(fmt.Sprintf("replacements[%d].path", i), r.Path)
+	}
+	for i, g := range k.ConfigMapGenerator {
+		add(fmt.Sprintf("configMapGenerator[%d].files", i), g.FileSources...)
+		add(fmt.Sprintf("configMapGenerator[%d].envs", i), g.EnvSources...)
+	}
+	for i, g := range k.SecretGenerator {
+		add(fmt.Sprintf("secretGenerator[%d].files", i), g.FileSources...)
+		add(fmt.Sprintf("secretGenerator[%d].envs", i), g.EnvSources...)
+	}
+	if p, ok := k.OpenAPI["path"]; ok {
+		add("openapi.path", p)
+	}
+	return out
 }
 
 // IsRemote reports whether a kustomization entry names a remote location: a

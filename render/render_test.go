@@ -1,0 +1,270 @@
+package render_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/throughline-dev/throughline/render"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// TestGolden renders every testdata/golden/<case>/input tree at the path in
+// <case>/path and compares the objects and the hash with expected.yaml and
+// expected.hash.
+func TestGolden(t *testing.T) {
+	cases, err := os.ReadDir("testdata/golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.Name(), func(t *testing.T) {
+			dir := filepath.Join("testdata/golden", c.Name())
+			rel, err := os.ReadFile(filepath.Join(dir, "path"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			root := filepath.Join(dir, "input")
+			objs := build(t, root, strings.TrimSpace(string(rel)))
+			var got bytes.Buffer
+			if err := render.EncodeYAML(&got, objs); err != nil {
+				t.Fatal(err)
+			}
+			hash, err := render.Hash(objs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareGolden(t, filepath.Join(dir, "expected.yaml"), got.String())
+			compareGolden(t, filepath.Join(dir, "expected.hash"), hash+"\n")
+		})
+	}
+}
+
+func compareGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./render -run TestGolden -update to create it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs (run with -update after checking):\n--- want\n%s\n--- got\n%s", path, want, got)
+	}
+}
+
+func build(t *testing.T, root, path string) []render.Object {
+	t.Helper()
+	app, err := render.Open(context.Background(), render.Options{Root: root, Path: path})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	objs, err := app.Build(context.Background())
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	return objs
+}
+
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+const pinned = "registry.example.test/web@sha256:9c2f1e0d7b6a5f4e3d2c1b0a99887766554433221100ffeeddccbbaa98765432"
+
+func TestOpenModes(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"k/kustomization.yml": "resources: [cm.yaml]\n",
+		"k/cm.yaml":           "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+		"k2/Kustomization":    "resources: [cm.yaml]\n",
+		"k2/cm.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+		"plain/cm.yaml":       "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+	})
+	for path, want := range map[string]render.Mode{"k": render.ModeKustomize, "k2": render.ModeKustomize, "plain": render.ModeDirectory} {
+		app, err := render.Open(context.Background(), render.Options{Root: root, Path: path})
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if app.Mode != want {
+			t.Errorf("%s: mode %s, want %s", path, app.Mode, want)
+		}
+		if got := len(build(t, root, path)); got != 1 {
+			t.Errorf("%s: %d objects, want 1", path, got)
+		}
+	}
+}
+
+func TestRemoteResourcesAreListedAndNeverFetched(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"app/kustomization.yaml": `resources:
+  - cm.yaml
+  - https://github.com/example/repo//deploy?ref=v1.2.3
+  - github.com/example/other/base?ref=0123456789abcdef0123456789abcdef01234567
+  - git@github.com:example/third.git//x?ref=main
+  - ../shared
+`,
+		"app/cm.yaml":               "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+		"shared/kustomization.yaml": "resources: [https://example.test/raw/manifest.yaml]\n",
+	})
+	app, err := render.Open(context.Background(), render.Options{Root: root, Path: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var urls []string
+	for _, r := range app.Remote() {
+		urls = append(urls, r.Field+"="+r.URL)
+	}
+	want := "resources[1]=https://github.com/example/repo//deploy?ref=v1.2.3 resources[2]=github.com/example/other/base?ref=0123456789abcdef0123456789abcdef01234567 resources[3]=git@github.com:example/third.git//x?ref=main resources[0]=https://example.test/raw/manifest.yaml"
+	if got := strings.Join(urls, " "); got != want {
+		t.Errorf("remote resources:\n got %s\nwant %s", got, want)
+	}
+	_, err = app.Build(context.Background())
+	if !render.IsInputError(err) || !strings.Contains(err.Error(), "vendor the base") {
+		t.Fatalf("Build with remote resources: %v, want an InputError asking to vendor", err)
+	}
+}
+
+func TestIsRemote(t *testing.T) {
+	for entry, want := range map[string]bool{
+		"deploy.yaml":                      false,
+		"../../base":                       false,
+		"./configs/app.v2":                 false,
+		"base/v1.2/app":                    false,
+		"github.com/org/repo//path?ref=x":  true,
+		"https://example.test/a.yaml":      true,
+		"git@github.com:org/repo.git//x":   true,
+		"ssh://git@example.test/repo.git":  true,
+		"gitlab.example.test/group/repo":   true,
+		"local?ref=0123":                   true,
+		"git::https://example.test/r.git/": true,
+	} {
+		if got := render.IsRemote(entry); got != want {
+			t.Errorf("IsRemote(%q) = %v, want %v", entry, got, want)
+		}
+	}
+}
+
+func TestRootDiscovery(t *testing.T) {
+	repo := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(repo, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	app := filepath.Join(repo, "apps", "a", "overlays", "prod")
+	if err := os.MkdirAll(app, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got, err := render.FindRoot(app)
+	if err != nil || got != repo {
+		t.Errorf("FindRoot(work tree) = %q, %v; want %q", got, err, repo)
+	}
+	plain := t.TempDir()
+	if got, err := render.FindRoot(plain); err != nil || got != plain {
+		t.Errorf("FindRoot(no git) = %q, %v; want %q", got, err, plain)
+	}
+
+	for _, tc := range []struct {
+		wd, source, want, err string
+	}{
+		{"/tmp/x/apps/a/overlays/prod", "apps/a/overlays/prod", "/tmp/x", ""},
+		{"/tmp/x/apps/a/overlays/prod", "apps/a/overlays/prod/", "/tmp/x", ""},
+		{"/tmp/x/apps/a/overlays/prod", "./apps/a/overlays/prod", "/tmp/x", ""},
+		{"/tmp/x", ".", "/tmp/x", ""},
+		{"/tmp/x", "", "/tmp/x", ""},
+		{"/tmp/x/apps/a", "apps/b", "", "does not end with"},
+		{"/tmp/x/apps/a", "../apps/a", "", "inside the repository"},
+		{"/tmp/x/apps/a", "/apps/a", "", "relative"},
+	} {
+		got, err := render.RootFromSourcePath(tc.wd, tc.source)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("RootFromSourcePath(%q, %q) = %q, %v; want error with %q", tc.wd, tc.source, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("RootFromSourcePath(%q, %q) = %q, %v; want %q", tc.wd, tc.source, got, err, tc.want)
+		}
+	}
+}
+
+func TestConfinedFSRefusesWrites(t *testing.T) {
+	root := t.TempDir()
+	fsys, err := render.NewConfinedFS(root, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"WriteFile": fsys.WriteFile(filepath.Join(root, "x"), []byte("x")),
+		"Mkdir":     fsys.Mkdir(filepath.Join(root, "d")),
+		"MkdirAll":  fsys.MkdirAll(filepath.Join(root, "d/e")),
+		"RemoveAll": fsys.RemoveAll(root),
+	} {
+		if !errors.Is(err, render.ErrReadOnly) {
+			t.Errorf("%s: %v, want ErrReadOnly", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "x")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a write went through: %v", err)
+	}
+}
+
+func TestTraceReplay(t *testing.T) {
+	files := map[string]string{
+		"app/kustomization.yaml":  "resources: [../base]\n",
+		"base/kustomization.yaml": "resources: [cm.yaml]\n",
+		"base/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+		"other/unrelated.yaml":    "x: 1\n",
+	}
+	root := writeTree(t, files)
+	trace := &render.Trace{}
+	app, err := render.Open(context.Background(), render.Options{Root: root, Path: "app", Trace: trace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Build(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	replay := func(root string) bool {
+		fsys, err := render.NewConfinedFS(root, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return render.Replay(fsys, trace.Probes)
+	}
+	// A copy elsewhere (Argo CD streams each commit into a new directory)
+	// with an unrelated change replays clean.
+	files["other/unrelated.yaml"] = "x: 2\n"
+	if !replay(writeTree(t, files)) {
+		t.Error("unrelated change invalidated the trace")
+	}
+	files["base/cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n"
+	if replay(writeTree(t, files)) {
+		t.Error("a changed base file did not invalidate the trace")
+	}
+	files["base/cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"
+	files["app/kustomization.yml"] = "resources: [../base]\n"
+	if replay(writeTree(t, files)) {
+		t.Error("a new competing kustomization file did not invalidate the trace")
+	}
+}
