@@ -22,8 +22,8 @@ const AcceptanceFile = "throughline-acceptance.yaml"
 func newRenderCommand(g *globals, stdout io.Writer) *cobra.Command {
 	var (
 		root, output, app, env, namespace, allowList string
-		hashOnly, writeAcceptance, checkAcceptance bool
-		maxFileSize                                int64
+		hashOnly, writeAcceptance, checkAcceptance   bool
+		maxFileSize                                  int64
 	)
 	cmd := &cobra.Command{
 		Use:   "render [PATH]",

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/kustomize/kyaml/kio"
+
+	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/policy"
+	"github.com/throughline-dev/throughline/render"
+)
+
+// TestOwnArtifactsArePinned: a project that refuses unpinned images pins
+// every image it ships. Every string "image" field in plugin.yaml, examples/
+// and deploy/ passes the pin rule or the example allow-list, except in the
+// overlay that must be refused and in bases, whose overlays pin the image
+// (TestRenderExamples renders them through policy).
+func TestOwnArtifactsArePinned(t *testing.T) {
+	allowData, err := os.ReadFile(filepath.Join(exampleRepo, policy.AllowListFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow, err := policy.ParseAllowList(allowData, policy.AllowListFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, dir := range []string{"examples", "deploy", "plugin.yaml"} {
+		err := filepath.Walk(filepath.Join(repoRoot, dir), func(p string, fi os.FileInfo, err error) error {
+			if err != nil || fi.IsDir() || !strings.HasSuffix(p, ".yaml") || strings.Contains(p, "refused-unpinned") {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			nodes, err := kio.FromBytes(data)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			for _, n := range nodes {
+				v, err := n.Map()
+				if err != nil {
+					// a top-level sequence (a JSON patch)
+					var list []any
+					if err := n.YNode().Decode(&list); err != nil {
+						return fmt.Errorf("%s: %w", p, err)
+					}
+					v = map[string]any{"list": list}
+				}
+				walkImages(v, func(image string) {
+					checked++
+					_, err := policy.CheckImage(image)
+					_, allowed := allow.Match(image)
+					bare := !strings.ContainsAny(image, ":@")
+					if err != nil && !allowed && !(bare && strings.Contains(p, "/base/")) {
+						t.Errorf("%s: %v", p, err)
+					}
+				})
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if checked < 4 {
+		t.Errorf("only %d images checked: the walk is broken", checked)
+	}
+}
+
+func walkImages(v any, visit func(string)) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, val := range t {
+			if s, ok := val.(string); ok && k == "image" {
+				visit(s)
+				continue
+			}
+			walkImages(val, visit)
+		}
+	case []any:
+		for _, item := range t {
+			walkImages(item, visit)
+		}
+	}
+}
+
+// TestArgoCDInstallComponent renders the sidecar Component on a stand-in
+// argocd-repo-server and checks the contract Argo CD needs.
+func TestArgoCDInstallComponent(t *testing.T) {
+	root := t.TempDir()
+	component := filepath.Join(root, "throughline")
+	if err := os.CopyFS(component, os.DirFS(filepath.Join(repoRoot, "examples", "install", "argocd"))); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"argocd/kustomization.yaml": "resources: [repo-server.yaml]\ncomponents: [../throughline]\n",
+		"argocd/repo-server.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: argocd-repo-server}
+spec:
+  selector: {matchLabels: {app: repo}}
+  template:
+    metadata: {labels: {app: repo}}
+    spec:
+      containers:
+        - name: argocd-repo-server
+          image: quay.io/argoproj/argocd:v2.14.21@sha256:0000000000000000000000000000000000000000000000000000000000000000
+      volumes:
+        - {name: var-files, emptyDir: {}}
+        - {name: plugins, emptyDir: {}}
+`,
+	}
+	for name, body := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := acceptance.Declare(context.Background(), acceptance.Request{Render: render.Options{Root: root, Path: "argocd"}})
+	if err != nil {
+		t.Fatalf("the install bundle does not pass throughline's own policy: %v", err)
+	}
+	var sidecar map[string]any
+	var pluginCM string
+	for _, o := range d.Objects {
+		switch o.ID().Kind {
+		case "Deployment":
+			for _, c := range o.Map["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any) {
+				if c.(map[string]any)["name"] == "throughline" {
+					sidecar = c.(map[string]any)
+				}
+			}
+		case "ConfigMap":
+			pluginCM = o.Map["data"].(map[string]any)["plugin.yaml"].(string)
+		}
+	}
+	if sidecar == nil {
+		t.Fatal("no throughline sidecar in argocd-repo-server")
+	}
+	if cmd := sidecar["command"].([]any); len(cmd) != 1 || cmd[0] != "/var/run/argocd/argocd-cmp-server" {
+		t.Errorf("sidecar command %v", cmd)
+	}
+	if sc := sidecar["securityContext"].(map[string]any); sc["runAsUser"] != 999 {
+		t.Errorf("sidecar runAsUser %v", sc["runAsUser"])
+	}
+	mounts := map[string]bool{}
+	for _, m := range sidecar["volumeMounts"].([]any) {
+		mounts[m.(map[string]any)["mountPath"].(string)] = true
+	}
+	for _, want := range []string{"/var/run/argocd", "/home/argocd/cmp-server/plugins", "/home/argocd/cmp-server/config/plugin.yaml", "/tmp"} {
+		if !mounts[want] {
+			t.Errorf("sidecar lacks the mount %s", want)
+		}
+	}
+	root2, err := os.ReadFile(filepath.Join(repoRoot, "plugin.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pluginCM != string(root2) {
+		t.Errorf("examples/install/argocd/cmp-plugin.yaml differs from plugin.yaml:\n%s", pluginCM)
+	}
+}
