@@ -11,7 +11,9 @@ KUSTOMIZE_VERSION := v5.8.2
 BENCH ?= .
 BENCH_COUNT ?= 6
 
-.PHONY: all build test unit lint fmt vet tidy-check demo bench bench-cli tools compat clean
+FUZZTIME ?= 30s
+
+.PHONY: all build test unit lint fmt vet tidy-check demo bench bench-cli tools compat fuzz clean
 
 all: build test
 
@@ -43,6 +45,10 @@ demo: build ## render the example environments, show their hashes and a refusal 
 
 compat: ## Argo CD's own CMP server against plugin.yaml (nested modules)
 	./e2e/argocd/run.sh
+
+fuzz: ## run every fuzz target for FUZZTIME
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime $(FUZZTIME) ./render/
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckImage$$' -fuzztime $(FUZZTIME) ./policy/
 
 tools: $(BIN)/benchstat $(BIN)/kustomize
 
