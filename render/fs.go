@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -21,6 +22,11 @@ import (
 // are limited to about 1.5 MiB by etcd, so a manifest file far above that is
 // a mistake or an attack.
 const DefaultMaxFileSize = 8 << 20
+
+// DefaultMaxTotalRead caps the bytes one render may read in all, so a
+// kustomization cannot make the renderer read an unbounded number of files
+// just under the per-file cap.
+const DefaultMaxTotalRead = 256 << 20
 
 // ConfinedFS is a read-only kustomize filesystem rooted at a repository root.
 // Every path is resolved (symlinks included) and refused when it leaves the
@@ -32,6 +38,7 @@ type ConfinedFS struct {
 	disk        filesys.FileSystem
 	maxFileSize int64
 	trace       *Trace
+	totalRead   atomic.Int64
 }
 
 var _ filesys.FileSystem = (*ConfinedFS)(nil)
@@ -170,6 +177,9 @@ func (c *ConfinedFS) readFile(p string) ([]byte, error) {
 	}
 	if int64(len(data)) > c.maxFileSize {
 		return nil, &InputError{File: c.Rel(c.abs(p)), Err: fmt.Errorf("%w: limit %d bytes", ErrTooLarge, c.maxFileSize)}
+	}
+	if total := c.totalRead.Add(int64(len(data))); total > DefaultMaxTotalRead {
+		return nil, &InputError{File: c.Rel(c.abs(p)), Err: fmt.Errorf("%w: the render read more than %d bytes in all", ErrTooLarge, DefaultMaxTotalRead)}
 	}
 	return data, nil
 }
