@@ -192,6 +192,9 @@ func TestRootDiscovery(t *testing.T) {
 		{"/tmp/x", ".", "/tmp/x", ""},
 		{"/tmp/x", "", "/tmp/x", ""},
 		{"/tmp/x/apps/a", "apps/b", "", "does not end with"},
+		// manifest-generate-paths: only apps/checkout was streamed.
+		{"/tmp/x/overlays/staging", "apps/checkout/overlays/staging", "/tmp/x", ""},
+		{"/tmp/x/staging", "apps/checkout/overlays/staging", "/tmp/x", ""},
 		{"/tmp/x/apps/a", "../apps/a", "", "inside the repository"},
 		{"/tmp/x/apps/a", "/apps/a", "", "relative"},
 	} {

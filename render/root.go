@@ -31,7 +31,9 @@ func FindRoot(dir string) (string, error) {
 
 // RootFromSourcePath returns the repository root inside the Argo CD plugin
 // sidecar: the working directory (the app path of the streamed repository)
-// minus the application's source path, ARGOCD_APP_SOURCE_PATH.
+// minus the application's source path, ARGOCD_APP_SOURCE_PATH. When Argo CD
+// streamed only part of the repository (manifest-generate-paths), the root
+// is the top of what it streamed: nothing outside it is ever read.
 func RootFromSourcePath(wd, sourcePath string) (string, error) {
 	sp := filepath.Clean(filepath.FromSlash(strings.TrimSpace(sourcePath)))
 	if sp == "." || sp == "" || sp == string(filepath.Separator) {
@@ -41,9 +43,16 @@ func RootFromSourcePath(wd, sourcePath string) (string, error) {
 		return "", fmt.Errorf("source path %q must be relative and inside the repository", sourcePath)
 	}
 	wd = filepath.Clean(wd)
-	suffix := string(filepath.Separator) + sp
-	if !strings.HasSuffix(wd, suffix) {
-		return "", fmt.Errorf("working directory %s does not end with the source path %q", wd, sourcePath)
+	// With manifest-generate-paths (--plugin-use-manifest-generate-paths),
+	// Argo CD streams only the common parent of the app path and the
+	// annotated paths: the working directory then ends with a tail of the
+	// source path. Strip the longest tail it ends with.
+	parts := strings.Split(sp, string(filepath.Separator))
+	for i := range parts {
+		suffix := string(filepath.Separator) + filepath.Join(parts[i:]...)
+		if strings.HasSuffix(wd, suffix) {
+			return strings.TrimSuffix(wd, suffix), nil
+		}
 	}
-	return strings.TrimSuffix(wd, suffix), nil
+	return "", fmt.Errorf("working directory %s does not end with the source path %q", wd, sourcePath)
 }
