@@ -35,10 +35,7 @@ vet:
 	$(GO) vet ./...
 
 tidy-check:
-	@cp go.mod /tmp/throughline.go.mod.bak; cp go.sum /tmp/throughline.go.sum.bak; \
-	$(GO) mod tidy; \
-	if ! diff -q go.mod /tmp/throughline.go.mod.bak >/dev/null || ! diff -q go.sum /tmp/throughline.go.sum.bak >/dev/null; then \
-	  echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; fi
+	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
 
 demo: build ## render the example environments, show their hashes and a refusal (no cluster, no network)
 	@./hack/demo.sh $(BIN)/throughline examples/gitops-env
