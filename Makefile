@@ -64,3 +64,6 @@ bench-cli: build $(BIN)/kustomize ## wall time and peak memory of cmp generate v
 
 clean:
 	rm -rf $(BIN)
+
+# e2e-assets and e2e: the real servers (docs/harness.md).
+include hack/e2e.mk

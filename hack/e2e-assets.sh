@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds (or finds in the cache) every server the e2e tests run, one after the
+# other (2 cores: parallel builds only thrash), and prints the environment for
+# the tests on stdout:
+#
+#   eval "$(hack/e2e-assets.sh)"
+#   go test -race -tags e2e -count=1 -exec "$PWD/hack/netns-exec.sh" ./e2e/...
+#
+# Cold: ~25 min on 2 cores (see docs/harness.md); warm: well under a second.
+# Progress and timings go to stderr.
+set -euo pipefail
+HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+step() { # step VAR script: runs script, times it, records VAR=<its output>
+  local var=$1 script=$2 t0 out
+  t0=$(date +%s)
+  out=$("$HACK/$script")
+  printf 'e2e-assets.sh: %-28s %4ss  %s\n' "$script" "$(( $(date +%s) - t0 ))" "$out" >&2
+  printf 'export %s=%q\n' "$var" "$out" >> "$ENV_OUT"
+}
+
+ENV_OUT=$(mktemp); trap 'rm -f "$ENV_OUT"' EXIT
+step THROUGHLINE_REGISTRY_BIN registry.sh
+printf 'export THROUGHLINE_HTPASSWD_BIN=%q\n' "$(command -v htpasswd)" >> "$ENV_OUT"
+step THROUGHLINE_FLUX_CRDS flux-crds.sh
+step KUBEBUILDER_ASSETS k8s-assets.sh
+step THROUGHLINE_NC_DIR notification-controller.sh
+step THROUGHLINE_ARGOCD_DIR argocd.sh
+cat "$ENV_OUT"
