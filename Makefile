@@ -46,6 +46,7 @@ compat: ## Argo CD's own CMP server against plugin.yaml (nested modules)
 fuzz: ## run every fuzz target for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime $(FUZZTIME) ./render/
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckImage$$' -fuzztime $(FUZZTIME) ./policy/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRecord$$' -fuzztime $(FUZZTIME) ./registry/
 
 tools: $(BIN)/benchstat $(BIN)/kustomize
 
@@ -56,7 +57,7 @@ $(BIN)/kustomize:
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 
 bench: $(BIN)/benchstat ## Go benchmarks, summarised by benchstat
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) ./render/ ./policy/ ./cmp/ | tee $(BIN)/bench.txt
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) ./render/ ./policy/ ./cmp/ ./registry/ | tee $(BIN)/bench.txt
 	$(BIN)/benchstat $(BIN)/bench.txt
 
 bench-cli: build $(BIN)/kustomize ## wall time and peak memory of cmp generate vs kustomize build

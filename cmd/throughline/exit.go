@@ -29,6 +29,13 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
 
+// pendingError is "not decided yet": the registry could not be asked (exit 5
+// once exit.go maps it; until then it exits 1).
+type pendingError struct{ err error }
+
+func (e *pendingError) Error() string { return "not decided (try again): " + e.err.Error() }
+func (e *pendingError) Unwrap() error { return e.err }
+
 // refusedError marks a gate refusal that is not a policy violation list
 // (a stale Acceptance, say): exit 3.
 type refusedError struct{ msg string }
@@ -45,6 +52,7 @@ func exitCode(err error, stderr io.Writer) int {
 	var refused *refusedError
 	var usage *usageError
 	var input *render.InputError
+	var pending *pendingError
 	switch {
 	case errors.As(err, &refusal):
 		fmt.Fprintln(stderr, refusal.Error())
@@ -52,6 +60,9 @@ func exitCode(err error, stderr io.Writer) int {
 	case errors.As(err, &refused):
 		fmt.Fprintln(stderr, "refused:", refused.Error())
 		return exitRefused
+	case errors.As(err, &pending):
+		fmt.Fprintln(stderr, "not decided:", err)
+		return exitPending
 	case errors.As(err, &usage):
 		fmt.Fprintln(stderr, "usage error:", err)
 		return exitUsage

@@ -85,6 +85,9 @@ identity through promotion, verification and rollback.`,
 		newRenderCommand(g, stdout),
 		newCMPCommand(g, stdout),
 		newVersionCommand(stdout),
+		newResolveCommand(g, stdout),
+		newPinCommand(g, stdout),
+		newDriftCommand(g, stdout),
 	)
 	return root
 }

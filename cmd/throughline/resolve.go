@@ -1,0 +1,215 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/throughline-dev/throughline/registry"
+	"github.com/throughline-dev/throughline/render"
+)
+
+// registryFlags are the flags of every command that talks to a registry.
+type registryFlags struct {
+	insecure       bool
+	cacheDir       string
+	noCache        bool
+	concurrency    int
+	requestTimeout time.Duration
+}
+
+func (r *registryFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.BoolVar(&r.insecure, "insecure", false, "allow plain HTTP to any registry (loopback registries always may)")
+	f.StringVar(&r.cacheDir, "registry-cache-dir", defaultRegistryCacheDir(), "manifest cache by digest (env "+EnvCacheDir+"/registry)")
+	f.BoolVar(&r.noCache, "no-registry-cache", false, "keep no manifest cache on disk")
+	f.IntVar(&r.concurrency, "concurrency", registry.DefaultConcurrency, "registry requests in flight at most")
+	f.DurationVar(&r.requestTimeout, "registry-timeout", registry.DefaultTimeout, "bound of each registry operation, retries included")
+}
+
+func (r *registryFlags) client() (*registry.Client, error) {
+	if r.concurrency < 1 {
+		return nil, usagef("--concurrency %d: want at least 1", r.concurrency)
+	}
+	o := registry.Options{
+		Insecure:    r.insecure,
+		Concurrency: r.concurrency,
+		Timeout:     r.requestTimeout,
+		UserAgent:   "throughline/" + buildVersion(),
+	}
+	if !r.noCache {
+		o.CacheDir = r.cacheDir
+	}
+	return registry.New(o)
+}
+
+func defaultRegistryCacheDir() string {
+	if d := os.Getenv(EnvCacheDir); d != "" {
+		return filepath.Join(d, "registry")
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "throughline", "registry")
+	}
+	return filepath.Join(os.TempDir(), "throughline-registry-cache")
+}
+
+// registryError gives a registry failure its exit code: a malformed or
+// missing reference is invalid input (4), an unreachable registry is
+// pending (5), anything else (unauthorized, a broken registry) is 1.
+func registryError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, registry.ErrUnreachable):
+		return &pendingError{err}
+	case errors.Is(err, registry.ErrNotFound):
+		return &render.InputError{Err: err}
+	case errors.Is(err, registry.ErrInvalid):
+		var re *registry.Error
+		if errors.As(err, &re) && re.Op == "parse" {
+			return &render.InputError{Err: err}
+		}
+	}
+	return err
+}
+
+func newResolveCommand(g *globals, stdout io.Writer) *cobra.Command {
+	var (
+		rf     registryFlags
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   "resolve IMAGE...",
+		Short: "Resolve image references to digests, with the children of multi-arch indexes",
+		Long: `Ask the registry what each IMAGE names: its digest and media type, the config
+digest of an image manifest, and for an index every child's platform, digest and
+config digest. Tags are always asked of the registry; manifests are cached on
+disk by digest, so a digest reference already seen costs no request.
+
+Credentials come from the Docker config ($DOCKER_CONFIG or ~/.docker/config.json,
+credential helpers included). Plain HTTP is used only for loopback registries
+or with --insecure.
+
+Exit codes: 4 when a reference is malformed or names nothing, 5 when a
+registry cannot be reached (try again), 1 for any other failure.`,
+		Example: `  throughline resolve ghcr.io/throughline-dev/checkout:1.4.2
+  throughline resolve -o json nginx:1.27 localhost:5000/app:v1`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("%s needs at least one IMAGE", cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "table" && output != "json" {
+				return usagef("-o %q: want table or json", output)
+			}
+			c, err := rf.client()
+			if err != nil {
+				return err
+			}
+			results := c.ResolveAll(cmd.Context(), args, true)
+			var ok []*registry.Descriptor
+			var errs []error
+			for i, r := range results {
+				if r.Err != nil {
+					errs = append(errs, r.Err)
+					g.log.Debug().Str("image", args[i]).Err(r.Err).Msg("not resolved")
+					continue
+				}
+				ok = append(ok, r.Descriptor)
+				g.log.Debug().Str("image", args[i]).Str("digest", r.Descriptor.Digest).Msg("resolved")
+			}
+			if output == "json" {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				if ok == nil {
+					ok = []*registry.Descriptor{}
+				}
+				if err := enc.Encode(ok); err != nil {
+					return fmt.Errorf("writing JSON: %w", err)
+				}
+			} else if err := printResolveTable(stdout, ok); err != nil {
+				return err
+			}
+			return registryError(worstError(errs))
+		},
+	}
+	rf.add(cmd)
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+// worstError picks the error whose exit code matters most: a hard failure
+// over an invalid input over an unreachable registry; all of them joined.
+func worstError(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	rank := func(err error) int {
+		switch {
+		case errors.Is(err, registry.ErrUnreachable):
+			return 1
+		case errors.Is(err, registry.ErrNotFound), errors.Is(err, registry.ErrInvalid):
+			return 2
+		}
+		return 3
+	}
+	worst := errs[0]
+	for _, e := range errs[1:] {
+		if rank(e) > rank(worst) {
+			worst = e
+		}
+	}
+	if len(errs) == 1 {
+		return worst
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return &joinedError{worst, fmt.Sprintf("%d images not resolved:\n  %s", len(errs), strings.Join(msgs, "\n  "))}
+}
+
+// joinedError prints every failure and unwraps to the one that sets the exit code.
+type joinedError struct {
+	worst error
+	msg   string
+}
+
+func (e *joinedError) Error() string { return e.msg }
+func (e *joinedError) Unwrap() error { return e.worst }
+
+func printResolveTable(w io.Writer, ds []*registry.Descriptor) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "IMAGE\tPLATFORM\tDIGEST\tMEDIA TYPE\tCONFIG")
+	for _, d := range ds {
+		plat := "-"
+		if d.IsIndex() {
+			plat = fmt.Sprintf("index (%d)", len(d.Children))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Reference, plat, d.Digest, d.MediaType, dash(d.ConfigDigest))
+		for _, ch := range d.Children {
+			fmt.Fprintf(tw, "  └─\t%s\t%s\t%s\t%s\n", ch.Platform, ch.Digest, ch.MediaType, dash(ch.ConfigDigest))
+		}
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
