@@ -57,7 +57,7 @@ $(BIN)/kustomize:
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 
 bench: $(BIN)/benchstat ## Go benchmarks, summarised by benchstat
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) ./render/ ./policy/ ./cmp/ ./registry/ | tee $(BIN)/bench.txt
+	set -o pipefail; $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) ./render/ ./policy/ ./cmp/ ./registry/ | tee $(BIN)/bench.txt
 	$(BIN)/benchstat $(BIN)/bench.txt
 
 bench-cli: build $(BIN)/kustomize ## wall time and peak memory of cmp generate vs kustomize build
