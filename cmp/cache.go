@@ -34,10 +34,13 @@ type Cache struct {
 	MaxPerApp int
 }
 
+// cacheEntry is stored as <inputs>.json (renderer, probes, Acceptance) and
+// <inputs>.yaml (the manifests), so that checking an entry does not decode
+// the manifests.
 type cacheEntry struct {
 	Renderer   string                `json:"renderer"`
 	Probes     []render.Probe        `json:"probes"`
-	Manifests  string                `json:"manifests"`
+	Manifests  string                `json:"-"`
 	Acceptance acceptance.Acceptance `json:"acceptance"`
 }
 
@@ -75,6 +78,11 @@ func (c *Cache) lookup(key string, fsys *render.ConfinedFS) (*cacheEntry, bool) 
 			continue
 		}
 		if render.Replay(fsys, e.Probes) {
+			manifests, err := os.ReadFile(strings.TrimSuffix(p, ".json") + ".yaml")
+			if err != nil {
+				continue // evicted or not yet written: a miss
+			}
+			e.Manifests = string(manifests)
 			now := time.Now()
 			_ = os.Chtimes(p, now, now) // recency for eviction; best effort
 			return &e, true
@@ -106,7 +114,12 @@ func (c *Cache) store(key string, e *cacheEntry) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating cache directory %s: %w", dir, err)
 	}
-	if err := atomicfile.Write(filepath.Join(dir, hex.EncodeToString(sum[:])+".json"), data, 0o600); err != nil {
+	base := filepath.Join(dir, hex.EncodeToString(sum[:]))
+	// Manifests first: an entry is visible once its .json exists.
+	if err := atomicfile.Write(base+".yaml", []byte(e.Manifests), 0o600); err != nil {
+		return fmt.Errorf("storing render in cache: %w", err)
+	}
+	if err := atomicfile.Write(base+".json", data, 0o600); err != nil {
 		return fmt.Errorf("storing render in cache: %w", err)
 	}
 	return c.evict(dir)
@@ -145,7 +158,11 @@ func (c *Cache) evict(appDir string) error {
 		if err != nil {
 			return nil
 		}
-		f := file{p, fi.Size(), fi.ModTime()}
+		size := fi.Size()
+		if yi, err := os.Stat(strings.TrimSuffix(p, ".json") + ".yaml"); err == nil {
+			size += yi.Size()
+		}
+		f := file{p, size, fi.ModTime()}
 		all = append(all, f)
 		perApp[filepath.Dir(p)] = append(perApp[filepath.Dir(p)], f)
 		return nil
@@ -157,9 +174,13 @@ func (c *Cache) evict(appDir string) error {
 	byAge := func(fs []file) { sort.Slice(fs, func(i, j int) bool { return fs[i].mod.After(fs[j].mod) }) }
 	entries := perApp[appDir]
 	byAge(entries)
+	remove := func(p string) {
+		os.Remove(p)
+		os.Remove(strings.TrimSuffix(p, ".json") + ".yaml")
+		removed[p] = true
+	}
 	for _, f := range entries[min(len(entries), maxPerApp):] {
-		os.Remove(f.path)
-		removed[f.path] = true
+		remove(f.path)
 	}
 	byAge(all)
 	var total int64
@@ -169,7 +190,7 @@ func (c *Cache) evict(appDir string) error {
 		}
 		total += f.size
 		if total > maxBytes {
-			os.Remove(f.path)
+			remove(f.path)
 		}
 	}
 	return nil

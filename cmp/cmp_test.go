@@ -108,7 +108,7 @@ func TestGenerate(t *testing.T) {
 	if len(a.Spec.Workloads) != 1 || a.Spec.Workloads[0].Containers[0].Digest != digest {
 		t.Errorf("workloads %+v", a.Spec.Workloads)
 	}
-	if !strings.Contains(string(res.Manifests), "renderedHash: "+hash) {
+	if !strings.Contains(string(res.Manifests), `"renderedHash":"`+hash+`"`) {
 		t.Errorf("the Acceptance on stdout does not carry the hash:\n%s", res.Manifests)
 	}
 }
@@ -153,7 +153,7 @@ func TestCache(t *testing.T) {
 	if !second.CacheHit {
 		t.Error("unrelated commit missed the cache")
 	}
-	if second.Acceptance.Spec.SourceRevision != "bbbb" || !strings.Contains(string(second.Manifests), "sourceRevision: bbbb") {
+	if second.Acceptance.Spec.SourceRevision != "bbbb" || !strings.Contains(string(second.Manifests), `"sourceRevision":"bbbb"`) {
 		t.Errorf("cached render not stamped with the new revision: %s", second.Acceptance.Spec.SourceRevision)
 	}
 	if strings.Replace(string(second.Manifests), "bbbb", "aaaa", 1) != string(first.Manifests) {

@@ -40,6 +40,7 @@ func (r Result) Err() error {
 func CheckObjects(objs []render.Object, allow *AllowList) Result {
 	var res Result
 	seen := map[string]render.Object{}
+	images := map[string]imageCheck{}
 	for _, o := range objs {
 		id := o.ID()
 		key := strings.Join([]string{id.Group, id.Kind, id.Namespace, id.Name}, "\x00")
@@ -52,14 +53,31 @@ func CheckObjects(objs []render.Object, allow *AllowList) Result {
 			seen[key] = o
 		}
 		for _, c := range render.Containers(o) {
-			res.checkContainer(c, allow)
+			res.checkContainer(c, allow, images)
 		}
 	}
 	sortViolations(res.Violations)
 	return res
 }
 
-func (res *Result) checkContainer(c render.Container, allow *AllowList) {
+// imageCheck memoizes CheckImage: a render repeats few distinct images.
+type imageCheck struct {
+	pinned Pinned
+	err    error
+}
+
+func (res *Result) checkContainer(c render.Container, allow *AllowList, images map[string]imageCheck) {
+	if c.ImageField == render.ImageString {
+		ic, ok := images[c.Image]
+		if !ok {
+			ic.pinned, ic.err = CheckImage(c.Image)
+			images[c.Image] = ic
+		}
+		if ic.err == nil {
+			res.Containers = append(res.Containers, DeclaredContainer{Container: c, Pinned: ic.pinned})
+			return
+		}
+	}
 	field := c.Path + ".image"
 	if c.Name != "" {
 		field = fmt.Sprintf("%s (container %q)", field, c.Name)
@@ -75,11 +93,7 @@ func (res *Result) checkContainer(c render.Container, allow *AllowList) {
 		res.Violations = append(res.Violations, v)
 		return
 	}
-	pinned, err := CheckImage(c.Image)
-	if err == nil {
-		res.Containers = append(res.Containers, DeclaredContainer{Container: c, Pinned: pinned})
-		return
-	}
+	err := images[c.Image].err
 	if entry, ok := allow.Match(c.Image); ok {
 		ex := Exception{Image: c.Image, Pattern: entry.Pattern, Reason: entry.Reason, Object: v.Object, Field: field}
 		res.Exceptions = append(res.Exceptions, ex)

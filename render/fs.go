@@ -39,6 +39,9 @@ type ConfinedFS struct {
 	maxFileSize int64
 	trace       *Trace
 	totalRead   atomic.Int64
+	// dirs memoizes resolved directories: a render probes thousands of
+	// paths in a few directories.
+	dirs sync.Map // string -> string
 }
 
 var _ filesys.FileSystem = (*ConfinedFS)(nil)
@@ -102,7 +105,7 @@ func (c *ConfinedFS) resolve(p string) (string, error) {
 	if !c.within(p) {
 		return "", &InputError{File: p, Err: ErrOutsideRoot}
 	}
-	resolved, err := filepath.EvalSymlinks(p)
+	resolved, err := c.evalSymlinks(p)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return "", &InputError{File: c.Rel(p), Err: err}
@@ -126,6 +129,30 @@ func (c *ConfinedFS) resolve(p string) (string, error) {
 		return "", &InputError{File: c.Rel(p), Err: ErrOutsideRoot}
 	}
 	return resolved, nil
+}
+
+// evalSymlinks is filepath.EvalSymlinks with the parent directory's
+// resolution memoized; only the last element is looked at afresh.
+func (c *ConfinedFS) evalSymlinks(p string) (string, error) {
+	dir, base := filepath.Dir(p), filepath.Base(p)
+	rd, ok := c.dirs.Load(dir)
+	if !ok {
+		r, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return "", err
+		}
+		c.dirs.Store(dir, r)
+		rd = r
+	}
+	candidate := filepath.Join(rd.(string), base)
+	fi, err := os.Lstat(candidate)
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return filepath.EvalSymlinks(candidate)
+	}
+	return candidate, nil
 }
 
 func (c *ConfinedFS) record(op, p, result string) {

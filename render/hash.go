@@ -5,8 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"runtime"
 	"sort"
+	"sync"
 
 	"github.com/gowebpki/jcs"
 )
@@ -50,12 +53,27 @@ func Hash(objs []Object) (string, error) {
 		canon []byte
 	}
 	entries := make([]entry, len(objs))
-	for i, o := range objs {
-		c, err := Canonical(o)
-		if err != nil {
-			return "", err
-		}
-		entries[i] = entry{o.ID(), c}
+	// Canonicalization is independent per object: spread it over the cores.
+	workers := min(runtime.GOMAXPROCS(0), len(objs)/64+1)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(objs); i += workers {
+				c, err := Canonical(objs[i])
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				entries[i] = entry{objs[i].ID(), c}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return "", err
 	}
 	sort.Slice(entries, func(i, j int) bool {
 		a, b := entries[i].id, entries[j].id
