@@ -99,7 +99,7 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 		cached := d.Acceptance
 		cached.Spec.SourceRevision = ""
 		res.CacheErr = opts.Cache.store(key, &cacheEntry{
-			Renderer: opts.Version, Probes: trace.Probes, Manifests: objs.String(), Acceptance: cached,
+			Renderer: opts.Version, Probes: trace.Compact(), Manifests: objs.String(), Acceptance: cached,
 		})
 	}
 	return res, nil

@@ -285,17 +285,27 @@ func (c *ConfinedFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) 
 }
 
 func (c *ConfinedFS) cleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
-	if _, err := c.resolve(p); err != nil {
-		return "", "", err
+	abs := c.abs(p)
+	if !c.within(abs) {
+		return "", "", &InputError{File: abs, Err: ErrOutsideRoot}
 	}
-	d, f, err := c.disk.CleanedAbs(c.abs(p))
+	// Like kyaml's on-disk CleanedAbs (which calls log.Fatalf on surprises),
+	// with the directory resolution memoized.
+	resolved, err := c.evalSymlinks(abs)
 	if err != nil {
-		return "", "", &InputError{File: c.Rel(c.abs(p)), Err: err}
+		return "", "", &InputError{File: c.Rel(abs), Err: err}
 	}
-	if !c.within(string(d)) {
-		return "", "", &InputError{File: c.Rel(c.abs(p)), Err: ErrOutsideRoot}
+	if !c.within(resolved) {
+		return "", "", &InputError{File: c.Rel(abs), Err: ErrOutsideRoot}
 	}
-	return d, f, nil
+	fi, err := os.Stat(resolved)
+	if err != nil {
+		return "", "", &InputError{File: c.Rel(abs), Err: err}
+	}
+	if fi.IsDir() {
+		return filesys.ConfirmedDir(resolved), "", nil
+	}
+	return filesys.ConfirmedDir(filepath.Dir(resolved)), filepath.Base(resolved), nil
 }
 
 // Glob returns the matches of pattern that resolve inside the root.
@@ -375,6 +385,28 @@ func (t *Trace) add(op, path, result string) {
 	}
 	t.seen[key] = true
 	t.Probes = append(t.Probes, Probe{Op: op, Path: path, Result: result})
+}
+
+// Compact returns the probes without those a successful read of the same
+// path implies (it exists, it is not a directory): fewer system calls when
+// the trace is replayed.
+func (t *Trace) Compact() []Probe {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	read := map[string]bool{}
+	for _, p := range t.Probes {
+		if p.Op == "read" && p.Result != "error" {
+			read[p.Path] = true
+		}
+	}
+	out := make([]Probe, 0, len(t.Probes))
+	for _, p := range t.Probes {
+		if read[p.Path] && ((p.Op == "exists" && p.Result == "true") || (p.Op == "isdir" && p.Result == "false")) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // Replay re-runs every probe against fsys and reports whether all results are
