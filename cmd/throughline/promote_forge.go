@@ -1,0 +1,31 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/throughline-dev/throughline/forge"
+)
+
+// forgeFlags configure the forge propose opens a PR/MR on.
+type forgeFlags struct {
+	kind, url, repo string
+}
+
+func (f *forgeFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.kind, "forge", "", "open a pull/merge request on: github, gitlab or gitea (token from THROUGHLINE_FORGE_TOKEN, else GITHUB_TOKEN / GITLAB_TOKEN / GITEA_TOKEN)")
+	fl.StringVar(&f.url, "forge-url", "", "forge API base URL (default https://api.github.com, https://gitlab.com)")
+	fl.StringVar(&f.repo, "forge-repo", "", "repository on the forge: owner/name (GitLab: group/project)")
+}
+
+// client is nil when no forge is configured.
+func (f *forgeFlags) client() (*forge.Client, error) {
+	if f.kind == "" {
+		return nil, nil
+	}
+	c, err := forge.New(forge.Kind(f.kind), f.url, f.repo)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return c, nil
+}

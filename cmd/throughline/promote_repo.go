@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/policy"
+	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/render"
+)
+
+// promoteRepo is the GitOps repository a promote command works on.
+type promoteRepo struct {
+	*gitrepo.Repo
+	base string // the branch promotions start from
+}
+
+func openPromoteRepo(ctx context.Context, dir string) (*promoteRepo, error) {
+	if dir == "" {
+		return nil, usagef("--repo DIR is required")
+	}
+	r, err := gitrepo.Open(ctx, dir)
+	if err != nil {
+		return nil, &render.InputError{File: dir, Err: err}
+	}
+	if err := r.Fetch(ctx); err != nil {
+		return nil, &pendingError{err}
+	}
+	return &promoteRepo{Repo: r, base: r.DefaultBranch(ctx)}, nil
+}
+
+// baseRev is the commit of the base branch (the remote's after a fetch).
+func (r *promoteRepo) baseRev(ctx context.Context) (string, error) {
+	if r.Remote != "" {
+		if sha, err := r.Resolve(ctx, "refs/remotes/"+r.Remote+"/"+r.base); err == nil {
+			return sha, nil
+		}
+	}
+	if sha, err := r.Resolve(ctx, "refs/heads/"+r.base); err == nil {
+		return sha, nil
+	}
+	return r.Resolve(ctx, "HEAD")
+}
+
+// readRecord reads and validates the record of app/env at rev; nil when
+// there is none.
+func (r *promoteRepo) readRecord(ctx context.Context, rev, app, env string) (*promotion.Record, error) {
+	file := promotion.RecordPath(app, env)
+	data, err := r.ReadFile(ctx, rev, file)
+	if errors.Is(err, gitrepo.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec, err := promotion.Parse(file, data)
+	if err != nil {
+		return nil, recordInputError(err)
+	}
+	if rec.App != app || rec.Target.Environment != env {
+		return nil, &render.InputError{File: file, Err: fmt.Errorf("names app %q environment %q, but lives at the path of %s/%s", rec.App, rec.Target.Environment, app, env)}
+	}
+	return rec, nil
+}
+
+// readPolicy reads the promotion policy at rev (nil when absent).
+func (r *promoteRepo) readPolicy(ctx context.Context, rev string) (*promotion.Policy, error) {
+	data, err := r.ReadFile(ctx, rev, promotion.PolicyFile)
+	if errors.Is(err, gitrepo.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, err := promotion.ParsePolicy(promotion.PolicyFile, data)
+	if err != nil {
+		return nil, recordInputError(err)
+	}
+	return p, nil
+}
+
+func recordInputError(err error) error {
+	var re *promotion.RecordError
+	if errors.As(err, &re) {
+		// The record error names the file and the field already.
+		return &render.InputError{Err: err}
+	}
+	return err
+}
+
+// exported is one revision of the repository on disk.
+type exportedRev struct {
+	rev, root string
+}
+
+func (r *promoteRepo) export(ctx context.Context, rev string) (*exportedRev, func(), error) {
+	tmp, err := os.MkdirTemp("", "throughline-rev-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { os.RemoveAll(tmp) }
+	root, err := r.Export(ctx, rev, filepath.Join(tmp, "tree"))
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return &exportedRev{rev: rev, root: root}, cleanup, nil
+}
+
+// rawRender renders the app at p without policy: the objects and their hash.
+func promoteRawRender(ctx context.Context, root, p string) ([]render.Object, string, error) {
+	app, err := render.Open(ctx, render.Options{Root: root, Path: filepath.Join(root, filepath.FromSlash(p))})
+	if err != nil {
+		return nil, "", err
+	}
+	objs, err := app.Build(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	var plain []render.Object
+	for _, o := range objs {
+		if !acceptance.IsAcceptance(o) {
+			plain = append(plain, o)
+		}
+	}
+	h, err := render.Hash(plain)
+	if err != nil {
+		return nil, "", &render.InputError{File: p, Err: err}
+	}
+	return plain, h, nil
+}
+
+// declare renders with every policy rule (a *policy.Refusal on refusal).
+func promoteDeclare(ctx context.Context, root, p, env string) (*acceptance.Declaration, error) {
+	return acceptance.Declare(ctx, acceptance.Request{
+		Render:      render.Options{Root: root, Path: filepath.Join(root, filepath.FromSlash(p))},
+		Environment: env, Renderer: buildVersion(),
+	})
+}
+
+// kustomizationFile finds the kustomization of the overlay at p under root.
+func kustomizationFile(ctx context.Context, root, p string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	for _, n := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+		rel := path.Join(p, n)
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(rel))); err == nil {
+			return rel, nil
+		}
+	}
+	return "", &render.InputError{File: p, Err: errors.New("no kustomization: a promotion target must be a kustomize overlay with an images: entry")}
+}
+
+// imageName is the reference without digest and tag; imageTag its tag.
+func artifactImageName(image string) (name, tag string) {
+	noDigest, _, _ := strings.Cut(image, "@")
+	return splitImage(noDigest)
+}
+
+// setImageDigest edits, in the overlay kustomization data (file rel), the
+// images: entry of name to newTag "tag@digest" (or digest: when the entry
+// uses it), keeping every comment and all formatting. It reports whether
+// the file changed.
+func setImageDigest(data []byte, rel, name, tag, digest string) ([]byte, bool, error) {
+	f := &pinFile{rel: rel, data: data}
+	dec := kyaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n kyaml.Node
+		if err := dec.Decode(&n); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, false, &render.InputError{File: rel, Err: err}
+		}
+		f.docs = append(f.docs, &n)
+	}
+	if len(f.docs) != 1 || len(f.docs[0].Content) != 1 || f.docs[0].Content[0].Kind != kyaml.MappingNode {
+		return nil, false, &render.InputError{File: rel, Err: errors.New("a kustomization must be one YAML mapping")}
+	}
+	_, images := mapLookup(f.docs[0].Content[0], "images")
+	entry, idx := findImageEntry(images, name)
+	if entry == nil || entry.Kind != kyaml.MappingNode || entry.Style&kyaml.FlowStyle != 0 {
+		return nil, false, &render.InputError{File: rel, Err: fmt.Errorf("images: has no block entry for %s: the target overlay must pin the artifact with an images: entry (throughline pin adds one)", name)}
+	}
+	if _, d := mapLookup(entry, "digest"); d != nil {
+		if d.Value == digest {
+			return data, false, nil
+		}
+		if err := f.replace(d, digest); err != nil {
+			return nil, false, err
+		}
+		d.Value = digest
+	} else {
+		_, nt := mapLookup(entry, "newTag")
+		if nt == nil {
+			return nil, false, &render.InputError{File: rel, Err: fmt.Errorf("images[%d] %s has neither newTag nor digest", idx, name)}
+		}
+		if tag == "" {
+			tag = "latest"
+		}
+		value := tag + "@" + digest
+		if nt.Value == value {
+			return data, false, nil
+		}
+		if err := f.replace(nt, value); err != nil {
+			return nil, false, err
+		}
+		nt.Value, nt.Tag = value, "!!str"
+	}
+	out, err := applyEdits(f.data, f.edits)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %w", rel, err)
+	}
+	if err := sameDocuments(out, f.docs); err != nil {
+		return nil, false, fmt.Errorf("%s: the digest cannot be edited cleanly (%v)", rel, err)
+	}
+	return out, true, nil
+}
+
+// artifactDigests lists, for the declared containers of the artifact's
+// repository, each distinct image (to refuse any other digest).
+func artifactImages(d *acceptance.Declaration, artifactImage string) (repo string, others []string, count int) {
+	p, err := policy.CheckImage(artifactImage)
+	if err != nil {
+		return "", nil, 0
+	}
+	seen := map[string]bool{}
+	for _, c := range d.Policy.Containers {
+		if c.Pinned.Repository != p.Repository {
+			continue
+		}
+		count++
+		if c.Pinned.Digest != p.Digest && !seen[c.Image] {
+			seen[c.Image] = true
+			others = append(others, fmt.Sprintf("%s %s: %s", c.Object, c.Path, c.Image))
+		}
+	}
+	return p.Repository, others, count
+}

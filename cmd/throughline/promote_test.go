@@ -1,0 +1,425 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+const (
+	promNewDigest  = "sha256:4b7e2a91c3d5f6081726354a5b6c7d8e9f0a1b2c3d4e5f60718293a4b5c6d7e8"
+	promOldDigest  = "sha256:9c2f1e0d7b6a5f4e3d2c1b0a99887766554433221100ffeeddccbbaa98765432"
+	promStagingRev = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"
+)
+
+func gitT(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v: %s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// stagingAccepted writes the staging record of checkout: digest ACCEPTED
+// in staging at promStagingRev.
+func stagingAccepted(t *testing.T, root, digest string) {
+	t.Helper()
+	_, hash, err := promoteRawRender(context.Background(), root, "apps/checkout/overlays/staging")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Add(-time.Hour)
+	rec, err := promotion.NewCandidate("checkout", 1,
+		promotion.Artifact{Image: "ghcr.io/throughline-dev/checkout:1.5.0@" + digest, Digest: digest, SourceCommit: strings.Repeat("1", 40)},
+		promotion.Target{Environment: "staging", Path: "apps/checkout/overlays/staging", Cluster: "staging", RenderedHash: hash, BaseRenderedHash: hash, Renderer: buildVersion()},
+		t0, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []error{
+		rec.Verify(promotion.VerifiedIn{Environment: "dev", DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40), RenderedHash: "sha256:" + strings.Repeat("3", 64), RuntimeEvidence: "evidence/dev/checkout/1.json"}, t0, "test"),
+		rec.Approve("alice", rec.InputFor(buildVersion()), t0.Add(time.Hour*48), t0),
+		rec.Reconcile(promStagingRev, t0, "test"),
+		rec.Accept(promStagingRev, "evidence/staging/checkout/"+rec.PromotionID+".json", t0, "test"),
+	}
+	for _, err := range steps {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := rec.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, root, map[string]string{"promotion/checkout/staging.yaml": string(data)})
+}
+
+// promoteFixture is the example environment in a Git repository (the
+// GitOps root in a subdirectory, as in this repository) where staging runs
+// and accepted a new digest that production does not run yet.
+func promoteFixture(t *testing.T) (top, root string) {
+	t.Helper()
+	top = t.TempDir()
+	root = filepath.Join(top, "gitops")
+	if err := os.Rename(copyTree(t, exampleRepo), root); err != nil {
+		t.Fatal(err)
+	}
+	k := filepath.Join(root, "apps/checkout/overlays/staging/kustomization.yaml")
+	writeTree(t, root, map[string]string{"apps/checkout/overlays/staging/kustomization.yaml": strings.Replace(readFile(t, k), "1.4.2@"+promOldDigest, "1.5.0@"+promNewDigest, 1)})
+	stagingAccepted(t, root, promNewDigest)
+	gitT(t, top, "init", "-q", "-b", "main")
+	gitT(t, top, "add", ".")
+	gitT(t, top, "commit", "-q", "-m", "staging accepted 1.5.0")
+	return top, root
+}
+
+func writeEvidence(t *testing.T, digest, desired string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "evidence.yaml")
+	writeTree(t, filepath.Dir(f), map[string]string{"evidence.yaml": "environment: staging\ndigest: " + digest +
+		"\ndesiredRevision: '" + desired + "'\nobservedRevision: '" + desired + "'" +
+		"\nrenderedHash: sha256:" + strings.Repeat("4", 64) + "\nruntimeEvidence: evidence/staging/checkout/x.json\n"})
+	return f
+}
+
+// TestPromoteFlow: propose writes only the digest on a branch, a second
+// propose returns the same attempt, check refuses until VERIFIED and
+// APPROVED, then passes.
+func TestPromoteFlow(t *testing.T) {
+	top, root := promoteFixture(t)
+	mainBefore := gitT(t, top, "rev-parse", "main")
+	res := runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production", "-o", "json")
+	if res.code != 0 {
+		t.Fatalf("propose: %d %s %s", res.code, res.stdout, res.stderr)
+	}
+	var p proposal
+	if err := json.Unmarshal([]byte(res.stdout), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Existing || p.Record.State != promotion.Candidate || p.Branch != "throughline/promote/checkout/production/4b7e2a91c3d5-1" {
+		t.Fatalf("proposal %+v", p)
+	}
+	if gitT(t, top, "rev-parse", "main") != mainBefore || gitT(t, top, "status", "--porcelain") != "" {
+		t.Fatal("propose changed main or the work tree")
+	}
+	// Only the digest and the record changed; replicas, hosts, resources stay.
+	files := gitT(t, top, "diff", "--name-only", "main", p.Branch)
+	if files != "gitops/apps/checkout/overlays/production/kustomization.yaml\ngitops/promotion/checkout/production.yaml" {
+		t.Fatalf("files changed: %q", files)
+	}
+	diff := gitT(t, top, "diff", "-U0", "main", p.Branch, "--", "gitops/apps")
+	if !strings.Contains(diff, `-    newTag: "1.4.2@`+promOldDigest) || !strings.Contains(diff, `+    newTag: "1.5.0@`+promNewDigest) || strings.Count(diff, "\n+") != 2 || strings.Count(diff, "\n-") != 2 {
+		t.Fatalf("overlay diff:\n%s", diff)
+	}
+	classes := map[promotion.Class]int{}
+	for _, c := range p.Changes {
+		classes[c.Class]++
+	}
+	if classes[promotion.ClassArtifact] != 3 || len(classes) != 1 {
+		t.Fatalf("classified changes %v", p.Changes)
+	}
+	// The same request again: the same attempt, no second branch.
+	again := runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production")
+	if again.code != 0 || !strings.Contains(again.stdout, "existing attempt checkout-production-4b7e2a91c3d5-1") {
+		t.Fatalf("second propose: %d %s %s", again.code, again.stdout, again.stderr)
+	}
+	if n := strings.Count(gitT(t, top, "branch", "--list", "throughline/*"), "\n") + 1; n != 1 {
+		t.Fatalf("%d branches after two proposes", n)
+	}
+
+	// The PR job refuses a CANDIDATE.
+	chk := runCLI(t, "promote", "check", "--repo", root, "--base", "main", "--head", p.Branch)
+	if chk.code != 3 || !strings.Contains(chk.stdout, "no staging evidence") || !strings.Contains(chk.stdout, "not approved") {
+		t.Fatalf("check of a candidate: %d\n%s\n%s", chk.code, chk.stdout, chk.stderr)
+	}
+	// Approval before verification is a skipped state.
+	if r := runCLI(t, "promote", "approve", "--repo", root, "--app", "checkout", "--to", "production", "--approver", "alice", "--expires", "2h"); r.code != 3 {
+		t.Fatalf("approve a candidate: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	// Evidence for another desired revision, or another digest, is refused.
+	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production", "--evidence", writeEvidence(t, promNewDigest, strings.Repeat("9", 40))); r.code != 3 || !strings.Contains(r.stderr, "desired revision mismatch") {
+		t.Fatalf("verify with another desired revision: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production", "--evidence", writeEvidence(t, promOldDigest, promStagingRev)); r.code != 3 {
+		t.Fatalf("verify another digest: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production", "--evidence", writeEvidence(t, promNewDigest, promStagingRev)); r.code != 0 {
+		t.Fatalf("verify: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, "promote", "approve", "--repo", root, "--app", "checkout", "--to", "production", "--approver", "alice", "--expires", "2h"); r.code != 0 {
+		t.Fatalf("approve: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	chk = runCLI(t, "promote", "check", "--repo", root, "--base", "main", "--head", p.Branch, "-o", "json")
+	if chk.code != 0 {
+		t.Fatalf("check of an approved promotion: %d\n%s\n%s", chk.code, chk.stdout, chk.stderr)
+	}
+	var rep checkReport
+	if err := json.Unmarshal([]byte(chk.stdout), &rep); err != nil || !rep.OK || rep.State != promotion.Approved || rep.Classes["artifact"] != 3 {
+		t.Fatalf("report %+v %v", rep, err)
+	}
+	st := runCLI(t, "promote", "status", "--repo", root)
+	if st.code != 0 || !strings.Contains(st.stdout, "APPROVED") || !strings.Contains(st.stdout, "ACCEPTED") {
+		t.Fatalf("status: %d %s %s", st.code, st.stdout, st.stderr)
+	}
+	stj := runCLI(t, "promote", "status", "--repo", root, "-o", "json")
+	var rows []statusRow
+	if err := json.Unmarshal([]byte(stj.stdout), &rows); err != nil || len(rows) != 2 {
+		t.Fatalf("status json %s: %v", stj.stdout, err)
+	}
+
+	// An expired approval, and a target that moved on, void the approval.
+	ctx := context.Background()
+	r, err := openPromoteRepo(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, err := checkPromotion(ctx, r, "main", p.Branch, nil, time.Now().Add(3*time.Hour))
+	if err != nil || late.OK || !strings.Contains(strings.Join(late.Refusals, "\n"), "expired") {
+		t.Fatalf("expired approval: %+v %v", late, err)
+	}
+	// A new commit on main that changes production's render: moved on.
+	env := filepath.Join(root, "apps/checkout/overlays/production/environment.yaml")
+	writeTree(t, root, map[string]string{"apps/checkout/overlays/production/environment.yaml": strings.Replace(readFile(t, env), "value: production", "value: production-eu", 1)})
+	gitT(t, top, "commit", "-q", "-am", "production parameter")
+	gitT(t, top, "merge", "-q", "--no-edit", p.Branch)
+	moved, err := checkPromotion(ctx, r, "main~1", p.Branch, nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved.OK || !strings.Contains(strings.Join(moved.Refusals, "\n"), "moved on") {
+		t.Fatalf("moved on: %+v", moved.Refusals)
+	}
+}
+
+// proposeBranch runs propose and returns the branch.
+func proposeBranch(t *testing.T, root string) string {
+	t.Helper()
+	res := runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production", "-o", "json")
+	if res.code != 0 {
+		t.Fatalf("propose: %d %s %s", res.code, res.stdout, res.stderr)
+	}
+	var p proposal
+	if err := json.Unmarshal([]byte(res.stdout), &p); err != nil {
+		t.Fatal(err)
+	}
+	return p.Branch
+}
+
+// amend adds a commit on branch with files changed (paths relative to the
+// GitOps root) and returns the branch.
+func amendBranch(t *testing.T, top, root, branch string, change func()) {
+	t.Helper()
+	gitT(t, top, "checkout", "-q", branch)
+	change()
+	gitT(t, top, "add", "-A")
+	gitT(t, top, "commit", "-q", "-m", "edit")
+	gitT(t, top, "checkout", "-q", "main")
+}
+
+// TestPromoteCheckNegative: the seeds' negative experiments and the bad PRs.
+func TestPromoteCheckNegative(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, root string)
+		want   []string
+		code   int
+	}{
+		{"staging copied over production", func(t *testing.T, root string) {
+			for _, f := range []string{"kustomization.yaml", "environment.yaml"} {
+				writeTree(t, root, map[string]string{"apps/checkout/overlays/production/" + f: readFile(t, filepath.Join(root, "apps/checkout/overlays/staging", f))})
+			}
+		}, []string{"boundary fields crossed", "metadata.namespace: checkout-production -> checkout-staging", "environment.yaml changed", "namespace changed", "cross-environment object"}, 3},
+		{"production overlay with a tag", func(t *testing.T, root string) {
+			k := filepath.Join(root, "apps/checkout/overlays/production/kustomization.yaml")
+			writeTree(t, root, map[string]string{"apps/checkout/overlays/production/kustomization.yaml": strings.Replace(readFile(t, k), "1.5.0@"+promNewDigest, "1.5.0", 1)})
+		}, []string{"unpinned-image", "1.5.0"}, 3},
+		{"digest not the verified one", func(t *testing.T, root string) {
+			k := filepath.Join(root, "apps/checkout/overlays/production/kustomization.yaml")
+			other := "sha256:" + strings.Repeat("7", 64)
+			writeTree(t, root, map[string]string{"apps/checkout/overlays/production/kustomization.yaml": strings.Replace(readFile(t, k), promNewDigest, other, 1)})
+		}, []string{"digest not the verified one " + promNewDigest, "is not the one proposed and approved"}, 3},
+		{"moved tag", func(t *testing.T, root string) {
+			rec := func(d string, at string) string {
+				return `{"apiVersion":"throughline.dev/v1alpha1","kind":"TagResolution","reference":"ghcr.io/throughline-dev/checkout:1.5.0","repository":"ghcr.io/throughline-dev/checkout","tag":"1.5.0","registry":"ghcr.io","digest":"` + d + `","resolvedAt":"` + at + `"}`
+			}
+			writeTree(t, root, map[string]string{"drift/staging.json": rec(promNewDigest, "2026-11-01T00:00:00Z"), "drift/production.json": rec(promOldDigest, "2026-11-02T00:00:00Z")})
+		}, []string{"moved tag", "drift/production.json"}, 3},
+		{"PR also edits base", func(t *testing.T, root string) {
+			d := filepath.Join(root, "apps/checkout/base/deployment.yaml")
+			writeTree(t, root, map[string]string{"apps/checkout/base/deployment.yaml": strings.Replace(readFile(t, d), "replicas: 1", "replicas: 3", 1)})
+		}, []string{"gitops/apps/checkout/base/deployment.yaml changed"}, 3},
+		{"PR also edits another environment", func(t *testing.T, root string) {
+			k := filepath.Join(root, "apps/checkout/overlays/staging/kustomization.yaml")
+			writeTree(t, root, map[string]string{"apps/checkout/overlays/staging/kustomization.yaml": strings.Replace(readFile(t, k), "count: 2", "count: 3", 1)})
+		}, []string{"gitops/apps/checkout/overlays/staging/kustomization.yaml changed"}, 3},
+		{"replicas changed without policy", func(t *testing.T, root string) {
+			k := filepath.Join(root, "apps/checkout/overlays/production/kustomization.yaml")
+			writeTree(t, root, map[string]string{"apps/checkout/overlays/production/kustomization.yaml": strings.Replace(readFile(t, k), "count: 6", "count: 8", 1)})
+		}, []string{"replicas changed", "capacity: Deployment.apps checkout-production/checkout spec.replicas: 6 -> 8"}, 3},
+		{"hand-edited record with an illegal jump", func(t *testing.T, root string) {
+			f := filepath.Join(root, "promotion/checkout/production.yaml")
+			writeTree(t, root, map[string]string{"promotion/checkout/production.yaml": strings.Replace(readFile(t, f), "\nstate: CANDIDATE\n", "\nstate: APPROVED\n", 1)})
+		}, []string{"promotion/checkout/production.yaml"}, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			top, root := promoteFixture(t)
+			branch := proposeBranch(t, root)
+			amendBranch(t, top, root, branch, func() { tc.change(t, root) })
+			res := runCLI(t, "promote", "check", "--repo", root, "--base", "main", "--head", branch)
+			if res.code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", res.code, tc.code, res.stdout, res.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.stdout+res.stderr, w) {
+					t.Errorf("output does not contain %q:\n%s\n%s", w, res.stdout, res.stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestPromoteProposeRefusals: nothing ACCEPTED in the source, bad usage.
+func TestPromoteProposeRefusals(t *testing.T) {
+	top, root := promoteFixture(t)
+	if r := runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "dev", "--to", "production"); r.code != 3 || !strings.Contains(r.stderr, "nothing is verified in dev") {
+		t.Fatalf("no source record: %d %s", r.code, r.stderr)
+	}
+	if r := runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--to", "production"); r.code != 2 {
+		t.Fatalf("missing --from: %d", r.code)
+	}
+	// A future schemaVersion in the source record is invalid input.
+	f := filepath.Join(root, "promotion/checkout/staging.yaml")
+	writeTree(t, root, map[string]string{"promotion/checkout/staging.yaml": strings.Replace(readFile(t, f), "promotion/v1", "promotion/v2", 1)})
+	gitT(t, top, "commit", "-q", "-am", "v2")
+	if r := runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production"); r.code != 4 || !strings.Contains(r.stderr, "unsupported schemaVersion") {
+		t.Fatalf("future schemaVersion: %d %s", r.code, r.stderr)
+	}
+}
+
+func TestSetImageDigestKeepsComments(t *testing.T) {
+	in := "# top\nimages:\n  # the identity\n  - name: app   # x\n    newTag: '1.0@" + promOldDigest + "'  # keep\nreplicas:\n  - name: a\n    count: 6\n"
+	out, changed, err := setImageDigest([]byte(in), "k.yaml", "app", "1.1", promNewDigest)
+	if err != nil || !changed {
+		t.Fatal(err)
+	}
+	want := strings.Replace(in, "'1.0@"+promOldDigest+"'", "'1.1@"+promNewDigest+"'", 1)
+	if string(out) != want {
+		t.Fatalf("got\n%s\nwant\n%s", out, want)
+	}
+	if _, _, err := setImageDigest([]byte(in), "k.yaml", "other", "1", promNewDigest); err == nil {
+		t.Fatal("a missing entry was not refused")
+	}
+}
+
+// TestExampleStagingRecord: the example record's target hash is the example
+// staging overlay's rendered hash.
+func TestExampleStagingRecord(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(exampleRepo, "promotion/checkout/staging.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := promotion.Parse("promotion/checkout/staging.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, hash, err := promoteRawRender(context.Background(), exampleRepo, rec.Target.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hash != rec.Target.RenderedHash {
+		t.Fatalf("example record target.renderedHash %s, staging renders %s", rec.Target.RenderedHash, hash)
+	}
+}
+
+// TestPromoteProposeOpensPullRequest: with --forge, propose opens one PR
+// whose body is the classified diff; the same request again opens none.
+func TestPromoteProposeOpensPullRequest(t *testing.T) {
+	_, root := promoteFixture(t)
+	var bodies []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&b)
+		bodies = append(bodies, b)
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"number":7,"html_url":"https://github.example/pr/7"}`)
+	}))
+	defer srv.Close()
+	t.Setenv("THROUGHLINE_FORGE_TOKEN", "tok")
+	args := []string{"promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production",
+		"--forge", "github", "--forge-url", srv.URL, "--forge-repo", "platform/gitops-env"}
+	r := runCLI(t, args...)
+	if r.code != 0 || !strings.Contains(r.stdout, "pull request https://github.example/pr/7") {
+		t.Fatalf("propose: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if len(bodies) != 1 || bodies[0]["head"] != "throughline/promote/checkout/production/4b7e2a91c3d5-1" || bodies[0]["base"] != "main" ||
+		!strings.Contains(bodies[0]["body"].(string), "| artifact | Deployment.apps checkout-production/checkout | spec.template.spec.containers[0].image |") {
+		t.Fatalf("pull request %v", bodies)
+	}
+	if r := runCLI(t, args...); r.code != 0 || len(bodies) != 1 {
+		t.Fatalf("second propose: %d, %d pull requests", r.code, len(bodies))
+	}
+}
+
+// TestPromoteNewAttempt: a changed target parameter or cluster makes a new
+// attempt (a new branch, the earlier approval not carried over); the same
+// request again returns the existing one.
+func TestPromoteNewAttempt(t *testing.T) {
+	top, root := promoteFixture(t)
+	first := proposeBranch(t, root)
+	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production", "--evidence", writeEvidence(t, promNewDigest, promStagingRev)); r.code != 0 {
+		t.Fatalf("verify: %d %s", r.code, r.stderr)
+	}
+	if r := runCLI(t, "promote", "approve", "--repo", root, "--app", "checkout", "--to", "production", "--approver", "alice", "--expires", "2h"); r.code != 0 {
+		t.Fatalf("approve: %d %s", r.code, r.stderr)
+	}
+	// Production's parameters change on main: the target moved on.
+	env := filepath.Join(root, "apps/checkout/overlays/production/environment.yaml")
+	writeTree(t, root, map[string]string{"apps/checkout/overlays/production/environment.yaml": strings.Replace(readFile(t, env), "cpu: 1,", "cpu: 2,", 1)})
+	gitT(t, top, "commit", "-q", "-am", "production needs more cpu")
+	second := proposeBranch(t, root)
+	if second == first || !strings.HasSuffix(second, "-2") {
+		t.Fatalf("after a target change: branch %s (first %s), want attempt 2", second, first)
+	}
+	data := gitT(t, top, "show", second+":gitops/promotion/checkout/production.yaml")
+	rec, err := promotion.Parse("production.yaml", []byte(data))
+	if err != nil || rec.State != promotion.Candidate || rec.Approval != nil || rec.Attempt != 2 {
+		t.Fatalf("attempt 2: %+v %v", rec, err)
+	}
+	// The old attempt's approval does not pass the gate against the new main.
+	r, err := openPromoteRepo(context.Background(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := checkPromotion(context.Background(), r, "main", first, nil, time.Now())
+	if err != nil || rep.OK {
+		t.Fatalf("old attempt against the moved target: %+v %v", rep, err)
+	}
+	// Another cluster is another attempt too.
+	res := runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production", "--cluster", "prod-us-1")
+	if res.code != 0 || !strings.Contains(res.stdout, "proposed checkout-production-4b7e2a91c3d5-3") {
+		t.Fatalf("other cluster: %d %s %s", res.code, res.stdout, res.stderr)
+	}
+	res = runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production", "--cluster", "prod-us-1")
+	if res.code != 0 || !strings.Contains(res.stdout, "existing attempt checkout-production-4b7e2a91c3d5-3") {
+		t.Fatalf("same request again: %d %s %s", res.code, res.stdout, res.stderr)
+	}
+	// Several open attempts: verify needs --branch.
+	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production", "--evidence", writeEvidence(t, promNewDigest, promStagingRev)); r.code != 2 {
+		t.Fatalf("ambiguous branch: %d %s", r.code, r.stderr)
+	}
+}

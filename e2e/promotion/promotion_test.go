@@ -1,0 +1,293 @@
+//go:build e2e
+
+package promotion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/internal/testenv"
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+var (
+	throughlineBin string
+	repoRoot       string
+)
+
+const (
+	newDigest  = "sha256:4b7e2a91c3d5f6081726354a5b6c7d8e9f0a1b2c3d4e5f60718293a4b5c6d7e8"
+	oldDigest  = "sha256:9c2f1e0d7b6a5f4e3d2c1b0a99887766554433221100ffeeddccbbaa98765432"
+	stagingRev = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "throughline-e2e-promotion-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	throughlineBin = filepath.Join(dir, "throughline")
+	_, file, _, _ := runtime.Caller(0)
+	repoRoot = filepath.Join(filepath.Dir(file), "..", "..")
+	build := exec.Command("go", "build", "-o", throughlineBin, "./cmd/throughline")
+	build.Dir, build.Stdout, build.Stderr = repoRoot, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building throughline:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gitEnv keeps the user's configuration out and names a committer.
+func gitEnv(home string) []string {
+	return append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
+}
+
+func git(t *testing.T, ctx context.Context, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv(dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+func cli(ctx context.Context, dir string, args ...string) (cliResult, error) {
+	cmd := exec.CommandContext(ctx, throughlineBin, args...)
+	cmd.Env = gitEnv(dir)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return cliResult{ee.ExitCode(), out.String(), errb.String()}, nil
+	}
+	return cliResult{0, out.String(), errb.String()}, err
+}
+
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	must(t, filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if fi.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	}))
+}
+
+// seed pushes the example environment, with staging running and ACCEPTED
+// at a digest production does not run yet, to the remote's main.
+func seed(t *testing.T, ctx context.Context, remote string) {
+	t.Helper()
+	work := t.TempDir()
+	copyDir(t, filepath.Join(repoRoot, "examples", "gitops-env"), work)
+	k := filepath.Join(work, "apps/checkout/overlays/staging/kustomization.yaml")
+	data, err := os.ReadFile(k)
+	must(t, err)
+	must(t, os.WriteFile(k, []byte(strings.Replace(string(data), "1.4.2@"+oldDigest, "1.5.0@"+newDigest, 1)), 0o644))
+	res, err := cli(ctx, work, "render", "--hash", "--root", work, filepath.Join(work, "apps/checkout/overlays/staging"))
+	must(t, err)
+	if res.code != 0 {
+		t.Fatalf("render --hash: %d %s", res.code, res.stderr)
+	}
+	hash := strings.TrimSpace(res.stdout)
+	ver, err := cli(ctx, work, "version")
+	must(t, err)
+	t0 := time.Now().Add(-time.Hour)
+	rec, err := promotion.NewCandidate("checkout", 1,
+		promotion.Artifact{Image: "ghcr.io/throughline-dev/checkout:1.5.0@" + newDigest, Digest: newDigest, SourceCommit: strings.Repeat("1", 40)},
+		promotion.Target{Environment: "staging", Path: "apps/checkout/overlays/staging", Cluster: "staging", RenderedHash: hash, BaseRenderedHash: hash, Renderer: strings.TrimSpace(ver.stdout)},
+		t0, "e2e")
+	must(t, err)
+	must(t, rec.Verify(promotion.VerifiedIn{Environment: "dev", DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40), RenderedHash: "sha256:" + strings.Repeat("3", 64), RuntimeEvidence: "evidence/dev/checkout/1.json"}, t0, "e2e"))
+	must(t, rec.Approve("alice", rec.InputFor(strings.TrimSpace(ver.stdout)), t0.Add(48*time.Hour), t0))
+	must(t, rec.Reconcile(stagingRev, t0, "e2e"))
+	must(t, rec.Accept(stagingRev, "evidence/staging/checkout/1.json", t0, "e2e"))
+	out, err := rec.Marshal()
+	must(t, err)
+	must(t, os.MkdirAll(filepath.Join(work, "promotion", "checkout"), 0o755))
+	must(t, os.WriteFile(filepath.Join(work, "promotion", "checkout", "staging.yaml"), out, 0o644))
+	git(t, ctx, work, "init", "-q", "-b", "main")
+	git(t, ctx, work, "add", ".")
+	git(t, ctx, work, "commit", "-q", "-m", "staging accepted checkout 1.5.0")
+	git(t, ctx, work, "push", "-q", remote, "main")
+}
+
+func clone(t *testing.T, ctx context.Context, remote string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "clone")
+	git(t, ctx, filepath.Dir(dir), "clone", "-q", remote, dir)
+	return dir
+}
+
+// TestConcurrentProposeOneAttempt: four clones propose the same promotion
+// at once against the real smart-HTTP server. Exactly one branch and one
+// record win; every other proposer returns the winner's attempt. Then the
+// record goes VERIFIED and APPROVED through CAS pushes, and the PR job passes.
+func TestConcurrentProposeOneAttempt(t *testing.T) {
+	srv := testenv.StartGitServer(t, testenv.GitServerOptions{Username: "git", Password: "s3cr3t"})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	remote, err := srv.CreateRepo(ctx, "platform/gitops-env.git")
+	must(t, err)
+	seed(t, ctx, remote)
+
+	const n = 4
+	clones := make([]string, n)
+	for i := range clones {
+		clones[i] = clone(t, ctx, remote)
+	}
+	results := make([]cliResult, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range clones {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-start
+			results[i], errs[i] = cli(ctx, clones[i], "promote", "propose", "--repo", clones[i], "--app", "checkout", "--from", "staging", "--to", "production")
+		}(i)
+	}
+	close(start)
+	wg.Wait()
+	proposed, existing := 0, 0
+	for i, r := range results {
+		must(t, errs[i])
+		if r.code != 0 {
+			t.Fatalf("propose %d: exit %d\n%s\n%s", i, r.code, r.stdout, r.stderr)
+		}
+		if !strings.Contains(r.stdout, "checkout-production-4b7e2a91c3d5-1") {
+			t.Fatalf("propose %d returned another attempt:\n%s", i, r.stdout)
+		}
+		switch {
+		case strings.HasPrefix(r.stdout, "proposed "):
+			proposed++
+		case strings.HasPrefix(r.stdout, "existing attempt "):
+			existing++
+		}
+	}
+	if proposed != 1 || existing != n-1 {
+		t.Fatalf("%d proposed, %d existing; want 1 and %d", proposed, existing, n-1)
+	}
+	heads := git(t, ctx, clones[0], "ls-remote", "--heads", "origin")
+	if c := strings.Count(heads, "refs/heads/throughline/promote/"); c != 1 {
+		t.Fatalf("%d promotion branches on the remote:\n%s", c, heads)
+	}
+	branch := promotion.AttemptKey{App: "checkout", Digest: newDigest, Environment: "production", Attempt: 1}.Branch()
+	git(t, ctx, clones[1], "fetch", "-q", "origin")
+	recData := git(t, ctx, clones[1], "show", "origin/"+branch+":promotion/checkout/production.yaml")
+	rec, err := promotion.Parse("promotion/checkout/production.yaml", []byte(recData))
+	must(t, err)
+	if rec.State != promotion.Candidate || rec.Attempt != 1 {
+		t.Fatalf("record %+v", rec)
+	}
+
+	// Verify and approve from two other clones (each fetches the branch).
+	ev := filepath.Join(t.TempDir(), "evidence.yaml")
+	must(t, os.WriteFile(ev, []byte("environment: staging\ndigest: "+newDigest+"\ndesiredRevision: '"+stagingRev+"'\nobservedRevision: '"+stagingRev+
+		"'\nrenderedHash: sha256:"+strings.Repeat("4", 64)+"\nruntimeEvidence: evidence/staging/checkout/1.json\n"), 0o644))
+	r, err := cli(ctx, clones[2], "promote", "verify", "--repo", clones[2], "--app", "checkout", "--to", "production", "--evidence", ev)
+	must(t, err)
+	if r.code != 0 {
+		t.Fatalf("verify: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	r, err = cli(ctx, clones[3], "promote", "approve", "--repo", clones[3], "--app", "checkout", "--to", "production", "--approver", "alice", "--expires", "1h")
+	must(t, err)
+	if r.code != 0 {
+		t.Fatalf("approve: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	// Status from yet another clone sees main and the open attempt branch.
+	st, err := cli(ctx, clones[0], "promote", "status", "--repo", clones[0], "-o", "json")
+	must(t, err)
+	if st.code != 0 || !strings.Contains(st.stdout, `"state": "APPROVED"`) || !strings.Contains(st.stdout, `"state": "ACCEPTED"`) || !strings.Contains(st.stdout, `"ref": "`+branch+`"`) {
+		t.Fatalf("status: %d\n%s\n%s", st.code, st.stdout, st.stderr)
+	}
+	// The PR job on a fresh clone.
+	pr := clone(t, ctx, remote)
+	git(t, ctx, pr, "fetch", "-q", "origin", branch+":"+branch)
+	r, err = cli(ctx, pr, "promote", "check", "--repo", pr, "--base", "origin/main", "--head", branch)
+	must(t, err)
+	if r.code != 0 {
+		t.Fatalf("check: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	// Nothing was forced: main is still the seed, and the branch's history
+	// is linear from it (propose, verify, approve).
+	if got := git(t, ctx, pr, "rev-list", "--count", "origin/main.."+branch); got != "3" {
+		t.Fatalf("%s commits on the branch, want 3", got)
+	}
+}
+
+// TestNonFastForwardRebase: another writer lands on the branch between our
+// fetch and our push; the real server refuses the non-fast-forward push,
+// gitrepo fetches, re-applies the change on the new tip and pushes again.
+func TestNonFastForwardRebase(t *testing.T) {
+	srv := testenv.StartGitServer(t, testenv.GitServerOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	remote, err := srv.CreateRepo(ctx, "platform/gitops-env.git")
+	must(t, err)
+	seed(t, ctx, remote)
+	ours, other := clone(t, ctx, remote), clone(t, ctx, remote)
+	repo, err := gitrepo.Open(ctx, ours)
+	must(t, err)
+	repo.Env = gitEnv(ours)
+	calls := 0
+	sha, err := repo.Update(ctx, "main", 3, func(ctx context.Context, tip string) (map[string][]byte, string, error) {
+		calls++
+		if calls == 1 {
+			must(t, os.WriteFile(filepath.Join(other, "evidence.json"), []byte("{}\n"), 0o644))
+			git(t, ctx, other, "add", ".")
+			git(t, ctx, other, "commit", "-q", "-m", "someone else")
+			git(t, ctx, other, "push", "-q", "origin", "main")
+		}
+		return map[string][]byte{"promotion/checkout/note.txt": []byte(tip + "\n")}, "ours", nil
+	})
+	must(t, err)
+	if calls != 2 {
+		t.Fatalf("change applied %d times, want 2", calls)
+	}
+	git(t, ctx, other, "pull", "-q", "--ff-only")
+	if got := git(t, ctx, other, "rev-parse", "HEAD"); got != sha {
+		t.Fatalf("remote main %s, want ours %s", got, sha)
+	}
+	git(t, ctx, other, "cat-file", "-e", sha+":evidence.json")
+}

@@ -1,0 +1,486 @@
+package gitrepo
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Repo is a Git work tree holding a GitOps repository, possibly in a
+// subdirectory (Prefix) of the work tree.
+type Repo struct {
+	// Top is the work tree's top-level directory.
+	Top string
+	// Prefix is the GitOps root relative to Top, "" or ending in "/".
+	Prefix string
+	// Remote is the remote pushed to and fetched from ("" when none).
+	Remote string
+	// Env is added to every git command's environment.
+	Env []string
+}
+
+// ErrNotFound is wrapped when a file or reference does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrRejected is wrapped when a compare-and-swap update lost the race (a
+// non-fast-forward push, or a local reference that moved).
+var ErrRejected = errors.New("rejected: the reference moved")
+
+// ErrUnchanged is wrapped when a push found the branch already at the
+// pushed commit: someone else made and pushed the very same commit first.
+var ErrUnchanged = errors.New("the branch already points at this commit")
+
+// Error is a git command that failed.
+type Error struct {
+	Args   []string
+	Err    error
+	Stderr string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("git %s: %v: %s", strings.Join(e.Args, " "), e.Err, strings.TrimSpace(e.Stderr))
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Open opens the work tree containing dir; dir is the GitOps root. The
+// remote is "origin" when it exists.
+func Open(ctx context.Context, dir string) (*Repo, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open repository %s: %w", dir, err)
+	}
+	r := &Repo{Top: abs}
+	top, err := r.run(ctx, nil, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return nil, fmt.Errorf("open repository %s: not a Git work tree: %w", dir, err)
+	}
+	prefix, err := r.run(ctx, nil, "rev-parse", "--show-prefix")
+	if err != nil {
+		return nil, fmt.Errorf("open repository %s: %w", dir, err)
+	}
+	r.Top, r.Prefix = strings.TrimSpace(top), strings.TrimSpace(prefix)
+	remotes, err := r.run(ctx, nil, "remote")
+	if err != nil {
+		return nil, fmt.Errorf("open repository %s: %w", dir, err)
+	}
+	for _, l := range strings.Fields(remotes) {
+		if l == "origin" {
+			r.Remote = "origin"
+		}
+	}
+	return r, nil
+}
+
+// Root is the GitOps root directory in the work tree.
+func (r *Repo) Root() string { return filepath.Join(r.Top, filepath.FromSlash(r.Prefix)) }
+
+// Git runs git in the work tree and returns its standard output.
+func (r *Repo) Git(ctx context.Context, args ...string) (string, error) {
+	return r.run(ctx, nil, args...)
+}
+
+func (r *Repo) run(ctx context.Context, env []string, args ...string) (string, error) {
+	out, err := r.runBytes(ctx, env, nil, args...)
+	return string(out), err
+}
+
+func (r *Repo) runBytes(ctx context.Context, env []string, stdin []byte, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.quotepath=off"}, args...)...)
+	cmd.Dir = r.Top
+	cmd.Env = append(append(append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C"), r.Env...), env...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return stdout.Bytes(), &Error{Args: args, Err: err, Stderr: stderr.String()}
+	}
+	return stdout.Bytes(), nil
+}
+
+// full is a GitOps-root-relative path as a work-tree path.
+func (r *Repo) full(p string) string { return r.Prefix + strings.TrimPrefix(path.Clean(p), "./") }
+
+// Resolve returns the commit id of rev.
+func (r *Repo) Resolve(ctx context.Context, rev string) (string, error) {
+	out, err := r.run(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("revision %s: %w", rev, ErrNotFound)
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// ReadFile reads the GitOps-root-relative file p at rev; a missing file
+// wraps ErrNotFound and fs.ErrNotExist.
+func (r *Repo) ReadFile(ctx context.Context, rev, p string) ([]byte, error) {
+	spec := rev + ":" + r.full(p)
+	if _, err := r.run(ctx, nil, "cat-file", "-e", spec); err != nil {
+		return nil, fmt.Errorf("%s at %s: %w (%w)", p, rev, ErrNotFound, fs.ErrNotExist)
+	}
+	out, err := r.runBytes(ctx, nil, nil, "cat-file", "blob", spec)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s at %s: %w", p, rev, err)
+	}
+	return out, nil
+}
+
+// Export writes the tree of rev into dst (which must be empty or absent)
+// and returns the GitOps root inside it.
+func (r *Repo) Export(ctx context.Context, rev, dst string) (string, error) {
+	args := []string{"archive", "--format=tar", rev}
+	if r.Prefix != "" {
+		args = append(args, "--", strings.TrimSuffix(r.Prefix, "/"))
+	}
+	data, err := r.runBytes(ctx, nil, nil, args...)
+	if err != nil {
+		return "", fmt.Errorf("export %s: %w", rev, err)
+	}
+	if err := extract(data, dst); err != nil {
+		return "", fmt.Errorf("export %s to %s: %w", rev, dst, err)
+	}
+	return filepath.Join(dst, filepath.FromSlash(r.Prefix)), nil
+}
+
+func extract(data []byte, dst string) error {
+	tr := tar.NewReader(bytes.NewReader(data))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		name := path.Clean(h.Name)
+		if name == "." || strings.HasPrefix(name, "../") || path.IsAbs(name) {
+			return fmt.Errorf("archive entry %q escapes the destination", h.Name)
+		}
+		p := filepath.Join(dst, filepath.FromSlash(name))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			mode := os.FileMode(0o644)
+			if h.Mode&0o111 != 0 {
+				mode = 0o755
+			}
+			f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(f, tr)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+		case tar.TypeSymlink:
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			// The renderer refuses links that leave its root.
+			if err := os.Symlink(h.Linkname, p); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// Changed lists the files that differ between base and head, as work-tree
+// paths (not relative to the GitOps root: a change outside it is a change
+// too), sorted.
+func (r *Repo) Changed(ctx context.Context, base, head string) ([]string, error) {
+	out, err := r.run(ctx, nil, "diff", "--name-only", "--no-renames", "-z", base, head, "--")
+	if err != nil {
+		return nil, fmt.Errorf("diff %s..%s: %w", base, head, err)
+	}
+	var files []string
+	for _, f := range strings.Split(out, "\x00") {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// Rel makes a work-tree path relative to the GitOps root; ok is false when
+// it is outside it.
+func (r *Repo) Rel(p string) (string, bool) {
+	if r.Prefix == "" {
+		return p, true
+	}
+	rel, ok := strings.CutPrefix(p, r.Prefix)
+	return rel, ok
+}
+
+// Commit builds a commit on parent that sets files (GitOps-root-relative
+// paths to content) and returns its id. Neither the work tree, nor the
+// index, nor any reference changes.
+func (r *Repo) Commit(ctx context.Context, parent string, files map[string][]byte, message string) (string, error) {
+	tmp, err := os.MkdirTemp("", "throughline-index-")
+	if err != nil {
+		return "", fmt.Errorf("commit: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	if _, err := r.run(ctx, env, "read-tree", parent); err != nil {
+		return "", fmt.Errorf("commit on %s: %w", parent, err)
+	}
+	names := make([]string, 0, len(files))
+	for p := range files {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		blob, err := r.runBytes(ctx, nil, files[p], "hash-object", "-w", "--stdin")
+		if err != nil {
+			return "", fmt.Errorf("commit %s: %w", p, err)
+		}
+		info := "100644," + strings.TrimSpace(string(blob)) + "," + r.full(p)
+		if _, err := r.run(ctx, env, "update-index", "--add", "--cacheinfo", info); err != nil {
+			return "", fmt.Errorf("commit %s: %w", p, err)
+		}
+	}
+	tree, err := r.run(ctx, env, "write-tree")
+	if err != nil {
+		return "", fmt.Errorf("commit: %w", err)
+	}
+	out, err := r.runBytes(ctx, r.identity(ctx), []byte(message), "commit-tree", strings.TrimSpace(tree), "-p", parent)
+	if err != nil {
+		return "", fmt.Errorf("commit: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// identity supplies a committer when neither the environment nor git's
+// config names one (a CI runner often has neither).
+func (r *Repo) identity(ctx context.Context) []string {
+	if os.Getenv("GIT_COMMITTER_NAME") != "" || os.Getenv("GIT_AUTHOR_NAME") != "" {
+		return nil
+	}
+	if out, err := r.run(ctx, nil, "config", "user.email"); err == nil && strings.TrimSpace(out) != "" {
+		return nil
+	}
+	return []string{"GIT_AUTHOR_NAME=throughline", "GIT_AUTHOR_EMAIL=throughline@localhost", "GIT_COMMITTER_NAME=throughline", "GIT_COMMITTER_EMAIL=throughline@localhost"}
+}
+
+// Fetch updates the remote-tracking references (no-op without a remote).
+func (r *Repo) Fetch(ctx context.Context) error {
+	if r.Remote == "" {
+		return nil
+	}
+	if _, err := r.run(ctx, nil, "fetch", "--quiet", "--prune", r.Remote); err != nil {
+		return fmt.Errorf("fetch %s: %w", r.Remote, err)
+	}
+	return nil
+}
+
+// Branches lists the branches matching glob, where "*" matches any text,
+// "/" included (e.g. "throughline/promote/app/*"), with their commits: on
+// the remote when there is one, else locally.
+func (r *Repo) Branches(ctx context.Context, glob string) (map[string]string, error) {
+	out := map[string]string{}
+	var text string
+	var err error
+	if r.Remote != "" {
+		text, err = r.run(ctx, nil, "ls-remote", "--heads", r.Remote)
+	} else {
+		text, err = r.run(ctx, nil, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list branches %s: %w", glob, err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			continue
+		}
+		name := strings.TrimPrefix(f[1], "refs/heads/")
+		if globMatch(glob, name) {
+			out[name] = f[0]
+		}
+	}
+	return out, nil
+}
+
+// globMatch matches name against a pattern whose "*" matches any text.
+func globMatch(glob, name string) bool {
+	parts := strings.Split(glob, "*")
+	if len(parts) == 1 {
+		return glob == name
+	}
+	if !strings.HasPrefix(name, parts[0]) {
+		return false
+	}
+	rest := name[len(parts[0]):]
+	for i := 1; i < len(parts)-1; i++ {
+		j := strings.Index(rest, parts[i])
+		if j < 0 {
+			return false
+		}
+		rest = rest[j+len(parts[i]):]
+	}
+	return strings.HasSuffix(rest, parts[len(parts)-1])
+}
+
+// BranchTip is the commit of branch (on the remote after a fetch when there
+// is one), wrapping ErrNotFound when it does not exist.
+func (r *Repo) BranchTip(ctx context.Context, branch string) (string, error) {
+	if r.Remote != "" {
+		bs, err := r.Branches(ctx, branch)
+		if err != nil {
+			return "", err
+		}
+		sha, ok := bs[branch]
+		if !ok {
+			return "", fmt.Errorf("branch %s on %s: %w", branch, r.Remote, ErrNotFound)
+		}
+		// Make the commit available locally.
+		if _, err := r.run(ctx, nil, "fetch", "--quiet", r.Remote, "refs/heads/"+branch); err != nil {
+			return "", fmt.Errorf("fetch %s: %w", branch, err)
+		}
+		return sha, nil
+	}
+	return r.Resolve(ctx, "refs/heads/"+branch)
+}
+
+// SetBranch moves branch from old ("" when it must not exist yet) to sha:
+// a push that the remote accepts only as a creation or a fast-forward, else
+// a local compare-and-swap update-ref. Losing the race wraps ErrRejected;
+// finding the branch already at sha on the remote wraps ErrUnchanged.
+// It never forces.
+func (r *Repo) SetBranch(ctx context.Context, branch, old, sha string) error {
+	if r.Remote != "" {
+		if old != "" {
+			if _, err := r.run(ctx, nil, "merge-base", "--is-ancestor", old, sha); err != nil {
+				return fmt.Errorf("push %s: %s does not descend from %s: %w", branch, sha, old, ErrRejected)
+			}
+		}
+		out, err := r.run(ctx, nil, "push", "--porcelain", r.Remote, sha+":refs/heads/"+branch)
+		if err != nil {
+			var ge *Error
+			if errors.As(err, &ge) && rejected(ge.Stderr+out) {
+				return fmt.Errorf("push %s to %s: %w", branch, r.Remote, ErrRejected)
+			}
+			return fmt.Errorf("push %s to %s: %w", branch, r.Remote, err)
+		}
+		// Porcelain: "=" flags a reference that was already up to date.
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "=\t") && strings.Contains(l, ":refs/heads/"+branch+"\t") {
+				return fmt.Errorf("push %s to %s: %w", branch, r.Remote, ErrUnchanged)
+			}
+		}
+		return nil
+	}
+	ref := "refs/heads/" + branch
+	want := old
+	if want == "" {
+		want = strings.Repeat("0", len(sha))
+	}
+	if cur, _ := r.run(ctx, nil, "symbolic-ref", "--quiet", "HEAD"); strings.TrimSpace(cur) == ref {
+		// The checked-out branch moves with its work tree, fast-forward only.
+		if _, err := r.run(ctx, nil, "merge", "--ff-only", "--quiet", sha); err != nil {
+			return fmt.Errorf("fast-forward the checked-out %s: %w", branch, err)
+		}
+		return nil
+	}
+	if _, err := r.run(ctx, nil, "update-ref", ref, sha, want); err != nil {
+		return fmt.Errorf("update %s: %w (%w)", ref, ErrRejected, err)
+	}
+	return nil
+}
+
+func rejected(stderr string) bool {
+	for _, s := range []string{"[rejected]", "non-fast-forward", "fetch first", "[remote rejected]", "stale info", "failed to update ref", "cannot lock ref", "Updates were rejected"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Update commits a change on the tip of branch and moves the branch by
+// compare-and-swap. change gets the current tip and returns the files to
+// write and the message; when the update is rejected (someone else moved
+// the branch), Update fetches and calls change again on the new tip (a
+// rebase that re-applies the change, so its checks run on what is really
+// there), up to attempts times. It returns the new commit.
+func (r *Repo) Update(ctx context.Context, branch string, attempts int, change func(ctx context.Context, tip string) (map[string][]byte, string, error)) (string, error) {
+	var last error
+	for i := 0; i < max(attempts, 1); i++ {
+		if err := r.Fetch(ctx); err != nil {
+			return "", err
+		}
+		tip, err := r.BranchTip(ctx, branch)
+		if err != nil {
+			return "", err
+		}
+		files, msg, err := change(ctx, tip)
+		if err != nil {
+			return "", err
+		}
+		sha, err := r.Commit(ctx, tip, files, msg)
+		if err != nil {
+			return "", err
+		}
+		if err := r.SetBranch(ctx, branch, tip, sha); err != nil {
+			if errors.Is(err, ErrUnchanged) {
+				return sha, nil
+			}
+			if errors.Is(err, ErrRejected) {
+				last = err
+				continue
+			}
+			return "", err
+		}
+		return sha, nil
+	}
+	return "", fmt.Errorf("update %s: gave up after %d attempts: %w", branch, attempts, last)
+}
+
+// CurrentBranch is the checked-out branch ("" when detached).
+func (r *Repo) CurrentBranch(ctx context.Context) string {
+	out, err := r.run(ctx, nil, "symbolic-ref", "--quiet", "--short", "HEAD")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+// DefaultBranch is the branch promotions start from: the remote's HEAD
+// branch when known, else the checked-out branch, else "main".
+func (r *Repo) DefaultBranch(ctx context.Context) string {
+	if r.Remote != "" {
+		if out, err := r.run(ctx, nil, "symbolic-ref", "--quiet", "--short", "refs/remotes/"+r.Remote+"/HEAD"); err == nil {
+			if b, ok := strings.CutPrefix(strings.TrimSpace(out), r.Remote+"/"); ok {
+				return b
+			}
+		}
+	}
+	if b := r.CurrentBranch(ctx); b != "" && !strings.HasPrefix(b, "throughline/") {
+		return b
+	}
+	return "main"
+}

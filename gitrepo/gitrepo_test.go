@@ -1,0 +1,140 @@
+package gitrepo
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v: %s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// newRepo makes a work tree with the GitOps root in sub/ and one commit.
+func newRepo(t *testing.T) (*Repo, string) {
+	t.Helper()
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sub", "a.yaml"), []byte("a: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "add", ".")
+	git(t, dir, "commit", "-q", "-m", "init")
+	r, err := Open(context.Background(), filepath.Join(dir, "sub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Env = []string{"HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1"}
+	return r, dir
+}
+
+func TestCommitLeavesWorkTree(t *testing.T) {
+	ctx := context.Background()
+	r, dir := newRepo(t)
+	if r.Prefix != "sub/" || r.Remote != "" {
+		t.Fatalf("prefix %q remote %q", r.Prefix, r.Remote)
+	}
+	head, err := r.Resolve(ctx, "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha, err := r.Commit(ctx, head, map[string][]byte{"promotion/app/prod.yaml": []byte("x: 1\n")}, "add record")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sub", "promotion")); !os.IsNotExist(err) {
+		t.Fatal("the commit wrote into the work tree")
+	}
+	if st := git(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("work tree or index changed: %q", st)
+	}
+	data, err := r.ReadFile(ctx, sha, "promotion/app/prod.yaml")
+	if err != nil || string(data) != "x: 1\n" {
+		t.Fatalf("read back %q, %v", data, err)
+	}
+	if _, err := r.ReadFile(ctx, head, "promotion/app/prod.yaml"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing file: %v", err)
+	}
+	files, err := r.Changed(ctx, head, sha)
+	if err != nil || len(files) != 1 || files[0] != "sub/promotion/app/prod.yaml" {
+		t.Fatalf("changed %v %v", files, err)
+	}
+	// A branch is created once; a second creation loses.
+	if err := r.SetBranch(ctx, "throughline/promote/x", "", sha); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetBranch(ctx, "throughline/promote/x", "", head); !errors.Is(err, ErrRejected) {
+		t.Fatalf("second creation: %v", err)
+	}
+	bs, err := r.Branches(ctx, "throughline/promote/*")
+	if err != nil || bs["throughline/promote/x"] != sha {
+		t.Fatalf("branches %v %v", bs, err)
+	}
+	root, err := r.Export(ctx, sha, filepath.Join(t.TempDir(), "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "promotion", "app", "prod.yaml")); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+}
+
+// TestUpdateRetriesNonFastForward: another writer moves the branch between
+// our fetch and our push; the push is rejected (never forced), Update
+// fetches and re-applies on the new tip, and both changes survive.
+func TestUpdateRetriesNonFastForward(t *testing.T) {
+	ctx := context.Background()
+	_, dir := newRepo(t)
+	bare := filepath.Join(t.TempDir(), "remote.git")
+	git(t, dir, "init", "-q", "--bare", "-b", "main", bare)
+	git(t, bare, "config", "receive.denyNonFastForwards", "true")
+	git(t, dir, "remote", "add", "origin", bare)
+	git(t, dir, "push", "-q", "origin", "main")
+	r, err := Open(ctx, filepath.Join(dir, "sub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	git(t, filepath.Dir(other), "clone", "-q", bare, other)
+	var calls atomic.Int32
+	sha, err := r.Update(ctx, "main", 3, func(ctx context.Context, tip string) (map[string][]byte, string, error) {
+		if calls.Add(1) == 1 {
+			// The race: someone else lands first.
+			if err := os.WriteFile(filepath.Join(other, "sub", "b.yaml"), []byte("b: 1\n"), 0o644); err != nil {
+				return nil, "", err
+			}
+			git(t, other, "add", ".")
+			git(t, other, "commit", "-q", "-m", "other")
+			git(t, other, "push", "-q", "origin", "main")
+		}
+		return map[string][]byte{"c.yaml": []byte("c: 1\n")}, "ours", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("change applied %d times, want 2 (once rejected, once on the new tip)", calls.Load())
+	}
+	if got := git(t, bare, "rev-parse", "main"); got != sha {
+		t.Fatalf("remote main %s, want %s", got, sha)
+	}
+	for _, f := range []string{"sub/b.yaml", "sub/c.yaml"} {
+		git(t, bare, "cat-file", "-e", sha+":"+f)
+	}
+}

@@ -1,0 +1,414 @@
+package promotion
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	sigyaml "sigs.k8s.io/yaml"
+)
+
+var printer = message.NewPrinter(language.English)
+
+// SchemaVersion is the only record version this build reads and writes.
+const SchemaVersion = "promotion/v1"
+
+// Dir is the folder of the records, relative to the GitOps repository root.
+const Dir = "promotion"
+
+// maxRecordSize caps a record file.
+const maxRecordSize = 1 << 20
+
+//go:embed schema/promotion-v1.schema.json
+var schemaJSON []byte
+
+// SchemaJSON returns the embedded JSON Schema of promotion/v1.
+func SchemaJSON() []byte { return append([]byte(nil), schemaJSON...) }
+
+// State is a promotion state.
+type State string
+
+// The states.
+const (
+	Candidate   State = "CANDIDATE"
+	Verified    State = "VERIFIED"
+	Approved    State = "APPROVED"
+	Reconciling State = "RECONCILING"
+	Accepted    State = "ACCEPTED"
+	Halted      State = "HALTED"
+	Rejected    State = "REJECTED"
+)
+
+// Record is one promotion/v1 document.
+type Record struct {
+	SchemaVersion string `json:"schemaVersion"`
+	PromotionID   string `json:"promotionId"`
+	App           string `json:"app"`
+	Attempt       int    `json:"attempt"`
+	State         State  `json:"state"`
+	// Reason says why the record is HALTED or REJECTED.
+	Reason      string          `json:"reason,omitempty"`
+	Artifact    Artifact        `json:"artifact"`
+	VerifiedIn  *VerifiedIn     `json:"verifiedIn,omitempty"`
+	Target      Target          `json:"target"`
+	Approval    *Approval       `json:"approval,omitempty"`
+	Reconciling *Reconciliation `json:"reconciling,omitempty"`
+	Accepted    *Acceptance     `json:"accepted,omitempty"`
+	// History lists every state entered, CANDIDATE first; the last is State.
+	History []Transition `json:"history"`
+}
+
+// Artifact is the identity being promoted.
+type Artifact struct {
+	// Image is the reference as rendered: name[:tag]@sha256:<hex>.
+	Image        string `json:"image"`
+	Digest       string `json:"digest"`
+	SourceCommit string `json:"sourceCommit"`
+}
+
+// VerifiedIn is the evidence of the source environment (the VERIFIED gate).
+type VerifiedIn struct {
+	Environment      string `json:"environment"`
+	DesiredRevision  string `json:"desiredRevision"`
+	ObservedRevision string `json:"observedRevision"`
+	RenderedHash     string `json:"renderedHash"`
+	RuntimeEvidence  string `json:"runtimeEvidence"`
+}
+
+// Target is where the artifact goes. Every field is part of the attempt:
+// a change makes a new attempt.
+type Target struct {
+	Environment string `json:"environment"`
+	// Path is the target overlay, relative to the repository root.
+	Path    string `json:"path"`
+	Cluster string `json:"cluster"`
+	// RenderedHash is the target rendered with the artifact.
+	RenderedHash string `json:"renderedHash"`
+	// BaseRenderedHash is the target as it was when proposed: when the
+	// target renders differently without this change, it moved on.
+	BaseRenderedHash string `json:"baseRenderedHash"`
+	// Renderer is throughline's version that rendered the hashes.
+	Renderer string `json:"renderer"`
+}
+
+// Approval binds an approver to the exact inputs (the APPROVED gate).
+type Approval struct {
+	Approver   string    `json:"approver"`
+	InputHash  string    `json:"inputHash"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+	ApprovedAt time.Time `json:"approvedAt"`
+}
+
+// Reconciliation is the RECONCILING gate: the target's desired commit.
+type Reconciliation struct {
+	DesiredRevision string `json:"desiredRevision"`
+}
+
+// Acceptance is the ACCEPTED gate: the target observed the desired commit
+// and the live imageIDs are the artifact.
+type Acceptance struct {
+	ObservedRevision string `json:"observedRevision"`
+	RuntimeEvidence  string `json:"runtimeEvidence"`
+}
+
+// Transition is one entry of the history.
+type Transition struct {
+	State  State     `json:"state"`
+	At     time.Time `json:"at"`
+	By     string    `json:"by,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// RecordPath is the record of app in target environment env.
+func RecordPath(app, env string) string { return path.Join(Dir, app, env+".yaml") }
+
+// RecordError is a record that cannot be used: unparseable, refused by the
+// schema, or inconsistent. File names the record; Field the offending field
+// when one is known.
+type RecordError struct {
+	File  string
+	Field string
+	Err   error
+}
+
+func (e *RecordError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("promotion record %s: %s: %v", e.File, e.Field, e.Err)
+	}
+	return fmt.Sprintf("promotion record %s: %v", e.File, e.Err)
+}
+
+func (e *RecordError) Unwrap() error { return e.Err }
+
+// ErrSchemaVersion is wrapped when a record names another schemaVersion.
+var ErrSchemaVersion = errors.New("unsupported schemaVersion")
+
+var (
+	compileOnce sync.Once
+	compiled    *jsonschema.Schema
+	compileErr  error
+)
+
+func schema() (*jsonschema.Schema, error) {
+	compileOnce.Do(func() {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaJSON))
+		if err != nil {
+			compileErr = fmt.Errorf("embedded schema: %w", err)
+			return
+		}
+		c := jsonschema.NewCompiler()
+		c.AssertFormat()
+		const url = "https://throughline.dev/schemas/promotion-v1.schema.json"
+		if err := c.AddResource(url, doc); err != nil {
+			compileErr = fmt.Errorf("embedded schema: %w", err)
+			return
+		}
+		compiled, compileErr = c.Compile(url)
+	})
+	return compiled, compileErr
+}
+
+// Parse reads a record (YAML or JSON) strictly: oversized input, a second
+// document, an unknown schemaVersion, anything the JSON Schema refuses
+// (unknown fields included) and an inconsistent record are refused with a
+// *RecordError. file only names the input in errors.
+func Parse(file string, data []byte) (*Record, error) {
+	if len(data) > maxRecordSize {
+		return nil, &RecordError{File: file, Err: fmt.Errorf("%d bytes exceeds the %d byte limit", len(data), maxRecordSize)}
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, &RecordError{File: file, Err: errors.New("is empty")}
+	}
+	if bytes.Contains(data, []byte("\n---")) || bytes.HasPrefix(bytes.TrimSpace(data), []byte("---")) {
+		return nil, &RecordError{File: file, Err: errors.New("must be exactly one YAML document")}
+	}
+	js, err := sigyaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, &RecordError{File: file, Err: fmt.Errorf("not YAML or JSON: %w", err)}
+	}
+	if err := validateJSON(file, js); err != nil {
+		return nil, err
+	}
+	var r Record
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return nil, &RecordError{File: file, Err: fmt.Errorf("decoding: %w", err)}
+	}
+	if err := r.Validate(); err != nil {
+		return nil, withFile(err, file)
+	}
+	return &r, nil
+}
+
+// validateJSON checks the schemaVersion first (so a future version gets a
+// plain message) and then the whole document against the JSON Schema.
+func validateJSON(file string, js []byte) error {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(js))
+	if err != nil {
+		return &RecordError{File: file, Err: fmt.Errorf("decoding: %w", err)}
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return &RecordError{File: file, Err: errors.New("must be a mapping")}
+	}
+	if sv, _ := m["schemaVersion"].(string); sv != SchemaVersion {
+		return &RecordError{File: file, Field: "schemaVersion", Err: fmt.Errorf("%w %q: this throughline reads %s only", ErrSchemaVersion, m["schemaVersion"], SchemaVersion)}
+	}
+	sch, err := schema()
+	if err != nil {
+		return err
+	}
+	if err := sch.Validate(v); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			return &RecordError{File: file, Err: fmt.Errorf("refused by the promotion/v1 schema: %s", schemaMessage(ve))}
+		}
+		return &RecordError{File: file, Err: err}
+	}
+	return nil
+}
+
+// schemaMessage flattens a validation error to its leaf causes, one per
+// line, each with the JSON pointer of the field.
+func schemaMessage(ve *jsonschema.ValidationError) string {
+	var leaves []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			loc := "/" + strings.Join(e.InstanceLocation, "/")
+			leaves = append(leaves, fmt.Sprintf("%s: %s", loc, e.ErrorKind.LocalizedString(printer)))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return strings.Join(leaves, "; ")
+}
+
+func withFile(err error, file string) error {
+	var re *RecordError
+	if errors.As(err, &re) {
+		re.File = file
+		return re
+	}
+	return &RecordError{File: file, Err: err}
+}
+
+// Marshal validates the record and encodes it as YAML. A record that the
+// schema or Validate refuses is never written.
+func (r *Record) Marshal() ([]byte, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	js, err := json.Marshal(r)
+	if err != nil {
+		return nil, &RecordError{File: RecordPath(r.App, r.Target.Environment), Err: err}
+	}
+	if err := validateJSON(RecordPath(r.App, r.Target.Environment), js); err != nil {
+		return nil, err
+	}
+	return orderedYAML(js)
+}
+
+// orderedYAML encodes JSON as block YAML keeping the key order of the Go
+// types (schemaVersion, promotionId, ... history), which reads better in a
+// review than sorted keys, and proves the text decodes to the same JSON.
+func orderedYAML(js []byte) ([]byte, error) {
+	var n kyaml.Node
+	if err := kyaml.Unmarshal(js, &n); err != nil {
+		return nil, err
+	}
+	var plain func(*kyaml.Node)
+	plain = func(n *kyaml.Node) {
+		n.Style = 0
+		for _, c := range n.Content {
+			plain(c)
+		}
+	}
+	plain(&n)
+	var buf bytes.Buffer
+	enc := kyaml.NewEncoder(&buf)
+	if err := enc.Encode(&n); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	back, err := sigyaml.YAMLToJSONStrict(buf.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	var a, b any
+	if json.Unmarshal(js, &a) != nil || json.Unmarshal(back, &b) != nil || !reflect.DeepEqual(a, b) {
+		return nil, errors.New("encoding the record as YAML does not round-trip")
+	}
+	return buf.Bytes(), nil
+}
+
+// evidence says which fields each state needs, and which it must not have
+// yet (a later gate's evidence on an earlier state is a skipped state).
+var order = map[State]int{Candidate: 0, Verified: 1, Approved: 2, Reconciling: 3, Accepted: 4}
+
+// Validate checks what the schema cannot: the history is a legal chain that
+// ends in State, every state's evidence is present and no later gate's
+// evidence is, the identity fields agree with each other.
+func (r *Record) Validate() error {
+	file := RecordPath(r.App, r.Target.Environment)
+	fail := func(field, format string, args ...any) error {
+		return &RecordError{File: file, Field: field, Err: fmt.Errorf(format, args...)}
+	}
+	if r.SchemaVersion != SchemaVersion {
+		return fail("schemaVersion", "%w %q: this throughline reads %s only", ErrSchemaVersion, r.SchemaVersion, SchemaVersion)
+	}
+	if !ValidDigest(r.Artifact.Digest) {
+		return fail("artifact.digest", "%q is not sha256:<64 lowercase hex>", r.Artifact.Digest)
+	}
+	if !strings.HasSuffix(r.Artifact.Image, "@"+r.Artifact.Digest) {
+		return fail("artifact.image", "%q does not end in @%s", r.Artifact.Image, r.Artifact.Digest)
+	}
+	if r.Attempt < 1 {
+		return fail("attempt", "%d: attempts count from 1", r.Attempt)
+	}
+	if want := r.Key().ID(); r.PromotionID != want {
+		return fail("promotionId", "%q does not match the attempt key (want %q)", r.PromotionID, want)
+	}
+	if len(r.History) == 0 {
+		return fail("history", "is empty: a record starts as CANDIDATE")
+	}
+	if r.History[0].State != Candidate {
+		return fail("history[0].state", "%s: a record starts as CANDIDATE", r.History[0].State)
+	}
+	for i := 1; i < len(r.History); i++ {
+		from, to := r.History[i-1].State, r.History[i].State
+		if !CanTransition(from, to) {
+			return fail(fmt.Sprintf("history[%d].state", i), "illegal transition %s -> %s", from, to)
+		}
+		if r.History[i].At.Before(r.History[i-1].At) {
+			return fail(fmt.Sprintf("history[%d].at", i), "%s is before the previous entry", r.History[i].At.Format(time.RFC3339))
+		}
+	}
+	last := r.History[len(r.History)-1]
+	if last.State != r.State {
+		return fail("state", "%s, but the history ends in %s", r.State, last.State)
+	}
+	// The furthest forward state reached decides which evidence must be present.
+	reached := 0
+	for _, h := range r.History {
+		if o, ok := order[h.State]; ok && o > reached {
+			reached = o
+		}
+	}
+	need := []struct {
+		level   int
+		field   string
+		present bool
+	}{
+		{1, "verifiedIn", r.VerifiedIn != nil},
+		{2, "approval", r.Approval != nil},
+		{3, "reconciling", r.Reconciling != nil},
+		{4, "accepted", r.Accepted != nil},
+	}
+	for _, n := range need {
+		switch {
+		case reached >= n.level && !n.present:
+			return fail(n.field, "missing: state %s needs it", r.State)
+		case reached < n.level && n.present:
+			return fail(n.field, "present, but the record never reached the state that records it (a skipped state)")
+		}
+	}
+	if (r.State == Halted || r.State == Rejected) && strings.TrimSpace(r.Reason) == "" {
+		return fail("reason", "missing: a %s record says why", r.State)
+	}
+	if r.VerifiedIn != nil && r.VerifiedIn.Environment == r.Target.Environment {
+		return fail("verifiedIn.environment", "%q is the target environment: evidence must come from another environment", r.VerifiedIn.Environment)
+	}
+	if r.Approval != nil && !r.Approval.ExpiresAt.After(r.Approval.ApprovedAt) {
+		return fail("approval.expiresAt", "%s is not after approvedAt", r.Approval.ExpiresAt.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// ValidDigest reports whether d is sha256:<64 lowercase hex>.
+func ValidDigest(d string) bool {
+	h, ok := strings.CutPrefix(d, "sha256:")
+	return ok && len(h) == 64 && strings.Trim(h, "0123456789abcdef") == ""
+}
+
+// ValidRevision reports whether rev is a full Git commit id (SHA-1 or SHA-256).
+func ValidRevision(rev string) bool {
+	return (len(rev) == 40 || len(rev) == 64) && strings.Trim(rev, "0123456789abcdef") == ""
+}

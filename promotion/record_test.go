@@ -1,0 +1,377 @@
+package promotion
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throughline-dev/throughline/render"
+)
+
+var (
+	digest  = "sha256:" + strings.Repeat("ab", 32)
+	digest2 = "sha256:" + strings.Repeat("cd", 32)
+	hashA   = "sha256:" + strings.Repeat("1", 64)
+	hashB   = "sha256:" + strings.Repeat("2", 64)
+	rev1    = strings.Repeat("a", 40)
+	rev2    = strings.Repeat("b", 40)
+	t0      = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+)
+
+func target() Target {
+	return Target{Environment: "production", Path: "apps/checkout/overlays/production", Cluster: "prod-eu-1",
+		RenderedHash: hashA, BaseRenderedHash: hashB, Renderer: "v0.1.0"}
+}
+
+func candidate(t *testing.T) *Record {
+	t.Helper()
+	r, err := NewCandidate("checkout", 1, Artifact{Image: "ghcr.io/throughline-dev/checkout:1.5.0@" + digest, Digest: digest, SourceCommit: rev1}, target(), t0, "ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func evidence() VerifiedIn {
+	return VerifiedIn{Environment: "staging", DesiredRevision: rev2, ObservedRevision: rev2, RenderedHash: hashB, RuntimeEvidence: "evidence/staging/checkout/x.json"}
+}
+
+func accepted(t *testing.T) *Record {
+	t.Helper()
+	r := candidate(t)
+	must(t, r.Verify(evidence(), t0.Add(time.Minute), "notifier"))
+	must(t, r.Approve("alice", r.InputFor("v0.1.0"), t0.Add(24*time.Hour), t0.Add(2*time.Minute)))
+	must(t, r.Reconcile(rev1, t0.Add(3*time.Minute), "ci"))
+	must(t, r.Accept(rev1, "evidence/production/checkout/x.json", t0.Add(4*time.Minute), "notifier"))
+	return r
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRoundTripEveryState(t *testing.T) {
+	r := accepted(t)
+	data, err := r.Marshal()
+	must(t, err)
+	back, err := Parse("promotion/checkout/production.yaml", data)
+	must(t, err)
+	if back.State != Accepted || len(back.History) != 5 || back.Approval.Approver != "alice" {
+		t.Fatalf("round trip lost data: %+v", back)
+	}
+	again, err := back.Marshal()
+	must(t, err)
+	if string(again) != string(data) {
+		t.Fatalf("not stable:\n%s\n---\n%s", data, again)
+	}
+}
+
+func TestStateMachine(t *testing.T) {
+	r := candidate(t)
+	// No skipped state.
+	if err := r.Approve("alice", r.InputFor("v0.1.0"), t0.Add(time.Hour), t0); err == nil {
+		t.Fatal("CANDIDATE -> APPROVED accepted")
+	}
+	if err := r.Reconcile(rev1, t0, "ci"); err == nil {
+		t.Fatal("CANDIDATE -> RECONCILING accepted")
+	}
+	// No transition without its evidence.
+	bad := evidence()
+	bad.RuntimeEvidence = ""
+	if err := r.Verify(bad, t0, "x"); err == nil || r.State != Candidate {
+		t.Fatalf("VERIFIED without runtime evidence: %v, state %s", err, r.State)
+	}
+	bad = evidence()
+	bad.ObservedRevision = rev1
+	if err := r.Verify(bad, t0, "x"); err == nil {
+		t.Fatal("VERIFIED with observed != desired accepted")
+	}
+	bad = evidence()
+	bad.Environment = "production"
+	if err := r.Verify(bad, t0, "x"); err == nil || r.VerifiedIn != nil {
+		t.Fatalf("evidence from the target itself accepted (%v), record changed: %+v", err, r.VerifiedIn)
+	}
+	must(t, r.Verify(evidence(), t0, "x"))
+	in := r.InputFor("v0.1.0")
+	in.RenderedHash = hashB
+	if err := r.Approve("alice", in, t0.Add(time.Hour), t0); err == nil {
+		t.Fatal("approval of another rendered hash accepted")
+	}
+	if err := r.Approve("", r.InputFor("v0.1.0"), t0.Add(time.Hour), t0); err == nil {
+		t.Fatal("approval without approver accepted")
+	}
+	must(t, r.Approve("alice", r.InputFor("v0.1.0"), t0.Add(time.Hour), t0))
+	must(t, r.Reconcile(rev1, t0, "ci"))
+	if err := r.Accept(rev2, "ev", t0, "n"); err == nil {
+		t.Fatal("ACCEPTED with another observed revision")
+	}
+	must(t, r.Stop(Halted, "live imageID differs", t0, "n"))
+	// Final: a fix makes a new candidate.
+	var te *TransitionError
+	if err := r.Stop(Rejected, "again", t0, "n"); !errors.As(err, &te) {
+		t.Fatalf("transition out of HALTED: %v", err)
+	}
+	if err := candidate(t).Stop(Rejected, "", t0, "n"); err == nil {
+		t.Fatal("REJECTED without reason accepted")
+	}
+}
+
+func TestCanTransition(t *testing.T) {
+	all := []State{Candidate, Verified, Approved, Reconciling, Accepted, Halted, Rejected}
+	legal := map[[2]State]bool{
+		{Candidate, Verified}: true, {Verified, Approved}: true, {Approved, Reconciling}: true, {Reconciling, Accepted}: true,
+	}
+	for _, from := range all {
+		for _, to := range all {
+			want := legal[[2]State{from, to}] || (!Terminal(from) && (to == Halted || to == Rejected))
+			if got := CanTransition(from, to); got != want {
+				t.Errorf("CanTransition(%s, %s) = %v, want %v", from, to, got, want)
+			}
+		}
+	}
+}
+
+// TestParseBadInput: each a hand-edited record the parser must refuse,
+// naming the field.
+func TestParseBadInput(t *testing.T) {
+	good, err := accepted(t).Marshal()
+	must(t, err)
+	cand, err := candidate(t).Marshal()
+	must(t, err)
+	for _, tc := range []struct {
+		name, data, want string
+	}{
+		{"illegal state jump", strings.Replace(string(cand), "\nstate: CANDIDATE\n", "\nstate: APPROVED\n", 1), "approval"},
+		{"illegal jump in history", strings.Replace(string(good), "- state: VERIFIED\n", "- state: RECONCILING\n", 1), "illegal transition"},
+		{"bad digest", strings.Replace(string(good), "digest: "+digest, "digest: sha256:ABC", 1), "/artifact/digest"},
+		{"missing field", strings.Replace(string(good), "  sourceCommit: "+rev1+"\n", "", 1), "sourceCommit"},
+		{"future schemaVersion", strings.Replace(string(good), "schemaVersion: promotion/v1", "schemaVersion: promotion/v2", 1), "unsupported schemaVersion"},
+		{"unknown field", string(good) + "extra: 1\n", "extra"},
+		{"two documents", string(good) + "---\n" + string(good), "one YAML document"},
+		{"state not history", strings.Replace(string(good), "\nstate: ACCEPTED\n", "\nstate: RECONCILING\n", 1), "history ends in ACCEPTED"},
+		{"promotionId mismatch", strings.Replace(string(good), "attempt: 1", "attempt: 2", 1), "promotionId"},
+		{"empty", "", "empty"},
+		{"not yaml", "{", "not YAML"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("promotion/checkout/production.yaml", []byte(tc.data))
+			var re *RecordError
+			if !errors.As(err, &re) {
+				t.Fatalf("got %v, want a *RecordError", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "promotion/checkout/production.yaml") {
+				t.Fatalf("error %q does not name %q and the file", err, tc.want)
+			}
+		})
+	}
+	_, err = Parse("f", []byte(strings.Replace(string(good), "schemaVersion: promotion/v1", "schemaVersion: promotion/v2", 1)))
+	if !errors.Is(err, ErrSchemaVersion) {
+		t.Fatalf("future schemaVersion: %v does not wrap ErrSchemaVersion", err)
+	}
+}
+
+func TestMarshalRefusesInvalid(t *testing.T) {
+	r := candidate(t)
+	r.State = Verified // without evidence
+	if _, err := r.Marshal(); err == nil {
+		t.Fatal("an invalid record was encoded")
+	}
+}
+
+func TestAttemptKey(t *testing.T) {
+	r := candidate(t)
+	k := r.Key()
+	if k.ID() != "checkout-production-abababababab-1" || r.PromotionID != k.ID() {
+		t.Fatalf("id %q", k.ID())
+	}
+	if k.Branch() != "throughline/promote/checkout/production/abababababab-1" {
+		t.Fatalf("branch %q", k.Branch())
+	}
+	if !strings.HasPrefix(k.Branch(), strings.TrimSuffix(BranchGlob("checkout", "production", digest), "*")) {
+		t.Fatalf("glob %q does not match %q", BranchGlob("checkout", "production", digest), k.Branch())
+	}
+	if !r.SameAttempt(r.Artifact, target()) {
+		t.Fatal("the same request is not the same attempt")
+	}
+	for name, mod := range map[string]func(*Target){
+		"cluster":    func(t *Target) { t.Cluster = "prod-us-1" },
+		"renderer":   func(t *Target) { t.Renderer = "v0.2.0" },
+		"parameters": func(t *Target) { t.RenderedHash = hashB },
+		"path":       func(t *Target) { t.Path = "x" },
+	} {
+		tg := target()
+		mod(&tg)
+		if r.SameAttempt(r.Artifact, tg) {
+			t.Errorf("a changed %s is the same attempt", name)
+		}
+	}
+	// A new attempt replaces the record only as a new CANDIDATE.
+	next, err := NewCandidate("checkout", 2, r.Artifact, target(), t0, "ci")
+	must(t, err)
+	must(t, CheckUpdate(accepted(t), next))
+	must(t, CheckUpdate(nil, r))
+	v := candidate(t)
+	must(t, v.Verify(evidence(), t0, "x"))
+	must(t, CheckUpdate(candidate(t), v))
+	if err := CheckUpdate(v, candidate(t)); err == nil {
+		t.Fatal("a shortened history was accepted")
+	}
+	moved := candidate(t)
+	moved.Target.Cluster = "elsewhere"
+	if err := CheckUpdate(candidate(t), moved); err == nil {
+		t.Fatal("a changed target under the same attempt key was accepted")
+	}
+}
+
+func TestApprovalHash(t *testing.T) {
+	r := candidate(t)
+	must(t, r.Verify(evidence(), t0, "x"))
+	exp := t0.Add(time.Hour)
+	must(t, r.Approve("alice", r.InputFor("v0.1.0"), exp, t0))
+	in := r.InputFor("v0.1.0")
+	in.ExpiresAt = exp
+	if r.Approval.InputHash != in.Hash() {
+		t.Fatal("stored hash is not the input hash")
+	}
+	// Every input changes the hash.
+	base := in.Hash()
+	for name, mod := range map[string]func(*ApprovalInput){
+		"digest": func(i *ApprovalInput) { i.Digest = digest2 }, "renderedHash": func(i *ApprovalInput) { i.RenderedHash = hashB },
+		"path": func(i *ApprovalInput) { i.Path = "p" }, "cluster": func(i *ApprovalInput) { i.Cluster = "c" },
+		"version": func(i *ApprovalInput) { i.Version = "v9" }, "expiresAt": func(i *ApprovalInput) { i.ExpiresAt = exp.Add(time.Second) },
+	} {
+		c := in
+		mod(&c)
+		if c.Hash() == base {
+			t.Errorf("%s does not change the input hash", name)
+		}
+	}
+	if why := r.ApprovalVoid(r.InputFor("v0.1.0"), hashB, t0.Add(time.Minute)); why != "" {
+		t.Fatalf("valid approval void: %s", why)
+	}
+	if why := r.ApprovalVoid(r.InputFor("v0.1.0"), hashB, exp); !strings.Contains(why, "expired") {
+		t.Fatalf("expired: %q", why)
+	}
+	other := r.InputFor("v0.1.0")
+	other.RenderedHash = hashB
+	if why := r.ApprovalVoid(other, hashB, t0); !strings.Contains(why, "does not match") {
+		t.Fatalf("hash mismatch: %q", why)
+	}
+	if why := r.ApprovalVoid(r.InputFor("v0.2.0"), hashB, t0); !strings.Contains(why, "does not match") {
+		t.Fatalf("new renderer: %q", why)
+	}
+	if why := r.ApprovalVoid(r.InputFor("v0.1.0"), hashA, t0); !strings.Contains(why, "moved on") {
+		t.Fatalf("moved on: %q", why)
+	}
+}
+
+func obj(apiVersion, kind, ns, name string, spec map[string]any) render.Object {
+	md := map[string]any{"name": name}
+	if ns != "" {
+		md["namespace"] = ns
+	}
+	return render.Object{Map: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": md, "spec": spec}}
+}
+
+func TestClassify(t *testing.T) {
+	deploy := func(ns, image string, replicas int, cpu string, secret string) render.Object {
+		return obj("apps/v1", "Deployment", ns, "checkout", map[string]any{
+			"replicas": replicas,
+			"template": map[string]any{"spec": map[string]any{
+				"serviceAccountName": "checkout",
+				"containers": []any{map[string]any{"name": "api", "image": image,
+					"resources": map[string]any{"requests": map[string]any{"cpu": cpu}},
+					"env":       []any{map[string]any{"name": "DB", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": secret, "key": "k"}}}}}},
+			}},
+		})
+	}
+	ing := func(ns, host string) render.Object {
+		return obj("networking.k8s.io/v1", "Ingress", ns, "checkout", map[string]any{"rules": []any{map[string]any{"host": host}}})
+	}
+	img1, img2 := "app@"+digest, "app@"+digest2
+	// Only the digest.
+	cs := Classify([]render.Object{deploy("prod", img1, 6, "1", "db-prod")}, []render.Object{deploy("prod", img2, 6, "1", "db-prod")})
+	if len(cs) != 1 || cs[0].Class != ClassArtifact || cs[0].Field != "spec.template.spec.containers[0].image" {
+		t.Fatalf("digest only: %v", cs)
+	}
+	// Everything.
+	cs = Classify(
+		[]render.Object{deploy("prod", img1, 6, "1", "db-prod"), ing("prod", "checkout.example.com")},
+		[]render.Object{deploy("prod", img2, 2, "250m", "db-staging"), ing("prod", "checkout.staging.example.test"),
+			obj("v1", "ServiceAccount", "prod", "extra", nil), obj("v1", "PersistentVolumeClaim", "prod", "data", nil)})
+	got := Classes(cs)
+	want := map[Class]int{ClassArtifact: 1, ClassCapacity: 2, ClassRouting: 1, ClassBoundary: 2, ClassPermission: 1}
+	for c, n := range want {
+		if got[c] != n {
+			t.Errorf("%s: %d changes, want %d (%v)", c, got[c], n, cs)
+		}
+	}
+	// A namespace move is one boundary change, not an add and a remove.
+	cs = Classify([]render.Object{deploy("prod", img1, 6, "1", "s")}, []render.Object{deploy("staging", img1, 6, "1", "s")})
+	if len(cs) != 1 || cs[0].Class != ClassBoundary || cs[0].Field != "metadata.namespace" {
+		t.Fatalf("namespace move: %v", cs)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	r, err := NewCandidate("checkout", 1, Artifact{Image: "a@" + digest, Digest: digest, SourceCommit: rev1}, target(), t0, "ci")
+	if err != nil {
+		f.Fatal(err)
+	}
+	data, err := r.Marshal()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add([]byte("schemaVersion: promotion/v2\n"))
+	f.Add([]byte("{}"))
+	f.Add([]byte("- a\n- b\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rec, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			var re *RecordError
+			if !errors.As(err, &re) {
+				t.Fatalf("error is not a *RecordError: %v", err)
+			}
+			return
+		}
+		// Whatever parses must encode and parse back to the same record.
+		out, err := rec.Marshal()
+		if err != nil {
+			t.Fatalf("parsed record does not encode: %v", err)
+		}
+		if _, err := Parse("fuzz.yaml", out); err != nil {
+			t.Fatalf("encoded record does not parse: %v", err)
+		}
+	})
+}
+
+// TestExampleRecords: every record under examples/ parses, and the staging
+// record's hashes are the example's own.
+func TestExampleRecords(t *testing.T) {
+	root := "../examples/gitops-env"
+	for _, f := range []string{"promotion/checkout/staging.yaml"} {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		must(t, err)
+		r, err := Parse(f, data)
+		must(t, err)
+		in := r.InputFor(r.Target.Renderer)
+		in.ExpiresAt = r.Approval.ExpiresAt
+		if in.Hash() != r.Approval.InputHash {
+			t.Errorf("%s: approval.inputHash is not the hash of its inputs", f)
+		}
+	}
+	pdata, err := os.ReadFile(filepath.Join(root, PolicyFile))
+	must(t, err)
+	p, err := ParsePolicy(PolicyFile, pdata)
+	must(t, err)
+	if p.Cluster("production") != "prod-eu-1" || p.Cluster("dev") != "dev" || p.Allows("replicas") || p.AllowBoundary() {
+		t.Fatalf("policy %+v", p)
+	}
+}
