@@ -47,6 +47,8 @@ fuzz: ## run every fuzz target for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime $(FUZZTIME) ./render/
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckImage$$' -fuzztime $(FUZZTIME) ./policy/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRecord$$' -fuzztime $(FUZZTIME) ./registry/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./promotion/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseImageID$$' -fuzztime $(FUZZTIME) ./health/
 
 tools: $(BIN)/benchstat $(BIN)/kustomize
 
@@ -57,7 +59,7 @@ $(BIN)/kustomize:
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 
 bench: $(BIN)/benchstat ## Go benchmarks, summarised by benchstat
-	set -o pipefail; $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) ./render/ ./policy/ ./cmp/ ./registry/ | tee $(BIN)/bench.txt
+	set -o pipefail; $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) ./render/ ./policy/ ./cmp/ ./registry/ ./health/ | tee $(BIN)/bench.txt
 	$(BIN)/benchstat $(BIN)/bench.txt
 
 bench-cli: build $(BIN)/kustomize ## wall time and peak memory of cmp generate vs kustomize build

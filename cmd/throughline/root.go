@@ -88,6 +88,9 @@ identity through promotion, verification and rollback.`,
 		newResolveCommand(g, stdout),
 		newPinCommand(g, stdout),
 		newDriftCommand(g, stdout),
+		newVerifyCommand(g, stdout),
+		newServeCommand(g),
+		newPromoteCommand(g, stdout),
 	)
 	return root
 }

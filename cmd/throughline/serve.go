@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/throughline-dev/throughline/health"
+)
+
+// serveOptions are the flags of throughline serve.
+type serveOptions struct {
+	namespaces  []string
+	metricsAddr string
+	probeAddr   string
+	leaderElect bool
+	leaderNS    string
+	resync      time.Duration
+	pendingWait time.Duration
+	maxBackoff  time.Duration
+	workers     int
+}
+
+func newServeCommand(g *globals) *cobra.Command {
+	var (
+		kf kubeFlags
+		rf registryFlags
+		o  serveOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the Acceptance controller: verify live that the cluster runs the declared images",
+		Long: `Run the verifier as a controller (controller-runtime). It watches Acceptance
+objects (acceptances.throughline.dev) and the Pods, Deployments, ReplicaSets,
+StatefulSets, DaemonSets and Jobs of the namespaces it is given, waits for each
+named workload's rollout to complete (observedGeneration, updated replicas,
+only Pods of the current revision), compares every container's imageID with
+the declared digest and writes the Acceptance status: conditions Ready
+(Verified, RolloutInProgress, ImageMismatch, Unverifiable, WorkloadNotFound,
+Invalid), Reconciling and Stalled (kstatus), observedGeneration, the rendered
+hash seen, verifiedAt, and per container the observed imageIDs with their match.
+
+Argo CD reads the status through the Lua health script of
+examples/install/argocd/argocd-cm-health.yaml, Flux through kstatus.
+Registry lookups are cached by digest (memory and --registry-cache-dir).`,
+		Example: `  throughline serve --namespace shop --namespace payments
+  throughline serve --metrics-bind-address :8080 --health-probe-bind-address :8081`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.workers < 1 {
+				return usagef("--workers %d: want at least 1", o.workers)
+			}
+			cfg, err := kf.config()
+			if err != nil {
+				return err
+			}
+			reg, err := rf.client()
+			if err != nil {
+				return err
+			}
+			log := g.log.With().Str("component", "serve").Logger()
+			ctrl.SetLogger(logr.New(&zerologSink{log: log}))
+			return runServe(cmd.Context(), cfg, reg, o, log)
+		},
+	}
+	kf.add(cmd)
+	rf.add(cmd)
+	f := cmd.Flags()
+	f.StringSliceVar(&o.namespaces, "namespace", nil, "watch only these namespaces (repeatable; default: all)")
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", "127.0.0.1:8080", `Prometheus metrics address ("0" turns it off)`)
+	f.StringVar(&o.probeAddr, "health-probe-bind-address", "127.0.0.1:8081", "/healthz and /readyz address")
+	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader (a Lease) so that only one replica writes status")
+	f.StringVar(&o.leaderNS, "leader-election-namespace", "", "namespace of the Lease (default: the Pod's)")
+	f.DurationVar(&o.resync, "resync", health.DefaultResync, "re-verify a decided Acceptance this often")
+	f.DurationVar(&o.pendingWait, "pending-requeue", health.DefaultPendingWait, "re-verify a pending Acceptance after this long without events")
+	f.DurationVar(&o.maxBackoff, "max-backoff", health.DefaultMaxBackoff, "longest wait before asking an unreachable registry again")
+	f.IntVar(&o.workers, "workers", 4, "Acceptances verified concurrently")
+	return cmd
+}
+
+func runServe(ctx context.Context, cfg *rest.Config, reg health.Resolver, o serveOptions, log zerolog.Logger) error {
+	mgr, _, err := health.NewManager(ctx, cfg, health.ManagerOptions{
+		Namespaces:              o.namespaces,
+		MetricsAddr:             o.metricsAddr,
+		ProbeAddr:               o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionNamespace: o.leaderNS,
+		Registry:                reg,
+		Workers:                 o.workers,
+		Resync:                  o.resync,
+		PendingWait:             o.pendingWait,
+		MaxBackoff:              o.maxBackoff,
+		OnResult: func(_ context.Context, key types.NamespacedName, rep *health.Report, requeue time.Duration, err error) {
+			switch {
+			case err != nil:
+				log.Warn().Err(err).Str("acceptance", key.String()).Dur("requeue", requeue).Msg("verification failed, retrying")
+			case rep == nil:
+				log.Debug().Str("acceptance", key.String()).Msg("gone")
+			default:
+				ev := log.Info()
+				if rep.Outcome == health.Verified || rep.Outcome == health.Pending {
+					ev = log.Debug()
+				}
+				ev.Str("acceptance", key.String()).Str("reason", rep.Reason).Int64("generation", rep.Generation).Dur("requeue", requeue).Msg(rep.Message)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	log.Info().Str("apiserver", cfg.Host).Strs("namespaces", o.namespaces).Str("metrics", o.metricsAddr).Str("probes", o.probeAddr).Msg("starting the Acceptance controller")
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("acceptance controller: %w", err)
+	}
+	return nil
+}
+
+// zerologSink bridges controller-runtime's logr to zerolog.
+type zerologSink struct {
+	log    zerolog.Logger
+	name   string
+	values []any
+}
+
+func (s *zerologSink) Init(logr.RuntimeInfo) {}
+
+func (s *zerologSink) Enabled(level int) bool {
+	return s.log.GetLevel() <= zerologLevel(level)
+}
+
+func zerologLevel(level int) zerolog.Level {
+	if level > 0 {
+		return zerolog.DebugLevel
+	}
+	return zerolog.InfoLevel
+}
+
+func (s *zerologSink) event(e *zerolog.Event, kv []any) *zerolog.Event {
+	if s.name != "" {
+		e = e.Str("logger", s.name)
+	}
+	all := append(append([]any(nil), s.values...), kv...)
+	for i := 0; i+1 < len(all); i += 2 {
+		k, ok := all[i].(string)
+		if !ok {
+			k = fmt.Sprint(all[i])
+		}
+		e = e.Interface(k, all[i+1])
+	}
+	return e
+}
+
+func (s *zerologSink) Info(level int, msg string, kv ...any) {
+	s.event(s.log.WithLevel(zerologLevel(level)), kv).Msg(msg)
+}
+
+func (s *zerologSink) Error(err error, msg string, kv ...any) {
+	s.event(s.log.Error().Err(err), kv).Msg(msg)
+}
+
+func (s *zerologSink) WithValues(kv ...any) logr.LogSink {
+	c := *s
+	c.values = append(append([]any(nil), s.values...), kv...)
+	return &c
+}
+
+func (s *zerologSink) WithName(name string) logr.LogSink {
+	c := *s
+	if c.name != "" {
+		name = c.name + "." + name
+	}
+	c.name = name
+	return &c
+}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/throughline-dev/throughline/health"
+	"github.com/throughline-dev/throughline/render"
+)
+
+// kubeFlags locate the cluster: a kubeconfig (--kubeconfig, $KUBECONFIG,
+// ~/.kube/config) or, without one, the in-cluster service account.
+type kubeFlags struct {
+	kubeconfig string
+	context    string
+}
+
+func (k *kubeFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
+	f.StringVar(&k.context, "context", "", "kubeconfig context (default: the current one)")
+}
+
+func (k *kubeFlags) config() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if k.kubeconfig != "" {
+		rules.ExplicitPath = k.kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client configuration: %w", err)
+	}
+	cfg.UserAgent = "throughline/" + buildVersion()
+	return cfg, nil
+}
+
+func kubeScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("kubernetes scheme: %w", err)
+	}
+	return s, nil
+}
+
+func newVerifyCommand(g *globals, stdout io.Writer) *cobra.Command {
+	var (
+		kf                 kubeFlags
+		rf                 registryFlags
+		namespace, name    string
+		output             string
+		wait, pollInterval time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "verify --namespace NS --acceptance NAME",
+		Short: "Verify once that the cluster runs the images an Acceptance declares",
+		Long: `Run the verifier of 'throughline serve' once on one Acceptance: wait for nothing
+but the cluster's current state, find the workloads it names, check that their
+rollout is complete (only Pods of the current revision), and compare every
+container's imageID with the declared digest (exact, the index child for the
+node's platform, or that child's config digest). Nothing is written.
+
+Made for an Argo CD PostSync hook Job (in-cluster credentials) or a person
+(kubeconfig). --wait keeps asking while the answer is "not decided yet".
+
+Exit codes: 0 verified, 3 an image does not match, 4 the Acceptance does not
+exist or is invalid, 5 not decided (rollout in progress, workload not found,
+registry unreachable: try again).`,
+		Example: `  throughline verify -n shop --acceptance checkout
+  throughline verify -n shop --acceptance checkout -o json --wait 5m`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if namespace == "" || name == "" {
+				return usagef("--namespace and --acceptance are required")
+			}
+			if output != "text" && output != "json" {
+				return usagef("-o %q: want text or json", output)
+			}
+			if pollInterval <= 0 {
+				return usagef("--poll-interval %s: want > 0", pollInterval)
+			}
+			ctx := cmd.Context()
+			cfg, err := kf.config()
+			if err != nil {
+				return err
+			}
+			scheme, err := kubeScheme()
+			if err != nil {
+				return err
+			}
+			c, err := client.New(cfg, client.Options{Scheme: scheme})
+			if err != nil {
+				return fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
+			}
+			reg, err := rf.client()
+			if err != nil {
+				return err
+			}
+			v := &health.Verifier{Client: c, Registry: reg}
+			deadline := time.Now().Add(wait)
+			for {
+				rep, err := verifyOnce(ctx, v, c, namespace, name)
+				if err != nil {
+					return err
+				}
+				g.log.Debug().Str("acceptance", namespace+"/"+name).Str("reason", rep.Reason).Msg(rep.Message)
+				decided := rep.Outcome == health.Verified || rep.Outcome == health.Mismatch
+				if decided || wait <= 0 || time.Now().Add(pollInterval).After(deadline) {
+					if err := printVerifyReport(stdout, rep, output); err != nil {
+						return err
+					}
+					return verifyExit(rep)
+				}
+				select {
+				case <-ctx.Done():
+					return &pendingError{fmt.Errorf("Acceptance %s/%s: %w", namespace, name, ctx.Err())}
+				case <-time.After(pollInterval):
+				}
+			}
+		},
+	}
+	kf.add(cmd)
+	rf.add(cmd)
+	f := cmd.Flags()
+	f.StringVarP(&namespace, "namespace", "n", "", "namespace of the Acceptance (required)")
+	f.StringVar(&name, "acceptance", "", "name of the Acceptance (required)")
+	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
+	f.DurationVar(&wait, "wait", 0, "keep asking this long while the verdict is pending or unverifiable")
+	f.DurationVar(&pollInterval, "poll-interval", 5*time.Second, "pause between two checks with --wait")
+	return cmd
+}
+
+func verifyOnce(ctx context.Context, v *health.Verifier, c client.Reader, namespace, name string) (*health.Report, error) {
+	acc := health.NewAcceptance()
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, acc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &render.InputError{Err: fmt.Errorf("Acceptance %s/%s does not exist: %w", namespace, name, err)}
+		}
+		return nil, fmt.Errorf("reading Acceptance %s/%s: %w", namespace, name, err)
+	}
+	return v.Verify(ctx, acc)
+}
+
+// verifyExit maps a verdict to its exit code.
+func verifyExit(rep *health.Report) error {
+	id := rep.Namespace + "/" + rep.Name
+	switch {
+	case rep.Outcome == health.Verified:
+		return nil
+	case rep.Reason == health.ReasonInvalid:
+		return &render.InputError{Err: fmt.Errorf("%s", rep.Message)}
+	case rep.Outcome == health.Mismatch:
+		return &refusedError{fmt.Sprintf("Acceptance %s: %s: %s", id, rep.Reason, rep.Message)}
+	default:
+		return &pendingError{fmt.Errorf("Acceptance %s: %s: %s", id, rep.Reason, rep.Message)}
+	}
+}
+
+func printVerifyReport(w io.Writer, rep *health.Report, output string) error {
+	if output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return fmt.Errorf("writing JSON: %w", err)
+		}
+		return nil
+	}
+	fmt.Fprintf(w, "Acceptance %s/%s (generation %d, rendered hash %s)\n", rep.Namespace, rep.Name, rep.Generation, rep.RenderedHash)
+	fmt.Fprintf(w, "%s: %s\n", rep.Reason, rep.Message)
+	if len(rep.Workloads) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nWORKLOAD\tCONTAINER\tOUTCOME\tMATCH\tPODS\tIMAGE ID")
+	for _, wl := range rep.Workloads {
+		id := wl.Kind + " " + wl.Namespace + "/" + wl.Name
+		if !wl.Found {
+			fmt.Fprintf(tw, "%s\t-\t%s\t-\t0\tnot found\n", id, wl.Outcome)
+			continue
+		}
+		if len(wl.Containers) == 0 {
+			fmt.Fprintf(tw, "%s\t-\t%s\t-\t%d\t%s\n", id, wl.Outcome, wl.Pods, wl.Message)
+		}
+		for _, c := range wl.Containers {
+			name := c.Name
+			if c.Init {
+				name += " (init)"
+			}
+			if c.Skipped != "" || len(c.Observed) == 0 {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t-\t%d\t%s\n", id, name, c.Outcome, wl.Pods, firstNonEmpty(c.Skipped, wl.Message))
+				continue
+			}
+			for _, o := range c.Observed {
+				match := string(o.Match)
+				if match == "" {
+					match = "-"
+				}
+				if o.Platform != "" {
+					match += " " + o.Platform
+				}
+				imageID := o.ImageID
+				if imageID == "" {
+					imageID = "(none yet)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", id, name, o.Outcome, match, o.Pods, imageID)
+			}
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, wl := range rep.Workloads {
+		if wl.Outcome != health.Verified && wl.Message != "" {
+			fmt.Fprintf(w, "  %s %s/%s: %s\n", wl.Kind, wl.Namespace, wl.Name, strings.TrimSpace(wl.Message))
+		}
+	}
+	return nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}

@@ -1,0 +1,203 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/throughline-dev/throughline/acceptance"
+)
+
+// IndexWorkloadNamespace is the cache index of Acceptances by the
+// namespaces of the workloads they name.
+const IndexWorkloadNamespace = "throughline.dev/workload-namespace"
+
+// Requeue delays of the Reconciler's defaults.
+const (
+	DefaultResync      = 10 * time.Minute
+	DefaultPendingWait = 30 * time.Second
+	DefaultMinBackoff  = time.Second
+	DefaultMaxBackoff  = 5 * time.Minute
+)
+
+// Reconciler is the Acceptance controller: it verifies each Acceptance with
+// a Verifier and writes its status. It does not log; OnResult, when set, is
+// told every outcome.
+type Reconciler struct {
+	Client   client.Client
+	Verifier *Verifier
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Resync re-verifies a verified or mismatched Acceptance after this long
+	// (default DefaultResync); PendingWait re-verifies a pending one (the
+	// watches usually trigger sooner).
+	Resync, PendingWait time.Duration
+	// MinBackoff and MaxBackoff bound the exponential requeue of an
+	// Unverifiable Acceptance (registry unreachable).
+	MinBackoff, MaxBackoff time.Duration
+	// OnResult is called after each reconcile with the report (nil on error).
+	OnResult func(ctx context.Context, key types.NamespacedName, rep *Report, requeue time.Duration, err error)
+
+	mu       sync.Mutex
+	failures map[types.NamespacedName]int
+}
+
+// NewAcceptance returns an empty unstructured Acceptance.
+func NewAcceptance() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(GroupVersionKind)
+	return u
+}
+
+// workloadNamespaces is the index function of IndexWorkloadNamespace.
+func workloadNamespaces(obj client.Object) []string {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	set := map[string]bool{u.GetNamespace(): true}
+	ws, _, _ := unstructured.NestedSlice(u.Object, "spec", "workloads")
+	for _, w := range ws {
+		if m, ok := w.(map[string]any); ok {
+			if ns, _ := m["namespace"].(string); ns != "" {
+				set[ns] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for ns := range set {
+		out = append(out, ns)
+	}
+	return out
+}
+
+// SetupWithManager registers the controller: it watches Acceptances (spec
+// changes), and Pods, Deployments, ReplicaSets, StatefulSets, DaemonSets and
+// Jobs, each mapped to the Acceptances naming workloads in its namespace.
+// Argo Rollouts are read uncached and re-checked on a timer.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, NewAcceptance(), IndexWorkloadNamespace, workloadNamespaces); err != nil {
+		return fmt.Errorf("indexing Acceptances by workload namespace: %w", err)
+	}
+	enqueue := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(GroupVersionKind.GroupVersion().WithKind(acceptance.Kind + "List"))
+		if err := r.Client.List(ctx, list, client.MatchingFields{IndexWorkloadNamespace: obj.GetNamespace()}); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for _, a := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: a.GetNamespace(), Name: a.GetName()}})
+		}
+		return reqs
+	})
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("acceptance").
+		For(NewAcceptance(), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.Deployment{}, &appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}, &batchv1.Job{}} {
+		b = b.Watches(obj, enqueue)
+	}
+	return b.Complete(r)
+}
+
+// Reconcile verifies one Acceptance and writes its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	rep, requeue, err := r.reconcile(ctx, req.NamespacedName)
+	if r.OnResult != nil {
+		r.OnResult(ctx, req.NamespacedName, rep, requeue, err)
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, key types.NamespacedName) (*Report, time.Duration, error) {
+	acc := NewAcceptance()
+	if err := r.Client.Get(ctx, key, acc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(key)
+			return nil, 0, nil
+		}
+		return nil, 0, fmt.Errorf("reading Acceptance %s: %w", key, err)
+	}
+	if acc.GetDeletionTimestamp() != nil {
+		return nil, 0, nil
+	}
+	rep, err := r.Verifier.Verify(ctx, acc)
+	if err != nil {
+		return nil, 0, err
+	}
+	prev, err := ReadStatus(acc)
+	if err != nil {
+		prev = Status{} // a status we cannot read is replaced
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	changed, err := SetStatus(acc, NewStatus(rep, prev, now()))
+	if err != nil {
+		return rep, 0, err
+	}
+	if changed {
+		if err := r.Client.Status().Update(ctx, acc); err != nil {
+			return rep, 0, fmt.Errorf("writing status of Acceptance %s: %w", key, err)
+		}
+	}
+	return rep, r.requeue(key, rep.Outcome, rep.Reason), nil
+}
+
+func (r *Reconciler) requeue(key types.NamespacedName, o Outcome, reason string) time.Duration {
+	resync, pending := orDefault(r.Resync, DefaultResync), orDefault(r.PendingWait, DefaultPendingWait)
+	minB, maxB := orDefault(r.MinBackoff, DefaultMinBackoff), orDefault(r.MaxBackoff, DefaultMaxBackoff)
+	if o != Unverifiable {
+		r.forget(key)
+		switch {
+		case reason == ReasonInvalid:
+			return 0 // only a new spec (a watch event) changes it
+		case o == Pending:
+			return pending
+		}
+		return resync
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failures == nil {
+		r.failures = map[types.NamespacedName]int{}
+	}
+	n := r.failures[key]
+	r.failures[key] = n + 1
+	d := minB
+	for i := 0; i < n && d < maxB; i++ {
+		d *= 2
+	}
+	return min(d, maxB)
+}
+
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.failures, key)
+	r.mu.Unlock()
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}

@@ -1,0 +1,183 @@
+package health
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/yaml"
+)
+
+// healthScript reads the Lua script from the argocd-cm patch the install
+// ships, so the test tests what ships.
+func healthScript(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "examples", "install", "argocd", "argocd-cm-health.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm struct {
+		Kind string            `json:"kind"`
+		Data map[string]string `json:"data"`
+	}
+	if err := yaml.Unmarshal(data, &cm); err != nil {
+		t.Fatal(err)
+	}
+	script := cm.Data["resource.customizations.health.throughline.dev_Acceptance"]
+	if cm.Kind != "ConfigMap" || script == "" {
+		t.Fatalf("no health script for throughline.dev_Acceptance in the argocd-cm patch")
+	}
+	return script
+}
+
+// toLua converts a JSON value as Argo CD does before calling a health
+// script (objects and arrays become tables, arrays 1-based).
+func toLua(L *lua.LState, v any) lua.LValue {
+	switch t := v.(type) {
+	case nil:
+		return lua.LNil
+	case bool:
+		return lua.LBool(t)
+	case float64:
+		return lua.LNumber(t)
+	case string:
+		return lua.LString(t)
+	case []any:
+		tbl := L.NewTable()
+		for _, e := range t {
+			tbl.Append(toLua(L, e))
+		}
+		return tbl
+	case map[string]any:
+		tbl := L.NewTable()
+		for k, e := range t {
+			tbl.RawSetString(k, toLua(L, e))
+		}
+		return tbl
+	}
+	panic("unexpected JSON value")
+}
+
+// runHealth runs the script on obj and returns (status, message).
+func runHealth(t *testing.T, script string, obj map[string]any) (string, string) {
+	t.Helper()
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var generic map[string]any
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		t.Fatal(err)
+	}
+	L := lua.NewState(lua.Options{SkipOpenLibs: true})
+	defer L.Close()
+	for _, lib := range []struct {
+		name string
+		fn   lua.LGFunction
+	}{{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString}, {lua.MathLibName, lua.OpenMath}} {
+		L.Push(L.NewFunction(lib.fn))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	L.SetGlobal("obj", toLua(L, generic))
+	if err := L.DoString(script); err != nil {
+		t.Fatalf("health script: %v", err)
+	}
+	ret, ok := L.Get(-1).(*lua.LTable)
+	if !ok {
+		t.Fatalf("health script returned %s, want a table", L.Get(-1).Type())
+	}
+	return lua.LVAsString(ret.RawGetString("status")), lua.LVAsString(ret.RawGetString("message"))
+}
+
+const renderedHash = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+
+func acceptanceWith(gen int64, st *Status) *unstructured.Unstructured {
+	u := NewAcceptance()
+	u.SetNamespace("shop")
+	u.SetName("checkout")
+	u.SetGeneration(gen)
+	u.Object["spec"] = map[string]any{"app": "checkout", "renderedHash": renderedHash, "workloads": []any{}}
+	if st != nil {
+		if _, err := SetStatus(u, *st); err != nil {
+			panic(err)
+		}
+	}
+	return u
+}
+
+func statusFor(gen int64, o Outcome, reason, msg string) *Status {
+	s := NewStatus(&Report{Generation: gen, RenderedHash: renderedHash, Outcome: o, Reason: reason, Message: msg}, Status{}, time.Unix(1_800_000_000, 0))
+	return &s
+}
+
+// TestHealthScriptAndKstatus checks the Argo CD Lua health script and the
+// kstatus reading (what Flux's health checks use) of the same statuses.
+func TestHealthScriptAndKstatus(t *testing.T) {
+	script := healthScript(t)
+	stale := statusFor(1, Verified, ReasonVerified, "ok")
+	otherHash := statusFor(2, Verified, ReasonVerified, "ok")
+	otherHash.RenderedHash = "sha256:" + strings.Repeat("d", 64)
+	tests := []struct {
+		name    string
+		obj     *unstructured.Unstructured
+		argo    string
+		msg     string
+		kstatus status.Status
+	}{
+		// As the API server serves it before the verifier wrote anything:
+		// the CRD defaults status.observedGeneration to 0.
+		{"no status yet", acceptanceWith(1, &Status{}), "Progressing", "Waiting for throughline", status.InProgressStatus},
+		{"verified", acceptanceWith(2, statusFor(2, Verified, ReasonVerified, "1 workloads, 2 Pods run the declared images")), "Healthy", "Verified: 1 workloads", status.CurrentStatus},
+		{"verified an older generation", acceptanceWith(2, stale), "Progressing", "generation 2", status.InProgressStatus},
+		{"verified another rendered hash", acceptanceWith(2, otherHash), "Progressing", "rendered hash", status.CurrentStatus},
+		{"rollout in progress", acceptanceWith(2, statusFor(2, Pending, ReasonRolloutInProgress, "1 of 2 replicas updated")), "Progressing", "RolloutInProgress: 1 of 2", status.InProgressStatus},
+		{"workload not found", acceptanceWith(2, statusFor(2, Pending, ReasonWorkloadNotFound, "not found: Deployment shop/web")), "Progressing", "WorkloadNotFound", status.InProgressStatus},
+		{"unverifiable", acceptanceWith(2, statusFor(2, Unverifiable, ReasonUnverifiable, "registry unreachable")), "Progressing", "Unverifiable: registry unreachable", status.InProgressStatus},
+		{"mismatch", acceptanceWith(2, statusFor(2, Mismatch, ReasonImageMismatch, "container web (Pod web-1): imageID r@sha256:9 is not")), "Degraded", "ImageMismatch: container web (Pod web-1)", status.FailedStatus},
+		{"invalid", acceptanceWith(2, statusFor(2, Mismatch, ReasonInvalid, "spec.workloads[0]: kind and name are required")), "Degraded", "Invalid: spec.workloads[0]", status.FailedStatus},
+	}
+	if got, _ := runHealth(t, script, acceptanceWith(1, nil).Object); got != "Progressing" {
+		t.Fatalf("no status at all: %s, want Progressing", got)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, msg := runHealth(t, script, tt.obj.Object)
+			if got != tt.argo || !strings.Contains(msg, tt.msg) {
+				t.Fatalf("Argo CD health = %s %q; want %s containing %q", got, msg, tt.argo, tt.msg)
+			}
+			res, err := status.Compute(tt.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != tt.kstatus {
+				t.Fatalf("kstatus = %s (%s); want %s", res.Status, res.Message, tt.kstatus)
+			}
+		})
+	}
+}
+
+func TestNewStatusKeepsTimes(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	rep := &Report{Generation: 3, RenderedHash: renderedHash, Outcome: Verified, Reason: ReasonVerified, Message: "ok"}
+	s1 := NewStatus(rep, Status{}, t0)
+	s2 := NewStatus(rep, s1, t0.Add(time.Hour))
+	if !s2.VerifiedAt.Equal(s1.VerifiedAt) || !s2.Conditions[0].LastTransitionTime.Equal(&s1.Conditions[0].LastTransitionTime) {
+		t.Fatalf("times moved without a change: %v -> %v", s1.VerifiedAt, s2.VerifiedAt)
+	}
+	u := acceptanceWith(3, &s1)
+	if changed, err := SetStatus(u, s2); err != nil || changed {
+		t.Fatalf("SetStatus of an identical status: changed %v, %v", changed, err)
+	}
+	rep.Outcome, rep.Reason = Mismatch, ReasonImageMismatch
+	s3 := NewStatus(rep, s2, t0.Add(2*time.Hour))
+	if s3.VerifiedAt != nil || s3.Conditions[0].LastTransitionTime.Equal(&s1.Conditions[0].LastTransitionTime) {
+		t.Fatalf("mismatch kept verifiedAt or the transition time: %+v", s3)
+	}
+}

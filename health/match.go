@@ -1,0 +1,164 @@
+package health
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/throughline-dev/throughline/registry"
+)
+
+// Outcome is the verdict on one container, one workload or one Acceptance.
+type Outcome string
+
+// Outcomes, from best to worst for aggregation (see [Worse]).
+const (
+	// Verified: the running image is the declared one.
+	Verified Outcome = "Verified"
+	// Pending: not decided yet (rollout in progress, no imageID reported).
+	Pending Outcome = "Pending"
+	// Unverifiable: the declared digest could not be resolved (registry
+	// unreachable, digest unknown, node platform unknown). Never Verified.
+	Unverifiable Outcome = "Unverifiable"
+	// Mismatch: the running image is not the declared one.
+	Mismatch Outcome = "Mismatch"
+)
+
+func (o Outcome) rank() int {
+	switch o {
+	case Verified:
+		return 0
+	case Pending:
+		return 1
+	case Unverifiable:
+		return 2
+	case Mismatch:
+		return 3
+	}
+	return 4
+}
+
+// Worse returns the worse of two outcomes: Mismatch over Unverifiable over
+// Pending over Verified.
+func Worse(a, b Outcome) Outcome {
+	if b.rank() > a.rank() {
+		return b
+	}
+	return a
+}
+
+// MatchKind says how a verified imageID matched the declared digest.
+type MatchKind string
+
+// Match kinds (DESIGN.md §4, imageID match).
+const (
+	// MatchExact: the imageID's digest is the declared digest.
+	MatchExact MatchKind = "Exact"
+	// MatchIndexChild: the declared digest is an index and the imageID is its
+	// child manifest for the node's platform.
+	MatchIndexChild MatchKind = "IndexChild"
+	// MatchConfigDigest: the imageID is the config digest of the declared
+	// manifest (or of the index child for the node's platform).
+	MatchConfigDigest MatchKind = "ConfigDigest"
+)
+
+// Match is the verdict on one imageID.
+type Match struct {
+	Outcome Outcome
+	Kind    MatchKind // set when Verified
+	// Platform is the child's platform for MatchIndexChild/MatchConfigDigest
+	// of an index.
+	Platform string
+	Message  string
+}
+
+// MatchInput is what [MatchImageID] compares.
+type MatchInput struct {
+	// Declared is the declared digest (sha256:...).
+	Declared string
+	// ImageID is the runtime's imageID.
+	ImageID string
+	// Resolved is what the registry says the declared digest is; nil with
+	// ResolveErr when it could not be asked, nil without it when the exact
+	// match made asking unnecessary.
+	Resolved   *registry.Descriptor
+	ResolveErr error
+	// Platform is the node's platform; HasPlatform is false when the Node
+	// carries no kubernetes.io/os and kubernetes.io/arch labels.
+	Platform    registry.Platform
+	HasPlatform bool
+}
+
+// NeedsRegistry reports whether matching imageID against declared needs
+// the registry (anything but an exact digest match does).
+func NeedsRegistry(declared, imageID string) bool {
+	id, err := ParseImageID(imageID)
+	return err == nil && id.Digest != declared
+}
+
+// MatchImageID applies DESIGN.md §4: strip the scheme and the repository;
+// accept the exact digest, or the child of the declared index for the node's
+// platform, or a config digest equal to that child's (or the declared
+// manifest's) config. Anything else is a mismatch; a declared digest that
+// could not be resolved is Unverifiable, never Verified.
+func MatchImageID(in MatchInput) Match {
+	id, err := ParseImageID(in.ImageID)
+	if errors.Is(err, ErrNoImageID) {
+		return Match{Outcome: Pending, Message: "no imageID reported yet"}
+	}
+	if err != nil {
+		return Match{Outcome: Mismatch, Message: err.Error()}
+	}
+	if id.Digest == in.Declared {
+		return Match{Outcome: Verified, Kind: MatchExact}
+	}
+	if in.Resolved == nil {
+		msg := fmt.Sprintf("imageID %s is not the declared %s, and the declared digest could not be resolved", in.ImageID, in.Declared)
+		if in.ResolveErr != nil {
+			msg += ": " + in.ResolveErr.Error()
+		}
+		return Match{Outcome: Unverifiable, Message: msg}
+	}
+	d := in.Resolved
+	if !d.IsIndex() {
+		if d.ConfigDigest != "" && id.Digest == d.ConfigDigest {
+			return Match{Outcome: Verified, Kind: MatchConfigDigest}
+		}
+		return Match{Outcome: Mismatch, Message: fmt.Sprintf("imageID %s is neither the declared manifest %s nor its config %s", in.ImageID, in.Declared, orNone(d.ConfigDigest))}
+	}
+	// An index: which child (if any) does the imageID name?
+	var hit *registry.Child
+	var kind MatchKind
+	for i := range d.Children {
+		c := &d.Children[i]
+		switch id.Digest {
+		case c.Digest:
+			hit, kind = c, MatchIndexChild
+		case c.ConfigDigest:
+			hit, kind = c, MatchConfigDigest
+		default:
+			continue
+		}
+		break
+	}
+	if hit == nil {
+		return Match{Outcome: Mismatch, Message: fmt.Sprintf("imageID %s is not the declared index %s, none of its %d children and none of their configs", in.ImageID, in.Declared, len(d.Children))}
+	}
+	if !in.HasPlatform {
+		return Match{Outcome: Unverifiable, Platform: hit.Platform.String(), Message: fmt.Sprintf("imageID %s is the %s child of the declared index %s, but the node has no kubernetes.io/os and kubernetes.io/arch labels to say which child it should run", in.ImageID, hit.Platform, in.Declared)}
+	}
+	want, ok := d.ChildFor(in.Platform)
+	if !ok {
+		return Match{Outcome: Mismatch, Platform: hit.Platform.String(), Message: fmt.Sprintf("the declared index %s has no child for the node's platform %s (imageID %s is its %s child)", in.Declared, in.Platform, in.ImageID, hit.Platform)}
+	}
+	if want.Digest != hit.Digest {
+		return Match{Outcome: Mismatch, Platform: hit.Platform.String(), Message: fmt.Sprintf("imageID %s is the %s child of the declared index %s, but the node is %s (want %s)", in.ImageID, hit.Platform, in.Declared, in.Platform, want.Digest)}
+	}
+	return Match{Outcome: Verified, Kind: kind, Platform: hit.Platform.String()}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(unknown)"
+	}
+	return s
+}
