@@ -33,6 +33,7 @@ func newServeCommand(g *globals) *cobra.Command {
 		kf kubeFlags
 		rf registryFlags
 		o  serveOptions
+		nf notifierFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -67,11 +68,17 @@ Registry lookups are cached by digest (memory and --registry-cache-dir).`,
 			}
 			log := g.log.With().Str("component", "serve").Logger()
 			ctrl.SetLogger(logr.New(&zerologSink{log: log}))
+			stop, err := nf.start(cmd.Context(), cfg, log)
+			if err != nil {
+				return err
+			}
+			defer stop()
 			return runServe(cmd.Context(), cfg, reg, o, log)
 		},
 	}
 	kf.add(cmd)
 	rf.add(cmd)
+	nf.add(cmd)
 	f := cmd.Flags()
 	f.StringSliceVar(&o.namespaces, "namespace", nil, "watch only these namespaces (repeatable; default: all)")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", "127.0.0.1:8080", `Prometheus metrics address ("0" turns it off)`)

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/notifier"
+)
+
+// notifierFlags turn on the webhook receivers of throughline serve.
+type notifierFlags struct {
+	addr          string
+	repoDir       string
+	branch        string
+	fluxKeyFile   string
+	argoTokenFile string
+	maxBody       int64
+	rate          float64
+	burst         int
+	namespace     string
+	statusURL     string
+	forge         forgeFlags
+}
+
+// Environment variables read when no secret file is given.
+const (
+	envFluxKey     = "THROUGHLINE_FLUX_HMAC_KEY"
+	envArgoCDToken = "THROUGHLINE_ARGOCD_TOKEN"
+)
+
+func (n *notifierFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&n.addr, "notifier-bind-address", "", `serve the Argo CD / Flux webhook receivers here, e.g. ":8443" ("" turns them off)`)
+	f.StringVar(&n.repoDir, "notifier-repo", "", "clone of the GitOps repository (remote origin) the evidence is committed to")
+	f.StringVar(&n.branch, "notifier-branch", "", "branch of the promotion records (default: the remote's HEAD branch)")
+	f.StringVar(&n.fluxKeyFile, "notifier-flux-key-file", "", "file holding the generic-hmac key of the Flux Provider (else $"+envFluxKey+"; none turns /v1/flux off)")
+	f.StringVar(&n.argoTokenFile, "notifier-argocd-token-file", "", "file holding the Argo CD webhook bearer token (else $"+envArgoCDToken+"; none turns /v1/argocd off)")
+	f.Int64Var(&n.maxBody, "notifier-max-body", notifier.DefaultMaxBody, "largest delivery accepted, in bytes (413 above)")
+	f.Float64Var(&n.rate, "notifier-rate", notifier.DefaultRate, "deliveries per second per sender (negative: unlimited)")
+	f.IntVar(&n.burst, "notifier-burst", notifier.DefaultBurst, "burst of deliveries per sender")
+	f.StringVar(&n.namespace, "notifier-acceptance-namespace", "", "look Acceptances up in this namespace only (default: all)")
+	f.StringVar(&n.statusURL, "notifier-status-url", "", `commit status link, formatted with the evidence path (e.g. "https://github.com/org/gitops/blob/main/%s")`)
+	f.StringVar(&n.forge.kind, "forge", "", "set commit statuses on the desired commit on: github, gitlab or gitea (token from THROUGHLINE_FORGE_TOKEN, else GITHUB_TOKEN / GITLAB_TOKEN / GITEA_TOKEN)")
+	f.StringVar(&n.forge.url, "forge-url", "", "forge API base URL (default https://api.github.com, https://gitlab.com)")
+	f.StringVar(&n.forge.repo, "forge-repo", "", "repository on the forge: owner/name (GitLab: group/project)")
+}
+
+func readSecret(file, env string) ([]byte, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("reading secret %s: %w", file, err)
+		}
+		return bytes.TrimRight(b, "\r\n"), nil
+	}
+	return []byte(os.Getenv(env)), nil
+}
+
+// start starts the receivers when --notifier-bind-address is set; the
+// returned stop shuts them down. The listener is bound before start
+// returns, so a taken port fails the command.
+func (n *notifierFlags) start(ctx context.Context, cfg *rest.Config, log zerolog.Logger) (func(), error) {
+	if n.addr == "" {
+		return func() {}, nil
+	}
+	if n.repoDir == "" {
+		return nil, usagef("--notifier-bind-address needs --notifier-repo")
+	}
+	fluxKey, err := readSecret(n.fluxKeyFile, envFluxKey)
+	if err != nil {
+		return nil, err
+	}
+	argoTok, err := readSecret(n.argoTokenFile, envArgoCDToken)
+	if err != nil {
+		return nil, err
+	}
+	if len(fluxKey) == 0 && len(argoTok) == 0 {
+		return nil, usagef("--notifier-bind-address: no Flux key and no Argo CD token: both receivers would be off")
+	}
+	repo, err := gitrepo.Open(ctx, n.repoDir)
+	if err != nil {
+		return nil, err
+	}
+	if repo.Remote == "" {
+		return nil, usagef("--notifier-repo %s: the clone has no remote origin to push the evidence to", n.repoDir)
+	}
+	branch := n.branch
+	if branch == "" {
+		branch = repo.DefaultBranch(ctx)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("notifier: API client: %w", err)
+	}
+	fc, err := n.forge.client()
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	var metrics *notifier.Metrics
+	log = log.With().Str("component", "notifier").Logger()
+	proc := &notifier.Processor{
+		Git:  &evidence.GitSink{Repo: repo, Branch: branch, Attempts: 10},
+		Live: &notifier.KubeAcceptances{Client: dyn, Namespace: n.namespace},
+	}
+	bg, cancelBG := context.WithCancel(context.WithoutCancel(ctx))
+	if fc != nil {
+		sink := &evidence.StatusSink{Forge: fc, TargetURL: n.statusURL}
+		sem := make(chan struct{}, 16)
+		proc.Status = func(ev *evidence.Record) {
+			select {
+			case sem <- struct{}{}:
+			default:
+				metrics.Statuses.WithLabelValues("failed").Inc()
+				log.Warn().Str("promotion", ev.PromotionID).Msg("too many commit statuses in flight: this one is dropped (the evidence is in Git)")
+				return
+			}
+			// Never holds up the Git write: the evidence is already pushed.
+			go func() {
+				defer func() { <-sem }()
+				sctx, cancel := context.WithTimeout(bg, 5*time.Minute)
+				defer cancel()
+				if err := sink.Post(sctx, ev); err != nil {
+					metrics.Statuses.WithLabelValues("failed").Inc()
+					log.Warn().Err(err).Str("promotion", ev.PromotionID).Msg("commit status not set")
+					return
+				}
+				metrics.Statuses.WithLabelValues("ok").Inc()
+			}()
+		}
+	}
+	h, err := notifier.New(notifier.Config{
+		FluxKey: fluxKey, ArgoCDToken: argoTok, MaxBody: n.maxBody, Rate: n.rate, Burst: n.burst,
+		Log: func(d notifier.Delivery) {
+			ev := log.Info()
+			if d.Status >= 500 {
+				ev = log.Warn().Err(d.Err)
+			} else if d.Status >= 400 {
+				ev = log.Info().AnErr("refusal", d.Err)
+			}
+			ev.Str("source", d.Source).Str("sender", d.Sender).Int("status", d.Status).Str("result", d.Result).
+				Str("app", d.App).Str("environment", d.Environment).Str("revision", d.Revision).Str("commit", d.Commit).
+				Dur("took", d.Duration).Msg("delivery")
+		},
+	}, proc, reg)
+	if err != nil {
+		cancelBG()
+		return nil, err
+	}
+	metrics = h.Metrics()
+	ln, err := net.Listen("tcp", n.addr)
+	if err != nil {
+		cancelBG()
+		return nil, fmt.Errorf("notifier: listening on %s: %w", n.addr, err)
+	}
+	srv := notifier.NewServer(n.addr, h, notifier.DefaultProcessTimeout)
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("notifier stopped")
+		}
+	}()
+	log.Info().Str("address", ln.Addr().String()).Str("branch", branch).Bool("flux", len(fluxKey) > 0).Bool("argocd", len(argoTok) > 0).Bool("commitStatus", fc != nil).Msg("starting the notifier")
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		cancelBG()
+	}, nil
+}

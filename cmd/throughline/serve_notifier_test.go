@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+	"k8s.io/client-go/rest"
+)
+
+func TestNotifierFlags(t *testing.T) {
+	ctx := context.Background()
+	cfg := &rest.Config{Host: "http://127.0.0.1:1"}
+	log := zerolog.Nop()
+	off := notifierFlags{}
+	stop, err := off.start(ctx, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if _, err := (&notifierFlags{addr: "127.0.0.1:0"}).start(ctx, cfg, log); err == nil || !strings.Contains(err.Error(), "--notifier-repo") {
+		t.Fatalf("no repo: %v", err)
+	}
+	// A clone with an origin, a key in a file, a free port.
+	dir := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "--bare", "-b", "main", "origin.git"}, {"clone", "-q", "origin.git", "work"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	key := filepath.Join(dir, "key")
+	if err := os.WriteFile(key, []byte("k3y\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&notifierFlags{addr: "127.0.0.1:0", repoDir: filepath.Join(dir, "work")}).start(ctx, cfg, log); err == nil || !strings.Contains(err.Error(), "both receivers would be off") {
+		t.Fatalf("no secret: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	n := &notifierFlags{addr: addr, repoDir: filepath.Join(dir, "work"), branch: "main", fluxKeyFile: key, rate: -1}
+	stop, err = n.start(ctx, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "ok\n" {
+		t.Fatalf("/healthz %d %q", resp.StatusCode, b)
+	}
+	resp, err = http.Post("http://"+addr+"/v1/flux", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("unsigned: %d", resp.StatusCode)
+	}
+	resp, err = http.Post("http://"+addr+"/v1/argocd", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("argocd without a token must not be served: %d", resp.StatusCode)
+	}
+}

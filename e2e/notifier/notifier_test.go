@@ -1,0 +1,339 @@
+//go:build e2e
+
+// Package notifier drives the notifier with the real senders: Flux's
+// notification-controller (generic-hmac Provider) and Argo CD's
+// notifications controller (the shipped argocd-notifications-cm template),
+// against Acceptances in a real kube-apiserver, committing the evidence to
+// a real Git server over smart HTTP. Build tag e2e:
+//
+//	eval "$(hack/e2e-assets.sh)"
+//	go test -race -tags e2e -count=1 -exec "$PWD/hack/netns-exec.sh" ./e2e/notifier/
+package notifier
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/events"
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigyaml "sigs.k8s.io/yaml"
+
+	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/internal/testenv"
+	"github.com/throughline-dev/throughline/notifier"
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+var (
+	digest = "sha256:" + strings.Repeat("ab", 32)
+	hashA  = "sha256:" + strings.Repeat("1", 64)
+	hashB  = "sha256:" + strings.Repeat("2", 64)
+	t0     = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+)
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func repoRoot(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v: %s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// env is the GitOps repository on the harness's Git server with a
+// RECONCILING record for app in production, a notifier committing to it,
+// and the Acceptance of the app, verified, in the API server.
+type env struct {
+	api      *testenv.APIServer
+	remote   string
+	desired  string
+	notifier *httptest.Server
+	app      string
+}
+
+func setup(t *testing.T, ctx context.Context, api *testenv.APIServer, app string, cfg notifier.Config) *env {
+	t.Helper()
+	gs := testenv.StartGitServer(t, testenv.GitServerOptions{Username: "git", Password: "s3cr3t"})
+	remote, err := gs.CreateRepo(ctx, "org/gitops.git")
+	must(t, err)
+	seed := t.TempDir()
+	git(t, seed, "clone", "-q", remote, "r")
+	seed = filepath.Join(seed, "r")
+	overlay := filepath.Join(seed, "apps", app, "overlays", "production")
+	must(t, os.MkdirAll(overlay, 0o755))
+	must(t, os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte("images: [{name: x, digest: \""+digest+"\"}]\n"), 0o644))
+	git(t, seed, "add", ".")
+	git(t, seed, "commit", "-q", "-m", "promote "+app)
+	desired := git(t, seed, "rev-parse", "HEAD")
+	tg := promotion.Target{Environment: "production", Path: "apps/" + app + "/overlays/production", Cluster: "prod", RenderedHash: hashA, BaseRenderedHash: hashB, Renderer: "v0.1.0"}
+	rec, err := promotion.NewCandidate(app, 1, promotion.Artifact{Image: "ghcr.io/x/" + app + ":1@" + digest, Digest: digest, SourceCommit: strings.Repeat("c", 40)}, tg, t0, "ci")
+	must(t, err)
+	must(t, rec.Verify(promotion.VerifiedIn{Environment: "staging", DesiredRevision: strings.Repeat("d", 40), ObservedRevision: strings.Repeat("d", 40), RenderedHash: hashB, RuntimeEvidence: "evidence/staging/x.json"}, t0, "notifier"))
+	must(t, rec.Approve("alice", rec.InputFor("v0.1.0"), t0.Add(24*time.Hour), t0))
+	must(t, rec.Reconcile(desired, t0, "ci"))
+	y, err := rec.Marshal()
+	must(t, err)
+	p := filepath.Join(seed, promotion.RecordPath(app, "production"))
+	must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	must(t, os.WriteFile(p, y, 0o644))
+	git(t, seed, "add", ".")
+	git(t, seed, "commit", "-q", "-m", "records")
+	git(t, seed, "push", "-q", "origin", "main")
+
+	// The Acceptance, as the CMP renders it and the verifier marks it.
+	c := api.Client
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+	acc := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "throughline.dev/v1alpha1", "kind": "Acceptance",
+		"metadata": map[string]any{"name": app, "namespace": "shop", "labels": map[string]any{
+			"app.kubernetes.io/managed-by": "throughline", "throughline.dev/app": app, "throughline.dev/environment": "production"}},
+		"spec": map[string]any{"app": app, "environment": "production", "renderedHash": hashA, "objectCount": int64(2),
+			"workloads": []any{map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "shop", "name": app,
+				"containers": []any{map[string]any{"name": "app", "path": "spec.template.spec.containers[0]", "image": "ghcr.io/x/" + app + ":1@" + digest, "digest": digest}}}}},
+	}}
+	must(t, c.Create(ctx, acc))
+	now := time.Now().UTC().Format(time.RFC3339)
+	must(t, unstructured.SetNestedField(acc.Object, map[string]any{
+		"observedGeneration": acc.GetGeneration(), "renderedHash": hashA, "verifiedAt": now,
+		"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "Verified", "message": "verified", "lastTransitionTime": now, "observedGeneration": acc.GetGeneration()}},
+		"workloads": []any{map[string]any{"kind": "Deployment", "namespace": "shop", "name": app, "outcome": "Verified", "pods": int64(1),
+			"containers": []any{map[string]any{"name": "app", "digest": digest, "outcome": "Verified",
+				"observed": []any{map[string]any{"imageID": "ghcr.io/x/" + app + "@" + digest, "outcome": "Verified", "match": "Exact", "pods": int64(1), "pod": app + "-abc"}}}}}},
+	}, "status"))
+	must(t, c.Status().Update(ctx, acc))
+
+	// The notifier, on its own clone.
+	work := filepath.Join(t.TempDir(), "w")
+	git(t, filepath.Dir(work), "clone", "-q", remote, work)
+	repo, err := gitrepo.Open(ctx, work)
+	must(t, err)
+	dyn, err := dynamic.NewForConfig(api.Config)
+	must(t, err)
+	proc := &notifier.Processor{Git: &evidence.GitSink{Repo: repo, Branch: "main"}, Live: &notifier.KubeAcceptances{Client: dyn}}
+	h, err := notifier.New(cfg, proc, nil)
+	must(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &env{api: api, remote: remote, desired: desired, notifier: srv, app: app}
+}
+
+// accepted waits for the evidence commit on the Git server and checks it.
+func (e *env) accepted(t *testing.T, source string) {
+	t.Helper()
+	e.decided(t, source, promotion.Accepted, e.desired)
+}
+
+// decided waits for the evidence commit that moves the record to want,
+// observing observed, and checks it.
+func (e *env) decided(t *testing.T, source string, want promotion.State, observed string) {
+	t.Helper()
+	dir := t.TempDir()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		out := git(t, dir, "ls-remote", e.remote, "refs/heads/main")
+		tip := strings.Fields(out)[0]
+		clone := filepath.Join(t.TempDir(), "c")
+		git(t, filepath.Dir(clone), "clone", "-q", e.remote, clone)
+		raw := git(t, clone, "show", tip+":"+promotion.RecordPath(e.app, "production"))
+		rec, err := promotion.Parse("record", []byte(raw))
+		must(t, err)
+		if rec.State == want {
+			evPath := evidence.Path("production", e.app, rec.PromotionID)
+			ev, err := evidence.Parse(evPath, []byte(git(t, clone, "show", tip+":"+evPath)))
+			must(t, err)
+			if ev.Decision != want || ev.ObservedRevision != observed || ev.ReportedBy.Source != source {
+				t.Fatalf("evidence %+v", ev)
+			}
+			if want == promotion.Accepted && (len(ev.Pods) != 1 || ev.Acceptance != "shop/"+e.app) {
+				t.Fatalf("evidence %+v", ev)
+			}
+			if want == promotion.Halted && (rec.Accepted != nil || !strings.Contains(rec.Reason, "wrong revision")) {
+				t.Fatalf("HALTED record: reason %q, accepted %+v", rec.Reason, rec.Accepted)
+			}
+			t.Logf("evidence commit %s: %s", tip[:12], git(t, clone, "log", "-1", "--format=%s", tip))
+			if n := git(t, clone, "rev-list", "--count", tip); n != "3" {
+				t.Fatalf("%s commits on main, want 3 (overlay, records, one evidence commit)", n)
+			}
+			return
+		}
+		if rec.State != promotion.Reconciling {
+			t.Fatalf("record %s: %s", rec.State, rec.Reason)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no evidence commit within 90s")
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func TestFluxNotificationControllerToEvidence(t *testing.T) {
+	fluxToEvidence(t, false)
+}
+
+// The Kustomization applied a commit that is not the desired one (here the
+// records commit on top of it): HALTED "wrong revision", never ACCEPTED.
+func TestFluxWrongRevisionHalts(t *testing.T) {
+	fluxToEvidence(t, true)
+}
+
+func fluxToEvidence(t *testing.T, wrongRevision bool) {
+	testenv.RequireNotificationController(t)
+	root := repoRoot(t)
+	api := testenv.StartAPIServer(t, testenv.APIServerOptions{CRDPaths: []string{testenv.FluxCRDs(t), filepath.Join(root, "deploy", "crds", "throughline.dev_acceptances.yaml")}})
+	nc := testenv.StartNotificationController(t, api)
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	key := []byte("hmac-key-0123456789")
+	e := setup(t, ctx, api, "checkout", notifier.Config{FluxKey: key, Rate: -1})
+	c := api.Client
+	const ns = "flux-system"
+	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	// The shipped Provider, Alert and Secret, pointed at this notifier.
+	for _, f := range []string{"notifier-secret.yaml", "notifier-provider.yaml", "notifier-alert.yaml"} {
+		raw, err := os.ReadFile(filepath.Join(root, "examples", "install", "flux", f))
+		must(t, err)
+		u := &unstructured.Unstructured{}
+		must(t, sigyaml.Unmarshal(raw, &u.Object))
+		switch u.GetKind() {
+		case "Secret":
+			must(t, unstructured.SetNestedField(u.Object, string(key), "stringData", "token"))
+		case "Provider":
+			must(t, unstructured.SetNestedField(u.Object, e.notifier.URL+"/v1/flux", "spec", "address"))
+		}
+		must(t, c.Create(ctx, u))
+	}
+	ks := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+		"metadata": map[string]any{"name": "checkout-production", "namespace": ns},
+		"spec": map[string]any{"interval": "5m", "path": "./apps/checkout/overlays/production", "prune": true, "wait": true,
+			"sourceRef": map[string]any{"kind": "GitRepository", "name": "gitops-env"}},
+	}}
+	must(t, c.Create(ctx, ks))
+	observed := e.desired
+	if wrongRevision {
+		observed = strings.Fields(git(t, t.TempDir(), "ls-remote", e.remote, "refs/heads/main"))[0]
+	}
+	revision := "main@sha1:" + observed
+	must(t, unstructured.SetNestedField(ks.Object, revision, "status", "lastAppliedRevision"))
+	must(t, c.Status().Update(ctx, ks))
+	rec, err := events.NewRecorder(testr.New(t), nc.EventsURL, "kustomize-controller", events.WithScheme(api.Scheme))
+	must(t, err)
+	// Post until the controller's cache has the Alert (each message differs
+	// so that its duplicate filter keeps none back).
+	done := make(chan struct{})
+	go func() {
+		for attempt := 1; ; attempt++ {
+			rec.AnnotatedEventf(ks, nil, map[string]string{"kustomize.toolkit.fluxcd.io/revision": revision},
+				corev1.EventTypeNormal, "ReconciliationSucceeded", "", "Reconciliation finished, attempt %d", attempt)
+			select {
+			case <-done:
+				return
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}()
+	defer close(done)
+	if wrongRevision {
+		e.decided(t, "flux", promotion.Halted, observed)
+		return
+	}
+	e.accepted(t, "flux")
+}
+
+func TestArgoCDNotificationsToEvidence(t *testing.T) {
+	testenv.RequireArgoCDNotifications(t)
+	root := repoRoot(t)
+	api := testenv.StartAPIServer(t, testenv.APIServerOptions{CRDPaths: []string{filepath.Join(root, "deploy", "crds", "throughline.dev_acceptances.yaml")}})
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	token := "s3cr3t-t0ken"
+	e := setup(t, ctx, api, "checkout", notifier.Config{ArgoCDToken: []byte(token), Rate: -1})
+	c := api.Client
+	const ns = "argocd"
+	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	for _, f := range []string{"argocd-notifications-secret.yaml", "argocd-notifications-cm.yaml"} {
+		raw, err := os.ReadFile(filepath.Join(root, "examples", "install", "argocd", f))
+		must(t, err)
+		u := &unstructured.Unstructured{}
+		must(t, sigyaml.Unmarshal(raw, &u.Object))
+		switch u.GetKind() {
+		case "Secret":
+			must(t, unstructured.SetNestedField(u.Object, token, "stringData", "throughline-token"))
+		case "ConfigMap":
+			svc, _, _ := unstructured.NestedString(u.Object, "data", "service.webhook.throughline")
+			svc = strings.Replace(svc, "http://throughline-notifier.throughline-system.svc:8443", e.notifier.URL, 1)
+			must(t, unstructured.SetNestedField(u.Object, svc, "data", "service.webhook.throughline"))
+		}
+		must(t, c.Create(ctx, u))
+	}
+	testenv.StartArgoCDNotifications(t, api, testenv.ArgoCDNotificationsOptions{Namespace: ns})
+	must(t, c.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
+		"metadata": map[string]any{"name": "default", "namespace": ns},
+		"spec":     map[string]any{"sourceRepos": []any{"*"}, "destinations": []any{map[string]any{"server": "*", "namespace": "*"}}},
+	}}))
+	source := map[string]any{"repoURL": e.remote, "path": "apps/checkout/overlays/production", "targetRevision": "main"}
+	destination := map[string]any{"server": "https://kubernetes.default.svc", "namespace": "shop"}
+	must(t, c.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{
+			"name": "checkout", "namespace": ns,
+			"labels":      map[string]any{"throughline.dev/environment": "production"},
+			"annotations": map[string]any{"notifications.argoproj.io/subscribe.on-deployed.throughline": ""},
+		},
+		"spec": map[string]any{"project": "default", "source": source, "destination": destination},
+	}}))
+	// Play argocd-application-controller: Synced/Healthy at the desired commit.
+	time.Sleep(3 * time.Second)
+	ts := time.Now().UTC().Format(time.RFC3339)
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{
+		"sync":         map[string]any{"status": "Synced", "revision": e.desired, "comparedTo": map[string]any{"source": source, "destination": destination}},
+		"health":       map[string]any{"status": "Healthy"},
+		"reconciledAt": ts,
+		"operationState": map[string]any{
+			"operation": map[string]any{"sync": map[string]any{"revision": e.desired}},
+			"phase":     "Succeeded", "message": "successfully synced", "startedAt": ts, "finishedAt": ts,
+			"syncResult": map[string]any{"revision": e.desired, "source": source},
+		},
+	}})
+	must(t, err)
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion("argoproj.io/v1alpha1")
+	obj.SetKind("Application")
+	obj.SetNamespace(ns)
+	obj.SetName("checkout")
+	must(t, c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)))
+	e.accepted(t, "argocd")
+}

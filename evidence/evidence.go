@@ -1,0 +1,148 @@
+// Package evidence is the acceptance evidence of a promotion: the record
+// the notifier writes when a GitOps controller reports a sync, and its
+// sinks: a commit of evidence/<env>/<app>/<promotionId>.json together with
+// the promotion record's new state (compare-and-swap push, never forced),
+// and a commit status on the desired commit.
+package evidence
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+// SchemaVersion of the evidence record.
+const SchemaVersion = "evidence/v1"
+
+// Dir is the folder of the evidence files, relative to the GitOps root.
+const Dir = "evidence"
+
+// Path is the evidence file of a promotion.
+func Path(env, app, promotionID string) string {
+	return path.Join(Dir, env, app, promotionID+".json")
+}
+
+// Record is one evidence file.
+type Record struct {
+	SchemaVersion string `json:"schemaVersion"`
+	App           string `json:"app"`
+	Environment   string `json:"environment"`
+	PromotionID   string `json:"promotionId"`
+	// Decision is ACCEPTED or HALTED.
+	Decision promotion.State `json:"decision"`
+	// Reason says why a HALTED decision was taken.
+	Reason string `json:"reason,omitempty"`
+	// Class is the failure class of a HALTED decision: source, render or live.
+	Class            string `json:"class,omitempty"`
+	Image            string `json:"image"`
+	ArtifactDigest   string `json:"artifactDigest"`
+	DesiredRevision  string `json:"desiredRevision"`
+	ObservedRevision string `json:"observedRevision"`
+	// RenderedHash is the rendered hash the Acceptance declares (and the
+	// verifier saw); DesiredRenderedHash the one the record proposed.
+	RenderedHash        string `json:"renderedHash,omitempty"`
+	DesiredRenderedHash string `json:"desiredRenderedHash,omitempty"`
+	// Acceptance names the Acceptance object read (namespace/name).
+	Acceptance string `json:"acceptance,omitempty"`
+	// VerifiedAt is the verifier's verifiedAt.
+	VerifiedAt *time.Time `json:"verifiedAt,omitempty"`
+	Pods       []Pod      `json:"pods,omitempty"`
+	ReportedBy Reporter   `json:"reportedBy"`
+	Time       time.Time  `json:"time"`
+}
+
+// Pod is one observed imageID of a declared container.
+type Pod struct {
+	Workload  string `json:"workload"`
+	Container string `json:"container"`
+	Pod       string `json:"pod"`
+	Pods      int    `json:"pods"`
+	Declared  string `json:"declared"`
+	ImageID   string `json:"imageID"`
+	Outcome   string `json:"outcome"`
+	Match     string `json:"match,omitempty"`
+	Platform  string `json:"platform,omitempty"`
+}
+
+// Reporter is the controller whose event led to the decision.
+type Reporter struct {
+	// Source is argocd or flux.
+	Source string `json:"source"`
+	// Controller is the reporting controller (Flux's reportingController,
+	// Argo CD's notifications controller), Instance its instance.
+	Controller string `json:"controller,omitempty"`
+	Instance   string `json:"instance,omitempty"`
+	// Object is the reporting object: Argo CD Application or Flux kind/namespace/name.
+	Object string `json:"object,omitempty"`
+	// Reason is the event's reason or trigger.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Validate checks the fields every evidence record has.
+func (r *Record) Validate() error {
+	fail := func(field, format string, args ...any) error {
+		return fmt.Errorf("evidence %s: %s: %s", Path(r.Environment, r.App, r.PromotionID), field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case r.SchemaVersion != SchemaVersion:
+		return fail("schemaVersion", "%q, want %s", r.SchemaVersion, SchemaVersion)
+	case r.App == "" || r.Environment == "" || r.PromotionID == "":
+		return fail("app/environment/promotionId", "missing")
+	case r.Decision != promotion.Accepted && r.Decision != promotion.Halted:
+		return fail("decision", "%q, want ACCEPTED or HALTED", r.Decision)
+	case r.Decision == promotion.Halted && r.Reason == "":
+		return fail("reason", "missing: a HALTED decision says why")
+	case !promotion.ValidDigest(r.ArtifactDigest):
+		return fail("artifactDigest", "%q is not sha256:<hex>", r.ArtifactDigest)
+	case r.Decision == promotion.Accepted && r.ObservedRevision != r.DesiredRevision:
+		return fail("observedRevision", "%q is not the desired %s: never ACCEPTED", r.ObservedRevision, r.DesiredRevision)
+	case r.Time.IsZero():
+		return fail("time", "missing")
+	}
+	return nil
+}
+
+// Marshal validates and encodes the record as indented JSON.
+func (r *Record) Marshal() ([]byte, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return nil, fmt.Errorf("evidence %s: %w", Path(r.Environment, r.App, r.PromotionID), err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Parse decodes an evidence file strictly.
+func Parse(file string, data []byte) (*Record, error) {
+	var r Record
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("evidence %s: %w", file, err)
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// ErrUnknownApp is wrapped when no promotion record exists for the app and
+// environment.
+var ErrUnknownApp = errors.New("no promotion record for this app and environment")
+
+// ErrDuplicate is wrapped when the same evidence is already in Git (a
+// repeated delivery, or another replica wrote it first).
+var ErrDuplicate = errors.New("the evidence is already recorded")
+
+// ErrNotApplicable is wrapped when the record is in no state this event can
+// advance: not RECONCILING yet, or decided otherwise already.
+var ErrNotApplicable = errors.New("the promotion record is not waiting for this evidence")

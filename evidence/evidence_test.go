@@ -1,0 +1,87 @@
+package evidence
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throughline-dev/throughline/forge"
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+func record() *Record {
+	rev := strings.Repeat("a", 40)
+	return &Record{SchemaVersion: SchemaVersion, App: "checkout", Environment: "production", PromotionID: "checkout-production-abababababab-1",
+		Decision: promotion.Accepted, ArtifactDigest: "sha256:" + strings.Repeat("ab", 32), DesiredRevision: rev, ObservedRevision: rev,
+		Time: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), ReportedBy: Reporter{Source: "flux"}}
+}
+
+func TestRecordNeverAcceptsAnotherRevision(t *testing.T) {
+	r := record()
+	b, err := r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse("x.json", b); err != nil {
+		t.Fatal(err)
+	}
+	r.ObservedRevision = strings.Repeat("b", 40)
+	if _, err := r.Marshal(); err == nil || !strings.Contains(err.Error(), "never ACCEPTED") {
+		t.Fatalf("err %v", err)
+	}
+	r.Decision = promotion.Halted
+	if _, err := r.Marshal(); err == nil {
+		t.Fatal("HALTED without a reason")
+	}
+	r.Reason = "wrong revision"
+	if _, err := r.Marshal(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse("x.json", []byte(`{"schemaVersion":"evidence/v1","extra":1}`)); err == nil {
+		t.Fatal("unknown field accepted")
+	}
+	if Path("production", "checkout", "id") != "evidence/production/checkout/id.json" || Context("production", "checkout") != "throughline/production/checkout" {
+		t.Fatal("path or context")
+	}
+}
+
+type flaky struct {
+	fail  []error
+	calls []forge.CommitStatus
+}
+
+func (f *flaky) SetCommitStatus(_ context.Context, st forge.CommitStatus) error {
+	f.calls = append(f.calls, st)
+	if len(f.fail) > 0 {
+		err := f.fail[0]
+		f.fail = f.fail[1:]
+		return err
+	}
+	return nil
+}
+
+func TestStatusSinkRetries(t *testing.T) {
+	f := &flaky{fail: []error{errors.New("connection reset"), &forge.APIError{Kind: forge.GitHub, Status: 502}}}
+	s := &StatusSink{Forge: f, Backoff: time.Millisecond, TargetURL: "https://git.example.com/blob/main/%s"}
+	if err := s.Post(context.Background(), record()); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.calls) != 3 {
+		t.Fatalf("%d calls, want 3", len(f.calls))
+	}
+	st := f.calls[2]
+	if st.State != forge.StatusSuccess || st.Context != "throughline/production/checkout" || st.SHA != strings.Repeat("a", 40) ||
+		st.TargetURL != "https://git.example.com/blob/main/evidence/production/checkout/checkout-production-abababababab-1.json" {
+		t.Fatalf("status %+v", st)
+	}
+	// A refusal is not retried.
+	f = &flaky{fail: []error{&forge.APIError{Kind: forge.GitHub, Status: 422}}}
+	s.Forge = f
+	h := record()
+	h.Decision, h.Reason = promotion.Halted, "image mismatch"
+	if err := s.Post(context.Background(), h); err == nil || len(f.calls) != 1 || f.calls[0].State != forge.StatusFailure {
+		t.Fatalf("err %v, %d calls", err, len(f.calls))
+	}
+}

@@ -1,0 +1,174 @@
+package notifier
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	eventv1 "github.com/fluxcd/pkg/apis/event/v1"
+)
+
+// Event is a delivery reduced to what the processing needs.
+type Event struct {
+	// Source is "flux" or "argocd".
+	Source      string
+	App         string
+	Environment string
+	// Revision is the full commit id the controller observed.
+	Revision string
+	// Degraded is set when the controller reports a failed or degraded
+	// application (Flux severity error, Argo CD health Degraded).
+	Degraded bool
+	Reason   string
+	Message  string
+	// Controller, Instance and Object name the reporter.
+	Controller, Instance, Object string
+}
+
+// ErrMalformed is wrapped when a delivery cannot be decoded.
+var ErrMalformed = errors.New("malformed delivery")
+
+// ErrIrrelevant is wrapped when a well-formed delivery carries nothing to
+// decide (no revision, an informational event).
+var ErrIrrelevant = errors.New("nothing to decide")
+
+// Flux event metadata keys read by the notifier. An Alert's
+// spec.eventMetadata adds app and environment to every event it forwards.
+const (
+	FluxMetaApp         = "app"
+	FluxMetaEnvironment = "environment"
+	FluxMetaRevision    = "revision"
+)
+
+// decodeFlux decodes a Flux notification-controller event (generic and
+// generic-hmac providers post eventv1.Event as JSON).
+func decodeFlux(body []byte) (Event, error) {
+	var fe eventv1.Event
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&fe); err != nil {
+		return Event{}, fmt.Errorf("flux event: %w: %w", ErrMalformed, err)
+	}
+	if fe.InvolvedObject.Kind == "" || fe.InvolvedObject.Name == "" {
+		return Event{}, fmt.Errorf("flux event: %w: involvedObject kind and name are required", ErrMalformed)
+	}
+	ev := Event{
+		Source:      "flux",
+		App:         fe.Metadata[FluxMetaApp],
+		Environment: fe.Metadata[FluxMetaEnvironment],
+		Reason:      fe.Reason,
+		Message:     fe.Message,
+		Controller:  fe.ReportingController,
+		Instance:    fe.ReportingInstance,
+		Object:      fe.InvolvedObject.Kind + "/" + fe.InvolvedObject.Namespace + "/" + fe.InvolvedObject.Name,
+	}
+	if ev.App == "" {
+		ev.App = fe.InvolvedObject.Name
+	}
+	rev := fe.Metadata[FluxMetaRevision]
+	if rev == "" {
+		return ev, fmt.Errorf("flux event %s %s: %w: no revision in metadata", ev.Object, fe.Reason, ErrIrrelevant)
+	}
+	r, ok := fluxRevision(rev)
+	if !ok {
+		return ev, fmt.Errorf("flux event %s: %w: revision %q is not <ref>@sha1:<commit>", ev.Object, ErrMalformed, rev)
+	}
+	ev.Revision = r
+	switch {
+	case fe.Severity == eventv1.EventSeverityError:
+		ev.Degraded = true
+	case fe.Reason == "ReconciliationSucceeded":
+	default:
+		// Progressing and other informational events come before the
+		// health checks: only the final word of a reconciliation counts.
+		return ev, fmt.Errorf("flux event %s %s: %w", ev.Object, fe.Reason, ErrIrrelevant)
+	}
+	if ev.Environment == "" {
+		return ev, fmt.Errorf("flux event %s: %w: no %q in metadata (set it in the Alert's spec.eventMetadata)", ev.Object, ErrMalformed, FluxMetaEnvironment)
+	}
+	return ev, nil
+}
+
+// fluxRevision extracts the commit of a Flux revision: "main@sha1:<hex>",
+// "sha1:<hex>", "main/<hex>" (old format) or a bare commit id.
+func fluxRevision(rev string) (string, bool) {
+	if i := strings.LastIndex(rev, "@"); i >= 0 {
+		rev = rev[i+1:]
+	}
+	if i := strings.LastIndex(rev, "/"); i >= 0 {
+		rev = rev[i+1:]
+	}
+	for _, p := range []string{"sha1:", "sha256:"} {
+		rev = strings.TrimPrefix(rev, p)
+	}
+	return rev, validCommit(rev)
+}
+
+func validCommit(rev string) bool {
+	return (len(rev) == 40 || len(rev) == 64) && strings.Trim(rev, "0123456789abcdef") == ""
+}
+
+// ArgoCDPayload is the body of the shipped Argo CD notifications template
+// (examples/install/argocd/argocd-notifications-cm.yaml).
+type ArgoCDPayload struct {
+	Trigger     string `json:"trigger"`
+	Application string `json:"application"`
+	Namespace   string `json:"namespace"`
+	// App and Environment are the Application's throughline.dev/app and
+	// throughline.dev/environment labels ("" or "<no value>" when absent).
+	App         string `json:"app"`
+	Environment string `json:"environment"`
+	// Revision is operationState.syncResult.revision, SyncRevision
+	// status.sync.revision.
+	Revision     string `json:"revision"`
+	SyncRevision string `json:"syncRevision"`
+	SyncStatus   string `json:"syncStatus"`
+	Phase        string `json:"phase"`
+	Health       string `json:"health"`
+	Message      string `json:"message"`
+}
+
+func templ(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "<no value>" {
+		return ""
+	}
+	return s
+}
+
+// decodeArgoCD decodes the shipped Argo CD webhook template.
+func decodeArgoCD(body []byte) (Event, error) {
+	var p ArgoCDPayload
+	if err := json.Unmarshal(body, &p); err != nil {
+		return Event{}, fmt.Errorf("argocd notification: %w: %w", ErrMalformed, err)
+	}
+	if templ(p.Application) == "" {
+		return Event{}, fmt.Errorf("argocd notification: %w: application is required", ErrMalformed)
+	}
+	ev := Event{
+		Source: "argocd", App: templ(p.App), Environment: templ(p.Environment),
+		Reason: templ(p.Trigger), Message: templ(p.Message),
+		Controller: "argocd-notifications-controller",
+		Object:     "Application/" + templ(p.Namespace) + "/" + templ(p.Application),
+	}
+	if ev.App == "" {
+		ev.App = templ(p.Application)
+	}
+	rev := templ(p.Revision)
+	if rev == "" {
+		rev = templ(p.SyncRevision)
+	}
+	if rev == "" {
+		return ev, fmt.Errorf("argocd notification %s: %w: no revision", ev.Object, ErrIrrelevant)
+	}
+	if !validCommit(rev) {
+		return ev, fmt.Errorf("argocd notification %s: %w: revision %q is not a full commit id", ev.Object, ErrMalformed, rev)
+	}
+	ev.Revision = rev
+	ev.Degraded = templ(p.Health) == "Degraded" || templ(p.Phase) == "Failed" || templ(p.Phase) == "Error"
+	if ev.Environment == "" {
+		return ev, fmt.Errorf("argocd notification %s: %w: no environment (label the Application throughline.dev/environment)", ev.Object, ErrMalformed)
+	}
+	return ev, nil
+}

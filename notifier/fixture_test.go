@@ -1,0 +1,256 @@
+package notifier
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	eventv1 "github.com/fluxcd/pkg/apis/event/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/health"
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+var (
+	digest  = "sha256:" + strings.Repeat("ab", 32)
+	hashA   = "sha256:" + strings.Repeat("1", 64)
+	hashB   = "sha256:" + strings.Repeat("2", 64)
+	srcRev  = strings.Repeat("c", 40)
+	stgRev  = strings.Repeat("d", 40)
+	t0      = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	fluxKey = []byte("flux-hmac-key")
+	argoTok = []byte("argocd-token")
+)
+
+func git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v: %s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// reconciling is the RECONCILING record of app in production.
+func reconciling(t testing.TB, app, desired string) *promotion.Record {
+	t.Helper()
+	tg := promotion.Target{Environment: "production", Path: "apps/" + app + "/overlays/production", Cluster: "prod",
+		RenderedHash: hashA, BaseRenderedHash: hashB, Renderer: "v0.1.0"}
+	r, err := promotion.NewCandidate(app, 1, promotion.Artifact{Image: "ghcr.io/x/" + app + ":1@" + digest, Digest: digest, SourceCommit: srcRev}, tg, t0, "ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{
+		r.Verify(promotion.VerifiedIn{Environment: "staging", DesiredRevision: stgRev, ObservedRevision: stgRev, RenderedHash: hashB, RuntimeEvidence: "evidence/staging/" + app + "/x.json"}, t0.Add(time.Minute), "notifier"),
+		r.Approve("alice", r.InputFor("v0.1.0"), t0.Add(24*time.Hour), t0.Add(2*time.Minute)),
+		r.Reconcile(desired, t0.Add(3*time.Minute), "ci"),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+// fixture is a GitOps repository (bare origin plus the notifier's clone)
+// whose main branch holds RECONCILING records for apps, each desiring the
+// commit that changed its overlay.
+type fixture struct {
+	t       testing.TB
+	origin  string
+	repo    *gitrepo.Repo
+	desired map[string]string
+	live    *fakeLive
+	handler *Handler
+	server  *httptest.Server
+	mu      sync.Mutex
+	status  []*evidence.Record
+}
+
+func newFixture(t testing.TB, apps ...string) *fixture {
+	t.Helper()
+	base := t.TempDir()
+	origin := filepath.Join(base, "origin.git")
+	seed := filepath.Join(base, "seed")
+	git(t, base, "init", "-q", "--bare", "-b", "main", origin)
+	git(t, base, "clone", "-q", origin, seed)
+	f := &fixture{t: t, origin: origin, desired: map[string]string{}, live: &fakeLive{m: map[string]*Live{}}}
+	for _, app := range apps {
+		p := filepath.Join(seed, "apps", app, "overlays", "production")
+		must(t, os.MkdirAll(p, 0o755))
+		must(t, os.WriteFile(filepath.Join(p, "kustomization.yaml"), []byte("images: [{name: x, digest: "+digest+"}]\n"), 0o644))
+		git(t, seed, "add", ".")
+		git(t, seed, "commit", "-q", "-m", "promote "+app)
+		f.desired[app] = git(t, seed, "rev-parse", "HEAD")
+	}
+	for _, app := range apps {
+		rec := reconciling(t, app, f.desired[app])
+		y, err := rec.Marshal()
+		must(t, err)
+		p := filepath.Join(seed, promotion.RecordPath(app, "production"))
+		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		must(t, os.WriteFile(p, y, 0o644))
+		f.live.set(app, verified(app))
+	}
+	git(t, seed, "add", ".")
+	git(t, seed, "commit", "-q", "-m", "records")
+	git(t, seed, "push", "-q", "origin", "main")
+	work := filepath.Join(base, "work")
+	git(t, base, "clone", "-q", origin, work)
+	r, err := gitrepo.Open(context.Background(), work)
+	must(t, err)
+	r.Env = []string{"HOME=" + base, "GIT_CONFIG_NOSYSTEM=1"}
+	f.repo = r
+	proc := &Processor{
+		Git:    &evidence.GitSink{Repo: r, Branch: "main", Attempts: 50},
+		Live:   f.live,
+		Now:    func() time.Time { return t0.Add(time.Hour) },
+		Status: func(ev *evidence.Record) { f.mu.Lock(); f.status = append(f.status, ev); f.mu.Unlock() },
+	}
+	h, err := New(Config{FluxKey: fluxKey, ArgoCDToken: argoTok, MaxBody: 64 << 10, Rate: -1, ProcessTimeout: 30 * time.Second}, proc, nil)
+	must(t, err)
+	f.handler = h
+	f.server = httptest.NewServer(h)
+	t.Cleanup(f.server.Close)
+	return f
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tip is origin's main.
+func (f *fixture) tip() string { return git(f.t, f.origin, "rev-parse", "main") }
+
+func (f *fixture) commits() int {
+	n := git(f.t, f.origin, "rev-list", "--count", "main")
+	var c int
+	_ = json.Unmarshal([]byte(n), &c)
+	return c
+}
+
+func (f *fixture) show(p string) string {
+	return git(f.t, f.origin, "show", "main:"+p)
+}
+
+func (f *fixture) record(app string) *promotion.Record {
+	r, err := promotion.Parse("x", []byte(f.show(promotion.RecordPath(app, "production"))))
+	must(f.t, err)
+	return r
+}
+
+type fakeLive struct {
+	mu  sync.Mutex
+	m   map[string]*Live
+	err error
+}
+
+func (l *fakeLive) set(app string, v *Live) { l.mu.Lock(); l.m[app] = v; l.mu.Unlock() }
+
+func (l *fakeLive) Get(_ context.Context, app, env string) (*Live, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return nil, l.err
+	}
+	v, ok := l.m[app]
+	if !ok {
+		return nil, ErrNoAcceptance
+	}
+	return v, nil
+}
+
+func verified(app string) *Live {
+	return liveWith(app, metav1.ConditionTrue, health.ReasonVerified, "all images verified", health.Verified)
+}
+
+func liveWith(app string, st metav1.ConditionStatus, reason, msg string, outcome health.Outcome) *Live {
+	vt := metav1.NewTime(t0.Add(30 * time.Minute))
+	return &Live{Namespace: "shop", Name: app, Generation: 2, RenderedHash: hashA, Status: health.Status{
+		ObservedGeneration: 2, RenderedHash: hashA, VerifiedAt: &vt,
+		Conditions: []metav1.Condition{{Type: health.ConditionReady, Status: st, Reason: reason, Message: msg}},
+		Workloads: []health.WorkloadStatus{{Kind: "Deployment", Namespace: "shop", Name: app, Outcome: outcome, Pods: 2, Containers: []health.ContainerStatus{{
+			Name: "app", Digest: digest, Outcome: outcome,
+			Observed: []health.ObservedImage{{ImageID: "ghcr.io/x/" + app + "@" + digest, Outcome: outcome, Match: health.MatchExact, Pods: 2, Pod: app + "-7d9f-abcde"}},
+		}}}},
+	}}
+}
+
+func fluxBody(t testing.TB, app, rev, severity, reason string) []byte {
+	t.Helper()
+	ev := eventv1.Event{
+		InvolvedObject: corev1.ObjectReference{Kind: "Kustomization", Namespace: "flux-system", Name: app, APIVersion: "kustomize.toolkit.fluxcd.io/v1"},
+		Severity:       severity, Timestamp: metav1.NewTime(t0), Message: "Reconciliation finished", Reason: reason,
+		Metadata:            map[string]string{"revision": "main@sha1:" + rev, "app": app, "environment": "production"},
+		ReportingController: "kustomize-controller", ReportingInstance: "kustomize-controller-abc",
+	}
+	b, err := json.Marshal(ev)
+	must(t, err)
+	return b
+}
+
+func sign(key, body []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+func (f *fixture) post(path string, body []byte, header map[string]string) (int, reply) {
+	f.t.Helper()
+	return postTo(f.t, f.server.URL+path, body, header)
+}
+
+func postTo(t testing.TB, url string, body []byte, header map[string]string) (int, reply) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	must(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Errorf("POST %s: %v", url, err)
+		return 0, reply{}
+	}
+	defer resp.Body.Close()
+	var r reply
+	_ = json.NewDecoder(resp.Body).Decode(&r)
+	return resp.StatusCode, r
+}
+
+func (f *fixture) flux(body []byte) (int, reply) {
+	return f.post("/v1/flux", body, map[string]string{SignatureHeader: sign(fluxKey, body)})
+}
+
+func argoBody(app, rev, health string) []byte {
+	b, _ := json.Marshal(ArgoCDPayload{Trigger: "on-deployed", Application: app, Namespace: "argocd", App: "<no value>", Environment: "production",
+		Revision: rev, SyncStatus: "Synced", Phase: "Succeeded", Health: health})
+	return b
+}
+
+func (f *fixture) argo(body []byte) (int, reply) {
+	return f.post("/v1/argocd", body, map[string]string{"Authorization": "Bearer " + string(argoTok)})
+}

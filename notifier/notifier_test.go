@@ -1,0 +1,331 @@
+package notifier
+
+import (
+	"crypto/hmac"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/health"
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+func TestFluxAcceptedThenReplay(t *testing.T) {
+	f := newFixture(t, "checkout")
+	before := f.commits()
+	body := fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded")
+	code, rep := f.flux(body)
+	if code != 200 || rep.Result != resultAccepted || rep.Commit == "" {
+		t.Fatalf("first delivery: %d %+v", code, rep)
+	}
+	if f.commits() != before+1 || f.tip() != rep.Commit {
+		t.Fatalf("want one evidence commit at the tip, got %d commits, tip %s", f.commits()-before, f.tip())
+	}
+	rec := f.record("checkout")
+	if rec.State != promotion.Accepted || rec.Accepted.ObservedRevision != f.desired["checkout"] {
+		t.Fatalf("record %s %+v", rec.State, rec.Accepted)
+	}
+	evPath := evidence.Path("production", "checkout", rec.PromotionID)
+	ev, err := evidence.Parse(evPath, []byte(f.show(evPath)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Decision != promotion.Accepted || ev.DesiredRevision != ev.ObservedRevision || ev.ArtifactDigest != digest ||
+		len(ev.Pods) != 1 || ev.Pods[0].Match != "Exact" || ev.ReportedBy.Controller != "kustomize-controller" || ev.RenderedHash != hashA {
+		t.Fatalf("evidence %+v", ev)
+	}
+	if rec.Accepted.RuntimeEvidence != evPath {
+		t.Fatalf("runtimeEvidence %q, want %q", rec.Accepted.RuntimeEvidence, evPath)
+	}
+	// Replayed: same answer, no second commit, counted as a duplicate.
+	for range 3 {
+		code, rep = f.flux(body)
+		if code != 200 || rep.Result != resultDuplicate {
+			t.Fatalf("replay: %d %+v", code, rep)
+		}
+	}
+	if f.commits() != before+1 {
+		t.Fatalf("replay made %d commits", f.commits()-before-1)
+	}
+	if len(f.status) != 1 {
+		t.Fatalf("%d commit statuses, want 1", len(f.status))
+	}
+}
+
+func TestAuthRefusalsWriteNothing(t *testing.T) {
+	f := newFixture(t, "checkout")
+	tip := f.tip()
+	body := fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded")
+	wrong := hmac.New(sha512.New, []byte("not the key"))
+	wrong.Write(body)
+	for name, h := range map[string]map[string]string{
+		"missing":        nil,
+		"wrong key":      {SignatureHeader: "sha512=" + hex.EncodeToString(wrong.Sum(nil))},
+		"not hex":        {SignatureHeader: "sha256=zz"},
+		"sha1":           {SignatureHeader: "sha1=" + strings.Repeat("0", 40)},
+		"other body":     {SignatureHeader: sign(fluxKey, append([]byte(" "), body...))},
+		"no algorithm":   {SignatureHeader: strings.TrimPrefix(sign(fluxKey, body), "sha256=")},
+		"bearer on flux": {"Authorization": "Bearer " + string(argoTok)},
+	} {
+		if code, rep := f.post("/v1/flux", body, h); code != http.StatusUnauthorized || rep.Result != resultUnauthorized {
+			t.Errorf("flux %s: %d %+v", name, code, rep)
+		}
+	}
+	ab := argoBody("checkout", f.desired["checkout"], "Healthy")
+	for name, h := range map[string]map[string]string{
+		"missing": nil,
+		"wrong":   {"Authorization": "Bearer nope"},
+		"prefix":  {"Authorization": "Bearer " + string(argoTok[:4])},
+		"scheme":  {"Authorization": "Basic " + string(argoTok)},
+	} {
+		if code, _ := f.post("/v1/argocd", ab, h); code != http.StatusUnauthorized {
+			t.Errorf("argocd %s: %d", name, code)
+		}
+	}
+	if f.tip() != tip {
+		t.Fatal("a refused delivery wrote to Git")
+	}
+}
+
+func TestSignatureAlgorithms(t *testing.T) {
+	body := []byte(`{"x":1}`)
+	for _, fn := range []struct {
+		name string
+		sum  func() []byte
+	}{
+		{"sha384", func() []byte { m := hmac.New(sha512.New384, fluxKey); m.Write(body); return m.Sum(nil) }},
+		{"sha512", func() []byte { m := hmac.New(sha512.New, fluxKey); m.Write(body); return m.Sum(nil) }},
+	} {
+		if !VerifySignature(fluxKey, fn.name+"="+hex.EncodeToString(fn.sum()), body) {
+			t.Errorf("%s refused", fn.name)
+		}
+	}
+	if !VerifySignature(fluxKey, sign(fluxKey, body), body) || VerifySignature(nil, sign(nil, body), body) {
+		t.Error("sha256, or an empty key")
+	}
+}
+
+func TestArgoCDAccepted(t *testing.T) {
+	f := newFixture(t, "checkout")
+	code, rep := f.argo(argoBody("checkout", f.desired["checkout"], "Healthy"))
+	if code != 200 || rep.Result != resultAccepted {
+		t.Fatalf("%d %+v", code, rep)
+	}
+	if code, rep := f.argo(argoBody("checkout", f.desired["checkout"], "Healthy")); code != 200 || rep.Result != resultDuplicate {
+		t.Fatalf("replay %d %+v", code, rep)
+	}
+}
+
+func TestOversizedAndMalformed(t *testing.T) {
+	f := newFixture(t, "checkout")
+	tip := f.tip()
+	big := []byte(`{"pad":"` + strings.Repeat("x", 70<<10) + `"}`)
+	if code, rep := f.flux(big); code != http.StatusRequestEntityTooLarge || rep.Result != resultTooLarge {
+		t.Errorf("oversized: %d %+v", code, rep)
+	}
+	// Chunked, without a Content-Length: the reader still stops.
+	req, _ := http.NewRequest(http.MethodPost, f.server.URL+"/v1/argocd", io.MultiReader(strings.NewReader(string(big))))
+	req.ContentLength = -1
+	req.Header.Set("Authorization", "Bearer "+string(argoTok))
+	resp, err := f.server.Client().Do(req)
+	must(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("chunked oversized: %d", resp.StatusCode)
+	}
+	for name, body := range map[string]string{
+		"not json":      `{"involvedObject":`,
+		"array":         `[1,2]`,
+		"no object":     `{"severity":"info","reason":"ReconciliationSucceeded","metadata":{"revision":"main@sha1:` + f.desired["checkout"] + `"}}`,
+		"bad revision":  string(fluxBody(t, "checkout", "nothex", "info", "ReconciliationSucceeded")),
+		"no env":        strings.Replace(string(fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded")), `"environment":"production"`, `"x":"y"`, 1),
+		"wrong type":    `{"involvedObject":{"kind":"Kustomization","name":"x"},"metadata":{"revision":5}}`,
+		"trailing junk": `}`,
+	} {
+		if code, rep := f.flux([]byte(body)); code != http.StatusBadRequest || rep.Result != resultMalformed {
+			t.Errorf("%s: %d %+v", name, code, rep)
+		}
+	}
+	if code, _ := f.argo([]byte(`{"application":`)); code != http.StatusBadRequest {
+		t.Errorf("argocd malformed: %d", code)
+	}
+	if code, rep := f.flux(fluxBody(t, "checkout", f.desired["checkout"], "info", "Progressing")); code != 200 || rep.Result != resultIgnored {
+		t.Errorf("progressing: %d %+v", code, rep)
+	}
+	if f.tip() != tip {
+		t.Fatal("a refused delivery wrote to Git")
+	}
+	if code, _ := f.post("/v1/flux", nil, nil); code != http.StatusUnauthorized {
+		t.Errorf("empty unsigned: %d", code)
+	}
+	resp, err = f.server.Client().Get(f.server.URL + "/v1/flux")
+	must(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET: %d", resp.StatusCode)
+	}
+}
+
+func TestUnknownApp(t *testing.T) {
+	f := newFixture(t, "checkout")
+	tip := f.tip()
+	code, rep := f.flux(fluxBody(t, "payments", f.desired["checkout"], "info", "ReconciliationSucceeded"))
+	if code != http.StatusNotFound || rep.Result != resultUnknownApp || f.tip() != tip {
+		t.Fatalf("%d %+v", code, rep)
+	}
+}
+
+func TestWrongRevisionHalts(t *testing.T) {
+	f := newFixture(t, "checkout")
+	other := strings.Repeat("e", 40) // not in the repository
+	code, rep := f.flux(fluxBody(t, "checkout", other, "info", "ReconciliationSucceeded"))
+	if code != 200 || rep.Result != resultHalted || !strings.Contains(rep.Reason, "wrong revision") {
+		t.Fatalf("%d %+v", code, rep)
+	}
+	rec := f.record("checkout")
+	if rec.State != promotion.Halted || rec.Accepted != nil || !strings.Contains(rec.Reason, "wrong revision") {
+		t.Fatalf("record %s %q", rec.State, rec.Reason)
+	}
+	// The desired commit arriving afterwards does not reopen a HALTED record.
+	code, rep = f.flux(fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded"))
+	if code != 200 || rep.Result != resultIgnored || f.record("checkout").State != promotion.Halted {
+		t.Fatalf("after HALTED: %d %+v", code, rep)
+	}
+	if got := testutilCount(f.handler.Metrics().Failures.WithLabelValues(ClassSource)); got != 1 {
+		t.Fatalf("source failures %v", got)
+	}
+}
+
+func TestAncestorRevisionWaits(t *testing.T) {
+	f := newFixture(t, "checkout", "payments")
+	tip := f.tip()
+	// checkout's desired commit is an ancestor of payments' desired commit.
+	code, rep := f.flux(fluxBody(t, "payments", f.desired["checkout"], "info", "ReconciliationSucceeded"))
+	if code != http.StatusServiceUnavailable || rep.Result != resultWait || f.tip() != tip {
+		t.Fatalf("%d %+v", code, rep)
+	}
+}
+
+func TestLiveDecisions(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		live    *Live
+		health  string
+		code    int
+		result  string
+		reason  string
+		state   promotion.State
+		written bool
+	}{
+		{"rollout in progress", liveWith("checkout", metav1.ConditionFalse, health.ReasonRolloutInProgress, "2/3 updated", health.Pending), "Progressing", 503, resultWait, "RolloutInProgress", promotion.Reconciling, false},
+		{"unverifiable", liveWith("checkout", metav1.ConditionFalse, health.ReasonUnverifiable, "registry down", health.Unverifiable), "Healthy", 503, resultWait, "Unverifiable", promotion.Reconciling, false},
+		{"image mismatch", liveWith("checkout", metav1.ConditionFalse, health.ReasonImageMismatch, "app runs sha256:ee", health.Mismatch), "Degraded", 200, resultHalted, "image mismatch", promotion.Halted, true},
+		{"degraded", verified("checkout"), "Degraded", 200, resultHalted, "degraded", promotion.Halted, true},
+		{"no acceptance", nil, "Healthy", 503, resultWait, "no Acceptance", promotion.Reconciling, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, "checkout")
+			if c.live == nil {
+				delete(f.live.m, "checkout")
+			} else {
+				f.live.set("checkout", c.live)
+			}
+			tip := f.tip()
+			code, rep := f.argo(argoBody("checkout", f.desired["checkout"], c.health))
+			if code != c.code || rep.Result != c.result || !strings.Contains(rep.Reason, c.reason) {
+				t.Fatalf("%d %+v", code, rep)
+			}
+			if (f.tip() != tip) != c.written || f.record("checkout").State != c.state {
+				t.Fatalf("written %v, state %s", f.tip() != tip, f.record("checkout").State)
+			}
+		})
+	}
+}
+
+func TestRenderedHashMismatchHalts(t *testing.T) {
+	f := newFixture(t, "checkout")
+	l := verified("checkout")
+	l.RenderedHash, l.Status.RenderedHash = hashB, hashB
+	f.live.set("checkout", l)
+	code, rep := f.flux(fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded"))
+	if code != 200 || rep.Result != resultHalted || !strings.Contains(rep.Reason, "rendered hash") {
+		t.Fatalf("%d %+v", code, rep)
+	}
+}
+
+func TestGitDownAnswers5xx(t *testing.T) {
+	f := newFixture(t, "checkout")
+	must(t, os.Rename(f.origin, f.origin+".gone"))
+	code, rep := f.flux(fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded"))
+	if code < 500 || rep.Result != resultError {
+		t.Fatalf("%d %+v", code, rep)
+	}
+	must(t, os.Rename(f.origin+".gone", f.origin))
+	// The retry succeeds.
+	if code, rep := f.flux(fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded")); code != 200 || rep.Result != resultAccepted {
+		t.Fatalf("retry: %d %+v", code, rep)
+	}
+}
+
+func TestAPIServerDownAnswers5xx(t *testing.T) {
+	f := newFixture(t, "checkout")
+	f.live.err = errors.New("connection refused")
+	tip := f.tip()
+	if code, _ := f.flux(fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded")); code != http.StatusServiceUnavailable || f.tip() != tip {
+		t.Fatalf("%d", code)
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	f := newFixture(t, "checkout")
+	h, err := New(Config{FluxKey: fluxKey, Rate: 1, Burst: 2}, f.handler.proc, nil)
+	must(t, err)
+	f.server.Config.Handler = h
+	body := []byte(`{}`)
+	var codes []int
+	for range 4 {
+		code, _ := f.post("/v1/flux", body, nil)
+		codes = append(codes, code)
+	}
+	if codes[0] != 401 || codes[1] != 401 || codes[3] != http.StatusTooManyRequests {
+		t.Fatalf("codes %v", codes)
+	}
+}
+
+func TestProbesAndMetrics(t *testing.T) {
+	f := newFixture(t, "checkout")
+	f.flux(fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded"))
+	f.flux(fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded"))
+	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
+		resp, err := f.server.Client().Get(f.server.URL + p)
+		must(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", p, resp.StatusCode)
+		}
+		if p == "/metrics" {
+			for _, want := range []string{
+				`throughline_notifier_deliveries_received_total{source="flux"} 2`,
+				`throughline_notifier_deliveries_duplicate_total{source="flux"} 1`,
+				`throughline_notifier_evidence_written_total{decision="ACCEPTED"} 1`,
+				`throughline_notifier_failures_total{class="live"} 0`,
+			} {
+				if !strings.Contains(string(b), want) {
+					t.Errorf("metrics lack %s", want)
+				}
+			}
+			if strings.Contains(string(b), string(fluxKey)) {
+				t.Error("metrics leak the key")
+			}
+		}
+	}
+}

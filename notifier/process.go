@@ -1,0 +1,152 @@
+package notifier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/health"
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+// Failure classes, as counted in metrics and written in evidence.
+const (
+	ClassSource  = "source"  // wrong revision, unusable promotion record
+	ClassRender  = "render"  // the live render is not the one proposed
+	ClassLive    = "live"    // image mismatch, degraded application
+	ClassRuntime = "runtime" // Git, API server or forge unreachable, internal
+)
+
+// Live is an Acceptance as read from the API server.
+type Live struct {
+	Namespace, Name string
+	Generation      int64
+	// RenderedHash is spec.renderedHash.
+	RenderedHash string
+	Status       health.Status
+}
+
+// ErrNoAcceptance is wrapped when no Acceptance exists for an app.
+var ErrNoAcceptance = errors.New("no Acceptance object")
+
+// Acceptances reads the Acceptance of an app in an environment.
+type Acceptances interface {
+	Get(ctx context.Context, app, env string) (*Live, error)
+}
+
+// WaitError is a delivery that cannot be decided yet: the rollout is in
+// progress, or the controller has not reached the desired commit. Nothing
+// is written; the sender is told to retry (503 with Retry-After).
+type WaitError struct{ Reason string }
+
+func (e *WaitError) Error() string { return "not decided yet: " + e.Reason }
+
+// Processor turns events into evidence.
+type Processor struct {
+	Git  *evidence.GitSink
+	Live Acceptances
+	// Status, when set, receives every new decision (not duplicates); it is
+	// called after the Git write, never before.
+	Status func(ev *evidence.Record)
+	Now    func() time.Time
+}
+
+// Result is the outcome of processing one event.
+type Result struct {
+	Written *evidence.Written
+}
+
+// Process decides an event and writes its evidence. The error is a
+// *WaitError, wraps evidence.ErrUnknownApp or evidence.ErrNotApplicable,
+// or is a failure to read or write (the sender should retry).
+func (p *Processor) Process(ctx context.Context, ev Event) (*evidence.Written, error) {
+	w, err := p.Git.Write(ctx, ev.App, ev.Environment, ev.Revision, func(ctx context.Context, rec *promotion.Record, tip string) (*evidence.Record, error) {
+		return p.decide(ctx, ev, rec, tip)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !w.Duplicate && p.Status != nil {
+		p.Status(w.Evidence)
+	}
+	return w, nil
+}
+
+func (p *Processor) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record, tip string) (*evidence.Record, error) {
+	desired := rec.Reconciling.DesiredRevision
+	out := &evidence.Record{
+		ObservedRevision: ev.Revision, Time: p.now(),
+		ReportedBy: evidence.Reporter{Source: ev.Source, Controller: ev.Controller, Instance: ev.Instance, Object: ev.Object, Reason: ev.Reason},
+	}
+	halt := func(class, format string, args ...any) (*evidence.Record, error) {
+		out.Decision, out.Class, out.Reason = promotion.Halted, class, fmt.Sprintf(format, args...)
+		return out, nil
+	}
+	if ev.Revision != desired {
+		if p.Git.IsAncestor(ctx, ev.Revision, desired) {
+			return nil, &WaitError{Reason: fmt.Sprintf("the controller observed %s, an ancestor of the desired %s", ev.Revision, desired)}
+		}
+		return halt(ClassSource, "wrong revision: the controller observed %s, not the desired commit %s", ev.Revision, desired)
+	}
+	live, err := p.Live.Get(ctx, ev.App, ev.Environment)
+	if errors.Is(err, ErrNoAcceptance) {
+		if ev.Degraded {
+			return halt(ClassLive, "degraded: %s reports %s: %s", ev.Object, ev.Reason, ev.Message)
+		}
+		return nil, &WaitError{Reason: err.Error()}
+	}
+	if err != nil {
+		return nil, err
+	}
+	out.Acceptance = live.Namespace + "/" + live.Name
+	out.RenderedHash = live.RenderedHash
+	out.Pods = pods(live.Status)
+	if live.Status.VerifiedAt != nil {
+		t := live.Status.VerifiedAt.UTC()
+		out.VerifiedAt = &t
+	}
+	if rec.Target.RenderedHash != "" && live.RenderedHash != "" && live.RenderedHash != rec.Target.RenderedHash {
+		return halt(ClassRender, "rendered hash mismatch: the Acceptance declares %s, the promotion proposed %s", live.RenderedHash, rec.Target.RenderedHash)
+	}
+	ready := meta.FindStatusCondition(live.Status.Conditions, health.ConditionReady)
+	current := live.Status.ObservedGeneration >= live.Generation && live.Status.RenderedHash == live.RenderedHash
+	switch {
+	case current && ready != nil && ready.Status == "False" && (ready.Reason == health.ReasonImageMismatch || ready.Reason == health.ReasonWorkloadNotFound || ready.Reason == health.ReasonInvalid):
+		return halt(ClassLive, "image mismatch: Acceptance %s is %s: %s", out.Acceptance, ready.Reason, ready.Message)
+	case ev.Degraded:
+		return halt(ClassLive, "degraded: %s reports %s: %s", ev.Object, ev.Reason, ev.Message)
+	case current && ready != nil && ready.Status == "True":
+		out.Decision = promotion.Accepted
+		return out, nil
+	case ready == nil || !current:
+		return nil, &WaitError{Reason: fmt.Sprintf("Acceptance %s not verified for generation %d yet", out.Acceptance, live.Generation)}
+	default:
+		return nil, &WaitError{Reason: fmt.Sprintf("Acceptance %s is %s: %s", out.Acceptance, ready.Reason, ready.Message)}
+	}
+}
+
+func pods(s health.Status) []evidence.Pod {
+	var out []evidence.Pod
+	for _, w := range s.Workloads {
+		for _, c := range w.Containers {
+			for _, o := range c.Observed {
+				out = append(out, evidence.Pod{
+					Workload: w.Kind + "/" + w.Namespace + "/" + w.Name, Container: c.Name, Pod: o.Pod, Pods: o.Pods,
+					Declared: c.Digest, ImageID: o.ImageID, Outcome: string(o.Outcome), Match: string(o.Match), Platform: o.Platform,
+				})
+			}
+		}
+	}
+	return out
+}
