@@ -165,6 +165,32 @@ func propose(ctx context.Context, r *promoteRepo, app, from, to, targetPath, clu
 	if src.State != promotion.Accepted {
 		return nil, &refusedError{fmt.Sprintf("%s is %s, not ACCEPTED: digest %s is not verified in %s", promotion.RecordPath(app, from), src.State, src.Artifact.Digest, from)}
 	}
+	return proposeArtifact(ctx, r, baseRev, app, src.Artifact, to, targetPath, cluster, proposeOptions{
+		By: "throughline promote propose",
+		Message: func(rec *promotion.Record) string {
+			return fmt.Sprintf("promote %s %s to %s\n\nPromotion: %s\nAttempt-Key: %s %s %s %d\nSource: %s (%s)\n",
+				app, promoteShortDigest(rec.Artifact.Digest), to, rec.PromotionID, app, rec.Artifact.Digest, to, rec.Attempt, from, promotion.RecordPath(app, from))
+		},
+	})
+}
+
+// proposeOptions are what differs between the callers of the propose path
+// (promote propose, rollback).
+type proposeOptions struct {
+	// By is recorded as the author of the CANDIDATE transition.
+	By string
+	// Message is the commit message for the new record.
+	Message func(rec *promotion.Record) string
+	// MinAttempt: the new attempt number is above it (a rollback to a
+	// digest accepted before must not reuse that digest's old attempts).
+	MinAttempt int
+}
+
+// proposeArtifact is the propose path: write art's digest into the target
+// overlay at baseRev, check policy, and commit it with a CANDIDATE record on
+// the attempt branch (compare-and-swap, never forced).
+func proposeArtifact(ctx context.Context, r *promoteRepo, baseRev, app string, art promotion.Artifact, to, targetPath, cluster string, o proposeOptions) (*proposal, error) {
+	src := &promotion.Record{Artifact: art}
 	pol, err := r.readPolicy(ctx, baseRev)
 	if err != nil {
 		return nil, err
@@ -219,9 +245,9 @@ func propose(ctx context.Context, r *promoteRepo, app, from, to, targetPath, clu
 	if err != nil {
 		return nil, err
 	}
-	maxAttempt := 0
+	maxAttempt := o.MinAttempt
 	if cur != nil && cur.Artifact.Digest == src.Artifact.Digest {
-		maxAttempt = cur.Attempt
+		maxAttempt = max(maxAttempt, cur.Attempt)
 		if cur.SameAttempt(src.Artifact, target) || (!changed && cur.SameAttempt(src.Artifact, targetWithBase(target, cur.Target.BaseRenderedHash))) {
 			return &proposal{Record: cur, Branch: cur.Key().Branch(), Commit: baseRev, Existing: true, Changes: changes}, nil
 		}
@@ -246,7 +272,7 @@ func propose(ctx context.Context, r *promoteRepo, app, from, to, targetPath, clu
 		}
 		maxAttempt = max(maxAttempt, rec.Attempt)
 	}
-	rec, err := promotion.NewCandidate(app, maxAttempt+1, src.Artifact, target, time.Now(), "throughline promote propose")
+	rec, err := promotion.NewCandidate(app, maxAttempt+1, src.Artifact, target, time.Now(), o.By)
 	if err != nil {
 		return nil, err
 	}
@@ -257,8 +283,7 @@ func propose(ctx context.Context, r *promoteRepo, app, from, to, targetPath, clu
 	if err != nil {
 		return nil, err
 	}
-	msg := fmt.Sprintf("promote %s %s to %s\n\nPromotion: %s\nAttempt-Key: %s %s %s %d\nSource: %s (%s)\n",
-		app, promoteShortDigest(rec.Artifact.Digest), to, rec.PromotionID, app, rec.Artifact.Digest, to, rec.Attempt, from, promotion.RecordPath(app, from))
+	msg := o.Message(rec)
 	files := map[string][]byte{promotion.RecordPath(app, to): recData}
 	if changed {
 		files[kfile] = edited

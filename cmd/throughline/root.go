@@ -91,6 +91,8 @@ identity through promotion, verification and rollback.`,
 		newVerifyCommand(g, stdout),
 		newServeCommand(g),
 		newPromoteCommand(g, stdout),
+		newRollbackCommand(g, stdout),
+		newBreakglassCommand(g, stdout),
 	)
 	return root
 }

@@ -11,7 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/throughline-dev/throughline/breakglass"
 	"github.com/throughline-dev/throughline/health"
 )
 
@@ -19,13 +21,15 @@ import (
 type serveOptions struct {
 	namespaces  []string
 	metricsAddr string
-	probeAddr   string
-	leaderElect bool
-	leaderNS    string
-	resync      time.Duration
-	pendingWait time.Duration
-	maxBackoff  time.Duration
-	workers     int
+	// breakglassExpiry watches paused Applications/Kustomizations.
+	breakglassExpiry bool
+	probeAddr        string
+	leaderElect      bool
+	leaderNS         string
+	resync           time.Duration
+	pendingWait      time.Duration
+	maxBackoff       time.Duration
+	workers          int
 }
 
 func newServeCommand(g *globals) *cobra.Command {
@@ -89,6 +93,7 @@ Registry lookups are cached by digest (memory and --registry-cache-dir).`,
 	f.DurationVar(&o.pendingWait, "pending-requeue", health.DefaultPendingWait, "re-verify a pending Acceptance after this long without events")
 	f.DurationVar(&o.maxBackoff, "max-backoff", health.DefaultMaxBackoff, "longest wait before asking an unreachable registry again")
 	f.IntVar(&o.workers, "workers", 4, "Acceptances verified concurrently")
+	f.BoolVar(&o.breakglassExpiry, "breakglass-expiry", true, "raise a metric and a Warning Event when a break-glass pause outlives its expiry")
 	return cmd
 }
 
@@ -121,6 +126,22 @@ func runServe(ctx context.Context, cfg *rest.Config, reg health.Resolver, o serv
 	})
 	if err != nil {
 		return err
+	}
+	if o.breakglassExpiry {
+		gauge := breakglass.NewExpiryGauge()
+		if err := crmetrics.Registry.Register(gauge); err != nil {
+			return fmt.Errorf("registering the break-glass expiry metric: %w", err)
+		}
+		err := mgr.Add(&breakglass.ExpiryMonitor{
+			Client: mgr.GetClient(),
+			Gauge:  gauge,
+			OnError: func(err error) {
+				log.Warn().Err(err).Msg("checking break-glass pauses for expiry")
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("adding the break-glass expiry monitor: %w", err)
+		}
 	}
 	log.Info().Str("apiserver", cfg.Host).Strs("namespaces", o.namespaces).Str("metrics", o.metricsAddr).Str("probes", o.probeAddr).Msg("starting the Acceptance controller")
 	if err := mgr.Start(ctx); err != nil {

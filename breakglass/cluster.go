@@ -1,0 +1,389 @@
+package breakglass
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Identities of the controller objects (read as unstructured).
+var (
+	ApplicationGVK   = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
+	KustomizationGVK = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
+)
+
+// Labels and annotations by which a parent restores a child's spec.
+const (
+	ArgoInstanceLabel    = "argocd.argoproj.io/instance"
+	ArgoTrackingIDAnnot  = "argocd.argoproj.io/tracking-id"
+	FluxParentNameLabel  = "kustomize.toolkit.fluxcd.io/name"
+	AnnotationTicket     = "throughline.dev/breakglass-ticket"
+	AnnotationExpiresAt  = "throughline.dev/breakglass-expires-at"
+	applicationSetKind   = "ApplicationSet"
+	fieldManagerThrough  = "throughline-breakglass"
+	defaultArgoNamespace = "argocd"
+	defaultFluxNamespace = "flux-system"
+)
+
+// RefusedError is a pause or resume that must not happen, with guidance.
+type RefusedError struct{ Msg string }
+
+func (e *RefusedError) Error() string { return e.Msg }
+
+// ConflictError is a pause that lost the race to another writer (the
+// resourceVersion precondition failed).
+type ConflictError struct {
+	Object string
+	Err    error
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s changed since it was read (another operator paused or edited it first): %v", e.Object, e.Err)
+}
+func (e *ConflictError) Unwrap() error { return e.Err }
+
+// Target is the controller object of one application in one environment.
+type Target struct {
+	Controller Controller
+	Namespace  string // default: argocd / flux-system
+	Name       string
+}
+
+func (t Target) gvk() schema.GroupVersionKind {
+	if t.Controller == Flux {
+		return KustomizationGVK
+	}
+	return ApplicationGVK
+}
+
+func (t Target) namespace() string {
+	switch {
+	case t.Namespace != "":
+		return t.Namespace
+	case t.Controller == Flux:
+		return defaultFluxNamespace
+	}
+	return defaultArgoNamespace
+}
+
+func (t Target) String() string {
+	return fmt.Sprintf("%s %s/%s", t.gvk().Kind, t.namespace(), t.Name)
+}
+
+// Request is what an operator asks to pause.
+type Request struct {
+	Target    Target
+	App, Env  string
+	Operator  string
+	Ticket    string
+	Now       time.Time
+	ExpiresAt time.Time
+}
+
+// Get reads the controller object.
+func Get(ctx context.Context, c client.Client, t Target) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(t.gvk())
+	if err := c.Get(ctx, types.NamespacedName{Namespace: t.namespace(), Name: t.Name}, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &RefusedError{fmt.Sprintf("%s not found: name the controller object with --name/--namespace", t)}
+		}
+		return nil, fmt.Errorf("read %s: %w", t, err)
+	}
+	return u, nil
+}
+
+// Pause suspends reconciliation of exactly the target: it checks that no
+// parent would restore it, reads the live objects it manages, and patches
+// the target with a resourceVersion precondition (of two operators pausing
+// at once, exactly one wins; the other gets a *ConflictError). It returns
+// the record (state PAUSED) to commit.
+func Pause(ctx context.Context, c client.Client, req Request) (*Record, error) {
+	t := req.Target
+	u, err := Get(ctx, c, t)
+	if err != nil {
+		return nil, err
+	}
+	if err := restorers(u, t); err != nil {
+		return nil, err
+	}
+	if ticket, ok := u.GetAnnotations()[AnnotationTicket]; ok {
+		return nil, &RefusedError{fmt.Sprintf("%s is already paused (annotation %s: %s)", t, AnnotationTicket, ticket)}
+	}
+	rec := &Record{SchemaVersion: SchemaVersion, App: req.App, Environment: req.Env, Controller: t.Controller, State: Paused,
+		Object:   Ref{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion()},
+		Operator: req.Operator, Ticket: req.Ticket, PausedAt: req.Now.UTC().Truncate(time.Second), ExpiresAt: req.ExpiresAt.UTC().Truncate(time.Second)}
+	spec := map[string]any{}
+	switch t.Controller {
+	case ArgoCD:
+		auto, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "syncPolicy", "automated")
+		if !found || auto == nil {
+			return nil, &RefusedError{fmt.Sprintf("%s has no spec.syncPolicy.automated: it does not sync by itself, nothing to pause", t)}
+		}
+		if rec.Restore, err = json.Marshal(auto); err != nil {
+			return nil, fmt.Errorf("%s spec.syncPolicy.automated: %w", t, err)
+		}
+		rec.SourceRevision, _, _ = unstructured.NestedString(u.Object, "status", "sync", "revision")
+		spec["syncPolicy"] = map[string]any{"automated": nil}
+	case Flux:
+		if s, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend"); s {
+			return nil, &RefusedError{fmt.Sprintf("%s is already suspended (spec.suspend: true): someone paused it outside throughline", t)}
+		}
+		rec.SourceRevision, _, _ = unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
+		spec["suspend"] = true
+	default:
+		return nil, fmt.Errorf("controller %q: want %s or %s", t.Controller, ArgoCD, Flux)
+	}
+	ids, err := managed(u, t.Controller)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		lo, err := readLive(ctx, c, id)
+		if err != nil {
+			return nil, err
+		}
+		rec.Objects = append(rec.Objects, lo)
+	}
+	patch := map[string]any{
+		"metadata": map[string]any{
+			"resourceVersion": u.GetResourceVersion(),
+			"annotations":     map[string]any{AnnotationTicket: req.Ticket, AnnotationExpiresAt: rec.ExpiresAt.Format(time.RFC3339)},
+		},
+		"spec": spec,
+	}
+	if err := mergePatch(ctx, c, u, patch); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// Undo reverts a pause that could not be recorded.
+func Undo(ctx context.Context, c client.Client, rec *Record) error { return Restore(ctx, c, rec) }
+
+// Restore re-enables reconciliation of the record's object: Argo CD gets
+// the automated policy back, Flux spec.suspend false, and the break-glass
+// annotations go.
+func Restore(ctx context.Context, c client.Client, rec *Record) error {
+	t := Target{Controller: rec.Controller, Namespace: rec.Object.Namespace, Name: rec.Object.Name}
+	u, err := Get(ctx, c, t)
+	if err != nil {
+		return err
+	}
+	spec := map[string]any{}
+	switch rec.Controller {
+	case ArgoCD:
+		var auto any = map[string]any{}
+		if len(rec.Restore) > 0 {
+			if err := json.Unmarshal(rec.Restore, &auto); err != nil {
+				return fmt.Errorf("%s restore: %w", t, err)
+			}
+		}
+		spec["syncPolicy"] = map[string]any{"automated": auto}
+	case Flux:
+		spec["suspend"] = false
+	}
+	patch := map[string]any{
+		"metadata": map[string]any{
+			"resourceVersion": u.GetResourceVersion(),
+			"annotations":     map[string]any{AnnotationTicket: nil, AnnotationExpiresAt: nil},
+		},
+		"spec": spec,
+	}
+	return mergePatch(ctx, c, u, patch)
+}
+
+func mergePatch(ctx context.Context, c client.Client, u *unstructured.Unstructured, patch map[string]any) error {
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	name := fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
+	if err := c.Patch(ctx, u, client.RawPatch(types.MergePatchType, data), client.FieldOwner(fieldManagerThrough)); err != nil {
+		if apierrors.IsConflict(err) {
+			return &ConflictError{Object: name, Err: err}
+		}
+		return fmt.Errorf("patch %s: %w", name, err)
+	}
+	return nil
+}
+
+// restorers refuses a target that something else would put back: an
+// ApplicationSet owner, a parent Argo CD app (app-of-apps) or a parent Flux
+// Kustomization.
+func restorers(u *unstructured.Unstructured, t Target) error {
+	for _, o := range u.GetOwnerReferences() {
+		if o.Kind == applicationSetKind {
+			return &RefusedError{fmt.Sprintf("%s is owned by ApplicationSet %s: the ApplicationSet controller would restore spec.syncPolicy within seconds. "+
+				"Pause it there instead: set the ApplicationSet's spec.syncPolicy.applicationsSync to create-only or add spec.ignoreApplicationDifferences "+
+				"for /spec/syncPolicy of this app, then pause again", t, o.Name)}
+		}
+		if t.Controller == Flux && o.Kind == "Kustomization" {
+			return &RefusedError{fmt.Sprintf("%s is owned by Kustomization %s, which would restore spec.suspend: pause the parent first", t, o.Name)}
+		}
+	}
+	labels, annots := u.GetLabels(), u.GetAnnotations()
+	switch t.Controller {
+	case ArgoCD:
+		parent := labels[ArgoInstanceLabel]
+		if parent == "" {
+			if id := annots[ArgoTrackingIDAnnot]; id != "" {
+				parent, _, _ = strings.Cut(id, ":")
+			}
+		}
+		if parent != "" {
+			return &RefusedError{fmt.Sprintf("%s is managed by the parent Application %q (app-of-apps: %s / %s), whose next sync restores spec.syncPolicy. "+
+				"Pause the parent first (throughline breakglass pause for its app), or ignore /spec/syncPolicy of this child in the parent's ignoreDifferences", t, parent, ArgoInstanceLabel, ArgoTrackingIDAnnot)}
+		}
+	case Flux:
+		if p := labels[FluxParentNameLabel]; p != "" {
+			return &RefusedError{fmt.Sprintf("%s is applied by the parent Kustomization %q (label %s), whose next reconcile restores spec.suspend: pause the parent first", t, p, FluxParentNameLabel)}
+		}
+	}
+	return nil
+}
+
+type objectID struct {
+	group, version, kind, namespace, name string
+}
+
+// managed lists the objects the controller says it manages: Argo CD
+// status.resources, Flux status.inventory.entries.
+func managed(u *unstructured.Unstructured, ctl Controller) ([]objectID, error) {
+	var out []objectID
+	switch ctl {
+	case ArgoCD:
+		rs, _, _ := unstructured.NestedSlice(u.Object, "status", "resources")
+		for _, r := range rs {
+			m, ok := r.(map[string]any)
+			if !ok {
+				continue
+			}
+			s := func(k string) string { v, _ := m[k].(string); return v }
+			out = append(out, objectID{s("group"), s("version"), s("kind"), s("namespace"), s("name")})
+		}
+	case Flux:
+		es, _, _ := unstructured.NestedSlice(u.Object, "status", "inventory", "entries")
+		for _, e := range es {
+			m, ok := e.(map[string]any)
+			if !ok {
+				continue
+			}
+			id, _ := m["id"].(string)
+			v, _ := m["v"].(string)
+			// <namespace>_<name>_<group>_<kind>
+			parts := strings.Split(id, "_")
+			if len(parts) != 4 {
+				return nil, fmt.Errorf("%s/%s status.inventory entry %q: want namespace_name_group_kind", u.GetNamespace(), u.GetName(), id)
+			}
+			out = append(out, objectID{parts[2], v, parts[3], parts[0], parts[1]})
+		}
+	}
+	return out, nil
+}
+
+func readLive(ctx context.Context, c client.Client, id objectID) (LiveObject, error) {
+	gvk := schema.GroupVersionKind{Group: id.group, Version: id.version, Kind: id.kind}
+	lo := LiveObject{APIVersion: gvk.GroupVersion().String(), Kind: id.kind, Namespace: id.namespace, Name: id.name}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := c.Get(ctx, types.NamespacedName{Namespace: id.namespace, Name: id.name}, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return lo, nil
+		}
+		return lo, fmt.Errorf("read live %s %s/%s: %w", gvk.Kind, id.namespace, id.name, err)
+	}
+	lo.ResourceVersion = u.GetResourceVersion()
+	lo.ManagedFields = u.GetManagedFields()
+	return lo, nil
+}
+
+// Flapping watches the record's live objects for d after a resume, reading
+// them every interval, and returns those whose metadata.generation moved
+// more than once (written back and forth), with the managers that wrote
+// them, "Kind namespace/name: N writes by a, b".
+func Flapping(ctx context.Context, c client.Client, rec *Record, d, interval time.Duration) ([]string, error) {
+	if d <= 0 {
+		return nil, nil
+	}
+	if interval <= 0 {
+		interval = time.Second
+	}
+	type seen struct {
+		gen      int64
+		moves    int
+		managers map[string]bool
+	}
+	state := map[int]*seen{}
+	read := func() error {
+		for i, o := range rec.Objects {
+			u := &unstructured.Unstructured{}
+			u.SetAPIVersion(o.APIVersion)
+			u.SetKind(o.Kind)
+			if err := c.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: o.Name}, u); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return fmt.Errorf("read live %s %s/%s: %w", o.Kind, o.Namespace, o.Name, err)
+			}
+			s, ok := state[i]
+			if !ok {
+				state[i] = &seen{gen: u.GetGeneration(), managers: map[string]bool{}}
+				continue
+			}
+			if u.GetGeneration() != s.gen {
+				s.gen = u.GetGeneration()
+				s.moves++
+				latest, at := "", time.Time{}
+				for _, mf := range u.GetManagedFields() {
+					if mf.Time != nil && mf.Subresource == "" && !mf.Time.Time.Before(at) {
+						latest, at = mf.Manager, mf.Time.Time
+					}
+				}
+				if latest != "" {
+					s.managers[latest] = true
+				}
+			}
+		}
+		return nil
+	}
+	if err := read(); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(d)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		if err := read(); err != nil {
+			return nil, err
+		}
+	}
+	var out []string
+	for i, o := range rec.Objects {
+		s := state[i]
+		if s == nil || s.moves < 2 {
+			continue
+		}
+		var ms []string
+		for m := range s.managers {
+			ms = append(ms, m)
+		}
+		sort.Strings(ms)
+		out = append(out, fmt.Sprintf("%s %s/%s: %d writes in %s by %s", o.Kind, o.Namespace, o.Name, s.moves, d, strings.Join(ms, ", ")))
+	}
+	return out, nil
+}

@@ -1,0 +1,554 @@
+//go:build e2e
+
+package breakglass
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/throughline-dev/throughline/breakglass"
+	"github.com/throughline-dev/throughline/internal/testenv"
+)
+
+var throughlineBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "throughline-e2e-breakglass-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	throughlineBin = filepath.Join(dir, "throughline")
+	_, file, _, _ := runtime.Caller(0)
+	build := exec.Command("go", "build", "-o", throughlineBin, "./cmd/throughline")
+	build.Dir, build.Stdout, build.Stderr = filepath.Join(filepath.Dir(file), "..", ".."), os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building throughline:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func gitEnv(home string) []string {
+	return append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
+}
+
+func git(t *testing.T, ctx context.Context, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv(dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+func cli(ctx context.Context, dir, kubeconfig string, args ...string) (cliResult, error) {
+	cmd := exec.CommandContext(ctx, throughlineBin, append(args, "--kubeconfig", kubeconfig)...)
+	cmd.Env = gitEnv(dir)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return cliResult{ee.ExitCode(), out.String(), errb.String()}, nil
+	}
+	return cliResult{0, out.String(), errb.String()}, err
+}
+
+// world is the API server, the Git remote and a kubeconfig.
+type world struct {
+	api        *testenv.APIServer
+	remote     string
+	kubeconfig string
+	commit     string // the seeded commit: the source revision
+}
+
+func start(t *testing.T, ctx context.Context) *world {
+	t.Helper()
+	argo := testenv.ArgoCDCRDs(t)
+	api := testenv.StartAPIServer(t, testenv.APIServerOptions{CRDPaths: []string{
+		filepath.Join(argo, "application-crd.yaml"), testenv.FluxCRDs(t)}})
+	srv := testenv.StartGitServer(t, testenv.GitServerOptions{Username: "git", Password: "s3cr3t"})
+	remote, err := srv.CreateRepo(ctx, "platform/gitops.git")
+	must(t, err)
+	work := t.TempDir()
+	for p, c := range map[string]string{
+		"apps/web/base/kustomization.yaml":                "resources:\n  - deployment.yaml\n",
+		"apps/web/base/deployment.yaml":                   deployment,
+		"apps/web/overlays/production/kustomization.yaml": "namespace: web-production\nresources:\n  - ../../base\n",
+	} {
+		must(t, os.MkdirAll(filepath.Dir(filepath.Join(work, p)), 0o755))
+		must(t, os.WriteFile(filepath.Join(work, p), []byte(c), 0o644))
+	}
+	git(t, ctx, work, "init", "-q", "-b", "main")
+	git(t, ctx, work, "add", ".")
+	git(t, ctx, work, "commit", "-q", "-m", "web")
+	git(t, ctx, work, "push", "-q", remote, "main")
+	kc, err := api.Kubeconfig("operator", "")
+	must(t, err)
+	w := &world{api: api, remote: remote, kubeconfig: kc, commit: git(t, ctx, work, "rev-parse", "HEAD")}
+	for _, ns := range []string{"argocd", "flux-system", "web-production"} {
+		must(t, api.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	// The workload, applied by the GitOps controller's field manager.
+	dep := &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "web-production"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: image}}},
+			},
+		},
+	}
+	must(t, api.Client.Patch(ctx, dep, client.Apply, client.FieldOwner("argocd-controller"), client.ForceOwnership))
+	return w
+}
+
+const image = "registry.example.test/web:1.0.0@sha256:4b7e2a91c3d5f6081726354a5b6c7d8e9f0a1b2c3d4e5f60718293a4b5c6d7e8"
+
+var deployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+        - name: web
+          image: ` + image + "\n"
+
+func clone(t *testing.T, ctx context.Context, remote string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "clone")
+	git(t, ctx, filepath.Dir(dir), "clone", "-q", remote, dir)
+	return dir
+}
+
+// application creates the Argo CD Application web-production with an
+// automated sync policy and the status the application-controller writes.
+func (w *world) application(t *testing.T, ctx context.Context, mutate func(*unstructured.Unstructured)) {
+	t.Helper()
+	app := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": "web-production", "namespace": "argocd"},
+		"spec": map[string]any{
+			"project":     "default",
+			"source":      map[string]any{"repoURL": w.remote, "path": "apps/web/overlays/production", "targetRevision": "main"},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "web-production"},
+			"syncPolicy":  map[string]any{"automated": map[string]any{"prune": true, "selfHeal": true}},
+		},
+		"status": map[string]any{
+			"sync":      map[string]any{"status": "Synced", "revision": w.commit},
+			"resources": []any{map[string]any{"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "web-production", "name": "web"}},
+		},
+	}}
+	if mutate != nil {
+		mutate(app)
+	}
+	must(t, w.api.Client.Create(ctx, app))
+}
+
+func (w *world) get(t *testing.T, ctx context.Context, apiVersion, kind, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	must(t, w.api.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, u))
+	return u
+}
+
+func readRecord(t *testing.T, ctx context.Context, dir string) *breakglass.Record {
+	t.Helper()
+	git(t, ctx, dir, "fetch", "-q", "origin")
+	data := git(t, ctx, dir, "show", "origin/main:"+breakglass.Path("production", "web"))
+	rec, err := breakglass.Parse("record", []byte(data))
+	must(t, err)
+	return rec
+}
+
+func pauseArgs(dir, operator string, extra ...string) []string {
+	return append([]string{"breakglass", "pause", "--repo", dir, "--app", "web", "--env", "production",
+		"--ticket", "INC-42", "--expires", "4h", "--operator", operator}, extra...)
+}
+
+// TestArgoCDPauseResume: pause removes the automated policy and records the
+// live state in Git; a second pause is refused; resume without a merged
+// write-back is refused; --force --reason resumes and restores it.
+func TestArgoCDPauseResume(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	w := start(t, ctx)
+	w.application(t, ctx, nil)
+	dir := clone(t, ctx, w.remote)
+
+	res, err := cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "alice")...)
+	must(t, err)
+	if res.code != 0 {
+		t.Fatalf("pause: %d %s %s", res.code, res.stdout, res.stderr)
+	}
+	app := w.get(t, ctx, "argoproj.io/v1alpha1", "Application", "argocd", "web-production")
+	if _, found, _ := unstructured.NestedFieldNoCopy(app.Object, "spec", "syncPolicy", "automated"); found {
+		t.Fatalf("automated still set: %v", app.Object["spec"])
+	}
+	rec := readRecord(t, ctx, dir)
+	if rec.State != breakglass.Paused || rec.Operator != "alice" || rec.Ticket != "INC-42" || rec.SourceRevision != w.commit ||
+		rec.Controller != breakglass.ArgoCD || len(rec.Objects) != 1 || rec.Objects[0].ResourceVersion == "" ||
+		len(rec.Objects[0].ManagedFields) == 0 || rec.Objects[0].ManagedFields[0].Manager != "argocd-controller" ||
+		rec.ExpiresAt.Sub(rec.PausedAt) != 4*time.Hour || !strings.Contains(string(rec.Restore), "selfHeal") {
+		t.Fatalf("record %+v", rec)
+	}
+
+	// serve's expiry monitor: nothing expired now; 5h later, one Warning
+	// Event and the gauge at 1, and no second Event on the next check.
+	gauge := breakglass.NewExpiryGauge()
+	mon := &breakglass.ExpiryMonitor{Client: w.api.Client, Gauge: gauge}
+	if exp, err := mon.Check(ctx); err != nil || len(exp) != 0 {
+		t.Fatalf("expired before the expiry: %v %v", exp, err)
+	}
+	mon.Now = func() time.Time { return time.Now().Add(5 * time.Hour) }
+	for range 2 {
+		if exp, err := mon.Check(ctx); err != nil || len(exp) != 1 || exp[0] != "Application argocd/web-production" {
+			t.Fatalf("expired: %v %v", exp, err)
+		}
+	}
+	if v := testutil.ToFloat64(gauge.WithLabelValues("Application", "argocd", "web-production")); v != 1 {
+		t.Fatalf("gauge %v", v)
+	}
+	var events corev1.EventList
+	must(t, w.api.Client.List(ctx, &events, client.InNamespace("argocd")))
+	if len(events.Items) != 1 || events.Items[0].Reason != breakglass.ReasonPauseExpired || events.Items[0].Type != corev1.EventTypeWarning ||
+		events.Items[0].InvolvedObject.Name != "web-production" || !strings.Contains(events.Items[0].Message, "INC-42") {
+		t.Fatalf("events %+v", events.Items)
+	}
+
+	again, err := cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "bob")...)
+	must(t, err)
+	if again.code != 3 || !strings.Contains(again.stderr, "already paused by alice") {
+		t.Fatalf("second pause: %d %s", again.code, again.stderr)
+	}
+
+	unmerged, err := cli(ctx, dir, w.kubeconfig, "breakglass", "resume", "--repo", dir, "--app", "web", "--env", "production", "--operator", "alice")
+	must(t, err)
+	if unmerged.code != 3 || !strings.Contains(unmerged.stderr, "no write-back") {
+		t.Fatalf("resume without write-back: %d %s", unmerged.code, unmerged.stderr)
+	}
+	forced, err := cli(ctx, dir, w.kubeconfig, "breakglass", "resume", "--repo", dir, "--app", "web", "--env", "production", "--operator", "alice",
+		"--force", "--reason", "live patch reverted by hand, nothing to write back", "--observe", "3s")
+	must(t, err)
+	if forced.code != 0 {
+		t.Fatalf("forced resume: %d %s %s", forced.code, forced.stdout, forced.stderr)
+	}
+	app = w.get(t, ctx, "argoproj.io/v1alpha1", "Application", "argocd", "web-production")
+	if sh, _, _ := unstructured.NestedBool(app.Object, "spec", "syncPolicy", "automated", "selfHeal"); !sh {
+		t.Fatalf("automated not restored: %v", app.Object["spec"])
+	}
+	rec = readRecord(t, ctx, dir)
+	if rec.State != breakglass.Resumed || rec.Resume == nil || !rec.Resume.Force || rec.Resume.Reason == "" || rec.Resume.ObservedFor != "3s" || len(rec.Resume.Flapping) != 0 {
+		t.Fatalf("resumed record %+v", rec)
+	}
+}
+
+// TestArgoCDRefusals: an Application owned by an ApplicationSet, and one
+// tracked by a parent app, are refused and left as they were.
+func TestArgoCDRefusals(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	w := start(t, ctx)
+	dir := clone(t, ctx, w.remote)
+	for _, tc := range []struct {
+		name, want string
+		mutate     func(*unstructured.Unstructured)
+	}{
+		{"applicationset", "owned by ApplicationSet", func(u *unstructured.Unstructured) {
+			u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet", Name: "web", UID: "0b3e0f4e-0000-4000-8000-000000000001"}})
+		}},
+		{"parent", "parent Application \"platform\"", func(u *unstructured.Unstructured) {
+			u.SetLabels(map[string]string{breakglass.ArgoInstanceLabel: "platform"})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w.application(t, ctx, tc.mutate)
+			defer func() {
+				must(t, w.api.Client.Delete(ctx, w.get(t, ctx, "argoproj.io/v1alpha1", "Application", "argocd", "web-production")))
+			}()
+			res, err := cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "alice")...)
+			must(t, err)
+			if res.code != 3 || !strings.Contains(res.stderr, tc.want) {
+				t.Fatalf("want refusal %q: %d %s", tc.want, res.code, res.stderr)
+			}
+			app := w.get(t, ctx, "argoproj.io/v1alpha1", "Application", "argocd", "web-production")
+			if _, found, _ := unstructured.NestedFieldNoCopy(app.Object, "spec", "syncPolicy", "automated"); !found {
+				t.Fatal("a refused pause changed the Application")
+			}
+			git(t, ctx, dir, "fetch", "-q", "origin")
+			if out := git(t, ctx, dir, "ls-tree", "-r", "--name-only", "origin/main", "breakglass"); out != "" {
+				t.Fatalf("a refused pause was recorded: %s", out)
+			}
+		})
+	}
+}
+
+// TestConcurrentPause: two operators pause the same app at once from two
+// clones: exactly one wins, the record names the winner.
+func TestConcurrentPause(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	w := start(t, ctx)
+	w.application(t, ctx, nil)
+	ops := []string{"alice", "bob"}
+	dirs := []string{clone(t, ctx, w.remote), clone(t, ctx, w.remote)}
+	results := make([]cliResult, len(ops))
+	errs := make([]error, len(ops))
+	var wg sync.WaitGroup
+	for i := range ops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = cli(ctx, dirs[i], w.kubeconfig, pauseArgs(dirs[i], ops[i])...)
+		}()
+	}
+	wg.Wait()
+	winner := ""
+	for i, r := range results {
+		must(t, errs[i])
+		switch r.code {
+		case 0:
+			if winner != "" {
+				t.Fatalf("two operators won: %s and %s", winner, ops[i])
+			}
+			winner = ops[i]
+		case 3:
+		default:
+			t.Fatalf("%s: exit %d %s", ops[i], r.code, r.stderr)
+		}
+	}
+	if winner == "" {
+		t.Fatalf("nobody won: %+v", results)
+	}
+	if rec := readRecord(t, ctx, dirs[0]); rec.Operator != winner || rec.State != breakglass.Paused {
+		t.Fatalf("record names %s, winner %s", rec.Operator, winner)
+	}
+}
+
+// TestFluxPause: spec.suspend on the Kustomization, the inventory's live
+// objects recorded; a Kustomization applied by a parent is refused.
+func TestFluxPause(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	w := start(t, ctx)
+	ks := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+		"metadata": map[string]any{"name": "web-production", "namespace": "flux-system"},
+		"spec": map[string]any{"interval": "5m", "path": "./apps/web/overlays/production", "prune": true,
+			"sourceRef": map[string]any{"kind": "GitRepository", "name": "gitops"}},
+	}}
+	must(t, w.api.Client.Create(ctx, ks))
+	ks.Object["status"] = map[string]any{
+		"lastAppliedRevision": "main@sha1:" + w.commit,
+		"inventory":           map[string]any{"entries": []any{map[string]any{"id": "web-production_web_apps_Deployment", "v": "v1"}}},
+	}
+	must(t, w.api.Client.Status().Update(ctx, ks))
+	dir := clone(t, ctx, w.remote)
+	res, err := cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "alice", "--controller", "flux")...)
+	must(t, err)
+	if res.code != 0 {
+		t.Fatalf("pause: %d %s %s", res.code, res.stdout, res.stderr)
+	}
+	got := w.get(t, ctx, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "web-production")
+	if s, _, _ := unstructured.NestedBool(got.Object, "spec", "suspend"); !s {
+		t.Fatal("not suspended")
+	}
+	rec := readRecord(t, ctx, dir)
+	if rec.Controller != breakglass.Flux || rec.SourceRevision != "main@sha1:"+w.commit || len(rec.Objects) != 1 || rec.Objects[0].Kind != "Deployment" || rec.Objects[0].ResourceVersion == "" {
+		t.Fatalf("record %+v", rec)
+	}
+	forced, err := cli(ctx, dir, w.kubeconfig, "breakglass", "resume", "--repo", dir, "--app", "web", "--env", "production", "--operator", "alice",
+		"--controller", "flux", "--force", "--reason", "test", "--observe", "0")
+	must(t, err)
+	if forced.code != 0 {
+		t.Fatalf("resume: %d %s", forced.code, forced.stderr)
+	}
+	got = w.get(t, ctx, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "web-production")
+	if s, _, _ := unstructured.NestedBool(got.Object, "spec", "suspend"); s {
+		t.Fatal("still suspended after resume")
+	}
+}
+
+// TestArgoCDWriteback: during the pause an operator patches the Deployment
+// live (server-side apply as field manager "kubectl": a memory limit, and a
+// restart annotation) while the HPA's manager scales it. writeback proposes
+// only the memory limit as a patch in the overlay on a branch, lists the
+// restart as temporary and the replicas as another writer's; resume is
+// refused until the branch is merged, then re-enables automated sync.
+func TestArgoCDWriteback(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	w := start(t, ctx)
+	w.application(t, ctx, nil)
+	dir := clone(t, ctx, w.remote)
+	res, err := cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "alice")...)
+	must(t, err)
+	if res.code != 0 {
+		t.Fatalf("pause: %d %s", res.code, res.stderr)
+	}
+
+	// The operator's live fix and the HPA, each with its own field manager.
+	fix := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "web-production"},
+		"spec": map[string]any{"template": map[string]any{
+			"metadata": map[string]any{"annotations": map[string]any{"kubectl.kubernetes.io/restartedAt": "2026-11-29T12:00:00Z"}},
+			"spec": map[string]any{"containers": []any{map[string]any{"name": "web",
+				"resources": map[string]any{"limits": map[string]any{"memory": "512Mi"}}}}}}},
+	}}
+	must(t, w.api.Client.Patch(ctx, fix, client.Apply, client.FieldOwner("kubectl")))
+	hpa := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "web-production"},
+		"spec":     map[string]any{"replicas": int64(5)},
+	}}
+	must(t, w.api.Client.Patch(ctx, hpa, client.Apply, client.FieldOwner("kube-controller-manager"), client.ForceOwnership))
+
+	wb, err := cli(ctx, dir, w.kubeconfig, "breakglass", "writeback", "--repo", dir, "--app", "web", "--env", "production", "--operator", "alice", "-o", "json")
+	must(t, err)
+	if wb.code != 0 {
+		t.Fatalf("writeback: %d %s %s", wb.code, wb.stdout, wb.stderr)
+	}
+	var out struct {
+		Changes []breakglass.Change `json:"changes"`
+		Branch  string              `json:"branch"`
+		Commit  string              `json:"commit"`
+	}
+	must(t, json.Unmarshal([]byte(wb.stdout), &out))
+	classes := map[string]breakglass.Class{}
+	for _, c := range out.Changes {
+		classes[c.Path] = c.Class
+	}
+	want := map[string]breakglass.Class{
+		`spec.template.spec.containers[{"name":"web"}].resources.limits.memory`: breakglass.Permanent,
+		"spec.template.metadata.annotations.kubectl.kubernetes.io/restartedAt":  breakglass.Temporary,
+		"spec.replicas": breakglass.OtherWriter,
+	}
+	if !reflect.DeepEqual(classes, want) {
+		t.Fatalf("changes %v\nwant %v\n%s", classes, want, wb.stdout)
+	}
+	if out.Branch != "throughline/breakglass/web/production/inc-42" {
+		t.Fatalf("branch %q", out.Branch)
+	}
+	git(t, ctx, dir, "fetch", "-q", "origin")
+	patch := git(t, ctx, dir, "show", "origin/"+out.Branch+":apps/web/overlays/production/breakglass-deployment-web.yaml")
+	if !strings.Contains(patch, "memory: 512Mi") || strings.Contains(patch, "replicas") || strings.Contains(patch, "restartedAt") {
+		t.Fatalf("patch:\n%s", patch)
+	}
+	if k := git(t, ctx, dir, "show", "origin/"+out.Branch+":apps/web/overlays/production/kustomization.yaml"); !strings.Contains(k, "path: breakglass-deployment-web.yaml") {
+		t.Fatalf("kustomization:\n%s", k)
+	}
+	if rec := readRecord(t, ctx, dir); rec.Writeback == nil || rec.Writeback.Commit != out.Commit {
+		t.Fatalf("record write-back %+v", rec.Writeback)
+	}
+
+	unmerged, err := cli(ctx, dir, w.kubeconfig, "breakglass", "resume", "--repo", dir, "--app", "web", "--env", "production", "--operator", "alice")
+	must(t, err)
+	if unmerged.code != 3 || !strings.Contains(unmerged.stderr, "not merged") {
+		t.Fatalf("resume before merge: %d %s", unmerged.code, unmerged.stderr)
+	}
+	// The PR is merged.
+	git(t, ctx, dir, "merge", "-q", "--ff-only", "origin/main")
+	git(t, ctx, dir, "merge", "-q", "--no-ff", "-m", "merge write-back", "origin/"+out.Branch)
+	git(t, ctx, dir, "push", "-q", "origin", "main")
+	// While resume watches, two writers fight over spec.replicas: the
+	// resume is recorded with the object as flapping, and exits 3.
+	fight, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var fightErr error
+	go func() {
+		defer close(done)
+		for i := 0; fight.Err() == nil; i++ {
+			mgr, n := "argocd-controller", int64(2)
+			if i%2 == 0 {
+				mgr, n = "kube-controller-manager", 7
+			}
+			dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "web-production"}}
+			patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)))
+			if err := w.api.Client.Patch(fight, dep, patch, client.FieldOwner(mgr)); err != nil && fight.Err() == nil {
+				fightErr = err
+			}
+			time.Sleep(700 * time.Millisecond)
+		}
+	}()
+	ok, err := cli(ctx, dir, w.kubeconfig, "breakglass", "resume", "--repo", dir, "--app", "web", "--env", "production", "--operator", "alice", "--observe", "6s")
+	stop()
+	<-done
+	must(t, err)
+	must(t, fightErr)
+	if ok.code != 3 || !strings.Contains(ok.stderr, "written back and forth") || !strings.Contains(ok.stderr, "Deployment web-production/web") {
+		t.Fatalf("resume after merge with a fight: %d %s %s", ok.code, ok.stdout, ok.stderr)
+	}
+	rec := readRecord(t, ctx, dir)
+	if rec.State != breakglass.Resumed || rec.Resume.Force || rec.Resume.WritebackMerged == "" || len(rec.Resume.Flapping) != 1 {
+		t.Fatalf("record %+v", rec.Resume)
+	}
+	app := w.get(t, ctx, "argoproj.io/v1alpha1", "Application", "argocd", "web-production")
+	if _, found, _ := unstructured.NestedFieldNoCopy(app.Object, "spec", "syncPolicy", "automated"); !found {
+		t.Fatal("automated not restored")
+	}
+}
+
+// TestWritebackWithoutPause: refused.
+func TestWritebackWithoutPause(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	w := start(t, ctx)
+	dir := clone(t, ctx, w.remote)
+	res, err := cli(ctx, dir, w.kubeconfig, "breakglass", "writeback", "--repo", dir, "--app", "web", "--env", "production", "--operator", "alice")
+	must(t, err)
+	if res.code != 3 || !strings.Contains(res.stderr, "no active pause record") {
+		t.Fatalf("want refusal: %d %s", res.code, res.stderr)
+	}
+}

@@ -1,0 +1,217 @@
+//go:build e2e
+
+package rollback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/throughline-dev/throughline/internal/testenv"
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+var throughlineBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "throughline-e2e-rollback-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	throughlineBin = filepath.Join(dir, "throughline")
+	_, file, _, _ := runtime.Caller(0)
+	build := exec.Command("go", "build", "-o", throughlineBin, "./cmd/throughline")
+	build.Dir, build.Stdout, build.Stderr = filepath.Join(filepath.Dir(file), "..", ".."), os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building throughline:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+var isolated []string // DOCKER_CONFIG and cache dirs of the test
+
+func gitEnv(home string) []string {
+	return append(append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid"), isolated...)
+}
+
+func git(t *testing.T, ctx context.Context, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv(dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+func cli(ctx context.Context, dir string, args ...string) (cliResult, error) {
+	cmd := exec.CommandContext(ctx, throughlineBin, args...)
+	cmd.Env = gitEnv(dir)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return cliResult{ee.ExitCode(), out.String(), errb.String()}, nil
+	}
+	return cliResult{0, out.String(), errb.String()}, err
+}
+
+func push(t *testing.T, ctx context.Context, ref string) string {
+	t.Helper()
+	img, err := random.Image(512, 1)
+	must(t, err)
+	r, err := name.ParseReference(ref, name.Insecure)
+	must(t, err)
+	must(t, remote.Write(r, img, remote.WithContext(ctx), remote.WithAuth(authn.Anonymous)))
+	d, err := img.Digest()
+	must(t, err)
+	return d.String()
+}
+
+const overlay = "apps/web/overlays/production"
+
+// accept writes the overlay at digest and its ACCEPTED record, commits.
+func accept(t *testing.T, ctx context.Context, work, repo, tag, digest string) {
+	t.Helper()
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: web-production\nresources:\n  - ../../base\nimages:\n  - name: " +
+		repo + "\n    newTag: \"" + tag + "@" + digest + "\"\n"
+	must(t, os.WriteFile(filepath.Join(work, overlay, "kustomization.yaml"), []byte(k), 0o644))
+	res, err := cli(ctx, work, "render", "--hash", "--root", work, filepath.Join(work, overlay))
+	must(t, err)
+	if res.code != 0 {
+		t.Fatalf("render: %d %s", res.code, res.stderr)
+	}
+	hash := strings.TrimSpace(res.stdout)
+	ver, err := cli(ctx, work, "version")
+	must(t, err)
+	t0 := time.Now().Add(-time.Hour)
+	rec, err := promotion.NewCandidate("web", 1,
+		promotion.Artifact{Image: repo + ":" + tag + "@" + digest, Digest: digest, SourceCommit: strings.Repeat("1", 40)},
+		promotion.Target{Environment: "production", Path: overlay, Cluster: "production", RenderedHash: hash, BaseRenderedHash: hash, Renderer: strings.TrimSpace(ver.stdout)},
+		t0, "e2e")
+	must(t, err)
+	rev := git(t, ctx, work, "rev-parse", "HEAD")
+	must(t, rec.Verify(promotion.VerifiedIn{Environment: "staging", DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40), RenderedHash: hash, RuntimeEvidence: "evidence/staging/web/1.json"}, t0, "e2e"))
+	must(t, rec.Approve("alice", rec.InputFor(strings.TrimSpace(ver.stdout)), t0.Add(48*time.Hour), t0))
+	must(t, rec.Reconcile(rev, t0, "e2e"))
+	must(t, rec.Accept(rev, "evidence/production/web/"+rec.PromotionID+".json", t0, "e2e"))
+	data, err := rec.Marshal()
+	must(t, err)
+	must(t, os.MkdirAll(filepath.Join(work, "promotion", "web"), 0o755))
+	must(t, os.WriteFile(filepath.Join(work, "promotion", "web", "production.yaml"), data, 0o644))
+	git(t, ctx, work, "add", ".")
+	git(t, ctx, work, "commit", "-q", "-m", "production accepted web "+tag)
+}
+
+func clone(t *testing.T, ctx context.Context, remote string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "clone")
+	git(t, ctx, filepath.Dir(dir), "clone", "-q", remote, dir)
+	return dir
+}
+
+// TestRollback: production accepted 1.0.0 then 1.1.0; rollback to the
+// previous digest proposes 1.0.0 on a new attempt branch, main untouched; a
+// digest never accepted there and a digest deleted from the registry are
+// refused.
+func TestRollback(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	isolated = []string{"DOCKER_CONFIG=" + t.TempDir(), "THROUGHLINE_CACHE_DIR=" + t.TempDir()}
+	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	srv := testenv.StartGitServer(t, testenv.GitServerOptions{Username: "git", Password: "s3cr3t"})
+	remoteURL, err := srv.CreateRepo(ctx, "platform/gitops.git")
+	must(t, err)
+	repo := reg.Host + "/web"
+	a := push(t, ctx, repo+":1.0.0")
+	b := push(t, ctx, repo+":1.1.0")
+	never := push(t, ctx, repo+":2.0.0")
+
+	work := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(work, "apps/web/base"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(work, overlay), 0o755))
+	must(t, os.WriteFile(filepath.Join(work, "apps/web/base/kustomization.yaml"), []byte("resources:\n  - deployment.yaml\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(work, "apps/web/base/deployment.yaml"), []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 3\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: "+repo+":1.0.0\n"), 0o644))
+	git(t, ctx, work, "init", "-q", "-b", "main")
+	git(t, ctx, work, "add", ".")
+	git(t, ctx, work, "commit", "-q", "-m", "web base")
+	accept(t, ctx, work, repo, "1.0.0", a)
+	accept(t, ctx, work, repo, "1.1.0", b)
+	git(t, ctx, work, "push", "-q", remoteURL, "main")
+	mainTip := git(t, ctx, work, "rev-parse", "HEAD")
+
+	dir := clone(t, ctx, remoteURL)
+	res, err := cli(ctx, dir, "rollback", "--repo", dir, "--app", "web", "--env", "production", "--to", "previous")
+	must(t, err)
+	if res.code != 0 {
+		t.Fatalf("rollback: %d %s %s", res.code, res.stdout, res.stderr)
+	}
+	branch := "throughline/promote/web/production/" + strings.TrimPrefix(a, "sha256:")[:12] + "-2"
+	if !strings.Contains(res.stdout, "branch "+branch) {
+		t.Fatalf("rollback output: %s", res.stdout)
+	}
+	check := clone(t, ctx, remoteURL)
+	git(t, ctx, check, "fetch", "-q", "origin")
+	if got := git(t, ctx, check, "rev-parse", "origin/main"); got != mainTip {
+		t.Fatalf("main moved: %s, want %s", got, mainTip)
+	}
+	git(t, ctx, check, "merge-base", "--is-ancestor", mainTip, "origin/"+branch)
+	if k := git(t, ctx, check, "show", "origin/"+branch+":"+overlay+"/kustomization.yaml"); !strings.Contains(k, "1.0.0@"+a) {
+		t.Fatalf("overlay on the branch:\n%s", k)
+	}
+	rec, err := promotion.Parse("record", []byte(git(t, ctx, check, "show", "origin/"+branch+":promotion/web/production.yaml")))
+	must(t, err)
+	if rec.State != promotion.Candidate || rec.Artifact.Digest != a || rec.Attempt != 2 {
+		t.Fatalf("record %+v", rec)
+	}
+
+	for name, tc := range map[string]struct{ to, want string }{
+		"never accepted": {never, "never ACCEPTED in production"},
+	} {
+		r, err := cli(ctx, dir, "rollback", "--repo", dir, "--app", "web", "--env", "production", "--to", tc.to)
+		must(t, err)
+		if r.code != 3 || !strings.Contains(r.stderr, tc.want) {
+			t.Fatalf("%s: %d %s", name, r.code, r.stderr)
+		}
+	}
+	ref, err := name.ParseReference(repo+"@"+a, name.Insecure)
+	must(t, err)
+	must(t, remote.Delete(ref, remote.WithContext(ctx), remote.WithAuth(authn.Anonymous)))
+	gone, err := cli(ctx, dir, "rollback", "--repo", dir, "--app", "web", "--env", "production", "--to", "previous")
+	must(t, err)
+	if gone.code != 3 || !strings.Contains(gone.stderr, "no longer exists in the registry") {
+		t.Fatalf("deleted digest: %d %s", gone.code, gone.stderr)
+	}
+}
