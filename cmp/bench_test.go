@@ -19,127 +19,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/throughline-dev/throughline/cmp"
+	"github.com/throughline-dev/throughline/internal/benchfixture"
 )
-
-const envBenchLarge = "THROUGHLINE_BENCH_LARGE"
-
-var benchImages = []string{
-	"registry.example.test/bench/api",
-	"registry.example.test/bench/worker",
-	"registry.example.test/bench/migrate",
-	"registry.example.test/bench/proxy",
-}
-
-func benchDigest(i int) string {
-	return "sha256:" + strings.Repeat(fmt.Sprintf("%02x", 0xa0+i), 32)
-}
-
-func benchSizes() []int {
-	if os.Getenv(envBenchLarge) != "" {
-		return []int{20, 500, 2000}
-	}
-	return []int{20, 500}
-}
-
-// writeOverlayTree writes the benchmark repository of render/bench_test.go
-// (kept identical by hand; hack/bench-cli.sh writes the same tree): a base
-// of n Deployments, one file each, and an overlay with namespace:, images:
-// pinning by digest and a patch of every Deployment. Plus an unrelated
-// README.md and another app. It returns the overlay path relative to root.
-func writeOverlayTree(tb testing.TB, root string, n int) string {
-	tb.Helper()
-	base := filepath.Join(root, "apps", "bench", "base")
-	overlay := filepath.Join(root, "apps", "bench", "overlays", "production")
-	other := filepath.Join(root, "apps", "other")
-	for _, d := range []string{base, overlay, other} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	write := func(p, s string) {
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	write(filepath.Join(root, "README.md"), "# bench repository\n")
-	write(filepath.Join(other, "configmap.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\ndata: {revision: \"1\"}\n")
-	var k strings.Builder
-	k.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n")
-	for i := range n {
-		name := fmt.Sprintf("deploy-%04d.yaml", i)
-		fmt.Fprintf(&k, "  - %s\n", name)
-		write(filepath.Join(base, name), fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: svc-%04d
-  labels:
-    app.kubernetes.io/name: svc-%04d
-spec:
-  replicas: 2
-  selector:
-    matchLabels:
-      app.kubernetes.io/name: svc-%04d
-  template:
-    metadata:
-      labels:
-        app.kubernetes.io/name: svc-%04d
-    spec:
-      initContainers:
-        - name: migrate
-          image: %s
-          args: ["migrate", "--check"]
-      containers:
-        - name: app
-          image: %s
-          ports:
-            - name: http
-              containerPort: 8080
-          resources:
-            requests: {cpu: 100m, memory: 128Mi}
-            limits: {memory: 256Mi}
-          readinessProbe:
-            httpGet: {path: /healthz, port: http}
-`, i, i, i, i, benchImages[2], benchImages[i%2]))
-	}
-	write(filepath.Join(base, "kustomization.yaml"), k.String())
-
-	var o strings.Builder
-	o.WriteString(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-namespace: bench-production
-resources:
-  - ../../base
-patches:
-  - path: environment.yaml
-    target:
-      kind: Deployment
-images:
-`)
-	for i, im := range benchImages {
-		fmt.Fprintf(&o, "  - name: %s\n    newTag: \"1.4.%d@%s\"\n", im, i, benchDigest(i))
-	}
-	write(filepath.Join(overlay, "kustomization.yaml"), o.String())
-	write(filepath.Join(overlay, "environment.yaml"), `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: any
-spec:
-  template:
-    spec:
-      containers:
-        - name: app
-          env:
-            - name: ENVIRONMENT
-              value: production
-`)
-	return filepath.ToSlash(filepath.Join("apps", "bench", "overlays", "production"))
-}
 
 // copyTree copies the regular files and directories of src into dst, like
 // Argo CD streaming a new commit into a fresh directory.
@@ -201,10 +85,10 @@ func generate(b *testing.B, o cmp.Options, wantHit bool) *cmp.Result {
 // cache=miss case (render + trace + store) runs for 20 Deployments, and for
 // every size with THROUGHLINE_BENCH_LARGE=1.
 func BenchmarkGenerate(b *testing.B) {
-	for _, n := range benchSizes() {
+	for _, n := range benchfixture.Sizes() {
 		b.Run(fmt.Sprintf("deployments=%d", n), func(b *testing.B) {
 			first := b.TempDir()
-			app := writeOverlayTree(b, first, n)
+			app := benchfixture.WriteOverlay(b, first, n)
 			// The next commit: a fresh copy of the repository with an
 			// unrelated file changed.
 			second := b.TempDir()
@@ -218,23 +102,23 @@ func BenchmarkGenerate(b *testing.B) {
 
 			b.Run("cache=cold", func(b *testing.B) {
 				b.ReportAllocs()
-				start := cpuNow()
+				start := benchfixture.CPUNow()
 				for b.Loop() {
 					generate(b, opts(first, app, "rev-1", nil), false)
 				}
-				reportCPU(b, start)
+				benchfixture.ReportCPU(b, start)
 			})
 
-			if n <= 20 || os.Getenv(envBenchLarge) != "" {
+			if n <= 20 || os.Getenv(benchfixture.EnvLarge) != "" {
 				b.Run("cache=miss", func(b *testing.B) {
 					caches := b.TempDir()
 					b.ReportAllocs()
-					start := cpuNow()
+					start := benchfixture.CPUNow()
 					for i := 0; b.Loop(); i++ {
 						c := &cmp.Cache{Dir: filepath.Join(caches, fmt.Sprint(i))}
 						generate(b, opts(first, app, "rev-1", c), false)
 					}
-					reportCPU(b, start)
+					benchfixture.ReportCPU(b, start)
 				})
 			}
 
@@ -255,28 +139,12 @@ func BenchmarkGenerate(b *testing.B) {
 				}
 				o := opts(second, app, "rev-2", cache)
 				b.ReportAllocs()
-				start := cpuNow()
+				start := benchfixture.CPUNow()
 				for b.Loop() {
 					generate(b, o, true)
 				}
-				reportCPU(b, start)
+				benchfixture.ReportCPU(b, start)
 			})
 		})
 	}
-}
-
-// cpuNow is the CPU time (user + system, every thread) the process has used.
-// On a shared machine wall time includes waiting for a core; cpu-ns/op does
-// not, so it is reported next to ns/op (see docs/benchmarks.md).
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// reportCPU reports the CPU time used since start per iteration.
-func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuNow()-start)/float64(b.N), "cpu-ns/op")
 }

@@ -9,23 +9,12 @@ package policy_test
 import (
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/throughline-dev/throughline/internal/benchfixture"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
 )
-
-var benchImages = []string{
-	"registry.example.test/bench/api",
-	"registry.example.test/bench/worker",
-	"registry.example.test/bench/migrate",
-}
-
-func benchDigest(i int) string {
-	return "sha256:" + strings.Repeat(fmt.Sprintf("%02x", 0xa0+i), 32)
-}
 
 // renderedObjects decodes n Deployments shaped like the output of the
 // benchmark overlay of render/bench_test.go (namespaced, an init container
@@ -63,7 +52,7 @@ spec:
             limits: {memory: 256Mi}
           readinessProbe:
             httpGet: {path: /healthz, port: http}
-`, i, i, i, i, benchImages[2], benchDigest(2), benchImages[i%2], i%2, benchDigest(i%2))
+`, i, i, i, i, benchfixture.Images[2], benchfixture.Digest(2), benchfixture.Images[i%2], i%2, benchfixture.Digest(i%2))
 	}
 	objs, err := render.DecodeManifests([]byte(s.String()), "bench.yaml")
 	if err != nil {
@@ -94,28 +83,28 @@ func BenchmarkPolicyHash(b *testing.B) {
 			}
 			b.Run("step=check", func(b *testing.B) {
 				b.ReportAllocs()
-				start := cpuNow()
+				start := benchfixture.CPUNow()
 				for b.Loop() {
 					check()
 				}
-				reportCPU(b, start)
+				benchfixture.ReportCPU(b, start)
 			})
 			b.Run("step=hash", func(b *testing.B) {
 				b.ReportAllocs()
-				start := cpuNow()
+				start := benchfixture.CPUNow()
 				for b.Loop() {
 					hash()
 				}
-				reportCPU(b, start)
+				benchfixture.ReportCPU(b, start)
 			})
 			b.Run("step=check+hash", func(b *testing.B) {
 				b.ReportAllocs()
-				start := cpuNow()
+				start := benchfixture.CPUNow()
 				for b.Loop() {
 					check()
 					hash()
 				}
-				reportCPU(b, start)
+				benchfixture.ReportCPU(b, start)
 			})
 		})
 	}
@@ -123,29 +112,13 @@ func BenchmarkPolicyHash(b *testing.B) {
 
 // BenchmarkCheckImage is the pin rule on one image reference.
 func BenchmarkCheckImage(b *testing.B) {
-	ref := benchImages[0] + ":1.4.0@" + benchDigest(0)
+	ref := benchfixture.Images[0] + ":1.4.0@" + benchfixture.Digest(0)
 	b.ReportAllocs()
-	start := cpuNow()
+	start := benchfixture.CPUNow()
 	for b.Loop() {
 		if _, err := policy.CheckImage(ref); err != nil {
 			b.Fatal(err)
 		}
 	}
-	reportCPU(b, start)
-}
-
-// cpuNow is the CPU time (user + system, every thread) the process has used.
-// On a shared machine wall time includes waiting for a core; cpu-ns/op does
-// not, so it is reported next to ns/op (see docs/benchmarks.md).
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// reportCPU reports the CPU time used since start per iteration.
-func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuNow()-start)/float64(b.N), "cpu-ns/op")
+	benchfixture.ReportCPU(b, start)
 }

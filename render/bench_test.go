@@ -19,8 +19,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,125 +27,10 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/internal/benchfixture"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
 )
-
-// envBenchLarge enables the 2,000-Deployment sizes.
-const envBenchLarge = "THROUGHLINE_BENCH_LARGE"
-
-// benchImages are the images of the generated base; the overlay pins each
-// by digest with images:.
-var benchImages = []string{
-	"registry.example.test/bench/api",
-	"registry.example.test/bench/worker",
-	"registry.example.test/bench/migrate",
-	"registry.example.test/bench/proxy",
-}
-
-func benchDigest(i int) string {
-	return "sha256:" + strings.Repeat(fmt.Sprintf("%02x", 0xa0+i), 32)
-}
-
-// benchSizes are the Deployment counts to run: 20 and 500 by default, 2,000
-// as well with THROUGHLINE_BENCH_LARGE=1.
-func benchSizes() []int {
-	if os.Getenv(envBenchLarge) != "" {
-		return []int{20, 500, 2000}
-	}
-	return []int{20, 500}
-}
-
-// writeOverlayTree writes a repository under root with a base of n
-// Deployments (one file each, an init container and a container each) and
-// an overlay that sets namespace:, pins every image by digest with images:
-// and patches every Deployment. It returns the overlay path relative to
-// root. hack/bench-cli.sh generates the same tree.
-func writeOverlayTree(tb testing.TB, root string, n int) string {
-	tb.Helper()
-	base := filepath.Join(root, "apps", "bench", "base")
-	overlay := filepath.Join(root, "apps", "bench", "overlays", "production")
-	for _, d := range []string{base, overlay} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	write := func(p, s string) {
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	var k strings.Builder
-	k.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n")
-	for i := range n {
-		name := fmt.Sprintf("deploy-%04d.yaml", i)
-		fmt.Fprintf(&k, "  - %s\n", name)
-		write(filepath.Join(base, name), fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: svc-%04d
-  labels:
-    app.kubernetes.io/name: svc-%04d
-spec:
-  replicas: 2
-  selector:
-    matchLabels:
-      app.kubernetes.io/name: svc-%04d
-  template:
-    metadata:
-      labels:
-        app.kubernetes.io/name: svc-%04d
-    spec:
-      initContainers:
-        - name: migrate
-          image: %s
-          args: ["migrate", "--check"]
-      containers:
-        - name: app
-          image: %s
-          ports:
-            - name: http
-              containerPort: 8080
-          resources:
-            requests: {cpu: 100m, memory: 128Mi}
-            limits: {memory: 256Mi}
-          readinessProbe:
-            httpGet: {path: /healthz, port: http}
-`, i, i, i, i, benchImages[2], benchImages[i%2]))
-	}
-	write(filepath.Join(base, "kustomization.yaml"), k.String())
-
-	var o strings.Builder
-	o.WriteString(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-namespace: bench-production
-resources:
-  - ../../base
-patches:
-  - path: environment.yaml
-    target:
-      kind: Deployment
-images:
-`)
-	for i, im := range benchImages {
-		fmt.Fprintf(&o, "  - name: %s\n    newTag: \"1.4.%d@%s\"\n", im, i, benchDigest(i))
-	}
-	write(filepath.Join(overlay, "kustomization.yaml"), o.String())
-	write(filepath.Join(overlay, "environment.yaml"), `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: any
-spec:
-  template:
-    spec:
-      containers:
-        - name: app
-          env:
-            - name: ENVIRONMENT
-              value: production
-`)
-	return filepath.ToSlash(filepath.Join("apps", "bench", "overlays", "production"))
-}
 
 // runKrusty is bare kustomize: default options, the on-disk filesystem.
 func runKrusty(b *testing.B, dir string, want int) {
@@ -181,26 +64,26 @@ func runDeclare(b *testing.B, root, app string, want int) {
 // overhead-% (Declare over krusty) measured under the same machine load;
 // use it for the ratio on a shared machine.
 func BenchmarkOverlay(b *testing.B) {
-	for _, n := range benchSizes() {
+	for _, n := range benchfixture.Sizes() {
 		b.Run(fmt.Sprintf("deployments=%d", n), func(b *testing.B) {
 			root := b.TempDir()
-			app := writeOverlayTree(b, root, n)
+			app := benchfixture.WriteOverlay(b, root, n)
 			dir := filepath.Join(root, filepath.FromSlash(app))
 			b.Run("impl=krusty", func(b *testing.B) {
 				b.ReportAllocs()
-				start := cpuNow()
+				start := benchfixture.CPUNow()
 				for b.Loop() {
 					runKrusty(b, dir, n)
 				}
-				reportCPU(b, start)
+				benchfixture.ReportCPU(b, start)
 			})
 			b.Run("impl=declare", func(b *testing.B) {
 				b.ReportAllocs()
-				start := cpuNow()
+				start := benchfixture.CPUNow()
 				for b.Loop() {
 					runDeclare(b, root, app, n)
 				}
-				reportCPU(b, start)
+				benchfixture.ReportCPU(b, start)
 			})
 			b.Run("impl=paired", func(b *testing.B) {
 				b.ReportAllocs()
@@ -237,25 +120,9 @@ func BenchmarkOverlay(b *testing.B) {
 
 // timeIt runs f and returns its wall and CPU time.
 func timeIt(f func()) (wall, cpu time.Duration) {
-	start, startCPU := time.Now(), cpuNow()
+	start, startCPU := time.Now(), benchfixture.CPUNow()
 	f()
-	return time.Since(start), cpuNow() - startCPU
-}
-
-// cpuNow is the CPU time (user + system, every thread) the process has used.
-// On a shared machine wall time includes waiting for a core; cpu-ns/op does
-// not, so it is reported next to ns/op (see docs/benchmarks.md).
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// reportCPU reports the CPU time used since start per iteration.
-func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuNow()-start)/float64(b.N), "cpu-ns/op")
+	return time.Since(start), benchfixture.CPUNow() - startCPU
 }
 
 // fsCall is one call krusty made on its filesystem.
@@ -350,13 +217,13 @@ func replayCalls(b *testing.B, fsys filesys.FileSystem, calls []fsCall) {
 // for 500 Deployments, and 2,000 with THROUGHLINE_BENCH_LARGE=1.
 func BenchmarkDeclareSteps(b *testing.B) {
 	sizes := []int{500}
-	if os.Getenv(envBenchLarge) != "" {
+	if os.Getenv(benchfixture.EnvLarge) != "" {
 		sizes = append(sizes, 2000)
 	}
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("deployments=%d", n), func(b *testing.B) {
 			root := b.TempDir()
-			app := writeOverlayTree(b, root, n)
+			app := benchfixture.WriteOverlay(b, root, n)
 			dir := filepath.Join(root, filepath.FromSlash(app))
 			confined, err := render.NewConfinedFS(root, 0, nil)
 			if err != nil {
@@ -391,11 +258,11 @@ func BenchmarkDeclareSteps(b *testing.B) {
 			step := func(name string, f func()) {
 				b.Run("step="+name, func(b *testing.B) {
 					b.ReportAllocs()
-					start := cpuNow()
+					start := benchfixture.CPUNow()
 					for b.Loop() {
 						f()
 					}
-					reportCPU(b, start)
+					benchfixture.ReportCPU(b, start)
 				})
 			}
 			step("open", func() {
