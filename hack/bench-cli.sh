@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Wall time and peak memory of `throughline cmp generate` against
 # `kustomize build` on the benchmark overlay (the tree internal/benchfixture
-# and cmp/bench_test.go generate: a base of N Deployments, one file each, and
+# writes for the Go benchmarks: a base of N Deployments, one file each, and
 # an overlay with namespace:, images: pinned by digest and a patch of every
 # Deployment). Figures and their reading are in docs/benchmarks.md.
 #
