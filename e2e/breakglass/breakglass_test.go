@@ -5,13 +5,10 @@ package breakglass
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -32,24 +29,7 @@ import (
 
 var throughlineBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "throughline-e2e-breakglass-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	throughlineBin = filepath.Join(dir, "throughline")
-	_, file, _, _ := runtime.Caller(0)
-	build := exec.Command("go", "build", "-o", throughlineBin, "./cmd/throughline")
-	build.Dir, build.Stdout, build.Stderr = filepath.Join(filepath.Dir(file), "..", ".."), os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building throughline:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.MainWithThroughline(m, &throughlineBin) }
 
 func must(t *testing.T, err error) {
 	t.Helper()
@@ -58,39 +38,15 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func gitEnv(home string) []string {
-	return append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
-}
+func gitEnv(home string) []string { return testenv.GitEnv(home) }
 
 func git(t *testing.T, ctx context.Context, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv(dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return testenv.Git(t, ctx, gitEnv(dir), dir, args...)
 }
 
-type cliResult struct {
-	code           int
-	stdout, stderr string
-}
-
-func cli(ctx context.Context, dir, kubeconfig string, args ...string) (cliResult, error) {
-	cmd := exec.CommandContext(ctx, throughlineBin, append(args, "--kubeconfig", kubeconfig)...)
-	cmd.Env = gitEnv(dir)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return cliResult{ee.ExitCode(), out.String(), errb.String()}, nil
-	}
-	return cliResult{0, out.String(), errb.String()}, err
+func cli(ctx context.Context, dir, kubeconfig string, args ...string) (testenv.CLIResult, error) {
+	return testenv.RunCLI(ctx, throughlineBin, gitEnv(dir), append(args, "--kubeconfig", kubeconfig)...)
 }
 
 // world is the API server, the Git remote and a kubeconfig.
@@ -229,8 +185,8 @@ func TestArgoCDPauseResume(t *testing.T) {
 
 	res, err := cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "alice")...)
 	must(t, err)
-	if res.code != 0 {
-		t.Fatalf("pause: %d %s %s", res.code, res.stdout, res.stderr)
+	if res.Code != 0 {
+		t.Fatalf("pause: %d %s %s", res.Code, res.Stdout, res.Stderr)
 	}
 	app := w.get(t, ctx, "argoproj.io/v1alpha1", "Application", "argocd", "web-production")
 	if _, found, _ := unstructured.NestedFieldNoCopy(app.Object, "spec", "syncPolicy", "automated"); found {
@@ -269,20 +225,20 @@ func TestArgoCDPauseResume(t *testing.T) {
 
 	again, err := cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "bob")...)
 	must(t, err)
-	if again.code != 3 || !strings.Contains(again.stderr, "already paused by alice") {
-		t.Fatalf("second pause: %d %s", again.code, again.stderr)
+	if again.Code != 3 || !strings.Contains(again.Stderr, "already paused by alice") {
+		t.Fatalf("second pause: %d %s", again.Code, again.Stderr)
 	}
 
 	unmerged, err := cli(ctx, dir, w.kubeconfig, "breakglass", "resume", "--repo", dir, "--app", "web", "--env", "production", "--operator", "alice")
 	must(t, err)
-	if unmerged.code != 3 || !strings.Contains(unmerged.stderr, "no write-back") {
-		t.Fatalf("resume without write-back: %d %s", unmerged.code, unmerged.stderr)
+	if unmerged.Code != 3 || !strings.Contains(unmerged.Stderr, "no write-back") {
+		t.Fatalf("resume without write-back: %d %s", unmerged.Code, unmerged.Stderr)
 	}
 	forced, err := cli(ctx, dir, w.kubeconfig, "breakglass", "resume", "--repo", dir, "--app", "web", "--env", "production", "--operator", "alice",
 		"--force", "--reason", "live patch reverted by hand, nothing to write back", "--observe", "3s")
 	must(t, err)
-	if forced.code != 0 {
-		t.Fatalf("forced resume: %d %s %s", forced.code, forced.stdout, forced.stderr)
+	if forced.Code != 0 {
+		t.Fatalf("forced resume: %d %s %s", forced.Code, forced.Stdout, forced.Stderr)
 	}
 	app = w.get(t, ctx, "argoproj.io/v1alpha1", "Application", "argocd", "web-production")
 	if sh, _, _ := unstructured.NestedBool(app.Object, "spec", "syncPolicy", "automated", "selfHeal"); !sh {
@@ -319,8 +275,8 @@ func TestArgoCDRefusals(t *testing.T) {
 			}()
 			res, err := cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "alice")...)
 			must(t, err)
-			if res.code != 3 || !strings.Contains(res.stderr, tc.want) {
-				t.Fatalf("want refusal %q: %d %s", tc.want, res.code, res.stderr)
+			if res.Code != 3 || !strings.Contains(res.Stderr, tc.want) {
+				t.Fatalf("want refusal %q: %d %s", tc.want, res.Code, res.Stderr)
 			}
 			app := w.get(t, ctx, "argoproj.io/v1alpha1", "Application", "argocd", "web-production")
 			if _, found, _ := unstructured.NestedFieldNoCopy(app.Object, "spec", "syncPolicy", "automated"); !found {
@@ -343,7 +299,7 @@ func TestConcurrentPause(t *testing.T) {
 	w.application(t, ctx, nil)
 	ops := []string{"alice", "bob"}
 	dirs := []string{clone(t, ctx, w.remote), clone(t, ctx, w.remote)}
-	results := make([]cliResult, len(ops))
+	results := make([]testenv.CLIResult, len(ops))
 	errs := make([]error, len(ops))
 	var wg sync.WaitGroup
 	for i := range ops {
@@ -357,7 +313,7 @@ func TestConcurrentPause(t *testing.T) {
 	winner := ""
 	for i, r := range results {
 		must(t, errs[i])
-		switch r.code {
+		switch r.Code {
 		case 0:
 			if winner != "" {
 				t.Fatalf("two operators won: %s and %s", winner, ops[i])
@@ -365,7 +321,7 @@ func TestConcurrentPause(t *testing.T) {
 			winner = ops[i]
 		case 3:
 		default:
-			t.Fatalf("%s: exit %d %s", ops[i], r.code, r.stderr)
+			t.Fatalf("%s: exit %d %s", ops[i], r.Code, r.Stderr)
 		}
 	}
 	if winner == "" {
@@ -397,8 +353,8 @@ func TestFluxPause(t *testing.T) {
 	dir := clone(t, ctx, w.remote)
 	res, err := cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "alice", "--controller", "flux")...)
 	must(t, err)
-	if res.code != 0 {
-		t.Fatalf("pause: %d %s %s", res.code, res.stdout, res.stderr)
+	if res.Code != 0 {
+		t.Fatalf("pause: %d %s %s", res.Code, res.Stdout, res.Stderr)
 	}
 	got := w.get(t, ctx, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "web-production")
 	if s, _, _ := unstructured.NestedBool(got.Object, "spec", "suspend"); !s {
@@ -411,8 +367,8 @@ func TestFluxPause(t *testing.T) {
 	forced, err := cli(ctx, dir, w.kubeconfig, "breakglass", "resume", "--repo", dir, "--app", "web", "--env", "production", "--operator", "alice",
 		"--controller", "flux", "--force", "--reason", "test", "--observe", "0")
 	must(t, err)
-	if forced.code != 0 {
-		t.Fatalf("resume: %d %s", forced.code, forced.stderr)
+	if forced.Code != 0 {
+		t.Fatalf("resume: %d %s", forced.Code, forced.Stderr)
 	}
 	got = w.get(t, ctx, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "web-production")
 	if s, _, _ := unstructured.NestedBool(got.Object, "spec", "suspend"); s {
@@ -434,8 +390,8 @@ func TestArgoCDWriteback(t *testing.T) {
 	dir := clone(t, ctx, w.remote)
 	res, err := cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "alice")...)
 	must(t, err)
-	if res.code != 0 {
-		t.Fatalf("pause: %d %s", res.code, res.stderr)
+	if res.Code != 0 {
+		t.Fatalf("pause: %d %s", res.Code, res.Stderr)
 	}
 
 	// The operator's live fix and the HPA, each with its own field manager.
@@ -457,15 +413,15 @@ func TestArgoCDWriteback(t *testing.T) {
 
 	wb, err := cli(ctx, dir, w.kubeconfig, "breakglass", "writeback", "--repo", dir, "--app", "web", "--env", "production", "--operator", "alice", "-o", "json")
 	must(t, err)
-	if wb.code != 0 {
-		t.Fatalf("writeback: %d %s %s", wb.code, wb.stdout, wb.stderr)
+	if wb.Code != 0 {
+		t.Fatalf("writeback: %d %s %s", wb.Code, wb.Stdout, wb.Stderr)
 	}
 	var out struct {
 		Changes []breakglass.Change `json:"changes"`
 		Branch  string              `json:"branch"`
 		Commit  string              `json:"commit"`
 	}
-	must(t, json.Unmarshal([]byte(wb.stdout), &out))
+	must(t, json.Unmarshal([]byte(wb.Stdout), &out))
 	classes := map[string]breakglass.Class{}
 	for _, c := range out.Changes {
 		classes[c.Path] = c.Class
@@ -476,7 +432,7 @@ func TestArgoCDWriteback(t *testing.T) {
 		"spec.replicas": breakglass.OtherWriter,
 	}
 	if !reflect.DeepEqual(classes, want) {
-		t.Fatalf("changes %v\nwant %v\n%s", classes, want, wb.stdout)
+		t.Fatalf("changes %v\nwant %v\n%s", classes, want, wb.Stdout)
 	}
 	if out.Branch != "throughline/breakglass/web/production/inc-42" {
 		t.Fatalf("branch %q", out.Branch)
@@ -495,8 +451,8 @@ func TestArgoCDWriteback(t *testing.T) {
 
 	unmerged, err := cli(ctx, dir, w.kubeconfig, "breakglass", "resume", "--repo", dir, "--app", "web", "--env", "production", "--operator", "alice")
 	must(t, err)
-	if unmerged.code != 3 || !strings.Contains(unmerged.stderr, "not merged") {
-		t.Fatalf("resume before merge: %d %s", unmerged.code, unmerged.stderr)
+	if unmerged.Code != 3 || !strings.Contains(unmerged.Stderr, "not merged") {
+		t.Fatalf("resume before merge: %d %s", unmerged.Code, unmerged.Stderr)
 	}
 	// The PR is merged.
 	git(t, ctx, dir, "merge", "-q", "--ff-only", "origin/main")
@@ -527,8 +483,8 @@ func TestArgoCDWriteback(t *testing.T) {
 	<-done
 	must(t, err)
 	must(t, fightErr)
-	if ok.code != 3 || !strings.Contains(ok.stderr, "written back and forth") || !strings.Contains(ok.stderr, "Deployment web-production/web") {
-		t.Fatalf("resume after merge with a fight: %d %s %s", ok.code, ok.stdout, ok.stderr)
+	if ok.Code != 3 || !strings.Contains(ok.Stderr, "written back and forth") || !strings.Contains(ok.Stderr, "Deployment web-production/web") {
+		t.Fatalf("resume after merge with a fight: %d %s %s", ok.Code, ok.Stdout, ok.Stderr)
 	}
 	rec := readRecord(t, ctx, dir)
 	if rec.State != breakglass.Resumed || rec.Resume.Force || rec.Resume.WritebackMerged == "" || len(rec.Resume.Flapping) != 1 {
@@ -548,7 +504,7 @@ func TestWritebackWithoutPause(t *testing.T) {
 	dir := clone(t, ctx, w.remote)
 	res, err := cli(ctx, dir, w.kubeconfig, "breakglass", "writeback", "--repo", dir, "--app", "web", "--env", "production", "--operator", "alice")
 	must(t, err)
-	if res.code != 3 || !strings.Contains(res.stderr, "no active pause record") {
-		t.Fatalf("want refusal: %d %s", res.code, res.stderr)
+	if res.Code != 3 || !strings.Contains(res.Stderr, "no active pause record") {
+		t.Fatalf("want refusal: %d %s", res.Code, res.Stderr)
 	}
 }

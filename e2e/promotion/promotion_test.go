@@ -4,12 +4,8 @@ package promotion
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +18,6 @@ import (
 
 var (
 	throughlineBin string
-	repoRoot       string
 )
 
 const (
@@ -31,25 +26,7 @@ const (
 	stagingRev = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"
 )
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "throughline-e2e-promotion-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	throughlineBin = filepath.Join(dir, "throughline")
-	_, file, _, _ := runtime.Caller(0)
-	repoRoot = filepath.Join(filepath.Dir(file), "..", "..")
-	build := exec.Command("go", "build", "-o", throughlineBin, "./cmd/throughline")
-	build.Dir, build.Stdout, build.Stderr = repoRoot, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building throughline:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.MainWithThroughline(m, &throughlineBin) }
 
 func must(t *testing.T, err error) {
 	t.Helper()
@@ -58,40 +35,15 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// gitEnv keeps the user's configuration out and names a committer.
-func gitEnv(home string) []string {
-	return append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
-}
+func gitEnv(home string) []string { return testenv.GitEnv(home) }
 
 func git(t *testing.T, ctx context.Context, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv(dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return testenv.Git(t, ctx, gitEnv(dir), dir, args...)
 }
 
-type cliResult struct {
-	code           int
-	stdout, stderr string
-}
-
-func cli(ctx context.Context, dir string, args ...string) (cliResult, error) {
-	cmd := exec.CommandContext(ctx, throughlineBin, args...)
-	cmd.Env = gitEnv(dir)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return cliResult{ee.ExitCode(), out.String(), errb.String()}, nil
-	}
-	return cliResult{0, out.String(), errb.String()}, err
+func cli(ctx context.Context, dir string, args ...string) (testenv.CLIResult, error) {
+	return testenv.RunCLI(ctx, throughlineBin, gitEnv(dir), args...)
 }
 
 func copyDir(t *testing.T, src, dst string) {
@@ -118,27 +70,27 @@ func copyDir(t *testing.T, src, dst string) {
 func seed(t *testing.T, ctx context.Context, remote string) {
 	t.Helper()
 	work := t.TempDir()
-	copyDir(t, filepath.Join(repoRoot, "examples", "gitops-env"), work)
+	copyDir(t, filepath.Join(testenv.RepoRoot(t), "examples", "gitops-env"), work)
 	k := filepath.Join(work, "apps/checkout/overlays/staging/kustomization.yaml")
 	data, err := os.ReadFile(k)
 	must(t, err)
 	must(t, os.WriteFile(k, []byte(strings.Replace(string(data), "1.4.2@"+oldDigest, "1.5.0@"+newDigest, 1)), 0o644))
 	res, err := cli(ctx, work, "render", "--hash", "--root", work, filepath.Join(work, "apps/checkout/overlays/staging"))
 	must(t, err)
-	if res.code != 0 {
-		t.Fatalf("render --hash: %d %s", res.code, res.stderr)
+	if res.Code != 0 {
+		t.Fatalf("render --hash: %d %s", res.Code, res.Stderr)
 	}
-	hash := strings.TrimSpace(res.stdout)
+	hash := strings.TrimSpace(res.Stdout)
 	ver, err := cli(ctx, work, "version")
 	must(t, err)
 	t0 := time.Now().Add(-time.Hour)
 	rec, err := promotion.NewCandidate("checkout", 1,
 		promotion.Artifact{Image: "ghcr.io/throughline-dev/checkout:1.5.0@" + newDigest, Digest: newDigest, SourceCommit: strings.Repeat("1", 40)},
-		promotion.Target{Environment: "staging", Path: "apps/checkout/overlays/staging", Cluster: "staging", RenderedHash: hash, BaseRenderedHash: hash, Renderer: strings.TrimSpace(ver.stdout)},
+		promotion.Target{Environment: "staging", Path: "apps/checkout/overlays/staging", Cluster: "staging", RenderedHash: hash, BaseRenderedHash: hash, Renderer: strings.TrimSpace(ver.Stdout)},
 		t0, "e2e")
 	must(t, err)
 	must(t, rec.Verify(promotion.VerifiedIn{Environment: "dev", DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40), RenderedHash: "sha256:" + strings.Repeat("3", 64), RuntimeEvidence: "evidence/dev/checkout/1.json"}, t0, "e2e"))
-	must(t, rec.Approve("alice", rec.InputFor(strings.TrimSpace(ver.stdout)), t0.Add(48*time.Hour), t0))
+	must(t, rec.Approve("alice", rec.InputFor(strings.TrimSpace(ver.Stdout)), t0.Add(48*time.Hour), t0))
 	must(t, rec.Reconcile(stagingRev, t0, "e2e"))
 	must(t, rec.Accept(stagingRev, "evidence/staging/checkout/1.json", t0, "e2e"))
 	out, err := rec.Marshal()
@@ -175,7 +127,7 @@ func TestConcurrentProposeOneAttempt(t *testing.T) {
 	for i := range clones {
 		clones[i] = clone(t, ctx, remote)
 	}
-	results := make([]cliResult, n)
+	results := make([]testenv.CLIResult, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -192,16 +144,16 @@ func TestConcurrentProposeOneAttempt(t *testing.T) {
 	proposed, existing := 0, 0
 	for i, r := range results {
 		must(t, errs[i])
-		if r.code != 0 {
-			t.Fatalf("propose %d: exit %d\n%s\n%s", i, r.code, r.stdout, r.stderr)
+		if r.Code != 0 {
+			t.Fatalf("propose %d: exit %d\n%s\n%s", i, r.Code, r.Stdout, r.Stderr)
 		}
-		if !strings.Contains(r.stdout, "checkout-production-4b7e2a91c3d5-1") {
-			t.Fatalf("propose %d returned another attempt:\n%s", i, r.stdout)
+		if !strings.Contains(r.Stdout, "checkout-production-4b7e2a91c3d5-1") {
+			t.Fatalf("propose %d returned another attempt:\n%s", i, r.Stdout)
 		}
 		switch {
-		case strings.HasPrefix(r.stdout, "proposed "):
+		case strings.HasPrefix(r.Stdout, "proposed "):
 			proposed++
-		case strings.HasPrefix(r.stdout, "existing attempt "):
+		case strings.HasPrefix(r.Stdout, "existing attempt "):
 			existing++
 		}
 	}
@@ -227,27 +179,27 @@ func TestConcurrentProposeOneAttempt(t *testing.T) {
 		"'\nrenderedHash: sha256:"+strings.Repeat("4", 64)+"\nruntimeEvidence: evidence/staging/checkout/1.json\n"), 0o644))
 	r, err := cli(ctx, clones[2], "promote", "verify", "--repo", clones[2], "--app", "checkout", "--to", "production", "--evidence", ev)
 	must(t, err)
-	if r.code != 0 {
-		t.Fatalf("verify: %d %s %s", r.code, r.stdout, r.stderr)
+	if r.Code != 0 {
+		t.Fatalf("verify: %d %s %s", r.Code, r.Stdout, r.Stderr)
 	}
 	r, err = cli(ctx, clones[3], "promote", "approve", "--repo", clones[3], "--app", "checkout", "--to", "production", "--approver", "alice", "--expires", "1h")
 	must(t, err)
-	if r.code != 0 {
-		t.Fatalf("approve: %d %s %s", r.code, r.stdout, r.stderr)
+	if r.Code != 0 {
+		t.Fatalf("approve: %d %s %s", r.Code, r.Stdout, r.Stderr)
 	}
 	// Status from yet another clone sees main and the open attempt branch.
 	st, err := cli(ctx, clones[0], "promote", "status", "--repo", clones[0], "-o", "json")
 	must(t, err)
-	if st.code != 0 || !strings.Contains(st.stdout, `"state": "APPROVED"`) || !strings.Contains(st.stdout, `"state": "ACCEPTED"`) || !strings.Contains(st.stdout, `"ref": "`+branch+`"`) {
-		t.Fatalf("status: %d\n%s\n%s", st.code, st.stdout, st.stderr)
+	if st.Code != 0 || !strings.Contains(st.Stdout, `"state": "APPROVED"`) || !strings.Contains(st.Stdout, `"state": "ACCEPTED"`) || !strings.Contains(st.Stdout, `"ref": "`+branch+`"`) {
+		t.Fatalf("status: %d\n%s\n%s", st.Code, st.Stdout, st.Stderr)
 	}
 	// The PR job on a fresh clone.
 	pr := clone(t, ctx, remote)
 	git(t, ctx, pr, "fetch", "-q", "origin", branch+":"+branch)
 	r, err = cli(ctx, pr, "promote", "check", "--repo", pr, "--base", "origin/main", "--head", branch)
 	must(t, err)
-	if r.code != 0 {
-		t.Fatalf("check: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	if r.Code != 0 {
+		t.Fatalf("check: %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	// Nothing was forced: main is still the seed, and the branch's history
 	// is linear from it (propose, verify, approve).

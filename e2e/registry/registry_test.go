@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -31,25 +30,7 @@ import (
 // throughlineBin is the CLI built once for the package.
 var throughlineBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "throughline-e2e-registry-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	throughlineBin = filepath.Join(dir, "throughline")
-	_, file, _, _ := runtime.Caller(0)
-	repo := filepath.Join(filepath.Dir(file), "..", "..")
-	build := exec.Command("go", "build", "-o", throughlineBin, "./cmd/throughline")
-	build.Dir, build.Stdout, build.Stderr = repo, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building throughline:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.MainWithThroughline(m, &throughlineBin) }
 
 func must(t *testing.T, err error) {
 	t.Helper()

@@ -4,12 +4,8 @@ package rollback
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -25,24 +21,7 @@ import (
 
 var throughlineBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "throughline-e2e-rollback-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	throughlineBin = filepath.Join(dir, "throughline")
-	_, file, _, _ := runtime.Caller(0)
-	build := exec.Command("go", "build", "-o", throughlineBin, "./cmd/throughline")
-	build.Dir, build.Stdout, build.Stderr = filepath.Join(filepath.Dir(file), "..", ".."), os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building throughline:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.MainWithThroughline(m, &throughlineBin) }
 
 func must(t *testing.T, err error) {
 	t.Helper()
@@ -53,39 +32,15 @@ func must(t *testing.T, err error) {
 
 var isolated []string // DOCKER_CONFIG and cache dirs of the test
 
-func gitEnv(home string) []string {
-	return append(append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid"), isolated...)
-}
+func gitEnv(home string) []string { return testenv.GitEnv(home, isolated...) }
 
 func git(t *testing.T, ctx context.Context, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv(dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return testenv.Git(t, ctx, gitEnv(dir), dir, args...)
 }
 
-type cliResult struct {
-	code           int
-	stdout, stderr string
-}
-
-func cli(ctx context.Context, dir string, args ...string) (cliResult, error) {
-	cmd := exec.CommandContext(ctx, throughlineBin, args...)
-	cmd.Env = gitEnv(dir)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return cliResult{ee.ExitCode(), out.String(), errb.String()}, nil
-	}
-	return cliResult{0, out.String(), errb.String()}, err
+func cli(ctx context.Context, dir string, args ...string) (testenv.CLIResult, error) {
+	return testenv.RunCLI(ctx, throughlineBin, gitEnv(dir), args...)
 }
 
 func push(t *testing.T, ctx context.Context, ref string) string {
@@ -110,21 +65,21 @@ func accept(t *testing.T, ctx context.Context, work, repo, tag, digest string) {
 	must(t, os.WriteFile(filepath.Join(work, overlay, "kustomization.yaml"), []byte(k), 0o644))
 	res, err := cli(ctx, work, "render", "--hash", "--root", work, filepath.Join(work, overlay))
 	must(t, err)
-	if res.code != 0 {
-		t.Fatalf("render: %d %s", res.code, res.stderr)
+	if res.Code != 0 {
+		t.Fatalf("render: %d %s", res.Code, res.Stderr)
 	}
-	hash := strings.TrimSpace(res.stdout)
+	hash := strings.TrimSpace(res.Stdout)
 	ver, err := cli(ctx, work, "version")
 	must(t, err)
 	t0 := time.Now().Add(-time.Hour)
 	rec, err := promotion.NewCandidate("web", 1,
 		promotion.Artifact{Image: repo + ":" + tag + "@" + digest, Digest: digest, SourceCommit: strings.Repeat("1", 40)},
-		promotion.Target{Environment: "production", Path: overlay, Cluster: "production", RenderedHash: hash, BaseRenderedHash: hash, Renderer: strings.TrimSpace(ver.stdout)},
+		promotion.Target{Environment: "production", Path: overlay, Cluster: "production", RenderedHash: hash, BaseRenderedHash: hash, Renderer: strings.TrimSpace(ver.Stdout)},
 		t0, "e2e")
 	must(t, err)
 	rev := git(t, ctx, work, "rev-parse", "HEAD")
 	must(t, rec.Verify(promotion.VerifiedIn{Environment: "staging", DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40), RenderedHash: hash, RuntimeEvidence: "evidence/staging/web/1.json"}, t0, "e2e"))
-	must(t, rec.Approve("alice", rec.InputFor(strings.TrimSpace(ver.stdout)), t0.Add(48*time.Hour), t0))
+	must(t, rec.Approve("alice", rec.InputFor(strings.TrimSpace(ver.Stdout)), t0.Add(48*time.Hour), t0))
 	must(t, rec.Reconcile(rev, t0, "e2e"))
 	must(t, rec.Accept(rev, "evidence/production/web/"+rec.PromotionID+".json", t0, "e2e"))
 	data, err := rec.Marshal()
@@ -175,12 +130,12 @@ func TestRollback(t *testing.T) {
 	dir := clone(t, ctx, remoteURL)
 	res, err := cli(ctx, dir, "rollback", "--repo", dir, "--app", "web", "--env", "production", "--to", "previous")
 	must(t, err)
-	if res.code != 0 {
-		t.Fatalf("rollback: %d %s %s", res.code, res.stdout, res.stderr)
+	if res.Code != 0 {
+		t.Fatalf("rollback: %d %s %s", res.Code, res.Stdout, res.Stderr)
 	}
 	branch := "throughline/promote/web/production/" + strings.TrimPrefix(a, "sha256:")[:12] + "-2"
-	if !strings.Contains(res.stdout, "branch "+branch) {
-		t.Fatalf("rollback output: %s", res.stdout)
+	if !strings.Contains(res.Stdout, "branch "+branch) {
+		t.Fatalf("rollback output: %s", res.Stdout)
 	}
 	check := clone(t, ctx, remoteURL)
 	git(t, ctx, check, "fetch", "-q", "origin")
@@ -202,8 +157,8 @@ func TestRollback(t *testing.T) {
 	} {
 		r, err := cli(ctx, dir, "rollback", "--repo", dir, "--app", "web", "--env", "production", "--to", tc.to)
 		must(t, err)
-		if r.code != 3 || !strings.Contains(r.stderr, tc.want) {
-			t.Fatalf("%s: %d %s", name, r.code, r.stderr)
+		if r.Code != 3 || !strings.Contains(r.Stderr, tc.want) {
+			t.Fatalf("%s: %d %s", name, r.Code, r.Stderr)
 		}
 	}
 	ref, err := name.ParseReference(repo+"@"+a, name.Insecure)
@@ -211,7 +166,7 @@ func TestRollback(t *testing.T) {
 	must(t, remote.Delete(ref, remote.WithContext(ctx), remote.WithAuth(authn.Anonymous)))
 	gone, err := cli(ctx, dir, "rollback", "--repo", dir, "--app", "web", "--env", "production", "--to", "previous")
 	must(t, err)
-	if gone.code != 3 || !strings.Contains(gone.stderr, "no longer exists in the registry") {
-		t.Fatalf("deleted digest: %d %s", gone.code, gone.stderr)
+	if gone.Code != 3 || !strings.Contains(gone.Stderr, "no longer exists in the registry") {
+		t.Fatalf("deleted digest: %d %s", gone.Code, gone.Stderr)
 	}
 }
