@@ -13,12 +13,32 @@ BENCH_COUNT ?= 6
 
 FUZZTIME ?= 30s
 
-.PHONY: all build test unit lint fmt vet tidy-check demo bench bench-cli tools compat fuzz clean
+# make image: release image index, no container engine (internal/ociimage).
+# SOURCE_DATE_EPOCH defaults to the commit time, so two builds of one commit
+# give one digest. IMAGE_REPO=host/repo[:tag] also pushes (plain HTTP only to
+# a loopback registry).
+IMAGE_PLATFORMS ?= amd64 arm64
+IMAGE_DIR := $(BIN)/image
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE_REPO ?=
+
+.PHONY: all build image test unit lint fmt vet tidy-check demo bench bench-cli tools compat fuzz clean
 
 all: build test
 
 build: ## build ./bin/throughline
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/throughline ./cmd/throughline
+
+image: ## OCI image index (linux/amd64, linux/arm64) in bin/image; pushes when IMAGE_REPO is set
+	set -e; for arch in $(IMAGE_PLATFORMS); do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
+			-o $(BIN)/linux_$$arch/throughline ./cmd/throughline; \
+	done
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./hack/image -out $(IMAGE_DIR) \
+		$(foreach a,$(IMAGE_PLATFORMS),-bin linux/$(a)=$(BIN)/linux_$(a)/throughline) \
+		-revision '$(REVISION)' -version '$(VERSION)' -repo '$(IMAGE_REPO)' \
+		-digest-file $(BIN)/image.ref
 
 test: lint unit ## the gate: lint + unit tests with -race
 

@@ -3,6 +3,7 @@ module github.com/throughline-dev/throughline
 go 1.26.8
 
 require (
+	github.com/CycloneDX/cyclonedx-go v0.12.0
 	github.com/blang/semver/v4 v4.0.0
 	github.com/fluxcd/pkg/apis/event v0.30.0
 	github.com/fluxcd/pkg/runtime v0.117.0
@@ -56,6 +57,7 @@ require (
 	github.com/go-openapi/swag/typeutils v0.29.1 // indirect
 	github.com/go-openapi/swag/yamlutils v0.29.1 // indirect
 	github.com/google/gnostic-models v0.7.1 // indirect
+	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/hashicorp/go-retryablehttp v0.7.8 // indirect
