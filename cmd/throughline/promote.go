@@ -41,12 +41,14 @@ to the next through the promotion/v1 record at promotion/<app>/<env>.yaml:
   verify    record the VERIFIED gate from the source environment's evidence
   approve   record the APPROVED gate, bound to the approval input hash
   check     the PR job: refuse anything but the verified, approved digest
+  reconcile the post-merge job: record RECONCILING with the merged commit
   status    show every record`,
 	}
 	cmd.AddCommand(
 		newPromoteProposeCommand(g, stdout),
 		newPromoteVerifyCommand(g, stdout),
 		newPromoteApproveCommand(g, stdout),
+		newPromoteReconcileCommand(g, stdout),
 		newPromoteStatusCommand(stdout),
 		newPromoteCheckCommand(g, stdout),
 	)

@@ -423,3 +423,52 @@ func TestPromoteNewAttempt(t *testing.T) {
 		t.Fatalf("ambiguous branch: %d %s", r.code, r.stderr)
 	}
 }
+
+// TestPromoteReconcile: after the promotion PR is merged, the post-merge job
+// records RECONCILING with the merged commit as the desired revision; before
+// the merge, and a second time, it is refused.
+func TestPromoteReconcile(t *testing.T) {
+	top, root := promoteFixture(t)
+	res := runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production", "-o", "json")
+	if res.code != 0 {
+		t.Fatalf("propose: %d %s %s", res.code, res.stdout, res.stderr)
+	}
+	var p proposal
+	if err := json.Unmarshal([]byte(res.stdout), &p); err != nil {
+		t.Fatal(err)
+	}
+	reconcile := func() result {
+		return runCLI(t, "promote", "reconcile", "--repo", root, "--app", "checkout", "--to", "production")
+	}
+	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production", "--evidence", writeEvidence(t, promNewDigest, promStagingRev)); r.code != 0 {
+		t.Fatalf("verify: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := reconcile(); r.code != 3 || !strings.Contains(r.stderr, "merge the promotion PR first") {
+		t.Fatalf("reconcile before the merge: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	gitT(t, top, "merge", "-q", "--no-ff", "--no-edit", p.Branch)
+	if r := reconcile(); r.code != 3 || !strings.Contains(r.stderr, "no approval") {
+		t.Fatalf("reconcile of a merged but unapproved record: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	gitT(t, top, "reset", "-q", "--hard", "HEAD~1")
+	if r := runCLI(t, "promote", "approve", "--repo", root, "--app", "checkout", "--to", "production", "--approver", "alice", "--expires", "2h"); r.code != 0 {
+		t.Fatalf("approve: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	gitT(t, top, "merge", "-q", "--no-ff", "--no-edit", p.Branch)
+	merged := gitT(t, top, "rev-parse", "main")
+	r := reconcile()
+	if r.code != 0 || !strings.Contains(r.stdout, "RECONCILING "+p.Record.PromotionID+" desired "+merged) {
+		t.Fatalf("reconcile: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	data := gitT(t, top, "show", "main:gitops/promotion/checkout/production.yaml")
+	rec, err := promotion.Parse("production.yaml", []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.State != promotion.Reconciling || rec.Reconciling.DesiredRevision != merged {
+		t.Fatalf("record after reconcile: %s %+v", rec.State, rec.Reconciling)
+	}
+	if again := reconcile(); again.code != 3 {
+		t.Fatalf("second reconcile: %d %s %s", again.code, again.stdout, again.stderr)
+	}
+}
