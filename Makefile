@@ -23,12 +23,15 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE_REPO ?=
 
-.PHONY: all build image test unit lint fmt vet tidy-check demo bench bench-cli tools compat fuzz clean
+.PHONY: all build docs image test unit lint fmt vet tidy-check demo bench bench-cli tools compat fuzz clean
 
 all: build test
 
 build: ## build ./bin/throughline
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/throughline ./cmd/throughline
+
+docs: ## regenerate the CLI reference docs/cli/*.md from the cobra commands
+	THROUGHLINE_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestCLIDocs$$' ./cmd/throughline/
 
 image: ## OCI image index (linux/amd64, linux/arm64) in bin/image; pushes when IMAGE_REPO is set
 	set -e; for arch in $(IMAGE_PLATFORMS); do \
