@@ -23,7 +23,7 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE_REPO ?=
 
-.PHONY: all build docs image test unit lint fmt vet tidy-check demo bench bench-cli tools compat fuzz clean
+.PHONY: all build docs image release test unit lint fmt vet tidy-check demo bench bench-cli tools compat fuzz clean
 
 all: build test
 
@@ -42,6 +42,9 @@ image: ## OCI image index (linux/amd64, linux/arm64) in bin/image; pushes when I
 		$(foreach a,$(IMAGE_PLATFORMS),-bin linux/$(a)=$(BIN)/linux_$(a)/throughline) \
 		-revision '$(REVISION)' -version '$(VERSION)' -repo '$(IMAGE_REPO)' \
 		-digest-file $(BIN)/image.ref
+
+release: image build ## pin deploy/ bundles to the index in bin/image.ref and render each through policy
+	./hack/release.sh $(BIN)/throughline $(BIN)/image.ref '$(VERSION)'
 
 test: lint unit ## the gate: lint + unit tests with -race
 

@@ -21,7 +21,7 @@
 //     Reconciling and Stalled (kstatus-compatible, so Flux can wait on it),
 //     observedGeneration, renderedHash, verifiedAt and the observed imageIDs.
 //     Argo CD reads the same status through the Lua health script shipped
-//     in examples/install/argocd/argocd-cm-health.yaml.
+//     in deploy/argocd/argocd-cm-health.yaml.
 //
 // The package does not log: the Reconciler reports each outcome to its
 // OnResult hook.

@@ -18,7 +18,7 @@ import (
 // ships, so the test tests what ships.
 func healthScript(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "examples", "install", "argocd", "argocd-cm-health.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "deploy", "argocd", "argocd-cm-health.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

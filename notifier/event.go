@@ -110,7 +110,7 @@ func validCommit(rev string) bool {
 }
 
 // ArgoCDPayload is the body of the shipped Argo CD notifications template
-// (examples/install/argocd/argocd-notifications-cm.yaml).
+// (deploy/argocd/argocd-notifications-cm.yaml).
 type ArgoCDPayload struct {
 	Trigger     string `json:"trigger"`
 	Application string `json:"application"`

@@ -96,36 +96,10 @@ func walkImages(v any, visit func(string)) {
 func TestArgoCDInstallComponent(t *testing.T) {
 	root := t.TempDir()
 	component := filepath.Join(root, "throughline")
-	if err := os.CopyFS(component, os.DirFS(filepath.Join(repoRoot, "examples", "install", "argocd"))); err != nil {
+	if err := os.CopyFS(component, os.DirFS(filepath.Join(repoRoot, "deploy", "argocd"))); err != nil {
 		t.Fatal(err)
 	}
-	files := map[string]string{
-		"argocd/kustomization.yaml": "resources: [repo-server.yaml]\ncomponents: [../throughline]\n",
-		"argocd/repo-server.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: argocd-repo-server}
-spec:
-  selector: {matchLabels: {app: repo}}
-  template:
-    metadata: {labels: {app: repo}}
-    spec:
-      containers:
-        - name: argocd-repo-server
-          image: quay.io/argoproj/argocd:v2.14.21@sha256:0000000000000000000000000000000000000000000000000000000000000000
-      volumes:
-        - {name: var-files, emptyDir: {}}
-        - {name: plugins, emptyDir: {}}
-`,
-	}
-	for name, body := range files {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeStandInRepoServer(t, root)
 	d, err := acceptance.Declare(context.Background(), acceptance.Request{Render: render.Options{Root: root, Path: "argocd"}})
 	if err != nil {
 		t.Fatalf("the install bundle does not pass throughline's own policy: %v", err)
@@ -167,6 +141,39 @@ spec:
 		t.Fatal(err)
 	}
 	if pluginCM != string(root2) {
-		t.Errorf("examples/install/argocd/cmp-plugin.yaml differs from plugin.yaml:\n%s", pluginCM)
+		t.Errorf("deploy/argocd/cmp-plugin.yaml differs from plugin.yaml:\n%s", pluginCM)
+	}
+}
+
+// writeStandInRepoServer writes root/argocd: a pinned argocd-repo-server and
+// a kustomization applying the Component copied to root/throughline.
+func writeStandInRepoServer(t *testing.T, root string) {
+	t.Helper()
+	files := map[string]string{
+		"argocd/kustomization.yaml": "resources: [repo-server.yaml]\ncomponents: [../throughline]\n",
+		"argocd/repo-server.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: argocd-repo-server}
+spec:
+  selector: {matchLabels: {app: repo}}
+  template:
+    metadata: {labels: {app: repo}}
+    spec:
+      containers:
+        - name: argocd-repo-server
+          image: quay.io/argoproj/argocd:v2.14.21@sha256:0000000000000000000000000000000000000000000000000000000000000000
+      volumes:
+        - {name: var-files, emptyDir: {}}
+        - {name: plugins, emptyDir: {}}
+`,
+	}
+	for name, body := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -53,7 +53,7 @@ Invalid), Reconciling and Stalled (kstatus), observedGeneration, the rendered
 hash seen, verifiedAt, and per container the observed imageIDs with their match.
 
 Argo CD reads the status through the Lua health script of
-examples/install/argocd/argocd-cm-health.yaml, Flux through kstatus.
+deploy/argocd/argocd-cm-health.yaml, Flux through kstatus.
 Registry lookups are cached by digest (memory and --registry-cache-dir).`,
 		Example: `  throughline serve --namespace shop --namespace payments
   throughline serve --metrics-bind-address :8080 --health-probe-bind-address :8081`,

@@ -46,7 +46,7 @@ func TestPinnedImagesPolicy(t *testing.T) {
 	defer cancel()
 	c := api.Client
 
-	data, err := os.ReadFile(filepath.Join(root, "examples", "install", "flux", "admission-policy.yaml"))
+	data, err := os.ReadFile(filepath.Join(root, "deploy", "flux", "admission-policy.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-// Package admission proves examples/install/flux/admission-policy.yaml on a
+// Package admission proves deploy/flux/admission-policy.yaml on a
 // real kube-apiserver: in a namespace labelled throughline.dev/enforce=true a
 // Pod with an unpinned image is refused and a pinned one admitted. Build tag
 // e2e:

@@ -222,7 +222,7 @@ func fluxToEvidence(t *testing.T, wrongRevision bool) {
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	// The shipped Provider, Alert and Secret, pointed at this notifier.
 	for _, f := range []string{"notifier-secret.yaml", "notifier-provider.yaml", "notifier-alert.yaml"} {
-		raw, err := os.ReadFile(filepath.Join(root, "examples", "install", "flux", f))
+		raw, err := os.ReadFile(filepath.Join(root, "deploy", "flux", f))
 		must(t, err)
 		u := &unstructured.Unstructured{}
 		must(t, sigyaml.Unmarshal(raw, &u.Object))
@@ -284,7 +284,7 @@ func TestArgoCDNotificationsToEvidence(t *testing.T) {
 	const ns = "argocd"
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	for _, f := range []string{"argocd-notifications-secret.yaml", "argocd-notifications-cm.yaml"} {
-		raw, err := os.ReadFile(filepath.Join(root, "examples", "install", "argocd", f))
+		raw, err := os.ReadFile(filepath.Join(root, "deploy", "argocd", f))
 		must(t, err)
 		u := &unstructured.Unstructured{}
 		must(t, sigyaml.Unmarshal(raw, &u.Object))
