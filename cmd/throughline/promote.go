@@ -419,34 +419,20 @@ non-fast-forward it fetches, re-applies and retries; it never forces.`,
 			if err != nil {
 				return err
 			}
-			var rec *promotion.Record
-			sha, err := r.Update(ctx, b, pushAttempts, func(ctx context.Context, tip string) (map[string][]byte, string, error) {
-				rec, err = r.readRecord(ctx, tip, app, to)
-				if err != nil {
-					return nil, "", err
-				}
-				if rec == nil {
-					return nil, "", &refusedError{fmt.Sprintf("branch %s has no record %s", b, promotion.RecordPath(app, to))}
-				}
+			rec, sha, err := r.updateRecord(ctx, b, app, to, "", func(ctx context.Context, tip string, rec *promotion.Record) (string, error) {
 				if ev.Digest != rec.Artifact.Digest {
-					return nil, "", &refusedError{fmt.Sprintf("evidence %s is for digest %s, the attempt %s promotes %s", evidence, ev.Digest, rec.PromotionID, rec.Artifact.Digest)}
+					return "", &refusedError{fmt.Sprintf("evidence %s is for digest %s, the attempt %s promotes %s", evidence, ev.Digest, rec.PromotionID, rec.Artifact.Digest)}
 				}
 				src, err := r.readRecord(ctx, tip, app, ev.Environment)
 				if err != nil {
-					return nil, "", err
+					return "", err
 				}
 				if why := sourceMismatch(src, rec, ev.Environment, ev.DesiredRevision); why != "" {
-					return nil, "", &refusedError{why}
+					return "", &refusedError{why}
 				}
-				if err := rec.Verify(promotion.VerifiedIn{Environment: ev.Environment, DesiredRevision: ev.DesiredRevision,
-					ObservedRevision: ev.ObservedRevision, RenderedHash: ev.RenderedHash, RuntimeEvidence: ev.RuntimeEvidence}, time.Now(), "throughline promote verify"); err != nil {
-					return nil, "", &refusedError{err.Error()}
-				}
-				data, err := rec.Marshal()
-				if err != nil {
-					return nil, "", err
-				}
-				return map[string][]byte{promotion.RecordPath(app, to): data}, fmt.Sprintf("promotion %s: VERIFIED in %s at %s\n", rec.PromotionID, ev.Environment, ev.ObservedRevision), nil
+				err = rec.Verify(promotion.VerifiedIn{Environment: ev.Environment, DesiredRevision: ev.DesiredRevision,
+					ObservedRevision: ev.ObservedRevision, RenderedHash: ev.RenderedHash, RuntimeEvidence: ev.RuntimeEvidence}, time.Now(), "throughline promote verify")
+				return fmt.Sprintf("promotion %s: VERIFIED in %s at %s\n", rec.PromotionID, ev.Environment, ev.ObservedRevision), refuse(err)
 			})
 			if err != nil {
 				return err
@@ -515,37 +501,23 @@ expires, when any input changes, or when the target moves on.
 			if err != nil {
 				return err
 			}
-			var rec *promotion.Record
-			sha, err := r.Update(ctx, b, pushAttempts, func(ctx context.Context, tip string) (map[string][]byte, string, error) {
-				rec, err = r.readRecord(ctx, tip, app, to)
-				if err != nil {
-					return nil, "", err
-				}
-				if rec == nil {
-					return nil, "", &refusedError{fmt.Sprintf("branch %s has no record %s", b, promotion.RecordPath(app, to))}
-				}
+			rec, sha, err := r.updateRecord(ctx, b, app, to, "", func(ctx context.Context, tip string, rec *promotion.Record) (string, error) {
 				tree, cleanup, err := r.export(ctx, tip)
 				if err != nil {
-					return nil, "", err
+					return "", err
 				}
 				defer cleanup()
 				d, err := promoteDeclare(ctx, tree.root, rec.Target.Path, to)
 				if err != nil {
-					return nil, "", err
+					return "", err
 				}
 				in := rec.InputFor(buildVersion())
 				in.RenderedHash = d.Hash
 				if rec.Target.Renderer != buildVersion() {
-					return nil, "", &refusedError{fmt.Sprintf("%s was rendered by throughline %s, this is %s: a new renderer makes a new attempt (propose again)", rec.PromotionID, rec.Target.Renderer, buildVersion())}
+					return "", &refusedError{fmt.Sprintf("%s was rendered by throughline %s, this is %s: a new renderer makes a new attempt (propose again)", rec.PromotionID, rec.Target.Renderer, buildVersion())}
 				}
-				if err := rec.Approve(approver, in, exp, now); err != nil {
-					return nil, "", &refusedError{err.Error()}
-				}
-				data, err := rec.Marshal()
-				if err != nil {
-					return nil, "", err
-				}
-				return map[string][]byte{promotion.RecordPath(app, to): data}, fmt.Sprintf("promotion %s: APPROVED by %s until %s\n", rec.PromotionID, approver, exp.UTC().Format(time.RFC3339)), nil
+				err = rec.Approve(approver, in, exp, now)
+				return fmt.Sprintf("promotion %s: APPROVED by %s until %s\n", rec.PromotionID, approver, exp.UTC().Format(time.RFC3339)), refuse(err)
 			})
 			if err != nil {
 				return err

@@ -51,29 +51,13 @@ accepts only the desired commit itself.`,
 				return err
 			}
 			now := time.Now()
-			var rec *promotion.Record
-			sha, err := r.Update(ctx, records, pushAttempts, func(ctx context.Context, tip string) (map[string][]byte, string, error) {
-				rec, err = r.readRecord(ctx, tip, app, to)
-				if err != nil {
-					return nil, "", err
-				}
-				if rec == nil {
-					return nil, "", &refusedError{fmt.Sprintf("%s has no record %s: merge the promotion PR first", records, promotion.RecordPath(app, to))}
-				}
+			rec, sha, err := r.updateRecord(ctx, records, app, to, ": merge the promotion PR first", func(_ context.Context, _ string, rec *promotion.Record) (string, error) {
 				in := rec.InputFor(buildVersion())
 				in.RenderedHash = hash
 				if why := rec.ApprovalVoid(in, "", now); why != "" {
-					return nil, "", &refusedError{fmt.Sprintf("%s at %s: %s", rec.PromotionID, revision, why)}
+					return "", &refusedError{fmt.Sprintf("%s at %s: %s", rec.PromotionID, revision, why)}
 				}
-				if err := rec.Reconcile(revision, now, by); err != nil {
-					return nil, "", &refusedError{err.Error()}
-				}
-				data, err := rec.Marshal()
-				if err != nil {
-					return nil, "", err
-				}
-				return map[string][]byte{promotion.RecordPath(app, to): data},
-					fmt.Sprintf("promotion %s: RECONCILING %s\n", rec.PromotionID, revision), nil
+				return fmt.Sprintf("promotion %s: RECONCILING %s\n", rec.PromotionID, revision), refuse(rec.Reconcile(revision, now, by))
 			})
 			if err != nil {
 				return err

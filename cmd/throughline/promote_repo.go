@@ -249,3 +249,41 @@ func artifactImages(d *acceptance.Declaration, artifactImage string) (repo strin
 	}
 	return p.Repository, others, count
 }
+
+// updateRecord moves APP/ENV's record on branch with a compare-and-swap
+// commit: on every attempt it reads the record at the branch tip (refusing
+// when there is none), lets advance check and transition it (returning the
+// commit message; a refusal should be a *refusedError), validates and writes
+// it. It returns the record as committed and the commit.
+func (r *promoteRepo) updateRecord(ctx context.Context, branch, app, env, missing string,
+	advance func(ctx context.Context, tip string, rec *promotion.Record) (string, error)) (*promotion.Record, string, error) {
+	var rec *promotion.Record
+	sha, err := r.Update(ctx, branch, pushAttempts, func(ctx context.Context, tip string) (map[string][]byte, string, error) {
+		var err error
+		rec, err = r.readRecord(ctx, tip, app, env)
+		if err != nil {
+			return nil, "", err
+		}
+		if rec == nil {
+			return nil, "", &refusedError{fmt.Sprintf("branch %s has no record %s%s", branch, promotion.RecordPath(app, env), missing)}
+		}
+		msg, err := advance(ctx, tip, rec)
+		if err != nil {
+			return nil, "", err
+		}
+		data, err := rec.Marshal()
+		if err != nil {
+			return nil, "", err
+		}
+		return map[string][]byte{promotion.RecordPath(app, env): data}, msg, nil
+	})
+	return rec, sha, err
+}
+
+// refuse wraps a transition error as a gate refusal (exit 3).
+func refuse(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &refusedError{err.Error()}
+}
