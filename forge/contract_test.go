@@ -37,6 +37,46 @@ type contract struct {
 	wantNumber int
 }
 
+// server answers one documented request: it checks the method, path, headers
+// and JSON body fields the forge's documentation requires, then replies with
+// the documented status and response. Closed when the test ends.
+func (c contract) server(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.EscapedPath() != c.path {
+			t.Errorf("%s %s, want POST %s", r.Method, r.URL.EscapedPath(), c.path)
+		}
+		for k, v := range c.header {
+			if got := r.Header.Get(k); got != v {
+				t.Errorf("header %s = %q, want %q", k, got, v)
+			}
+		}
+		raw, _ := io.ReadAll(r.Body)
+		var got map[string]any
+		if err := json.Unmarshal(raw, &got); err != nil {
+			t.Errorf("body %s: %v", raw, err)
+		}
+		for k, v := range c.body {
+			if got[k] != v {
+				t.Errorf("body %s = %v, want %q", k, got[k], v)
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(c.status)
+		_, _ = io.WriteString(w, c.response)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// repo is the repository the contract's path names (GitLab's is nested).
+func (c contract) repo() string {
+	if c.kind == GitLab {
+		return "platform/infra/gitops-env"
+	}
+	return "platform/gitops-env"
+}
+
 func TestContractOpenPullRequest(t *testing.T) {
 	pr := PullRequest{Title: "promote checkout", Body: "| class |", Head: "throughline/promote/checkout/production/4b7e2a91c3d5-1", Base: "main"}
 	for _, c := range []contract{
@@ -63,36 +103,9 @@ func TestContractOpenPullRequest(t *testing.T) {
 		},
 	} {
 		t.Run(string(c.kind), func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.Method != http.MethodPost || r.URL.EscapedPath() != c.path {
-					t.Errorf("%s %s, want POST %s", r.Method, r.URL.EscapedPath(), c.path)
-				}
-				for k, v := range c.header {
-					if got := r.Header.Get(k); got != v {
-						t.Errorf("header %s = %q, want %q", k, got, v)
-					}
-				}
-				raw, _ := io.ReadAll(r.Body)
-				var got map[string]any
-				if err := json.Unmarshal(raw, &got); err != nil {
-					t.Errorf("body %s: %v", raw, err)
-				}
-				for k, v := range c.body {
-					if got[k] != v {
-						t.Errorf("body %s = %v, want %q", k, got[k], v)
-					}
-				}
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(c.status)
-				io.WriteString(w, c.response)
-			}))
-			defer srv.Close()
+			srv := c.server(t)
 			t.Setenv("THROUGHLINE_FORGE_TOKEN", "tok")
-			repo := "platform/gitops-env"
-			if c.kind == GitLab {
-				repo = "platform/infra/gitops-env"
-			}
-			cl, err := New(c.kind, srv.URL, repo)
+			cl, err := New(c.kind, srv.URL, c.repo())
 			if err != nil {
 				t.Fatal(err)
 			}
