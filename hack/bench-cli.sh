@@ -39,89 +39,11 @@ out=${BENCH_OUT:-$work/out}
 mkdir -p "$out"
 
 app=apps/bench/overlays/production
-images=(registry.example.test/bench/api registry.example.test/bench/worker
-        registry.example.test/bench/migrate registry.example.test/bench/proxy)
 
-digest() { printf 'sha256:'; for _ in $(seq 32); do printf '%02x' $((0xa0 + $1)); done; }
-
-# gen_tree ROOT N writes the benchmark repository (same as writeOverlayTree
-# in cmp/bench_test.go).
-gen_tree() {
-  local root=$1 n=$2 i base=$1/apps/bench/base ov=$1/$app
-  mkdir -p "$base" "$ov" "$root/apps/other"
-  printf '# bench repository\n' >"$root/README.md"
-  printf 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\ndata: {revision: "1"}\n' >"$root/apps/other/configmap.yaml"
-  {
-    printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n'
-    for ((i = 0; i < n; i++)); do printf '  - deploy-%04d.yaml\n' "$i"; done
-  } >"$base/kustomization.yaml"
-  for ((i = 0; i < n; i++)); do
-    cat >"$base/$(printf 'deploy-%04d.yaml' "$i")" <<EOF
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: $(printf 'svc-%04d' "$i")
-  labels:
-    app.kubernetes.io/name: $(printf 'svc-%04d' "$i")
-spec:
-  replicas: 2
-  selector:
-    matchLabels:
-      app.kubernetes.io/name: $(printf 'svc-%04d' "$i")
-  template:
-    metadata:
-      labels:
-        app.kubernetes.io/name: $(printf 'svc-%04d' "$i")
-    spec:
-      initContainers:
-        - name: migrate
-          image: ${images[2]}
-          args: ["migrate", "--check"]
-      containers:
-        - name: app
-          image: ${images[$((i % 2))]}
-          ports:
-            - name: http
-              containerPort: 8080
-          resources:
-            requests: {cpu: 100m, memory: 128Mi}
-            limits: {memory: 256Mi}
-          readinessProbe:
-            httpGet: {path: /healthz, port: http}
-EOF
-  done
-  {
-    cat <<'EOF'
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-namespace: bench-production
-resources:
-  - ../../base
-patches:
-  - path: environment.yaml
-    target:
-      kind: Deployment
-images:
-EOF
-    for i in "${!images[@]}"; do
-      printf '  - name: %s\n    newTag: "1.4.%d@%s"\n' "${images[$i]}" "$i" "$(digest "$i")"
-    done
-  } >"$ov/kustomization.yaml"
-  cat >"$ov/environment.yaml" <<'EOF'
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: any
-spec:
-  template:
-    spec:
-      containers:
-        - name: app
-          env:
-            - name: ENVIRONMENT
-              value: production
-EOF
-}
+# gen_tree ROOT N writes the benchmark repository: the same tree the Go
+# benchmarks render (internal/benchfixture, through hack/benchtree).
+go build -o "$work/benchtree" "$(cd "$(dirname "$0")" && pwd)/benchtree"
+gen_tree() { "$work/benchtree" -n "$2" "$1"; }
 
 # new_commit SRC DST copies the repository and changes an unrelated file.
 new_commit() {

@@ -1,6 +1,6 @@
 // Package benchfixture holds what the benchmarks of render/, policy/ and
 // cmp/ share: the synthetic GitOps repository they render (hack/bench-cli.sh
-// writes the same tree), the digests it pins, the sizes to run, and CPU-time
+// writes the same tree with hack/benchtree), the digests it pins, the sizes to run, and CPU-time
 // reporting (on a shared machine wall time includes waiting for a core).
 package benchfixture
 
@@ -44,20 +44,30 @@ func Sizes() []int {
 // overlay with namespace:, images: pinning every image by digest and a patch
 // of every Deployment, plus an unrelated README.md and another app (so a new
 // commit elsewhere can be simulated). It returns the overlay path relative
-// to root. hack/bench-cli.sh writes the same tree.
+// to root. hack/bench-cli.sh writes the same tree through hack/benchtree.
 func WriteOverlay(tb testing.TB, root string, n int) string {
 	tb.Helper()
+	rel, err := Write(root, n)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rel
+}
+
+// Write is WriteOverlay for programs: it returns the first write error.
+func Write(root string, n int) (string, error) {
+	var werr error
 	base := filepath.Join(root, "apps", "bench", "base")
 	overlay := filepath.Join(root, "apps", "bench", "overlays", "production")
 	other := filepath.Join(root, "apps", "other")
 	for _, d := range []string{base, overlay, other} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			tb.Fatal(err)
+			return "", fmt.Errorf("writing the benchmark tree: %w", err)
 		}
 	}
 	write := func(p, s string) {
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			tb.Fatal(err)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil && werr == nil {
+			werr = fmt.Errorf("writing the benchmark tree: %w", err)
 		}
 	}
 	write(filepath.Join(root, "README.md"), "# bench repository\n")
@@ -131,7 +141,10 @@ spec:
             - name: ENVIRONMENT
               value: production
 `)
-	return filepath.ToSlash(filepath.Join("apps", "bench", "overlays", "production"))
+	if werr != nil {
+		return "", werr
+	}
+	return filepath.ToSlash(filepath.Join("apps", "bench", "overlays", "production")), nil
 }
 
 // CPUNow is the CPU time (user + system, every thread) the process has used.
