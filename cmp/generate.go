@@ -59,7 +59,7 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 		}
 		if e, ok := opts.Cache.lookup(key, fsys); ok && e.Renderer == opts.Version {
 			e.Acceptance.Spec.SourceRevision = opts.Env.Revision
-			out, err := assemble([]byte(e.Manifests), e.Acceptance)
+			out, err := assemble(e.Manifests, e.Acceptance)
 			if err != nil {
 				return nil, err
 			}
@@ -99,7 +99,7 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 		cached := d.Acceptance
 		cached.Spec.SourceRevision = ""
 		res.CacheErr = opts.Cache.store(key, &cacheEntry{
-			Renderer: opts.Version, Probes: trace.Compact(), Manifests: objs.String(), Acceptance: cached,
+			Renderer: opts.Version, Probes: trace.Compact(), Manifests: objs.Bytes(), Acceptance: cached,
 		})
 	}
 	return res, nil

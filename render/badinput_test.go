@@ -52,6 +52,9 @@ func TestBadInput(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "app/huge.yaml: file exceeds the size limit"},
+		{"mapping key that is not a string", func(t *testing.T, root string) {
+			write(t, root, "app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {1: a}\n")
+		}, `app/cm.yaml: document 1: field data: mapping key 1 is not a string (quote it: "1")`},
 		{"binary file", func(t *testing.T, root string) {
 			write(t, root, "app/blob.yaml", "\x7fELF\x02\x01\x01\x00\x00\x00binary")
 		}, "app/blob.yaml: binary file"},

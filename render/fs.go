@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -101,14 +103,22 @@ func (c *ConfinedFS) within(p string) bool {
 // it (or, for a path that does not exist, its deepest existing ancestor)
 // resolves outside the root.
 func (c *ConfinedFS) resolve(p string) (string, error) {
+	r, _, err := c.resolveStat(p)
+	return r, err
+}
+
+// resolveStat is resolve that also returns the file's information when the
+// last element was not a symlink (its Lstat is then its Stat), so callers
+// need not stat it again; nil otherwise.
+func (c *ConfinedFS) resolveStat(p string) (string, fs.FileInfo, error) {
 	p = c.abs(p)
 	if !c.within(p) {
-		return "", &InputError{File: p, Err: ErrOutsideRoot}
+		return "", nil, &InputError{File: p, Err: ErrOutsideRoot}
 	}
-	resolved, err := c.evalSymlinks(p)
+	resolved, fi, err := c.evalSymlinks(p)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			return "", &InputError{File: c.Rel(p), Err: err}
+			return "", nil, &InputError{File: c.Rel(p), Err: err}
 		}
 		// Resolve the deepest ancestor that exists and re-attach the rest.
 		dir, rest := p, ""
@@ -121,25 +131,27 @@ func (c *ConfinedFS) resolve(p string) (string, error) {
 				break
 			}
 			if parent == filepath.Dir(parent) {
-				return "", &InputError{File: c.Rel(p), Err: err}
+				return "", nil, &InputError{File: c.Rel(p), Err: err}
 			}
 		}
 	}
 	if !c.within(resolved) {
-		return "", &InputError{File: c.Rel(p), Err: ErrOutsideRoot}
+		return "", nil, &InputError{File: c.Rel(p), Err: ErrOutsideRoot}
 	}
-	return resolved, nil
+	return resolved, fi, nil
 }
 
 // evalSymlinks is filepath.EvalSymlinks with the parent directory's
-// resolution memoized; only the last element is looked at afresh.
-func (c *ConfinedFS) evalSymlinks(p string) (string, error) {
+// resolution memoized; only the last element is looked at afresh. When that
+// element is not a symlink its Lstat information is returned too (nil
+// otherwise).
+func (c *ConfinedFS) evalSymlinks(p string) (string, fs.FileInfo, error) {
 	dir, base := filepath.Dir(p), filepath.Base(p)
 	rd, ok := c.dirs.Load(dir)
 	if !ok {
 		r, err := filepath.EvalSymlinks(dir)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		c.dirs.Store(dir, r)
 		rd = r
@@ -147,12 +159,13 @@ func (c *ConfinedFS) evalSymlinks(p string) (string, error) {
 	candidate := filepath.Join(rd.(string), base)
 	fi, err := os.Lstat(candidate)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if fi.Mode()&os.ModeSymlink != 0 {
-		return filepath.EvalSymlinks(candidate)
+		r, err := filepath.EvalSymlinks(candidate)
+		return r, nil, err
 	}
-	return candidate, nil
+	return candidate, fi, nil
 }
 
 func (c *ConfinedFS) record(op, p, result string) {
@@ -175,14 +188,15 @@ func (c *ConfinedFS) ReadFile(p string) ([]byte, error) {
 }
 
 func (c *ConfinedFS) readFile(p string) ([]byte, error) {
-	r, err := c.resolve(p)
+	r, fi, err := c.resolveStat(p)
 	if err != nil {
 		return nil, err
 	}
 	// Stat before opening: opening a named pipe would block.
-	fi, err := os.Stat(r)
-	if err != nil {
-		return nil, &InputError{File: c.Rel(c.abs(p)), Err: err}
+	if fi == nil {
+		if fi, err = os.Stat(r); err != nil {
+			return nil, &InputError{File: c.Rel(c.abs(p)), Err: err}
+		}
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, &InputError{File: c.Rel(c.abs(p)), Err: fmt.Errorf("not a regular file (%s)", fi.Mode().Type())}
@@ -198,10 +212,14 @@ func (c *ConfinedFS) readFile(p string) ([]byte, error) {
 	if fi2, err := f.Stat(); err != nil || !os.SameFile(fi, fi2) {
 		return nil, &InputError{File: c.Rel(c.abs(p)), Err: errors.New("file changed while it was read")}
 	}
-	data, err := io.ReadAll(io.LimitReader(f, c.maxFileSize+1))
-	if err != nil {
+	// Sized from the stat: one allocation; a file that grew is still cut
+	// at the limit.
+	var buf bytes.Buffer
+	buf.Grow(int(fi.Size()) + bytes.MinRead)
+	if _, err := buf.ReadFrom(io.LimitReader(f, c.maxFileSize+1)); err != nil {
 		return nil, &InputError{File: c.Rel(c.abs(p)), Err: err}
 	}
+	data := buf.Bytes()
 	if int64(len(data)) > c.maxFileSize {
 		return nil, &InputError{File: c.Rel(c.abs(p)), Err: fmt.Errorf("%w: limit %d bytes", ErrTooLarge, c.maxFileSize)}
 	}
@@ -291,16 +309,17 @@ func (c *ConfinedFS) cleanedAbs(p string) (filesys.ConfirmedDir, string, error) 
 	}
 	// Like kyaml's on-disk CleanedAbs (which calls log.Fatalf on surprises),
 	// with the directory resolution memoized.
-	resolved, err := c.evalSymlinks(abs)
+	resolved, fi, err := c.evalSymlinks(abs)
 	if err != nil {
 		return "", "", &InputError{File: c.Rel(abs), Err: err}
 	}
 	if !c.within(resolved) {
 		return "", "", &InputError{File: c.Rel(abs), Err: ErrOutsideRoot}
 	}
-	fi, err := os.Stat(resolved)
-	if err != nil {
-		return "", "", &InputError{File: c.Rel(abs), Err: err}
+	if fi == nil {
+		if fi, err = os.Stat(resolved); err != nil {
+			return "", "", &InputError{File: c.Rel(abs), Err: err}
+		}
 	}
 	if fi.IsDir() {
 		return filesys.ConfirmedDir(resolved), "", nil
@@ -410,38 +429,62 @@ func (t *Trace) Compact() []Probe {
 }
 
 // Replay re-runs every probe against fsys and reports whether all results are
-// unchanged.
+// unchanged. Probes are independent, so large traces are spread over the
+// cores; the first changed result stops every worker.
 func Replay(fsys *ConfinedFS, probes []Probe) bool {
-	for _, p := range probes {
-		var got string
-		switch p.Op {
-		case "read":
-			got = "error"
-			if data, err := fsys.readFile(p.Path); err == nil {
-				sum := sha256.Sum256(data)
-				got = hex.EncodeToString(sum[:])
+	workers := min(runtime.GOMAXPROCS(0), len(probes)/256+1)
+	if workers == 1 {
+		for _, p := range probes {
+			if !replayOne(fsys, p) {
+				return false
 			}
-		case "exists":
-			got = fmt.Sprint(fsys.exists(p.Path))
-		case "isdir":
-			got = fmt.Sprint(fsys.isDir(p.Path))
-		case "readdir":
-			got = "error"
-			if names, err := fsys.readDir(p.Path); err == nil {
-				got = strings.Join(names, "\x00")
-			}
-		case "abs":
-			got = "error"
-			if d, f, err := fsys.cleanedAbs(p.Path); err == nil {
-				got = fsys.Rel(string(d)) + "\x00" + f
-			}
-		default:
-			// Globs and unknown probes are not replayed: the entry is stale.
-			return false
 		}
-		if got != p.Result {
-			return false
-		}
+		return true
 	}
-	return true
+	var stale atomic.Bool
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(probes) && !stale.Load(); i += workers {
+				if !replayOne(fsys, probes[i]) {
+					stale.Store(true)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return !stale.Load()
+}
+
+// replayOne reports whether probe p gives the recorded result again.
+func replayOne(fsys *ConfinedFS, p Probe) bool {
+	var got string
+	switch p.Op {
+	case "read":
+		got = "error"
+		if data, err := fsys.readFile(p.Path); err == nil {
+			sum := sha256.Sum256(data)
+			got = hex.EncodeToString(sum[:])
+		}
+	case "exists":
+		got = fmt.Sprint(fsys.exists(p.Path))
+	case "isdir":
+		got = fmt.Sprint(fsys.isDir(p.Path))
+	case "readdir":
+		got = "error"
+		if names, err := fsys.readDir(p.Path); err == nil {
+			got = strings.Join(names, "\x00")
+		}
+	case "abs":
+		got = "error"
+		if d, f, err := fsys.cleanedAbs(p.Path); err == nil {
+			got = fsys.Rel(string(d)) + "\x00" + f
+		}
+	default:
+		// Globs and unknown probes are not replayed: the entry is stale.
+		return false
+	}
+	return got == p.Result
 }

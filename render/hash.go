@@ -11,7 +11,8 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/gowebpki/jcs"
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // HashPrefix starts every rendered and object hash.
@@ -19,17 +20,25 @@ const HashPrefix = "sha256:"
 
 // Canonical returns the RFC 8785 (JSON Canonicalization Scheme) form of the
 // object: keys sorted by UTF-16 code units, no insignificant whitespace,
-// ECMAScript number formatting.
+// ECMAScript number formatting. The object is serialized with the
+// encoding/json/v2 prototype (nil slices and maps as null, as encoding/json
+// does) and its bytes canonicalized in place by jsontext, without decoding
+// them into Go values again. A value v2 refuses (invalid UTF-8, which
+// encoding/json replaces with U+FFFD) goes through encoding/json, so the
+// bytes are always those of encoding/json + RFC 8785; FuzzCanonical checks
+// that against an independent JCS implementation.
 func Canonical(o Object) ([]byte, error) {
-	raw, err := json.Marshal(o.Map)
+	raw, err := jsonv2.Marshal(o.Map, jsonv2.FormatNilSliceAsNull(true), jsonv2.FormatNilMapAsNull(true))
 	if err != nil {
-		return nil, fmt.Errorf("serializing %s to JSON: %w", o.ID(), err)
+		if raw, err = json.Marshal(o.Map); err != nil {
+			return nil, fmt.Errorf("serializing %s to JSON: %w", o.ID(), err)
+		}
 	}
-	c, err := jcs.Transform(raw)
-	if err != nil {
+	v := jsontext.Value(raw)
+	if err := v.Canonicalize(); err != nil {
 		return nil, fmt.Errorf("canonicalizing %s: %w", o.ID(), err)
 	}
-	return c, nil
+	return v, nil
 }
 
 // ObjectHash is sha256 over the canonical form of one object.

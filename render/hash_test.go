@@ -111,3 +111,22 @@ func TestHashEmptySet(t *testing.T) {
 		t.Errorf("empty set hash %s", h)
 	}
 }
+
+// TestCanonicalMatchesEncodingJSON: values YAML cannot produce but Go code
+// can (nil slices and maps, invalid UTF-8, integers beyond 2^53) give the
+// bytes of encoding/json + RFC 8785, as computed by gowebpki/jcs.
+func TestCanonicalMatchesEncodingJSON(t *testing.T) {
+	for name, v := range map[string]any{
+		"nil slice":    []any(nil),
+		"nil map":      map[string]any(nil),
+		"invalid utf8": "a\xffb",
+		"html":         "<a href='x'>&</a>\u2028\u2029",
+		"big int":      int64(1<<62 + 1),
+		"float":        []any{0.1, 1e21, 1e-7, -0.0, 5e-324},
+		"nested":       map[string]any{"é": []any{nil, true, "€"}, "\U0001F600": map[string]any{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assertCanonical(t, render.Object{Map: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "v": v}})
+		})
+	}
+}

@@ -89,6 +89,9 @@ func DecodeManifests(data []byte, file string) ([]Object, error) {
 			return nil, &InputError{File: file, Err: fmt.Errorf("document %d: not a mapping", i+1)}
 		}
 		m, err := n.Map()
+		if err == nil {
+			err = stringKeys(m, "")
+		}
 		if err != nil {
 			return nil, &InputError{File: file, Err: fmt.Errorf("document %d: %w", i+1, err)}
 		}
@@ -99,6 +102,35 @@ func DecodeManifests(data []byte, file string) ([]Object, error) {
 		out = append(out, objs...)
 	}
 	return out, nil
+}
+
+// stringKeys refuses mappings with keys that are not strings (YAML decodes
+// `{1: a}` into map[any]any): a Kubernetes object has string keys only, and
+// such an object could be neither hashed nor printed as JSON. The error names
+// the field and says how to fix it.
+func stringKeys(v any, path string) error {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if err := stringKeys(e, path+"."+k); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if err := stringKeys(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case map[any]any:
+		for k := range v {
+			if _, ok := k.(string); !ok {
+				return fmt.Errorf("field %s: mapping key %v is not a string (quote it: \"%v\")", strings.TrimPrefix(path, "."), k, k)
+			}
+		}
+		return fmt.Errorf("field %s: mapping is not keyed by strings", strings.TrimPrefix(path, "."))
+	}
+	return nil
 }
 
 func expandList(m map[string]any, file string, doc int) ([]Object, error) {
