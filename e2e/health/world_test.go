@@ -9,13 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/throughline-dev/throughline/health"
+	"github.com/throughline-dev/throughline/internal/testenv"
 )
 
 func must(t testing.TB, err error) {
@@ -43,42 +37,19 @@ type pushed struct {
 
 func (p pushed) Image() string { return p.Repo + ":v1@" + p.Index }
 
-// pushIndex pushes an OCI index with one random image per platform (the
-// platform in the index descriptor and in the image config, as buildx does).
+// pushIndex pushes a new multi-arch index to host/repo:v1.
 func pushIndex(ctx context.Context, t testing.TB, host, repo string) pushed {
 	t.Helper()
 	p, idx := buildIndex(t, host, repo)
-	ref, err := name.ParseReference(p.Repo+":v1", name.Insecure)
-	must(t, err)
-	must(t, remote.WriteIndex(ref, idx, remote.WithContext(ctx)))
+	idx.Push(ctx, t, p.Repo+":v1")
 	return p
 }
 
-// buildIndex builds the index without pushing it anywhere.
-func buildIndex(t testing.TB, host, repo string) (pushed, v1.ImageIndex) {
+// buildIndex builds a multi-arch index without pushing it anywhere.
+func buildIndex(t testing.TB, host, repo string) (pushed, testenv.Index) {
 	t.Helper()
-	plats := []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64", Variant: "v8"}}
-	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	p := pushed{Repo: host + "/" + repo, Children: map[string]string{}, Configs: map[string]string{}}
-	for _, pl := range plats {
-		img, err := random.Image(512, 1)
-		must(t, err)
-		cf, err := img.ConfigFile()
-		must(t, err)
-		cf.OS, cf.Architecture, cf.Variant = pl.OS, pl.Architecture, pl.Variant
-		img, err = mutate.ConfigFile(img, cf)
-		must(t, err)
-		d, err := img.Digest()
-		must(t, err)
-		c, err := img.ConfigName()
-		must(t, err)
-		p.Children[pl.String()], p.Configs[pl.String()] = d.String(), c.String()
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &pl}})
-	}
-	d, err := idx.Digest()
-	must(t, err)
-	p.Index = d.String()
-	return p, idx
+	idx := testenv.MultiArchIndex(t)
+	return pushed{Repo: host + "/" + repo, Index: idx.Digest, Children: idx.Manifests, Configs: idx.Configs}, idx
 }
 
 // world is one namespace of the API server where the test plays kubelet and

@@ -16,12 +16,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/registry"
@@ -37,38 +32,6 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-var platforms = []v1.Platform{
-	{OS: "linux", Architecture: "amd64"},
-	{OS: "linux", Architecture: "arm64", Variant: "v8"},
-}
-
-// pushIndex pushes a new multi-arch index (platforms on the index
-// descriptors and in the image configs, as buildx writes them).
-func pushIndex(t *testing.T, ref string, opt []remote.Option) (string, map[string]string) {
-	t.Helper()
-	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	children := map[string]string{}
-	for _, p := range platforms {
-		img, err := random.Image(512, 1)
-		must(t, err)
-		cf, err := img.ConfigFile()
-		must(t, err)
-		cf.OS, cf.Architecture, cf.Variant = p.OS, p.Architecture, p.Variant
-		img, err = mutate.ConfigFile(img, cf)
-		must(t, err)
-		cfg, err := img.ConfigName()
-		must(t, err)
-		children[p.String()] = cfg.String()
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &p}})
-	}
-	r, err := name.ParseReference(ref, name.Insecure)
-	must(t, err)
-	must(t, remote.WriteIndex(r, idx, opt...))
-	d, err := idx.Digest()
-	must(t, err)
-	return d.String(), children
 }
 
 type cliResult struct {
@@ -125,7 +88,9 @@ func TestTagDriftAgainstDistribution(t *testing.T) {
 			t.Setenv("DOCKER_CONFIG", dockerConfig)
 			c, err := registry.New(registry.Options{CacheDir: t.TempDir(), Timeout: 30 * time.Second})
 			must(t, err)
-			d1, configs := pushIndex(t, ref, opt)
+			first := testenv.MultiArchIndex(t)
+			first.Push(ctx, t, ref, opt...)
+			d1, configs := first.Digest, first.Configs
 			got, err := c.Resolve(ctx, ref)
 			must(t, err)
 			if got.Digest != d1 || !got.IsIndex() || len(got.Children) != 2 {
@@ -158,7 +123,9 @@ func TestTagDriftAgainstDistribution(t *testing.T) {
 			if r := cli(t, ctx, env, "drift", "check", staging); r.code != 0 {
 				t.Fatalf("drift check before the move: exit %d %s", r.code, r.stderr)
 			}
-			d2, _ := pushIndex(t, ref, opt) // the tag moves
+			second := testenv.MultiArchIndex(t)
+			second.Push(ctx, t, ref, opt...) // the tag moves
+			d2 := second.Digest
 			if d2 == d1 {
 				t.Fatal("the second push has the same digest")
 			}

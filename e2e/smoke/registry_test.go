@@ -11,42 +11,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/throughline-dev/throughline/internal/testenv"
 )
-
-var platforms = []v1.Platform{
-	{OS: "linux", Architecture: "amd64"},
-	{OS: "linux", Architecture: "arm64", Variant: "v8"},
-}
-
-// multiArchIndex builds an OCI index with one random image per platform (the
-// platform in both the index descriptor and the image config, as buildx does).
-func multiArchIndex(t *testing.T) (v1.ImageIndex, map[string]v1.Hash) {
-	t.Helper()
-	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	children := map[string]v1.Hash{}
-	for _, p := range platforms {
-		img, err := random.Image(1024, 2)
-		must(t, err)
-		cf, err := img.ConfigFile()
-		must(t, err)
-		cf.OS, cf.Architecture, cf.Variant = p.OS, p.Architecture, p.Variant
-		img, err = mutate.ConfigFile(img, cf)
-		must(t, err)
-		d, err := img.Digest()
-		must(t, err)
-		children[p.String()] = d
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &p}})
-	}
-	return idx, children
-}
 
 // TestRegistry: a multi-arch index pushed to the real registry resolves by
 // tag to the index digest and per platform to its child manifest; with auth
@@ -70,9 +40,10 @@ func TestRegistry(t *testing.T) {
 
 			ref, err := name.ParseReference(reg.Host+"/demo/app:v1", name.Insecure)
 			must(t, err)
-			idx, children := multiArchIndex(t)
-			must(t, remote.WriteIndex(ref, idx, opt...))
-			want, err := idx.Digest()
+			idx := testenv.MultiArchIndex(t)
+			children := idx.Manifests
+			must(t, remote.WriteIndex(ref, idx.Index, opt...))
+			want, err := v1.NewHash(idx.Digest)
 			must(t, err)
 
 			// Tag -> index digest, from the registry.
@@ -82,12 +53,12 @@ func TestRegistry(t *testing.T) {
 				t.Fatalf("HEAD %s = %s %s, want %s %s", ref, desc.Digest, desc.MediaType, want, types.OCIImageIndex)
 			}
 			// Platform -> child manifest digest.
-			for _, p := range platforms {
+			for _, p := range testenv.Platforms {
 				img, err := remote.Image(ref, append(opt, remote.WithPlatform(p))...)
 				must(t, err)
 				got, err := img.Digest()
 				must(t, err)
-				if got != children[p.String()] {
+				if got.String() != children[p.String()] {
 					t.Fatalf("%s for %s = %s, want child %s", ref, p, got, children[p.String()])
 				}
 				cf, err := img.ConfigFile()
@@ -101,11 +72,11 @@ func TestRegistry(t *testing.T) {
 			must(t, err)
 			im, err := ri.IndexManifest()
 			must(t, err)
-			if len(im.Manifests) != len(platforms) {
-				t.Fatalf("index has %d manifests, want %d", len(im.Manifests), len(platforms))
+			if len(im.Manifests) != len(testenv.Platforms) {
+				t.Fatalf("index has %d manifests, want %d", len(im.Manifests), len(testenv.Platforms))
 			}
 			// A digest reference of a child resolves too; delete is enabled.
-			child := ref.Context().Digest(children["linux/arm64/v8"].String())
+			child := ref.Context().Digest(children["linux/arm64/v8"])
 			if _, err := remote.Head(child, opt...); err != nil {
 				t.Fatalf("HEAD %s: %v", child, err)
 			}
