@@ -376,7 +376,7 @@ func (p *pinner) planKustomization() error {
 				f.changes = append(f.changes, fmt.Sprintf("%s: images[%d] %s: newTag %q -> %q", rel, idx, n, nt.Value, value))
 				nt.Value, nt.Tag = value, "!!str"
 			} else {
-				if err := f.insertNewTag(entry, value); err != nil {
+				if err := f.insertKey(entry, "newTag", value); err != nil {
 					return err
 				}
 				f.changes = append(f.changes, fmt.Sprintf("%s: images[%d] %s: newTag %q added", rel, idx, n, value))
@@ -390,20 +390,24 @@ func (p *pinner) planKustomization() error {
 	return f.appendImageEntries(root, imagesKey, images, entries)
 }
 
-// imageEntry is a new images: entry: name and newTag.
-type imageEntry struct{ name, value string }
+// imageEntry is a new images: entry: name, newName (optional) and newTag.
+type imageEntry struct{ name, newName, value string }
 
-// insertNewTag plans a newTag line right after the first key of a block
-// mapping entry of images:.
-func (f *pinFile) insertNewTag(entry *kyaml.Node, value string) error {
+// insertKey plans a "key: value" line (newTag, newName) right after the
+// first key of a block mapping entry of images:.
+func (f *pinFile) insertKey(entry *kyaml.Node, key, value string) error {
 	first := entry.Content[0]
-	text := strings.Repeat(" ", first.Column-1) + "newTag: " + quoteYAML(value) + "\n"
+	v := value
+	if key == "newTag" {
+		v = quoteYAML(value) // a tag like 1.10 must stay a string
+	}
+	text := strings.Repeat(" ", first.Column-1) + key + ": " + v + "\n"
 	at, err := f.lineStart(first.Line + 1)
 	if err != nil {
 		return err
 	}
 	f.edits = append(f.edits, textEdit{start: at, end: at, text: text})
-	entry.Content = append(entry.Content, strNode("newTag"), strNode(value))
+	entry.Content = append(entry.Content, strNode(key), strNode(value))
 	return nil
 }
 
@@ -415,7 +419,12 @@ func (f *pinFile) appendImageEntries(root, imagesKey, images *kyaml.Node, entrie
 	}
 	var items []*kyaml.Node
 	for _, e := range entries {
-		items = append(items, &kyaml.Node{Kind: kyaml.MappingNode, Tag: "!!map", Content: []*kyaml.Node{strNode("name"), strNode(e.name), strNode("newTag"), strNode(e.value)}})
+		content := []*kyaml.Node{strNode("name"), strNode(e.name)}
+		if e.newName != "" {
+			content = append(content, strNode("newName"), strNode(e.newName))
+		}
+		content = append(content, strNode("newTag"), strNode(e.value))
+		items = append(items, &kyaml.Node{Kind: kyaml.MappingNode, Tag: "!!map", Content: content})
 	}
 	if images == nil {
 		// A new images: at the end, indented like resources: when present.
@@ -481,7 +490,11 @@ func (p *pinner) newTagValue(name, tag string) string {
 func itemsText(ind string, entries []imageEntry) string {
 	var b strings.Builder
 	for _, e := range entries {
-		fmt.Fprintf(&b, "%s- name: %s\n%s  newTag: %s\n", ind, e.name, ind, quoteYAML(e.value))
+		fmt.Fprintf(&b, "%s- name: %s\n", ind, e.name)
+		if e.newName != "" {
+			fmt.Fprintf(&b, "%s  newName: %s\n", ind, e.newName)
+		}
+		fmt.Fprintf(&b, "%s  newTag: %s\n", ind, quoteYAML(e.value))
 	}
 	return b.String()
 }

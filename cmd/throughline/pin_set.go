@@ -17,20 +17,27 @@ import (
 	"github.com/throughline-dev/throughline/render"
 )
 
-// imageSet is one --set NAME=TAG@sha256:<hex>: the images: entry of NAME
-// gets newTag "TAG@sha256:<hex>", which kustomize renders as
-// NAME:TAG@sha256:<hex>.
+// imageSet is one --set NAME=[NEWNAME:]TAG@sha256:<hex>: the images: entry
+// of NAME gets newTag "TAG@sha256:<hex>" (and newName NEWNAME), which
+// kustomize renders as NAME:TAG@sha256:<hex> (NEWNAME:TAG@...).
 type imageSet struct {
-	name, tag, digest string
+	name, newName, tag, digest string
 }
 
 func (s imageSet) value() string { return s.tag + "@" + s.digest }
+
+func (s imageSet) String() string {
+	if s.newName != "" {
+		return s.name + "=" + s.newName + ":" + s.value()
+	}
+	return s.name + "=" + s.value()
+}
 
 // parseImageSet parses and validates NAME=TAG@sha256:<64 lowercase hex>
 // with go-containerregistry's name package, through the same check the
 // policy applies to rendered images (sha256 only).
 func parseImageSet(v string) (imageSet, error) {
-	const want = "want NAME=TAG@sha256:<64 lowercase hex>"
+	const want = "want NAME=[NEWNAME:]TAG@sha256:<64 lowercase hex>"
 	n, ref, ok := strings.Cut(v, "=")
 	if !ok || n == "" || ref == "" {
 		return imageSet{}, fmt.Errorf("%q: %s", v, want)
@@ -41,6 +48,16 @@ func parseImageSet(v string) (imageSet, error) {
 	tag, dig, ok := strings.Cut(ref, "@")
 	if !ok {
 		return imageSet{}, fmt.Errorf("%q: %q has no digest; %s", v, ref, want)
+	}
+	var newName string
+	if i := strings.LastIndex(tag, ":"); i > strings.LastIndex(tag, "/") {
+		newName, tag = tag[:i], tag[i+1:]
+		if _, err := name.NewRepository(newName); err != nil {
+			return imageSet{}, fmt.Errorf("%q: NEWNAME %q: %w", v, newName, err)
+		}
+		if newName == n {
+			newName = ""
+		}
 	}
 	if tag == "" {
 		return imageSet{}, fmt.Errorf("%q: no tag before the digest (kustomize's newTag carries TAG@DIGEST); %s", v, want)
@@ -54,13 +71,17 @@ func parseImageSet(v string) (imageSet, error) {
 	if _, err := name.NewDigest(n+"@"+dig, name.StrictValidation); err != nil && !isMissingRegistry(err) {
 		return imageSet{}, fmt.Errorf("%q: digest %q: %w", v, dig, err)
 	}
-	if _, err := policy.CheckImage(n + ":" + tag + "@" + dig); err != nil {
+	rendered := n
+	if newName != "" {
+		rendered = newName
+	}
+	if _, err := policy.CheckImage(rendered + ":" + tag + "@" + dig); err != nil {
 		return imageSet{}, fmt.Errorf("%q: %w", v, err)
 	}
 	if dig != strings.ToLower(dig) {
 		return imageSet{}, fmt.Errorf("%q: digest %q is not lowercase hex; %s", v, dig, want)
 	}
-	return imageSet{name: n, tag: tag, digest: dig}, nil
+	return imageSet{name: n, newName: newName, tag: tag, digest: dig}, nil
 }
 
 // isMissingRegistry: StrictValidation also refuses a name without an
@@ -76,7 +97,7 @@ type imageSetFlag struct{ sets []imageSet }
 func (f *imageSetFlag) String() string {
 	var s []string
 	for _, v := range f.sets {
-		s = append(s, v.name+"="+v.value())
+		s = append(s, v.String())
 	}
 	return strings.Join(s, ",")
 }
@@ -88,14 +109,14 @@ func (f *imageSetFlag) Set(v string) error {
 	}
 	for _, prev := range f.sets {
 		if prev.name == s.name {
-			return fmt.Errorf("%q: %s is already set to %s", v, s.name, prev.value())
+			return fmt.Errorf("%q: %s is already set (%s)", v, s.name, prev)
 		}
 	}
 	f.sets = append(f.sets, s)
 	return nil
 }
 
-func (f *imageSetFlag) Type() string { return "NAME=TAG@DIGEST" }
+func (f *imageSetFlag) Type() string { return "NAME=[NEWNAME:]TAG@DIGEST" }
 
 // runSet writes every --set into the images: of the application's own
 // kustomization, without asking any registry, then renders again to prove
@@ -133,7 +154,6 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 		return err
 	}
 	var added []imageEntry
-	unchanged := 0
 	for _, s := range sets {
 		entry, idx := entryByName(images, s.name)
 		renderedName := s.name
@@ -146,32 +166,37 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 			return &render.InputError{File: rel, Err: fmt.Errorf("--set %s: no container of %s uses the image %s (used: %s)", s.name, app.RelDir(), s.name, strings.Join(sortedKeys(used), ", "))}
 		}
 		value := s.value()
-		switch {
-		case entry == nil:
-			added = append(added, imageEntry{name: s.name, value: value})
-			f.changes = append(f.changes, fmt.Sprintf("%s: images: added %s newTag %q (--set)", rel, s.name, value))
-		case entry.Style&kyaml.FlowStyle != 0 || entry.Kind != kyaml.MappingNode:
+		if entry != nil && (entry.Style&kyaml.FlowStyle != 0 || entry.Kind != kyaml.MappingNode) {
 			return &render.InputError{File: rel, Err: fmt.Errorf("images[%d] must be a block mapping for pin to edit it", idx)}
-		default:
-			if _, d := mapLookup(entry, "digest"); d != nil {
-				return &render.InputError{File: rel, Err: fmt.Errorf("images[%d] %s sets digest:, which pin does not edit; remove it (pin writes newTag: \"TAG@DIGEST\")", idx, s.name)}
-			}
-			_, nt := mapLookup(entry, "newTag")
+		}
+		if entry == nil {
+			added = append(added, imageEntry{name: s.name, newName: s.newName, value: value})
+			f.changes = append(f.changes, fmt.Sprintf("%s: images: added %s (--set %s)", rel, s.name, s))
+			continue
+		}
+		if _, d := mapLookup(entry, "digest"); d != nil {
+			return &render.InputError{File: rel, Err: fmt.Errorf("images[%d] %s sets digest:, which pin does not edit; remove it (pin writes newTag: \"TAG@DIGEST\")", idx, s.name)}
+		}
+		keys := []struct{ key, value string }{{"newTag", value}}
+		if s.newName != "" {
+			keys = append(keys, struct{ key, value string }{"newName", s.newName})
+		}
+		for _, kv := range keys {
+			_, node := mapLookup(entry, kv.key)
 			switch {
-			case nt != nil && nt.Value == value:
-				unchanged++
-				fmt.Fprintf(stdout, "%s: images[%d] %s: newTag %q unchanged\n", rel, idx, s.name, value)
-			case nt != nil:
-				if err := f.replace(nt, value); err != nil {
+			case node != nil && node.Value == kv.value:
+				fmt.Fprintf(stdout, "%s: images[%d] %s: %s %q unchanged\n", rel, idx, s.name, kv.key, kv.value)
+			case node != nil:
+				if err := f.replace(node, kv.value); err != nil {
 					return err
 				}
-				f.changes = append(f.changes, fmt.Sprintf("%s: images[%d] %s: newTag %q -> %q (--set)", rel, idx, s.name, nt.Value, value))
-				nt.Value, nt.Tag = value, "!!str"
+				f.changes = append(f.changes, fmt.Sprintf("%s: images[%d] %s: %s %q -> %q (--set)", rel, idx, s.name, kv.key, node.Value, kv.value))
+				node.Value, node.Tag = kv.value, "!!str"
 			default:
-				if err := f.insertNewTag(entry, value); err != nil {
+				if err := f.insertKey(entry, kv.key, kv.value); err != nil {
 					return err
 				}
-				f.changes = append(f.changes, fmt.Sprintf("%s: images[%d] %s: newTag %q added (--set)", rel, idx, s.name, value))
+				f.changes = append(f.changes, fmt.Sprintf("%s: images[%d] %s: %s %q added (--set)", rel, idx, s.name, kv.key, kv.value))
 			}
 		}
 	}
@@ -202,6 +227,9 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 		renderedName := s.name
 		if _, nn := mapLookup(entry, "newName"); nn != nil && nn.Value != "" {
 			renderedName = nn.Value
+		}
+		if s.newName != "" {
+			renderedName = s.newName
 		}
 		want := renderedName + ":" + s.value()
 		for _, o := range objs {
