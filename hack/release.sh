@@ -71,3 +71,11 @@ YAML
 out=$("$tl" render --root "$tmp" "$tmp/argocd")
 grep -qF "image: $set_ref" <<<"$out" || { echo "release: $deploy/argocd does not render $set_ref" >&2; exit 1; }
 echo "rendered $deploy/argocd (on a stand-in argocd-repo-server): passes policy"
+
+# The optional ServiceMonitor Component, on the serve bundle.
+cp -R "$deploy/serve" "$tmp/serve"
+mkdir -p "$tmp/monitored"
+printf 'resources: [../serve]\ncomponents: [../serve/servicemonitor]\n' >"$tmp/monitored/kustomization.yaml"
+out=$("$tl" render --root "$tmp" "$tmp/monitored")
+grep -qF "kind: ServiceMonitor" <<<"$out" || { echo "release: $deploy/serve/servicemonitor renders no ServiceMonitor" >&2; exit 1; }
+echo "rendered $deploy/serve with components: [servicemonitor]: passes policy"

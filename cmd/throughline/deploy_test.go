@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,6 +45,49 @@ func TestDeployBundlesPassPolicy(t *testing.T) {
 			checkReleasePin(t, name, d.Objects)
 		})
 	}
+	// The optional ServiceMonitor Component, on the serve bundle as the
+	// install docs use it: metrics on the Pod IP, a metrics port, Service,
+	// ServiceMonitor and a NetworkPolicy rule for it.
+	t.Run("serve/servicemonitor", func(t *testing.T) {
+		root := t.TempDir()
+		if err := os.CopyFS(filepath.Join(root, "serve"), os.DirFS(filepath.Join(repoRoot, "deploy", "serve"))); err != nil {
+			t.Fatal(err)
+		}
+		writeTree(t, root, map[string]string{"monitored/kustomization.yaml": "resources: [../serve]\ncomponents: [../serve/servicemonitor]\n"})
+		d, err := acceptance.Declare(context.Background(), acceptance.Request{Render: render.Options{Root: root, Path: "monitored"}})
+		if err != nil {
+			t.Fatalf("deploy/serve with the servicemonitor Component does not pass throughline's own policy: %v", err)
+		}
+		checkReleasePin(t, "serve", d.Objects)
+		var found []string
+		for _, o := range d.Objects {
+			kind, _ := o.Map["kind"].(string)
+			y, err := yaml.Marshal(o.Map)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(y)
+			for _, w := range map[string][]string{
+				"Deployment":     {"- --metrics-bind-address=:8080", "name: metrics", "containerPort: 8080"},
+				"Service":        {"port: 8080", "targetPort: metrics"},
+				"ServiceMonitor": {"apiVersion: monitoring.coreos.com/v1", "port: metrics", "app.kubernetes.io/component: metrics", "namespace: throughline-system"},
+				"NetworkPolicy":  {"port: 8080", "kubernetes.io/metadata.name: monitoring"},
+			}[kind] {
+				if kind == "Service" && !strings.Contains(text, "throughline-serve-metrics") {
+					break
+				}
+				if !strings.Contains(text, w) {
+					t.Errorf("%s %v lacks %q:\n%s", kind, o.Map["metadata"], w, text)
+				}
+				found = append(found, kind)
+			}
+		}
+		for _, k := range []string{"Deployment", "Service", "ServiceMonitor", "NetworkPolicy"} {
+			if !slices.Contains(found, k) {
+				t.Errorf("the servicemonitor Component renders no %s to check", k)
+			}
+		}
+	})
 	t.Run("argocd", func(t *testing.T) {
 		root := t.TempDir()
 		if err := os.CopyFS(filepath.Join(root, "throughline"), os.DirFS(filepath.Join(repoRoot, "deploy", "argocd"))); err != nil {
