@@ -54,7 +54,9 @@ or a patch of the kustomization uses NAME; replacing a pinned value, so a
 release re-pins). The reference is validated as the policy validates images
 (sha256 only), other images are left alone, the edit keeps the file's format
 and the application is rendered again to check that every container of NAME
-carries the new reference. Repeat --set for several images.`,
+carries the new reference. NAME=NEWNAME:TAG@sha256:<digest> also writes
+newName (the image moves to another repository). Repeat --set for several
+images. Exit 2 for a malformed --set, 4 when no container uses NAME.`,
 		Example: `  throughline pin apps/checkout/overlays/staging
   throughline pin --check apps/checkout/overlays/staging   # PR job
   throughline pin --set ghcr.io/throughline-dev/throughline=v0.2.0@sha256:<digest> deploy/serve`,
@@ -134,7 +136,7 @@ carries the new reference. Repeat --set for several images.`,
 	f := cmd.Flags()
 	f.StringVar(&root, "root", "", "repository root (default: the enclosing Git work tree, else PATH)")
 	f.BoolVar(&check, "check", false, "change nothing; exit 3 when any image is not pinned by digest")
-	f.Var(&set, "set", "write NAME=TAG@sha256:<digest> into the kustomization's images: (repeatable; no registry is asked)")
+	f.Var(&set, "set", "write TAG@sha256:<digest> (and NEWNAME) into the images: entry of NAME (repeatable; no registry is asked)")
 	return cmd
 }
 
