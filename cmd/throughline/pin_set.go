@@ -65,10 +65,10 @@ func parseImageSet(v string) (imageSet, error) {
 	if strings.ContainsAny(tag, "/:") {
 		return imageSet{}, fmt.Errorf("%q: TAG %q is not an image tag; %s", v, tag, want)
 	}
-	if _, err := name.NewTag(n+":"+tag, name.StrictValidation); err != nil && !isMissingRegistry(err) {
+	if _, err := name.NewTag(n + ":" + tag); err != nil {
 		return imageSet{}, fmt.Errorf("%q: tag %q: %w", v, tag, err)
 	}
-	if _, err := name.NewDigest(n+"@"+dig, name.StrictValidation); err != nil && !isMissingRegistry(err) {
+	if _, err := name.NewDigest(n + "@" + dig); err != nil {
 		return imageSet{}, fmt.Errorf("%q: digest %q: %w", v, dig, err)
 	}
 	rendered := n
@@ -82,12 +82,6 @@ func parseImageSet(v string) (imageSet, error) {
 		return imageSet{}, fmt.Errorf("%q: digest %q is not lowercase hex; %s", v, dig, want)
 	}
 	return imageSet{name: n, newName: newName, tag: tag, digest: dig}, nil
-}
-
-// isMissingRegistry: StrictValidation also refuses a name without an
-// explicit registry ("nginx"), which kustomize image names may be.
-func isMissingRegistry(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "registry")
 }
 
 // imageSetFlag is the repeatable --set flag; each value is validated when
