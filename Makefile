@@ -16,7 +16,7 @@ FUZZTIME ?= 30s
 # make image: release image index, no container engine (internal/ociimage).
 # SOURCE_DATE_EPOCH defaults to the commit time, so two builds of one commit
 # give one digest. IMAGE_REPO=host/repo[:tag] also pushes (plain HTTP only to
-# a loopback registry).
+# a loopback registry; without a tag it is pushed as VERSION).
 IMAGE_PLATFORMS ?= amd64 arm64
 IMAGE_DIR := $(BIN)/image
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)

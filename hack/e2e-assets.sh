@@ -23,6 +23,7 @@ ENV_OUT=$(mktemp); trap 'rm -f "$ENV_OUT"' EXIT
 step THROUGHLINE_REGISTRY_BIN registry.sh
 printf 'export THROUGHLINE_HTPASSWD_BIN=%q\n' "$(command -v htpasswd)" >> "$ENV_OUT"
 step THROUGHLINE_FLUX_CRDS flux-crds.sh
+step THROUGHLINE_PROMETHEUS_CRDS prometheus-crds.sh
 step KUBEBUILDER_ASSETS k8s-assets.sh
 step THROUGHLINE_NC_DIR notification-controller.sh
 step THROUGHLINE_ARGOCD_DIR argocd.sh

@@ -1,41 +1,56 @@
 #!/usr/bin/env bash
-# hack/release.sh THROUGHLINE IMAGE_REF VERSION: pin the throughline image of
-# every install bundle under deploy/ to the index `make image` just built, then
-# render each bundle with `throughline render` (the project's own policy; any
-# refusal fails the release). Called by `make release`.
+# hack/release.sh THROUGHLINE IMAGE_REF VERSION [DEPLOY_DIR]: pin the throughline
+# image of every install bundle under DEPLOY_DIR (default deploy) to the index
+# `make image` just built, with `throughline pin --set` (no registry asked, no
+# sed), then render each bundle with `throughline render` (the project's own
+# policy; any refusal fails the release). Called by `make release`.
 #
-# The pin is one marked line per bundle kustomization (deploy/argocd,
-# deploy/serve):
-#     newTag: "<version>@sha256:<digest>" # throughline-release-pin
-# rewritten with sed; a bundle without exactly one marked line fails.
+# Without IMAGE_REPO the bundles keep the name ghcr.io/throughline-dev/throughline
+# and get newTag "VERSION@<index digest>". With IMAGE_REPO=host/repo[:tag] (the
+# repository `make image` pushed to; the tag defaults to VERSION) the release
+# first asks that registry for the tag (`throughline resolve`) and refuses when
+# its digest is not the one in IMAGE_REF; the bundles then name host/repo
+# (newName) with that tag and digest.
 set -euo pipefail
-tl=$1 ref_file=$2 version=$3
+tl=$1 ref_file=$2 version=$3 deploy=${4:-deploy}
 image=ghcr.io/throughline-dev/throughline
 
 ref=$(<"$ref_file")
 digest=${ref##*@}
 [[ $digest =~ ^sha256:[0-9a-f]{64}$ ]] || { echo "release: $ref_file: no sha256 digest in '$ref'" >&2; exit 1; }
 [[ $version =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || { echo "release: '$version' is not a valid image tag" >&2; exit 1; }
-tag="$version@$digest"
 
-for k in deploy/argocd/kustomization.yaml deploy/serve/kustomization.yaml; do
-	n=$(grep -c '# throughline-release-pin$' "$k" || true)
-	[[ $n == 1 ]] || { echo "release: $k: want exactly one '# throughline-release-pin' line, found $n" >&2; exit 1; }
-	sed -i -E "s|^( *newTag: )\"[^\"]*\"( # throughline-release-pin)$|\1\"$tag\"\2|" "$k"
-	grep -q "newTag: \"$tag\" # throughline-release-pin$" "$k" || { echo "release: $k: the pin was not written" >&2; exit 1; }
-	echo "pinned $k: $image:$tag"
+target=$image tag=$version
+if [[ -n ${IMAGE_REPO:-} ]]; then
+	pushed=$IMAGE_REPO
+	[[ ${pushed##*/} == *:* ]] || pushed=$pushed:$version
+	target=${pushed%:*} tag=${pushed##*:}
+	[[ ${ref%@*} == "$target" ]] || { echo "release: $ref_file names $ref, not the repository $target of IMAGE_REPO=$IMAGE_REPO: run make image with this IMAGE_REPO" >&2; exit 1; }
+	json=$("$tl" resolve -o json "$pushed") || { echo "release: cannot resolve $pushed (pushed by make image?)" >&2; exit 1; }
+	got=$(grep -m1 -oE '"digest": "sha256:[0-9a-f]{64}"' <<<"$json" | grep -oE 'sha256:[0-9a-f]{64}') || true
+	[[ $got == "$digest" ]] || { echo "release: refused: the registry says $pushed is ${got:-no digest}, but make image built $digest ($ref_file)" >&2; exit 1; }
+	echo "resolved $pushed: $got (the digest in $ref_file)"
+fi
+set_ref=$target:$tag@$digest
+
+for b in argocd serve; do
+	"$tl" pin --root "$deploy" --set "$image=$set_ref" "$deploy/$b"
 done
 
 # Render every bundle through policy. The argocd Component is rendered on a
 # stand-in argocd-repo-server, as cmd/throughline's tests do.
 for b in crds flux serve; do
-	"$tl" render --root deploy "deploy/$b" >/dev/null
-	echo "rendered deploy/$b: passes policy"
+	out=$("$tl" render --root "$deploy" "$deploy/$b")
+	if [[ $b == serve ]] && ! grep -qF "image: $set_ref" <<<"$out"; then
+		echo "release: $deploy/serve does not render $set_ref" >&2
+		exit 1
+	fi
+	echo "rendered $deploy/$b: passes policy"
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/argocd"
-cp -R deploy/argocd "$tmp/throughline"
+cp -R "$deploy/argocd" "$tmp/throughline"
 printf 'resources: [repo-server.yaml]\ncomponents: [../throughline]\n' >"$tmp/argocd/kustomization.yaml"
 cat >"$tmp/argocd/repo-server.yaml" <<'YAML'
 apiVersion: apps/v1
@@ -54,5 +69,13 @@ spec:
         - {name: plugins, emptyDir: {}}
 YAML
 out=$("$tl" render --root "$tmp" "$tmp/argocd")
-grep -qF "image: $image:$tag" <<<"$out" || { echo "release: deploy/argocd does not render $image:$tag" >&2; exit 1; }
-echo "rendered deploy/argocd (on a stand-in argocd-repo-server): passes policy"
+grep -qF "image: $set_ref" <<<"$out" || { echo "release: $deploy/argocd does not render $set_ref" >&2; exit 1; }
+echo "rendered $deploy/argocd (on a stand-in argocd-repo-server): passes policy"
+
+# The optional ServiceMonitor Component, on the serve bundle.
+cp -R "$deploy/serve" "$tmp/serve"
+mkdir -p "$tmp/monitored"
+printf 'resources: [../serve]\ncomponents: [../serve/servicemonitor]\n' >"$tmp/monitored/kustomization.yaml"
+out=$("$tl" render --root "$tmp" "$tmp/monitored")
+grep -qF "kind: ServiceMonitor" <<<"$out" || { echo "release: $deploy/serve/servicemonitor renders no ServiceMonitor" >&2; exit 1; }
+echo "rendered $deploy/serve with components: [servicemonitor]: passes policy"

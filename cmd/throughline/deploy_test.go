@@ -5,8 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/throughline-dev/throughline/acceptance"
 	"github.com/throughline-dev/throughline/render"
@@ -42,6 +45,49 @@ func TestDeployBundlesPassPolicy(t *testing.T) {
 			checkReleasePin(t, name, d.Objects)
 		})
 	}
+	// The optional ServiceMonitor Component, on the serve bundle as the
+	// install docs use it: metrics on the Pod IP, a metrics port, Service,
+	// ServiceMonitor and a NetworkPolicy rule for it.
+	t.Run("serve/servicemonitor", func(t *testing.T) {
+		root := t.TempDir()
+		if err := os.CopyFS(filepath.Join(root, "serve"), os.DirFS(filepath.Join(repoRoot, "deploy", "serve"))); err != nil {
+			t.Fatal(err)
+		}
+		writeTree(t, root, map[string]string{"monitored/kustomization.yaml": "resources: [../serve]\ncomponents: [../serve/servicemonitor]\n"})
+		d, err := acceptance.Declare(context.Background(), acceptance.Request{Render: render.Options{Root: root, Path: "monitored"}})
+		if err != nil {
+			t.Fatalf("deploy/serve with the servicemonitor Component does not pass throughline's own policy: %v", err)
+		}
+		checkReleasePin(t, "serve", d.Objects)
+		var found []string
+		for _, o := range d.Objects {
+			kind, _ := o.Map["kind"].(string)
+			y, err := yaml.Marshal(o.Map)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(y)
+			for _, w := range map[string][]string{
+				"Deployment":     {"- --metrics-bind-address=:8080", "name: metrics", "containerPort: 8080"},
+				"Service":        {"port: 8080", "targetPort: metrics"},
+				"ServiceMonitor": {"apiVersion: monitoring.coreos.com/v1", "port: metrics", "app.kubernetes.io/component: metrics", "namespace: throughline-system"},
+				"NetworkPolicy":  {"port: 8080", "kubernetes.io/metadata.name: monitoring"},
+			}[kind] {
+				if kind == "Service" && !strings.Contains(text, "throughline-serve-metrics") {
+					break
+				}
+				if !strings.Contains(text, w) {
+					t.Errorf("%s %v lacks %q:\n%s", kind, o.Map["metadata"], w, text)
+				}
+				found = append(found, kind)
+			}
+		}
+		for _, k := range []string{"Deployment", "Service", "ServiceMonitor", "NetworkPolicy"} {
+			if !slices.Contains(found, k) {
+				t.Errorf("the servicemonitor Component renders no %s to check", k)
+			}
+		}
+	})
 	t.Run("argocd", func(t *testing.T) {
 		root := t.TempDir()
 		if err := os.CopyFS(filepath.Join(root, "throughline"), os.DirFS(filepath.Join(repoRoot, "deploy", "argocd"))); err != nil {
@@ -56,30 +102,48 @@ func TestDeployBundlesPassPolicy(t *testing.T) {
 	})
 }
 
-var releasePin = regexp.MustCompile(`(?m)^ *newTag: "([^"]+)" # throughline-release-pin$`)
-
-// checkReleasePin: in a bundle whose kustomization has the line that
-// hack/release.sh rewrites, every rendered throughline image is the pinned
-// reference, so the release pin reaches every container (one marked line,
-// no image pinned elsewhere).
+// checkReleasePin: in the bundles that make release pins (argocd, serve),
+// the kustomization has one images: entry for the throughline image, pinned
+// by digest, and every rendered throughline image is that reference, so the
+// release pin (throughline pin --set) reaches every container. The other
+// bundles have no such entry.
 func checkReleasePin(t *testing.T, bundle string, objects []render.Object) {
 	t.Helper()
+	const repo = "ghcr.io/throughline-dev/throughline"
 	data, err := os.ReadFile(filepath.Join(repoRoot, "deploy", bundle, "kustomization.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := releasePin.FindAllSubmatch(data, -1)
+	var k struct {
+		Images []struct {
+			Name, NewName, NewTag, Digest string
+		}
+	}
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		t.Fatalf("deploy/%s/kustomization.yaml: %v", bundle, err)
+	}
+	var tags []string
+	for _, im := range k.Images {
+		if im.Name == repo {
+			if im.NewName != "" || im.Digest != "" {
+				t.Errorf("deploy/%s/kustomization.yaml: the %s entry sets newName or digest; make release writes only newTag", bundle, repo)
+			}
+			tags = append(tags, im.NewTag)
+		}
+	}
 	if bundle != "argocd" && bundle != "serve" {
-		if len(m) != 0 {
-			t.Errorf("deploy/%s has a release pin line that make release does not rewrite", bundle)
+		if len(tags) != 0 {
+			t.Errorf("deploy/%s has an images: entry for %s that make release does not pin", bundle, repo)
 		}
 		return
 	}
-	if len(m) != 1 {
-		t.Fatalf("deploy/%s/kustomization.yaml: want one release pin line, found %d", bundle, len(m))
+	if len(tags) != 1 {
+		t.Fatalf("deploy/%s/kustomization.yaml: want one images: entry for %s, found %d", bundle, repo, len(tags))
 	}
-	const repo = "ghcr.io/throughline-dev/throughline"
-	want := repo + ":" + string(m[0][1])
+	if !pinnedTag.MatchString(tags[0]) {
+		t.Fatalf("deploy/%s/kustomization.yaml: newTag %q is not TAG@sha256:<64 hex>", bundle, tags[0])
+	}
+	want := repo + ":" + tags[0]
 	n := 0
 	for _, o := range objects {
 		walkImages(o.Map, func(image string) {
@@ -95,3 +159,5 @@ func checkReleasePin(t *testing.T, bundle string, objects []render.Object) {
 		t.Errorf("deploy/%s renders no %s image", bundle, repo)
 	}
 }
+
+var pinnedTag = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}@sha256:[0-9a-f]{64}$`)

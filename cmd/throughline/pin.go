@@ -27,6 +27,7 @@ func newPinCommand(g *globals, stdout io.Writer) *cobra.Command {
 		rf    registryFlags
 		root  string
 		check bool
+		set   imageSetFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "pin [PATH]",
@@ -44,9 +45,21 @@ Only the edited values change in each file: comments, order, quoting and
 indentation are kept. Files are replaced atomically. Every change is printed.
 
 --check changes nothing and asks no registry: it lists every unpinned image and
-exits 3 when there is one.`,
+exits 3 when there is one.
+
+--set NAME=TAG@sha256:<digest> asks no registry either: like kustomize edit set
+image, it writes newTag: "TAG@sha256:<digest>" into the images: entry of NAME
+in PATH's kustomization (adding the entry when a container of the application
+or a patch of the kustomization uses NAME; replacing a pinned value, so a
+release re-pins). The reference is validated as the policy validates images
+(sha256 only), other images are left alone, the edit keeps the file's format
+and the application is rendered again to check that every container of NAME
+carries the new reference. NAME=NEWNAME:TAG@sha256:<digest> also writes
+newName (the image moves to another repository). Repeat --set for several
+images. Exit 2 for a malformed --set, 4 when no container uses NAME.`,
 		Example: `  throughline pin apps/checkout/overlays/staging
-  throughline pin --check apps/checkout/overlays/staging   # PR job`,
+  throughline pin --check apps/checkout/overlays/staging   # PR job
+  throughline pin --set ghcr.io/throughline-dev/throughline=v0.2.0@sha256:<digest> deploy/serve`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := "."
@@ -63,6 +76,12 @@ exits 3 when there is one.`,
 				}
 			}
 			p := &pinner{root: root, path: abs}
+			if len(set.sets) > 0 {
+				if check {
+					return usagef("--set and --check exclude each other")
+				}
+				return p.runSet(cmd.Context(), set.sets, stdout)
+			}
 			if err := p.plan(cmd.Context()); err != nil {
 				return err
 			}
@@ -117,6 +136,7 @@ exits 3 when there is one.`,
 	f := cmd.Flags()
 	f.StringVar(&root, "root", "", "repository root (default: the enclosing Git work tree, else PATH)")
 	f.BoolVar(&check, "check", false, "change nothing; exit 3 when any image is not pinned by digest")
+	f.Var(&set, "set", "write TAG@sha256:<digest> (and NEWNAME) into the images: entry of NAME (repeatable; no registry is asked)")
 	return cmd
 }
 
@@ -260,6 +280,12 @@ func (p *pinner) apply() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return p.write()
+}
+
+// write writes every planned file: the edited text must parse to exactly
+// the planned documents, and each file is replaced atomically.
+func (p *pinner) write() ([]string, error) {
 	var changes []string
 	for _, f := range p.files {
 		if len(f.edits) == 0 {
@@ -352,25 +378,55 @@ func (p *pinner) planKustomization() error {
 				f.changes = append(f.changes, fmt.Sprintf("%s: images[%d] %s: newTag %q -> %q", rel, idx, n, nt.Value, value))
 				nt.Value, nt.Tag = value, "!!str"
 			} else {
-				first := entry.Content[0]
-				text := strings.Repeat(" ", first.Column-1) + "newTag: " + quoteYAML(value) + "\n"
-				at, err := f.lineStart(first.Line + 1)
-				if err != nil {
+				if err := f.insertKey(entry, "newTag", value); err != nil {
 					return err
 				}
-				f.edits = append(f.edits, textEdit{start: at, end: at, text: text})
-				entry.Content = append(entry.Content, strNode("newTag"), strNode(value))
 				f.changes = append(f.changes, fmt.Sprintf("%s: images[%d] %s: newTag %q added", rel, idx, n, value))
 			}
 		}
 	}
-	if len(newEntries) == 0 {
+	var entries []imageEntry
+	for _, n := range newEntries {
+		entries = append(entries, imageEntry{name: n, value: p.newTagValue(n, byName[n])})
+	}
+	return f.appendImageEntries(root, imagesKey, images, entries)
+}
+
+// imageEntry is a new images: entry: name, newName (optional) and newTag.
+type imageEntry struct{ name, newName, value string }
+
+// insertKey plans a "key: value" line (newTag, newName) right after the
+// first key of a block mapping entry of images:.
+func (f *pinFile) insertKey(entry *kyaml.Node, key, value string) error {
+	first := entry.Content[0]
+	v := value
+	if key == "newTag" {
+		v = quoteYAML(value) // a tag like 1.10 must stay a string
+	}
+	text := strings.Repeat(" ", first.Column-1) + key + ": " + v + "\n"
+	at, err := f.lineStart(first.Line + 1)
+	if err != nil {
+		return err
+	}
+	f.edits = append(f.edits, textEdit{start: at, end: at, text: text})
+	entry.Content = append(entry.Content, strNode(key), strNode(value))
+	return nil
+}
+
+// appendImageEntries plans new images: entries after the last one (or a new
+// images: key at the end), indented like their neighbours.
+func (f *pinFile) appendImageEntries(root, imagesKey, images *kyaml.Node, entries []imageEntry) error {
+	if len(entries) == 0 {
 		return nil
 	}
 	var items []*kyaml.Node
-	for _, n := range newEntries {
-		value := p.newTagValue(n, byName[n])
-		items = append(items, &kyaml.Node{Kind: kyaml.MappingNode, Tag: "!!map", Content: []*kyaml.Node{strNode("name"), strNode(n), strNode("newTag"), strNode(value)}})
+	for _, e := range entries {
+		content := []*kyaml.Node{strNode("name"), strNode(e.name)}
+		if e.newName != "" {
+			content = append(content, strNode("newName"), strNode(e.newName))
+		}
+		content = append(content, strNode("newTag"), strNode(e.value))
+		items = append(items, &kyaml.Node{Kind: kyaml.MappingNode, Tag: "!!map", Content: content})
 	}
 	if images == nil {
 		// A new images: at the end, indented like resources: when present.
@@ -378,7 +434,7 @@ func (p *pinner) planKustomization() error {
 		if _, res := mapLookup(root, "resources"); res != nil && len(res.Content) > 0 && res.Style&kyaml.FlowStyle == 0 {
 			ind = strings.Repeat(" ", max(res.Content[0].Column-3, 0))
 		}
-		text := "images:\n" + itemsText(ind, newEntries, p.newTagValue, byName)
+		text := "images:\n" + itemsText(ind, entries)
 		at := len(f.data)
 		if at > 0 && f.data[at-1] != '\n' {
 			text = "\n" + text
@@ -405,6 +461,7 @@ func (p *pinner) planKustomization() error {
 			}
 			break
 		}
+		var err error
 		if at, err = f.lineStart(line); err != nil {
 			return err
 		}
@@ -416,7 +473,7 @@ func (p *pinner) planKustomization() error {
 			at++ // after the last line's newline
 		}
 	}
-	text := itemsText(ind, newEntries, p.newTagValue, byName)
+	text := itemsText(ind, entries)
 	if at > 0 && f.data[at-1] != '\n' {
 		text = "\n" + text
 	}
@@ -432,10 +489,14 @@ func (p *pinner) newTagValue(name, tag string) string {
 	return tag + "@" + p.resolved[refFor(name, tag)]
 }
 
-func itemsText(ind string, names []string, value func(string, string) string, tags map[string]string) string {
+func itemsText(ind string, entries []imageEntry) string {
 	var b strings.Builder
-	for _, n := range names {
-		fmt.Fprintf(&b, "%s- name: %s\n%s  newTag: %s\n", ind, n, ind, quoteYAML(value(n, tags[n])))
+	for _, e := range entries {
+		fmt.Fprintf(&b, "%s- name: %s\n", ind, e.name)
+		if e.newName != "" {
+			fmt.Fprintf(&b, "%s  newName: %s\n", ind, e.newName)
+		}
+		fmt.Fprintf(&b, "%s  newTag: %s\n", ind, quoteYAML(e.value))
 	}
 	return b.String()
 }

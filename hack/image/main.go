@@ -117,6 +117,10 @@ func run(ctx context.Context, args []string) error {
 	fmt.Fprintln(os.Stderr, "sbom:", sbomPath)
 	ref := "throughline@" + d.String()
 	if *repo != "" {
+		// IMAGE_REPO without a tag is pushed as VERSION, not latest.
+		if r := *repo; !strings.Contains(r[strings.LastIndex(r, "/")+1:], ":") && *version != "" {
+			*repo = r + ":" + *version
+		}
 		if ref, err = ociimage.Push(ctx, *repo, idx); err != nil {
 			return err
 		}

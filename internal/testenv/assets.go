@@ -18,18 +18,20 @@ const (
 	NotificationCtlVersion = "1.9.0"
 	ArgoCDVersion          = "2.14.21"
 	KustomizeCtlVersion    = "1.9.6"
+	PrometheusOpVersion    = "0.85.0"
 )
 
 // Environment variables naming the assets (hack/e2e-assets.sh prints them).
 const (
-	EnvKubebuilderAssets = "KUBEBUILDER_ASSETS"        // dir with kube-apiserver and etcd
-	EnvRegistryBin       = "THROUGHLINE_REGISTRY_BIN"  // docker-registry binary
-	EnvHtpasswdBin       = "THROUGHLINE_HTPASSWD_BIN"  // htpasswd binary (apache2-utils)
-	EnvNotificationDir   = "THROUGHLINE_NC_DIR"        // dir with notification-controller and crds/
-	EnvArgoCDDir         = "THROUGHLINE_ARGOCD_DIR"    // dir with argocd and crds/
-	EnvFluxCRDs          = "THROUGHLINE_FLUX_CRDS"     // dir with Flux's Kustomization CRD
-	EnvCache             = "THROUGHLINE_CACHE"         // cache root of the hack/ scripts
-	EnvNetNS             = "THROUGHLINE_PRIVATE_NETNS" // "1" when hack/netns-exec.sh runs the tests
+	EnvKubebuilderAssets = "KUBEBUILDER_ASSETS"          // dir with kube-apiserver and etcd
+	EnvRegistryBin       = "THROUGHLINE_REGISTRY_BIN"    // docker-registry binary
+	EnvHtpasswdBin       = "THROUGHLINE_HTPASSWD_BIN"    // htpasswd binary (apache2-utils)
+	EnvNotificationDir   = "THROUGHLINE_NC_DIR"          // dir with notification-controller and crds/
+	EnvArgoCDDir         = "THROUGHLINE_ARGOCD_DIR"      // dir with argocd and crds/
+	EnvFluxCRDs          = "THROUGHLINE_FLUX_CRDS"       // dir with Flux's Kustomization CRD
+	EnvPrometheusCRDs    = "THROUGHLINE_PROMETHEUS_CRDS" // dir with the Prometheus Operator's ServiceMonitor CRD
+	EnvCache             = "THROUGHLINE_CACHE"           // cache root of the hack/ scripts
+	EnvNetNS             = "THROUGHLINE_PRIVATE_NETNS"   // "1" when hack/netns-exec.sh runs the tests
 )
 
 // InCI reports whether the tests run in CI (CI=true), where a missing server
@@ -105,6 +107,17 @@ func FluxCRDs(t testing.TB) string {
 	dir := assetDir(EnvFluxCRDs, "flux-crds", KustomizeCtlVersion)
 	if _, err := os.Stat(filepath.Join(dir, "kustomize.toolkit.fluxcd.io_kustomizations.yaml")); err != nil {
 		missing(t, fmt.Sprintf("Flux Kustomization CRD not found in %s (%s)", dir, EnvFluxCRDs), "hack/flux-crds.sh")
+	}
+	return dir
+}
+
+// PrometheusCRDs returns the directory with the Prometheus Operator's
+// ServiceMonitor CRD, or skips the test (fails it in CI) when it is not there.
+func PrometheusCRDs(t testing.TB) string {
+	t.Helper()
+	dir := assetDir(EnvPrometheusCRDs, "prometheus-crds", PrometheusOpVersion)
+	if _, err := os.Stat(filepath.Join(dir, "monitoring.coreos.com_servicemonitors.yaml")); err != nil {
+		missing(t, fmt.Sprintf("ServiceMonitor CRD not found in %s (%s)", dir, EnvPrometheusCRDs), "hack/prometheus-crds.sh")
 	}
 	return dir
 }
