@@ -236,3 +236,42 @@ func TestCheckPrior(t *testing.T) {
 		})
 	}
 }
+
+// Evidence rewritten after the acceptance (here to HALTED) no longer
+// proves it: History reports it unproven, CheckPrior refuses a claim on it
+// although the claimed commit itself is consistent.
+func TestEvidenceChangedAfterAcceptance(t *testing.T) {
+	ctx := context.Background()
+	h := newHistory(t)
+	l, err := History(ctx, h.repo, "main", "web", "production")
+	must(t, err)
+	a := l.Accepted[1] // A, proven
+	claim := rollbackRecord(t, a, 2)
+	must(t, CheckPrior(ctx, h.repo, "main", claim))
+	h.g.commit("rewrite A's evidence", map[string][]byte{a.Evidence: evidenceOf(t, h.recA, promotion.Halted, dA)})
+
+	l, err = History(ctx, h.repo, "main", "web", "production")
+	must(t, err)
+	if len(l.Accepted) != 1 || l.Accepted[0].Artifact.Digest != dB {
+		t.Fatalf("accepted %+v, want only B", l.Accepted)
+	}
+	found := false
+	for _, u := range l.Unproven {
+		if u.PromotionID == h.recA.PromotionID && strings.Contains(u.Reason, "was changed after the acceptance") && strings.Contains(u.Reason, "HALTED") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("unproven %+v: want A changed after the acceptance", l.Unproven)
+	}
+	var re *RefusedError
+	if err := CheckPrior(ctx, h.repo, "main", claim); !errors.As(err, &re) || !strings.Contains(err.Error(), "was changed after the acceptance") {
+		t.Fatalf("check of a claim on rewritten evidence: %v", err)
+	}
+	// Deleted entirely.
+	h.g.git("rm", "-q", a.Evidence)
+	h.g.commit("delete A's evidence", nil)
+	if err := CheckPrior(ctx, h.repo, "main", claim); !errors.As(err, &re) || !strings.Contains(err.Error(), "was deleted after the acceptance") {
+		t.Fatalf("check of a claim on deleted evidence: %v", err)
+	}
+}

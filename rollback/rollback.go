@@ -85,8 +85,8 @@ func (e *RefusedError) Error() string { return e.Msg }
 // History reads, in the history of rev, every version of the record of app
 // in env and, where one says ACCEPTED, the evidence file it names in the
 // same commit, and every evidence file of app in env at rev. A digest
-// counts as accepted only where the record and the evidence agree; the
-// rest is reported in Unproven. Records that do not parse are skipped:
+// counts as accepted only where the record and the evidence agree, and the
+// evidence at rev still says so; the rest is reported in Unproven. Records that do not parse are skipped:
 // history is evidence only where it is valid.
 func History(ctx context.Context, repo *gitrepo.Repo, rev, app, env string) (*Log, error) {
 	file := promotion.RecordPath(app, env)
@@ -118,6 +118,12 @@ func History(ctx context.Context, repo *gitrepo.Repo, rev, app, env string) (*Lo
 		a, why, err := prove(ctx, repo, c, rec)
 		if err != nil {
 			return nil, err
+		}
+		if why == "" {
+			// The evidence must still say so where the rollback starts.
+			if why, err = stillSays(ctx, repo, rev, a); err != nil {
+				return nil, err
+			}
 		}
 		if why != "" {
 			if !reported[rec.PromotionID] {
@@ -214,11 +220,35 @@ func prove(ctx context.Context, repo *gitrepo.Repo, commit string, rec *promotio
 		RenderedHash: rec.Target.RenderedHash, Evidence: want}, "", nil
 }
 
+// stillSays reports why the evidence of a, read at rev, no longer says
+// what it said when a was accepted ("" when it does): the file was deleted
+// or rewritten to another decision, digest, attempt or revision since.
+func stillSays(ctx context.Context, repo *gitrepo.Repo, rev string, a *Accepted) (string, error) {
+	data, err := repo.ReadFile(ctx, rev, a.Evidence)
+	if errors.Is(err, gitrepo.ErrNotFound) {
+		return fmt.Sprintf("%s was deleted after the acceptance at %s (it is absent at %s)", a.Evidence, short(a.Commit), short(rev)), nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading %s at %s: %w", a.Evidence, rev, err)
+	}
+	ev, err := evidence.Parse(a.Evidence, data)
+	if err != nil {
+		return fmt.Sprintf("%s was changed after the acceptance at %s and no longer parses at %s: %v", a.Evidence, short(a.Commit), short(rev), err), nil
+	}
+	if ev.Decision != promotion.Accepted || ev.PromotionID != a.PromotionID || ev.ArtifactDigest != a.Artifact.Digest ||
+		ev.DesiredRevision != a.DesiredRevision || ev.ObservedRevision != a.ObservedRevision {
+		return fmt.Sprintf("%s was changed after the acceptance at %s: at %s it says %s for %s (%s), observed %s",
+			a.Evidence, short(a.Commit), short(rev), ev.Decision, ev.PromotionID, ev.ArtifactDigest, ev.ObservedRevision), nil
+	}
+	return "", nil
+}
+
 // CheckPrior checks a rollback record's claim (verifiedIn of kind
 // prior-acceptance) against Git: the named commit is in the history of base
 // (a claim cannot rest on a commit of the PR itself), and in its tree the
 // record was ACCEPTED as the named attempt for this digest and the evidence
-// file agrees, with the revision and rendered hash the claim repeats. A
+// file agrees, with the revision and rendered hash the claim repeats, and
+// the evidence at base still says so. A
 // claim Git does not back is a *RefusedError.
 func CheckPrior(ctx context.Context, repo *gitrepo.Repo, base string, rec *promotion.Record) error {
 	v := rec.VerifiedIn
@@ -259,6 +289,11 @@ func CheckPrior(ctx context.Context, repo *gitrepo.Repo, base string, rec *promo
 		return refuse("verifiedIn names desired %s / observed %s, the acceptance was desired %s / observed %s", v.DesiredRevision, v.ObservedRevision, a.DesiredRevision, a.ObservedRevision)
 	case v.RenderedHash != a.RenderedHash:
 		return refuse("verifiedIn.renderedHash %s is not the accepted render %s", v.RenderedHash, a.RenderedHash)
+	}
+	if why, err := stillSays(ctx, repo, base, a); err != nil {
+		return err
+	} else if why != "" {
+		return refuse("%s", why)
 	}
 	return nil
 }
