@@ -66,9 +66,10 @@ environment's desired revision not matching, a rollback whose prior
 acceptance (verifiedIn of kind prior-acceptance) the base branch's history
 does not back (the named commit is not in it, its record is not ACCEPTED for
 that attempt and digest, or its evidence file is missing or disagrees), a
-digest that is not the verified one, a tag (any unpinned image), a rendered hash other than the approved one,
-an approval that is missing, expired or bound to other inputs, a target that
-moved on, a moved tag (drift records under drift/ and --drift-record).
+digest that is not the verified one, a tag (any unpinned image), a rendered
+hash other than the approved one, an approval that is missing, expired or
+bound to other inputs, a target that moved on, a moved tag (drift records
+under drift/ and --drift-record).
 
 Exit codes: 0 pass; 3 refused (every reason listed); 4 a record, policy or
 manifest is invalid.`,

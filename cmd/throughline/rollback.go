@@ -49,10 +49,11 @@ the notifier's evidence file (evidence/<env>/<app>/<promotionId>.json) saying
 ACCEPTED for the same digest and revision. "previous" is the newest such digest
 other than the one desired now. A digest never accepted in the environment is
 refused (exit 3); so is a digest whose acceptance is only claimed (a record
-ACCEPTED without its evidence file, or evidence disagreeing with the record):
-those are listed as warnings on every rollback. The digest must still exist in the
-registry (refused when deleted; exit 5 when the registry cannot be reached)
-and the overlay with it must pass every policy rule.
+ACCEPTED without its evidence file, or evidence disagreeing with the record,
+or rewritten since): those are listed as warnings on every rollback. The
+digest must still exist in the registry (refused when deleted; exit 5 when
+the registry cannot be reached) and the overlay with it must pass every
+policy rule.
 
 The rollback goes through the promote propose path: only the digest in the
 overlay's images: entry changes, a record is written, and both are committed on
