@@ -10,6 +10,12 @@
 //	CANDIDATE -> VERIFIED -> APPROVED -> RECONCILING -> ACCEPTED
 //	any state before ACCEPTED -> HALTED or REJECTED (with a reason)
 //
+// VERIFIED evidence is of one of two kinds: another environment accepted
+// the artifact (a promotion; records may omit the kind), or the target
+// environment itself accepted this digest before (kind prior-acceptance, a
+// rollback), naming the earlier attempt, its evidence file and the commit
+// holding both.
+//
 // A state is never skipped and never entered without its evidence fields; a
 // fix makes a new candidate (a new attempt), never an edit of an old one.
 //

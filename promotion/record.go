@@ -77,14 +77,62 @@ type Artifact struct {
 	SourceCommit string `json:"sourceCommit"`
 }
 
-// VerifiedIn is the evidence of the source environment (the VERIFIED gate).
+// VerifiedIn is the evidence of the VERIFIED gate. Of kind
+// KindEnvironment (the default, "" in records written before kinds
+// existed) it is another environment's acceptance of the artifact; of kind
+// KindPriorAcceptance (a rollback) it is the target environment's own
+// earlier acceptance of the same digest, named in PriorAcceptance.
 type VerifiedIn struct {
-	Environment      string `json:"environment"`
-	DesiredRevision  string `json:"desiredRevision"`
-	ObservedRevision string `json:"observedRevision"`
-	RenderedHash     string `json:"renderedHash"`
-	RuntimeEvidence  string `json:"runtimeEvidence"`
+	// Kind is KindEnvironment (omitted) or KindPriorAcceptance.
+	Kind             VerificationKind `json:"kind,omitempty"`
+	Environment      string           `json:"environment"`
+	DesiredRevision  string           `json:"desiredRevision"`
+	ObservedRevision string           `json:"observedRevision"`
+	RenderedHash     string           `json:"renderedHash"`
+	RuntimeEvidence  string           `json:"runtimeEvidence"`
+	// PriorAcceptance names the earlier acceptance (kind prior-acceptance
+	// only).
+	PriorAcceptance *PriorAcceptance `json:"priorAcceptance,omitempty"`
 }
+
+// VerificationKind says where the VERIFIED evidence comes from.
+type VerificationKind string
+
+// The verification kinds.
+const (
+	// KindEnvironment: another environment accepted the artifact (a
+	// promotion). Records may omit it.
+	KindEnvironment VerificationKind = "environment"
+	// KindPriorAcceptance: the target environment itself accepted the
+	// artifact before (a rollback).
+	KindPriorAcceptance VerificationKind = "prior-acceptance"
+)
+
+// PriorAcceptance is the claim of a rollback: the attempt PromotionID of
+// the same app, environment and digest was ACCEPTED, as the evidence file
+// Evidence and the record, both in the tree of Commit, say. The claim is a
+// pointer, not proof: the PR gate reads the commit and refuses a claim Git
+// does not back.
+type PriorAcceptance struct {
+	PromotionID string `json:"promotionId"`
+	// Evidence is the notifier's evidence file,
+	// evidence/<env>/<app>/<promotionId>.json.
+	Evidence string `json:"evidence"`
+	// Commit holds the evidence file and the record ACCEPTED for PromotionID.
+	Commit string `json:"commit"`
+}
+
+// EvidenceDir is the folder of the notifier's evidence files (the evidence
+// package writes them; its Path agrees with PriorEvidencePath).
+const EvidenceDir = "evidence"
+
+// PriorEvidencePath is the evidence file of promotionID of app in env.
+func PriorEvidencePath(env, app, promotionID string) string {
+	return path.Join(EvidenceDir, env, app, promotionID+".json")
+}
+
+// IsPriorAcceptance reports whether v is a rollback's verification.
+func (v *VerifiedIn) IsPriorAcceptance() bool { return v != nil && v.Kind == KindPriorAcceptance }
 
 // Target is where the artifact goes. Every field is part of the attempt:
 // a change makes a new attempt.
@@ -393,11 +441,59 @@ func (r *Record) Validate() error {
 	if (r.State == Halted || r.State == Rejected) && strings.TrimSpace(r.Reason) == "" {
 		return fail("reason", "missing: a %s record says why", r.State)
 	}
-	if r.VerifiedIn != nil && r.VerifiedIn.Environment == r.Target.Environment {
-		return fail("verifiedIn.environment", "%q is the target environment: evidence must come from another environment", r.VerifiedIn.Environment)
+	if err := r.validateVerifiedIn(fail); err != nil {
+		return err
 	}
 	if r.Approval != nil && !r.Approval.ExpiresAt.After(r.Approval.ApprovedAt) {
 		return fail("approval.expiresAt", "%s is not after approvedAt", r.Approval.ExpiresAt.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// validateVerifiedIn checks the VERIFIED evidence against its kind: another
+// environment's, or the target's own earlier acceptance of this very digest
+// by an earlier attempt, whose evidence file is where the notifier writes it.
+func (r *Record) validateVerifiedIn(fail func(field, format string, args ...any) error) error {
+	v := r.VerifiedIn
+	if v == nil {
+		return nil
+	}
+	switch v.Kind {
+	case "", KindEnvironment:
+		if v.PriorAcceptance != nil {
+			return fail("verifiedIn.priorAcceptance", "present, but kind is %q: only kind %s names a prior acceptance", v.Kind, KindPriorAcceptance)
+		}
+		if v.Environment == r.Target.Environment {
+			return fail("verifiedIn.environment", "%q is the target environment: evidence must come from another environment (or be kind %s, a rollback)", v.Environment, KindPriorAcceptance)
+		}
+	case KindPriorAcceptance:
+		p := v.PriorAcceptance
+		if p == nil {
+			return fail("verifiedIn.priorAcceptance", "missing: kind %s names the earlier acceptance", KindPriorAcceptance)
+		}
+		if v.Environment != r.Target.Environment {
+			return fail("verifiedIn.environment", "%q: a prior acceptance is the target environment's own (%q)", v.Environment, r.Target.Environment)
+		}
+		stem := AttemptKey{App: r.App, Digest: r.Artifact.Digest, Environment: r.Target.Environment}.stem()
+		n, ok := strings.CutPrefix(p.PromotionID, stem)
+		var attempt int
+		if _, err := fmt.Sscanf(n, "%d", &attempt); !ok || err != nil || fmt.Sprint(attempt) != n {
+			return fail("verifiedIn.priorAcceptance.promotionId", "%q is not an attempt of %s in %s for %s (want %s<attempt>)", p.PromotionID, r.App, r.Target.Environment, r.Artifact.Digest, stem)
+		}
+		if attempt >= r.Attempt {
+			return fail("verifiedIn.priorAcceptance.promotionId", "%q is not an earlier attempt than %d", p.PromotionID, r.Attempt)
+		}
+		if want := PriorEvidencePath(r.Target.Environment, r.App, p.PromotionID); p.Evidence != want {
+			return fail("verifiedIn.priorAcceptance.evidence", "%q is not the evidence file of %s (%s)", p.Evidence, p.PromotionID, want)
+		}
+		if v.RuntimeEvidence != p.Evidence {
+			return fail("verifiedIn.runtimeEvidence", "%q is not the prior acceptance's evidence %s", v.RuntimeEvidence, p.Evidence)
+		}
+		if !ValidRevision(p.Commit) {
+			return fail("verifiedIn.priorAcceptance.commit", "%q is not a full commit id", p.Commit)
+		}
+	default:
+		return fail("verifiedIn.kind", "%q: want %s or %s", v.Kind, KindEnvironment, KindPriorAcceptance)
 	}
 	return nil
 }

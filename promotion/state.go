@@ -78,6 +78,10 @@ func (r *Record) clone() *Record {
 	c.History = append([]Transition(nil), r.History...)
 	if r.VerifiedIn != nil {
 		v := *r.VerifiedIn
+		if v.PriorAcceptance != nil {
+			p := *v.PriorAcceptance
+			v.PriorAcceptance = &p
+		}
 		c.VerifiedIn = &v
 	}
 	if r.Approval != nil {
@@ -230,7 +234,12 @@ func (k AttemptKey) short() string {
 
 // ID is the promotionId: <app>-<env>-<digest hex 12>-<attempt>.
 func (k AttemptKey) ID() string {
-	return fmt.Sprintf("%s-%s-%s-%d", k.App, k.Environment, k.short(), k.Attempt)
+	return fmt.Sprintf("%s%d", k.stem(), k.Attempt)
+}
+
+// stem is the promotionId without the attempt number.
+func (k AttemptKey) stem() string {
+	return fmt.Sprintf("%s-%s-%s-", k.App, k.Environment, k.short())
 }
 
 // Branch is the branch of the attempt's change.
@@ -309,4 +318,18 @@ func (r *Record) ApprovalVoid(now ApprovalInput, currentBaseHash string, at time
 		return fmt.Sprintf("the target moved on: it renders %s without this change, the attempt was proposed against %s", currentBaseHash, r.Target.BaseRenderedHash)
 	}
 	return ""
+}
+
+// VerifyByPriorAcceptance records the VERIFIED gate of a rollback: the
+// target environment itself accepted this digest before, as attempt
+// p.PromotionID, observing desiredRevision with the target rendered as
+// renderedHash. The claim is checked for form here (same app, environment
+// and digest, an earlier attempt, the notifier's evidence path); whether
+// Git backs it is for the PR gate, which reads p.Commit.
+func (r *Record) VerifyByPriorAcceptance(p PriorAcceptance, desiredRevision, renderedHash string, at time.Time, by string) error {
+	return r.Verify(VerifiedIn{
+		Kind: KindPriorAcceptance, Environment: r.Target.Environment,
+		DesiredRevision: desiredRevision, ObservedRevision: desiredRevision,
+		RenderedHash: renderedHash, RuntimeEvidence: p.Evidence, PriorAcceptance: &p,
+	}, at, by)
 }

@@ -1,6 +1,7 @@
 // Package rollback finds the artifacts an environment accepted before, from
-// the promotion records in Git history, and tells which of them a rollback
-// may go back to. A rollback is a new desired state proposed through the
+// the promotion records and the notifier's evidence files in Git history,
+// tells which of them a rollback may go back to, and checks a rollback
+// record's claim of a prior acceptance against Git (the PR gate). A rollback is a new desired state proposed through the
 // promotion path (a new attempt on a branch), never a revert of history.
 package rollback
 
@@ -11,6 +12,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
@@ -26,14 +28,53 @@ const AnnotationIrreversible = "throughline.dev/irreversible-migration"
 // than the one currently desired.
 const Previous = "previous"
 
-// Accepted is one artifact the environment accepted, as recorded in Git.
+// Accepted is one artifact the environment accepted, as Git proves it: the
+// record ACCEPTED for PromotionID and the notifier's evidence file saying
+// ACCEPTED for the same app, environment, digest and revision, both in the
+// tree of Commit.
 type Accepted struct {
 	Artifact         promotion.Artifact `json:"artifact"`
 	PromotionID      string             `json:"promotionId"`
 	Attempt          int                `json:"attempt"`
-	Commit           string             `json:"commit"` // the commit whose record says ACCEPTED
+	Commit           string             `json:"commit"` // the commit whose record says ACCEPTED and holds the evidence
+	DesiredRevision  string             `json:"desiredRevision"`
 	ObservedRevision string             `json:"observedRevision"`
-	RuntimeEvidence  string             `json:"runtimeEvidence"`
+	// RenderedHash is the target as rendered by that attempt.
+	RenderedHash string `json:"renderedHash"`
+	// Evidence is the evidence file, evidence/<env>/<app>/<promotionId>.json.
+	Evidence string `json:"evidence"`
+}
+
+// Prior is the claim a rollback to a makes in its record's verifiedIn.
+func (a Accepted) Prior() promotion.PriorAcceptance {
+	return promotion.PriorAcceptance{PromotionID: a.PromotionID, Evidence: a.Evidence, Commit: a.Commit}
+}
+
+// Unproven is an acceptance Git claims but does not prove: a record
+// ACCEPTED without its evidence file, or evidence that disagrees with the
+// record (another digest, revision or decision), or evidence saying
+// ACCEPTED for an attempt whose record never was. It is never a rollback
+// target.
+type Unproven struct {
+	Digest      string `json:"digest,omitempty"`
+	PromotionID string `json:"promotionId"`
+	Commit      string `json:"commit"`
+	Reason      string `json:"reason"`
+}
+
+func (u Unproven) String() string {
+	return fmt.Sprintf("%s (%s) at %s: %s", u.PromotionID, u.Digest, short(u.Commit), u.Reason)
+}
+
+// Log is what Git says app accepted in env.
+type Log struct {
+	// Accepted lists, newest first, one entry per digest: its newest
+	// proven acceptance.
+	Accepted []Accepted
+	// Unproven lists the acceptances claimed without proof, newest first.
+	Unproven []Unproven
+	// Attempts is the highest attempt number seen per digest.
+	Attempts map[string]int
 }
 
 // RefusedError is a rollback target that may not be used.
@@ -41,59 +82,243 @@ type RefusedError struct{ Msg string }
 
 func (e *RefusedError) Error() string { return e.Msg }
 
-// History lists, newest first, every distinct digest the record of app in
-// env was ACCEPTED for in the history of rev (one entry per digest: its
-// newest acceptance), and the highest attempt number seen per digest.
-// Records that do not parse are skipped: history is evidence only where it
-// is valid.
-func History(ctx context.Context, repo *gitrepo.Repo, rev, app, env string) ([]Accepted, map[string]int, error) {
+// History reads, in the history of rev, every version of the record of app
+// in env and, where one says ACCEPTED, the evidence file it names in the
+// same commit, and every evidence file of app in env at rev. A digest
+// counts as accepted only where the record and the evidence agree, and the
+// evidence at rev still says so; the rest is reported in Unproven. Records that do not parse are skipped:
+// history is evidence only where it is valid.
+func History(ctx context.Context, repo *gitrepo.Repo, rev, app, env string) (*Log, error) {
 	file := promotion.RecordPath(app, env)
 	out, err := repo.Git(ctx, "log", "--format=%H", rev, "--", repo.Prefix+file)
 	if err != nil {
-		return nil, nil, fmt.Errorf("history of %s at %s: %w", file, rev, err)
+		return nil, fmt.Errorf("history of %s at %s: %w", file, rev, err)
 	}
-	var hist []Accepted
-	seen := map[string]bool{}
-	attempts := map[string]int{}
+	log := &Log{Attempts: map[string]int{}}
+	seen := map[string]bool{}     // digests with a proven acceptance
+	claimed := map[string]bool{}  // promotionIds whose record said ACCEPTED
+	reported := map[string]bool{} // unproven promotionIds already listed
 	for _, c := range strings.Fields(out) {
 		if err := ctx.Err(); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		data, err := repo.ReadFile(ctx, c, file)
-		if errors.Is(err, gitrepo.ErrNotFound) {
-			continue // deleted in this commit
-		}
+		rec, err := readRecord(ctx, repo, c, app, env)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		rec, err := promotion.Parse(file, data)
-		if err != nil || rec.App != app || rec.Target.Environment != env {
+		if rec == nil {
 			continue
 		}
 		d := rec.Artifact.Digest
-		attempts[d] = max(attempts[d], rec.Attempt)
-		if rec.State != promotion.Accepted || rec.Accepted == nil || seen[d] {
+		log.Attempts[d] = max(log.Attempts[d], rec.Attempt)
+		if rec.State != promotion.Accepted {
 			continue
 		}
-		seen[d] = true
-		hist = append(hist, Accepted{Artifact: rec.Artifact, PromotionID: rec.PromotionID, Attempt: rec.Attempt,
-			Commit: c, ObservedRevision: rec.Accepted.ObservedRevision, RuntimeEvidence: rec.Accepted.RuntimeEvidence})
+		claimed[rec.PromotionID] = true
+		a, why, err := prove(ctx, repo, c, rec)
+		if err != nil {
+			return nil, err
+		}
+		if why == "" {
+			// The evidence must still say so where the rollback starts.
+			if why, err = stillSays(ctx, repo, rev, a); err != nil {
+				return nil, err
+			}
+		}
+		if why != "" {
+			if !reported[rec.PromotionID] {
+				reported[rec.PromotionID] = true
+				log.Unproven = append(log.Unproven, Unproven{Digest: d, PromotionID: rec.PromotionID, Commit: c, Reason: why})
+			}
+			continue
+		}
+		if !seen[d] {
+			seen[d] = true
+			log.Accepted = append(log.Accepted, *a)
+		}
 	}
-	return hist, attempts, nil
+	// Evidence that says ACCEPTED for an attempt whose record never did.
+	dir := path.Join(promotion.EvidenceDir, env, app)
+	files, err := repo.Git(ctx, "ls-tree", "--name-only", rev, "--", repo.Prefix+dir+"/")
+	if err != nil {
+		return nil, fmt.Errorf("listing %s at %s: %w", dir, rev, err)
+	}
+	for _, f := range strings.Fields(files) {
+		rel, ok := repo.Rel(f)
+		if !ok || !strings.HasSuffix(rel, ".json") {
+			continue
+		}
+		data, err := repo.ReadFile(ctx, rev, rel)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s at %s: %w", rel, rev, err)
+		}
+		ev, err := evidence.Parse(rel, data)
+		if err != nil {
+			log.Unproven = append(log.Unproven, Unproven{PromotionID: strings.TrimSuffix(path.Base(rel), ".json"), Commit: rev, Reason: fmt.Sprintf("%s does not parse: %v", rel, err)})
+			continue
+		}
+		if ev.Decision != promotion.Accepted || claimed[ev.PromotionID] {
+			continue
+		}
+		log.Unproven = append(log.Unproven, Unproven{Digest: ev.ArtifactDigest, PromotionID: ev.PromotionID, Commit: rev,
+			Reason: fmt.Sprintf("%s says ACCEPTED, but %s was never ACCEPTED for %s in the history of %s", rel, file, ev.PromotionID, short(rev))})
+	}
+	return log, nil
 }
 
-// Pick chooses the rollback target from hist: to is a digest
-// (sha256:<hex>, or a unique prefix of at least 12 hex digits) or
-// Previous; current is the digest desired now, which is never a rollback
-// target.
-func Pick(hist []Accepted, to, current, env string) (Accepted, error) {
+// readRecord reads the record of app in env at commit; nil when it is
+// absent, does not parse or names another app or environment.
+func readRecord(ctx context.Context, repo *gitrepo.Repo, commit, app, env string) (*promotion.Record, error) {
+	file := promotion.RecordPath(app, env)
+	data, err := repo.ReadFile(ctx, commit, file)
+	if errors.Is(err, gitrepo.ErrNotFound) {
+		return nil, nil // deleted in this commit
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s at %s: %w", file, commit, err)
+	}
+	rec, err := promotion.Parse(file, data)
+	if err != nil || rec.App != app || rec.Target.Environment != env {
+		return nil, nil
+	}
+	return rec, nil
+}
+
+// prove reads, in the tree of commit, the evidence file the ACCEPTED
+// record rec names and returns the acceptance when both agree, else why
+// not (an error is a failure to read Git).
+func prove(ctx context.Context, repo *gitrepo.Repo, commit string, rec *promotion.Record) (*Accepted, string, error) {
+	env, app := rec.Target.Environment, rec.App
+	want := promotion.PriorEvidencePath(env, app, rec.PromotionID)
+	if rec.Accepted.RuntimeEvidence != want {
+		return nil, fmt.Sprintf("the record's accepted.runtimeEvidence is %q, not the notifier's evidence file %s", rec.Accepted.RuntimeEvidence, want), nil
+	}
+	data, err := repo.ReadFile(ctx, commit, want)
+	if errors.Is(err, gitrepo.ErrNotFound) {
+		return nil, fmt.Sprintf("the record says ACCEPTED but %s does not exist in that commit (no runtime evidence)", want), nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("reading %s at %s: %w", want, commit, err)
+	}
+	ev, err := evidence.Parse(want, data)
+	if err != nil {
+		return nil, fmt.Sprintf("%s does not parse: %v", want, err), nil
+	}
+	switch {
+	case ev.Decision != promotion.Accepted:
+		return nil, fmt.Sprintf("%s says %s, the record says ACCEPTED", want, ev.Decision), nil
+	case ev.App != app || ev.Environment != env || ev.PromotionID != rec.PromotionID:
+		return nil, fmt.Sprintf("%s is for %s/%s %s, the record is %s/%s %s", want, ev.App, ev.Environment, ev.PromotionID, app, env, rec.PromotionID), nil
+	case ev.ArtifactDigest != rec.Artifact.Digest:
+		return nil, fmt.Sprintf("%s is for digest %s, the record accepted %s", want, ev.ArtifactDigest, rec.Artifact.Digest), nil
+	case ev.DesiredRevision != rec.Reconciling.DesiredRevision || ev.ObservedRevision != rec.Accepted.ObservedRevision:
+		return nil, fmt.Sprintf("%s observed %s for desired %s, the record observed %s for desired %s", want,
+			ev.ObservedRevision, ev.DesiredRevision, rec.Accepted.ObservedRevision, rec.Reconciling.DesiredRevision), nil
+	}
+	return &Accepted{Artifact: rec.Artifact, PromotionID: rec.PromotionID, Attempt: rec.Attempt, Commit: commit,
+		DesiredRevision: rec.Reconciling.DesiredRevision, ObservedRevision: rec.Accepted.ObservedRevision,
+		RenderedHash: rec.Target.RenderedHash, Evidence: want}, "", nil
+}
+
+// stillSays reports why the evidence of a, read at rev, no longer says
+// what it said when a was accepted ("" when it does): the file was deleted
+// or rewritten to another decision, digest, attempt or revision since.
+func stillSays(ctx context.Context, repo *gitrepo.Repo, rev string, a *Accepted) (string, error) {
+	data, err := repo.ReadFile(ctx, rev, a.Evidence)
+	if errors.Is(err, gitrepo.ErrNotFound) {
+		return fmt.Sprintf("%s was deleted after the acceptance at %s (it is absent at %s)", a.Evidence, short(a.Commit), short(rev)), nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading %s at %s: %w", a.Evidence, rev, err)
+	}
+	ev, err := evidence.Parse(a.Evidence, data)
+	if err != nil {
+		return fmt.Sprintf("%s was changed after the acceptance at %s and no longer parses at %s: %v", a.Evidence, short(a.Commit), short(rev), err), nil
+	}
+	if ev.Decision != promotion.Accepted || ev.PromotionID != a.PromotionID || ev.ArtifactDigest != a.Artifact.Digest ||
+		ev.DesiredRevision != a.DesiredRevision || ev.ObservedRevision != a.ObservedRevision {
+		return fmt.Sprintf("%s was changed after the acceptance at %s: at %s it says %s for %s (%s), observed %s",
+			a.Evidence, short(a.Commit), short(rev), ev.Decision, ev.PromotionID, ev.ArtifactDigest, ev.ObservedRevision), nil
+	}
+	return "", nil
+}
+
+// CheckPrior checks a rollback record's claim (verifiedIn of kind
+// prior-acceptance) against Git: the named commit is in the history of base
+// (a claim cannot rest on a commit of the PR itself), and in its tree the
+// record was ACCEPTED as the named attempt for this digest and the evidence
+// file agrees, with the revision and rendered hash the claim repeats, and
+// the evidence at base still says so. A
+// claim Git does not back is a *RefusedError.
+func CheckPrior(ctx context.Context, repo *gitrepo.Repo, base string, rec *promotion.Record) error {
+	v := rec.VerifiedIn
+	if !v.IsPriorAcceptance() {
+		return fmt.Errorf("%s: verifiedIn is not of kind %s", rec.PromotionID, promotion.KindPriorAcceptance)
+	}
+	p := v.PriorAcceptance
+	refuse := func(format string, args ...any) error {
+		return &RefusedError{fmt.Sprintf("prior acceptance %s claimed by %s at %s: ", p.PromotionID, rec.PromotionID, short(p.Commit)) + fmt.Sprintf(format, args...)}
+	}
+	if _, err := repo.Git(ctx, "merge-base", "--is-ancestor", p.Commit, base); err != nil {
+		return refuse("the commit is not in the history of the base %s (%v)", short(base), err)
+	}
+	prev, err := readRecord(ctx, repo, p.Commit, rec.App, rec.Target.Environment)
+	if err != nil {
+		return err
+	}
+	switch {
+	case prev == nil:
+		return refuse("%s does not exist there (or does not parse)", promotion.RecordPath(rec.App, rec.Target.Environment))
+	case prev.PromotionID != p.PromotionID:
+		return refuse("the record there is %s (%s), not %s: that attempt never reached ACCEPTED in that commit", prev.PromotionID, prev.State, p.PromotionID)
+	case prev.State != promotion.Accepted:
+		return refuse("the record there is %s, not ACCEPTED", prev.State)
+	case prev.Artifact.Digest != rec.Artifact.Digest:
+		return refuse("that attempt accepted %s, this record rolls back to %s", prev.Artifact.Digest, rec.Artifact.Digest)
+	}
+	a, why, err := prove(ctx, repo, p.Commit, prev)
+	if err != nil {
+		return err
+	}
+	switch {
+	case why != "":
+		return refuse("%s", why)
+	case a.Evidence != p.Evidence:
+		return refuse("the evidence is %s, the claim names %s", a.Evidence, p.Evidence)
+	case v.DesiredRevision != a.DesiredRevision || v.ObservedRevision != a.ObservedRevision:
+		return refuse("verifiedIn names desired %s / observed %s, the acceptance was desired %s / observed %s", v.DesiredRevision, v.ObservedRevision, a.DesiredRevision, a.ObservedRevision)
+	case v.RenderedHash != a.RenderedHash:
+		return refuse("verifiedIn.renderedHash %s is not the accepted render %s", v.RenderedHash, a.RenderedHash)
+	}
+	if why, err := stillSays(ctx, repo, base, a); err != nil {
+		return err
+	} else if why != "" {
+		return refuse("%s", why)
+	}
+	return nil
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+// Pick chooses the rollback target from l: to is a digest (sha256:<hex>,
+// or a unique prefix of at least 12 hex digits) or Previous; current is
+// the digest desired now, which is never a rollback target. Only proven
+// acceptances count; a digest that is only claimed is refused with the
+// reason it is unproven.
+func Pick(l *Log, to, current, env string) (Accepted, error) {
+	hist := l.Accepted
 	if to == Previous {
 		for _, a := range hist {
 			if a.Artifact.Digest != current {
 				return a, nil
 			}
 		}
-		return Accepted{}, &RefusedError{fmt.Sprintf("no digest other than the current %s was ever ACCEPTED in %s: nothing to roll back to", current, env)}
+		return Accepted{}, &RefusedError{fmt.Sprintf("no digest other than the current %s was ever ACCEPTED in %s with evidence: nothing to roll back to%s", current, env, unprovenNote(l.Unproven, ""))}
 	}
 	want := to
 	if !strings.HasPrefix(want, "sha256:") {
@@ -110,13 +335,29 @@ func Pick(hist []Accepted, to, current, env string) (Accepted, error) {
 	}
 	switch {
 	case len(found) == 0:
-		return Accepted{}, &RefusedError{fmt.Sprintf("%s was never ACCEPTED in %s (accepted there: %s): a rollback goes only to a digest the environment verified", to, env, digests(hist))}
+		return Accepted{}, &RefusedError{fmt.Sprintf("%s was never ACCEPTED in %s (accepted there with evidence: %s): a rollback goes only to a digest the environment verified%s",
+			to, env, digests(hist), unprovenNote(l.Unproven, want))}
 	case len(found) > 1:
 		return Accepted{}, &RefusedError{fmt.Sprintf("--to %s names several accepted digests (%s): give more digits", to, digests(found))}
 	case found[0].Artifact.Digest == current:
 		return Accepted{}, &RefusedError{fmt.Sprintf("%s is already the desired digest of %s: nothing to roll back", current, env)}
 	}
 	return found[0], nil
+}
+
+// unprovenNote lists the unproven acceptances (of digests starting with
+// prefix, when given) for a refusal message.
+func unprovenNote(us []Unproven, prefix string) string {
+	var s []string
+	for _, u := range us {
+		if prefix == "" || strings.HasPrefix(u.Digest, prefix) {
+			s = append(s, u.String())
+		}
+	}
+	if len(s) == 0 {
+		return ""
+	}
+	return "; claimed without proof, so not counted: " + strings.Join(s, "; ")
 }
 
 func digests(as []Accepted) string {

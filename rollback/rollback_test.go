@@ -15,7 +15,7 @@ func acc(d string) Accepted {
 
 func TestPick(t *testing.T) {
 	a, b, c := strings.Repeat("a", 64), strings.Repeat("b", 64), strings.Repeat("c", 64)
-	hist := []Accepted{acc(c), acc(b), acc(a)} // newest first
+	hist := &Log{Accepted: []Accepted{acc(c), acc(b), acc(a)}} // newest first
 	if p, err := Pick(hist, Previous, "sha256:"+c, "prod"); err != nil || p.Artifact.Digest != "sha256:"+b {
 		t.Fatalf("previous: %v %v", p, err)
 	}
@@ -32,7 +32,7 @@ func TestPick(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := Pick([]Accepted{acc(c)}, Previous, "sha256:"+c, "prod"); !errors.As(err, &re) {
+	if _, err := Pick(&Log{Accepted: []Accepted{acc(c)}}, Previous, "sha256:"+c, "prod"); !errors.As(err, &re) {
 		t.Errorf("nothing before: %v", err)
 	}
 }

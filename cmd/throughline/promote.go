@@ -186,6 +186,10 @@ type proposeOptions struct {
 	// MinAttempt: the new attempt number is above it (a rollback to a
 	// digest accepted before must not reuse that digest's old attempts).
 	MinAttempt int
+	// Verify, when set, records the VERIFIED gate on the new CANDIDATE
+	// before it is written (a rollback: the environment's own earlier
+	// acceptance).
+	Verify func(rec *promotion.Record) error
 }
 
 // proposeArtifact is the propose path: write art's digest into the target
@@ -277,6 +281,11 @@ func proposeArtifact(ctx context.Context, r *promoteRepo, baseRev, app string, a
 	rec, err := promotion.NewCandidate(app, maxAttempt+1, src.Artifact, target, time.Now(), o.By)
 	if err != nil {
 		return nil, err
+	}
+	if o.Verify != nil {
+		if err := o.Verify(rec); err != nil {
+			return nil, refuse(err)
+		}
 	}
 	if err := promotion.CheckUpdate(cur, rec); err != nil && cur != nil && cur.Artifact.Digest == rec.Artifact.Digest && cur.Attempt == rec.Attempt {
 		return nil, &refusedError{err.Error()}

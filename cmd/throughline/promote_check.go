@@ -21,6 +21,7 @@ import (
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/registry"
 	"github.com/throughline-dev/throughline/render"
+	"github.com/throughline-dev/throughline/rollback"
 )
 
 // checkReport is the PR job's verdict.
@@ -61,10 +62,14 @@ another environment are refused unless the policy allows them.
 
 Also refused: no staging evidence for the digest (the record is not VERIFIED,
 or the source environment's record is not ACCEPTED for it), the source
-environment's desired revision not matching, a digest that is not the verified
-one, a tag (any unpinned image), a rendered hash other than the approved one,
-an approval that is missing, expired or bound to other inputs, a target that
-moved on, a moved tag (drift records under drift/ and --drift-record).
+environment's desired revision not matching, a rollback whose prior
+acceptance (verifiedIn of kind prior-acceptance) the base branch's history
+does not back (the named commit is not in it, its record is not ACCEPTED for
+that attempt and digest, or its evidence file is missing or disagrees), a
+digest that is not the verified one, a tag (any unpinned image), a rendered
+hash other than the approved one, an approval that is missing, expired or
+bound to other inputs, a target that moved on, a moved tag (drift records
+under drift/ and --drift-record).
 
 Exit codes: 0 pass; 3 refused (every reason listed); 4 a record, policy or
 manifest is invalid.`,
@@ -260,6 +265,14 @@ func checkPromotion(ctx context.Context, r *promoteRepo, baseArg, headArg string
 	switch {
 	case rec.VerifiedIn == nil:
 		refuse("no staging evidence for digest %s: %s is %s, not VERIFIED", rec.Artifact.Digest, recFiles[0], rec.State)
+	case rec.VerifiedIn.IsPriorAcceptance():
+		// A rollback: the claim must be backed by the base's history.
+		var re *rollback.RefusedError
+		if err := rollback.CheckPrior(ctx, r.Repo, base, rec); errors.As(err, &re) {
+			refuse("%s", re.Msg)
+		} else if err != nil {
+			return nil, err
+		}
 	default:
 		src, err := r.readRecord(ctx, head, app, rec.VerifiedIn.Environment)
 		if err != nil {

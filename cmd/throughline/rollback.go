@@ -7,6 +7,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +23,10 @@ type rollbackResult struct {
 	From                string            `json:"from"`
 	To                  rollback.Accepted `json:"to"`
 	IrreversibleWarning []string          `json:"irreversibleMigration,omitempty"`
+	// Unproven lists acceptances Git claims without proof (a record
+	// ACCEPTED without its evidence file, evidence disagreeing with the
+	// record): never rollback targets, reported so they get fixed.
+	Unproven []rollback.Unproven `json:"unproven,omitempty"`
 }
 
 func newRollbackCommand(g *globals, stdout io.Writer) *cobra.Command {
@@ -37,17 +42,26 @@ func newRollbackCommand(g *globals, stdout io.Writer) *cobra.Command {
 		Long: `Roll an environment back by proposing a new desired state, never by reverting
 history or force-pushing.
 
-The target is a digest that the environment's record (promotion/<app>/<env>.yaml)
-was ACCEPTED for somewhere in the base branch's history; "previous" is the
-newest such digest other than the one desired now. A digest never accepted in
-the environment is refused (exit 3). The digest must still exist in the
-registry (refused when deleted; exit 5 when the registry cannot be reached)
-and the overlay with it must pass every policy rule.
+The target is a digest the environment accepted somewhere in the base
+branch's history, as Git proves it: a version of the record
+(promotion/<app>/<env>.yaml) ACCEPTED for that digest, and in the same commit
+the notifier's evidence file (evidence/<env>/<app>/<promotionId>.json) saying
+ACCEPTED for the same digest and revision. "previous" is the newest such digest
+other than the one desired now. A digest never accepted in the environment is
+refused (exit 3); so is a digest whose acceptance is only claimed (a record
+ACCEPTED without its evidence file, or evidence disagreeing with the record,
+or rewritten since): those are listed as warnings on every rollback. The
+digest must still exist in the registry (refused when deleted; exit 5 when
+the registry cannot be reached) and the overlay with it must pass every
+policy rule.
 
 The rollback goes through the promote propose path: only the digest in the
-overlay's images: entry changes, a CANDIDATE record is written, and both are
-committed on a new attempt branch throughline/promote/<app>/<env>/<digest12>-<n>
-(pushed by compare-and-swap; a PR/MR with --forge).
+overlay's images: entry changes, a record is written, and both are committed on
+a new attempt branch throughline/promote/<app>/<env>/<digest12>-<n> (pushed by
+compare-and-swap; a PR/MR with --forge). The record is born VERIFIED by its
+prior acceptance (verifiedIn kind prior-acceptance: the earlier promotionId,
+its evidence file and the commit holding both), which promote check re-reads
+from Git; approve, check, merge and reconcile then go as for any promotion.
 
 When a workload of the current artifact carries the annotation
 throughline.dev/irreversible-migration: "true", the rollback is refused unless
@@ -81,6 +95,10 @@ migrated data.`,
 			if err != nil {
 				return err
 			}
+			for _, u := range res.Unproven {
+				g.log.Warn().Str("promotion", u.PromotionID).Str("digest", u.Digest).Str("commit", u.Commit).Str("reason", u.Reason).
+					Msg("acceptance claimed without proof: not a rollback target")
+			}
 			for _, w := range res.IrreversibleWarning {
 				g.log.Warn().Str("workload", w).Msg("rolling back past an irreversible migration (acknowledged)")
 			}
@@ -99,8 +117,8 @@ migrated data.`,
 			if res.Proposal.Existing {
 				verb = "existing rollback attempt"
 			}
-			fmt.Fprintf(stdout, "%s %s: %s in %s %s -> %s (accepted at %s, %s)\n", verb, res.Proposal.Record.PromotionID, app, env,
-				res.From, res.To.Artifact.Digest, res.To.Commit, res.To.PromotionID)
+			fmt.Fprintf(stdout, "%s %s: %s in %s %s -> %s, state %s (accepted at %s as %s, evidence %s)\n", verb, res.Proposal.Record.PromotionID, app, env,
+				res.From, res.To.Artifact.Digest, res.Proposal.Record.State, res.To.Commit, res.To.PromotionID, res.To.Evidence)
 			fmt.Fprintf(stdout, "branch %s at %s\n", res.Proposal.Branch, res.Proposal.Commit)
 			if res.Proposal.PR != "" {
 				fmt.Fprintf(stdout, "pull request %s\n", res.Proposal.PR)
@@ -137,7 +155,7 @@ func rollbackTo(ctx context.Context, r *promoteRepo, rc *registry.Client, app, e
 	if cur == nil {
 		return nil, &refusedError{fmt.Sprintf("no promotion record %s on %s: nothing was ever accepted in %s", promotion.RecordPath(app, env), r.base, env)}
 	}
-	hist, attempts, err := rollback.History(ctx, r.Repo, baseRev, app, env)
+	hist, err := rollback.History(ctx, r.Repo, baseRev, app, env)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +194,10 @@ func rollbackTo(ctx context.Context, r *promoteRepo, rc *registry.Client, app, e
 	from := cur.Artifact.Digest
 	p, err := proposeArtifact(ctx, r, baseRev, app, pick.Artifact, env, targetPath, cluster, proposeOptions{
 		By:         "throughline rollback",
-		MinAttempt: attempts[pick.Artifact.Digest],
+		MinAttempt: hist.Attempts[pick.Artifact.Digest],
+		Verify: func(rec *promotion.Record) error {
+			return rec.VerifyByPriorAcceptance(pick.Prior(), pick.DesiredRevision, pick.RenderedHash, time.Now(), "throughline rollback")
+		},
 		Message: func(rec *promotion.Record) string {
 			return fmt.Sprintf("rollback %s in %s to %s\n\nPromotion: %s\nAttempt-Key: %s %s %s %d\nRollback-From: %s\nRollback-To: %s (%s, accepted at %s)\n",
 				app, env, promoteShortDigest(rec.Artifact.Digest), rec.PromotionID, app, rec.Artifact.Digest, env, rec.Attempt,
@@ -186,14 +207,18 @@ func rollbackTo(ctx context.Context, r *promoteRepo, rc *registry.Client, app, e
 	if err != nil {
 		return nil, err
 	}
-	return &rollbackResult{Proposal: p, From: from, To: pick, IrreversibleWarning: marked}, nil
+	return &rollbackResult{Proposal: p, From: from, To: pick, IrreversibleWarning: marked, Unproven: hist.Unproven}, nil
 }
 
 func rollbackBody(res *rollbackResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Rollback of `%s` in `%s` from `%s` to `%s`.\n\n", res.Proposal.Record.App, res.Proposal.Record.Target.Environment, res.From, res.To.Artifact.Digest)
-	fmt.Fprintf(&b, "The target digest was ACCEPTED in this environment as `%s` (record at commit `%s`, observed revision `%s`, evidence `%s`).\n\n",
-		res.To.PromotionID, res.To.Commit, res.To.ObservedRevision, res.To.RuntimeEvidence)
+	fmt.Fprintf(&b, "The target digest was ACCEPTED in this environment as `%s` (record and evidence at commit `%s`, observed revision `%s`, evidence `%s`); "+
+		"the record is VERIFIED by that prior acceptance, which `throughline promote check` re-reads from Git.\n\n",
+		res.To.PromotionID, res.To.Commit, res.To.ObservedRevision, res.To.Evidence)
+	for _, u := range res.Unproven {
+		fmt.Fprintf(&b, "Warning: acceptance claimed without proof, not a rollback target: %s\n\n", u.String())
+	}
 	if len(res.IrreversibleWarning) > 0 {
 		fmt.Fprintf(&b, "**Irreversible migration acknowledged** on: %s\n\n", strings.Join(res.IrreversibleWarning, ", "))
 	}

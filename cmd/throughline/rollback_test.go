@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -16,6 +17,8 @@ import (
 // in-process registry at reg.
 type rollbackFixture struct {
 	top, reg, a, b string
+	// acceptedA is the commit holding a's ACCEPTED record and evidence.
+	acceptedA string
 }
 
 const rbOverlay = "apps/web/overlays/production"
@@ -29,9 +32,15 @@ func rbDeployment(reg, annotations string) string {
 	return "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n" + annotations + "spec:\n  replicas: 2\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: " + reg + "/web:1.0.0\n"
 }
 
-// rbAccept writes the overlay with digest and an ACCEPTED record for it,
-// and commits both.
-func rbAccept(t *testing.T, top, reg, tag, digest string, attempt int) {
+// rbAccept writes the overlay with digest, an ACCEPTED record for it and
+// the notifier's evidence file, and commits them; it returns the commit.
+func rbAccept(t *testing.T, top, reg, tag, digest string, attempt int) string {
+	t.Helper()
+	return rbAcceptWith(t, top, reg, tag, digest, attempt, true)
+}
+
+// rbAcceptWith is rbAccept, the evidence file written only when withEvidence.
+func rbAcceptWith(t *testing.T, top, reg, tag, digest string, attempt int, withEvidence bool) string {
 	t.Helper()
 	writeTree(t, top, map[string]string{rbOverlay + "/kustomization.yaml": rbKustomization(reg, tag, digest)})
 	_, hash, err := promoteRawRender(context.Background(), top, rbOverlay)
@@ -61,9 +70,21 @@ func rbAccept(t *testing.T, top, reg, tag, digest string, attempt int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeTree(t, top, map[string]string{promotion.RecordPath("web", "production"): string(data)})
+	files := map[string]string{promotion.RecordPath("web", "production"): string(data)}
+	if withEvidence {
+		ev := &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: "web", Environment: "production", PromotionID: rec.PromotionID,
+			Decision: promotion.Accepted, Image: rec.Artifact.Image, ArtifactDigest: digest, DesiredRevision: rev, ObservedRevision: rev,
+			DesiredRenderedHash: hash, RenderedHash: hash, ReportedBy: evidence.Reporter{Source: "flux"}, Time: t0}
+		evData, err := ev.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[evidence.Path("production", "web", rec.PromotionID)] = string(evData)
+	}
+	writeTree(t, top, files)
 	gitT(t, top, "add", ".")
 	gitT(t, top, "commit", "-q", "-m", "accepted "+tag)
+	return gitT(t, top, "rev-parse", "HEAD")
 }
 
 func newRollbackFixture(t *testing.T, annotations string) *rollbackFixture {
@@ -77,7 +98,7 @@ func newRollbackFixture(t *testing.T, annotations string) *rollbackFixture {
 		"apps/web/base/deployment.yaml":    rbDeployment(reg, annotations),
 	})
 	gitT(t, f.top, "init", "-q", "-b", "main")
-	rbAccept(t, f.top, reg, "1.0.0", f.a, 1)
+	f.acceptedA = rbAccept(t, f.top, reg, "1.0.0", f.a, 1)
 	rbAccept(t, f.top, reg, "1.1.0", f.b, 1)
 	return f
 }
@@ -95,8 +116,14 @@ func TestRollbackPrevious(t *testing.T) {
 	}
 	// attempt 1 of digest a was accepted before: the rollback is attempt 2.
 	wantBranch := "throughline/promote/web/production/" + strings.TrimPrefix(f.a, "sha256:")[:12] + "-2"
-	if out.Proposal.Branch != wantBranch || out.Proposal.Record.State != promotion.Candidate || out.Proposal.Record.Artifact.Digest != f.a || out.From != f.b {
+	if out.Proposal.Branch != wantBranch || out.Proposal.Record.State != promotion.Verified || out.Proposal.Record.Artifact.Digest != f.a || out.From != f.b {
 		t.Fatalf("result %+v", out)
+	}
+	// Born VERIFIED by production's own acceptance of a (attempt 1).
+	v := out.Proposal.Record.VerifiedIn
+	wantID := promotion.AttemptKey{App: "web", Digest: f.a, Environment: "production", Attempt: 1}.ID()
+	if !v.IsPriorAcceptance() || v.Environment != "production" || *v.PriorAcceptance != (promotion.PriorAcceptance{PromotionID: wantID, Evidence: evidence.Path("production", "web", wantID), Commit: f.acceptedA}) {
+		t.Fatalf("verifiedIn %+v %+v", v, v.PriorAcceptance)
 	}
 	// History is untouched: main did not move, the branch descends from it.
 	if gitT(t, f.top, "rev-parse", "main") != mainBefore || gitT(t, f.top, "status", "--porcelain") != "" {
@@ -188,4 +215,101 @@ func TestRollbackRefusedByPolicy(t *testing.T) {
 	if res.code != exitRefused || !strings.Contains(res.stderr, "sidecar") {
 		t.Fatalf("want policy refusal: %d %s", res.code, res.stderr)
 	}
+}
+
+// The rollback's record passes the PR gate once approved, like any
+// promotion: its prior acceptance is re-read from Git. A forged claim (an
+// attempt production never accepted at the named commit, or a commit whose
+// evidence is for another digest) is refused by check.
+func TestRollbackPassesCheckForgedClaimRefused(t *testing.T) {
+	f := newRollbackFixture(t, "")
+	res := runCLI(t, "rollback", "--repo", f.top, "--app", "web", "--env", "production", "--to", "previous", "-o", "json")
+	if res.code != exitOK {
+		t.Fatalf("rollback: %d %s %s", res.code, res.stdout, res.stderr)
+	}
+	var out rollbackResult
+	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	branch := out.Proposal.Branch
+	chk := runCLI(t, "promote", "check", "--repo", f.top, "--base", "main", "--head", branch)
+	if chk.code != exitRefused || !strings.Contains(chk.stdout, "not approved") || strings.Contains(chk.stdout, "staging evidence") || strings.Contains(chk.stdout, "prior acceptance") {
+		t.Fatalf("check before approval: %d\n%s", chk.code, chk.stdout)
+	}
+	if r := runCLI(t, "promote", "approve", "--repo", f.top, "--app", "web", "--to", "production", "--branch", branch, "--approver", "alice", "--expires", "2h"); r.code != exitOK {
+		t.Fatalf("approve: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if chk := runCLI(t, "promote", "check", "--repo", f.top, "--base", "main", "--head", branch); chk.code != exitOK {
+		t.Fatalf("check of the approved rollback: %d\n%s\n%s", chk.code, chk.stdout, chk.stderr)
+	}
+
+	// Forge the claim on a copy of the approved branch.
+	approved := readRecordAt(t, f.top, branch)
+	acceptedB := gitT(t, f.top, "rev-parse", "main")
+	for name, tc := range map[string]struct {
+		edit func(p *promotion.PriorAcceptance)
+		want string
+	}{
+		// main's tip holds b's acceptance: attempt 1 of a is not ACCEPTED there.
+		"attempt never ACCEPTED at that commit": {func(p *promotion.PriorAcceptance) { p.Commit = acceptedB }, "that attempt never reached ACCEPTED in that commit"},
+		"commit not on the base":                {func(p *promotion.PriorAcceptance) { p.Commit = gitT(t, f.top, "rev-parse", branch) }, "not in the history of the base"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			forged := *approved
+			v := *approved.VerifiedIn
+			p := *v.PriorAcceptance
+			tc.edit(&p)
+			v.PriorAcceptance = &p
+			forged.VerifiedIn = &v
+			data, err := forged.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fb := "forged/" + strings.ReplaceAll(name, " ", "-")
+			gitT(t, f.top, "branch", fb, branch)
+			gitT(t, f.top, "checkout", "-q", fb)
+			writeTree(t, f.top, map[string]string{promotion.RecordPath("web", "production"): string(data)})
+			gitT(t, f.top, "commit", "-q", "-am", "forged claim")
+			gitT(t, f.top, "checkout", "-q", "main")
+			chk := runCLI(t, "promote", "check", "--repo", f.top, "--base", "main", "--head", fb)
+			if chk.code != exitRefused || !strings.Contains(chk.stdout, tc.want) {
+				t.Fatalf("check of a forged claim: %d, want a refusal saying %q\n%s\n%s", chk.code, tc.want, chk.stdout, chk.stderr)
+			}
+		})
+	}
+}
+
+// An acceptance without evidence (the record says ACCEPTED, no evidence
+// file in that commit) is not a rollback target: naming it is refused with
+// the reason, and "previous" passes over it with a warning.
+func TestRollbackUnprovenAcceptance(t *testing.T) {
+	f := newRollbackFixture(t, "")
+	c := pushRandomImage(t, f.reg+"/web:1.2.0")
+	rbAcceptWith(t, f.top, f.reg, "1.2.0", c, 1, false) // by hand, no evidence
+	d := pushRandomImage(t, f.reg+"/web:1.3.0")
+	rbAccept(t, f.top, f.reg, "1.3.0", d, 1)
+	res := runCLI(t, "rollback", "--repo", f.top, "--app", "web", "--env", "production", "--to", c)
+	if res.code != exitRefused || !strings.Contains(res.stderr, "claimed without proof") || !strings.Contains(res.stderr, "does not exist in that commit") {
+		t.Fatalf("rollback to an unproven digest: %d %s", res.code, res.stderr)
+	}
+	prev := runCLI(t, "rollback", "--repo", f.top, "--app", "web", "--env", "production", "--to", "previous", "-o", "json")
+	if prev.code != exitOK || !strings.Contains(prev.stderr, "acceptance claimed without proof") {
+		t.Fatalf("previous: %d %s %s", prev.code, prev.stdout, prev.stderr)
+	}
+	var out rollbackResult
+	if err := json.Unmarshal([]byte(prev.stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.To.Artifact.Digest != f.b || len(out.Unproven) != 1 || out.Unproven[0].Digest != c {
+		t.Fatalf("previous picked %s, unproven %+v; want %s and one unproven %s", out.To.Artifact.Digest, out.Unproven, f.b, c)
+	}
+}
+
+func readRecordAt(t *testing.T, top, rev string) *promotion.Record {
+	t.Helper()
+	rec, err := promotion.Parse("record", []byte(gitT(t, top, "show", rev+":"+promotion.RecordPath("web", "production"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -81,11 +82,20 @@ func accept(t *testing.T, ctx context.Context, work, repo, tag, digest string) {
 	must(t, rec.Verify(promotion.VerifiedIn{Environment: "staging", DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40), RenderedHash: hash, RuntimeEvidence: "evidence/staging/web/1.json"}, t0, "e2e"))
 	must(t, rec.Approve("alice", rec.InputFor(strings.TrimSpace(ver.Stdout)), t0.Add(48*time.Hour), t0))
 	must(t, rec.Reconcile(rev, t0, "e2e"))
-	must(t, rec.Accept(rev, "evidence/production/web/"+rec.PromotionID+".json", t0, "e2e"))
+	evPath := evidence.Path("production", "web", rec.PromotionID)
+	must(t, rec.Accept(rev, evPath, t0, "e2e"))
 	data, err := rec.Marshal()
 	must(t, err)
 	must(t, os.MkdirAll(filepath.Join(work, "promotion", "web"), 0o755))
 	must(t, os.WriteFile(filepath.Join(work, "promotion", "web", "production.yaml"), data, 0o644))
+	// The notifier's evidence file, as it commits it with the record.
+	ev := &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: "web", Environment: "production", PromotionID: rec.PromotionID,
+		Decision: promotion.Accepted, Image: rec.Artifact.Image, ArtifactDigest: digest, DesiredRevision: rev, ObservedRevision: rev,
+		DesiredRenderedHash: hash, RenderedHash: hash, ReportedBy: evidence.Reporter{Source: "flux"}, Time: t0}
+	evData, err := ev.Marshal()
+	must(t, err)
+	must(t, os.MkdirAll(filepath.Join(work, filepath.Dir(evPath)), 0o755))
+	must(t, os.WriteFile(filepath.Join(work, evPath), evData, 0o644))
 	git(t, ctx, work, "add", ".")
 	git(t, ctx, work, "commit", "-q", "-m", "production accepted web "+tag)
 }
@@ -99,7 +109,8 @@ func clone(t *testing.T, ctx context.Context, remote string) string {
 
 // TestRollback: production accepted 1.0.0 then 1.1.0; rollback to the
 // previous digest proposes 1.0.0 on a new attempt branch, main untouched; a
-// digest never accepted there and a digest deleted from the registry are
+// digest never accepted there is refused, a rollback past an irreversible
+// migration needs the explicit flag, a digest deleted from the registry is
 // refused.
 func TestRollback(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -148,8 +159,9 @@ func TestRollback(t *testing.T) {
 	}
 	rec, err := promotion.Parse("record", []byte(git(t, ctx, check, "show", "origin/"+branch+":promotion/web/production.yaml")))
 	must(t, err)
-	if rec.State != promotion.Candidate || rec.Artifact.Digest != a || rec.Attempt != 2 {
-		t.Fatalf("record %+v", rec)
+	if rec.State != promotion.Verified || rec.Artifact.Digest != a || rec.Attempt != 2 || !rec.VerifiedIn.IsPriorAcceptance() ||
+		rec.VerifiedIn.PriorAcceptance.PromotionID != (promotion.AttemptKey{App: "web", Digest: a, Environment: "production", Attempt: 1}).ID() {
+		t.Fatalf("record %+v verifiedIn %+v", rec, rec.VerifiedIn)
 	}
 
 	for name, tc := range map[string]struct{ to, want string }{
@@ -161,6 +173,30 @@ func TestRollback(t *testing.T) {
 			t.Fatalf("%s: %d %s", name, r.Code, r.Stderr)
 		}
 	}
+	// The current artifact ran an irreversible migration: refused without
+	// the explicit flag (nothing pushed), proposed with it.
+	mark := clone(t, ctx, remoteURL)
+	dep := filepath.Join(mark, "apps/web/base/deployment.yaml")
+	depData, err := os.ReadFile(dep)
+	must(t, err)
+	must(t, os.WriteFile(dep, []byte(strings.Replace(string(depData), "  name: web\n", "  name: web\n  annotations:\n    throughline.dev/irreversible-migration: \"true\"\n", 1)), 0o644))
+	git(t, ctx, mark, "commit", "-q", "-am", "web 1.1.0 migrated the schema")
+	git(t, ctx, mark, "push", "-q", "origin", "main")
+	headsBefore := git(t, ctx, mark, "ls-remote", "--heads", "origin")
+	irr, err := cli(ctx, mark, "rollback", "--repo", mark, "--app", "web", "--env", "production", "--to", "sha256:"+strings.TrimPrefix(a, "sha256:")[:12])
+	must(t, err)
+	if irr.Code != 3 || !strings.Contains(irr.Stderr, "--accept-irreversible-migration") || !strings.Contains(irr.Stderr, "Deployment.apps web-production/web") {
+		t.Fatalf("irreversible migration without the flag: %d %s", irr.Code, irr.Stderr)
+	}
+	if after := git(t, ctx, mark, "ls-remote", "--heads", "origin"); after != headsBefore {
+		t.Fatalf("a refused rollback pushed:\n%s\nwas\n%s", after, headsBefore)
+	}
+	irr, err = cli(ctx, mark, "rollback", "--repo", mark, "--app", "web", "--env", "production", "--to", a, "--accept-irreversible-migration")
+	must(t, err)
+	if irr.Code != 0 || !strings.Contains(irr.Stderr, "irreversible migration") {
+		t.Fatalf("irreversible migration with the flag: %d %s %s", irr.Code, irr.Stdout, irr.Stderr)
+	}
+
 	ref, err := name.ParseReference(repo+"@"+a, name.Insecure)
 	must(t, err)
 	must(t, remote.Delete(ref, remote.WithContext(ctx), remote.WithAuth(authn.Anonymous)))

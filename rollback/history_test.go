@@ -1,0 +1,277 @@
+package rollback
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+var (
+	dA = "sha256:" + strings.Repeat("a", 64)
+	dB = "sha256:" + strings.Repeat("b", 64)
+	dC = "sha256:" + strings.Repeat("c", 64)
+	dD = "sha256:" + strings.Repeat("d", 64)
+	h1 = "sha256:" + strings.Repeat("1", 64)
+	t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+)
+
+// gitRepo is a real Git repository in a temporary directory.
+type gitRepo struct {
+	t   *testing.T
+	dir string
+}
+
+func newGitRepo(t *testing.T) *gitRepo {
+	g := &gitRepo{t: t, dir: t.TempDir()}
+	g.git("init", "-q", "-b", "main")
+	return g
+}
+
+func (g *gitRepo) git(args ...string) string {
+	g.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = g.dir
+	cmd.Env = append(os.Environ(), "HOME="+g.dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		g.t.Fatalf("git %v: %v: %s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// commit writes files (relative path -> content) and commits them.
+func (g *gitRepo) commit(msg string, files map[string][]byte) string {
+	g.t.Helper()
+	for p, data := range files {
+		abs := filepath.Join(g.dir, filepath.FromSlash(p))
+		must(g.t, os.MkdirAll(filepath.Dir(abs), 0o755))
+		must(g.t, os.WriteFile(abs, data, 0o644))
+	}
+	g.git("add", ".")
+	g.git("commit", "-q", "--allow-empty", "-m", msg)
+	return g.git("rev-parse", "HEAD")
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// acceptedRecord is the production record of web, attempt n of digest,
+// ACCEPTED at desired revision rev, as the notifier leaves it.
+func acceptedRecord(t *testing.T, n int, digest, rev string) *promotion.Record {
+	t.Helper()
+	rec, err := promotion.NewCandidate("web", n, promotion.Artifact{Image: "r.example/web@" + digest, Digest: digest, SourceCommit: strings.Repeat("5", 40)},
+		promotion.Target{Environment: "production", Path: "apps/web/overlays/production", Cluster: "production", RenderedHash: h1, BaseRenderedHash: h1, Renderer: "v1"}, t0, "test")
+	must(t, err)
+	must(t, rec.Verify(promotion.VerifiedIn{Environment: "staging", DesiredRevision: strings.Repeat("6", 40), ObservedRevision: strings.Repeat("6", 40), RenderedHash: h1, RuntimeEvidence: "evidence/staging/web/x.json"}, t0, "test"))
+	must(t, rec.Approve("alice", rec.InputFor("v1"), t0.Add(time.Hour), t0))
+	must(t, rec.Reconcile(rev, t0, "test"))
+	must(t, rec.Accept(rev, promotion.PriorEvidencePath("production", "web", rec.PromotionID), t0, "notifier"))
+	return rec
+}
+
+// evidenceOf is the evidence file the notifier writes for rec.
+func evidenceOf(t *testing.T, rec *promotion.Record, decision promotion.State, digest string) []byte {
+	t.Helper()
+	ev := &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: rec.App, Environment: rec.Target.Environment, PromotionID: rec.PromotionID,
+		Decision: decision, Image: rec.Artifact.Image, ArtifactDigest: digest, DesiredRevision: rec.Reconciling.DesiredRevision,
+		ObservedRevision: rec.Reconciling.DesiredRevision, ReportedBy: evidence.Reporter{Source: "flux"}, Time: t0}
+	if decision == promotion.Halted {
+		ev.Reason = "image mismatch"
+	}
+	data, err := ev.Marshal()
+	must(t, err)
+	return data
+}
+
+func files(t *testing.T, rec *promotion.Record, ev []byte) map[string][]byte {
+	t.Helper()
+	data, err := rec.Marshal()
+	must(t, err)
+	m := map[string][]byte{promotion.RecordPath("web", "production"): data}
+	if ev != nil {
+		m[promotion.PriorEvidencePath("production", "web", rec.PromotionID)] = ev
+	}
+	return m
+}
+
+// history is production's story: A accepted with evidence, B "accepted"
+// without evidence, C accepted with evidence of another digest, an
+// evidence file for D whose record never said ACCEPTED, then B accepted
+// properly as attempt 2 (desired now).
+type history struct {
+	g                        *gitRepo
+	repo                     *gitrepo.Repo
+	recA, recB, recC, recB2  *promotion.Record
+	cA, cB, cC, cD, cB2, tip string
+}
+
+func newHistory(t *testing.T) *history {
+	h := &history{g: newGitRepo(t)}
+	rev := func(c string) string { return strings.Repeat(c, 40) }
+	h.recA = acceptedRecord(t, 1, dA, rev("1"))
+	h.cA = h.g.commit("A accepted", files(t, h.recA, evidenceOf(t, h.recA, promotion.Accepted, dA)))
+	h.recB = acceptedRecord(t, 1, dB, rev("2"))
+	h.cB = h.g.commit("B accepted by hand, no evidence", files(t, h.recB, nil))
+	h.recC = acceptedRecord(t, 1, dC, rev("3"))
+	h.cC = h.g.commit("C accepted, evidence of another digest", files(t, h.recC, evidenceOf(t, h.recC, promotion.Accepted, dD)))
+	recD := acceptedRecord(t, 1, dD, rev("4"))
+	h.cD = h.g.commit("D evidence only", map[string][]byte{promotion.PriorEvidencePath("production", "web", recD.PromotionID): evidenceOf(t, recD, promotion.Accepted, dD)})
+	h.recB2 = acceptedRecord(t, 2, dB, rev("5"))
+	h.cB2 = h.g.commit("B accepted as attempt 2", files(t, h.recB2, evidenceOf(t, h.recB2, promotion.Accepted, dB)))
+	h.tip = h.cB2
+	var err error
+	h.repo, err = gitrepo.Open(context.Background(), h.g.dir)
+	must(t, err)
+	return h
+}
+
+func TestHistoryCountsOnlyProvenAcceptances(t *testing.T) {
+	h := newHistory(t)
+	l, err := History(context.Background(), h.repo, "main", "web", "production")
+	must(t, err)
+	var got []string
+	for _, a := range l.Accepted {
+		got = append(got, a.PromotionID+"@"+a.Commit[:7])
+	}
+	want := []string{h.recB2.PromotionID + "@" + h.cB2[:7], h.recA.PromotionID + "@" + h.cA[:7]}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("accepted %v, want %v", got, want)
+	}
+	a := l.Accepted[1]
+	if a.Evidence != "evidence/production/web/"+h.recA.PromotionID+".json" || a.DesiredRevision != strings.Repeat("1", 40) || a.RenderedHash != h1 {
+		t.Fatalf("acceptance of A: %+v", a)
+	}
+	if l.Attempts[dB] != 2 || l.Attempts[dA] != 1 {
+		t.Fatalf("attempts %v", l.Attempts)
+	}
+	reasons := map[string]string{}
+	for _, u := range l.Unproven {
+		reasons[u.PromotionID] = u.Reason
+	}
+	for id, want := range map[string]string{
+		h.recB.PromotionID: "does not exist in that commit",
+		h.recC.PromotionID: "is for digest " + dD,
+		strings.Replace(h.recB.PromotionID, "bbbbbbbbbbbb", "dddddddddddd", 1): "was never ACCEPTED",
+	} {
+		if !strings.Contains(reasons[id], want) {
+			t.Errorf("unproven %s: %q, want it to say %q (all: %v)", id, reasons[id], want, reasons)
+		}
+	}
+	// Pick refuses the unproven digests, naming why, and skips them for
+	// "previous".
+	for _, d := range []string{dC, dD} {
+		_, err := Pick(l, d, dB, "production")
+		var re *RefusedError
+		if !errors.As(err, &re) || !strings.Contains(err.Error(), "claimed without proof") {
+			t.Errorf("pick %s: %v", d, err)
+		}
+	}
+	if p, err := Pick(l, Previous, dB, "production"); err != nil || p.Artifact.Digest != dA {
+		t.Fatalf("previous: %+v %v", p, err)
+	}
+}
+
+// rollbackRecord is the rollback of web in production to the acceptance
+// a, VERIFIED by it, as throughline rollback writes it.
+func rollbackRecord(t *testing.T, a Accepted, attempt int) *promotion.Record {
+	t.Helper()
+	rec, err := promotion.NewCandidate("web", attempt, a.Artifact,
+		promotion.Target{Environment: "production", Path: "apps/web/overlays/production", Cluster: "production", RenderedHash: h1, BaseRenderedHash: h1, Renderer: "v1"}, t0, "throughline rollback")
+	must(t, err)
+	must(t, rec.VerifyByPriorAcceptance(a.Prior(), a.DesiredRevision, a.RenderedHash, t0, "throughline rollback"))
+	return rec
+}
+
+func TestCheckPrior(t *testing.T) {
+	ctx := context.Background()
+	h := newHistory(t)
+	l, err := History(ctx, h.repo, "main", "web", "production")
+	must(t, err)
+	a := l.Accepted[1]
+	must(t, CheckPrior(ctx, h.repo, "main", rollbackRecord(t, a, 2)))
+
+	// A forged claim: the record is what rollback would write, the claim
+	// edited (Validate passes every one of them, Git refutes them).
+	forged := func(edit func(*Accepted)) *promotion.Record {
+		f := a
+		edit(&f)
+		return rollbackRecord(t, f, 2)
+	}
+	side := h.g.git("commit-tree", "-p", h.cA, "-m", "not on main", h.cA+"^{tree}")
+	for name, tc := range map[string]struct {
+		rec  *promotion.Record
+		want string
+	}{
+		"commit where the record is another attempt": {forged(func(f *Accepted) { f.Commit = h.cB }), "never reached ACCEPTED in that commit"},
+		"commit outside the base's history":          {forged(func(f *Accepted) { f.Commit = side }), "not in the history of the base"},
+		"other revision than accepted":               {forged(func(f *Accepted) { f.DesiredRevision = strings.Repeat("9", 40) }), "the acceptance was desired"},
+		"other rendered hash":                        {forged(func(f *Accepted) { f.RenderedHash = "sha256:" + strings.Repeat("2", 64) }), "is not the accepted render"},
+		"record ACCEPTED without evidence": {rollbackRecord(t, Accepted{Artifact: h.recB.Artifact, PromotionID: h.recB.PromotionID, Commit: h.cB,
+			DesiredRevision: strings.Repeat("2", 40), RenderedHash: h1, Evidence: promotion.PriorEvidencePath("production", "web", h.recB.PromotionID)}, 3), "does not exist in that commit"},
+		"evidence with another digest": {rollbackRecord(t, Accepted{Artifact: h.recC.Artifact, PromotionID: h.recC.PromotionID, Commit: h.cC,
+			DesiredRevision: strings.Repeat("3", 40), RenderedHash: h1, Evidence: promotion.PriorEvidencePath("production", "web", h.recC.PromotionID)}, 2), "is for digest " + dD},
+		"evidence only, the record never ACCEPTED": {rollbackRecord(t, Accepted{Artifact: promotion.Artifact{Image: "r.example/web@" + dD, Digest: dD, SourceCommit: strings.Repeat("5", 40)},
+			PromotionID: strings.Replace(h.recC.PromotionID, "cccccccccccc", "dddddddddddd", 1), Commit: h.cD, DesiredRevision: strings.Repeat("4", 40), RenderedHash: h1,
+			Evidence: promotion.PriorEvidencePath("production", "web", strings.Replace(h.recC.PromotionID, "cccccccccccc", "dddddddddddd", 1))}, 2), "never reached ACCEPTED"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := CheckPrior(ctx, h.repo, "main", tc.rec)
+			var re *RefusedError
+			if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want a refusal saying %q, got %v", tc.want, err)
+			}
+		})
+	}
+}
+
+// Evidence rewritten after the acceptance (here to HALTED) no longer
+// proves it: History reports it unproven, CheckPrior refuses a claim on it
+// although the claimed commit itself is consistent.
+func TestEvidenceChangedAfterAcceptance(t *testing.T) {
+	ctx := context.Background()
+	h := newHistory(t)
+	l, err := History(ctx, h.repo, "main", "web", "production")
+	must(t, err)
+	a := l.Accepted[1] // A, proven
+	claim := rollbackRecord(t, a, 2)
+	must(t, CheckPrior(ctx, h.repo, "main", claim))
+	h.g.commit("rewrite A's evidence", map[string][]byte{a.Evidence: evidenceOf(t, h.recA, promotion.Halted, dA)})
+
+	l, err = History(ctx, h.repo, "main", "web", "production")
+	must(t, err)
+	if len(l.Accepted) != 1 || l.Accepted[0].Artifact.Digest != dB {
+		t.Fatalf("accepted %+v, want only B", l.Accepted)
+	}
+	found := false
+	for _, u := range l.Unproven {
+		if u.PromotionID == h.recA.PromotionID && strings.Contains(u.Reason, "was changed after the acceptance") && strings.Contains(u.Reason, "HALTED") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("unproven %+v: want A changed after the acceptance", l.Unproven)
+	}
+	var re *RefusedError
+	if err := CheckPrior(ctx, h.repo, "main", claim); !errors.As(err, &re) || !strings.Contains(err.Error(), "was changed after the acceptance") {
+		t.Fatalf("check of a claim on rewritten evidence: %v", err)
+	}
+	// Deleted entirely.
+	h.g.git("rm", "-q", a.Evidence)
+	h.g.commit("delete A's evidence", nil)
+	if err := CheckPrior(ctx, h.repo, "main", claim); !errors.As(err, &re) || !strings.Contains(err.Error(), "was deleted after the acceptance") {
+		t.Fatalf("check of a claim on deleted evidence: %v", err)
+	}
+}
