@@ -35,7 +35,8 @@ type Record struct {
 	PromotionID   string `json:"promotionId"`
 	// Decision is ACCEPTED or HALTED.
 	Decision promotion.State `json:"decision"`
-	// Reason says why a HALTED decision was taken.
+	// Reason says why a HALTED decision was taken, or why a later commit
+	// than the desired one counts for an ACCEPTED one.
 	Reason string `json:"reason,omitempty"`
 	// Class is the failure class of a HALTED decision: source, render or live.
 	Class            string `json:"class,omitempty"`
@@ -99,8 +100,9 @@ func (r *Record) Validate() error {
 		return fail("reason", "missing: a HALTED decision says why")
 	case !promotion.ValidDigest(r.ArtifactDigest):
 		return fail("artifactDigest", "%q is not sha256:<hex>", r.ArtifactDigest)
-	case r.Decision == promotion.Accepted && r.ObservedRevision != r.DesiredRevision:
-		return fail("observedRevision", "%q is not the desired %s: never ACCEPTED", r.ObservedRevision, r.DesiredRevision)
+	case r.Decision == promotion.Accepted && r.ObservedRevision != r.DesiredRevision &&
+		(r.Reason == "" || r.RenderedHash == "" || r.RenderedHash != r.DesiredRenderedHash):
+		return fail("observedRevision", "%q is not the desired %s: ACCEPTED only for a later commit that renders the approved objects (renderedHash %q, desired %q) and says so in reason", r.ObservedRevision, r.DesiredRevision, r.RenderedHash, r.DesiredRenderedHash)
 	case r.Time.IsZero():
 		return fail("time", "missing")
 	}

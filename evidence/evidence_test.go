@@ -18,7 +18,7 @@ func record() *Record {
 		Time: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), ReportedBy: Reporter{Source: "flux"}}
 }
 
-func TestRecordNeverAcceptsAnotherRevision(t *testing.T) {
+func TestRecordAcceptsOnlyTheApprovedRender(t *testing.T) {
 	r := record()
 	b, err := r.Marshal()
 	if err != nil {
@@ -28,9 +28,26 @@ func TestRecordNeverAcceptsAnotherRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.ObservedRevision = strings.Repeat("b", 40)
-	if _, err := r.Marshal(); err == nil || !strings.Contains(err.Error(), "never ACCEPTED") {
+	if _, err := r.Marshal(); err == nil || !strings.Contains(err.Error(), "ACCEPTED only for a later commit") {
 		t.Fatalf("err %v", err)
 	}
+	// A later commit is ACCEPTED only with the approved rendered hash and a
+	// reason saying so.
+	hash := "sha256:" + strings.Repeat("1", 64)
+	r.DesiredRenderedHash, r.RenderedHash = hash, "sha256:"+strings.Repeat("2", 64)
+	r.Reason = "observed bbbb, later than the desired aaaa"
+	if _, err := r.Marshal(); err == nil {
+		t.Fatal("later commit with another rendered hash ACCEPTED")
+	}
+	r.RenderedHash, r.Reason = hash, ""
+	if _, err := r.Marshal(); err == nil {
+		t.Fatal("later commit ACCEPTED without a reason")
+	}
+	r.Reason = "observed bbbb, later than the desired aaaa, renders the approved objects"
+	if _, err := r.Marshal(); err != nil {
+		t.Fatal(err)
+	}
+	r.Reason = ""
 	r.Decision = promotion.Halted
 	if _, err := r.Marshal(); err == nil {
 		t.Fatal("HALTED without a reason")

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha512"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -201,6 +202,48 @@ func TestWrongRevisionHalts(t *testing.T) {
 	}
 	if got := testutilCount(f.handler.Metrics().Failures.WithLabelValues(ClassSource)); got != 1 {
 		t.Fatalf("source failures %v", got)
+	}
+}
+
+// TestLaterRevision: the controller synced a later commit of the branch (here
+// the records commit on top of the desired one). It counts when its
+// Acceptance declares the approved rendered hash, and the evidence says
+// why; a later commit rendering other objects is HALTED.
+func TestLaterRevision(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		hash   string
+		result string
+		state  promotion.State
+		reason string
+	}{
+		{"same render", hashA, resultAccepted, promotion.Accepted, "later than the desired"},
+		{"other render", hashB, resultHalted, promotion.Halted, "rendered hash mismatch: the controller observed"},
+		{"no rendered hash", "", resultHalted, promotion.Halted, "cannot tell whether"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, "checkout")
+			live := verified("checkout")
+			live.RenderedHash, live.Status.RenderedHash = c.hash, c.hash
+			f.live.set("checkout", live)
+			later := f.tip()
+			code, rep := f.flux(fluxBody(t, "checkout", later, "info", "ReconciliationSucceeded"))
+			if code != 200 || rep.Result != c.result {
+				t.Fatalf("%d %+v", code, rep)
+			}
+			rec := f.record("checkout")
+			if rec.State != c.state {
+				t.Fatalf("record %s %q", rec.State, rec.Reason)
+			}
+			var ev evidence.Record
+			must(t, json.Unmarshal([]byte(f.show(evidence.Path("production", "checkout", rec.PromotionID))), &ev))
+			if ev.ObservedRevision != later || ev.DesiredRevision != f.desired["checkout"] || !strings.Contains(ev.Reason, c.reason) {
+				t.Fatalf("evidence observed %s desired %s reason %q", ev.ObservedRevision, ev.DesiredRevision, ev.Reason)
+			}
+			if c.state == promotion.Accepted && rec.Accepted.ObservedRevision != later {
+				t.Fatalf("record accepted at %s, want %s", rec.Accepted.ObservedRevision, later)
+			}
+		})
 	}
 }
 

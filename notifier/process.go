@@ -93,11 +93,21 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 		out.Decision, out.Class, out.Reason = promotion.Halted, class, fmt.Sprintf(format, args...)
 		return out, nil
 	}
+	// The observed revision has caught up when it is the desired commit or
+	// a later commit of the branch: in a busy repository the controller
+	// syncs whatever is newest (another app's promotion, this record's own
+	// commits). A later commit counts only if it renders exactly the
+	// approved objects, checked against the Acceptance below.
+	later := false
 	if ev.Revision != desired {
-		if p.Git.IsAncestor(ctx, ev.Revision, desired) {
+		switch {
+		case p.Git.IsAncestor(ctx, ev.Revision, desired):
 			return nil, &WaitError{Reason: fmt.Sprintf("the controller observed %s, an ancestor of the desired %s", ev.Revision, desired)}
+		case p.Git.IsAncestor(ctx, desired, ev.Revision):
+			later = true
+		default:
+			return halt(ClassSource, "wrong revision: the controller observed %s, neither the desired commit %s nor a later commit of the branch", ev.Revision, desired)
 		}
-		return halt(ClassSource, "wrong revision: the controller observed %s, not the desired commit %s", ev.Revision, desired)
 	}
 	live, err := p.Live.Get(ctx, ev.App, ev.Environment)
 	if errors.Is(err, ErrNoAcceptance) {
@@ -117,7 +127,16 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 		out.VerifiedAt = &t
 	}
 	if rec.Target.RenderedHash != "" && live.RenderedHash != "" && live.RenderedHash != rec.Target.RenderedHash {
+		if later {
+			return halt(ClassRender, "rendered hash mismatch: the controller observed %s, later than the desired %s, whose Acceptance declares %s; the promotion proposed %s", ev.Revision, desired, live.RenderedHash, rec.Target.RenderedHash)
+		}
 		return halt(ClassRender, "rendered hash mismatch: the Acceptance declares %s, the promotion proposed %s", live.RenderedHash, rec.Target.RenderedHash)
+	}
+	if later {
+		if live.RenderedHash == "" || rec.Target.RenderedHash == "" {
+			return halt(ClassRender, "cannot tell whether %s, later than the desired %s, renders the approved objects: the Acceptance (%q) or the record (%q) has no rendered hash", ev.Revision, desired, live.RenderedHash, rec.Target.RenderedHash)
+		}
+		out.Reason = fmt.Sprintf("observed %s, later than the desired %s, renders the approved objects (%s)", ev.Revision, desired, live.RenderedHash)
 	}
 	ready := meta.FindStatusCondition(live.Status.Conditions, health.ConditionReady)
 	current := live.Status.ObservedGeneration >= live.Generation && live.Status.RenderedHash == live.RenderedHash

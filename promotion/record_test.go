@@ -88,9 +88,9 @@ func TestStateMachine(t *testing.T) {
 		t.Fatalf("VERIFIED without runtime evidence: %v, state %s", err, r.State)
 	}
 	bad = evidence()
-	bad.ObservedRevision = rev1
+	bad.ObservedRevision = "main"
 	if err := r.Verify(bad, t0, "x"); err == nil {
-		t.Fatal("VERIFIED with observed != desired accepted")
+		t.Fatal("VERIFIED with an observed revision that is not a commit id")
 	}
 	bad = evidence()
 	bad.Environment = "production"
@@ -108,8 +108,11 @@ func TestStateMachine(t *testing.T) {
 	}
 	must(t, r.Approve("alice", r.InputFor("v0.1.0"), t0.Add(time.Hour), t0))
 	must(t, r.Reconcile(rev1, t0, "ci"))
-	if err := r.Accept(rev2, "ev", t0, "n"); err == nil {
-		t.Fatal("ACCEPTED with another observed revision")
+	if err := r.Accept("HEAD", "ev", t0, "n"); err == nil {
+		t.Fatal("ACCEPTED with an observed revision that is not a commit id")
+	}
+	if err := r.Accept(rev2, "", t0, "n"); err == nil {
+		t.Fatal("ACCEPTED without runtime evidence")
 	}
 	must(t, r.Stop(Halted, "live imageID differs", t0, "n"))
 	// Final: a fix makes a new candidate.

@@ -116,9 +116,6 @@ func (r *Record) Verify(ev VerifiedIn, at time.Time, by string) error {
 	if !ValidDigest(ev.RenderedHash) {
 		errs = append(errs, fmt.Errorf("verifiedIn.renderedHash %q is not sha256:<hex>", ev.RenderedHash))
 	}
-	if ev.DesiredRevision != "" && ev.DesiredRevision != ev.ObservedRevision {
-		errs = append(errs, fmt.Errorf("verifiedIn: the controller observed %s, not the desired %s", ev.ObservedRevision, ev.DesiredRevision))
-	}
 	if err := errors.Join(errs...); err != nil {
 		return &TransitionError{ID: r.PromotionID, From: r.State, To: Verified, Reason: err.Error()}
 	}
@@ -150,8 +147,10 @@ func (r *Record) Reconcile(desiredRevision string, at time.Time, by string) erro
 	return r.advance(Reconciling, at, by, "", func() { r.Reconciling = &Reconciliation{DesiredRevision: desiredRevision} })
 }
 
-// Accept records ACCEPTED: the target observed the desired revision and the
-// live images are the artifact.
+// Accept records ACCEPTED: the target observed the desired revision (or a
+// later commit of the branch rendering the same objects: the caller proves
+// it, and the runtime evidence says so) and the live images are the
+// artifact.
 func (r *Record) Accept(observedRevision, runtimeEvidence string, at time.Time, by string) error {
 	fail := func(why string) error {
 		return &TransitionError{ID: r.PromotionID, From: r.State, To: Accepted, Reason: why}
@@ -159,8 +158,8 @@ func (r *Record) Accept(observedRevision, runtimeEvidence string, at time.Time, 
 	switch {
 	case r.Reconciling == nil:
 		return fail("not RECONCILING")
-	case observedRevision != r.Reconciling.DesiredRevision:
-		return fail(fmt.Sprintf("observed revision %q is not the desired %s", observedRevision, r.Reconciling.DesiredRevision))
+	case !ValidRevision(observedRevision):
+		return fail(fmt.Sprintf("observed revision %q is not a full commit id", observedRevision))
 	case strings.TrimSpace(runtimeEvidence) == "":
 		return fail("runtime evidence is missing")
 	}

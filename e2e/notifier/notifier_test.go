@@ -157,7 +157,7 @@ func (e *env) accepted(t *testing.T, source string) {
 
 // decided waits for the evidence commit that moves the record to want,
 // observing observed, and checks it.
-func (e *env) decided(t *testing.T, source string, want promotion.State, observed string) {
+func (e *env) decided(t *testing.T, source string, want promotion.State, observed string) *evidence.Record {
 	t.Helper()
 	dir := t.TempDir()
 	deadline := time.Now().Add(90 * time.Second)
@@ -186,7 +186,7 @@ func (e *env) decided(t *testing.T, source string, want promotion.State, observe
 			if n := git(t, clone, "rev-list", "--count", tip); n != "3" {
 				t.Fatalf("%s commits on main, want 3 (overlay, records, one evidence commit)", n)
 			}
-			return
+			return ev
 		}
 		if rec.State != promotion.Reconciling {
 			t.Fatalf("record %s: %s", rec.State, rec.Reason)
@@ -199,16 +199,31 @@ func (e *env) decided(t *testing.T, source string, want promotion.State, observe
 }
 
 func TestFluxNotificationControllerToEvidence(t *testing.T) {
-	fluxToEvidence(t, false)
+	fluxToEvidence(t, observedDesired)
 }
 
-// The Kustomization applied a commit that is not the desired one (here the
-// records commit on top of it): HALTED "wrong revision", never ACCEPTED.
+// The Kustomization applied the records commit on top of the desired one
+// (records live on the watched branch): a later commit rendering the same
+// objects, so ACCEPTED, and the evidence says why.
+func TestFluxLaterRevisionAccepted(t *testing.T) {
+	fluxToEvidence(t, observedLater)
+}
+
+// The Kustomization applied a commit that does not descend from the desired
+// one (another branch): HALTED "wrong revision", never ACCEPTED.
 func TestFluxWrongRevisionHalts(t *testing.T) {
-	fluxToEvidence(t, true)
+	fluxToEvidence(t, observedUnrelated)
 }
 
-func fluxToEvidence(t *testing.T, wrongRevision bool) {
+type observedCase int
+
+const (
+	observedDesired   observedCase = iota // the desired commit itself
+	observedLater                         // a later commit of the branch
+	observedUnrelated                     // a commit on another branch
+)
+
+func fluxToEvidence(t *testing.T, which observedCase) {
 	testenv.RequireNotificationController(t)
 	root := repoRoot(t)
 	api := testenv.StartAPIServer(t, testenv.APIServerOptions{CRDPaths: []string{testenv.FluxCRDs(t), filepath.Join(root, "deploy", "crds", "throughline.dev_acceptances.yaml")}})
@@ -242,8 +257,18 @@ func fluxToEvidence(t *testing.T, wrongRevision bool) {
 	}}
 	must(t, c.Create(ctx, ks))
 	observed := e.desired
-	if wrongRevision {
+	switch which {
+	case observedLater:
 		observed = strings.Fields(git(t, t.TempDir(), "ls-remote", e.remote, "refs/heads/main"))[0]
+	case observedUnrelated:
+		side := filepath.Join(t.TempDir(), "side")
+		git(t, filepath.Dir(side), "clone", "-q", e.remote, side)
+		git(t, side, "checkout", "-q", "--orphan", "side")
+		must(t, os.WriteFile(filepath.Join(side, "README.md"), []byte("another line of history\n"), 0o644))
+		git(t, side, "add", "README.md")
+		git(t, side, "commit", "-q", "-m", "unrelated")
+		git(t, side, "push", "-q", "origin", "side")
+		observed = git(t, side, "rev-parse", "HEAD")
 	}
 	revision := "main@sha1:" + observed
 	must(t, unstructured.SetNestedField(ks.Object, revision, "status", "lastAppliedRevision"))
@@ -265,11 +290,17 @@ func fluxToEvidence(t *testing.T, wrongRevision bool) {
 		}
 	}()
 	defer close(done)
-	if wrongRevision {
+	switch which {
+	case observedUnrelated:
 		e.decided(t, "flux", promotion.Halted, observed)
-		return
+	case observedLater:
+		ev := e.decided(t, "flux", promotion.Accepted, observed)
+		if !strings.Contains(ev.Reason, "later than the desired "+e.desired) || !strings.Contains(ev.Reason, hashA) {
+			t.Fatalf("evidence reason %q does not say why the later commit counts", ev.Reason)
+		}
+	default:
+		e.accepted(t, "flux")
 	}
-	e.accepted(t, "flux")
 }
 
 func TestArgoCDNotificationsToEvidence(t *testing.T) {

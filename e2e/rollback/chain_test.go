@@ -63,8 +63,9 @@ type chain struct {
 // attempt, born VERIFIED by production's own acceptance of A; it is
 // approved, passes promote check, is merged (fast-forward), reconciled, and
 // the real controller event leads the notifier to evidence ACCEPTED for the
-// rollback attempt: desired commit pins A, observed revision is that
-// commit, the new Pods run A.
+// rollback attempt: desired commit pins A, the observed revision is main's
+// tip (the reconcile commit, later than the desired one, rendering the same
+// objects), the new Pods run A.
 func TestRollbackEvidenceChain(t *testing.T) {
 	testenv.RequireNotificationController(t)
 	root := testenv.RepoRoot(t)
@@ -184,11 +185,19 @@ func TestRollbackEvidenceChain(t *testing.T) {
 		t.Fatalf("record after reconcile: %s %s %+v", onMain.PromotionID, onMain.State, onMain.Reconciling)
 	}
 
-	// Flux applies the desired commit; the real event reaches the notifier.
-	ev, tip := c.deliver(desired, a, wantID)
-	if ev.DesiredRevision != desired || ev.ObservedRevision != desired {
-		t.Fatalf("evidence: desired %s observed %s, want both %s", ev.DesiredRevision, ev.ObservedRevision, desired)
+	// Flux applies main's tip: the reconcile commit, later than the desired
+	// one and rendering the same objects (the records live on the watched
+	// branch). The real event reaches the notifier, which accepts the later
+	// commit because the Acceptance declares the approved rendered hash.
+	applied := git(t, ctx, post, "rev-parse", "origin/main")
+	if applied == desired {
+		t.Fatal("reconcile pushed no commit on main")
 	}
+	ev, tip := c.deliver(applied, a, wantID)
+	if ev.DesiredRevision != desired || ev.ObservedRevision != applied || !strings.Contains(ev.Reason, "later than the desired "+desired) {
+		t.Fatalf("evidence: desired %s observed %s reason %q, want desired %s observed %s", ev.DesiredRevision, ev.ObservedRevision, ev.Reason, desired, applied)
+	}
+	git(t, ctx, post, "merge-base", "--is-ancestor", desired, applied)
 	if ev.ArtifactDigest != a || len(ev.Pods) == 0 {
 		t.Fatalf("evidence: digest %s, pods %+v", ev.ArtifactDigest, ev.Pods)
 	}
@@ -217,7 +226,7 @@ func TestRollbackEvidenceChain(t *testing.T) {
 	final := clone(t, ctx, remoteURL)
 	recFinal, err := promotion.Parse("record", []byte(git(t, ctx, final, "show", tip+":"+promotion.RecordPath("web", "production"))))
 	must(t, err)
-	if recFinal.State != promotion.Accepted || recFinal.PromotionID != wantID || recFinal.Accepted.ObservedRevision != desired || recFinal.Accepted.RuntimeEvidence != evidence.Path("production", "web", wantID) {
+	if recFinal.State != promotion.Accepted || recFinal.PromotionID != wantID || recFinal.Accepted.ObservedRevision != applied || recFinal.Accepted.RuntimeEvidence != evidence.Path("production", "web", wantID) {
 		t.Fatalf("final record %s %s %+v", recFinal.PromotionID, recFinal.State, recFinal.Accepted)
 	}
 
@@ -339,7 +348,8 @@ func (c *chain) startNotifier(root string) {
 	must(t, cl.Create(ctx, c.ks))
 }
 
-// deliver plays Flux's kustomize-controller applying the desired commit
+// deliver plays Flux's kustomize-controller applying commit desired (the
+// desired commit or a later one)
 // (the objects throughline render prints for it, Acceptance included, by
 // server-side apply), the deployment controller and kubelet rolling out
 // new Pods on digest, waits for the real Acceptance controller to verify
