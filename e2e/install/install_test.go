@@ -35,6 +35,7 @@ import (
 	"github.com/throughline-dev/throughline/internal/ociimage"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/registry"
+	"github.com/throughline-dev/throughline/render"
 )
 
 // throughline is the CLI built once by TestMain.
@@ -315,6 +316,41 @@ func release(t *testing.T, ctx context.Context, root string, env []string, repo,
 	return deploy
 }
 
+// argoCDImage and argoCDRepoServer are a stand-in argocd-repo-server, shaped
+// like Argo CD v2.14's install manifest where the sidecar patch relies on it
+// (the var-files and plugins volumes, the copyutil init container).
+const (
+	argoCDImage      = "quay.io/argoproj/argocd:v2.14.21@sha256:0000000000000000000000000000000000000000000000000000000000000000"
+	argoCDRepoServer = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: argocd-repo-server
+  labels: {app.kubernetes.io/name: argocd-repo-server}
+spec:
+  selector:
+    matchLabels: {app.kubernetes.io/name: argocd-repo-server}
+  template:
+    metadata:
+      labels: {app.kubernetes.io/name: argocd-repo-server}
+    spec:
+      initContainers:
+        - name: copyutil
+          image: ` + argoCDImage + `
+          command: [/bin/cp, -n, /usr/local/bin/argocd, /var/run/argocd/argocd-cmp-server]
+          volumeMounts:
+            - {name: var-files, mountPath: /var/run/argocd}
+      containers:
+        - name: argocd-repo-server
+          image: ` + argoCDImage + `
+          volumeMounts:
+            - {name: var-files, mountPath: /var/run/argocd}
+            - {name: plugins, mountPath: /home/argocd/cmp-server/plugins}
+      volumes:
+        - {name: var-files, emptyDir: {}}
+        - {name: plugins, emptyDir: {}}
+`
+)
+
 // renderBundles renders every bundle of the pinned deploy/ copy with
 // `throughline render` (the project's policy) and returns the objects to
 // apply: deploy/crds, deploy/serve with the servicemonitor Component (the
@@ -348,6 +384,22 @@ func renderBundles(t *testing.T, ctx context.Context, env []string, deploy, pinn
 		t.Fatal(err)
 	}
 	rendered["monitored"] = renderDir(filepath.Dir(deploy), monitored)
+	// deploy/argocd is a Component: render it on a stand-in Argo CD install
+	// (argocd-repo-server and argocd-cm as Argo CD's manifests declare them).
+	argocd := filepath.Join(filepath.Dir(deploy), "argocd-install")
+	if err := os.MkdirAll(argocd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		"kustomization.yaml": "namespace: argocd\nresources: [repo-server.yaml, argocd-cm.yaml]\ncomponents: [../deploy/argocd]\n",
+		"repo-server.yaml":   argoCDRepoServer,
+		"argocd-cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-cm, labels: {app.kubernetes.io/part-of: argocd}}\ndata: {}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(argocd, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rendered["argocd"] = renderDir(filepath.Dir(deploy), argocd)
 
 	// Every throughline image is the pushed reference.
 	for b, objs := range rendered {
@@ -357,13 +409,16 @@ func renderBundles(t *testing.T, ctx context.Context, env []string, deploy, pinn
 				continue
 			}
 			walkImages(o.Object, func(image string) {
+				if image == argoCDImage {
+					return // the stand-in's own containers
+				}
 				n++
 				if image != pinned {
 					t.Errorf("deploy/%s renders image %s in %s %s, want %s", b, image, o.GetKind(), o.GetName(), pinned)
 				}
 			})
 		}
-		if want := b == "serve" || b == "monitored"; want != (n > 0) {
+		if want := b == "serve" || b == "monitored" || b == "argocd"; want != (n > 0) {
 			t.Errorf("deploy/%s renders %d container image(s)", b, n)
 		}
 	}
@@ -421,7 +476,7 @@ func (w *warnings) take() []string {
 func applyToAPIServer(t *testing.T, ctx context.Context, deploy, promCRDs string, rendered map[string][]*unstructured.Unstructured, pinned string) {
 	t.Helper()
 	t0 := time.Now()
-	api := testenv.StartAPIServer(t, testenv.APIServerOptions{CRDPaths: []string{promCRDs}})
+	api := testenv.StartAPIServer(t, testenv.APIServerOptions{CRDPaths: []string{promCRDs, testenv.NotificationControllerCRDs(t)}})
 	cfg := rest.CopyConfig(api.Config)
 	warn := &warnings{}
 	cfg.WarningHandler = warn
@@ -482,6 +537,36 @@ func applyToAPIServer(t *testing.T, ctx context.Context, deploy, promCRDs string
 		}
 	}
 	find("monitored", "ServiceMonitor", "throughline-serve")
+
+	// deploy/flux (Provider and Alert against notification-controller's
+	// CRDs, the HMAC Secret, the ValidatingAdmissionPolicy and its binding)
+	// and deploy/argocd on the stand-in install (the repo-server with the
+	// sidecar, argocd-cm with the Lua health, the plugin ConfigMap), plus the
+	// notifications ConfigMap and Secret users apply beside Argo CD: dry run,
+	// in their namespaces (created for real).
+	for _, ns := range []string{"flux-system", "argocd"} {
+		nsObj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
+		if err := apply(nsObj, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notifications := readObjects(t, filepath.Join(deploy, "argocd", "argocd-notifications-cm.yaml"), filepath.Join(deploy, "argocd", "argocd-notifications-secret.yaml"))
+	for _, o := range notifications {
+		o.SetNamespace("argocd")
+	}
+	for b, objs := range map[string][]*unstructured.Unstructured{"flux": rendered["flux"], "argocd": rendered["argocd"], "argocd (notifications)": notifications} {
+		for _, o := range objs {
+			if err := apply(o, true); err != nil {
+				t.Fatalf("deploy/%s: %v", b, err)
+			}
+			n++
+		}
+	}
+	repoServer := find("argocd", "Deployment", "argocd-repo-server")
+	if c, _, _ := unstructured.NestedSlice(repoServer.Object, "spec", "template", "spec", "containers"); len(c) != 2 {
+		t.Fatalf("argocd-repo-server renders %d containers, want the repo-server and the throughline sidecar", len(c))
+	}
+	find("flux", "ValidatingAdmissionPolicy", "throughline-pinned-images")
 	if w := warn.take(); len(w) > 0 {
 		t.Fatalf("the API server warned about the rendered objects:\n%s", strings.Join(w, "\n"))
 	}
@@ -529,7 +614,27 @@ func applyToAPIServer(t *testing.T, ctx context.Context, deploy, promCRDs string
 		t.Fatalf("a ServiceMonitor with interval \"thirty seconds\": want Invalid, got %v", err)
 	}
 	warn.take()
-	t.Logf("kube-apiserver accepted %d rendered objects of deploy/crds, deploy/serve and its servicemonitor Component (server-side apply, dry run, field manager %s) and refused 3 broken ones; %s", n+len(rendered["crds"])-1, fieldManager, time.Since(t0).Round(time.Millisecond))
+	t.Logf("kube-apiserver accepted %d rendered objects of deploy/crds, deploy/serve and its servicemonitor Component, deploy/flux, deploy/argocd on a stand-in Argo CD and its notifications (server-side apply, dry run, field manager %s) and refused 3 broken ones; %s", n+len(rendered["crds"])-1, fieldManager, time.Since(t0).Round(time.Millisecond))
+}
+
+// readObjects decodes the YAML documents of files.
+func readObjects(t *testing.T, files ...string) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := render.DecodeManifests(raw, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			out = append(out, &unstructured.Unstructured{Object: o.Map})
+		}
+	}
+	return out
 }
 
 // run runs the throughline CLI.

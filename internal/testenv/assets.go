@@ -122,6 +122,14 @@ func PrometheusCRDs(t testing.TB) string {
 	return dir
 }
 
+// NotificationControllerCRDs returns the directory with Flux's
+// notification-controller CRDs (Provider, Alert, Receiver), or skips the test
+// (fails it in CI) when they are not there.
+func NotificationControllerCRDs(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(notificationControllerDir(t), "crds")
+}
+
 // notificationControllerDir returns the dir with the notification-controller
 // binary and its crds/.
 func notificationControllerDir(t testing.TB) string {
