@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/throughline-dev/throughline/render"
 )
 
 // Identities of the controller objects (read as unstructured).
@@ -287,6 +289,42 @@ func managed(u *unstructured.Unstructured, ctl Controller) ([]objectID, error) {
 			}
 			out = append(out, objectID{parts[2], v, parts[3], parts[0], parts[1]})
 		}
+	}
+	return out, nil
+}
+
+// Tracked lists the objects the controller tracks for the record's
+// application: those it names now (Argo CD status.resources, Flux
+// status.inventory) and those recorded at the pause, each once.
+func Tracked(ctx context.Context, c client.Client, rec *Record) ([]render.ID, error) {
+	t := Target{Controller: rec.Controller, Namespace: rec.Object.Namespace, Name: rec.Object.Name}
+	u, err := Get(ctx, c, t)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := managed(u, t.Controller)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[render.ID]bool{}
+	var out []render.ID
+	add := func(id render.ID) {
+		k := id
+		k.Version = ""
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, id)
+		}
+	}
+	for _, id := range ids {
+		add(render.ID{Group: id.group, Version: id.version, Kind: id.kind, Namespace: id.namespace, Name: id.name})
+	}
+	for _, o := range rec.Objects {
+		gv, err := schema.ParseGroupVersion(o.APIVersion)
+		if err != nil {
+			return nil, fmt.Errorf("%s: object %s %s/%s apiVersion: %w", Path(rec.Environment, rec.App), o.Kind, o.Namespace, o.Name, err)
+		}
+		add(render.ID{Group: gv.Group, Version: gv.Version, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name})
 	}
 	return out, nil
 }

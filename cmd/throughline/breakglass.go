@@ -123,6 +123,46 @@ func readBreakglass(ctx context.Context, r *promoteRepo, rev, app, env string) (
 	return rec, nil
 }
 
+// pauseState is the GitOps repository, the commit of its base branch and
+// the pause record of one app/env on it (nil when there is none).
+type pauseState struct {
+	repo *promoteRepo
+	base string
+	rec  *breakglass.Record
+}
+
+// openPause opens the repository of bf (fetching it), resolves the base
+// branch and reads the pause record there.
+func openPause(ctx context.Context, bf *breakglassFlags) (*pauseState, error) {
+	r, err := openPromoteRepo(ctx, bf.repo)
+	if err != nil {
+		return nil, err
+	}
+	base, err := r.baseRev(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := readBreakglass(ctx, r, base, bf.app, bf.env)
+	if err != nil {
+		return nil, err
+	}
+	return &pauseState{repo: r, base: base, rec: rec}, nil
+}
+
+// openActivePause is openPause that refuses (exit 3) when no pause is
+// active; why says what cannot be done then.
+func openActivePause(ctx context.Context, bf *breakglassFlags, why string) (*pauseState, error) {
+	ps, err := openPause(ctx, bf)
+	if err != nil {
+		return nil, err
+	}
+	if !ps.rec.Active() {
+		return nil, &refusedError{fmt.Sprintf("%s/%s has no active pause record (%s on %s): %s",
+			bf.app, bf.env, breakglass.Path(bf.env, bf.app), ps.repo.base, why)}
+	}
+	return ps, nil
+}
+
 // commitBreakglass writes rec on the base branch by compare-and-swap; check
 // runs on every tip tried (a retry re-reads what is really there).
 func commitBreakglass(ctx context.Context, r *promoteRepo, rec *breakglass.Record, msg string, check func(prev *breakglass.Record) error) (string, error) {
@@ -183,17 +223,12 @@ one is active is refused.`,
 				return usagef("--ticket and a positive --expires are required")
 			}
 			ctx := cmd.Context()
-			r, err := openPromoteRepo(ctx, bf.repo)
+			ps, err := openPause(ctx, &bf)
 			if err != nil {
 				return err
 			}
-			base, err := r.baseRev(ctx)
-			if err != nil {
-				return err
-			}
-			if prev, err := readBreakglass(ctx, r, base, bf.app, bf.env); err != nil {
-				return err
-			} else if prev.Active() {
+			r := ps.repo
+			if prev := ps.rec; prev.Active() {
 				return &refusedError{fmt.Sprintf("%s/%s is already paused by %s (ticket %s, until %s): see %s", bf.app, bf.env, prev.Operator, prev.Ticket,
 					prev.ExpiresAt.Format(time.RFC3339), breakglass.Path(bf.env, bf.app))}
 			}
@@ -262,21 +297,11 @@ recorded in the resume evidence and the command exits 3.`,
 				return usagef("--force needs --reason (it is recorded)")
 			}
 			ctx := cmd.Context()
-			r, err := openPromoteRepo(ctx, bf.repo)
+			ps, err := openActivePause(ctx, &bf, "it is not paused, nothing to resume")
 			if err != nil {
 				return err
 			}
-			base, err := r.baseRev(ctx)
-			if err != nil {
-				return err
-			}
-			rec, err := readBreakglass(ctx, r, base, bf.app, bf.env)
-			if err != nil {
-				return err
-			}
-			if !rec.Active() {
-				return &refusedError{fmt.Sprintf("%s/%s is not paused (no active %s)", bf.app, bf.env, breakglass.Path(bf.env, bf.app))}
-			}
+			r, base, rec := ps.repo, ps.base, ps.rec
 			merged := ""
 			if !force {
 				if merged, err = writebackMerged(ctx, r, rec, base); err != nil {
@@ -373,7 +398,8 @@ state before the pause (the overlay rendered at the recorded source revision),
 the live state now, and the proposed desired state (the overlay on the base
 branch now). Status, defaulted fields (owned by no field manager), runtime
 annotations, managedFields and fields of the GitOps controller's own manager
-are not changes. Each remaining change is classified from managedFields:
+are not changes. Each remaining field (every managedFields entry kind: f:,
+k: keyed list elements, v: set values, i: indexes) is classified:
 
   permanent        changed by an operator (a field manager that is not the
                    controller, not a known writer and not present at the pause,
@@ -383,6 +409,13 @@ are not changes. Each remaining change is classified from managedFields:
                    or any non-kubectl manager already present at the pause)
   already-desired  the base branch already has the live value
   conflict         the desired state moved at that field since the pause
+
+Whole objects are compared too, and listed (never written back):
+
+  live-only        tracked by the controller (Argo CD status.resources, Flux
+                   status.inventory, or recorded at the pause), live, but not
+                   in the desired state before the pause: made by hand
+  deleted-live     in the desired state before the pause, but not live
 
 The permanent changes become strategic-merge patches in the overlay
 (breakglass-<kind>-<name>.yaml, added to patches:), committed on the branch
@@ -406,22 +439,11 @@ refused.`,
 				targetPath = path.Join("apps", bf.app, "overlays", bf.env)
 			}
 			ctx := cmd.Context()
-			r, err := openPromoteRepo(ctx, bf.repo)
+			ps, err := openActivePause(ctx, &bf, "nothing was paused, so there is nothing to write back")
 			if err != nil {
 				return err
 			}
-			base, err := r.baseRev(ctx)
-			if err != nil {
-				return err
-			}
-			rec, err := readBreakglass(ctx, r, base, bf.app, bf.env)
-			if err != nil {
-				return err
-			}
-			if !rec.Active() {
-				return &refusedError{fmt.Sprintf("%s/%s has no active pause record (%s on %s): nothing was paused, so there is nothing to write back",
-					bf.app, bf.env, breakglass.Path(bf.env, bf.app), r.base)}
-			}
+			r, base, rec := ps.repo, ps.base, ps.rec
 			c, err := bf.client()
 			if err != nil {
 				return err
@@ -525,8 +547,21 @@ func writeback(ctx context.Context, r *promoteRepo, c client.Client, rec *breakg
 	for _, o := range rec.Objects {
 		cmp.AtPause[o.Kind+" "+o.Namespace+"/"+o.Name] = o.ManagedFields
 	}
+	// The live state of every rendered object and of every object the
+	// controller tracks (one outside the render was made by hand).
+	if cmp.Tracked, err = breakglass.Tracked(ctx, c, rec); err != nil {
+		return nil, err
+	}
+	ids := make([]render.ID, 0, len(before)+len(cmp.Tracked))
 	for _, o := range before {
-		id := o.ID()
+		ids = append(ids, o.ID())
+	}
+	for _, id := range append(ids, cmp.Tracked...) {
+		key := id
+		key.Version = ""
+		if _, done := cmp.Live[key]; done {
+			continue
+		}
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion(id.APIVersion())
 		u.SetKind(id.Kind)
@@ -536,8 +571,7 @@ func writeback(ctx context.Context, r *promoteRepo, c client.Client, rec *breakg
 			}
 			return nil, fmt.Errorf("read live %s: %w", id, err)
 		}
-		id.Version = ""
-		cmp.Live[id] = u.Object
+		cmp.Live[key] = u.Object
 	}
 	changes, err := cmp.Run()
 	if err != nil {

@@ -508,3 +508,104 @@ func TestWritebackWithoutPause(t *testing.T) {
 		t.Fatalf("want refusal: %d %s", res.Code, res.Stderr)
 	}
 }
+
+// TestFluxWritebackObjectsOutsideTheRender: during the pause an operator
+// creates a ConfigMap by hand (the Kustomization's inventory lists it, as
+// after a one-off apply) and deletes the rendered Service. writeback lists
+// both as their own classes (live-only, deleted-live), writes neither back,
+// and records them in the pause record.
+func TestFluxWritebackObjectsOutsideTheRender(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	w := start(t, ctx)
+	// The base also renders a Service, which was never created live here
+	// (the operator deleted it during the incident).
+	seed := clone(t, ctx, w.remote)
+	must(t, os.WriteFile(filepath.Join(seed, "apps/web/base/service.yaml"), []byte(service), 0o644))
+	must(t, os.WriteFile(filepath.Join(seed, "apps/web/base/kustomization.yaml"), []byte("resources:\n  - deployment.yaml\n  - service.yaml\n"), 0o644))
+	git(t, ctx, seed, "add", ".")
+	git(t, ctx, seed, "commit", "-q", "-m", "web: service")
+	git(t, ctx, seed, "push", "-q", "origin", "main")
+	rev := git(t, ctx, seed, "rev-parse", "HEAD")
+
+	ks := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+		"metadata": map[string]any{"name": "web-production", "namespace": "flux-system"},
+		"spec": map[string]any{"interval": "5m", "path": "./apps/web/overlays/production", "prune": true,
+			"sourceRef": map[string]any{"kind": "GitRepository", "name": "gitops"}},
+	}}
+	must(t, w.api.Client.Create(ctx, ks))
+	ks.Object["status"] = map[string]any{
+		"lastAppliedRevision": "main@sha1:" + rev,
+		"inventory": map[string]any{"entries": []any{
+			map[string]any{"id": "web-production_web_apps_Deployment", "v": "v1"},
+			map[string]any{"id": "web-production_web__Service", "v": "v1"},
+		}},
+	}
+	must(t, w.api.Client.Status().Update(ctx, ks))
+	dir := clone(t, ctx, w.remote)
+	res, err := cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "alice", "--controller", "flux")...)
+	must(t, err)
+	if res.Code != 0 {
+		t.Fatalf("pause: %d %s %s", res.Code, res.Stdout, res.Stderr)
+	}
+	// The hand-made ConfigMap, which a one-off apply put in the inventory.
+	hotfix := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "web-hotfix", "namespace": "web-production"},
+		"data":     map[string]any{"FEATURE_X": "off"},
+	}}
+	must(t, w.api.Client.Patch(ctx, hotfix, client.Apply, client.FieldOwner("kubectl")))
+	got := w.get(t, ctx, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "web-production")
+	entries, _, _ := unstructured.NestedSlice(got.Object, "status", "inventory", "entries")
+	got.Object["status"].(map[string]any)["inventory"] = map[string]any{"entries": append(entries,
+		map[string]any{"id": "web-production_web-hotfix__ConfigMap", "v": "v1"})}
+	must(t, w.api.Client.Status().Update(ctx, got))
+
+	wb, err := cli(ctx, dir, w.kubeconfig, "breakglass", "writeback", "--repo", dir, "--app", "web", "--env", "production",
+		"--operator", "alice", "--controller", "flux", "-o", "json")
+	must(t, err)
+	if wb.Code != 0 {
+		t.Fatalf("writeback: %d %s %s", wb.Code, wb.Stdout, wb.Stderr)
+	}
+	var out struct {
+		Changes []breakglass.Change `json:"changes"`
+		Branch  string              `json:"branch"`
+	}
+	must(t, json.Unmarshal([]byte(wb.Stdout), &out))
+	classes := map[string]breakglass.Class{}
+	for _, c := range out.Changes {
+		classes[c.Object+" "+c.Path] = c.Class
+	}
+	want := map[string]breakglass.Class{
+		"ConfigMap web-production/web-hotfix ": breakglass.LiveOnly,
+		"Service web-production/web ":          breakglass.DeletedLive,
+	}
+	if !reflect.DeepEqual(classes, want) {
+		t.Fatalf("changes %v\nwant %v\n%s", classes, want, wb.Stdout)
+	}
+	for _, c := range out.Changes {
+		if c.Class == breakglass.LiveOnly && c.Manager != "kubectl" {
+			t.Fatalf("live-only creator %q, want kubectl", c.Manager)
+		}
+	}
+	if out.Branch != "" {
+		t.Fatalf("objects outside the render were written back on %s", out.Branch)
+	}
+	rec := readRecord(t, ctx, dir)
+	if rec.Writeback == nil || len(rec.Writeback.Changes) != 2 || !strings.Contains(strings.Join(rec.Writeback.Changes, "\n"), "live-only") ||
+		!strings.Contains(strings.Join(rec.Writeback.Changes, "\n"), "deleted-live") {
+		t.Fatalf("record write-back %+v", rec.Writeback)
+	}
+}
+
+const service = `apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector: {app: web}
+  ports:
+    - port: 80
+      targetPort: 8080
+`
