@@ -204,6 +204,36 @@ func Restore(ctx context.Context, c client.Client, rec *Record) error {
 	return mergePatch(ctx, c, u, patch)
 }
 
+// Restored reads the record's controller object back after Restore and
+// returns when (now), which field and at which resourceVersion
+// reconciliation is on again; an error when it is not (Argo CD:
+// spec.syncPolicy.automated absent; Flux: spec.suspend true; or the
+// break-glass annotation still there).
+func Restored(ctx context.Context, c client.Client, rec *Record, now time.Time) (Restoration, error) {
+	t := Target{Controller: rec.Controller, Namespace: rec.Object.Namespace, Name: rec.Object.Name}
+	u, err := Get(ctx, c, t)
+	if err != nil {
+		return Restoration{}, err
+	}
+	r := Restoration{At: now, ResourceVersion: u.GetResourceVersion()}
+	switch rec.Controller {
+	case ArgoCD:
+		r.Field = "spec.syncPolicy.automated"
+		if auto, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "syncPolicy", "automated"); !found || auto == nil {
+			return r, fmt.Errorf("%s: spec.syncPolicy.automated is not set after the resume", t)
+		}
+	case Flux:
+		r.Field = "spec.suspend=false"
+		if s, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend"); s {
+			return r, fmt.Errorf("%s: spec.suspend is still true after the resume", t)
+		}
+	}
+	if _, ok := u.GetAnnotations()[AnnotationTicket]; ok {
+		return r, fmt.Errorf("%s: annotation %s is still set after the resume", t, AnnotationTicket)
+	}
+	return r, nil
+}
+
 func mergePatch(ctx context.Context, c client.Client, u *unstructured.Unstructured, patch map[string]any) error {
 	data, err := json.Marshal(patch)
 	if err != nil {

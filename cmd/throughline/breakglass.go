@@ -166,6 +166,12 @@ func openActivePause(ctx context.Context, bf *breakglassFlags, why string) (*pau
 // commitBreakglass writes rec on the base branch by compare-and-swap; check
 // runs on every tip tried (a retry re-reads what is really there).
 func commitBreakglass(ctx context.Context, r *promoteRepo, rec *breakglass.Record, msg string, check func(prev *breakglass.Record) error) (string, error) {
+	return commitBreakglassFiles(ctx, r, rec, nil, msg, check)
+}
+
+// commitBreakglassFiles is commitBreakglass with more files in the same
+// commit (the evidence beside the record).
+func commitBreakglassFiles(ctx context.Context, r *promoteRepo, rec *breakglass.Record, extra map[string][]byte, msg string, check func(prev *breakglass.Record) error) (string, error) {
 	data, err := rec.Marshal()
 	if err != nil {
 		return "", err
@@ -178,7 +184,11 @@ func commitBreakglass(ctx context.Context, r *promoteRepo, rec *breakglass.Recor
 		if err := check(prev); err != nil {
 			return nil, "", err
 		}
-		return map[string][]byte{breakglass.Path(rec.Environment, rec.App): data}, msg, nil
+		files := map[string][]byte{breakglass.Path(rec.Environment, rec.App): data}
+		for p, d := range extra {
+			files[p] = d
+		}
+		return files, msg, nil
 	})
 }
 
@@ -284,10 +294,19 @@ write-back recorded in the pause record is merged into the base branch, because
 resuming earlier makes the controller overwrite the live fix with the old
 desired state; --force with --reason resumes anyway and records why.
 
-After resuming, the live objects of the pause record are watched for
+After resuming, the controller object is read back (reconciliation on again:
+the time T), and the live objects of the pause record are watched for
 --observe (30s): an object whose generation moves more than once is being
 written back and forth (the controller against another writer); it is
-recorded in the resume evidence and the command exits 3.`,
+recorded and the command exits 3.
+
+The resumed record and the evidence of the pause,
+breakglass/<env>/<app>.evidence/<pausedAt>.json, are committed together on
+the base branch by compare-and-swap. The evidence holds the five pieces: the
+state before the pause (source revision, live resourceVersions), the manual
+change (the write-back's classified changes), the write-back commit and the
+base commit it was merged into, the resume, and the revocation of the
+exception (reconciliation restored at T, objects watched, none flapping).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := bf.check(); err != nil {
@@ -316,6 +335,10 @@ recorded in the resume evidence and the command exits 3.`,
 				return breakglassError(err)
 			}
 			at := time.Now().UTC().Truncate(time.Second)
+			restored, err := breakglass.Restored(ctx, c, rec, at)
+			if err != nil {
+				return fmt.Errorf("resuming %s (not recorded): %w", bf.target(), err)
+			}
 			flapping, err := breakglass.Flapping(ctx, c, rec, observe, 0)
 			if err != nil {
 				return fmt.Errorf("%s is resumed in the cluster, but watching its objects failed (not recorded): %w", bf.target(), err)
@@ -327,7 +350,13 @@ recorded in the resume evidence and the command exits 3.`,
 			}
 			msg := fmt.Sprintf("breakglass resume %s in %s\n\nTicket: %s\nOperator: %s\nForced: %t\nReason: %s\nWriteback-Merged: %s\n",
 				bf.app, bf.env, rec.Ticket, bf.operator, force, reason, merged)
-			sha, err := commitBreakglass(ctx, r, rec, msg, func(prev *breakglass.Record) error {
+			evidence, err := breakglass.NewEvidence(rec, restored).Marshal()
+			if err != nil {
+				return fmt.Errorf("%s is resumed in the cluster but its evidence is incomplete (not recorded): %w", bf.target(), err)
+			}
+			evPath := breakglass.EvidencePath(bf.env, bf.app, rec.PausedAt)
+			msg += "Evidence: " + evPath + "\n"
+			sha, err := commitBreakglassFiles(ctx, r, rec, map[string][]byte{evPath: evidence}, msg, func(prev *breakglass.Record) error {
 				if !prev.Active() {
 					return &refusedError{fmt.Sprintf("%s/%s was resumed by someone else meanwhile", bf.app, bf.env)}
 				}
@@ -337,7 +366,8 @@ recorded in the resume evidence and the command exits 3.`,
 				return fmt.Errorf("%s is resumed in the cluster but recording it failed: %w", bf.target(), err)
 			}
 			g.log.Debug().Str("commit", sha).Msg("resume recorded")
-			fmt.Fprintf(stdout, "resumed %s (%s/%s); recorded %s at %s\n", bf.target(), bf.app, bf.env, breakglass.Path(bf.env, bf.app), sha)
+			fmt.Fprintf(stdout, "resumed %s (%s/%s) at %s; recorded %s and the evidence %s at %s\n", bf.target(), bf.app, bf.env,
+				restored.At.Format(time.RFC3339), breakglass.Path(bf.env, bf.app), evPath, sha)
 			if len(flapping) > 0 {
 				return &refusedError{fmt.Sprintf("resumed, but objects were written back and forth while watched for %s (something fights the desired state; recorded): %s",
 					observe, strings.Join(flapping, "; "))}
@@ -468,6 +498,7 @@ refused.`,
 			for _, ch := range res.Changes {
 				wb.Changes = append(wb.Changes, ch.String())
 			}
+			wb.Classified = res.Changes
 			rec.Writeback = wb
 			msg := fmt.Sprintf("breakglass writeback %s in %s\n\nTicket: %s\nWriteback-Branch: %s\nWriteback-Commit: %s\n", bf.app, bf.env, rec.Ticket, res.Branch, res.Commit)
 			if _, err := commitBreakglass(ctx, r, rec, msg, func(prev *breakglass.Record) error {

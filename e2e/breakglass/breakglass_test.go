@@ -168,6 +168,21 @@ func readRecord(t *testing.T, ctx context.Context, dir string) *breakglass.Recor
 	return rec
 }
 
+// readEvidence reads back the evidence resume committed beside rec.
+func readEvidence(t *testing.T, ctx context.Context, dir string, rec *breakglass.Record) *breakglass.Evidence {
+	t.Helper()
+	file := breakglass.EvidencePath(rec.Environment, rec.App, rec.PausedAt)
+	data := git(t, ctx, dir, "show", "origin/main:"+file)
+	e, err := breakglass.ParseEvidence(file, []byte(data))
+	must(t, err)
+	// The record and its evidence are one commit.
+	if a, b := git(t, ctx, dir, "log", "-1", "--format=%H", "origin/main", "--", file),
+		git(t, ctx, dir, "log", "-1", "--format=%H", "origin/main", "--", breakglass.Path(rec.Environment, rec.App)); a != b {
+		t.Fatalf("evidence in %s, resumed record in %s", a, b)
+	}
+	return e
+}
+
 func pauseArgs(dir, operator string, extra ...string) []string {
 	return append([]string{"breakglass", "pause", "--repo", dir, "--app", "web", "--env", "production",
 		"--ticket", "INC-42", "--expires", "4h", "--operator", operator}, extra...)
@@ -247,6 +262,16 @@ func TestArgoCDPauseResume(t *testing.T) {
 	rec = readRecord(t, ctx, dir)
 	if rec.State != breakglass.Resumed || rec.Resume == nil || !rec.Resume.Force || rec.Resume.Reason == "" || rec.Resume.ObservedFor != "3s" || len(rec.Resume.Flapping) != 0 {
 		t.Fatalf("resumed record %+v", rec)
+	}
+	// The evidence of a forced resume: nobody compared the states, no
+	// write-back; reconciliation restored at the resource version now live,
+	// watched 3s without flapping.
+	ev := readEvidence(t, ctx, dir, rec)
+	if ev.BeforePause.SourceRevision != w.commit || len(ev.BeforePause.Objects) != 1 || ev.BeforePause.Objects[0].ResourceVersion != rec.Objects[0].ResourceVersion ||
+		ev.ManualChange.WritebackRan || ev.Writeback != nil || !ev.Resume.Force || ev.Revocation.Restored != "spec.syncPolicy.automated" ||
+		ev.Revocation.ObjectResourceVersion != app.GetResourceVersion() || ev.Revocation.ReconciliationRestoredAt.Before(rec.PausedAt) ||
+		!ev.Revocation.NoFlapping || ev.Revocation.ObservedFor != "3s" {
+		t.Fatalf("evidence %+v", ev)
 	}
 }
 
@@ -490,6 +515,20 @@ func TestArgoCDWriteback(t *testing.T) {
 	if rec.State != breakglass.Resumed || rec.Resume.Force || rec.Resume.WritebackMerged == "" || len(rec.Resume.Flapping) != 1 {
 		t.Fatalf("record %+v", rec.Resume)
 	}
+	// The five pieces of evidence, read back from Git.
+	ev := readEvidence(t, ctx, dir, rec)
+	evClasses := map[string]breakglass.Class{}
+	for _, c := range ev.ManualChange.Changes {
+		evClasses[c.Path] = c.Class
+	}
+	if ev.BeforePause.SourceRevision != w.commit || ev.BeforePause.Objects[0].ResourceVersion == "" ||
+		!reflect.DeepEqual(evClasses, want) || ev.Writeback == nil || ev.Writeback.Commit != out.Commit ||
+		ev.Writeback.MergedInto != rec.Resume.WritebackMerged || ev.Resume.Force || ev.Resume.By != "alice" ||
+		ev.Revocation.Restored != "spec.syncPolicy.automated" || ev.Revocation.ReconciliationRestoredAt.IsZero() ||
+		ev.Revocation.NoFlapping || len(ev.Revocation.Flapping) != 1 || ev.Revocation.ObservedFor != "6s" {
+		t.Fatalf("evidence %+v", ev)
+	}
+	git(t, ctx, dir, "merge-base", "--is-ancestor", ev.Writeback.Commit, ev.Writeback.MergedInto) // fails the test when not
 	app := w.get(t, ctx, "argoproj.io/v1alpha1", "Application", "argocd", "web-production")
 	if _, found, _ := unstructured.NestedFieldNoCopy(app.Object, "spec", "syncPolicy", "automated"); !found {
 		t.Fatal("automated not restored")
