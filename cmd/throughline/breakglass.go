@@ -265,7 +265,7 @@ one is active is refused.`,
 				if uerr := breakglass.Undo(context.WithoutCancel(ctx), c, rec); uerr != nil {
 					return fmt.Errorf("recording the pause failed (%w) and undoing it failed too: %s is paused without a record: %v", err, bf.target(), uerr)
 				}
-				return err
+				return fmt.Errorf("recording the pause in %s failed, so the pause was undone (%s reconciles as before): %w", breakglass.Path(bf.env, bf.app), bf.target(), err)
 			}
 			g.log.Debug().Str("commit", sha).Msg("pause recorded")
 			fmt.Fprintf(stdout, "paused %s (%s/%s) until %s, ticket %s\nrecorded %s at %s (%d live objects, source revision %s)\n",

@@ -52,6 +52,7 @@ func cli(ctx context.Context, dir, kubeconfig string, args ...string) (testenv.C
 // world is the API server, the Git remote and a kubeconfig.
 type world struct {
 	api        *testenv.APIServer
+	git        *testenv.GitServer
 	remote     string
 	kubeconfig string
 	commit     string // the seeded commit: the source revision
@@ -80,7 +81,7 @@ func start(t *testing.T, ctx context.Context) *world {
 	git(t, ctx, work, "push", "-q", remote, "main")
 	kc, err := api.Kubeconfig("operator", "")
 	must(t, err)
-	w := &world{api: api, remote: remote, kubeconfig: kc, commit: git(t, ctx, work, "rev-parse", "HEAD")}
+	w := &world{api: api, git: srv, remote: remote, kubeconfig: kc, commit: git(t, ctx, work, "rev-parse", "HEAD")}
 	for _, ns := range []string{"argocd", "flux-system", "web-production"} {
 		must(t, api.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	}
@@ -648,3 +649,64 @@ spec:
     - port: 80
       targetPort: 8080
 `
+
+// TestPauseUndoneWhenRecordPushFails: the Git server refuses the push of the
+// pause record (a pre-receive hook on the bare repository, as a branch
+// protection would). The pause is undone in the cluster: the Application's
+// spec.syncPolicy.automated / the Kustomization's spec.suspend is back as it
+// was, without the break-glass annotations; the command exits non-zero and
+// says what happened; nothing is recorded.
+func TestPauseUndoneWhenRecordPushFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	w := start(t, ctx)
+	hook := filepath.Join(w.git.Root, "platform/gitops.git", "hooks", "pre-receive")
+	must(t, os.MkdirAll(filepath.Dir(hook), 0o755))
+	must(t, os.WriteFile(hook, []byte("#!/bin/sh\necho 'change freeze: pushes to this repository are refused' >&2\nexit 1\n"), 0o755))
+	w.application(t, ctx, nil)
+	ks := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+		"metadata": map[string]any{"name": "web-production", "namespace": "flux-system"},
+		"spec": map[string]any{"interval": "5m", "path": "./apps/web/overlays/production", "prune": true, "suspend": false,
+			"sourceRef": map[string]any{"kind": "GitRepository", "name": "gitops"}},
+	}}
+	must(t, w.api.Client.Create(ctx, ks))
+	dir := clone(t, ctx, w.remote)
+	for _, tc := range []struct {
+		controller, apiVersion, kind, ns string
+		field                            []string
+	}{
+		{"argocd", "argoproj.io/v1alpha1", "Application", "argocd", []string{"spec", "syncPolicy"}},
+		{"flux", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", []string{"spec", "suspend"}},
+	} {
+		t.Run(tc.controller, func(t *testing.T) {
+			before := w.get(t, ctx, tc.apiVersion, tc.kind, tc.ns, "web-production")
+			want, found, _ := unstructured.NestedFieldCopy(before.Object, tc.field...)
+			if !found {
+				t.Fatalf("%v not set before the pause", tc.field)
+			}
+			res, err := cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "alice", "--controller", tc.controller)...)
+			must(t, err)
+			if res.Code == 0 || !strings.Contains(res.Stderr, "recording the pause in breakglass/production/web.yaml failed, so the pause was undone") {
+				t.Fatalf("pause with a refused push: %d %s %s", res.Code, res.Stdout, res.Stderr)
+			}
+			after := w.get(t, ctx, tc.apiVersion, tc.kind, tc.ns, "web-production")
+			got, _, _ := unstructured.NestedFieldCopy(after.Object, tc.field...)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%v after the undo: %v, want %v", tc.field, got, want)
+			}
+			for _, a := range []string{breakglass.AnnotationTicket, breakglass.AnnotationExpiresAt} {
+				if v, ok := after.GetAnnotations()[a]; ok {
+					t.Fatalf("annotation %s=%s left behind", a, v)
+				}
+			}
+			if after.GetResourceVersion() == before.GetResourceVersion() {
+				t.Fatal("the object was never paused: the test proves nothing")
+			}
+			git(t, ctx, dir, "fetch", "-q", "origin")
+			if out := git(t, ctx, dir, "ls-tree", "-r", "--name-only", "origin/main", "breakglass"); out != "" {
+				t.Fatalf("recorded despite the refused push: %s", out)
+			}
+		})
+	}
+}
