@@ -710,3 +710,102 @@ func TestPauseUndoneWhenRecordPushFails(t *testing.T) {
 		})
 	}
 }
+
+// TestArgoCDPauseUnderApplicationSetController: Argo CD's own ApplicationSet
+// controller (v2.14, List generator) creates the Application with an
+// automated sync policy. pause refuses it with guidance and changes nothing;
+// and the reason is real: when an operator removes
+// spec.syncPolicy.automated by hand, the controller puts it back.
+func TestArgoCDPauseUnderApplicationSetController(t *testing.T) {
+	testenv.RequireArgoCDApplicationSetController(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	w := start(t, ctx)
+	testenv.StartArgoCDApplicationSetController(t, w.api)
+	must(t, w.api.Client.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
+		"metadata": map[string]any{"name": "default", "namespace": "argocd"},
+		"spec": map[string]any{"sourceRepos": []any{"*"},
+			"destinations": []any{map[string]any{"server": "*", "namespace": "*"}}},
+	}}))
+	must(t, w.api.Client.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet",
+		"metadata": map[string]any{"name": "web", "namespace": "argocd"},
+		"spec": map[string]any{
+			"generators": []any{map[string]any{"list": map[string]any{"elements": []any{map[string]any{"env": "production"}}}}},
+			"template": map[string]any{
+				"metadata": map[string]any{"name": "web-{{env}}"},
+				"spec": map[string]any{
+					"project":     "default",
+					"source":      map[string]any{"repoURL": w.remote, "path": "apps/web/overlays/{{env}}", "targetRevision": "main"},
+					"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "web-{{env}}"},
+					"syncPolicy":  map[string]any{"automated": map[string]any{"prune": true, "selfHeal": true}},
+				},
+			},
+		},
+	}}))
+	automated := func() (*unstructured.Unstructured, bool) {
+		app := &unstructured.Unstructured{}
+		app.SetAPIVersion("argoproj.io/v1alpha1")
+		app.SetKind("Application")
+		if err := w.api.Client.Get(ctx, types.NamespacedName{Namespace: "argocd", Name: "web-production"}, app); err != nil {
+			return nil, false
+		}
+		a, found, _ := unstructured.NestedMap(app.Object, "spec", "syncPolicy", "automated")
+		return app, found && a["selfHeal"] == true
+	}
+	waitAutomated := func(what string) *unstructured.Unstructured {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if app, ok := automated(); ok {
+				return app
+			}
+			if time.Now().After(deadline) {
+				app, _ := automated()
+				t.Fatalf("%s: no Application web-production with spec.syncPolicy.automated after 60s: %v", what, app)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	t0 := time.Now()
+	app := waitAutomated("the controller creates the Application")
+	owners := app.GetOwnerReferences()
+	if len(owners) != 1 || owners[0].Kind != "ApplicationSet" || owners[0].Name != "web" {
+		t.Fatalf("owners %+v", owners)
+	}
+	t.Logf("ApplicationSet controller created the Application in %s", time.Since(t0).Round(time.Millisecond))
+
+	dir := clone(t, ctx, w.remote)
+	res, err := cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "alice")...)
+	must(t, err)
+	if res.Code != 3 || !strings.Contains(res.Stderr, "owned by ApplicationSet web") || !strings.Contains(res.Stderr, "ignoreApplicationDifferences") {
+		t.Fatalf("pause under an ApplicationSet: %d %s %s", res.Code, res.Stdout, res.Stderr)
+	}
+	if after, ok := automated(); !ok || after.GetResourceVersion() != app.GetResourceVersion() {
+		t.Fatal("a refused pause changed the Application")
+	}
+	git(t, ctx, dir, "fetch", "-q", "origin")
+	if out := git(t, ctx, dir, "ls-tree", "-r", "--name-only", "origin/main", "breakglass"); out != "" {
+		t.Fatalf("a refused pause was recorded: %s", out)
+	}
+
+	// Why: the pause by hand is undone by the controller.
+	manual := &unstructured.Unstructured{}
+	manual.SetAPIVersion("argoproj.io/v1alpha1")
+	manual.SetKind("Application")
+	manual.SetNamespace("argocd")
+	manual.SetName("web-production")
+	must(t, w.api.Client.Patch(ctx, manual, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"syncPolicy":{"automated":null}}}`)), client.FieldOwner("kubectl-edit")))
+	if _, ok := automated(); ok {
+		t.Fatal("the manual removal did not take")
+	}
+	t1 := time.Now()
+	restored := waitAutomated("the controller restores spec.syncPolicy.automated")
+	t.Logf("ApplicationSet controller restored spec.syncPolicy.automated %s after the manual removal", time.Since(t1).Round(time.Millisecond))
+	writers := []string{}
+	for _, mf := range restored.GetManagedFields() {
+		writers = append(writers, mf.Manager+"/"+string(mf.Operation))
+	}
+	t.Logf("managers of the restored Application: %v", writers)
+}
