@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -115,7 +116,7 @@ func Pause(ctx context.Context, c client.Client, req Request) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := restorers(u, t); err != nil {
+	if err := restorers(ctx, c, u, t); err != nil {
 		return nil, err
 	}
 	if ticket, ok := u.GetAnnotations()[AnnotationTicket]; ok {
@@ -250,14 +251,16 @@ func mergePatch(ctx context.Context, c client.Client, u *unstructured.Unstructur
 }
 
 // restorers refuses a target that something else would put back: an
-// ApplicationSet owner, a parent Argo CD app (app-of-apps) or a parent Flux
-// Kustomization.
-func restorers(u *unstructured.Unstructured, t Target) error {
+// ApplicationSet owner (unless it ignores the app's spec.syncPolicy and
+// preserves the break-glass annotations), a parent Argo CD app
+// (app-of-apps) or a parent Flux Kustomization.
+func restorers(ctx context.Context, c client.Client, u *unstructured.Unstructured, t Target) error {
 	for _, o := range u.GetOwnerReferences() {
 		if o.Kind == applicationSetKind {
-			return &RefusedError{fmt.Sprintf("%s is owned by ApplicationSet %s: the ApplicationSet controller would restore spec.syncPolicy within seconds. "+
-				"Pause it there instead: set the ApplicationSet's spec.syncPolicy.applicationsSync to create-only or add spec.ignoreApplicationDifferences "+
-				"for /spec/syncPolicy of this app, then pause again", t, o.Name)}
+			if err := applicationSetLetsGo(ctx, c, u, o.Name); err != nil {
+				return err
+			}
+			continue
 		}
 		if t.Controller == Flux && o.Kind == "Kustomization" {
 			return &RefusedError{fmt.Sprintf("%s is owned by Kustomization %s, which would restore spec.suspend: pause the parent first", t, o.Name)}
@@ -282,6 +285,57 @@ func restorers(u *unstructured.Unstructured, t Target) error {
 		}
 	}
 	return nil
+}
+
+// applicationSetLetsGo refuses an Application whose owning ApplicationSet
+// would restore its spec.syncPolicy (the controller reconciles the
+// Application back to the template within a second) or strip the
+// break-glass annotations (it owns the annotations; the expiry monitor reads
+// them). It lets go when the ApplicationSet has an
+// spec.ignoreApplicationDifferences entry for this app covering
+// /spec/syncPolicy and spec.preservedFields.annotations holds both
+// annotations: then the controller leaves both alone.
+func applicationSetLetsGo(ctx context.Context, c client.Client, app *unstructured.Unstructured, name string) error {
+	appName := fmt.Sprintf("Application %s/%s", app.GetNamespace(), app.GetName())
+	as := &unstructured.Unstructured{}
+	as.SetGroupVersionKind(schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: applicationSetKind})
+	ignores, preserves := false, map[string]bool{}
+	err := c.Get(ctx, types.NamespacedName{Namespace: app.GetNamespace(), Name: name}, as)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+	case err != nil:
+		return fmt.Errorf("read ApplicationSet %s/%s, owner of %s: %w", app.GetNamespace(), name, appName, err)
+	default:
+		entries, _, _ := unstructured.NestedSlice(as.Object, "spec", "ignoreApplicationDifferences")
+		for _, e := range entries {
+			m, _ := e.(map[string]any)
+			if n, _ := m["name"].(string); n != "" && n != app.GetName() {
+				continue
+			}
+			ptrs, _, _ := unstructured.NestedStringSlice(m, "jsonPointers")
+			jqs, _, _ := unstructured.NestedStringSlice(m, "jqPathExpressions")
+			for _, p := range ptrs {
+				ignores = ignores || p == "/spec" || p == "/spec/syncPolicy" || p == "/spec/syncPolicy/automated"
+			}
+			for _, q := range jqs {
+				ignores = ignores || q == ".spec" || q == ".spec.syncPolicy" || q == ".spec.syncPolicy.automated"
+			}
+		}
+		kept, _, _ := unstructured.NestedStringSlice(as.Object, "spec", "preservedFields", "annotations")
+		for _, a := range kept {
+			preserves[a] = true
+		}
+	}
+	if ignores && preserves[AnnotationTicket] && preserves[AnnotationExpiresAt] {
+		return nil
+	}
+	return &RefusedError{fmt.Sprintf("%s is owned by ApplicationSet %s: the ApplicationSet controller would restore spec.syncPolicy within seconds "+
+		"(and strip the break-glass annotations). Pause it through the ApplicationSet: add to ApplicationSet %s/%s\n"+
+		"  spec:\n    ignoreApplicationDifferences:\n      - name: %s\n        jsonPointers: [/spec/syncPolicy]\n"+
+		"    preservedFields:\n      annotations: [%s, %s]\n"+
+		"then pause again (found: ignores /spec/syncPolicy: %t; preserves %s: %t, %s: %t)",
+		appName, name, app.GetNamespace(), name, app.GetName(), AnnotationTicket, AnnotationExpiresAt,
+		ignores, AnnotationTicket, preserves[AnnotationTicket], AnnotationExpiresAt, preserves[AnnotationExpiresAt])}
 }
 
 type objectID struct {

@@ -214,8 +214,9 @@ func newBreakglassPauseCommand(g *globals, stdout io.Writer) *cobra.Command {
 		Use:   "pause --repo DIR --app APP --env ENV --ticket T --expires DURATION",
 		Short: "Suspend reconciliation of exactly one application and record it in Git",
 		Long: `Suspend the reconciliation of one application: Argo CD (remove
-spec.syncPolicy.automated of the Application; refused with guidance when an
-ApplicationSet owns it or a parent app tracks it) or Flux (spec.suspend: true
+spec.syncPolicy.automated of the Application; refused with guidance when a
+parent app tracks it, or an ApplicationSet owns it and does not both ignore
+its /spec/syncPolicy and preserve the break-glass annotations) or Flux (spec.suspend: true
 on the Kustomization; refused when a parent Kustomization applies it).
 
 The patch carries the resourceVersion that was read, so of two operators

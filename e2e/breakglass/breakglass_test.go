@@ -6,9 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -721,7 +724,7 @@ func TestArgoCDPauseUnderApplicationSetController(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	w := start(t, ctx)
-	testenv.StartArgoCDApplicationSetController(t, w.api)
+	ctl := testenv.StartArgoCDApplicationSetController(t, w.api)
 	must(t, w.api.Client.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
 		"metadata": map[string]any{"name": "default", "namespace": "argocd"},
@@ -808,4 +811,55 @@ func TestArgoCDPauseUnderApplicationSetController(t *testing.T) {
 		writers = append(writers, mf.Manager+"/"+string(mf.Operation))
 	}
 	t.Logf("managers of the restored Application: %v", writers)
+
+	// Following the guidance: the ApplicationSet ignores the app's
+	// spec.syncPolicy and preserves the break-glass annotations. Now pause
+	// succeeds, and the controller, reconciling after the pause, leaves it.
+	as := &unstructured.Unstructured{}
+	as.SetAPIVersion("argoproj.io/v1alpha1")
+	as.SetKind("ApplicationSet")
+	as.SetNamespace("argocd")
+	as.SetName("web")
+	must(t, w.api.Client.Patch(ctx, as, client.RawPatch(types.MergePatchType, []byte(`{"spec":{
+		"ignoreApplicationDifferences":[{"name":"web-production","jsonPointers":["/spec/syncPolicy"]}],
+		"preservedFields":{"annotations":["`+breakglass.AnnotationTicket+`","`+breakglass.AnnotationExpiresAt+`"]}}}`))))
+	before := reconciles(t, ctx, ctl.MetricsURL)
+	res, err = cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "alice")...)
+	must(t, err)
+	if res.Code != 0 {
+		t.Fatalf("pause with the guidance followed: %d %s %s", res.Code, res.Stdout, res.Stderr)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for reconciles(t, ctx, ctl.MetricsURL) < before+2 { // the patch of the ApplicationSet, then the pause
+		if time.Now().After(deadline) {
+			t.Fatalf("the controller did not reconcile after the pause (%v reconciles before)", before)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	paused, ok := automated()
+	if ok || paused.GetAnnotations()[breakglass.AnnotationTicket] != "INC-42" {
+		t.Fatalf("the controller undid the pause: %v %v", paused.Object["spec"], paused.GetAnnotations())
+	}
+}
+
+// reconciles reads the ApplicationSet controller's reconcile count of the
+// ApplicationSet web from its metrics.
+func reconciles(t *testing.T, ctx context.Context, url string) float64 {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	must(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	must(t, err)
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, "argocd_appset_reconcile_count{") && strings.Contains(l, `name="web"`) {
+			f, err := strconv.ParseFloat(l[strings.LastIndex(l, " ")+1:], 64)
+			must(t, err)
+			return f
+		}
+	}
+	return 0
 }

@@ -6,8 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // ArgoCDApplicationSetController is Argo CD's ApplicationSet controller (the
@@ -40,13 +45,25 @@ func StartArgoCDApplicationSetController(t testing.TB, api *APIServer) *ArgoCDAp
 	const ns = "argocd"
 	ctx, cancel := startContext(t)
 	defer cancel()
-	crds := []string{"application-crd.yaml", "appproject-crd.yaml", "applicationset-crd.yaml"}
-	paths := make([]string, len(crds))
-	for i, c := range crds {
-		paths[i] = filepath.Join(dir, "crds", c)
+	// The CRDs the API server does not serve yet (envtest would update, and
+	// log about, those it has).
+	var paths []string
+	for _, name := range []string{"applications", "appprojects", "applicationsets"} {
+		crd := &unstructured.Unstructured{}
+		crd.SetAPIVersion("apiextensions.k8s.io/v1")
+		crd.SetKind("CustomResourceDefinition")
+		err := api.Client.Get(ctx, types.NamespacedName{Name: name + ".argoproj.io"}, crd)
+		switch {
+		case apierrors.IsNotFound(err):
+			paths = append(paths, filepath.Join(dir, "crds", strings.TrimSuffix(name, "s")+"-crd.yaml"))
+		case err != nil:
+			t.Fatalf("argocd-applicationset-controller: CRD %s.argoproj.io: %v", name, err)
+		}
 	}
-	if err := api.InstallCRDs(ctx, paths...); err != nil {
-		t.Fatalf("argocd-applicationset-controller: %v", err)
+	if len(paths) > 0 {
+		if err := api.InstallCRDs(ctx, paths...); err != nil {
+			t.Fatalf("argocd-applicationset-controller: %v", err)
+		}
 	}
 	kubeconfig, err := api.Kubeconfig("argocd-applicationset-controller", ns)
 	if err != nil {
