@@ -403,6 +403,13 @@ func TestFluxPause(t *testing.T) {
 	if s, _, _ := unstructured.NestedBool(got.Object, "spec", "suspend"); s {
 		t.Fatal("still suspended after resume")
 	}
+	// Not watched (--observe 0): the evidence does not claim "no flapping".
+	rec = readRecord(t, ctx, dir)
+	if ev := readEvidence(t, ctx, dir, rec); ev.Controller != breakglass.Flux || ev.Revocation.Restored != "spec.suspend=false" ||
+		ev.Revocation.ObjectResourceVersion != got.GetResourceVersion() || ev.Revocation.NoFlapping || ev.Revocation.ObservedFor != "0s" ||
+		ev.BeforePause.SourceRevision != "main@sha1:"+w.commit {
+		t.Fatalf("evidence %+v", ev)
+	}
 }
 
 // TestArgoCDWriteback: during the pause an operator patches the Deployment
@@ -424,15 +431,28 @@ func TestArgoCDWriteback(t *testing.T) {
 	}
 
 	// The operator's live fix and the HPA, each with its own field manager.
+	// The fix touches every managedFields entry kind the API server writes
+	// for a Deployment: fields (f:), containers by name and ports by
+	// containerPort+protocol (k:), finalizers by value (v:).
 	fix := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps/v1", "kind": "Deployment",
-		"metadata": map[string]any{"name": "web", "namespace": "web-production"},
+		"metadata": map[string]any{"name": "web", "namespace": "web-production", "finalizers": []any{"example.com/keep"}},
 		"spec": map[string]any{"template": map[string]any{
 			"metadata": map[string]any{"annotations": map[string]any{"kubectl.kubernetes.io/restartedAt": "2026-11-29T12:00:00Z"}},
 			"spec": map[string]any{"containers": []any{map[string]any{"name": "web",
+				"ports":     []any{map[string]any{"containerPort": int64(9090), "protocol": "TCP", "name": "debug"}},
 				"resources": map[string]any{"limits": map[string]any{"memory": "512Mi"}}}}}}},
 	}}
 	must(t, w.api.Client.Patch(ctx, fix, client.Apply, client.FieldOwner("kubectl")))
+	// Another writer's finalizer (an operator present on the object).
+	must(t, w.api.Client.Patch(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "web-production", "finalizers": []any{"backup.example.com/protect"}},
+	}}, client.Apply, client.FieldOwner("backup-operator")))
+	defer func() { // let the namespace go at the end
+		dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "web-production"}}
+		_ = w.api.Client.Patch(context.WithoutCancel(ctx), dep, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	}()
 	hpa := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{"name": "web", "namespace": "web-production"},
@@ -440,7 +460,8 @@ func TestArgoCDWriteback(t *testing.T) {
 	}}
 	must(t, w.api.Client.Patch(ctx, hpa, client.Apply, client.FieldOwner("kube-controller-manager"), client.ForceOwnership))
 
-	wb, err := cli(ctx, dir, w.kubeconfig, "breakglass", "writeback", "--repo", dir, "--app", "web", "--env", "production", "--operator", "alice", "-o", "json")
+	wb, err := cli(ctx, dir, w.kubeconfig, "breakglass", "writeback", "--repo", dir, "--app", "web", "--env", "production", "--operator", "alice",
+		"--writer", "backup-operator", "-o", "json")
 	must(t, err)
 	if wb.Code != 0 {
 		t.Fatalf("writeback: %d %s %s", wb.Code, wb.Stdout, wb.Stderr)
@@ -455,9 +476,15 @@ func TestArgoCDWriteback(t *testing.T) {
 	for _, c := range out.Changes {
 		classes[c.Path] = c.Class
 	}
+	port := `spec.template.spec.containers[{"name":"web"}].ports[{"containerPort":9090,"protocol":"TCP"}]`
 	want := map[string]breakglass.Class{
 		`spec.template.spec.containers[{"name":"web"}].resources.limits.memory`: breakglass.Permanent,
-		"spec.template.metadata.annotations.kubectl.kubernetes.io/restartedAt":  breakglass.Temporary,
+		port + ".containerPort":                              breakglass.Permanent,
+		port + ".name":                                       breakglass.Permanent,
+		port + ".protocol":                                   breakglass.Permanent,
+		`metadata.finalizers[="example.com/keep"]`:           breakglass.Permanent,
+		`metadata.finalizers[="backup.example.com/protect"]`: breakglass.OtherWriter,
+		"spec.template.metadata.annotations.kubectl.kubernetes.io/restartedAt": breakglass.Temporary,
 		"spec.replicas": breakglass.OtherWriter,
 	}
 	if !reflect.DeepEqual(classes, want) {
@@ -468,7 +495,8 @@ func TestArgoCDWriteback(t *testing.T) {
 	}
 	git(t, ctx, dir, "fetch", "-q", "origin")
 	patch := git(t, ctx, dir, "show", "origin/"+out.Branch+":apps/web/overlays/production/breakglass-deployment-web.yaml")
-	if !strings.Contains(patch, "memory: 512Mi") || strings.Contains(patch, "replicas") || strings.Contains(patch, "restartedAt") {
+	if !strings.Contains(patch, "memory: 512Mi") || !strings.Contains(patch, "containerPort: 9090") || !strings.Contains(patch, "example.com/keep") ||
+		strings.Contains(patch, "replicas") || strings.Contains(patch, "restartedAt") || strings.Contains(patch, "backup.example.com") {
 		t.Fatalf("patch:\n%s", patch)
 	}
 	if k := git(t, ctx, dir, "show", "origin/"+out.Branch+":apps/web/overlays/production/kustomization.yaml"); !strings.Contains(k, "path: breakglass-deployment-web.yaml") {
