@@ -718,7 +718,8 @@ func TestPauseUndoneWhenRecordPushFails(t *testing.T) {
 			}
 			res, err := cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "alice", "--controller", tc.controller)...)
 			must(t, err)
-			if res.Code == 0 || !strings.Contains(res.Stderr, "recording the pause in breakglass/production/web.yaml failed, so the pause was undone") {
+			if res.Code == 0 || !strings.Contains(res.Stderr, "recording the pause in breakglass/production/web.yaml failed, so the pause was undone") ||
+				!strings.Contains(res.Stderr, "the remote declined it: change freeze: pushes to this repository are refused") {
 				t.Fatalf("pause with a refused push: %d %s %s", res.Code, res.Stdout, res.Stderr)
 			}
 			after := w.get(t, ctx, tc.apiVersion, tc.kind, tc.ns, "web-production")
