@@ -142,6 +142,9 @@ func Pause(ctx context.Context, c client.Client, req Request) (*Record, error) {
 			return nil, &RefusedError{fmt.Sprintf("%s is already suspended (spec.suspend: true): someone paused it outside throughline", t)}
 		}
 		rec.SourceRevision, _, _ = unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
+		if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "suspend"); found {
+			rec.Restore = json.RawMessage("false") // set before: restored as false; absent: removed
+		}
 		spec["suspend"] = true
 	default:
 		return nil, fmt.Errorf("controller %q: want %s or %s", t.Controller, ArgoCD, Flux)
@@ -193,7 +196,10 @@ func Restore(ctx context.Context, c client.Client, rec *Record) error {
 		}
 		spec["syncPolicy"] = map[string]any{"automated": auto}
 	case Flux:
-		spec["suspend"] = false
+		spec["suspend"] = nil // absent before the pause (or a record from before Restore was kept for Flux)
+		if len(rec.Restore) > 0 {
+			spec["suspend"] = false
+		}
 	}
 	patch := map[string]any{
 		"metadata": map[string]any{

@@ -98,7 +98,9 @@ type Record struct {
 	Object         Ref        `json:"object"`
 	State          State      `json:"state"`
 	SourceRevision string     `json:"sourceRevision"`
-	// Restore is what the pause removed (Argo CD: spec.syncPolicy.automated).
+	// Restore is what the pause changed: Argo CD the removed
+	// spec.syncPolicy.automated; Flux false when spec.suspend was set (to
+	// false) before the pause, absent when it was not set at all.
 	Restore   json.RawMessage `json:"restore,omitempty"`
 	Objects   []LiveObject    `json:"objects"`
 	Operator  string          `json:"operator"`
