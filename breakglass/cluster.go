@@ -9,10 +9,13 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/throughline-dev/throughline/render"
 )
 
 // Identities of the controller objects (read as unstructured).
@@ -113,7 +116,7 @@ func Pause(ctx context.Context, c client.Client, req Request) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := restorers(u, t); err != nil {
+	if err := restorers(ctx, c, u, t); err != nil {
 		return nil, err
 	}
 	if ticket, ok := u.GetAnnotations()[AnnotationTicket]; ok {
@@ -139,6 +142,9 @@ func Pause(ctx context.Context, c client.Client, req Request) (*Record, error) {
 			return nil, &RefusedError{fmt.Sprintf("%s is already suspended (spec.suspend: true): someone paused it outside throughline", t)}
 		}
 		rec.SourceRevision, _, _ = unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
+		if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "suspend"); found {
+			rec.Restore = json.RawMessage("false") // set before: restored as false; absent: removed
+		}
 		spec["suspend"] = true
 	default:
 		return nil, fmt.Errorf("controller %q: want %s or %s", t.Controller, ArgoCD, Flux)
@@ -190,7 +196,10 @@ func Restore(ctx context.Context, c client.Client, rec *Record) error {
 		}
 		spec["syncPolicy"] = map[string]any{"automated": auto}
 	case Flux:
-		spec["suspend"] = false
+		spec["suspend"] = nil // absent before the pause (or a record from before Restore was kept for Flux)
+		if len(rec.Restore) > 0 {
+			spec["suspend"] = false
+		}
 	}
 	patch := map[string]any{
 		"metadata": map[string]any{
@@ -200,6 +209,36 @@ func Restore(ctx context.Context, c client.Client, rec *Record) error {
 		"spec": spec,
 	}
 	return mergePatch(ctx, c, u, patch)
+}
+
+// Restored reads the record's controller object back after Restore and
+// returns when (now), which field and at which resourceVersion
+// reconciliation is on again; an error when it is not (Argo CD:
+// spec.syncPolicy.automated absent; Flux: spec.suspend true; or the
+// break-glass annotation still there).
+func Restored(ctx context.Context, c client.Client, rec *Record, now time.Time) (Restoration, error) {
+	t := Target{Controller: rec.Controller, Namespace: rec.Object.Namespace, Name: rec.Object.Name}
+	u, err := Get(ctx, c, t)
+	if err != nil {
+		return Restoration{}, err
+	}
+	r := Restoration{At: now, ResourceVersion: u.GetResourceVersion()}
+	switch rec.Controller {
+	case ArgoCD:
+		r.Field = "spec.syncPolicy.automated"
+		if auto, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "syncPolicy", "automated"); !found || auto == nil {
+			return r, fmt.Errorf("%s: spec.syncPolicy.automated is not set after the resume", t)
+		}
+	case Flux:
+		r.Field = "spec.suspend=false"
+		if s, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend"); s {
+			return r, fmt.Errorf("%s: spec.suspend is still true after the resume", t)
+		}
+	}
+	if _, ok := u.GetAnnotations()[AnnotationTicket]; ok {
+		return r, fmt.Errorf("%s: annotation %s is still set after the resume", t, AnnotationTicket)
+	}
+	return r, nil
 }
 
 func mergePatch(ctx context.Context, c client.Client, u *unstructured.Unstructured, patch map[string]any) error {
@@ -218,14 +257,16 @@ func mergePatch(ctx context.Context, c client.Client, u *unstructured.Unstructur
 }
 
 // restorers refuses a target that something else would put back: an
-// ApplicationSet owner, a parent Argo CD app (app-of-apps) or a parent Flux
-// Kustomization.
-func restorers(u *unstructured.Unstructured, t Target) error {
+// ApplicationSet owner (unless it ignores the app's spec.syncPolicy and
+// preserves the break-glass annotations), a parent Argo CD app
+// (app-of-apps) or a parent Flux Kustomization.
+func restorers(ctx context.Context, c client.Client, u *unstructured.Unstructured, t Target) error {
 	for _, o := range u.GetOwnerReferences() {
 		if o.Kind == applicationSetKind {
-			return &RefusedError{fmt.Sprintf("%s is owned by ApplicationSet %s: the ApplicationSet controller would restore spec.syncPolicy within seconds. "+
-				"Pause it there instead: set the ApplicationSet's spec.syncPolicy.applicationsSync to create-only or add spec.ignoreApplicationDifferences "+
-				"for /spec/syncPolicy of this app, then pause again", t, o.Name)}
+			if err := applicationSetLetsGo(ctx, c, u, o.Name); err != nil {
+				return err
+			}
+			continue
 		}
 		if t.Controller == Flux && o.Kind == "Kustomization" {
 			return &RefusedError{fmt.Sprintf("%s is owned by Kustomization %s, which would restore spec.suspend: pause the parent first", t, o.Name)}
@@ -250,6 +291,57 @@ func restorers(u *unstructured.Unstructured, t Target) error {
 		}
 	}
 	return nil
+}
+
+// applicationSetLetsGo refuses an Application whose owning ApplicationSet
+// would restore its spec.syncPolicy (the controller reconciles the
+// Application back to the template within a second) or strip the
+// break-glass annotations (it owns the annotations; the expiry monitor reads
+// them). It lets go when the ApplicationSet has an
+// spec.ignoreApplicationDifferences entry for this app covering
+// /spec/syncPolicy and spec.preservedFields.annotations holds both
+// annotations: then the controller leaves both alone.
+func applicationSetLetsGo(ctx context.Context, c client.Client, app *unstructured.Unstructured, name string) error {
+	appName := fmt.Sprintf("Application %s/%s", app.GetNamespace(), app.GetName())
+	as := &unstructured.Unstructured{}
+	as.SetGroupVersionKind(schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: applicationSetKind})
+	ignores, preserves := false, map[string]bool{}
+	err := c.Get(ctx, types.NamespacedName{Namespace: app.GetNamespace(), Name: name}, as)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+	case err != nil:
+		return fmt.Errorf("read ApplicationSet %s/%s, owner of %s: %w", app.GetNamespace(), name, appName, err)
+	default:
+		entries, _, _ := unstructured.NestedSlice(as.Object, "spec", "ignoreApplicationDifferences")
+		for _, e := range entries {
+			m, _ := e.(map[string]any)
+			if n, _ := m["name"].(string); n != "" && n != app.GetName() {
+				continue
+			}
+			ptrs, _, _ := unstructured.NestedStringSlice(m, "jsonPointers")
+			jqs, _, _ := unstructured.NestedStringSlice(m, "jqPathExpressions")
+			for _, p := range ptrs {
+				ignores = ignores || p == "/spec" || p == "/spec/syncPolicy" || p == "/spec/syncPolicy/automated"
+			}
+			for _, q := range jqs {
+				ignores = ignores || q == ".spec" || q == ".spec.syncPolicy" || q == ".spec.syncPolicy.automated"
+			}
+		}
+		kept, _, _ := unstructured.NestedStringSlice(as.Object, "spec", "preservedFields", "annotations")
+		for _, a := range kept {
+			preserves[a] = true
+		}
+	}
+	if ignores && preserves[AnnotationTicket] && preserves[AnnotationExpiresAt] {
+		return nil
+	}
+	return &RefusedError{fmt.Sprintf("%s is owned by ApplicationSet %s: the ApplicationSet controller would restore spec.syncPolicy within seconds "+
+		"(and strip the break-glass annotations). Pause it through the ApplicationSet: add to ApplicationSet %s/%s\n"+
+		"  spec:\n    ignoreApplicationDifferences:\n      - name: %s\n        jsonPointers: [/spec/syncPolicy]\n"+
+		"    preservedFields:\n      annotations: [%s, %s]\n"+
+		"then pause again (found: ignores /spec/syncPolicy: %t; preserves %s: %t, %s: %t)",
+		appName, name, app.GetNamespace(), name, app.GetName(), AnnotationTicket, AnnotationExpiresAt,
+		ignores, AnnotationTicket, preserves[AnnotationTicket], AnnotationExpiresAt, preserves[AnnotationExpiresAt])}
 }
 
 type objectID struct {
@@ -287,6 +379,42 @@ func managed(u *unstructured.Unstructured, ctl Controller) ([]objectID, error) {
 			}
 			out = append(out, objectID{parts[2], v, parts[3], parts[0], parts[1]})
 		}
+	}
+	return out, nil
+}
+
+// Tracked lists the objects the controller tracks for the record's
+// application: those it names now (Argo CD status.resources, Flux
+// status.inventory) and those recorded at the pause, each once.
+func Tracked(ctx context.Context, c client.Client, rec *Record) ([]render.ID, error) {
+	t := Target{Controller: rec.Controller, Namespace: rec.Object.Namespace, Name: rec.Object.Name}
+	u, err := Get(ctx, c, t)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := managed(u, t.Controller)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[render.ID]bool{}
+	var out []render.ID
+	add := func(id render.ID) {
+		k := id
+		k.Version = ""
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, id)
+		}
+	}
+	for _, id := range ids {
+		add(render.ID{Group: id.group, Version: id.version, Kind: id.kind, Namespace: id.namespace, Name: id.name})
+	}
+	for _, o := range rec.Objects {
+		gv, err := schema.ParseGroupVersion(o.APIVersion)
+		if err != nil {
+			return nil, fmt.Errorf("%s: object %s %s/%s apiVersion: %w", Path(rec.Environment, rec.App), o.Kind, o.Namespace, o.Name, err)
+		}
+		add(render.ID{Group: gv.Group, Version: gv.Version, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name})
 	}
 	return out, nil
 }

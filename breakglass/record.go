@@ -67,9 +67,11 @@ type Writeback struct {
 	Branch string `json:"branch"`
 	Commit string `json:"commit"`
 	PR     string `json:"pullRequest,omitempty"`
-	// Changes lists every live change found, classified (the evidence of
-	// the manual change; only the permanent ones are on the branch).
-	Changes []string `json:"changes,omitempty"`
+	// Changes lists every live change found, classified, one line each
+	// (only the permanent ones are on the branch); Classified is the same
+	// as data, for the evidence of the manual change.
+	Changes    []string `json:"changes,omitempty"`
+	Classified []Change `json:"classified,omitempty"`
 }
 
 // Resume is how the pause ended.
@@ -96,7 +98,9 @@ type Record struct {
 	Object         Ref        `json:"object"`
 	State          State      `json:"state"`
 	SourceRevision string     `json:"sourceRevision"`
-	// Restore is what the pause removed (Argo CD: spec.syncPolicy.automated).
+	// Restore is what the pause changed: Argo CD the removed
+	// spec.syncPolicy.automated; Flux false when spec.suspend was set (to
+	// false) before the pause, absent when it was not set at all.
 	Restore   json.RawMessage `json:"restore,omitempty"`
 	Objects   []LiveObject    `json:"objects"`
 	Operator  string          `json:"operator"`

@@ -40,6 +40,17 @@ var ErrRejected = errors.New("rejected: the reference moved")
 // pushed commit: someone else made and pushed the very same commit first.
 var ErrUnchanged = errors.New("the branch already points at this commit")
 
+// DeclinedError is a push the remote refused for a reason of its own (a
+// server-side hook: a freeze, a branch protection), not a lost race: it is
+// not retried. Reason is what the remote said.
+type DeclinedError struct {
+	Branch, Remote, Reason string
+}
+
+func (e *DeclinedError) Error() string {
+	return fmt.Sprintf("push %s to %s: the remote declined it: %s", e.Branch, e.Remote, e.Reason)
+}
+
 // Error is a git command that failed.
 type Error struct {
 	Args   []string
@@ -381,6 +392,9 @@ func (r *Repo) SetBranch(ctx context.Context, branch, old, sha string) error {
 		out, err := r.run(ctx, nil, "push", "--porcelain", r.Remote, sha+":refs/heads/"+branch)
 		if err != nil {
 			var ge *Error
+			if errors.As(err, &ge) && strings.Contains(ge.Stderr+out, "hook declined") {
+				return &DeclinedError{Branch: branch, Remote: r.Remote, Reason: remoteSaid(ge.Stderr + "\n" + out)}
+			}
 			if errors.As(err, &ge) && rejected(ge.Stderr+out) {
 				return fmt.Errorf("push %s to %s: %w", branch, r.Remote, ErrRejected)
 			}
@@ -410,6 +424,26 @@ func (r *Repo) SetBranch(ctx context.Context, branch, old, sha string) error {
 		return fmt.Errorf("update %s: %w (%w)", ref, ErrRejected, err)
 	}
 	return nil
+}
+
+// remoteSaid is the "remote:" lines of a push and its refusal reasons.
+func remoteSaid(output string) string {
+	var said []string
+	for _, l := range strings.Split(output, "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(l, "remote:"):
+			if m := strings.TrimSpace(strings.TrimPrefix(l, "remote:")); m != "" {
+				said = append(said, m)
+			}
+		case strings.Contains(l, "[remote rejected]"):
+			said = append(said, strings.TrimSpace(l[strings.Index(l, "[remote rejected]"):]))
+		}
+	}
+	if len(said) == 0 {
+		return strings.TrimSpace(output)
+	}
+	return strings.Join(said, "; ")
 }
 
 func rejected(stderr string) bool {

@@ -138,3 +138,36 @@ func TestUpdateRetriesNonFastForward(t *testing.T) {
 		git(t, bare, "cat-file", "-e", sha+":"+f)
 	}
 }
+
+// TestUpdateDeclinedByHookIsNotRetried: a pre-receive hook refuses the push
+// (a freeze): not a lost race, so Update stops at once with a
+// *DeclinedError carrying what the remote said.
+func TestUpdateDeclinedByHookIsNotRetried(t *testing.T) {
+	ctx := context.Background()
+	_, dir := newRepo(t)
+	bare := filepath.Join(t.TempDir(), "remote.git")
+	git(t, dir, "init", "-q", "--bare", "-b", "main", bare)
+	git(t, dir, "remote", "add", "origin", bare)
+	git(t, dir, "push", "-q", "origin", "main")
+	hook := filepath.Join(bare, "hooks", "pre-receive")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho 'change freeze until Monday' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(ctx, filepath.Join(dir, "sub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	_, err = r.Update(ctx, "main", 3, func(ctx context.Context, tip string) (map[string][]byte, string, error) {
+		calls.Add(1)
+		return map[string][]byte{"c.yaml": []byte("c: 1\n")}, "ours", nil
+	})
+	var de *DeclinedError
+	if !errors.As(err, &de) || errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "change freeze until Monday") ||
+		!strings.Contains(err.Error(), "pre-receive hook declined") {
+		t.Fatalf("want a DeclinedError with the hook's message: %v", err)
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("change applied %d times, want 1 (a declined push is not a race)", calls.Load())
+	}
+}

@@ -123,9 +123,55 @@ func readBreakglass(ctx context.Context, r *promoteRepo, rev, app, env string) (
 	return rec, nil
 }
 
+// pauseState is the GitOps repository, the commit of its base branch and
+// the pause record of one app/env on it (nil when there is none).
+type pauseState struct {
+	repo *promoteRepo
+	base string
+	rec  *breakglass.Record
+}
+
+// openPause opens the repository of bf (fetching it), resolves the base
+// branch and reads the pause record there.
+func openPause(ctx context.Context, bf *breakglassFlags) (*pauseState, error) {
+	r, err := openPromoteRepo(ctx, bf.repo)
+	if err != nil {
+		return nil, err
+	}
+	base, err := r.baseRev(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := readBreakglass(ctx, r, base, bf.app, bf.env)
+	if err != nil {
+		return nil, err
+	}
+	return &pauseState{repo: r, base: base, rec: rec}, nil
+}
+
+// openActivePause is openPause that refuses (exit 3) when no pause is
+// active; why says what cannot be done then.
+func openActivePause(ctx context.Context, bf *breakglassFlags, why string) (*pauseState, error) {
+	ps, err := openPause(ctx, bf)
+	if err != nil {
+		return nil, err
+	}
+	if !ps.rec.Active() {
+		return nil, &refusedError{fmt.Sprintf("%s/%s has no active pause record (%s on %s): %s",
+			bf.app, bf.env, breakglass.Path(bf.env, bf.app), ps.repo.base, why)}
+	}
+	return ps, nil
+}
+
 // commitBreakglass writes rec on the base branch by compare-and-swap; check
 // runs on every tip tried (a retry re-reads what is really there).
 func commitBreakglass(ctx context.Context, r *promoteRepo, rec *breakglass.Record, msg string, check func(prev *breakglass.Record) error) (string, error) {
+	return commitBreakglassFiles(ctx, r, rec, nil, msg, check)
+}
+
+// commitBreakglassFiles is commitBreakglass with more files in the same
+// commit (the evidence beside the record).
+func commitBreakglassFiles(ctx context.Context, r *promoteRepo, rec *breakglass.Record, extra map[string][]byte, msg string, check func(prev *breakglass.Record) error) (string, error) {
 	data, err := rec.Marshal()
 	if err != nil {
 		return "", err
@@ -138,7 +184,11 @@ func commitBreakglass(ctx context.Context, r *promoteRepo, rec *breakglass.Recor
 		if err := check(prev); err != nil {
 			return nil, "", err
 		}
-		return map[string][]byte{breakglass.Path(rec.Environment, rec.App): data}, msg, nil
+		files := map[string][]byte{breakglass.Path(rec.Environment, rec.App): data}
+		for p, d := range extra {
+			files[p] = d
+		}
+		return files, msg, nil
 	})
 }
 
@@ -164,8 +214,9 @@ func newBreakglassPauseCommand(g *globals, stdout io.Writer) *cobra.Command {
 		Use:   "pause --repo DIR --app APP --env ENV --ticket T --expires DURATION",
 		Short: "Suspend reconciliation of exactly one application and record it in Git",
 		Long: `Suspend the reconciliation of one application: Argo CD (remove
-spec.syncPolicy.automated of the Application; refused with guidance when an
-ApplicationSet owns it or a parent app tracks it) or Flux (spec.suspend: true
+spec.syncPolicy.automated of the Application; refused with guidance when a
+parent app tracks it, or an ApplicationSet owns it and does not both ignore
+its /spec/syncPolicy and preserve the break-glass annotations) or Flux (spec.suspend: true
 on the Kustomization; refused when a parent Kustomization applies it).
 
 The patch carries the resourceVersion that was read, so of two operators
@@ -183,17 +234,12 @@ one is active is refused.`,
 				return usagef("--ticket and a positive --expires are required")
 			}
 			ctx := cmd.Context()
-			r, err := openPromoteRepo(ctx, bf.repo)
+			ps, err := openPause(ctx, &bf)
 			if err != nil {
 				return err
 			}
-			base, err := r.baseRev(ctx)
-			if err != nil {
-				return err
-			}
-			if prev, err := readBreakglass(ctx, r, base, bf.app, bf.env); err != nil {
-				return err
-			} else if prev.Active() {
+			r := ps.repo
+			if prev := ps.rec; prev.Active() {
 				return &refusedError{fmt.Sprintf("%s/%s is already paused by %s (ticket %s, until %s): see %s", bf.app, bf.env, prev.Operator, prev.Ticket,
 					prev.ExpiresAt.Format(time.RFC3339), breakglass.Path(bf.env, bf.app))}
 			}
@@ -220,7 +266,7 @@ one is active is refused.`,
 				if uerr := breakglass.Undo(context.WithoutCancel(ctx), c, rec); uerr != nil {
 					return fmt.Errorf("recording the pause failed (%w) and undoing it failed too: %s is paused without a record: %v", err, bf.target(), uerr)
 				}
-				return err
+				return fmt.Errorf("recording the pause in %s failed, so the pause was undone (%s reconciles as before): %w", breakglass.Path(bf.env, bf.app), bf.target(), err)
 			}
 			g.log.Debug().Str("commit", sha).Msg("pause recorded")
 			fmt.Fprintf(stdout, "paused %s (%s/%s) until %s, ticket %s\nrecorded %s at %s (%d live objects, source revision %s)\n",
@@ -249,10 +295,19 @@ write-back recorded in the pause record is merged into the base branch, because
 resuming earlier makes the controller overwrite the live fix with the old
 desired state; --force with --reason resumes anyway and records why.
 
-After resuming, the live objects of the pause record are watched for
+After resuming, the controller object is read back (reconciliation on again:
+the time T), and the live objects of the pause record are watched for
 --observe (30s): an object whose generation moves more than once is being
 written back and forth (the controller against another writer); it is
-recorded in the resume evidence and the command exits 3.`,
+recorded and the command exits 3.
+
+The resumed record and the evidence of the pause,
+breakglass/<env>/<app>.evidence/<pausedAt>.json, are committed together on
+the base branch by compare-and-swap. The evidence holds the five pieces: the
+state before the pause (source revision, live resourceVersions), the manual
+change (the write-back's classified changes), the write-back commit and the
+base commit it was merged into, the resume, and the revocation of the
+exception (reconciliation restored at T, objects watched, none flapping).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := bf.check(); err != nil {
@@ -262,21 +317,11 @@ recorded in the resume evidence and the command exits 3.`,
 				return usagef("--force needs --reason (it is recorded)")
 			}
 			ctx := cmd.Context()
-			r, err := openPromoteRepo(ctx, bf.repo)
+			ps, err := openActivePause(ctx, &bf, "it is not paused, nothing to resume")
 			if err != nil {
 				return err
 			}
-			base, err := r.baseRev(ctx)
-			if err != nil {
-				return err
-			}
-			rec, err := readBreakglass(ctx, r, base, bf.app, bf.env)
-			if err != nil {
-				return err
-			}
-			if !rec.Active() {
-				return &refusedError{fmt.Sprintf("%s/%s is not paused (no active %s)", bf.app, bf.env, breakglass.Path(bf.env, bf.app))}
-			}
+			r, base, rec := ps.repo, ps.base, ps.rec
 			merged := ""
 			if !force {
 				if merged, err = writebackMerged(ctx, r, rec, base); err != nil {
@@ -291,6 +336,10 @@ recorded in the resume evidence and the command exits 3.`,
 				return breakglassError(err)
 			}
 			at := time.Now().UTC().Truncate(time.Second)
+			restored, err := breakglass.Restored(ctx, c, rec, at)
+			if err != nil {
+				return fmt.Errorf("resuming %s (not recorded): %w", bf.target(), err)
+			}
 			flapping, err := breakglass.Flapping(ctx, c, rec, observe, 0)
 			if err != nil {
 				return fmt.Errorf("%s is resumed in the cluster, but watching its objects failed (not recorded): %w", bf.target(), err)
@@ -302,7 +351,13 @@ recorded in the resume evidence and the command exits 3.`,
 			}
 			msg := fmt.Sprintf("breakglass resume %s in %s\n\nTicket: %s\nOperator: %s\nForced: %t\nReason: %s\nWriteback-Merged: %s\n",
 				bf.app, bf.env, rec.Ticket, bf.operator, force, reason, merged)
-			sha, err := commitBreakglass(ctx, r, rec, msg, func(prev *breakglass.Record) error {
+			evidence, err := breakglass.NewEvidence(rec, restored).Marshal()
+			if err != nil {
+				return fmt.Errorf("%s is resumed in the cluster but its evidence is incomplete (not recorded): %w", bf.target(), err)
+			}
+			evPath := breakglass.EvidencePath(bf.env, bf.app, rec.PausedAt)
+			msg += "Evidence: " + evPath + "\n"
+			sha, err := commitBreakglassFiles(ctx, r, rec, map[string][]byte{evPath: evidence}, msg, func(prev *breakglass.Record) error {
 				if !prev.Active() {
 					return &refusedError{fmt.Sprintf("%s/%s was resumed by someone else meanwhile", bf.app, bf.env)}
 				}
@@ -312,7 +367,8 @@ recorded in the resume evidence and the command exits 3.`,
 				return fmt.Errorf("%s is resumed in the cluster but recording it failed: %w", bf.target(), err)
 			}
 			g.log.Debug().Str("commit", sha).Msg("resume recorded")
-			fmt.Fprintf(stdout, "resumed %s (%s/%s); recorded %s at %s\n", bf.target(), bf.app, bf.env, breakglass.Path(bf.env, bf.app), sha)
+			fmt.Fprintf(stdout, "resumed %s (%s/%s) at %s; recorded %s and the evidence %s at %s\n", bf.target(), bf.app, bf.env,
+				restored.At.Format(time.RFC3339), breakglass.Path(bf.env, bf.app), evPath, sha)
 			if len(flapping) > 0 {
 				return &refusedError{fmt.Sprintf("resumed, but objects were written back and forth while watched for %s (something fights the desired state; recorded): %s",
 					observe, strings.Join(flapping, "; "))}
@@ -373,7 +429,8 @@ state before the pause (the overlay rendered at the recorded source revision),
 the live state now, and the proposed desired state (the overlay on the base
 branch now). Status, defaulted fields (owned by no field manager), runtime
 annotations, managedFields and fields of the GitOps controller's own manager
-are not changes. Each remaining change is classified from managedFields:
+are not changes. Each remaining field (every managedFields entry kind: f:,
+k: keyed list elements, v: set values, i: indexes) is classified:
 
   permanent        changed by an operator (a field manager that is not the
                    controller, not a known writer and not present at the pause,
@@ -383,6 +440,13 @@ are not changes. Each remaining change is classified from managedFields:
                    or any non-kubectl manager already present at the pause)
   already-desired  the base branch already has the live value
   conflict         the desired state moved at that field since the pause
+
+Whole objects are compared too, and listed (never written back):
+
+  live-only        tracked by the controller (Argo CD status.resources, Flux
+                   status.inventory, or recorded at the pause), live, but not
+                   in the desired state before the pause: made by hand
+  deleted-live     in the desired state before the pause, but not live
 
 The permanent changes become strategic-merge patches in the overlay
 (breakglass-<kind>-<name>.yaml, added to patches:), committed on the branch
@@ -406,22 +470,11 @@ refused.`,
 				targetPath = path.Join("apps", bf.app, "overlays", bf.env)
 			}
 			ctx := cmd.Context()
-			r, err := openPromoteRepo(ctx, bf.repo)
+			ps, err := openActivePause(ctx, &bf, "nothing was paused, so there is nothing to write back")
 			if err != nil {
 				return err
 			}
-			base, err := r.baseRev(ctx)
-			if err != nil {
-				return err
-			}
-			rec, err := readBreakglass(ctx, r, base, bf.app, bf.env)
-			if err != nil {
-				return err
-			}
-			if !rec.Active() {
-				return &refusedError{fmt.Sprintf("%s/%s has no active pause record (%s on %s): nothing was paused, so there is nothing to write back",
-					bf.app, bf.env, breakglass.Path(bf.env, bf.app), r.base)}
-			}
+			r, base, rec := ps.repo, ps.base, ps.rec
 			c, err := bf.client()
 			if err != nil {
 				return err
@@ -446,6 +499,7 @@ refused.`,
 			for _, ch := range res.Changes {
 				wb.Changes = append(wb.Changes, ch.String())
 			}
+			wb.Classified = res.Changes
 			rec.Writeback = wb
 			msg := fmt.Sprintf("breakglass writeback %s in %s\n\nTicket: %s\nWriteback-Branch: %s\nWriteback-Commit: %s\n", bf.app, bf.env, rec.Ticket, res.Branch, res.Commit)
 			if _, err := commitBreakglass(ctx, r, rec, msg, func(prev *breakglass.Record) error {
@@ -525,8 +579,21 @@ func writeback(ctx context.Context, r *promoteRepo, c client.Client, rec *breakg
 	for _, o := range rec.Objects {
 		cmp.AtPause[o.Kind+" "+o.Namespace+"/"+o.Name] = o.ManagedFields
 	}
+	// The live state of every rendered object and of every object the
+	// controller tracks (one outside the render was made by hand).
+	if cmp.Tracked, err = breakglass.Tracked(ctx, c, rec); err != nil {
+		return nil, err
+	}
+	ids := make([]render.ID, 0, len(before)+len(cmp.Tracked))
 	for _, o := range before {
-		id := o.ID()
+		ids = append(ids, o.ID())
+	}
+	for _, id := range append(ids, cmp.Tracked...) {
+		key := id
+		key.Version = ""
+		if _, done := cmp.Live[key]; done {
+			continue
+		}
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion(id.APIVersion())
 		u.SetKind(id.Kind)
@@ -536,8 +603,7 @@ func writeback(ctx context.Context, r *promoteRepo, c client.Client, rec *breakg
 			}
 			return nil, fmt.Errorf("read live %s: %w", id, err)
 		}
-		id.Version = ""
-		cmp.Live[id] = u.Object
+		cmp.Live[key] = u.Object
 	}
 	changes, err := cmp.Run()
 	if err != nil {

@@ -6,9 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -52,6 +55,7 @@ func cli(ctx context.Context, dir, kubeconfig string, args ...string) (testenv.C
 // world is the API server, the Git remote and a kubeconfig.
 type world struct {
 	api        *testenv.APIServer
+	git        *testenv.GitServer
 	remote     string
 	kubeconfig string
 	commit     string // the seeded commit: the source revision
@@ -80,7 +84,7 @@ func start(t *testing.T, ctx context.Context) *world {
 	git(t, ctx, work, "push", "-q", remote, "main")
 	kc, err := api.Kubeconfig("operator", "")
 	must(t, err)
-	w := &world{api: api, remote: remote, kubeconfig: kc, commit: git(t, ctx, work, "rev-parse", "HEAD")}
+	w := &world{api: api, git: srv, remote: remote, kubeconfig: kc, commit: git(t, ctx, work, "rev-parse", "HEAD")}
 	for _, ns := range []string{"argocd", "flux-system", "web-production"} {
 		must(t, api.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	}
@@ -168,6 +172,21 @@ func readRecord(t *testing.T, ctx context.Context, dir string) *breakglass.Recor
 	return rec
 }
 
+// readEvidence reads back the evidence resume committed beside rec.
+func readEvidence(t *testing.T, ctx context.Context, dir string, rec *breakglass.Record) *breakglass.Evidence {
+	t.Helper()
+	file := breakglass.EvidencePath(rec.Environment, rec.App, rec.PausedAt)
+	data := git(t, ctx, dir, "show", "origin/main:"+file)
+	e, err := breakglass.ParseEvidence(file, []byte(data))
+	must(t, err)
+	// The record and its evidence are one commit.
+	if a, b := git(t, ctx, dir, "log", "-1", "--format=%H", "origin/main", "--", file),
+		git(t, ctx, dir, "log", "-1", "--format=%H", "origin/main", "--", breakglass.Path(rec.Environment, rec.App)); a != b {
+		t.Fatalf("evidence in %s, resumed record in %s", a, b)
+	}
+	return e
+}
+
 func pauseArgs(dir, operator string, extra ...string) []string {
 	return append([]string{"breakglass", "pause", "--repo", dir, "--app", "web", "--env", "production",
 		"--ticket", "INC-42", "--expires", "4h", "--operator", operator}, extra...)
@@ -247,6 +266,16 @@ func TestArgoCDPauseResume(t *testing.T) {
 	rec = readRecord(t, ctx, dir)
 	if rec.State != breakglass.Resumed || rec.Resume == nil || !rec.Resume.Force || rec.Resume.Reason == "" || rec.Resume.ObservedFor != "3s" || len(rec.Resume.Flapping) != 0 {
 		t.Fatalf("resumed record %+v", rec)
+	}
+	// The evidence of a forced resume: nobody compared the states, no
+	// write-back; reconciliation restored at the resource version now live,
+	// watched 3s without flapping.
+	ev := readEvidence(t, ctx, dir, rec)
+	if ev.BeforePause.SourceRevision != w.commit || len(ev.BeforePause.Objects) != 1 || ev.BeforePause.Objects[0].ResourceVersion != rec.Objects[0].ResourceVersion ||
+		ev.ManualChange.WritebackRan || ev.Writeback != nil || !ev.Resume.Force || ev.Revocation.Restored != "spec.syncPolicy.automated" ||
+		ev.Revocation.ObjectResourceVersion != app.GetResourceVersion() || ev.Revocation.ReconciliationRestoredAt.Before(rec.PausedAt) ||
+		!ev.Revocation.NoFlapping || ev.Revocation.ObservedFor != "3s" {
+		t.Fatalf("evidence %+v", ev)
 	}
 }
 
@@ -374,6 +403,13 @@ func TestFluxPause(t *testing.T) {
 	if s, _, _ := unstructured.NestedBool(got.Object, "spec", "suspend"); s {
 		t.Fatal("still suspended after resume")
 	}
+	// Not watched (--observe 0): the evidence does not claim "no flapping".
+	rec = readRecord(t, ctx, dir)
+	if ev := readEvidence(t, ctx, dir, rec); ev.Controller != breakglass.Flux || ev.Revocation.Restored != "spec.suspend=false" ||
+		ev.Revocation.ObjectResourceVersion != got.GetResourceVersion() || ev.Revocation.NoFlapping || ev.Revocation.ObservedFor != "0s" ||
+		ev.BeforePause.SourceRevision != "main@sha1:"+w.commit {
+		t.Fatalf("evidence %+v", ev)
+	}
 }
 
 // TestArgoCDWriteback: during the pause an operator patches the Deployment
@@ -395,15 +431,28 @@ func TestArgoCDWriteback(t *testing.T) {
 	}
 
 	// The operator's live fix and the HPA, each with its own field manager.
+	// The fix touches every managedFields entry kind the API server writes
+	// for a Deployment: fields (f:), containers by name and ports by
+	// containerPort+protocol (k:), finalizers by value (v:).
 	fix := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps/v1", "kind": "Deployment",
-		"metadata": map[string]any{"name": "web", "namespace": "web-production"},
+		"metadata": map[string]any{"name": "web", "namespace": "web-production", "finalizers": []any{"example.com/keep"}},
 		"spec": map[string]any{"template": map[string]any{
 			"metadata": map[string]any{"annotations": map[string]any{"kubectl.kubernetes.io/restartedAt": "2026-11-29T12:00:00Z"}},
 			"spec": map[string]any{"containers": []any{map[string]any{"name": "web",
+				"ports":     []any{map[string]any{"containerPort": int64(9090), "protocol": "TCP", "name": "debug"}},
 				"resources": map[string]any{"limits": map[string]any{"memory": "512Mi"}}}}}}},
 	}}
 	must(t, w.api.Client.Patch(ctx, fix, client.Apply, client.FieldOwner("kubectl")))
+	// Another writer's finalizer (an operator present on the object).
+	must(t, w.api.Client.Patch(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "web-production", "finalizers": []any{"backup.example.com/protect"}},
+	}}, client.Apply, client.FieldOwner("backup-operator")))
+	defer func() { // let the namespace go at the end
+		dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "web-production"}}
+		_ = w.api.Client.Patch(context.WithoutCancel(ctx), dep, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	}()
 	hpa := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{"name": "web", "namespace": "web-production"},
@@ -411,7 +460,8 @@ func TestArgoCDWriteback(t *testing.T) {
 	}}
 	must(t, w.api.Client.Patch(ctx, hpa, client.Apply, client.FieldOwner("kube-controller-manager"), client.ForceOwnership))
 
-	wb, err := cli(ctx, dir, w.kubeconfig, "breakglass", "writeback", "--repo", dir, "--app", "web", "--env", "production", "--operator", "alice", "-o", "json")
+	wb, err := cli(ctx, dir, w.kubeconfig, "breakglass", "writeback", "--repo", dir, "--app", "web", "--env", "production", "--operator", "alice",
+		"--writer", "backup-operator", "-o", "json")
 	must(t, err)
 	if wb.Code != 0 {
 		t.Fatalf("writeback: %d %s %s", wb.Code, wb.Stdout, wb.Stderr)
@@ -426,9 +476,15 @@ func TestArgoCDWriteback(t *testing.T) {
 	for _, c := range out.Changes {
 		classes[c.Path] = c.Class
 	}
+	port := `spec.template.spec.containers[{"name":"web"}].ports[{"containerPort":9090,"protocol":"TCP"}]`
 	want := map[string]breakglass.Class{
 		`spec.template.spec.containers[{"name":"web"}].resources.limits.memory`: breakglass.Permanent,
-		"spec.template.metadata.annotations.kubectl.kubernetes.io/restartedAt":  breakglass.Temporary,
+		port + ".containerPort":                              breakglass.Permanent,
+		port + ".name":                                       breakglass.Permanent,
+		port + ".protocol":                                   breakglass.Permanent,
+		`metadata.finalizers[="example.com/keep"]`:           breakglass.Permanent,
+		`metadata.finalizers[="backup.example.com/protect"]`: breakglass.OtherWriter,
+		"spec.template.metadata.annotations.kubectl.kubernetes.io/restartedAt": breakglass.Temporary,
 		"spec.replicas": breakglass.OtherWriter,
 	}
 	if !reflect.DeepEqual(classes, want) {
@@ -439,7 +495,8 @@ func TestArgoCDWriteback(t *testing.T) {
 	}
 	git(t, ctx, dir, "fetch", "-q", "origin")
 	patch := git(t, ctx, dir, "show", "origin/"+out.Branch+":apps/web/overlays/production/breakglass-deployment-web.yaml")
-	if !strings.Contains(patch, "memory: 512Mi") || strings.Contains(patch, "replicas") || strings.Contains(patch, "restartedAt") {
+	if !strings.Contains(patch, "memory: 512Mi") || !strings.Contains(patch, "containerPort: 9090") || !strings.Contains(patch, "example.com/keep") ||
+		strings.Contains(patch, "replicas") || strings.Contains(patch, "restartedAt") || strings.Contains(patch, "backup.example.com") {
 		t.Fatalf("patch:\n%s", patch)
 	}
 	if k := git(t, ctx, dir, "show", "origin/"+out.Branch+":apps/web/overlays/production/kustomization.yaml"); !strings.Contains(k, "path: breakglass-deployment-web.yaml") {
@@ -490,6 +547,20 @@ func TestArgoCDWriteback(t *testing.T) {
 	if rec.State != breakglass.Resumed || rec.Resume.Force || rec.Resume.WritebackMerged == "" || len(rec.Resume.Flapping) != 1 {
 		t.Fatalf("record %+v", rec.Resume)
 	}
+	// The five pieces of evidence, read back from Git.
+	ev := readEvidence(t, ctx, dir, rec)
+	evClasses := map[string]breakglass.Class{}
+	for _, c := range ev.ManualChange.Changes {
+		evClasses[c.Path] = c.Class
+	}
+	if ev.BeforePause.SourceRevision != w.commit || ev.BeforePause.Objects[0].ResourceVersion == "" ||
+		!reflect.DeepEqual(evClasses, want) || ev.Writeback == nil || ev.Writeback.Commit != out.Commit ||
+		ev.Writeback.MergedInto != rec.Resume.WritebackMerged || ev.Resume.Force || ev.Resume.By != "alice" ||
+		ev.Revocation.Restored != "spec.syncPolicy.automated" || ev.Revocation.ReconciliationRestoredAt.IsZero() ||
+		ev.Revocation.NoFlapping || len(ev.Revocation.Flapping) != 1 || ev.Revocation.ObservedFor != "6s" {
+		t.Fatalf("evidence %+v", ev)
+	}
+	git(t, ctx, dir, "merge-base", "--is-ancestor", ev.Writeback.Commit, ev.Writeback.MergedInto) // fails the test when not
 	app := w.get(t, ctx, "argoproj.io/v1alpha1", "Application", "argocd", "web-production")
 	if _, found, _ := unstructured.NestedFieldNoCopy(app.Object, "spec", "syncPolicy", "automated"); !found {
 		t.Fatal("automated not restored")
@@ -507,4 +578,314 @@ func TestWritebackWithoutPause(t *testing.T) {
 	if res.Code != 3 || !strings.Contains(res.Stderr, "no active pause record") {
 		t.Fatalf("want refusal: %d %s", res.Code, res.Stderr)
 	}
+}
+
+// TestFluxWritebackObjectsOutsideTheRender: during the pause an operator
+// creates a ConfigMap by hand (the Kustomization's inventory lists it, as
+// after a one-off apply) and deletes the rendered Service. writeback lists
+// both as their own classes (live-only, deleted-live), writes neither back,
+// and records them in the pause record.
+func TestFluxWritebackObjectsOutsideTheRender(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	w := start(t, ctx)
+	// The base also renders a Service, which was never created live here
+	// (the operator deleted it during the incident).
+	seed := clone(t, ctx, w.remote)
+	must(t, os.WriteFile(filepath.Join(seed, "apps/web/base/service.yaml"), []byte(service), 0o644))
+	must(t, os.WriteFile(filepath.Join(seed, "apps/web/base/kustomization.yaml"), []byte("resources:\n  - deployment.yaml\n  - service.yaml\n"), 0o644))
+	git(t, ctx, seed, "add", ".")
+	git(t, ctx, seed, "commit", "-q", "-m", "web: service")
+	git(t, ctx, seed, "push", "-q", "origin", "main")
+	rev := git(t, ctx, seed, "rev-parse", "HEAD")
+
+	ks := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+		"metadata": map[string]any{"name": "web-production", "namespace": "flux-system"},
+		"spec": map[string]any{"interval": "5m", "path": "./apps/web/overlays/production", "prune": true,
+			"sourceRef": map[string]any{"kind": "GitRepository", "name": "gitops"}},
+	}}
+	must(t, w.api.Client.Create(ctx, ks))
+	ks.Object["status"] = map[string]any{
+		"lastAppliedRevision": "main@sha1:" + rev,
+		"inventory": map[string]any{"entries": []any{
+			map[string]any{"id": "web-production_web_apps_Deployment", "v": "v1"},
+			map[string]any{"id": "web-production_web__Service", "v": "v1"},
+		}},
+	}
+	must(t, w.api.Client.Status().Update(ctx, ks))
+	dir := clone(t, ctx, w.remote)
+	res, err := cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "alice", "--controller", "flux")...)
+	must(t, err)
+	if res.Code != 0 {
+		t.Fatalf("pause: %d %s %s", res.Code, res.Stdout, res.Stderr)
+	}
+	// The hand-made ConfigMap, which a one-off apply put in the inventory.
+	hotfix := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "web-hotfix", "namespace": "web-production"},
+		"data":     map[string]any{"FEATURE_X": "off"},
+	}}
+	must(t, w.api.Client.Patch(ctx, hotfix, client.Apply, client.FieldOwner("kubectl")))
+	got := w.get(t, ctx, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "web-production")
+	entries, _, _ := unstructured.NestedSlice(got.Object, "status", "inventory", "entries")
+	got.Object["status"].(map[string]any)["inventory"] = map[string]any{"entries": append(entries,
+		map[string]any{"id": "web-production_web-hotfix__ConfigMap", "v": "v1"})}
+	must(t, w.api.Client.Status().Update(ctx, got))
+
+	wb, err := cli(ctx, dir, w.kubeconfig, "breakglass", "writeback", "--repo", dir, "--app", "web", "--env", "production",
+		"--operator", "alice", "--controller", "flux", "-o", "json")
+	must(t, err)
+	if wb.Code != 0 {
+		t.Fatalf("writeback: %d %s %s", wb.Code, wb.Stdout, wb.Stderr)
+	}
+	var out struct {
+		Changes []breakglass.Change `json:"changes"`
+		Branch  string              `json:"branch"`
+	}
+	must(t, json.Unmarshal([]byte(wb.Stdout), &out))
+	classes := map[string]breakglass.Class{}
+	for _, c := range out.Changes {
+		classes[c.Object+" "+c.Path] = c.Class
+	}
+	want := map[string]breakglass.Class{
+		"ConfigMap web-production/web-hotfix ": breakglass.LiveOnly,
+		"Service web-production/web ":          breakglass.DeletedLive,
+	}
+	if !reflect.DeepEqual(classes, want) {
+		t.Fatalf("changes %v\nwant %v\n%s", classes, want, wb.Stdout)
+	}
+	for _, c := range out.Changes {
+		if c.Class == breakglass.LiveOnly && c.Manager != "kubectl" {
+			t.Fatalf("live-only creator %q, want kubectl", c.Manager)
+		}
+	}
+	if out.Branch != "" {
+		t.Fatalf("objects outside the render were written back on %s", out.Branch)
+	}
+	rec := readRecord(t, ctx, dir)
+	if rec.Writeback == nil || len(rec.Writeback.Changes) != 2 || !strings.Contains(strings.Join(rec.Writeback.Changes, "\n"), "live-only") ||
+		!strings.Contains(strings.Join(rec.Writeback.Changes, "\n"), "deleted-live") {
+		t.Fatalf("record write-back %+v", rec.Writeback)
+	}
+}
+
+const service = `apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector: {app: web}
+  ports:
+    - port: 80
+      targetPort: 8080
+`
+
+// TestPauseUndoneWhenRecordPushFails: the Git server refuses the push of the
+// pause record (a pre-receive hook on the bare repository, as a branch
+// protection would). The pause is undone in the cluster: the Application's
+// spec.syncPolicy.automated / the Kustomization's spec.suspend is back as it
+// was, without the break-glass annotations; the command exits non-zero and
+// says what happened; nothing is recorded.
+func TestPauseUndoneWhenRecordPushFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	w := start(t, ctx)
+	hook := filepath.Join(w.git.Root, "platform/gitops.git", "hooks", "pre-receive")
+	must(t, os.MkdirAll(filepath.Dir(hook), 0o755))
+	must(t, os.WriteFile(hook, []byte("#!/bin/sh\necho 'change freeze: pushes to this repository are refused' >&2\nexit 1\n"), 0o755))
+	w.application(t, ctx, nil)
+	ks := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+		"metadata": map[string]any{"name": "web-production", "namespace": "flux-system"},
+		"spec": map[string]any{"interval": "5m", "path": "./apps/web/overlays/production", "prune": true, // no spec.suspend
+			"sourceRef": map[string]any{"kind": "GitRepository", "name": "gitops"}},
+	}}
+	must(t, w.api.Client.Create(ctx, ks))
+	dir := clone(t, ctx, w.remote)
+	for _, tc := range []struct {
+		controller, apiVersion, kind, ns string
+		field                            []string
+	}{
+		{"argocd", "argoproj.io/v1alpha1", "Application", "argocd", []string{"spec", "syncPolicy"}},
+		{"flux", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", []string{"spec", "suspend"}},
+	} {
+		t.Run(tc.controller, func(t *testing.T) {
+			before := w.get(t, ctx, tc.apiVersion, tc.kind, tc.ns, "web-production")
+			want, wantFound, _ := unstructured.NestedFieldCopy(before.Object, tc.field...)
+			res, err := cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "alice", "--controller", tc.controller)...)
+			must(t, err)
+			if res.Code == 0 || !strings.Contains(res.Stderr, "recording the pause in breakglass/production/web.yaml failed, so the pause was undone") ||
+				!strings.Contains(res.Stderr, "the remote declined it: change freeze: pushes to this repository are refused") {
+				t.Fatalf("pause with a refused push: %d %s %s", res.Code, res.Stdout, res.Stderr)
+			}
+			after := w.get(t, ctx, tc.apiVersion, tc.kind, tc.ns, "web-production")
+			got, found, _ := unstructured.NestedFieldCopy(after.Object, tc.field...)
+			if found != wantFound || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%v after the undo: %v (set: %t), want %v (set: %t)", tc.field, got, found, want, wantFound)
+			}
+			for _, a := range []string{breakglass.AnnotationTicket, breakglass.AnnotationExpiresAt} {
+				if v, ok := after.GetAnnotations()[a]; ok {
+					t.Fatalf("annotation %s=%s left behind", a, v)
+				}
+			}
+			if after.GetResourceVersion() == before.GetResourceVersion() {
+				t.Fatal("the object was never paused: the test proves nothing")
+			}
+			git(t, ctx, dir, "fetch", "-q", "origin")
+			if out := git(t, ctx, dir, "ls-tree", "-r", "--name-only", "origin/main", "breakglass"); out != "" {
+				t.Fatalf("recorded despite the refused push: %s", out)
+			}
+		})
+	}
+}
+
+// TestArgoCDPauseUnderApplicationSetController: Argo CD's own ApplicationSet
+// controller (v2.14, List generator) creates the Application with an
+// automated sync policy. pause refuses it with guidance and changes nothing;
+// and the reason is real: when an operator removes
+// spec.syncPolicy.automated by hand, the controller puts it back.
+func TestArgoCDPauseUnderApplicationSetController(t *testing.T) {
+	testenv.RequireArgoCDApplicationSetController(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	w := start(t, ctx)
+	ctl := testenv.StartArgoCDApplicationSetController(t, w.api)
+	must(t, w.api.Client.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
+		"metadata": map[string]any{"name": "default", "namespace": "argocd"},
+		"spec": map[string]any{"sourceRepos": []any{"*"},
+			"destinations": []any{map[string]any{"server": "*", "namespace": "*"}}},
+	}}))
+	must(t, w.api.Client.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet",
+		"metadata": map[string]any{"name": "web", "namespace": "argocd"},
+		"spec": map[string]any{
+			"generators": []any{map[string]any{"list": map[string]any{"elements": []any{map[string]any{"env": "production"}}}}},
+			"template": map[string]any{
+				"metadata": map[string]any{"name": "web-{{env}}"},
+				"spec": map[string]any{
+					"project":     "default",
+					"source":      map[string]any{"repoURL": w.remote, "path": "apps/web/overlays/{{env}}", "targetRevision": "main"},
+					"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "web-{{env}}"},
+					"syncPolicy":  map[string]any{"automated": map[string]any{"prune": true, "selfHeal": true}},
+				},
+			},
+		},
+	}}))
+	automated := func() (*unstructured.Unstructured, bool) {
+		app := &unstructured.Unstructured{}
+		app.SetAPIVersion("argoproj.io/v1alpha1")
+		app.SetKind("Application")
+		if err := w.api.Client.Get(ctx, types.NamespacedName{Namespace: "argocd", Name: "web-production"}, app); err != nil {
+			return nil, false
+		}
+		a, found, _ := unstructured.NestedMap(app.Object, "spec", "syncPolicy", "automated")
+		return app, found && a["selfHeal"] == true
+	}
+	waitAutomated := func(what string) *unstructured.Unstructured {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if app, ok := automated(); ok {
+				return app
+			}
+			if time.Now().After(deadline) {
+				app, _ := automated()
+				t.Fatalf("%s: no Application web-production with spec.syncPolicy.automated after 60s: %v", what, app)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	t0 := time.Now()
+	app := waitAutomated("the controller creates the Application")
+	owners := app.GetOwnerReferences()
+	if len(owners) != 1 || owners[0].Kind != "ApplicationSet" || owners[0].Name != "web" {
+		t.Fatalf("owners %+v", owners)
+	}
+	t.Logf("ApplicationSet controller created the Application in %s", time.Since(t0).Round(time.Millisecond))
+
+	dir := clone(t, ctx, w.remote)
+	res, err := cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "alice")...)
+	must(t, err)
+	if res.Code != 3 || !strings.Contains(res.Stderr, "owned by ApplicationSet web") || !strings.Contains(res.Stderr, "ignoreApplicationDifferences") {
+		t.Fatalf("pause under an ApplicationSet: %d %s %s", res.Code, res.Stdout, res.Stderr)
+	}
+	if after, ok := automated(); !ok || after.GetResourceVersion() != app.GetResourceVersion() {
+		t.Fatal("a refused pause changed the Application")
+	}
+	git(t, ctx, dir, "fetch", "-q", "origin")
+	if out := git(t, ctx, dir, "ls-tree", "-r", "--name-only", "origin/main", "breakglass"); out != "" {
+		t.Fatalf("a refused pause was recorded: %s", out)
+	}
+
+	// Why: the pause by hand is undone by the controller.
+	manual := &unstructured.Unstructured{}
+	manual.SetAPIVersion("argoproj.io/v1alpha1")
+	manual.SetKind("Application")
+	manual.SetNamespace("argocd")
+	manual.SetName("web-production")
+	must(t, w.api.Client.Patch(ctx, manual, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"syncPolicy":{"automated":null}}}`)), client.FieldOwner("kubectl-edit")))
+	if _, ok := automated(); ok {
+		t.Fatal("the manual removal did not take")
+	}
+	t1 := time.Now()
+	restored := waitAutomated("the controller restores spec.syncPolicy.automated")
+	t.Logf("ApplicationSet controller restored spec.syncPolicy.automated %s after the manual removal", time.Since(t1).Round(time.Millisecond))
+	writers := []string{}
+	for _, mf := range restored.GetManagedFields() {
+		writers = append(writers, mf.Manager+"/"+string(mf.Operation))
+	}
+	t.Logf("managers of the restored Application: %v", writers)
+
+	// Following the guidance: the ApplicationSet ignores the app's
+	// spec.syncPolicy and preserves the break-glass annotations. Now pause
+	// succeeds, and the controller, reconciling after the pause, leaves it.
+	as := &unstructured.Unstructured{}
+	as.SetAPIVersion("argoproj.io/v1alpha1")
+	as.SetKind("ApplicationSet")
+	as.SetNamespace("argocd")
+	as.SetName("web")
+	must(t, w.api.Client.Patch(ctx, as, client.RawPatch(types.MergePatchType, []byte(`{"spec":{
+		"ignoreApplicationDifferences":[{"name":"web-production","jsonPointers":["/spec/syncPolicy"]}],
+		"preservedFields":{"annotations":["`+breakglass.AnnotationTicket+`","`+breakglass.AnnotationExpiresAt+`"]}}}`))))
+	before := reconciles(t, ctx, ctl.MetricsURL)
+	res, err = cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "alice")...)
+	must(t, err)
+	if res.Code != 0 {
+		t.Fatalf("pause with the guidance followed: %d %s %s", res.Code, res.Stdout, res.Stderr)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for reconciles(t, ctx, ctl.MetricsURL) < before+2 { // the patch of the ApplicationSet, then the pause
+		if time.Now().After(deadline) {
+			t.Fatalf("the controller did not reconcile after the pause (%v reconciles before)", before)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	paused, ok := automated()
+	if ok || paused.GetAnnotations()[breakglass.AnnotationTicket] != "INC-42" {
+		t.Fatalf("the controller undid the pause: %v %v", paused.Object["spec"], paused.GetAnnotations())
+	}
+}
+
+// reconciles reads the ApplicationSet controller's reconcile count of the
+// ApplicationSet web from its metrics.
+func reconciles(t *testing.T, ctx context.Context, url string) float64 {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	must(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	must(t, err)
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, "argocd_appset_reconcile_count{") && strings.Contains(l, `name="web"`) {
+			f, err := strconv.ParseFloat(l[strings.LastIndex(l, " ")+1:], 64)
+			must(t, err)
+			return f
+		}
+	}
+	return 0
 }
