@@ -40,7 +40,7 @@ func (f *File) ContainerImages() []ImageField {
 // of a strategic-merge patch, and the images a JSON 6902 patch adds or
 // replaces (a container added to a containers list, or an image field
 // itself). The patch may hold several documents; what does not parse ends
-// the list.
+// the list. An image may be listed twice: use the list as a set.
 func PatchImages(data []byte) []string {
 	var images []string
 	visit := func(_ string, img *yaml.Node) {

@@ -1,0 +1,128 @@
+package overlay
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+
+	yaml "sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// FuzzSetImageDigest: SetImageDigest never panics on any kustomization,
+// and on success its output parses as a kustomization whose images: entry
+// carries the digest, is equal as plain values to the input but for that
+// one field, and is a fixed point of a second call.
+func FuzzSetImageDigest(f *testing.F) {
+	for _, in := range []string{
+		"# top\nimages:\n  # the identity\n  - name: app   # x\n    newTag: '1.0@" + oldDigest + "'  # keep\nreplicas:\n  - name: a\n    count: 6\n",
+		"images:\n- name: app\n  newTag: \"1.0\"\n",
+		"images:\n- name: app\n  newTag: v1",
+		"images:\n- name: app\n  digest: " + oldDigest + " # pinned\n",
+		"images:\n- name: upstream/app\n  newName: app\n  newTag: 1.0\n",
+		"images:\n- {name: app, newTag: v1}\n",
+		"images:\n- name: app\n  newTag: |\n    1.0\n",
+		"images:\n- name: app\n  newTag: &a v1\nx: *a\n",
+		"metadata: {name: café}\nimages:\n  - name: \"app\"\n    newTag: 'it''s'\n",
+		"- a\n",
+		"",
+	} {
+		f.Add([]byte(in), "app", "1.1", newDigest)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, name, tag, digest string) {
+		out, changed, err := SetImageDigest(data, "k.yaml", name, tag, digest)
+		if err != nil {
+			return
+		}
+		if !changed {
+			if !bytes.Equal(out, data) {
+				t.Fatalf("unchanged, but the output differs:\n%q\n%q", data, out)
+			}
+			return
+		}
+		k, err := ParseKustomization("k.yaml", out)
+		if err != nil {
+			t.Fatalf("the output does not parse: %v\n%q", err, out)
+		}
+		e := k.ImageFor(name)
+		if e == nil {
+			t.Fatalf("the output has no entry for %q:\n%q", name, out)
+		}
+		key, want := "digest", digest
+		if _, ok := e.Field("digest"); !ok {
+			if tag == "" {
+				tag = "latest"
+			}
+			key, want = "newTag", tag+"@"+digest
+		}
+		if v, _ := e.Field(key); v != want {
+			t.Fatalf("%s is %q, want %q:\n%q", key, v, want, out)
+		}
+		// Equal as plain values but for the edited field.
+		var before, after any
+		if err := yaml.Unmarshal(data, &before); err != nil {
+			t.Fatalf("the input does not decode: %v", err)
+		}
+		if err := yaml.Unmarshal(out, &after); err != nil {
+			t.Fatalf("the output does not decode: %v", err)
+		}
+		be, ae := imageEntry(before, e.Index), imageEntry(after, e.Index)
+		if be == nil || ae == nil {
+			t.Fatalf("images[%d] is not a mapping in the decoded input or output:\n%q\n%q", e.Index, data, out)
+		}
+		ae.set(key, be.get(key))
+		if !reflect.DeepEqual(before, after) {
+			t.Fatalf("the output differs from the input beyond images[%d].%s:\n%q\n%q", e.Index, key, data, out)
+		}
+		// A second call changes nothing.
+		again, changed, err := SetImageDigest(out, "k.yaml", name, tag, digest)
+		if err != nil || changed || !bytes.Equal(again, out) {
+			t.Fatalf("second call: changed %v, err %v", changed, err)
+		}
+	})
+}
+
+// imageEntry is images[i] of a decoded kustomization (nil when it is not a
+// mapping).
+func imageEntry(doc any, i int) mapping {
+	images, ok := asMapping(doc).get("images").([]any)
+	if !ok || i >= len(images) {
+		return nil
+	}
+	m := asMapping(images[i])
+	if _, ok := m.(nilMap); ok {
+		return nil
+	}
+	return m
+}
+
+// mapping is a decoded YAML mapping: map[string]any when every key is a
+// string, else map[any]any.
+type mapping interface {
+	get(key string) any
+	set(key string, v any)
+}
+
+type strMap map[string]any
+
+func (m strMap) get(k string) any    { return m[k] }
+func (m strMap) set(k string, v any) { m[k] = v }
+
+type anyMap map[any]any
+
+func (m anyMap) get(k string) any    { return m[k] }
+func (m anyMap) set(k string, v any) { m[k] = v }
+
+func asMapping(v any) mapping {
+	switch m := v.(type) {
+	case map[string]any:
+		return strMap(m)
+	case map[any]any:
+		return anyMap(m)
+	}
+	return nilMap{}
+}
+
+type nilMap struct{}
+
+func (nilMap) get(string) any  { return nil }
+func (nilMap) set(string, any) {}
