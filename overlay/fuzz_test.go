@@ -126,3 +126,102 @@ type nilMap struct{}
 
 func (nilMap) get(string) any  { return nil }
 func (nilMap) set(string, any) {}
+
+// FuzzPinImage: the edit pin makes (newTag set in the entry that renders
+// name, or a new entry appended) never panics, and on success the output
+// parses as a kustomization equal as plain values to the input but for
+// that entry's newTag (or the appended entry).
+func FuzzPinImage(f *testing.F) {
+	for _, in := range []string{
+		"# Staging.\nresources:\n  - ../../base\nimages:\n  # identity\n  - name: app\n    newTag: \"1.4.2\"   # informative\n\n# Replicas.\nreplicas:\n  - name: a\n    count: 2\n",
+		"resources:\n- ../../base\n",
+		"resources:\n  - ../../base",
+		"resources:\n- ../../base\nimages:\n- name: app\n  # no tag here\n",
+		"resources: [../../base]\nimages:\n  - name: other\n    newTag: 1.4.2\n  - name: app\n    newTag: '2.0'\n",
+		"images:\n- name: up/app\n  newName: app\n",
+		"images: [{name: app}]\n",
+		"",
+	} {
+		f.Add([]byte(in), "app", "1.4.2@"+newDigest)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, name, value string) {
+		k, err := ParseKustomization("k.yaml", data)
+		if err != nil || !k.ImagesEditable() {
+			return
+		}
+		e := k.ImageFor(name)
+		hadTag := false
+		if e != nil {
+			_, hadTag = e.Field("newTag")
+		}
+		switch {
+		case e == nil:
+			err = k.AppendImages([]NewImage{{Name: name, NewTag: value}})
+		case e.Block():
+			_, _, err = e.Set("newTag", value)
+		default:
+			return
+		}
+		if err != nil {
+			return
+		}
+		out, err := k.Bytes()
+		if err != nil {
+			return
+		}
+		k2, err := ParseKustomization("k.yaml", out)
+		if err != nil {
+			t.Fatalf("the output does not parse: %v\n%q", err, out)
+		}
+		e2 := k2.ImageFor(name)
+		if e2 == nil {
+			t.Fatalf("the output has no entry for %q:\n%q\n%q", name, data, out)
+		}
+		if v, _ := e2.Field("newTag"); v != value {
+			t.Fatalf("newTag is %q, want %q:\n%q", v, value, out)
+		}
+		var before, after any
+		if err := yaml.Unmarshal(data, &before); err != nil {
+			t.Fatalf("the input does not decode: %v", err)
+		}
+		if err := yaml.Unmarshal(out, &after); err != nil {
+			t.Fatalf("the output does not decode: %v", err)
+		}
+		if e == nil {
+			// Drop the appended entry (and an images: key that came with it).
+			m := asMapping(after)
+			images, _ := m.get("images").([]any)
+			if len(images) == 0 {
+				t.Fatalf("no images: in the output:\n%q", out)
+			}
+			if len(images) == 1 && asMapping(before).get("images") == nil {
+				switch a := after.(type) {
+				case map[string]any:
+					delete(a, "images")
+				case map[any]any:
+					delete(a, "images")
+				}
+			} else {
+				m.set("images", images[:len(images)-1])
+			}
+		} else {
+			be, ae := imageEntry(before, e.Index), imageEntry(after, e.Index)
+			if be == nil || ae == nil {
+				t.Fatalf("images[%d] is not a mapping in the decoded input or output:\n%q\n%q", e.Index, data, out)
+			}
+			if !hadTag {
+				switch a := ae.(type) {
+				case strMap:
+					delete(a, "newTag")
+				case anyMap:
+					delete(a, "newTag")
+				}
+			} else {
+				ae.set("newTag", be.get("newTag"))
+			}
+		}
+		if !reflect.DeepEqual(before, after) {
+			t.Fatalf("the output differs from the input beyond the edit:\n%q\n%q", data, out)
+		}
+	})
+}
