@@ -39,14 +39,7 @@ func FuzzSetImageDigest(f *testing.F) {
 			}
 			return
 		}
-		k, err := ParseKustomization("k.yaml", out)
-		if err != nil {
-			t.Fatalf("the output does not parse: %v\n%q", err, out)
-		}
-		e := k.ImageFor(name)
-		if e == nil {
-			t.Fatalf("the output has no entry for %q:\n%q", name, out)
-		}
+		e := outputEntry(t, data, out, name)
 		key, want := "digest", digest
 		if _, ok := e.Field("digest"); !ok {
 			if tag == "" {
@@ -58,13 +51,7 @@ func FuzzSetImageDigest(f *testing.F) {
 			t.Fatalf("%s is %q, want %q:\n%q", key, v, want, out)
 		}
 		// Equal as plain values but for the edited field.
-		var before, after any
-		if err := yaml.Unmarshal(data, &before); err != nil {
-			t.Fatalf("the input does not decode: %v", err)
-		}
-		if err := yaml.Unmarshal(out, &after); err != nil {
-			t.Fatalf("the output does not decode: %v", err)
-		}
+		before, after := decodeBoth(t, data, out)
 		be, ae := imageEntry(before, e.Index), imageEntry(after, e.Index)
 		if be == nil || ae == nil {
 			t.Fatalf("images[%d] is not a mapping in the decoded input or output:\n%q\n%q", e.Index, data, out)
@@ -79,6 +66,33 @@ func FuzzSetImageDigest(f *testing.F) {
 			t.Fatalf("second call: changed %v, err %v", changed, err)
 		}
 	})
+}
+
+// outputEntry parses the output of an edit as a kustomization and finds
+// the entry that renders name.
+func outputEntry(t *testing.T, data, out []byte, name string) *ImageEntry {
+	t.Helper()
+	k, err := ParseKustomization("k.yaml", out)
+	if err != nil {
+		t.Fatalf("the output does not parse: %v\n%q", err, out)
+	}
+	e := k.ImageFor(name)
+	if e == nil {
+		t.Fatalf("the output has no entry for %q:\n%q\n%q", name, data, out)
+	}
+	return e
+}
+
+// decodeBoth decodes the input and the output of an edit as plain values.
+func decodeBoth(t *testing.T, data, out []byte) (before, after any) {
+	t.Helper()
+	if err := yaml.Unmarshal(data, &before); err != nil {
+		t.Fatalf("the input does not decode: %v", err)
+	}
+	if err := yaml.Unmarshal(out, &after); err != nil {
+		t.Fatalf("the output does not decode: %v", err)
+	}
+	return before, after
 }
 
 // imageEntry is images[i] of a decoded kustomization (nil when it is not a
@@ -169,24 +183,11 @@ func FuzzPinImage(f *testing.F) {
 		if err != nil {
 			return
 		}
-		k2, err := ParseKustomization("k.yaml", out)
-		if err != nil {
-			t.Fatalf("the output does not parse: %v\n%q", err, out)
-		}
-		e2 := k2.ImageFor(name)
-		if e2 == nil {
-			t.Fatalf("the output has no entry for %q:\n%q\n%q", name, data, out)
-		}
+		e2 := outputEntry(t, data, out, name)
 		if v, _ := e2.Field("newTag"); v != value {
 			t.Fatalf("newTag is %q, want %q:\n%q", v, value, out)
 		}
-		var before, after any
-		if err := yaml.Unmarshal(data, &before); err != nil {
-			t.Fatalf("the input does not decode: %v", err)
-		}
-		if err := yaml.Unmarshal(out, &after); err != nil {
-			t.Fatalf("the output does not decode: %v", err)
-		}
+		before, after := decodeBoth(t, data, out)
 		if e == nil {
 			// Drop the appended entry (and an images: key that came with it).
 			m := asMapping(after)
