@@ -30,8 +30,8 @@ type textEdit struct {
 	text       string
 }
 
-// ErrOverlap is returned by Bytes when two planned edits overlap.
-var ErrOverlap = errors.New("overlapping edits")
+// errOverlap: two planned edits overlap (Bytes wraps it, naming the file).
+var errOverlap = errors.New("overlapping edits")
 
 // NotCleanError is returned by Bytes when the edited text does not parse to
 // the planned documents: the edit cannot be made in place. Err says how the
@@ -156,8 +156,8 @@ func (f *File) insertKey(m *yaml.Node, key, value string, quoted bool) error {
 
 // Bytes applies the planned edits to the text and checks that the result
 // parses to exactly the planned documents (compared as plain values): a
-// *NotCleanError when it does not, ErrOverlap (wrapped, naming the file)
-// when two edits overlap. With no edit it returns the text unchanged.
+// *NotCleanError when it does not, an error naming the file when two edits
+// overlap. With no edit it returns the text unchanged.
 func (f *File) Bytes() ([]byte, error) {
 	out, err := applyEdits(f.data, f.edits)
 	if err != nil {
@@ -206,7 +206,7 @@ func applyEdits(data []byte, edits []textEdit) ([]byte, error) {
 	prev := 0
 	for _, e := range sorted {
 		if e.start < prev || e.end < e.start || e.end > len(data) {
-			return nil, ErrOverlap
+			return nil, errOverlap
 		}
 		out.Write(data[prev:e.start])
 		out.WriteString(e.text)

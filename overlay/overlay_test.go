@@ -322,8 +322,8 @@ func TestBytes(t *testing.T) {
 		if err := f.Replace(n, "y"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.Bytes(); !errors.Is(err, ErrOverlap) || !strings.HasPrefix(err.Error(), "f.yaml: ") {
-			t.Fatalf("error %v, want ErrOverlap naming f.yaml", err)
+		if _, err := f.Bytes(); !errors.Is(err, errOverlap) || !strings.HasPrefix(err.Error(), "f.yaml: ") {
+			t.Fatalf("error %v, want errOverlap naming f.yaml", err)
 		}
 	})
 	for _, tc := range []struct{ name, in, value string }{
