@@ -76,6 +76,8 @@ fuzz: ## run every fuzz target for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRecord$$' -fuzztime $(FUZZTIME) ./registry/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./promotion/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseImageID$$' -fuzztime $(FUZZTIME) ./health/
+	$(GO) test -run '^$$' -fuzz '^FuzzSetImageDigest$$' -fuzztime $(FUZZTIME) ./overlay/
+	$(GO) test -run '^$$' -fuzz '^FuzzPinImage$$' -fuzztime $(FUZZTIME) ./overlay/
 
 tools: $(BIN)/benchstat $(BIN)/kustomize
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
+	ovl "github.com/throughline-dev/throughline/overlay"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -128,73 +127,60 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	rel := app.Kustomizations[0].File
-	f, err := readDocs(filepath.Join(app.FS.Root(), filepath.FromSlash(rel)), rel)
+	k, pf, err := p.readKustomization()
 	if err != nil {
 		return err
 	}
-	p.files = []*pinFile{f}
-	if len(f.docs) != 1 || len(f.docs[0].Content) != 1 || f.docs[0].Content[0].Kind != kyaml.MappingNode {
-		return &render.InputError{File: rel, Err: errors.New("a kustomization must be one YAML mapping")}
-	}
-	root := f.docs[0].Content[0]
-	imagesKey, images := mapLookup(root, "images")
-	if images != nil && (images.Kind != kyaml.SequenceNode || images.Style&kyaml.FlowStyle != 0) {
-		return &render.InputError{File: rel, Err: errors.New("images: must be a block sequence for pin to edit it (write it one entry per line)")}
-	}
-
-	used, err := p.usedImageNames(objs, root)
+	rel := k.Name()
+	used, err := p.usedImageNames(objs, k)
 	if err != nil {
 		return err
 	}
-	var added []imageEntry
+	var added []ovl.NewImage
 	for _, s := range sets {
-		entry, idx := entryByName(images, s.name)
+		entry := k.Image(s.name)
 		renderedName := s.name
 		if entry != nil {
-			if _, nn := mapLookup(entry, "newName"); nn != nil && nn.Value != "" {
-				renderedName = nn.Value
+			if nn, _ := entry.Field("newName"); nn != "" {
+				renderedName = nn
 			}
 		}
 		if !used[s.name] && !used[renderedName] {
 			return &render.InputError{File: rel, Err: fmt.Errorf("--set %s: no container of %s uses the image %s (used: %s)", s.name, app.RelDir(), s.name, strings.Join(sortedKeys(used), ", "))}
 		}
 		value := s.value()
-		if entry != nil && (entry.Style&kyaml.FlowStyle != 0 || entry.Kind != kyaml.MappingNode) {
-			return &render.InputError{File: rel, Err: fmt.Errorf("images[%d] must be a block mapping for pin to edit it", idx)}
+		if entry != nil && !entry.Block() {
+			return &render.InputError{File: rel, Err: fmt.Errorf("images[%d] must be a block mapping for pin to edit it", entry.Index)}
 		}
 		if entry == nil {
-			added = append(added, imageEntry{name: s.name, newName: s.newName, value: value})
-			f.changes = append(f.changes, fmt.Sprintf("%s: images: added %s (--set %s)", rel, s.name, s))
+			added = append(added, ovl.NewImage{Name: s.name, NewName: s.newName, NewTag: value})
+			pf.changes = append(pf.changes, fmt.Sprintf("%s: images: added %s (--set %s)", rel, s.name, s))
 			continue
 		}
-		if _, d := mapLookup(entry, "digest"); d != nil {
-			return &render.InputError{File: rel, Err: fmt.Errorf("images[%d] %s sets digest:, which pin does not edit; remove it (pin writes newTag: \"TAG@DIGEST\")", idx, s.name)}
+		if _, ok := entry.Field("digest"); ok {
+			return &render.InputError{File: rel, Err: fmt.Errorf("images[%d] %s sets digest:, which pin does not edit; remove it (pin writes newTag: \"TAG@DIGEST\")", entry.Index, s.name)}
 		}
 		keys := []struct{ key, value string }{{"newTag", value}}
 		if s.newName != "" {
 			keys = append(keys, struct{ key, value string }{"newName", s.newName})
 		}
 		for _, kv := range keys {
-			_, node := mapLookup(entry, kv.key)
-			switch {
-			case node != nil && node.Value == kv.value:
-				fmt.Fprintf(stdout, "%s: images[%d] %s: %s %q unchanged\n", rel, idx, s.name, kv.key, kv.value)
-			case node != nil:
-				if err := f.replace(node, kv.value); err != nil {
-					return err
-				}
-				f.changes = append(f.changes, fmt.Sprintf("%s: images[%d] %s: %s %q -> %q (--set)", rel, idx, s.name, kv.key, node.Value, kv.value))
-				node.Value, node.Tag = kv.value, "!!str"
-			default:
-				if err := f.insertKey(entry, kv.key, kv.value); err != nil {
-					return err
-				}
-				f.changes = append(f.changes, fmt.Sprintf("%s: images[%d] %s: %s %q added (--set)", rel, idx, s.name, kv.key, kv.value))
+			if v, ok := entry.Field(kv.key); ok && v == kv.value {
+				fmt.Fprintf(stdout, "%s: images[%d] %s: %s %q unchanged\n", rel, entry.Index, s.name, kv.key, kv.value)
+				continue
+			}
+			old, replaced, err := entry.Set(kv.key, kv.value)
+			if err != nil {
+				return err
+			}
+			if replaced {
+				pf.changes = append(pf.changes, fmt.Sprintf("%s: images[%d] %s: %s %q -> %q (--set)", rel, entry.Index, s.name, kv.key, old, kv.value))
+			} else {
+				pf.changes = append(pf.changes, fmt.Sprintf("%s: images[%d] %s: %s %q added (--set)", rel, entry.Index, s.name, kv.key, kv.value))
 			}
 		}
 	}
-	if err := f.appendImageEntries(root, imagesKey, images, added); err != nil {
+	if err := k.AppendImages(added); err != nil {
 		return err
 	}
 	changes, err := p.write()
@@ -217,10 +203,11 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 		return fmt.Errorf("rendering %s after pin --set: %w", app.RelDir(), err)
 	}
 	for _, s := range sets {
-		entry, _ := entryByName(images, s.name)
 		renderedName := s.name
-		if _, nn := mapLookup(entry, "newName"); nn != nil && nn.Value != "" {
-			renderedName = nn.Value
+		if entry := k.Image(s.name); entry != nil {
+			if nn, _ := entry.Field("newName"); nn != "" {
+				renderedName = nn
+			}
 		}
 		if s.newName != "" {
 			renderedName = s.newName
@@ -228,7 +215,7 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 		want := renderedName + ":" + s.value()
 		for _, o := range objs {
 			for _, c := range render.Containers(o) {
-				if c.ImageField != render.ImageString || imageName(c.Image) != renderedName {
+				if c.ImageField != render.ImageString || ovl.ImageName(c.Image) != renderedName {
 					continue
 				}
 				if c.Image != want {
@@ -244,118 +231,28 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 // container the application renders, and of every container in the patches
 // of its own kustomization (a Component's patch reaches its containers only
 // when applied to a base).
-func (p *pinner) usedImageNames(objs []render.Object, kust *kyaml.Node) (map[string]bool, error) {
+func (p *pinner) usedImageNames(objs []render.Object, k *ovl.Kustomization) (map[string]bool, error) {
 	used := map[string]bool{}
 	for _, o := range objs {
 		for _, c := range render.Containers(o) {
 			if c.ImageField == render.ImageString {
-				used[imageName(c.Image)] = true
+				used[ovl.ImageName(c.Image)] = true
 			}
 		}
 	}
-	rel := p.app.Kustomizations[0].File
-	var patches []string // file paths or inline patches
-	inline := map[int]bool{}
-	if _, ps := mapLookup(kust, "patches"); ps != nil {
-		for _, e := range ps.Content {
-			if _, path := mapLookup(e, "path"); path != nil {
-				patches = append(patches, path.Value)
-			} else if _, patch := mapLookup(e, "patch"); patch != nil {
-				inline[len(patches)] = true
-				patches = append(patches, patch.Value)
-			}
-		}
-	}
-	if _, ps := mapLookup(kust, "patchesStrategicMerge"); ps != nil {
-		for _, e := range ps.Content {
-			if strings.Contains(e.Value, "\n") {
-				inline[len(patches)] = true
-			}
-			patches = append(patches, e.Value)
-		}
-	}
-	for i, pt := range patches {
-		data := []byte(pt)
-		if !inline[i] {
+	for _, pt := range k.Patches() {
+		data := []byte(pt.Value)
+		if !pt.Inline {
 			var err error
-			if data, err = p.app.FS.ReadFile(filepath.Join(p.app.Dir, filepath.FromSlash(pt))); err != nil {
-				return nil, &render.InputError{File: rel, Err: fmt.Errorf("reading patch %s: %w", pt, err)}
+			if data, err = p.app.FS.ReadFile(filepath.Join(p.app.Dir, filepath.FromSlash(pt.Value))); err != nil {
+				return nil, &render.InputError{File: k.Name(), Err: fmt.Errorf("reading patch %s: %w", pt.Value, err)}
 			}
 		}
-		dec := kyaml.NewDecoder(bytes.NewReader(data))
-		for {
-			var n kyaml.Node
-			if err := dec.Decode(&n); err != nil {
-				break // a JSON 6902 patch or the end: no containers to find
-			}
-			visit := func(_ string, img *kyaml.Node) {
-				if img.Kind == kyaml.ScalarNode {
-					used[imageName(img.Value)] = true
-				}
-			}
-			walkContainerImages(&n, "", visit)
-			jsonPatchImages(&n, visit)
+		for _, img := range ovl.PatchImages(data) {
+			used[ovl.ImageName(img)] = true
 		}
 	}
 	return used, nil
-}
-
-// jsonPatchImages visits the images a JSON 6902 patch adds or replaces: a
-// container added to a containers list, or an image field itself.
-func jsonPatchImages(doc *kyaml.Node, visit func(string, *kyaml.Node)) {
-	ops := doc
-	if ops.Kind == kyaml.DocumentNode && len(ops.Content) == 1 {
-		ops = ops.Content[0]
-	}
-	if ops.Kind != kyaml.SequenceNode {
-		return
-	}
-	for _, op := range ops.Content {
-		_, path := mapLookup(op, "path")
-		_, value := mapLookup(op, "value")
-		if path == nil || value == nil {
-			continue
-		}
-		parts := strings.Split(path.Value, "/")
-		switch {
-		case parts[len(parts)-1] == "image":
-			visit(path.Value, value)
-		case len(parts) >= 2 && isContainerList(parts[len(parts)-2]):
-			if _, img := mapLookup(value, "image"); img != nil {
-				visit(path.Value+"/image", img)
-			}
-		case len(parts) >= 1 && isContainerList(parts[len(parts)-1]) && value.Kind == kyaml.SequenceNode:
-			for _, c := range value.Content {
-				if _, img := mapLookup(c, "image"); img != nil {
-					visit(path.Value, img)
-				}
-			}
-		default:
-			walkContainerImages(value, path.Value, visit)
-		}
-	}
-}
-
-// imageName strips the digest and the tag from an image reference, the way
-// kustomize's images: name matches it.
-func imageName(image string) string {
-	image, _, _ = strings.Cut(image, "@")
-	n, _ := splitImage(image)
-	return n
-}
-
-// entryByName finds the images: entry whose name: is n (the key kustomize
-// edit set image uses).
-func entryByName(images *kyaml.Node, n string) (*kyaml.Node, int) {
-	if images == nil {
-		return nil, -1
-	}
-	for i, e := range images.Content {
-		if _, v := mapLookup(e, "name"); v != nil && v.Value == n {
-			return e, i
-		}
-	}
-	return nil, -1
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -1,20 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
-
-	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/throughline-dev/throughline/acceptance"
 	"github.com/throughline-dev/throughline/gitrepo"
+	ovl "github.com/throughline-dev/throughline/overlay"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
@@ -163,70 +159,11 @@ func kustomizationFile(ctx context.Context, root, p string) (string, error) {
 	return "", &render.InputError{File: p, Err: errors.New("no kustomization: a promotion target must be a kustomize overlay with an images: entry")}
 }
 
-// imageName is the reference without digest and tag; imageTag its tag.
-func artifactImageName(image string) (name, tag string) {
-	noDigest, _, _ := strings.Cut(image, "@")
-	return splitImage(noDigest)
-}
-
-// setImageDigest edits, in the overlay kustomization data (file rel), the
-// images: entry of name to newTag "tag@digest" (or digest: when the entry
-// uses it), keeping every comment and all formatting. It reports whether
-// the file changed.
+// setImageDigest writes digest into the images: entry of name in the
+// overlay kustomization data (file rel): ovl.SetImageDigest, under the
+// name promote_test.go exercises.
 func setImageDigest(data []byte, rel, name, tag, digest string) ([]byte, bool, error) {
-	f := &pinFile{rel: rel, data: data}
-	dec := kyaml.NewDecoder(bytes.NewReader(data))
-	for {
-		var n kyaml.Node
-		if err := dec.Decode(&n); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return nil, false, &render.InputError{File: rel, Err: err}
-		}
-		f.docs = append(f.docs, &n)
-	}
-	if len(f.docs) != 1 || len(f.docs[0].Content) != 1 || f.docs[0].Content[0].Kind != kyaml.MappingNode {
-		return nil, false, &render.InputError{File: rel, Err: errors.New("a kustomization must be one YAML mapping")}
-	}
-	_, images := mapLookup(f.docs[0].Content[0], "images")
-	entry, idx := findImageEntry(images, name)
-	if entry == nil || entry.Kind != kyaml.MappingNode || entry.Style&kyaml.FlowStyle != 0 {
-		return nil, false, &render.InputError{File: rel, Err: fmt.Errorf("images: has no block entry for %s: the target overlay must pin the artifact with an images: entry (throughline pin adds one)", name)}
-	}
-	if _, d := mapLookup(entry, "digest"); d != nil {
-		if d.Value == digest {
-			return data, false, nil
-		}
-		if err := f.replace(d, digest); err != nil {
-			return nil, false, err
-		}
-		d.Value = digest
-	} else {
-		_, nt := mapLookup(entry, "newTag")
-		if nt == nil {
-			return nil, false, &render.InputError{File: rel, Err: fmt.Errorf("images[%d] %s has neither newTag nor digest", idx, name)}
-		}
-		if tag == "" {
-			tag = "latest"
-		}
-		value := tag + "@" + digest
-		if nt.Value == value {
-			return data, false, nil
-		}
-		if err := f.replace(nt, value); err != nil {
-			return nil, false, err
-		}
-		nt.Value, nt.Tag = value, "!!str"
-	}
-	out, err := applyEdits(f.data, f.edits)
-	if err != nil {
-		return nil, false, fmt.Errorf("%s: %w", rel, err)
-	}
-	if err := sameDocuments(out, f.docs); err != nil {
-		return nil, false, fmt.Errorf("%s: the digest cannot be edited cleanly (%v)", rel, err)
-	}
-	return out, true, nil
+	return ovl.SetImageDigest(data, rel, name, tag, digest)
 }
 
 // artifactDigests lists, for the declared containers of the artifact's
