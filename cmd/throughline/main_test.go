@@ -18,7 +18,7 @@ var repoRoot, _ = filepath.Abs("../..")
 
 var exampleRepo = filepath.Join(repoRoot, "examples", "gitops-env")
 
-func overlay(env string) string {
+func exampleOverlay(env string) string {
 	return filepath.Join(exampleRepo, "apps", "checkout", "overlays", env)
 }
 
@@ -37,7 +37,7 @@ func runCLI(t *testing.T, args ...string) result {
 func TestRenderExamples(t *testing.T) {
 	for _, env := range []string{"dev", "staging", "production"} {
 		t.Run(env, func(t *testing.T) {
-			r := runCLI(t, "render", "--root", exampleRepo, "--hash", overlay(env))
+			r := runCLI(t, "render", "--root", exampleRepo, "--hash", exampleOverlay(env))
 			if r.code != exitOK {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
@@ -45,7 +45,7 @@ func TestRenderExamples(t *testing.T) {
 			if !strings.HasPrefix(hash, "sha256:") || len(hash) != 71 {
 				t.Fatalf("hash %q", hash)
 			}
-			j := runCLI(t, "render", "--root", exampleRepo, "-o", "json", overlay(env))
+			j := runCLI(t, "render", "--root", exampleRepo, "-o", "json", exampleOverlay(env))
 			if j.code != exitOK {
 				t.Fatalf("exit %d: %s", j.code, j.stderr)
 			}
@@ -81,7 +81,7 @@ func TestRenderExamples(t *testing.T) {
 }
 
 func TestRenderRefusedOverlay(t *testing.T) {
-	r := runCLI(t, "render", "--root", exampleRepo, overlay("refused-unpinned"))
+	r := runCLI(t, "render", "--root", exampleRepo, exampleOverlay("refused-unpinned"))
 	if r.code != exitRefused {
 		t.Fatalf("exit %d, want %d: %s", r.code, exitRefused, r.stderr)
 	}
@@ -112,7 +112,7 @@ func TestExitCodes(t *testing.T) {
 		want string
 	}{
 		{[]string{"render", "--no-such-flag"}, exitUsage, "unknown flag"},
-		{[]string{"render", "-o", "xml", overlay("staging")}, exitUsage, "want yaml or json"},
+		{[]string{"render", "-o", "xml", exampleOverlay("staging")}, exitUsage, "want yaml or json"},
 		{[]string{"render", "a", "b"}, exitUsage, "at most 1"},
 		{[]string{"render", "--log-level", "loud", "."}, exitUsage, "--log-level"},
 		{[]string{"render", bad}, exitInvalid, "x.yaml"},
@@ -214,7 +214,7 @@ func TestCMPGenerateCommand(t *testing.T) {
 	}
 	acc := objs[len(objs)-1].Map
 	spec := acc["spec"].(map[string]any)
-	want := strings.TrimSpace(runCLI(t, "render", "--root", exampleRepo, "--hash", overlay("staging")).stdout)
+	want := strings.TrimSpace(runCLI(t, "render", "--root", exampleRepo, "--hash", exampleOverlay("staging")).stdout)
 	if spec["renderedHash"] != want || spec["sourceRevision"] != "0123456789abcdef0123456789abcdef01234567" || spec["app"] != "checkout-staging" {
 		t.Errorf("Acceptance spec %v, want hash %s", spec, want)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/throughline-dev/throughline/atomicfile"
-	ovl "github.com/throughline-dev/throughline/overlay"
+	"github.com/throughline-dev/throughline/overlay"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/registry"
 	"github.com/throughline-dev/throughline/render"
@@ -162,7 +162,7 @@ type pinner struct {
 // reports.
 type pinFile struct {
 	abs     string
-	f       *ovl.File
+	f       *overlay.File
 	changes []string
 }
 
@@ -194,7 +194,7 @@ func (p *pinner) plan(ctx context.Context) error {
 				bad = append(bad, fmt.Sprintf("%s: %s: %s: %v", c.Source, c.Object, c.Path, err))
 				continue
 			}
-			name, tag := ovl.SplitImage(c.Image)
+			name, tag := overlay.SplitImage(c.Image)
 			p.unpinned = append(p.unpinned, unpinnedImage{source: c.Source, object: c.Object.String(), field: c.Path + ".image", image: c.Image, name: name, tag: tag})
 		}
 	}
@@ -224,7 +224,7 @@ func (p *pinner) conflicts() error {
 func (p *pinner) resolve(ctx context.Context, c *registry.Client) error {
 	seen := map[string]bool{}
 	for _, u := range p.unpinned {
-		r := ovl.JoinImage(u.name, u.tag)
+		r := overlay.JoinImage(u.name, u.tag)
 		if !seen[r] {
 			seen[r] = true
 			p.refs = append(p.refs, r)
@@ -265,7 +265,7 @@ func (p *pinner) write() ([]string, error) {
 			continue
 		}
 		out, err := pf.f.Bytes()
-		if nc := (*ovl.NotCleanError)(nil); errors.As(err, &nc) {
+		if nc := (*overlay.NotCleanError)(nil); errors.As(err, &nc) {
 			return nil, fmt.Errorf("%s: pin would not edit the file cleanly (%w); nothing written", pf.f.Name(), nc.Err)
 		}
 		if err != nil {
@@ -290,14 +290,14 @@ func readInput(abs, rel string) ([]byte, error) {
 
 // readKustomization reads the application's own kustomization, whose
 // images: pin edits.
-func (p *pinner) readKustomization() (*ovl.Kustomization, *pinFile, error) {
+func (p *pinner) readKustomization() (*overlay.Kustomization, *pinFile, error) {
 	rel := p.app.Kustomizations[0].File
 	abs := filepath.Join(p.app.FS.Root(), filepath.FromSlash(rel))
 	data, err := readInput(abs, rel)
 	if err != nil {
 		return nil, nil, err
 	}
-	k, err := ovl.ParseKustomization(rel, data)
+	k, err := overlay.ParseKustomization(rel, data)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -327,10 +327,10 @@ func (p *pinner) planKustomization() error {
 		byName[u.name] = u.tag
 	}
 	sort.Strings(names)
-	var added []ovl.NewImage
+	var added []overlay.NewImage
 	for _, n := range names {
 		tag := byName[n]
-		ref := ovl.JoinImage(n, tag)
+		ref := overlay.JoinImage(n, tag)
 		showTag := tag
 		if showTag == "" {
 			showTag = "latest"
@@ -339,7 +339,7 @@ func (p *pinner) planKustomization() error {
 		entry := k.ImageFor(n)
 		switch {
 		case entry == nil:
-			added = append(added, ovl.NewImage{Name: n, NewTag: value})
+			added = append(added, overlay.NewImage{Name: n, NewTag: value})
 			pf.changes = append(pf.changes, fmt.Sprintf("%s: images: added %s newTag %q (resolved %s)", rel, n, value, ref))
 		case !entry.Block():
 			return &render.InputError{File: rel, Err: fmt.Errorf("images[%d] must be a block mapping for pin to edit it", entry.Index)}
@@ -380,7 +380,7 @@ func (p *pinner) planManifests() error {
 		if err != nil {
 			return err
 		}
-		f, err := ovl.Parse(rel, data)
+		f, err := overlay.Parse(rel, data)
 		if err != nil {
 			return err
 		}
@@ -390,7 +390,7 @@ func (p *pinner) planManifests() error {
 			if _, err := policy.CheckImage(image); err == nil || strings.Contains(image, "@") {
 				continue
 			}
-			dig, ok := p.resolved[ovl.JoinImage(ovl.SplitImage(image))]
+			dig, ok := p.resolved[overlay.JoinImage(overlay.SplitImage(image))]
 			if !ok {
 				continue
 			}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	ovl "github.com/throughline-dev/throughline/overlay"
+	"github.com/throughline-dev/throughline/overlay"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -136,7 +136,7 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	var added []ovl.NewImage
+	var added []overlay.NewImage
 	for _, s := range sets {
 		entry := k.Image(s.name)
 		renderedName := s.name
@@ -153,7 +153,7 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 			return &render.InputError{File: rel, Err: fmt.Errorf("images[%d] must be a block mapping for pin to edit it", entry.Index)}
 		}
 		if entry == nil {
-			added = append(added, ovl.NewImage{Name: s.name, NewName: s.newName, NewTag: value})
+			added = append(added, overlay.NewImage{Name: s.name, NewName: s.newName, NewTag: value})
 			pf.changes = append(pf.changes, fmt.Sprintf("%s: images: added %s (--set %s)", rel, s.name, s))
 			continue
 		}
@@ -215,7 +215,7 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 		want := renderedName + ":" + s.value()
 		for _, o := range objs {
 			for _, c := range render.Containers(o) {
-				if c.ImageField != render.ImageString || ovl.ImageName(c.Image) != renderedName {
+				if c.ImageField != render.ImageString || overlay.ImageName(c.Image) != renderedName {
 					continue
 				}
 				if c.Image != want {
@@ -231,12 +231,12 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 // container the application renders, and of every container in the patches
 // of its own kustomization (a Component's patch reaches its containers only
 // when applied to a base).
-func (p *pinner) usedImageNames(objs []render.Object, k *ovl.Kustomization) (map[string]bool, error) {
+func (p *pinner) usedImageNames(objs []render.Object, k *overlay.Kustomization) (map[string]bool, error) {
 	used := map[string]bool{}
 	for _, o := range objs {
 		for _, c := range render.Containers(o) {
 			if c.ImageField == render.ImageString {
-				used[ovl.ImageName(c.Image)] = true
+				used[overlay.ImageName(c.Image)] = true
 			}
 		}
 	}
@@ -248,8 +248,8 @@ func (p *pinner) usedImageNames(objs []render.Object, k *ovl.Kustomization) (map
 				return nil, &render.InputError{File: k.Name(), Err: fmt.Errorf("reading patch %s: %w", pt.Value, err)}
 			}
 		}
-		for _, img := range ovl.PatchImages(data) {
-			used[ovl.ImageName(img)] = true
+		for _, img := range overlay.PatchImages(data) {
+			used[overlay.ImageName(img)] = true
 		}
 	}
 	return used, nil

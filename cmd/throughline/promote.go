@@ -18,7 +18,7 @@ import (
 
 	"github.com/throughline-dev/throughline/forge"
 	"github.com/throughline-dev/throughline/gitrepo"
-	ovl "github.com/throughline-dev/throughline/overlay"
+	"github.com/throughline-dev/throughline/overlay"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -223,8 +223,8 @@ func proposeArtifact(ctx context.Context, r *promoteRepo, baseRev, app string, a
 	if err != nil {
 		return nil, err
 	}
-	name, tag := ovl.SplitImage(src.Artifact.Image)
-	edited, changed, err := ovl.SetImageDigest(data, kfile, name, tag, src.Artifact.Digest)
+	name, tag := overlay.SplitImage(src.Artifact.Image)
+	edited, changed, err := overlay.SetImageDigest(data, kfile, name, tag, src.Artifact.Digest)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/throughline-dev/throughline/acceptance"
 	"github.com/throughline-dev/throughline/gitrepo"
-	ovl "github.com/throughline-dev/throughline/overlay"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
@@ -157,13 +156,6 @@ func kustomizationFile(ctx context.Context, root, p string) (string, error) {
 		}
 	}
 	return "", &render.InputError{File: p, Err: errors.New("no kustomization: a promotion target must be a kustomize overlay with an images: entry")}
-}
-
-// setImageDigest writes digest into the images: entry of name in the
-// overlay kustomization data (file rel): ovl.SetImageDigest, under the
-// name promote_test.go exercises.
-func setImageDigest(data []byte, rel, name, tag, digest string) ([]byte, bool, error) {
-	return ovl.SetImageDigest(data, rel, name, tag, digest)
 }
 
 // artifactDigests lists, for the declared containers of the artifact's

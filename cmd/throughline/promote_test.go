@@ -311,21 +311,6 @@ func TestPromoteProposeRefusals(t *testing.T) {
 	}
 }
 
-func TestSetImageDigestKeepsComments(t *testing.T) {
-	in := "# top\nimages:\n  # the identity\n  - name: app   # x\n    newTag: '1.0@" + promOldDigest + "'  # keep\nreplicas:\n  - name: a\n    count: 6\n"
-	out, changed, err := setImageDigest([]byte(in), "k.yaml", "app", "1.1", promNewDigest)
-	if err != nil || !changed {
-		t.Fatal(err)
-	}
-	want := strings.Replace(in, "'1.0@"+promOldDigest+"'", "'1.1@"+promNewDigest+"'", 1)
-	if string(out) != want {
-		t.Fatalf("got\n%s\nwant\n%s", out, want)
-	}
-	if _, _, err := setImageDigest([]byte(in), "k.yaml", "other", "1", promNewDigest); err == nil {
-		t.Fatal("a missing entry was not refused")
-	}
-}
-
 // TestExampleStagingRecord: the example record's target hash is the example
 // staging overlay's rendered hash.
 func TestExampleStagingRecord(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/throughline-dev/throughline/forge"
-	ovl "github.com/throughline-dev/throughline/overlay"
+	"github.com/throughline-dev/throughline/overlay"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/registry"
 	"github.com/throughline-dev/throughline/rollback"
@@ -169,7 +169,7 @@ func rollbackTo(ctx context.Context, r *promoteRepo, rc *registry.Client, app, e
 		return nil, err
 	}
 	// Still in the registry?
-	name, _ := ovl.SplitImage(pick.Artifact.Image)
+	name, _ := overlay.SplitImage(pick.Artifact.Image)
 	ok, err := rc.Exists(ctx, name+"@"+pick.Artifact.Digest)
 	if err != nil {
 		return nil, registryError(fmt.Errorf("rollback target %s@%s: %w", name, pick.Artifact.Digest, err))
