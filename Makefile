@@ -73,8 +73,11 @@ fuzz: ## run every fuzz target for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime $(FUZZTIME) ./render/
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./render/
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckImage$$' -fuzztime $(FUZZTIME) ./policy/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseAllowList$$' -fuzztime $(FUZZTIME) ./policy/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRecord$$' -fuzztime $(FUZZTIME) ./registry/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./promotion/
+	$(GO) test -run '^$$' -fuzz '^FuzzParsePolicy$$' -fuzztime $(FUZZTIME) ./promotion/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./evidence/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseImageID$$' -fuzztime $(FUZZTIME) ./health/
 	$(GO) test -run '^$$' -fuzz '^FuzzSetImageDigest$$' -fuzztime $(FUZZTIME) ./overlay/
 	$(GO) test -run '^$$' -fuzz '^FuzzPinImage$$' -fuzztime $(FUZZTIME) ./overlay/
