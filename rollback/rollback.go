@@ -1,8 +1,9 @@
 // Package rollback finds the artifacts an environment accepted before, from
 // the promotion records and the notifier's evidence files in Git history,
 // tells which of them a rollback may go back to, and checks a rollback
-// record's claim of a prior acceptance against Git (the PR gate). A rollback is a new desired state proposed through the
-// promotion path (a new attempt on a branch), never a revert of history.
+// record's claim of a prior acceptance against Git (the PR gate). A
+// rollback is a new desired state proposed through the promotion path (a
+// new attempt on a branch), never a revert of history.
 package rollback
 
 import (
@@ -86,8 +87,9 @@ func (e *RefusedError) Error() string { return e.Msg }
 // in env and, where one says ACCEPTED, the evidence file it names in the
 // same commit, and every evidence file of app in env at rev. A digest
 // counts as accepted only where the record and the evidence agree, and the
-// evidence at rev still says so; the rest is reported in Unproven. Records that do not parse are skipped:
-// history is evidence only where it is valid.
+// evidence at rev still says so; the rest is reported in Unproven.
+// Records that do not parse are skipped: history is evidence only where it
+// is valid.
 func History(ctx context.Context, repo *gitrepo.Repo, rev, app, env string) (*Log, error) {
 	file := promotion.RecordPath(app, env)
 	out, err := repo.Git(ctx, "log", "--format=%H", rev, "--", repo.Prefix+file)
@@ -287,9 +289,9 @@ func changedSince(rev string, a *Accepted, f parsed, present bool) string {
 // prior-acceptance) against Git: the named commit is in the history of base
 // (a claim cannot rest on a commit of the PR itself), and in its tree the
 // record was ACCEPTED as the named attempt for this digest and the evidence
-// file agrees, with the revision and rendered hash the claim repeats, and
-// the evidence at base still says so. A
-// claim Git does not back is a *RefusedError.
+// file agrees, with the revisions and rendered hash the claim repeats, and
+// the evidence at base still says so. A claim Git does not back is a
+// *RefusedError.
 func CheckPrior(ctx context.Context, repo *gitrepo.Repo, base string, rec *promotion.Record) error {
 	v := rec.VerifiedIn
 	if !v.IsPriorAcceptance() {
