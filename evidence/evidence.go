@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"time"
 
 	"github.com/throughline-dev/throughline/promotion"
@@ -20,11 +19,12 @@ import (
 const SchemaVersion = "evidence/v1"
 
 // Dir is the folder of the evidence files, relative to the GitOps root.
-const Dir = "evidence"
+// The layout is promotion's, which names these files in rollback records.
+const Dir = promotion.EvidenceDir
 
 // Path is the evidence file of a promotion.
 func Path(env, app, promotionID string) string {
-	return path.Join(Dir, env, app, promotionID+".json")
+	return promotion.PriorEvidencePath(env, app, promotionID)
 }
 
 // Record is one evidence file.

@@ -23,7 +23,7 @@ func prior() PriorAcceptance {
 
 func TestPriorAcceptanceVerifiesARollback(t *testing.T) {
 	r := rollbackCandidate(t)
-	must(t, r.VerifyByPriorAcceptance(prior(), rev1, hashA, t0, "throughline rollback"))
+	must(t, r.VerifyByPriorAcceptance(prior(), rev1, rev1, hashA, t0, "throughline rollback"))
 	must(t, r.Approve("alice", r.InputFor("v0.1.0"), t0.Add(24*time.Hour), t0.Add(time.Minute)))
 	must(t, r.Reconcile(rev2, t0.Add(2*time.Minute), "ci"))
 	must(t, r.Accept(rev2, PriorEvidencePath("production", "checkout", r.PromotionID), t0.Add(3*time.Minute), "notifier"))
@@ -87,7 +87,7 @@ func TestPriorAcceptanceRefused(t *testing.T) {
 			r := rollbackCandidate(t)
 			p := prior()
 			tc.edit(&p)
-			err := r.VerifyByPriorAcceptance(p, rev1, hashA, t0, "x")
+			err := r.VerifyByPriorAcceptance(p, rev1, rev1, hashA, t0, "x")
 			var te *TransitionError
 			if !errors.As(err, &te) || !strings.Contains(err.Error(), tc.field) {
 				t.Fatalf("want a refusal naming %s, got %v", tc.field, err)
@@ -118,7 +118,7 @@ func TestPriorAcceptanceRefused(t *testing.T) {
 // fields are refused.
 func TestPriorAcceptanceSchema(t *testing.T) {
 	r := rollbackCandidate(t)
-	must(t, r.VerifyByPriorAcceptance(prior(), rev1, hashA, t0, "throughline rollback"))
+	must(t, r.VerifyByPriorAcceptance(prior(), rev1, rev1, hashA, t0, "throughline rollback"))
 	data, err := r.Marshal()
 	must(t, err)
 	good := string(data)

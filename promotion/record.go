@@ -123,7 +123,7 @@ type PriorAcceptance struct {
 }
 
 // EvidenceDir is the folder of the notifier's evidence files (the evidence
-// package writes them; its Path agrees with PriorEvidencePath).
+// package writes them; its Dir and Path are these).
 const EvidenceDir = "evidence"
 
 // PriorEvidencePath is the evidence file of promotionID of app in env.

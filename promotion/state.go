@@ -321,14 +321,16 @@ func (r *Record) ApprovalVoid(now ApprovalInput, currentBaseHash string, at time
 
 // VerifyByPriorAcceptance records the VERIFIED gate of a rollback: the
 // target environment itself accepted this digest before, as attempt
-// p.PromotionID, observing desiredRevision with the target rendered as
-// renderedHash. The claim is checked for form here (same app, environment
-// and digest, an earlier attempt, the notifier's evidence path); whether
-// Git backs it is for the PR gate, which reads p.Commit.
-func (r *Record) VerifyByPriorAcceptance(p PriorAcceptance, desiredRevision, renderedHash string, at time.Time, by string) error {
+// p.PromotionID, for desiredRevision, observing observedRevision (the
+// desired commit or a later one rendering the same objects) with the
+// target rendered as renderedHash. The claim is checked for form here
+// (same app, environment and digest, an earlier attempt, the notifier's
+// evidence path); whether Git backs it is for the PR gate, which reads
+// p.Commit.
+func (r *Record) VerifyByPriorAcceptance(p PriorAcceptance, desiredRevision, observedRevision, renderedHash string, at time.Time, by string) error {
 	return r.Verify(VerifiedIn{
 		Kind: KindPriorAcceptance, Environment: r.Target.Environment,
-		DesiredRevision: desiredRevision, ObservedRevision: desiredRevision,
+		DesiredRevision: desiredRevision, ObservedRevision: observedRevision,
 		RenderedHash: renderedHash, RuntimeEvidence: p.Evidence, PriorAcceptance: &p,
 	}, at, by)
 }

@@ -191,7 +191,7 @@ func rollbackRecord(t *testing.T, a Accepted, attempt int) *promotion.Record {
 	rec, err := promotion.NewCandidate("web", attempt, a.Artifact,
 		promotion.Target{Environment: "production", Path: "apps/web/overlays/production", Cluster: "production", RenderedHash: h1, BaseRenderedHash: h1, Renderer: "v1"}, t0, "throughline rollback")
 	must(t, err)
-	must(t, rec.VerifyByPriorAcceptance(a.Prior(), a.DesiredRevision, a.RenderedHash, t0, "throughline rollback"))
+	must(t, rec.VerifyByPriorAcceptance(a.Prior(), a.DesiredRevision, a.ObservedRevision, a.RenderedHash, t0, "throughline rollback"))
 	return rec
 }
 
@@ -220,11 +220,11 @@ func TestCheckPrior(t *testing.T) {
 		"other revision than accepted":               {forged(func(f *Accepted) { f.DesiredRevision = strings.Repeat("9", 40) }), "the acceptance was desired"},
 		"other rendered hash":                        {forged(func(f *Accepted) { f.RenderedHash = "sha256:" + strings.Repeat("2", 64) }), "is not the accepted render"},
 		"record ACCEPTED without evidence": {rollbackRecord(t, Accepted{Artifact: h.recB.Artifact, PromotionID: h.recB.PromotionID, Commit: h.cB,
-			DesiredRevision: strings.Repeat("2", 40), RenderedHash: h1, Evidence: promotion.PriorEvidencePath("production", "web", h.recB.PromotionID)}, 3), "does not exist in that commit"},
+			DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40), RenderedHash: h1, Evidence: promotion.PriorEvidencePath("production", "web", h.recB.PromotionID)}, 3), "does not exist in that commit"},
 		"evidence with another digest": {rollbackRecord(t, Accepted{Artifact: h.recC.Artifact, PromotionID: h.recC.PromotionID, Commit: h.cC,
-			DesiredRevision: strings.Repeat("3", 40), RenderedHash: h1, Evidence: promotion.PriorEvidencePath("production", "web", h.recC.PromotionID)}, 2), "is for digest " + dD},
+			DesiredRevision: strings.Repeat("3", 40), ObservedRevision: strings.Repeat("3", 40), RenderedHash: h1, Evidence: promotion.PriorEvidencePath("production", "web", h.recC.PromotionID)}, 2), "is for digest " + dD},
 		"evidence only, the record never ACCEPTED": {rollbackRecord(t, Accepted{Artifact: promotion.Artifact{Image: "r.example/web@" + dD, Digest: dD, SourceCommit: strings.Repeat("5", 40)},
-			PromotionID: strings.Replace(h.recC.PromotionID, "cccccccccccc", "dddddddddddd", 1), Commit: h.cD, DesiredRevision: strings.Repeat("4", 40), RenderedHash: h1,
+			PromotionID: strings.Replace(h.recC.PromotionID, "cccccccccccc", "dddddddddddd", 1), Commit: h.cD, DesiredRevision: strings.Repeat("4", 40), ObservedRevision: strings.Repeat("4", 40), RenderedHash: h1,
 			Evidence: promotion.PriorEvidencePath("production", "web", strings.Replace(h.recC.PromotionID, "cccccccccccc", "dddddddddddd", 1))}, 2), "never reached ACCEPTED"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -274,4 +274,35 @@ func TestEvidenceChangedAfterAcceptance(t *testing.T) {
 	if err := CheckPrior(ctx, h.repo, "main", claim); !errors.As(err, &re) || !strings.Contains(err.Error(), "was deleted after the acceptance") {
 		t.Fatalf("check of a claim on deleted evidence: %v", err)
 	}
+}
+
+// An acceptance the notifier took on a later commit of the branch (the
+// Acceptance declared the approved rendered hash) proves the digest like
+// any other, and a rollback to it passes the PR gate: the claim repeats the
+// observed revision the acceptance recorded, not the desired one.
+func TestRollbackToAnAcceptanceOfALaterCommit(t *testing.T) {
+	ctx := context.Background()
+	g := newGitRepo(t)
+	desired, later := strings.Repeat("7", 40), strings.Repeat("8", 40)
+	rec, err := promotion.NewCandidate("web", 1, promotion.Artifact{Image: "r.example/web@" + dA, Digest: dA, SourceCommit: strings.Repeat("5", 40)},
+		promotion.Target{Environment: "production", Path: "apps/web/overlays/production", Cluster: "production", RenderedHash: h1, BaseRenderedHash: h1, Renderer: "v1"}, t0, "test")
+	must(t, err)
+	must(t, rec.Verify(promotion.VerifiedIn{Environment: "staging", DesiredRevision: strings.Repeat("6", 40), ObservedRevision: strings.Repeat("6", 40), RenderedHash: h1, RuntimeEvidence: "evidence/staging/web/x.json"}, t0, "test"))
+	must(t, rec.Approve("alice", rec.InputFor("v1"), t0.Add(time.Hour), t0))
+	must(t, rec.Reconcile(desired, t0, "test"))
+	must(t, rec.Accept(later, promotion.PriorEvidencePath("production", "web", rec.PromotionID), t0, "notifier"))
+	ev := &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: "web", Environment: "production", PromotionID: rec.PromotionID,
+		Decision: promotion.Accepted, Reason: "observed a later commit that renders the approved objects", Image: rec.Artifact.Image, ArtifactDigest: dA,
+		DesiredRevision: desired, ObservedRevision: later, RenderedHash: h1, DesiredRenderedHash: h1, ReportedBy: evidence.Reporter{Source: "flux"}, Time: t0}
+	data, err := ev.Marshal()
+	must(t, err)
+	g.commit("A accepted on a later commit", files(t, rec, data))
+	repo, err := gitrepo.Open(ctx, g.dir)
+	must(t, err)
+	l, err := History(ctx, repo, "main", "web", "production")
+	must(t, err)
+	if len(l.Accepted) != 1 || l.Accepted[0].ObservedRevision != later {
+		t.Fatalf("accepted %+v (unproven %+v)", l.Accepted, l.Unproven)
+	}
+	must(t, CheckPrior(ctx, repo, "main", rollbackRecord(t, l.Accepted[0], 2)))
 }

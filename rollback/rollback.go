@@ -1,8 +1,9 @@
 // Package rollback finds the artifacts an environment accepted before, from
 // the promotion records and the notifier's evidence files in Git history,
 // tells which of them a rollback may go back to, and checks a rollback
-// record's claim of a prior acceptance against Git (the PR gate). A rollback is a new desired state proposed through the
-// promotion path (a new attempt on a branch), never a revert of history.
+// record's claim of a prior acceptance against Git (the PR gate). A
+// rollback is a new desired state proposed through the promotion path (a
+// new attempt on a branch), never a revert of history.
 package rollback
 
 import (
@@ -86,13 +87,21 @@ func (e *RefusedError) Error() string { return e.Msg }
 // in env and, where one says ACCEPTED, the evidence file it names in the
 // same commit, and every evidence file of app in env at rev. A digest
 // counts as accepted only where the record and the evidence agree, and the
-// evidence at rev still says so; the rest is reported in Unproven. Records that do not parse are skipped:
-// history is evidence only where it is valid.
+// evidence at rev still says so; the rest is reported in Unproven.
+// Records that do not parse are skipped: history is evidence only where it
+// is valid.
 func History(ctx context.Context, repo *gitrepo.Repo, rev, app, env string) (*Log, error) {
 	file := promotion.RecordPath(app, env)
 	out, err := repo.Git(ctx, "log", "--format=%H", rev, "--", repo.Prefix+file)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s at %s: %w", file, rev, err)
+	}
+	// The evidence files at rev, read once: each proven acceptance's file
+	// must still say so there, and a file saying ACCEPTED for an attempt
+	// whose record never did is reported.
+	names, tip, err := evidenceAt(ctx, repo, rev, app, env)
+	if err != nil {
+		return nil, err
 	}
 	log := &Log{Attempts: map[string]int{}}
 	seen := map[string]bool{}     // digests with a proven acceptance
@@ -121,9 +130,8 @@ func History(ctx context.Context, repo *gitrepo.Repo, rev, app, env string) (*Lo
 		}
 		if why == "" {
 			// The evidence must still say so where the rollback starts.
-			if why, err = stillSays(ctx, repo, rev, a); err != nil {
-				return nil, err
-			}
+			f, ok := tip[a.Evidence]
+			why = changedSince(rev, a, f, ok)
 		}
 		if why != "" {
 			if !reported[rec.PromotionID] {
@@ -138,21 +146,8 @@ func History(ctx context.Context, repo *gitrepo.Repo, rev, app, env string) (*Lo
 		}
 	}
 	// Evidence that says ACCEPTED for an attempt whose record never did.
-	dir := path.Join(promotion.EvidenceDir, env, app)
-	files, err := repo.Git(ctx, "ls-tree", "--name-only", rev, "--", repo.Prefix+dir+"/")
-	if err != nil {
-		return nil, fmt.Errorf("listing %s at %s: %w", dir, rev, err)
-	}
-	for _, f := range strings.Fields(files) {
-		rel, ok := repo.Rel(f)
-		if !ok || !strings.HasSuffix(rel, ".json") {
-			continue
-		}
-		data, err := repo.ReadFile(ctx, rev, rel)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s at %s: %w", rel, rev, err)
-		}
-		ev, err := evidence.Parse(rel, data)
+	for _, rel := range names {
+		ev, err := tip[rel].ev, tip[rel].err
 		if err != nil {
 			log.Unproven = append(log.Unproven, Unproven{PromotionID: strings.TrimSuffix(path.Base(rel), ".json"), Commit: rev, Reason: fmt.Sprintf("%s does not parse: %v", rel, err)})
 			continue
@@ -220,36 +215,83 @@ func prove(ctx context.Context, repo *gitrepo.Repo, commit string, rec *promotio
 		RenderedHash: rec.Target.RenderedHash, Evidence: want}, "", nil
 }
 
+// parsed is an evidence file as read at one commit: the record, or why it
+// does not parse.
+type parsed struct {
+	ev  *evidence.Record
+	err error
+}
+
+func parse(file string, data []byte) parsed {
+	ev, err := evidence.Parse(file, data)
+	return parsed{ev, err}
+}
+
+// evidenceAt reads every evidence file of app in env at rev: their paths
+// in Git's order, and each parsed.
+func evidenceAt(ctx context.Context, repo *gitrepo.Repo, rev, app, env string) ([]string, map[string]parsed, error) {
+	dir := path.Join(promotion.EvidenceDir, env, app)
+	out, err := repo.Git(ctx, "ls-tree", "--name-only", rev, "--", repo.Prefix+dir+"/")
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing %s at %s: %w", dir, rev, err)
+	}
+	var names []string
+	files := map[string]parsed{}
+	for _, f := range strings.Fields(out) {
+		rel, ok := repo.Rel(f)
+		if !ok || !strings.HasSuffix(rel, ".json") {
+			continue
+		}
+		data, err := repo.ReadFile(ctx, rev, rel)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading %s at %s: %w", rel, rev, err)
+		}
+		names = append(names, rel)
+		files[rel] = parse(rel, data)
+	}
+	return names, files, nil
+}
+
 // stillSays reports why the evidence of a, read at rev, no longer says
-// what it said when a was accepted ("" when it does): the file was deleted
-// or rewritten to another decision, digest, attempt or revision since.
+// what it said when a was accepted ("" when it does).
 func stillSays(ctx context.Context, repo *gitrepo.Repo, rev string, a *Accepted) (string, error) {
 	data, err := repo.ReadFile(ctx, rev, a.Evidence)
 	if errors.Is(err, gitrepo.ErrNotFound) {
-		return fmt.Sprintf("%s was deleted after the acceptance at %s (it is absent at %s)", a.Evidence, short(a.Commit), short(rev)), nil
+		return changedSince(rev, a, parsed{}, false), nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("reading %s at %s: %w", a.Evidence, rev, err)
 	}
-	ev, err := evidence.Parse(a.Evidence, data)
-	if err != nil {
-		return fmt.Sprintf("%s was changed after the acceptance at %s and no longer parses at %s: %v", a.Evidence, short(a.Commit), short(rev), err), nil
+	return changedSince(rev, a, parse(a.Evidence, data), true), nil
+}
+
+// changedSince reports why f, the evidence of a as it is at rev (absent
+// unless present), no longer says what it said when a was accepted (""
+// when it does): the file was deleted or rewritten to another decision,
+// digest, attempt or revision since.
+func changedSince(rev string, a *Accepted, f parsed, present bool) string {
+	if !present {
+		return fmt.Sprintf("%s was deleted after the acceptance at %s (it is absent at %s)", a.Evidence, short(a.Commit), short(rev))
 	}
+	if f.err != nil {
+		return fmt.Sprintf("%s was changed after the acceptance at %s and no longer parses at %s: %v", a.Evidence, short(a.Commit), short(rev), f.err)
+	}
+	ev := f.ev
 	if ev.Decision != promotion.Accepted || ev.PromotionID != a.PromotionID || ev.ArtifactDigest != a.Artifact.Digest ||
 		ev.DesiredRevision != a.DesiredRevision || ev.ObservedRevision != a.ObservedRevision {
 		return fmt.Sprintf("%s was changed after the acceptance at %s: at %s it says %s for %s (%s), observed %s",
-			a.Evidence, short(a.Commit), short(rev), ev.Decision, ev.PromotionID, ev.ArtifactDigest, ev.ObservedRevision), nil
+			a.Evidence, short(a.Commit), short(rev), ev.Decision, ev.PromotionID, ev.ArtifactDigest, ev.ObservedRevision)
 	}
-	return "", nil
+	return ""
 }
 
 // CheckPrior checks a rollback record's claim (verifiedIn of kind
 // prior-acceptance) against Git: the named commit is in the history of base
 // (a claim cannot rest on a commit of the PR itself), and in its tree the
 // record was ACCEPTED as the named attempt for this digest and the evidence
-// file agrees, with the revision and rendered hash the claim repeats, and
-// the evidence at base still says so. A
-// claim Git does not back is a *RefusedError.
+// file agrees, with the revisions and rendered hash the claim repeats, and
+// the evidence at base still says so. A claim Git does not back is a
+// *RefusedError.
 func CheckPrior(ctx context.Context, repo *gitrepo.Repo, base string, rec *promotion.Record) error {
 	v := rec.VerifiedIn
 	if !v.IsPriorAcceptance() {

@@ -197,7 +197,7 @@ func rollbackTo(ctx context.Context, r *promoteRepo, rc *registry.Client, app, e
 		By:         "throughline rollback",
 		MinAttempt: hist.Attempts[pick.Artifact.Digest],
 		Verify: func(rec *promotion.Record) error {
-			return rec.VerifyByPriorAcceptance(pick.Prior(), pick.DesiredRevision, pick.RenderedHash, time.Now(), "throughline rollback")
+			return rec.VerifyByPriorAcceptance(pick.Prior(), pick.DesiredRevision, pick.ObservedRevision, pick.RenderedHash, time.Now(), "throughline rollback")
 		},
 		Message: func(rec *promotion.Record) string {
 			return fmt.Sprintf("rollback %s in %s to %s\n\nPromotion: %s\nAttempt-Key: %s %s %s %d\nRollback-From: %s\nRollback-To: %s (%s, accepted at %s)\n",
