@@ -87,9 +87,16 @@ func (s *GitSink) remember(k seenKey, r *Record) {
 // Idempotency comes from Git: when the record is already decided and its
 // evidence file records observedRevision, Write returns that evidence with
 // Duplicate set and commits nothing. A record in another state wraps
-// ErrNotApplicable, a missing record ErrUnknownApp. Any error means that
+// ErrNotApplicable, a missing record or a name that is not one (the names
+// become paths) ErrUnknownApp. Any error means that
 // nothing this call made was pushed.
 func (s *GitSink) Write(ctx context.Context, app, env, observedRevision string, decide Decide) (*Written, error) {
+	// app and env come from a delivery and become paths in the repository.
+	for _, n := range []string{app, env} {
+		if !promotion.ValidName(n) {
+			return nil, fmt.Errorf("%q is not an app or environment name: %w", n, ErrUnknownApp)
+		}
+	}
 	attempts := s.Attempts
 	if attempts < 1 {
 		attempts = 8

@@ -182,6 +182,15 @@ func TestUnknownApp(t *testing.T) {
 	if code != http.StatusNotFound || rep.Result != resultUnknownApp || f.tip() != tip {
 		t.Fatalf("%d %+v", code, rep)
 	}
+	// The app and environment of a delivery become paths in the repository:
+	// anything that is not a name is unknown, never a path outside
+	// promotion/ and evidence/.
+	for _, app := range []string{"../checkout", "checkout/../checkout", "Checkout", ".."} {
+		code, rep := f.flux(fluxBody(t, app, f.desired["checkout"], "info", "ReconciliationSucceeded"))
+		if code != http.StatusNotFound || rep.Result != resultUnknownApp || f.tip() != tip {
+			t.Fatalf("app %q: %d %+v", app, code, rep)
+		}
+	}
 }
 
 func TestWrongRevisionHalts(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -177,6 +178,13 @@ type Transition struct {
 	By     string    `json:"by,omitempty"`
 	Reason string    `json:"reason,omitempty"`
 }
+
+// nameRE is the schema's $defs/name: what an app or environment may be
+// called (it is a path element of the record and the evidence).
+var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$`)
+
+// ValidName reports whether s may name an app or an environment.
+func ValidName(s string) bool { return nameRE.MatchString(s) }
 
 // RecordPath is the record of app in target environment env.
 func RecordPath(app, env string) string { return path.Join(Dir, app, env+".yaml") }
