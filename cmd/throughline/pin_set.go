@@ -137,7 +137,9 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 		return err
 	}
 	var added []overlay.NewImage
-	for _, s := range sets {
+	// want[i]: the reference containers of sets[i] render after the edit.
+	want := make([]string, len(sets))
+	for i, s := range sets {
 		entry := k.Image(s.name)
 		renderedName := s.name
 		if entry != nil {
@@ -149,6 +151,10 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 			return &render.InputError{File: rel, Err: fmt.Errorf("--set %s: no container of %s uses the image %s (used: %s)", s.name, app.RelDir(), s.name, strings.Join(sortedKeys(used), ", "))}
 		}
 		value := s.value()
+		if s.newName != "" {
+			renderedName = s.newName
+		}
+		want[i] = renderedName + ":" + value
 		if entry != nil && !entry.Block() {
 			return &render.InputError{File: rel, Err: fmt.Errorf("images[%d] must be a block mapping for pin to edit it", entry.Index)}
 		}
@@ -202,24 +208,15 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 	if err != nil {
 		return fmt.Errorf("rendering %s after pin --set: %w", app.RelDir(), err)
 	}
-	for _, s := range sets {
-		renderedName := s.name
-		if entry := k.Image(s.name); entry != nil {
-			if nn, _ := entry.Field("newName"); nn != "" {
-				renderedName = nn
-			}
-		}
-		if s.newName != "" {
-			renderedName = s.newName
-		}
-		want := renderedName + ":" + s.value()
+	for _, w := range want {
+		renderedName := overlay.ImageName(w)
 		for _, o := range objs {
 			for _, c := range render.Containers(o) {
 				if c.ImageField != render.ImageString || overlay.ImageName(c.Image) != renderedName {
 					continue
 				}
-				if c.Image != want {
-					return fmt.Errorf("after pin --set, %s: %s: %s renders %q, want %q", c.Source, c.Object, c.Path, c.Image, want)
+				if c.Image != w {
+					return fmt.Errorf("after pin --set, %s: %s: %s renders %q, want %q", c.Source, c.Object, c.Path, c.Image, w)
 				}
 			}
 		}
