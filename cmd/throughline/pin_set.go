@@ -41,7 +41,9 @@ func parseImageSet(v string) (imageSet, error) {
 	if !ok || n == "" || ref == "" {
 		return imageSet{}, fmt.Errorf("%q: %s", v, want)
 	}
-	if _, err := name.NewRepository(n); err != nil || strings.ContainsAny(n, "@") || strings.Contains(n[strings.LastIndex(n, "/")+1:], ":") {
+	// The name package refuses a tag or digest here (":" and "@" are not
+	// repository characters, "@" no registry character).
+	if _, err := name.NewRepository(n); err != nil {
 		return imageSet{}, fmt.Errorf("%q: NAME %q is not an image name without tag or digest (%s)", v, n, want)
 	}
 	tag, dig, ok := strings.Cut(ref, "@")
