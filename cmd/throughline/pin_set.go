@@ -139,8 +139,10 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 		return err
 	}
 	var added []overlay.NewImage
-	// want[i]: the reference containers of sets[i] render after the edit.
+	// want[i]: the reference containers of sets[i] render after the edit;
+	// rendered[i]: whether a rendered container (not only a patch) used it.
 	want := make([]string, len(sets))
+	rendered := make([]bool, len(sets))
 	for i, s := range sets {
 		entry := k.Image(s.name)
 		renderedName := s.name
@@ -153,6 +155,7 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 			return &render.InputError{File: rel, Err: fmt.Errorf("--set %s: no container of %s uses the image %s (used: %s)", s.name, app.RelDir(), s.name, strings.Join(sortedKeys(used), ", "))}
 		}
 		value := s.value()
+		rendered[i] = rendersImage(objs, s.name) || rendersImage(objs, renderedName)
 		if s.newName != "" {
 			renderedName = s.newName
 		}
@@ -210,7 +213,7 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 	if err != nil {
 		return fmt.Errorf("rendering %s after pin --set: %w", app.RelDir(), err)
 	}
-	for _, w := range want {
+	for i, w := range want {
 		renderedName := overlay.ImageName(w)
 		for _, o := range objs {
 			for _, c := range render.Containers(o) {
@@ -221,6 +224,11 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 					return fmt.Errorf("after pin --set, %s: %s: %s renders %q, want %q", c.Source, c.Object, c.Path, c.Image, w)
 				}
 			}
+		}
+		// A name the render used must still be rendered, now as w: a
+		// newName the containers did not follow matches nothing above.
+		if rendered[i] && !rendersImage(objs, renderedName) {
+			return fmt.Errorf("after pin --set %s, no container of %s renders %q", sets[i], app.RelDir(), w)
 		}
 	}
 	return nil
@@ -252,6 +260,19 @@ func (p *pinner) usedImageNames(objs []render.Object, k *overlay.Kustomization) 
 		}
 	}
 	return used, nil
+}
+
+// rendersImage reports whether a container of objs has an image named
+// name (any tag or digest).
+func rendersImage(objs []render.Object, name string) bool {
+	for _, o := range objs {
+		for _, c := range render.Containers(o) {
+			if c.ImageField == render.ImageString && overlay.ImageName(c.Image) == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func sortedKeys(m map[string]bool) []string {
