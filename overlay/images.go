@@ -3,6 +3,7 @@ package overlay
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	yaml "sigs.k8s.io/kustomize/kyaml/yaml"
@@ -119,7 +120,7 @@ func jsonPatchImages(doc *yaml.Node, visit func(string, *yaml.Node)) {
 			if _, img := mapLookup(value, "image"); img != nil {
 				visit(path.Value+"/image", img)
 			}
-		case len(parts) >= 1 && isContainerList(parts[len(parts)-1]) && value.Kind == yaml.SequenceNode:
+		case isContainerList(parts[len(parts)-1]) && value.Kind == yaml.SequenceNode:
 			for _, c := range value.Content {
 				if _, img := mapLookup(c, "image"); img != nil {
 					visit(path.Value, img)
@@ -131,14 +132,7 @@ func jsonPatchImages(doc *yaml.Node, visit func(string, *yaml.Node)) {
 	}
 }
 
-func isContainerList(k string) bool {
-	for _, f := range render.PodSpecContainerFields {
-		if f == k {
-			return true
-		}
-	}
-	return false
-}
+func isContainerList(k string) bool { return slices.Contains(render.PodSpecContainerFields, k) }
 
 // SplitImage splits an image reference into name and tag the way kustomize
 // does, ignoring a digest: the tag is after the last ":" of the last path

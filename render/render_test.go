@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -269,5 +272,49 @@ func TestTraceReplay(t *testing.T) {
 	files["app/kustomization.yml"] = "resources: [../base]\n"
 	if replay(writeTree(t, files)) {
 		t.Error("a new competing kustomization file did not invalidate the trace")
+	}
+}
+
+// TestTraceReplayLarge replays a trace long enough to be spread over several
+// workers: unchanged it replays clean, and a change to any one of its files
+// (the first, one in the middle, the last) invalidates it.
+func TestTraceReplayLarge(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	files := map[string]string{}
+	var resources []string
+	for i := range 600 {
+		n := fmt.Sprintf("cm-%03d.yaml", i)
+		resources = append(resources, n)
+		files["app/"+n] = fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%03d}\n", i)
+	}
+	files["app/kustomization.yaml"] = "resources: [" + strings.Join(resources, ", ") + "]\n"
+	trace := &render.Trace{}
+	app, err := render.Open(context.Background(), render.Options{Root: writeTree(t, files), Path: "app", Trace: trace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Build(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	probes := trace.Compact()
+	if len(probes) < 2*256 {
+		t.Fatalf("%d probes: too few for several workers", len(probes))
+	}
+	replay := func(files map[string]string) bool {
+		fsys, err := render.NewConfinedFS(writeTree(t, files), 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return render.Replay(fsys, probes)
+	}
+	if !replay(files) {
+		t.Fatal("an unchanged tree did not replay clean")
+	}
+	for _, n := range []string{"cm-000.yaml", "cm-300.yaml", "cm-599.yaml"} {
+		changed := maps.Clone(files)
+		changed["app/"+n] += "data: {changed: \"true\"}\n"
+		if replay(changed) {
+			t.Errorf("a change to %s did not invalidate the trace", n)
+		}
 	}
 }

@@ -41,7 +41,9 @@ func parseImageSet(v string) (imageSet, error) {
 	if !ok || n == "" || ref == "" {
 		return imageSet{}, fmt.Errorf("%q: %s", v, want)
 	}
-	if _, err := name.NewRepository(n); err != nil || strings.ContainsAny(n, "@") || strings.Contains(n[strings.LastIndex(n, "/")+1:], ":") {
+	// The name package refuses a tag or digest here (":" and "@" are not
+	// repository characters, "@" no registry character).
+	if _, err := name.NewRepository(n); err != nil {
 		return imageSet{}, fmt.Errorf("%q: NAME %q is not an image name without tag or digest (%s)", v, n, want)
 	}
 	tag, dig, ok := strings.Cut(ref, "@")
@@ -137,7 +139,11 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 		return err
 	}
 	var added []overlay.NewImage
-	for _, s := range sets {
+	// want[i]: the reference containers of sets[i] render after the edit;
+	// rendered[i]: whether a rendered container (not only a patch) used it.
+	want := make([]string, len(sets))
+	rendered := make([]bool, len(sets))
+	for i, s := range sets {
 		entry := k.Image(s.name)
 		renderedName := s.name
 		if entry != nil {
@@ -149,6 +155,11 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 			return &render.InputError{File: rel, Err: fmt.Errorf("--set %s: no container of %s uses the image %s (used: %s)", s.name, app.RelDir(), s.name, strings.Join(sortedKeys(used), ", "))}
 		}
 		value := s.value()
+		rendered[i] = rendersImage(objs, s.name) || rendersImage(objs, renderedName)
+		if s.newName != "" {
+			renderedName = s.newName
+		}
+		want[i] = renderedName + ":" + value
 		if entry != nil && !entry.Block() {
 			return &render.InputError{File: rel, Err: fmt.Errorf("images[%d] must be a block mapping for pin to edit it", entry.Index)}
 		}
@@ -202,26 +213,22 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 	if err != nil {
 		return fmt.Errorf("rendering %s after pin --set: %w", app.RelDir(), err)
 	}
-	for _, s := range sets {
-		renderedName := s.name
-		if entry := k.Image(s.name); entry != nil {
-			if nn, _ := entry.Field("newName"); nn != "" {
-				renderedName = nn
-			}
-		}
-		if s.newName != "" {
-			renderedName = s.newName
-		}
-		want := renderedName + ":" + s.value()
+	for i, w := range want {
+		renderedName := overlay.ImageName(w)
 		for _, o := range objs {
 			for _, c := range render.Containers(o) {
 				if c.ImageField != render.ImageString || overlay.ImageName(c.Image) != renderedName {
 					continue
 				}
-				if c.Image != want {
-					return fmt.Errorf("after pin --set, %s: %s: %s renders %q, want %q", c.Source, c.Object, c.Path, c.Image, want)
+				if c.Image != w {
+					return fmt.Errorf("after pin --set, %s: %s: %s renders %q, want %q", c.Source, c.Object, c.Path, c.Image, w)
 				}
 			}
+		}
+		// A name the render used must still be rendered, now as w: a
+		// newName the containers did not follow matches nothing above.
+		if rendered[i] && !rendersImage(objs, renderedName) {
+			return fmt.Errorf("after pin --set %s, no container of %s renders %q", sets[i], app.RelDir(), w)
 		}
 	}
 	return nil
@@ -253,6 +260,19 @@ func (p *pinner) usedImageNames(objs []render.Object, k *overlay.Kustomization) 
 		}
 	}
 	return used, nil
+}
+
+// rendersImage reports whether a container of objs has an image named
+// name (any tag or digest).
+func rendersImage(objs []render.Object, name string) bool {
+	for _, o := range objs {
+		for _, c := range render.Containers(o) {
+			if c.ImageField == render.ImageString && overlay.ImageName(c.Image) == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func sortedKeys(m map[string]bool) []string {

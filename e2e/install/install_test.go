@@ -408,44 +408,21 @@ func renderBundles(t *testing.T, ctx context.Context, env []string, deploy, pinn
 			if o.GetKind() == "Acceptance" {
 				continue
 			}
-			walkImages(o.Object, func(image string) {
-				if image == argoCDImage {
-					return // the stand-in's own containers
+			for _, c := range render.Containers(render.Object{Map: o.Object}) {
+				if c.ImageField != render.ImageString || c.Image == argoCDImage {
+					continue // string images only; not the stand-in's own containers
 				}
 				n++
-				if image != pinned {
-					t.Errorf("deploy/%s renders image %s in %s %s, want %s", b, image, o.GetKind(), o.GetName(), pinned)
+				if c.Image != pinned {
+					t.Errorf("deploy/%s renders image %s in %s %s, want %s", b, c.Image, o.GetKind(), o.GetName(), pinned)
 				}
-			})
+			}
 		}
 		if want := b == "serve" || b == "monitored" || b == "argocd"; want != (n > 0) {
 			t.Errorf("deploy/%s renders %d container image(s)", b, n)
 		}
 	}
 	return rendered
-}
-
-func walkImages(v any, visit func(string)) {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, c := range v {
-			if l, ok := c.([]any); ok && (k == "containers" || k == "initContainers" || k == "ephemeralContainers") {
-				for _, item := range l {
-					if m, ok := item.(map[string]any); ok {
-						if s, ok := m["image"].(string); ok {
-							visit(s)
-						}
-					}
-				}
-				continue
-			}
-			walkImages(c, visit)
-		}
-	case []any:
-		for _, c := range v {
-			walkImages(c, visit)
-		}
-	}
 }
 
 // warnings collects the API server's warning headers.
