@@ -37,8 +37,8 @@ for b in argocd serve; do
 	"$tl" pin --root "$deploy" --set "$image=$set_ref" "$deploy/$b"
 done
 
-# Render every bundle through policy. The argocd Component is rendered on a
-# stand-in argocd-repo-server, as cmd/throughline's tests do.
+# Render every bundle through policy. The argocd Component is rendered on
+# hack/argocd-stand-in, as cmd/throughline's tests and e2e/install do.
 for b in crds flux serve; do
 	out=$("$tl" render --root "$deploy" "$deploy/$b")
 	if [[ $b == serve ]] && ! grep -qF "image: $set_ref" <<<"$out"; then
@@ -51,23 +51,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/argocd"
 cp -R "$deploy/argocd" "$tmp/throughline"
+cp "$(dirname "${BASH_SOURCE[0]}")/argocd-stand-in/repo-server.yaml" "$tmp/argocd/"
 printf 'resources: [repo-server.yaml]\ncomponents: [../throughline]\n' >"$tmp/argocd/kustomization.yaml"
-cat >"$tmp/argocd/repo-server.yaml" <<'YAML'
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: argocd-repo-server}
-spec:
-  selector: {matchLabels: {app: repo}}
-  template:
-    metadata: {labels: {app: repo}}
-    spec:
-      containers:
-        - name: argocd-repo-server
-          image: quay.io/argoproj/argocd:v2.14.21@sha256:0000000000000000000000000000000000000000000000000000000000000000
-      volumes:
-        - {name: var-files, emptyDir: {}}
-        - {name: plugins, emptyDir: {}}
-YAML
 out=$("$tl" render --root "$tmp" "$tmp/argocd")
 grep -qF "image: $set_ref" <<<"$out" || { echo "release: $deploy/argocd does not render $set_ref" >&2; exit 1; }
 echo "rendered $deploy/argocd (on a stand-in argocd-repo-server): passes policy"

@@ -115,7 +115,9 @@ func TestArgoCDInstallComponent(t *testing.T) {
 				}
 			}
 		case "ConfigMap":
-			pluginCM = o.Map["data"].(map[string]any)["plugin.yaml"].(string)
+			if o.ID().Name == "throughline-cmp-plugin" {
+				pluginCM = o.Map["data"].(map[string]any)["plugin.yaml"].(string)
+			}
 		}
 	}
 	if sidecar == nil {
@@ -149,31 +151,12 @@ func TestArgoCDInstallComponent(t *testing.T) {
 // a kustomization applying the Component copied to root/throughline.
 func writeStandInRepoServer(t *testing.T, root string) {
 	t.Helper()
-	files := map[string]string{
+	standIn, err := os.ReadFile(filepath.Join(repoRoot, "hack", "argocd-stand-in", "repo-server.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, root, map[string]string{
 		"argocd/kustomization.yaml": "resources: [repo-server.yaml]\ncomponents: [../throughline]\n",
-		"argocd/repo-server.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: argocd-repo-server}
-spec:
-  selector: {matchLabels: {app: repo}}
-  template:
-    metadata: {labels: {app: repo}}
-    spec:
-      containers:
-        - name: argocd-repo-server
-          image: quay.io/argoproj/argocd:v2.14.21@sha256:0000000000000000000000000000000000000000000000000000000000000000
-      volumes:
-        - {name: var-files, emptyDir: {}}
-        - {name: plugins, emptyDir: {}}
-`,
-	}
-	for name, body := range files {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+		"argocd/repo-server.yaml":   string(standIn),
+	})
 }

@@ -176,7 +176,7 @@ func TestInstall(t *testing.T) {
 
 	checkImageContents(t, ctx, root, repo, children, version, basic)
 	deploy := release(t, ctx, root, env, repo, tagRef, digest, version)
-	objs := renderBundles(t, ctx, env, deploy, pinned)
+	objs := renderBundles(t, ctx, env, root, deploy, pinned)
 	applyToAPIServer(t, ctx, deploy, promCRDs, objs, pinned)
 }
 
@@ -316,50 +316,19 @@ func release(t *testing.T, ctx context.Context, root string, env []string, repo,
 	return deploy
 }
 
-// argoCDImage and argoCDRepoServer are a stand-in argocd-repo-server, shaped
-// like Argo CD v2.14's install manifest where the sidecar patch relies on it
-// (the var-files and plugins volumes, the copyutil init container).
-const (
-	argoCDImage      = "quay.io/argoproj/argocd:v2.14.21@sha256:0000000000000000000000000000000000000000000000000000000000000000"
-	argoCDRepoServer = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: argocd-repo-server
-  labels: {app.kubernetes.io/name: argocd-repo-server}
-spec:
-  selector:
-    matchLabels: {app.kubernetes.io/name: argocd-repo-server}
-  template:
-    metadata:
-      labels: {app.kubernetes.io/name: argocd-repo-server}
-    spec:
-      initContainers:
-        - name: copyutil
-          image: ` + argoCDImage + `
-          command: [/bin/cp, -n, /usr/local/bin/argocd, /var/run/argocd/argocd-cmp-server]
-          volumeMounts:
-            - {name: var-files, mountPath: /var/run/argocd}
-      containers:
-        - name: argocd-repo-server
-          image: ` + argoCDImage + `
-          volumeMounts:
-            - {name: var-files, mountPath: /var/run/argocd}
-            - {name: plugins, mountPath: /home/argocd/cmp-server/plugins}
-      volumes:
-        - {name: var-files, emptyDir: {}}
-        - {name: plugins, emptyDir: {}}
-`
-)
+// argoCDImage is the repository of hack/argocd-stand-in's containers (the
+// stand-in Argo CD install the argocd Component is rendered on).
+const argoCDImage = "quay.io/argoproj/argocd:"
 
 // renderBundles renders every bundle of the pinned deploy/ copy with
 // `throughline render` (the project's policy) and returns the objects to
 // apply: deploy/crds, deploy/serve with the servicemonitor Component (the
 // serve objects plus the metrics Service and the ServiceMonitor).
-func renderBundles(t *testing.T, ctx context.Context, env []string, deploy, pinned string) map[string][]*unstructured.Unstructured {
+func renderBundles(t *testing.T, ctx context.Context, env []string, root, deploy, pinned string) map[string][]*unstructured.Unstructured {
 	t.Helper()
 	rendered := map[string][]*unstructured.Unstructured{}
-	renderDir := func(root, dir string) []*unstructured.Unstructured {
-		r := run(t, ctx, env, "render", "-o", "json", "--namespace", namespace, "--root", root, dir)
+	renderDir := func(base, dir string) []*unstructured.Unstructured {
+		r := run(t, ctx, env, "render", "-o", "json", "--namespace", namespace, "--root", base, dir)
 		if r.Code != 0 {
 			t.Fatalf("throughline render %s: exit %d\n%s", dir, r.Code, r.Stderr)
 		}
@@ -385,15 +354,18 @@ func renderBundles(t *testing.T, ctx context.Context, env []string, deploy, pinn
 	}
 	rendered["monitored"] = renderDir(filepath.Dir(deploy), monitored)
 	// deploy/argocd is a Component: render it on a stand-in Argo CD install
-	// (argocd-repo-server and argocd-cm as Argo CD's manifests declare them).
+	// (hack/argocd-stand-in: argocd-repo-server and argocd-cm).
 	argocd := filepath.Join(filepath.Dir(deploy), "argocd-install")
 	if err := os.MkdirAll(argocd, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	standIn, err := os.ReadFile(filepath.Join(root, "hack", "argocd-stand-in", "repo-server.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, body := range map[string]string{
-		"kustomization.yaml": "namespace: argocd\nresources: [repo-server.yaml, argocd-cm.yaml]\ncomponents: [../deploy/argocd]\n",
-		"repo-server.yaml":   argoCDRepoServer,
-		"argocd-cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-cm, labels: {app.kubernetes.io/part-of: argocd}}\ndata: {}\n",
+		"kustomization.yaml": "namespace: argocd\nresources: [repo-server.yaml]\ncomponents: [../deploy/argocd]\n",
+		"repo-server.yaml":   string(standIn),
 	} {
 		if err := os.WriteFile(filepath.Join(argocd, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -409,7 +381,7 @@ func renderBundles(t *testing.T, ctx context.Context, env []string, deploy, pinn
 				continue
 			}
 			for _, c := range render.Containers(render.Object{Map: o.Object}) {
-				if c.ImageField != render.ImageString || c.Image == argoCDImage {
+				if c.ImageField != render.ImageString || strings.HasPrefix(c.Image, argoCDImage) {
 					continue // string images only; not the stand-in's own containers
 				}
 				n++
