@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -140,14 +141,30 @@ func (r *Repo) Resolve(ctx context.Context, rev string) (string, error) {
 // wraps ErrNotFound and fs.ErrNotExist.
 func (r *Repo) ReadFile(ctx context.Context, rev, p string) ([]byte, error) {
 	spec := rev + ":" + r.full(p)
-	if _, err := r.run(ctx, nil, "cat-file", "-e", spec); err != nil {
-		return nil, fmt.Errorf("%s at %s: %w (%w)", p, rev, ErrNotFound, fs.ErrNotExist)
+	if strings.ContainsAny(spec, "\n\x00") {
+		return nil, fmt.Errorf("reading %q at %s: a path with a newline or NUL", p, rev)
 	}
-	out, err := r.runBytes(ctx, nil, nil, "cat-file", "blob", spec)
+	// One process: cat-file --batch answers "<spec> missing" for a missing
+	// object, so a failing git is not mistaken for a missing file.
+	out, err := r.runBytes(ctx, nil, []byte(spec+"\n"), "cat-file", "--batch")
 	if err != nil {
 		return nil, fmt.Errorf("reading %s at %s: %w", p, rev, err)
 	}
-	return out, nil
+	header, body, _ := bytes.Cut(out, []byte{'\n'})
+	f := strings.Fields(string(header))
+	switch {
+	case len(f) == 2 && f[1] == "missing":
+		return nil, fmt.Errorf("%s at %s: %w (%w)", p, rev, ErrNotFound, fs.ErrNotExist)
+	case len(f) != 3:
+		return nil, fmt.Errorf("reading %s at %s: unexpected answer %q from git cat-file", p, rev, header)
+	case f[1] != "blob":
+		return nil, fmt.Errorf("reading %s at %s: a %s, not a file", p, rev, f[1])
+	}
+	size, err := strconv.Atoi(f[2])
+	if err != nil || size < 0 || len(body) < size {
+		return nil, fmt.Errorf("reading %s at %s: git cat-file announced %q bytes, sent %d", p, rev, f[2], len(body))
+	}
+	return body[:size:size], nil
 }
 
 // Export writes the tree of rev into dst (which must be empty or absent)

@@ -171,3 +171,53 @@ func TestUpdateDeclinedByHookIsNotRetried(t *testing.T) {
 		t.Fatalf("change applied %d times, want 1 (a declined push is not a race)", calls.Load())
 	}
 }
+
+// TestReadFile: one git process per read; a missing file or revision is
+// ErrNotFound, anything else (a directory, a broken repository) is an error
+// of its own, and contents come back byte for byte.
+func TestReadFile(t *testing.T) {
+	ctx := context.Background()
+	r, _ := newRepo(t)
+	head, err := r.Resolve(ctx, "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary := []byte("no newline at the end\x00\xff\n\n missing:")
+	sha, err := r.Commit(ctx, head, map[string][]byte{"bin/blob": binary, "empty": {}}, "files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		rev, path string
+		want      []byte
+		notFound  bool
+	}{
+		{sha, "bin/blob", binary, false},
+		{sha, "empty", []byte{}, false},
+		{sha, "a.yaml", []byte("a: 1\n"), false},
+		{sha, "nope.yaml", nil, true},
+		{head, "bin/blob", nil, true},
+		{strings.Repeat("0", 40), "a.yaml", nil, true},
+		{sha, "bin", nil, false}, // a directory: an error, not "missing"
+	} {
+		got, err := r.ReadFile(ctx, c.rev, c.path)
+		switch {
+		case c.notFound:
+			if !errors.Is(err, ErrNotFound) {
+				t.Errorf("%s at %.7s: %v, want ErrNotFound", c.path, c.rev, err)
+			}
+		case c.want == nil:
+			if err == nil || errors.Is(err, ErrNotFound) {
+				t.Errorf("%s at %.7s: %v, want an error other than ErrNotFound", c.path, c.rev, err)
+			}
+		case err != nil || string(got) != string(c.want):
+			t.Errorf("%s at %.7s: %q %v, want %q", c.path, c.rev, got, err, c.want)
+		}
+	}
+	// A repository git cannot read is a failure, not a missing file.
+	broken := *r
+	broken.Top = t.TempDir()
+	if _, err := broken.ReadFile(ctx, sha, "a.yaml"); err == nil || errors.Is(err, ErrNotFound) {
+		t.Errorf("broken repository: %v, want an error other than ErrNotFound", err)
+	}
+}
