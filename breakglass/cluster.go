@@ -399,9 +399,7 @@ func Tracked(ctx context.Context, c client.Client, rec *Record) ([]render.ID, er
 	seen := map[render.ID]bool{}
 	var out []render.ID
 	add := func(id render.ID) {
-		k := id
-		k.Version = ""
-		if !seen[k] {
+		if k := key(id); !seen[k] {
 			seen[k] = true
 			out = append(out, id)
 		}
