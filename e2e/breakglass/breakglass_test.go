@@ -833,10 +833,22 @@ func TestArgoCDPauseUnderApplicationSetController(t *testing.T) {
 	}
 	t.Logf("managers of the restored Application: %v", writers)
 
+	// Half the guidance: the ApplicationSet ignores the app's
+	// spec.syncPolicy but would still strip the break-glass annotations
+	// (the expiry monitor reads them): refused, saying what is missing.
+	as := object("argoproj.io/v1alpha1", "ApplicationSet", "argocd", "web")
+	must(t, w.api.Client.Patch(ctx, as, client.RawPatch(types.MergePatchType, []byte(`{"spec":{
+		"ignoreApplicationDifferences":[{"name":"web-production","jsonPointers":["/spec/syncPolicy"]}]}}`))))
+	res, err = cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "alice")...)
+	must(t, err)
+	if res.Code != 3 || !strings.Contains(res.Stderr, "ignores /spec/syncPolicy: true; preserves "+breakglass.AnnotationTicket+": false") {
+		t.Fatalf("pause with spec.syncPolicy ignored but the annotations not preserved: %d %s %s", res.Code, res.Stdout, res.Stderr)
+	}
+	noRecord(t, ctx, dir)
+
 	// Following the guidance: the ApplicationSet ignores the app's
 	// spec.syncPolicy and preserves the break-glass annotations. Now pause
 	// succeeds, and the controller, reconciling after the pause, leaves it.
-	as := object("argoproj.io/v1alpha1", "ApplicationSet", "argocd", "web")
 	must(t, w.api.Client.Patch(ctx, as, client.RawPatch(types.MergePatchType, []byte(`{"spec":{
 		"ignoreApplicationDifferences":[{"name":"web-production","jsonPointers":["/spec/syncPolicy"]}],
 		"preservedFields":{"annotations":["`+breakglass.AnnotationTicket+`","`+breakglass.AnnotationExpiresAt+`"]}}}`))))
