@@ -6,12 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -852,14 +849,14 @@ func TestArgoCDPauseUnderApplicationSetController(t *testing.T) {
 	must(t, w.api.Client.Patch(ctx, as, client.RawPatch(types.MergePatchType, []byte(`{"spec":{
 		"ignoreApplicationDifferences":[{"name":"web-production","jsonPointers":["/spec/syncPolicy"]}],
 		"preservedFields":{"annotations":["`+breakglass.AnnotationTicket+`","`+breakglass.AnnotationExpiresAt+`"]}}}`))))
-	before := reconciles(t, ctx, ctl.MetricsURL)
+	before := reconciles(t, ctx, ctl)
 	res, err = cli(ctx, dir, w.kubeconfig, pauseArgs(dir, "alice")...)
 	must(t, err)
 	if res.Code != 0 {
 		t.Fatalf("pause with the guidance followed: %d %s %s", res.Code, res.Stdout, res.Stderr)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for reconciles(t, ctx, ctl.MetricsURL) < before+2 { // the patch of the ApplicationSet, then the pause
+	for reconciles(t, ctx, ctl) < before+2 { // the patch of the ApplicationSet, then the pause
 		if time.Now().After(deadline) {
 			t.Fatalf("the controller did not reconcile after the pause (%v reconciles before)", before)
 		}
@@ -874,21 +871,9 @@ func TestArgoCDPauseUnderApplicationSetController(t *testing.T) {
 
 // reconciles reads the ApplicationSet controller's reconcile count of the
 // ApplicationSet web from its metrics.
-func reconciles(t *testing.T, ctx context.Context, url string) float64 {
+func reconciles(t *testing.T, ctx context.Context, ctl *testenv.ArgoCDApplicationSetController) float64 {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	n, err := ctl.Metric(ctx, `argocd_appset_reconcile_count{name="web",namespace="argocd"}`)
 	must(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	must(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	must(t, err)
-	for _, l := range strings.Split(string(body), "\n") {
-		if strings.HasPrefix(l, "argocd_appset_reconcile_count{") && strings.Contains(l, `name="web"`) {
-			f, err := strconv.ParseFloat(l[strings.LastIndex(l, " ")+1:], 64)
-			must(t, err)
-			return f
-		}
-	}
-	return 0
+	return n
 }
