@@ -174,16 +174,23 @@ func Pause(ctx context.Context, c client.Client, req Request) (*Record, error) {
 }
 
 // Undo reverts a pause that could not be recorded.
-func Undo(ctx context.Context, c client.Client, rec *Record) error { return Restore(ctx, c, rec) }
+func Undo(ctx context.Context, c client.Client, rec *Record) error {
+	_, err := Restore(ctx, c, rec)
+	return err
+}
 
 // Restore re-enables reconciliation of the record's object: Argo CD gets
-// the automated policy back, Flux spec.suspend false, and the break-glass
-// annotations go.
-func Restore(ctx context.Context, c client.Client, rec *Record) error {
+// the automated policy back, Flux spec.suspend false (or absent, as before
+// the pause), and the break-glass annotations go. From the object the API
+// server answers the patch with, it returns when (now), which field and at
+// which resourceVersion reconciliation is on again; an error when it is not
+// (Argo CD: spec.syncPolicy.automated absent; Flux: spec.suspend true; or
+// the break-glass annotation still there).
+func Restore(ctx context.Context, c client.Client, rec *Record) (Restoration, error) {
 	t := Target{Controller: rec.Controller, Namespace: rec.Object.Namespace, Name: rec.Object.Name}
 	u, err := Get(ctx, c, t)
 	if err != nil {
-		return err
+		return Restoration{}, err
 	}
 	spec := map[string]any{}
 	switch rec.Controller {
@@ -191,7 +198,7 @@ func Restore(ctx context.Context, c client.Client, rec *Record) error {
 		var auto any = map[string]any{}
 		if len(rec.Restore) > 0 {
 			if err := json.Unmarshal(rec.Restore, &auto); err != nil {
-				return fmt.Errorf("%s restore: %w", t, err)
+				return Restoration{}, fmt.Errorf("%s restore: %w", t, err)
 			}
 		}
 		spec["syncPolicy"] = map[string]any{"automated": auto}
@@ -208,21 +215,10 @@ func Restore(ctx context.Context, c client.Client, rec *Record) error {
 		},
 		"spec": spec,
 	}
-	return mergePatch(ctx, c, u, patch)
-}
-
-// Restored reads the record's controller object back after Restore and
-// returns when (now), which field and at which resourceVersion
-// reconciliation is on again; an error when it is not (Argo CD:
-// spec.syncPolicy.automated absent; Flux: spec.suspend true; or the
-// break-glass annotation still there).
-func Restored(ctx context.Context, c client.Client, rec *Record, now time.Time) (Restoration, error) {
-	t := Target{Controller: rec.Controller, Namespace: rec.Object.Namespace, Name: rec.Object.Name}
-	u, err := Get(ctx, c, t)
-	if err != nil {
+	if err := mergePatch(ctx, c, u, patch); err != nil { // u is now the patched object
 		return Restoration{}, err
 	}
-	r := Restoration{At: now, ResourceVersion: u.GetResourceVersion()}
+	r := Restoration{At: time.Now().UTC().Truncate(time.Second), ResourceVersion: u.GetResourceVersion()}
 	switch rec.Controller {
 	case ArgoCD:
 		r.Field = "spec.syncPolicy.automated"
@@ -399,9 +395,7 @@ func Tracked(ctx context.Context, c client.Client, rec *Record) ([]render.ID, er
 	seen := map[render.ID]bool{}
 	var out []render.ID
 	add := func(id render.ID) {
-		k := id
-		k.Version = ""
-		if !seen[k] {
+		if k := key(id); !seen[k] {
 			seen[k] = true
 			out = append(out, id)
 		}

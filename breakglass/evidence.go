@@ -90,7 +90,7 @@ type EvidenceResume struct {
 
 // EvidenceRevocation is the end of the temporary exception.
 type EvidenceRevocation struct {
-	// ReconciliationRestoredAt is when the controller object was read back
+	// ReconciliationRestoredAt is when the API server answered the restore
 	// with reconciliation on again (Restored says which field).
 	ReconciliationRestoredAt time.Time `json:"reconciliationRestoredAt"`
 	Restored                 string    `json:"restored"`
@@ -105,7 +105,8 @@ type EvidenceRevocation struct {
 	NoFlapping bool `json:"noFlapping"`
 }
 
-// Restoration is what Restore read back from the cluster.
+// Restoration is what Restore read from the API server's answer to its
+// patch.
 type Restoration struct {
 	At              time.Time
 	Field           string

@@ -332,14 +332,11 @@ exception (reconciliation restored at T, objects watched, none flapping).`,
 			if err != nil {
 				return err
 			}
-			if err := breakglass.Restore(ctx, c, rec); err != nil {
+			restored, err := breakglass.Restore(ctx, c, rec)
+			if err != nil {
 				return breakglassError(err)
 			}
-			at := time.Now().UTC().Truncate(time.Second)
-			restored, err := breakglass.Restored(ctx, c, rec, at)
-			if err != nil {
-				return fmt.Errorf("resuming %s (not recorded): %w", bf.target(), err)
-			}
+			at := restored.At
 			flapping, err := breakglass.Flapping(ctx, c, rec, observe, 0)
 			if err != nil {
 				return fmt.Errorf("%s is resumed in the cluster, but watching its objects failed (not recorded): %w", bf.target(), err)

@@ -102,6 +102,13 @@ func StartArgoCDApplicationSetController(t testing.TB, api *APIServer) *ArgoCDAp
 	return c
 }
 
+// Metric returns the value of one series of the controller's metrics, e.g.
+// `argocd_appset_reconcile_count{name="web",namespace="argocd"}`; 0 when the
+// series is absent.
+func (c *ArgoCDApplicationSetController) Metric(ctx context.Context, series string) (float64, error) {
+	return metric(ctx, "argocd-applicationset-controller", c.MetricsURL, series)
+}
+
 // RequireArgoCDApplicationSetController skips the test (fails it when
 // CI=true) unless [StartArgoCDApplicationSetController] can run: the argocd
 // binary and the ApplicationSet CRD are in the cache (hack/argocd.sh) and

@@ -105,13 +105,19 @@ func RequireArgoCDNotifications(t testing.TB) string {
 // `argocd_notifications_trigger_eval_total{name="on-deployed",triggered="true"}`;
 // 0 when the series is absent.
 func (a *ArgoCDNotifications) Metric(ctx context.Context, series string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.MetricsURL, nil)
+	return metric(ctx, "argocd-notifications", a.MetricsURL, series)
+}
+
+// metric reads one series (name and labels exactly as exposed) from a
+// Prometheus text endpoint; 0 when the series is absent.
+func metric(ctx context.Context, server, url, series string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, fmt.Errorf("argocd-notifications metric %s: %w", series, err)
+		return 0, fmt.Errorf("%s metric %s: %w", server, series, err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("argocd-notifications metric %s: %w", series, err)
+		return 0, fmt.Errorf("%s metric %s: %w", server, series, err)
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
@@ -120,13 +126,13 @@ func (a *ArgoCDNotifications) Metric(ctx context.Context, series string) (float6
 		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil {
-				return 0, fmt.Errorf("argocd-notifications metric %s: %w", series, err)
+				return 0, fmt.Errorf("%s metric %s: %w", server, series, err)
 			}
 			return f, nil
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("argocd-notifications metric %s: %w", series, err)
+		return 0, fmt.Errorf("%s metric %s: %w", server, series, err)
 	}
 	return 0, nil
 }
