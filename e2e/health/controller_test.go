@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +21,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/throughline-dev/throughline/health"
 	"github.com/throughline-dev/throughline/internal/testenv"
@@ -86,7 +84,6 @@ func TestAcceptanceController(t *testing.T) {
 	ctx := testContext(t, 8*time.Minute)
 	img := pushIndex(ctx, t, reg.Host, "demo/app")
 	other := pushIndex(ctx, t, reg.Host, "demo/other")
-	ctrllog.SetLogger(logr.Discard())
 	startController(ctx, t, api.Config)
 	c := api.Client
 	app := func(image string) ctr { return ctr{name: "app", image: image} }

@@ -11,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/throughline-dev/throughline/health"
 	"github.com/throughline-dev/throughline/internal/testenv"
@@ -116,7 +114,6 @@ func TestAPIServerRestartDuringWatch(t *testing.T) {
 	proxy := newFlakyProxy(t, u.Host)
 	cfg := rest.CopyConfig(api.Config)
 	cfg.Host = "https://" + proxy.addr
-	ctrllog.SetLogger(logr.Discard())
 	startController(ctx, t, cfg)
 
 	w := newWorld(ctx, t, api.Client, "restart")

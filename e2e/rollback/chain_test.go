@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/events"
-	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +22,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/throughline-dev/throughline/evidence"
@@ -283,7 +281,6 @@ func (c *chain) desire(ci, tag, digest string, n int) *promotion.Record {
 // throughline serve, against the real registry.
 func (c *chain) startVerifier() {
 	t := c.t
-	ctrllog.SetLogger(logr.Discard())
 	reg, err := registry.New(registry.Options{CacheDir: t.TempDir(), Timeout: 5 * time.Second, Attempts: 1})
 	must(t, err)
 	mgr, _, err := health.NewManager(c.ctx, c.api.Config, health.ManagerOptions{

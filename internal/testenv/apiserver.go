@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // APIServerOptions configures [StartAPIServer].
@@ -47,6 +50,10 @@ type APIServer struct {
 // No kubelet or controller-manager runs: a test plays them by writing status.
 func StartAPIServer(t testing.TB, opts APIServerOptions) *APIServer {
 	t.Helper()
+	// controller-runtime (envtest, clients, controllers under test) prints
+	// a goroutine trace when its logger was never set; tests read their own
+	// servers' logs instead.
+	quietControllerRuntime.Do(func() { ctrllog.SetLogger(logr.Discard()) })
 	assets := KubebuilderAssets(t)
 	for _, p := range opts.CRDPaths {
 		if _, err := os.Stat(p); err != nil {
@@ -105,6 +112,8 @@ func StartAPIServer(t testing.TB, opts APIServerOptions) *APIServer {
 	t.Logf("kube-apiserver %s ready in %s (%d CRDs)", cfg.Host, time.Since(t0).Round(time.Millisecond), len(env.CRDs))
 	return a
 }
+
+var quietControllerRuntime sync.Once
 
 // InstallCRDs installs the CRDs in paths (files or directories) and waits
 // until the API server serves them.
