@@ -79,6 +79,8 @@ fuzz: ## run every fuzz target for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzParsePolicy$$' -fuzztime $(FUZZTIME) ./promotion/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./evidence/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./notifier/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./breakglass/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseEvidence$$' -fuzztime $(FUZZTIME) ./breakglass/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseImageID$$' -fuzztime $(FUZZTIME) ./health/
 	$(GO) test -run '^$$' -fuzz '^FuzzSetImageDigest$$' -fuzztime $(FUZZTIME) ./overlay/
 	$(GO) test -run '^$$' -fuzz '^FuzzPinImage$$' -fuzztime $(FUZZTIME) ./overlay/

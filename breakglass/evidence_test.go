@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-func resumedRecord(t *testing.T) *Record {
+func resumedRecord(t testing.TB) *Record {
 	t.Helper()
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	return &Record{SchemaVersion: SchemaVersion, App: "web", Environment: "production", Controller: ArgoCD, State: Resumed,
