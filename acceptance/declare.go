@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -48,7 +49,7 @@ type Declaration struct {
 }
 
 // Declare renders the application, applies every policy rule and builds the
-// Acceptance. Refusals are a *policy.Refusal, bad input a *render.InputError.
+// Acceptance. Refusals are a *policy.Refusal, bad input a *exitcode.InvalidInput.
 func Declare(ctx context.Context, req Request) (*Declaration, error) {
 	app, err := render.Open(ctx, req.Render)
 	if err != nil {
@@ -78,7 +79,7 @@ func Declare(ctx context.Context, req Request) (*Declaration, error) {
 		return nil, err
 	}
 	if d.Hash, err = render.Hash(d.Objects); err != nil {
-		return nil, &render.InputError{File: app.RelDir(), Err: err}
+		return nil, &exitcode.InvalidInput{File: app.RelDir(), Err: err}
 	}
 	d.Acceptance = d.build(req)
 	return d, nil
@@ -98,7 +99,7 @@ func loadAllowList(fsys *render.ConfinedFS, file string) (*policy.AllowList, err
 	}
 	a, err := policy.ParseAllowList(data, file)
 	if err != nil {
-		return nil, &render.InputError{File: file, Err: err}
+		return nil, &exitcode.InvalidInput{File: file, Err: err}
 	}
 	return a, nil
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -37,10 +38,9 @@ const (
 	defaultFluxNamespace = "flux-system"
 )
 
-// RefusedError is a pause or resume that must not happen, with guidance.
-type RefusedError struct{ Msg string }
-
-func (e *RefusedError) Error() string { return e.Msg }
+// RuleController refuses a pause or resume that must not happen, with
+// guidance (exitcode.Refusal.Rule).
+const RuleController = "breakglass-controller"
 
 // ConflictError is a pause that lost the race to another writer (the
 // resourceVersion precondition failed).
@@ -98,7 +98,7 @@ func Get(ctx context.Context, c client.Client, t Target) (*unstructured.Unstruct
 	u.SetGroupVersionKind(t.gvk())
 	if err := c.Get(ctx, types.NamespacedName{Namespace: t.namespace(), Name: t.Name}, u); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, &RefusedError{fmt.Sprintf("%s not found: name the controller object with --name/--namespace", t)}
+			return nil, exitcode.Refuse(RuleController, "%s not found: name the controller object with --name/--namespace", t)
 		}
 		return nil, fmt.Errorf("read %s: %w", t, err)
 	}
@@ -120,7 +120,7 @@ func Pause(ctx context.Context, c client.Client, req Request) (*Record, error) {
 		return nil, err
 	}
 	if ticket, ok := u.GetAnnotations()[AnnotationTicket]; ok {
-		return nil, &RefusedError{fmt.Sprintf("%s is already paused (annotation %s: %s)", t, AnnotationTicket, ticket)}
+		return nil, exitcode.Refuse(RuleController, "%s is already paused (annotation %s: %s)", t, AnnotationTicket, ticket)
 	}
 	rec := &Record{SchemaVersion: SchemaVersion, App: req.App, Environment: req.Env, Controller: t.Controller, State: Paused,
 		Object:   Ref{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion()},
@@ -130,7 +130,7 @@ func Pause(ctx context.Context, c client.Client, req Request) (*Record, error) {
 	case ArgoCD:
 		auto, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "syncPolicy", "automated")
 		if !found || auto == nil {
-			return nil, &RefusedError{fmt.Sprintf("%s has no spec.syncPolicy.automated: it does not sync by itself, nothing to pause", t)}
+			return nil, exitcode.Refuse(RuleController, "%s has no spec.syncPolicy.automated: it does not sync by itself, nothing to pause", t)
 		}
 		if rec.Restore, err = json.Marshal(auto); err != nil {
 			return nil, fmt.Errorf("%s spec.syncPolicy.automated: %w", t, err)
@@ -139,7 +139,7 @@ func Pause(ctx context.Context, c client.Client, req Request) (*Record, error) {
 		spec["syncPolicy"] = map[string]any{"automated": nil}
 	case Flux:
 		if s, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend"); s {
-			return nil, &RefusedError{fmt.Sprintf("%s is already suspended (spec.suspend: true): someone paused it outside throughline", t)}
+			return nil, exitcode.Refuse(RuleController, "%s is already suspended (spec.suspend: true): someone paused it outside throughline", t)
 		}
 		rec.SourceRevision, _, _ = unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
 		if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "suspend"); found {
@@ -265,7 +265,7 @@ func restorers(ctx context.Context, c client.Client, u *unstructured.Unstructure
 			continue
 		}
 		if t.Controller == Flux && o.Kind == "Kustomization" {
-			return &RefusedError{fmt.Sprintf("%s is owned by Kustomization %s, which would restore spec.suspend: pause the parent first", t, o.Name)}
+			return exitcode.Refuse(RuleController, "%s is owned by Kustomization %s, which would restore spec.suspend: pause the parent first", t, o.Name)
 		}
 	}
 	labels, annots := u.GetLabels(), u.GetAnnotations()
@@ -278,12 +278,12 @@ func restorers(ctx context.Context, c client.Client, u *unstructured.Unstructure
 			}
 		}
 		if parent != "" {
-			return &RefusedError{fmt.Sprintf("%s is managed by the parent Application %q (app-of-apps: %s / %s), whose next sync restores spec.syncPolicy. "+
-				"Pause the parent first (throughline breakglass pause for its app), or ignore /spec/syncPolicy of this child in the parent's ignoreDifferences", t, parent, ArgoInstanceLabel, ArgoTrackingIDAnnot)}
+			return exitcode.Refuse(RuleController, "%s is managed by the parent Application %q (app-of-apps: %s / %s), whose next sync restores spec.syncPolicy. "+
+				"Pause the parent first (throughline breakglass pause for its app), or ignore /spec/syncPolicy of this child in the parent's ignoreDifferences", t, parent, ArgoInstanceLabel, ArgoTrackingIDAnnot)
 		}
 	case Flux:
 		if p := labels[FluxParentNameLabel]; p != "" {
-			return &RefusedError{fmt.Sprintf("%s is applied by the parent Kustomization %q (label %s), whose next reconcile restores spec.suspend: pause the parent first", t, p, FluxParentNameLabel)}
+			return exitcode.Refuse(RuleController, "%s is applied by the parent Kustomization %q (label %s), whose next reconcile restores spec.suspend: pause the parent first", t, p, FluxParentNameLabel)
 		}
 	}
 	return nil
@@ -331,13 +331,13 @@ func applicationSetLetsGo(ctx context.Context, c client.Client, app *unstructure
 	if ignores && preserves[AnnotationTicket] && preserves[AnnotationExpiresAt] {
 		return nil
 	}
-	return &RefusedError{fmt.Sprintf("%s is owned by ApplicationSet %s: the ApplicationSet controller would restore spec.syncPolicy within seconds "+
+	return exitcode.Refuse(RuleController, "%s is owned by ApplicationSet %s: the ApplicationSet controller would restore spec.syncPolicy within seconds "+
 		"(and strip the break-glass annotations). Pause it through the ApplicationSet: add to ApplicationSet %s/%s\n"+
 		"  spec:\n    ignoreApplicationDifferences:\n      - name: %s\n        jsonPointers: [/spec/syncPolicy]\n"+
 		"    preservedFields:\n      annotations: [%s, %s]\n"+
 		"then pause again (found: ignores /spec/syncPolicy: %t; preserves %s: %t, %s: %t)",
 		appName, name, app.GetNamespace(), name, app.GetName(), AnnotationTicket, AnnotationExpiresAt,
-		ignores, AnnotationTicket, preserves[AnnotationTicket], AnnotationExpiresAt, preserves[AnnotationExpiresAt])}
+		ignores, AnnotationTicket, preserves[AnnotationTicket], AnnotationExpiresAt, preserves[AnnotationExpiresAt])
 }
 
 type objectID struct {

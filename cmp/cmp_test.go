@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/cmp"
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -131,7 +132,7 @@ func TestGenerateSourcePathMismatch(t *testing.T) {
 		WorkDir: filepath.Join(root, appPath),
 		Env:     cmp.Env{SourcePath: "apps/other"},
 	})
-	if !render.IsInputError(err) || !strings.Contains(err.Error(), "ARGOCD_APP_SOURCE_PATH") {
+	if !errors.Is(err, exitcode.ErrInvalid) || !strings.Contains(err.Error(), "ARGOCD_APP_SOURCE_PATH") {
 		t.Errorf("got %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -36,7 +37,7 @@ type Result struct {
 }
 
 // Generate renders the application Argo CD asked for. Refusals are a
-// *policy.Refusal, bad input a *render.InputError; either way no manifests
+// *policy.Refusal, bad input a *exitcode.InvalidInput; either way no manifests
 // are returned.
 func Generate(ctx context.Context, opts Options) (*Result, error) {
 	wd, err := filepath.Abs(opts.WorkDir)
@@ -48,14 +49,14 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 	}
 	root, err := render.RootFromSourcePath(wd, opts.Env.SourcePath)
 	if err != nil {
-		return nil, &render.InputError{File: opts.Env.SourcePath, Err: fmt.Errorf("%s: %w", EnvAppSourcePath, err)}
+		return nil, &exitcode.InvalidInput{File: opts.Env.SourcePath, Err: fmt.Errorf("%s: %w", EnvAppSourcePath, err)}
 	}
 	var key string
 	if opts.Cache != nil {
 		key = appKey(opts.Version, opts.Env)
 		fsys, err := render.NewConfinedFS(root, opts.MaxFileSize, nil)
 		if err != nil {
-			return nil, &render.InputError{Err: err}
+			return nil, &exitcode.InvalidInput{Err: err}
 		}
 		if e, ok := opts.Cache.lookup(key, fsys); ok && e.Renderer == opts.Version {
 			e.Acceptance.Spec.SourceRevision = opts.Env.Revision

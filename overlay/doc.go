@@ -13,6 +13,6 @@
 // references the way kustomize's images: matches them.
 //
 // The package reads and writes no files and does not log: callers pass the
-// bytes and write the result. Errors about the input are *render.InputError
+// bytes and write the result. Errors about the input are *exitcode.InvalidInput
 // naming the file.
 package overlay

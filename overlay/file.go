@@ -10,9 +10,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	yaml "sigs.k8s.io/kustomize/kyaml/yaml"
-
-	"github.com/throughline-dev/throughline/render"
 )
 
 // File is a YAML file being edited in place: its text, its parsed documents
@@ -49,7 +48,7 @@ func (e *NotCleanError) Unwrap() error { return e.Err }
 
 // Parse parses data, the content of the file name (used in errors only),
 // into its YAML documents. A document that does not parse is a
-// *render.InputError naming the file.
+// *exitcode.InvalidInput naming the file.
 func Parse(name string, data []byte) (*File, error) {
 	f := &File{name: name, data: data}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -58,7 +57,7 @@ func Parse(name string, data []byte) (*File, error) {
 		if err := dec.Decode(&n); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
-			return nil, &render.InputError{File: name, Err: err}
+			return nil, &exitcode.InvalidInput{File: name, Err: err}
 		}
 		f.docs = append(f.docs, &n)
 	}

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	yaml "sigs.k8s.io/kustomize/kyaml/yaml"
-
-	"github.com/throughline-dev/throughline/render"
 )
 
 // Kustomization is a kustomization file being edited in place: a File of
@@ -18,14 +17,14 @@ type Kustomization struct {
 }
 
 // ParseKustomization parses data, the kustomization file name, which must
-// be one YAML mapping (a *render.InputError otherwise).
+// be one YAML mapping (a *exitcode.InvalidInput otherwise).
 func ParseKustomization(name string, data []byte) (*Kustomization, error) {
 	f, err := Parse(name, data)
 	if err != nil {
 		return nil, err
 	}
 	if len(f.docs) != 1 || len(f.docs[0].Content) != 1 || f.docs[0].Content[0].Kind != yaml.MappingNode {
-		return nil, &render.InputError{File: name, Err: errors.New("a kustomization must be one YAML mapping")}
+		return nil, &exitcode.InvalidInput{File: name, Err: errors.New("a kustomization must be one YAML mapping")}
 	}
 	k := &Kustomization{File: f, root: f.docs[0].Content[0]}
 	k.imagesKey, k.images = mapLookup(k.root, "images")
@@ -103,7 +102,7 @@ func (e *ImageEntry) Field(key string) (string, bool) {
 // stays a string). The entry must be a block mapping.
 func (e *ImageEntry) Set(key, value string) (old string, replaced bool, err error) {
 	if !e.Block() || len(e.node.Content) == 0 {
-		return "", false, &render.InputError{File: e.file.name, Err: fmt.Errorf("images[%d] must be a block mapping to be edited in place", e.Index)}
+		return "", false, &exitcode.InvalidInput{File: e.file.name, Err: fmt.Errorf("images[%d] must be a block mapping to be edited in place", e.Index)}
 	}
 	if _, v := mapLookup(e.node, key); v != nil {
 		old = v.Value
@@ -130,10 +129,10 @@ func (k *Kustomization) AppendImages(entries []NewImage) error {
 		return nil
 	}
 	if !k.ImagesEditable() {
-		return &render.InputError{File: k.name, Err: errors.New("images: must be a block sequence to append entries")}
+		return &exitcode.InvalidInput{File: k.name, Err: errors.New("images: must be a block sequence to append entries")}
 	}
 	if k.imagesKey != nil && k.imagesKey.Line == 0 {
-		return &render.InputError{File: k.name, Err: errors.New("images: was added by an earlier AppendImages; append every entry in one call")}
+		return &exitcode.InvalidInput{File: k.name, Err: errors.New("images: was added by an earlier AppendImages; append every entry in one call")}
 	}
 	var items []*yaml.Node
 	for _, e := range entries {
@@ -255,12 +254,12 @@ func SetImageDigest(data []byte, file, name, tag, digest string) ([]byte, bool, 
 	}
 	e := k.ImageFor(name)
 	if e == nil || !e.Block() {
-		return nil, false, &render.InputError{File: file, Err: fmt.Errorf("images: has no block entry for %s: the target overlay must pin the artifact with an images: entry (throughline pin adds one)", name)}
+		return nil, false, &exitcode.InvalidInput{File: file, Err: fmt.Errorf("images: has no block entry for %s: the target overlay must pin the artifact with an images: entry (throughline pin adds one)", name)}
 	}
 	key, value := "digest", digest
 	if _, ok := e.Field("digest"); !ok {
 		if _, ok := e.Field("newTag"); !ok {
-			return nil, false, &render.InputError{File: file, Err: fmt.Errorf("images[%d] %s has neither newTag nor digest", e.Index, name)}
+			return nil, false, &exitcode.InvalidInput{File: file, Err: fmt.Errorf("images[%d] %s has neither newTag nor digest", e.Index, name)}
 		}
 		if tag == "" {
 			tag = "latest"

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/throughline-dev/throughline/render"
+	"github.com/throughline-dev/throughline/exitcode"
 )
 
 const (
@@ -19,7 +19,7 @@ func TestSetImageDigest(t *testing.T) {
 		want                 string // "" with changed false: data unchanged
 		changed              bool
 		err                  string // substring of the error; "" for none
-		input                bool   // the error is a *render.InputError
+		input                bool   // the error is a *exitcode.InvalidInput
 	}{
 		{
 			name:  "keeps comments and single quotes",
@@ -103,9 +103,9 @@ func TestSetImageDigest(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want one containing %q", err, tc.err)
 				}
-				var ie *render.InputError
+				var ie *exitcode.InvalidInput
 				if errors.As(err, &ie) != tc.input {
-					t.Fatalf("error %v: *render.InputError %v, want %v", err, !tc.input, tc.input)
+					t.Fatalf("error %v: *exitcode.InvalidInput %v, want %v", err, !tc.input, tc.input)
 				}
 				return
 			}

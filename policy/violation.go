@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/throughline-dev/throughline/exitcode"
 )
 
 // Rule names a refusal.
@@ -62,6 +64,12 @@ func (r *Refusal) Error() string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// ExitCode is exitcode.Refused: a policy refusal is a refusal.
+func (r *Refusal) ExitCode() int { return exitcode.Refused }
+
+// Is matches exitcode.ErrRefused.
+func (r *Refusal) Is(target error) bool { return target == exitcode.ErrRefused }
 
 func sortViolations(vs []Violation) {
 	sort.SliceStable(vs, func(i, j int) bool {

@@ -9,11 +9,12 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/render"
 )
 
 // TestBadInput feeds the renderer what a hostile or broken repository holds.
-// Each case must fail with an *InputError naming the file, never panic, and
+// Each case must fail with an *exitcode.InvalidInput naming the file, never panic, and
 // never let content from outside the root reach the error.
 func TestBadInput(t *testing.T) {
 	const secret = "TOP-SECRET-OUTSIDE-THE-ROOT"
@@ -115,8 +116,8 @@ func TestBadInput(t *testing.T) {
 				t.Fatal("rendered without error")
 			}
 			t.Logf("error: %v", err)
-			if !render.IsInputError(err) {
-				t.Errorf("error is not an InputError: %T %v", err, err)
+			if !errors.Is(err, exitcode.ErrInvalid) {
+				t.Errorf("error is not an invalid-input error: %T %v", err, err)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %q does not contain %q", err, tc.want)

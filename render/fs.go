@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -113,12 +114,12 @@ func (c *ConfinedFS) resolve(p string) (string, error) {
 func (c *ConfinedFS) resolveStat(p string) (string, fs.FileInfo, error) {
 	p = c.abs(p)
 	if !c.within(p) {
-		return "", nil, &InputError{File: p, Err: ErrOutsideRoot}
+		return "", nil, &exitcode.InvalidInput{File: p, Err: ErrOutsideRoot}
 	}
 	resolved, fi, err := c.evalSymlinks(p)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			return "", nil, &InputError{File: c.Rel(p), Err: err}
+			return "", nil, &exitcode.InvalidInput{File: c.Rel(p), Err: err}
 		}
 		// Resolve the deepest ancestor that exists and re-attach the rest.
 		dir, rest := p, ""
@@ -131,12 +132,12 @@ func (c *ConfinedFS) resolveStat(p string) (string, fs.FileInfo, error) {
 				break
 			}
 			if parent == filepath.Dir(parent) {
-				return "", nil, &InputError{File: c.Rel(p), Err: err}
+				return "", nil, &exitcode.InvalidInput{File: c.Rel(p), Err: err}
 			}
 		}
 	}
 	if !c.within(resolved) {
-		return "", nil, &InputError{File: c.Rel(p), Err: ErrOutsideRoot}
+		return "", nil, &exitcode.InvalidInput{File: c.Rel(p), Err: ErrOutsideRoot}
 	}
 	return resolved, fi, nil
 }
@@ -195,36 +196,36 @@ func (c *ConfinedFS) readFile(p string) ([]byte, error) {
 	// Stat before opening: opening a named pipe would block.
 	if fi == nil {
 		if fi, err = os.Stat(r); err != nil {
-			return nil, &InputError{File: c.Rel(c.abs(p)), Err: err}
+			return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: err}
 		}
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &InputError{File: c.Rel(c.abs(p)), Err: fmt.Errorf("not a regular file (%s)", fi.Mode().Type())}
+		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: fmt.Errorf("not a regular file (%s)", fi.Mode().Type())}
 	}
 	if fi.Size() > c.maxFileSize {
-		return nil, &InputError{File: c.Rel(c.abs(p)), Err: fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, fi.Size(), c.maxFileSize)}
+		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, fi.Size(), c.maxFileSize)}
 	}
 	f, err := os.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, &InputError{File: c.Rel(c.abs(p)), Err: err}
+		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: err}
 	}
 	defer f.Close()
 	if fi2, err := f.Stat(); err != nil || !os.SameFile(fi, fi2) {
-		return nil, &InputError{File: c.Rel(c.abs(p)), Err: errors.New("file changed while it was read")}
+		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: errors.New("file changed while it was read")}
 	}
 	// Sized from the stat: one allocation; a file that grew is still cut
 	// at the limit.
 	var buf bytes.Buffer
 	buf.Grow(int(fi.Size()) + bytes.MinRead)
 	if _, err := buf.ReadFrom(io.LimitReader(f, c.maxFileSize+1)); err != nil {
-		return nil, &InputError{File: c.Rel(c.abs(p)), Err: err}
+		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: err}
 	}
 	data := buf.Bytes()
 	if int64(len(data)) > c.maxFileSize {
-		return nil, &InputError{File: c.Rel(c.abs(p)), Err: fmt.Errorf("%w: limit %d bytes", ErrTooLarge, c.maxFileSize)}
+		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: fmt.Errorf("%w: limit %d bytes", ErrTooLarge, c.maxFileSize)}
 	}
 	if total := c.totalRead.Add(int64(len(data))); total > DefaultMaxTotalRead {
-		return nil, &InputError{File: c.Rel(c.abs(p)), Err: fmt.Errorf("%w: the render read more than %d bytes in all", ErrTooLarge, DefaultMaxTotalRead)}
+		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: fmt.Errorf("%w: the render read more than %d bytes in all", ErrTooLarge, DefaultMaxTotalRead)}
 	}
 	return data, nil
 }
@@ -284,7 +285,7 @@ func (c *ConfinedFS) readDir(p string) ([]string, error) {
 	}
 	names, err := c.disk.ReadDir(r)
 	if err != nil {
-		return nil, &InputError{File: c.Rel(c.abs(p)), Err: err}
+		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: err}
 	}
 	sort.Strings(names)
 	return names, nil
@@ -305,20 +306,20 @@ func (c *ConfinedFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) 
 func (c *ConfinedFS) cleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
 	abs := c.abs(p)
 	if !c.within(abs) {
-		return "", "", &InputError{File: abs, Err: ErrOutsideRoot}
+		return "", "", &exitcode.InvalidInput{File: abs, Err: ErrOutsideRoot}
 	}
 	// Like kyaml's on-disk CleanedAbs (which calls log.Fatalf on surprises),
 	// with the directory resolution memoized.
 	resolved, fi, err := c.evalSymlinks(abs)
 	if err != nil {
-		return "", "", &InputError{File: c.Rel(abs), Err: err}
+		return "", "", &exitcode.InvalidInput{File: c.Rel(abs), Err: err}
 	}
 	if !c.within(resolved) {
-		return "", "", &InputError{File: c.Rel(abs), Err: ErrOutsideRoot}
+		return "", "", &exitcode.InvalidInput{File: c.Rel(abs), Err: ErrOutsideRoot}
 	}
 	if fi == nil {
 		if fi, err = os.Stat(resolved); err != nil {
-			return "", "", &InputError{File: c.Rel(abs), Err: err}
+			return "", "", &exitcode.InvalidInput{File: c.Rel(abs), Err: err}
 		}
 	}
 	if fi.IsDir() {
@@ -331,7 +332,7 @@ func (c *ConfinedFS) cleanedAbs(p string) (filesys.ConfirmedDir, string, error) 
 func (c *ConfinedFS) Glob(pattern string) ([]string, error) {
 	matches, err := c.disk.Glob(c.abs(pattern))
 	if err != nil {
-		return nil, &InputError{File: c.Rel(c.abs(pattern)), Err: err}
+		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(pattern)), Err: err}
 	}
 	var out []string
 	for _, m := range matches {
@@ -372,7 +373,7 @@ func (c *ConfinedFS) RemoveAll(p string) error { return c.readOnly(p) }
 func (c *ConfinedFS) WriteFile(p string, _ []byte) error { return c.readOnly(p) }
 
 func (c *ConfinedFS) readOnly(p string) error {
-	return &InputError{File: c.Rel(c.abs(p)), Err: ErrReadOnly}
+	return &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: ErrReadOnly}
 }
 
 // Trace records every probe a render makes of the filesystem (reads, existence

@@ -3,10 +3,12 @@ package render_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/gowebpki/jcs"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -28,8 +30,8 @@ func FuzzDecodeManifests(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		objs, err := render.DecodeManifests(data, "fuzz.yaml")
 		if err != nil {
-			if !render.IsInputError(err) {
-				t.Fatalf("error is not an InputError: %v", err)
+			if !errors.Is(err, exitcode.ErrInvalid) {
+				t.Fatalf("error is not an invalid-input error: %v", err)
 			}
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -67,10 +68,10 @@ func (o Object) ID() ID {
 // DecodeManifests parses a YAML or JSON stream (one or more documents) from
 // file into objects. Empty documents are skipped and v1 Lists are expanded.
 // Every document must be a mapping with apiVersion, kind and metadata.name;
-// anything else is an *InputError naming the file and document.
+// anything else is an *exitcode.InvalidInput naming the file and document.
 func DecodeManifests(data []byte, file string) ([]Object, error) {
 	if bytes.IndexByte(data, 0) >= 0 {
-		return nil, &InputError{File: file, Err: errors.New("binary file: not YAML or JSON")}
+		return nil, &exitcode.InvalidInput{File: file, Err: errors.New("binary file: not YAML or JSON")}
 	}
 	nodes, err := (&kio.ByteReader{
 		Reader:                bytes.NewReader(data),
@@ -78,7 +79,7 @@ func DecodeManifests(data []byte, file string) ([]Object, error) {
 		PreserveSeqIndent:     false,
 	}).Read()
 	if err != nil {
-		return nil, &InputError{File: file, Err: fmt.Errorf("parsing YAML: %w", err)}
+		return nil, &exitcode.InvalidInput{File: file, Err: fmt.Errorf("parsing YAML: %w", err)}
 	}
 	var out []Object
 	for i, n := range nodes {
@@ -86,14 +87,14 @@ func DecodeManifests(data []byte, file string) ([]Object, error) {
 			continue
 		}
 		if n.YNode().Kind != yaml.MappingNode {
-			return nil, &InputError{File: file, Err: fmt.Errorf("document %d: not a mapping", i+1)}
+			return nil, &exitcode.InvalidInput{File: file, Err: fmt.Errorf("document %d: not a mapping", i+1)}
 		}
 		m, err := n.Map()
 		if err == nil {
 			err = stringKeys(m, "")
 		}
 		if err != nil {
-			return nil, &InputError{File: file, Err: fmt.Errorf("document %d: %w", i+1, err)}
+			return nil, &exitcode.InvalidInput{File: file, Err: fmt.Errorf("document %d: %w", i+1, err)}
 		}
 		objs, err := expandList(m, file, i+1)
 		if err != nil {
@@ -140,7 +141,7 @@ func expandList(m map[string]any, file string, doc int) ([]Object, error) {
 		for j, it := range items {
 			im, ok := it.(map[string]any)
 			if !ok {
-				return nil, &InputError{File: file, Err: fmt.Errorf("document %d: items[%d]: not a mapping", doc, j)}
+				return nil, &exitcode.InvalidInput{File: file, Err: fmt.Errorf("document %d: items[%d]: not a mapping", doc, j)}
 			}
 			objs, err := expandList(im, file, doc)
 			if err != nil {
@@ -152,7 +153,7 @@ func expandList(m map[string]any, file string, doc int) ([]Object, error) {
 	}
 	o := Object{Map: m, Source: file}
 	if err := validateIdentity(o); err != nil {
-		return nil, &InputError{File: file, Err: fmt.Errorf("document %d: %w", doc, err)}
+		return nil, &exitcode.InvalidInput{File: file, Err: fmt.Errorf("document %d: %w", doc, err)}
 	}
 	return []Object{o}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
@@ -81,7 +82,7 @@ type HelmChart struct {
 func Open(ctx context.Context, opts Options) (*App, error) {
 	fsys, err := NewConfinedFS(opts.Root, opts.MaxFileSize, opts.Trace)
 	if err != nil {
-		return nil, &InputError{Err: err}
+		return nil, &exitcode.InvalidInput{Err: err}
 	}
 	dir := opts.Path
 	if !filepath.IsAbs(dir) {
@@ -89,16 +90,16 @@ func Open(ctx context.Context, opts Options) (*App, error) {
 	}
 	dir, err = filepath.Abs(dir)
 	if err != nil {
-		return nil, &InputError{File: opts.Path, Err: err}
+		return nil, &exitcode.InvalidInput{File: opts.Path, Err: err}
 	}
 	if resolved, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = resolved
 	}
 	if _, err := fsys.resolve(dir); err != nil {
-		return nil, &InputError{File: opts.Path, Err: fmt.Errorf("application directory is not inside the repository root %s: %w", fsys.Root(), ErrOutsideRoot)}
+		return nil, &exitcode.InvalidInput{File: opts.Path, Err: fmt.Errorf("application directory is not inside the repository root %s: %w", fsys.Root(), ErrOutsideRoot)}
 	}
 	if !fsys.IsDir(dir) {
-		return nil, &InputError{File: fsys.Rel(dir), Err: errors.New("application path is not a directory")}
+		return nil, &exitcode.InvalidInput{File: fsys.Rel(dir), Err: errors.New("application path is not a directory")}
 	}
 	app := &App{FS: fsys, Dir: dir, Mode: ModeDirectory}
 	if kfile := findKustomizationFile(fsys, dir); kfile != "" {
@@ -142,7 +143,7 @@ func (a *App) inspect(ctx context.Context, dir string, seen map[string]bool) err
 	}
 	var k types.Kustomization
 	if err := sigyaml.Unmarshal(data, &k); err != nil {
-		return &InputError{File: rel, Err: fmt.Errorf("parsing kustomization: %w", err)}
+		return &exitcode.InvalidInput{File: rel, Err: fmt.Errorf("parsing kustomization: %w", err)}
 	}
 	k.FixKustomization()
 	// Reserve this file's place first so the app's own kustomization leads.
@@ -251,7 +252,7 @@ func (a *App) Remote() []RemoteResource {
 var krustyMu sync.Mutex
 
 // Build renders the application into objects. It never fetches: a tree with
-// remote resources is refused with an *InputError (policy reports unpinned
+// remote resources is refused with an *exitcode.InvalidInput (policy reports unpinned
 // ones before this is called).
 func (a *App) Build(ctx context.Context) ([]Object, error) {
 	if err := ctx.Err(); err != nil {
@@ -261,7 +262,7 @@ func (a *App) Build(ctx context.Context) ([]Object, error) {
 	case ModeKustomize:
 		for _, k := range a.Kustomizations {
 			for _, r := range k.Remote {
-				return nil, &InputError{File: k.File, Err: fmt.Errorf("%s: remote resource %q: throughline renders only what is in the repository; vendor the base into the repository", r.Field, r.URL)}
+				return nil, &exitcode.InvalidInput{File: k.File, Err: fmt.Errorf("%s: remote resource %q: throughline renders only what is in the repository; vendor the base into the repository", r.Field, r.URL)}
 			}
 		}
 		return a.buildKustomization()
@@ -274,7 +275,7 @@ func (a *App) buildKustomization() (objs []Object, err error) {
 	kfile := a.FS.Rel(findKustomizationFile(a.FS, a.Dir))
 	defer func() {
 		if r := recover(); r != nil {
-			objs, err = nil, &InputError{File: kfile, Err: fmt.Errorf("kustomize panicked: %v", r)}
+			objs, err = nil, &exitcode.InvalidInput{File: kfile, Err: fmt.Errorf("kustomize panicked: %v", r)}
 		}
 	}()
 	opts := krusty.MakeDefaultOptions()
@@ -284,16 +285,16 @@ func (a *App) buildKustomization() (objs []Object, err error) {
 	resMap, err := krusty.MakeKustomizer(opts).Run(a.FS, a.Dir)
 	krustyMu.Unlock()
 	if err != nil {
-		return nil, &InputError{File: kfile, Err: &rootRelativeError{err: err, root: a.FS.Root()}}
+		return nil, &exitcode.InvalidInput{File: kfile, Err: &rootRelativeError{err: err, root: a.FS.Root()}}
 	}
 	for _, r := range resMap.Resources() {
 		m, err := r.Map()
 		if err != nil {
-			return nil, &InputError{File: kfile, Err: fmt.Errorf("reading rendered %s: %w", r.CurId(), err)}
+			return nil, &exitcode.InvalidInput{File: kfile, Err: fmt.Errorf("reading rendered %s: %w", r.CurId(), err)}
 		}
 		o := Object{Map: m, Source: kfile}
 		if err := validateIdentity(o); err != nil {
-			return nil, &InputError{File: kfile, Err: fmt.Errorf("rendered object: %w", err)}
+			return nil, &exitcode.InvalidInput{File: kfile, Err: fmt.Errorf("rendered object: %w", err)}
 		}
 		objs = append(objs, o)
 	}
@@ -335,7 +336,7 @@ func (a *App) readDirectory(ctx context.Context) ([]Object, error) {
 		if files > 0 {
 			what = fmt.Sprintf("%d manifest files but no objects", files)
 		}
-		return nil, &InputError{File: a.RelDir(), Err: fmt.Errorf("no manifests to render: %s and no kustomization", what)}
+		return nil, &exitcode.InvalidInput{File: a.RelDir(), Err: fmt.Errorf("no manifests to render: %s and no kustomization", what)}
 	}
 	return objs, nil
 }

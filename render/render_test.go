@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -143,8 +144,8 @@ func TestRemoteResourcesAreListedAndNeverFetched(t *testing.T) {
 		t.Errorf("remote resources:\n got %s\nwant %s", got, want)
 	}
 	_, err = app.Build(context.Background())
-	if !render.IsInputError(err) || !strings.Contains(err.Error(), "vendor the base") {
-		t.Fatalf("Build with remote resources: %v, want an InputError asking to vendor", err)
+	if !errors.Is(err, exitcode.ErrInvalid) || !strings.Contains(err.Error(), "vendor the base") {
+		t.Fatalf("Build with remote resources: %v, want an invalid-input error asking to vendor", err)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -174,7 +175,7 @@ func TestHistoryCountsOnlyProvenAcceptances(t *testing.T) {
 	// "previous".
 	for _, d := range []string{dC, dD} {
 		_, err := Pick(l, d, dB, "production")
-		var re *RefusedError
+		var re *exitcode.Refusal
 		if !errors.As(err, &re) || !strings.Contains(err.Error(), "claimed without proof") {
 			t.Errorf("pick %s: %v", d, err)
 		}
@@ -229,7 +230,7 @@ func TestCheckPrior(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := CheckPrior(ctx, h.repo, "main", tc.rec)
-			var re *RefusedError
+			var re *exitcode.Refusal
 			if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("want a refusal saying %q, got %v", tc.want, err)
 			}
@@ -264,7 +265,7 @@ func TestEvidenceChangedAfterAcceptance(t *testing.T) {
 	if !found {
 		t.Fatalf("unproven %+v: want A changed after the acceptance", l.Unproven)
 	}
-	var re *RefusedError
+	var re *exitcode.Refusal
 	if err := CheckPrior(ctx, h.repo, "main", claim); !errors.As(err, &re) || !strings.Contains(err.Error(), "was changed after the acceptance") {
 		t.Fatalf("check of a claim on rewritten evidence: %v", err)
 	}

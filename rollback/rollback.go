@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
@@ -78,10 +79,13 @@ type Log struct {
 	Attempts map[string]int
 }
 
-// RefusedError is a rollback target that may not be used.
-type RefusedError struct{ Msg string }
-
-func (e *RefusedError) Error() string { return e.Msg }
+// Rules of the rollback refusals (exitcode.Refusal.Rule).
+const (
+	// RuleTarget refuses a rollback target the environment never proved.
+	RuleTarget = "rollback-target"
+	// RulePriorAcceptance refuses a prior-acceptance claim Git does not back.
+	RulePriorAcceptance = "prior-acceptance"
+)
 
 // History reads, in the history of rev, every version of the record of app
 // in env and, where one says ACCEPTED, the evidence file it names in the
@@ -291,7 +295,7 @@ func changedSince(rev string, a *Accepted, f parsed, present bool) string {
 // record was ACCEPTED as the named attempt for this digest and the evidence
 // file agrees, with the revisions and rendered hash the claim repeats, and
 // the evidence at base still says so. A claim Git does not back is a
-// *RefusedError.
+// *exitcode.Refusal.
 func CheckPrior(ctx context.Context, repo *gitrepo.Repo, base string, rec *promotion.Record) error {
 	v := rec.VerifiedIn
 	if !v.IsPriorAcceptance() {
@@ -299,7 +303,7 @@ func CheckPrior(ctx context.Context, repo *gitrepo.Repo, base string, rec *promo
 	}
 	p := v.PriorAcceptance
 	refuse := func(format string, args ...any) error {
-		return &RefusedError{fmt.Sprintf("prior acceptance %s claimed by %s at %s: ", p.PromotionID, rec.PromotionID, short(p.Commit)) + fmt.Sprintf(format, args...)}
+		return &exitcode.Refusal{Rule: RulePriorAcceptance, Reason: fmt.Sprintf("prior acceptance %s claimed by %s at %s: ", p.PromotionID, rec.PromotionID, short(p.Commit)) + fmt.Sprintf(format, args...)}
 	}
 	if _, err := repo.Git(ctx, "merge-base", "--is-ancestor", p.Commit, base); err != nil {
 		return refuse("the commit is not in the history of the base %s (%v)", short(base), err)
@@ -360,14 +364,14 @@ func Pick(l *Log, to, current, env string) (Accepted, error) {
 				return a, nil
 			}
 		}
-		return Accepted{}, &RefusedError{fmt.Sprintf("no digest other than the current %s was ever ACCEPTED in %s with evidence: nothing to roll back to%s", current, env, unprovenNote(l.Unproven, ""))}
+		return Accepted{}, exitcode.Refuse(RuleTarget, "no digest other than the current %s was ever ACCEPTED in %s with evidence: nothing to roll back to%s", current, env, unprovenNote(l.Unproven, ""))
 	}
 	want := to
 	if !strings.HasPrefix(want, "sha256:") {
 		want = "sha256:" + want
 	}
 	if len(want) < len("sha256:")+12 {
-		return Accepted{}, &RefusedError{fmt.Sprintf("--to %q: want a digest sha256:<hex> (at least 12 hex digits) or %q", to, Previous)}
+		return Accepted{}, exitcode.Refuse(RuleTarget, "--to %q: want a digest sha256:<hex> (at least 12 hex digits) or %q", to, Previous)
 	}
 	var found []Accepted
 	for _, a := range hist {
@@ -377,12 +381,12 @@ func Pick(l *Log, to, current, env string) (Accepted, error) {
 	}
 	switch {
 	case len(found) == 0:
-		return Accepted{}, &RefusedError{fmt.Sprintf("%s was never ACCEPTED in %s (accepted there with evidence: %s): a rollback goes only to a digest the environment verified%s",
-			to, env, digests(hist), unprovenNote(l.Unproven, want))}
+		return Accepted{}, exitcode.Refuse(RuleTarget, "%s was never ACCEPTED in %s (accepted there with evidence: %s): a rollback goes only to a digest the environment verified%s",
+			to, env, digests(hist), unprovenNote(l.Unproven, want))
 	case len(found) > 1:
-		return Accepted{}, &RefusedError{fmt.Sprintf("--to %s names several accepted digests (%s): give more digits", to, digests(found))}
+		return Accepted{}, exitcode.Refuse(RuleTarget, "--to %s names several accepted digests (%s): give more digits", to, digests(found))
 	case found[0].Artifact.Digest == current:
-		return Accepted{}, &RefusedError{fmt.Sprintf("%s is already the desired digest of %s: nothing to roll back", current, env)}
+		return Accepted{}, exitcode.Refuse(RuleTarget, "%s is already the desired digest of %s: nothing to roll back", current, env)
 	}
 	return found[0], nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -22,7 +23,7 @@ func TestPick(t *testing.T) {
 	if p, err := Pick(hist, a[:12], "sha256:"+c, "prod"); err != nil || p.Artifact.Digest != "sha256:"+a {
 		t.Fatalf("prefix: %v %v", p, err)
 	}
-	var re *RefusedError
+	var re *exitcode.Refusal
 	for name, tc := range map[string]struct{ to, cur string }{
 		"never accepted": {"sha256:" + strings.Repeat("d", 64), "sha256:" + c},
 		"current":        {"sha256:" + c, "sha256:" + c},

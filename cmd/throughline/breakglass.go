@@ -22,6 +22,7 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/throughline-dev/throughline/breakglass"
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/forge"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/render"
@@ -71,13 +72,13 @@ func (b *breakglassFlags) add(cmd *cobra.Command) {
 
 func (b *breakglassFlags) check() error {
 	if b.repo == "" || b.app == "" || b.env == "" {
-		return usagef("--repo, --app and --env are required")
+		return exitcode.Usagef("--repo, --app and --env are required")
 	}
 	if b.controller != string(breakglass.ArgoCD) && b.controller != string(breakglass.Flux) {
-		return usagef("--controller %q: want argocd or flux", b.controller)
+		return exitcode.Usagef("--controller %q: want argocd or flux", b.controller)
 	}
 	if b.operator == "" {
-		return usagef("--operator is required (no $USER)")
+		return exitcode.Usagef("--operator is required (no $USER)")
 	}
 	return nil
 }
@@ -118,7 +119,7 @@ func readBreakglass(ctx context.Context, r *promoteRepo, rev, app, env string) (
 	}
 	rec, err := breakglass.Parse(file, data)
 	if err != nil {
-		return nil, &render.InputError{File: file, Err: err}
+		return nil, &exitcode.InvalidInput{File: file, Err: err}
 	}
 	return rec, nil
 }
@@ -157,7 +158,7 @@ func openActivePause(ctx context.Context, bf *breakglassFlags, why string) (*pau
 		return nil, err
 	}
 	if !ps.rec.Active() {
-		return nil, &refusedError{fmt.Sprintf("%s/%s has no active pause record (%s on %s): %s",
+		return nil, &exitcode.Refusal{Rule: "breakglass", Reason: fmt.Sprintf("%s/%s has no active pause record (%s on %s): %s",
 			bf.app, bf.env, breakglass.Path(bf.env, bf.app), ps.repo.base, why)}
 	}
 	return ps, nil
@@ -193,13 +194,9 @@ func commitBreakglassFiles(ctx context.Context, r *promoteRepo, rec *breakglass.
 }
 
 func breakglassError(err error) error {
-	var re *breakglass.RefusedError
 	var ce *breakglass.ConflictError
-	switch {
-	case errors.As(err, &re):
-		return &refusedError{re.Msg}
-	case errors.As(err, &ce):
-		return &refusedError{ce.Error()}
+	if errors.As(err, &ce) {
+		return &exitcode.Refusal{Rule: breakglass.RuleController, Err: err}
 	}
 	return err
 }
@@ -231,7 +228,7 @@ one is active is refused.`,
 				return err
 			}
 			if ticket == "" || expires <= 0 {
-				return usagef("--ticket and a positive --expires are required")
+				return exitcode.Usagef("--ticket and a positive --expires are required")
 			}
 			ctx := cmd.Context()
 			ps, err := openPause(ctx, &bf)
@@ -240,7 +237,7 @@ one is active is refused.`,
 			}
 			r := ps.repo
 			if prev := ps.rec; prev.Active() {
-				return &refusedError{fmt.Sprintf("%s/%s is already paused by %s (ticket %s, until %s): see %s", bf.app, bf.env, prev.Operator, prev.Ticket,
+				return &exitcode.Refusal{Rule: "breakglass", Reason: fmt.Sprintf("%s/%s is already paused by %s (ticket %s, until %s): see %s", bf.app, bf.env, prev.Operator, prev.Ticket,
 					prev.ExpiresAt.Format(time.RFC3339), breakglass.Path(bf.env, bf.app))}
 			}
 			c, err := bf.client()
@@ -257,7 +254,7 @@ one is active is refused.`,
 				bf.app, bf.env, ticket, bf.operator, rec.ExpiresAt.Format(time.RFC3339), rec.SourceRevision)
 			sha, err := commitBreakglass(ctx, r, rec, msg, func(prev *breakglass.Record) error {
 				if prev.Active() {
-					return &refusedError{fmt.Sprintf("%s/%s was paused first by %s (ticket %s)", bf.app, bf.env, prev.Operator, prev.Ticket)}
+					return &exitcode.Refusal{Rule: "breakglass", Reason: fmt.Sprintf("%s/%s was paused first by %s (ticket %s)", bf.app, bf.env, prev.Operator, prev.Ticket)}
 				}
 				return nil
 			})
@@ -314,7 +311,7 @@ exception (reconciliation restored at T, objects watched, none flapping).`,
 				return err
 			}
 			if force && reason == "" {
-				return usagef("--force needs --reason (it is recorded)")
+				return exitcode.Usagef("--force needs --reason (it is recorded)")
 			}
 			ctx := cmd.Context()
 			ps, err := openActivePause(ctx, &bf, "it is not paused, nothing to resume")
@@ -356,7 +353,7 @@ exception (reconciliation restored at T, objects watched, none flapping).`,
 			msg += "Evidence: " + evPath + "\n"
 			sha, err := commitBreakglassFiles(ctx, r, rec, map[string][]byte{evPath: evidence}, msg, func(prev *breakglass.Record) error {
 				if !prev.Active() {
-					return &refusedError{fmt.Sprintf("%s/%s was resumed by someone else meanwhile", bf.app, bf.env)}
+					return &exitcode.Refusal{Rule: "breakglass", Reason: fmt.Sprintf("%s/%s was resumed by someone else meanwhile", bf.app, bf.env)}
 				}
 				return nil
 			})
@@ -367,7 +364,7 @@ exception (reconciliation restored at T, objects watched, none flapping).`,
 			fmt.Fprintf(stdout, "resumed %s (%s/%s) at %s; recorded %s and the evidence %s at %s\n", bf.target(), bf.app, bf.env,
 				restored.At.Format(time.RFC3339), breakglass.Path(bf.env, bf.app), evPath, sha)
 			if len(flapping) > 0 {
-				return &refusedError{fmt.Sprintf("resumed, but objects were written back and forth while watched for %s (something fights the desired state; recorded): %s",
+				return &exitcode.Refusal{Rule: "breakglass", Reason: fmt.Sprintf("resumed, but objects were written back and forth while watched for %s (something fights the desired state; recorded): %s",
 					observe, strings.Join(flapping, "; "))}
 			}
 			return nil
@@ -384,7 +381,7 @@ exception (reconciliation restored at T, objects watched, none flapping).`,
 // write-back, or a refusal when there is none or it is not merged.
 func writebackMerged(ctx context.Context, r *promoteRepo, rec *breakglass.Record, base string) (string, error) {
 	if rec.Writeback == nil {
-		return "", &refusedError{fmt.Sprintf("%s/%s has no write-back: run throughline breakglass writeback and merge it, or resume with --force --reason", rec.App, rec.Environment)}
+		return "", &exitcode.Refusal{Rule: "breakglass", Reason: fmt.Sprintf("%s/%s has no write-back: run throughline breakglass writeback and merge it, or resume with --force --reason", rec.App, rec.Environment)}
 	}
 	if _, err := r.Git(ctx, "merge-base", "--is-ancestor", rec.Writeback.Commit, base); err == nil {
 		return base, nil
@@ -398,7 +395,7 @@ func writebackMerged(ctx context.Context, r *promoteRepo, rec *breakglass.Record
 			return base, nil
 		}
 	}
-	return "", &refusedError{fmt.Sprintf("the write-back %s (branch %s) is not merged into %s: merge it first, or resume with --force --reason",
+	return "", &exitcode.Refusal{Rule: "breakglass", Reason: fmt.Sprintf("the write-back %s (branch %s) is not merged into %s: merge it first, or resume with --force --reason",
 		rec.Writeback.Commit, rec.Writeback.Branch, r.base)}
 }
 
@@ -457,7 +454,7 @@ refused.`,
 				return err
 			}
 			if output != "text" && output != "json" {
-				return usagef("-o %q: want text or json", output)
+				return exitcode.Usagef("-o %q: want text or json", output)
 			}
 			fc, err := ff.client()
 			if err != nil {
@@ -501,7 +498,7 @@ refused.`,
 			msg := fmt.Sprintf("breakglass writeback %s in %s\n\nTicket: %s\nWriteback-Branch: %s\nWriteback-Commit: %s\n", bf.app, bf.env, rec.Ticket, res.Branch, res.Commit)
 			if _, err := commitBreakglass(ctx, r, rec, msg, func(prev *breakglass.Record) error {
 				if !prev.Active() {
-					return &refusedError{fmt.Sprintf("%s/%s was resumed meanwhile", bf.app, bf.env)}
+					return &exitcode.Refusal{Rule: "breakglass", Reason: fmt.Sprintf("%s/%s was resumed meanwhile", bf.app, bf.env)}
 				}
 				return nil
 			}); err != nil {
@@ -543,11 +540,11 @@ func sourceCommit(ctx context.Context, r *promoteRepo, rev string) (string, erro
 		rev = rev[i+1:]
 	}
 	if rev == "" {
-		return "", &refusedError{"the pause record has no source revision: the desired state before the pause is unknown"}
+		return "", &exitcode.Refusal{Rule: "breakglass", Reason: "the pause record has no source revision: the desired state before the pause is unknown"}
 	}
 	sha, err := r.Resolve(ctx, rev)
 	if err != nil {
-		return "", &refusedError{fmt.Sprintf("source revision %s of the pause record is not in the repository: %v", rev, err)}
+		return "", &exitcode.Refusal{Rule: "breakglass", Reason: fmt.Sprintf("source revision %s of the pause record is not in the repository: %v", rev, err)}
 	}
 	return sha, nil
 }
@@ -702,11 +699,11 @@ func slug(s string) string {
 func addPatches(data []byte, rel string, names []string) ([]byte, error) {
 	rn, err := kyaml.Parse(string(data))
 	if err != nil {
-		return nil, &render.InputError{File: rel, Err: err}
+		return nil, &exitcode.InvalidInput{File: rel, Err: err}
 	}
 	list, err := rn.Pipe(kyaml.LookupCreate(kyaml.SequenceNode, "patches"))
 	if err != nil {
-		return nil, &render.InputError{File: rel, Err: err}
+		return nil, &exitcode.InvalidInput{File: rel, Err: err}
 	}
 	have := map[string]bool{}
 	for _, e := range list.Content() {
@@ -722,7 +719,7 @@ func addPatches(data []byte, rel string, names []string) ([]byte, error) {
 		}
 		entry := kyaml.NewMapRNode(&map[string]string{"path": n})
 		if err := list.PipeE(kyaml.Append(entry.YNode())); err != nil {
-			return nil, &render.InputError{File: rel, Err: err}
+			return nil, &exitcode.InvalidInput{File: rel, Err: err}
 		}
 	}
 	s, err := rn.String()

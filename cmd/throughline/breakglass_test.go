@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/breakglass"
+	"github.com/throughline-dev/throughline/exitcode"
 )
 
 func breakglassRepo(t *testing.T, files map[string]string) string {
@@ -29,11 +30,11 @@ func TestBreakglassRefusalsWithoutCluster(t *testing.T) {
 		code int
 		want string
 	}{
-		"writeback without pause": {[]string{"breakglass", "writeback", "--repo", top, "--app", "web", "--env", "prod", "--operator", "a", kc}, exitRefused, "no active pause record"},
-		"resume without pause":    {[]string{"breakglass", "resume", "--repo", top, "--app", "web", "--env", "prod", "--operator", "a", kc}, exitRefused, "is not paused"},
-		"pause without ticket":    {[]string{"breakglass", "pause", "--repo", top, "--app", "web", "--env", "prod", "--operator", "a", "--expires", "1h", kc}, exitUsage, "--ticket"},
-		"force without reason":    {[]string{"breakglass", "resume", "--repo", top, "--app", "web", "--env", "prod", "--operator", "a", "--force", kc}, exitUsage, "--reason"},
-		"bad controller":          {[]string{"breakglass", "pause", "--repo", top, "--app", "web", "--env", "prod", "--operator", "a", "--controller", "spinnaker", "--ticket", "T", "--expires", "1h", kc}, exitUsage, "argocd or flux"},
+		"writeback without pause": {[]string{"breakglass", "writeback", "--repo", top, "--app", "web", "--env", "prod", "--operator", "a", kc}, exitcode.Refused, "no active pause record"},
+		"resume without pause":    {[]string{"breakglass", "resume", "--repo", top, "--app", "web", "--env", "prod", "--operator", "a", kc}, exitcode.Refused, "is not paused"},
+		"pause without ticket":    {[]string{"breakglass", "pause", "--repo", top, "--app", "web", "--env", "prod", "--operator", "a", "--expires", "1h", kc}, exitcode.Usage, "--ticket"},
+		"force without reason":    {[]string{"breakglass", "resume", "--repo", top, "--app", "web", "--env", "prod", "--operator", "a", "--force", kc}, exitcode.Usage, "--reason"},
+		"bad controller":          {[]string{"breakglass", "pause", "--repo", top, "--app", "web", "--env", "prod", "--operator", "a", "--controller", "spinnaker", "--ticket", "T", "--expires", "1h", kc}, exitcode.Usage, "argocd or flux"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := runCLI(t, tc.args...)
@@ -59,11 +60,11 @@ func TestBreakglassActivePauseRefusals(t *testing.T) {
 	top := breakglassRepo(t, map[string]string{breakglass.Path("prod", "web"): string(data)})
 	kc := "--kubeconfig=" + t.TempDir() + "/none"
 	r := runCLI(t, "breakglass", "pause", "--repo", top, "--app", "web", "--env", "prod", "--operator", "bob", "--ticket", "INC-8", "--expires", "1h", kc)
-	if r.code != exitRefused || !strings.Contains(r.stderr, "already paused by alice") {
+	if r.code != exitcode.Refused || !strings.Contains(r.stderr, "already paused by alice") {
 		t.Fatalf("second pause: %d %s", r.code, r.stderr)
 	}
 	r = runCLI(t, "breakglass", "resume", "--repo", top, "--app", "web", "--env", "prod", "--operator", "alice", kc)
-	if r.code != exitRefused || !strings.Contains(r.stderr, "not merged") {
+	if r.code != exitcode.Refused || !strings.Contains(r.stderr, "not merged") {
 		t.Fatalf("resume unmerged: %d %s", r.code, r.stderr)
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/throughline-dev/throughline/atomicfile"
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/registry"
-	"github.com/throughline-dev/throughline/render"
 )
 
 func newDriftCommand(g *globals, stdout io.Writer) *cobra.Command {
@@ -43,16 +43,16 @@ FILE atomically: YAML when FILE ends in .yaml or .yml, else JSON.`,
 		Example: `  throughline drift record ghcr.io/throughline-dev/checkout:1.4.2 --out records/staging.json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usagef("%s needs exactly one IMAGE, got %d", cmd.CommandPath(), len(args))
+				return exitcode.Usagef("%s needs exactly one IMAGE, got %d", cmd.CommandPath(), len(args))
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
-				return usagef("--out FILE is required")
+				return exitcode.Usagef("--out FILE is required")
 			}
 			if strings.Contains(args[0], "@") {
-				return usagef("%s is a digest reference: a digest cannot move, record a tag", args[0])
+				return exitcode.Usagef("%s is a digest reference: a digest cannot move, record a tag", args[0])
 			}
 			c, err := rf.client()
 			if err != nil {
@@ -102,7 +102,7 @@ could not be asked (not decided: try again).`,
   throughline drift check --offline records/*.json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usagef("%s needs at least one FILE", cmd.CommandPath())
+				return exitcode.Usagef("%s needs at least one FILE", cmd.CommandPath())
 			}
 			return nil
 		},
@@ -137,10 +137,10 @@ could not be asked (not decided: try again).`,
 				}
 			}
 			if len(lines) > 0 {
-				return &refusedError{fmt.Sprintf("%d of %d tags moved:\n%s", len(lines), rep.Tags, strings.Join(lines, "\n"))}
+				return &exitcode.Refusal{Rule: "moved-tag", Reason: fmt.Sprintf("%d of %d tags moved:\n%s", len(lines), rep.Tags, strings.Join(lines, "\n"))}
 			}
 			if len(rep.Unverifiable) > 0 {
-				return &pendingError{errors.Join(rep.Unverifiable...)}
+				return exitcode.NotDecided(errors.Join(rep.Unverifiable...))
 			}
 			what := "recorded resolutions agree with each other and with the registry now"
 			if offline {
@@ -159,16 +159,16 @@ could not be asked (not decided: try again).`,
 func readRecord(file string) (registry.Record, error) {
 	f, err := os.Open(file)
 	if err != nil {
-		return registry.Record{}, &render.InputError{File: file, Err: err}
+		return registry.Record{}, &exitcode.InvalidInput{File: file, Err: err}
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, 2<<20))
 	if err != nil {
-		return registry.Record{}, &render.InputError{File: file, Err: err}
+		return registry.Record{}, &exitcode.InvalidInput{File: file, Err: err}
 	}
 	r, err := registry.ParseRecord(file, data)
 	if err != nil {
-		return registry.Record{}, &render.InputError{Err: err}
+		return registry.Record{}, &exitcode.InvalidInput{Err: err}
 	}
 	return r, nil
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/throughline-dev/throughline/exitcode"
 )
 
 // TestDriftCommands is the negative experiment through the CLI: a tag is
@@ -18,15 +20,15 @@ func TestDriftCommands(t *testing.T) {
 
 	d1 := pushRandomImage(t, ref)
 	r := runCLI(t, "drift", "record", ref, "--out", staging)
-	if r.code != exitOK || !strings.Contains(r.stdout, d1) {
+	if r.code != exitcode.OK || !strings.Contains(r.stdout, d1) {
 		t.Fatalf("record: exit %d %s %s", r.code, r.stdout, r.stderr)
 	}
-	if ok := runCLI(t, "drift", "check", staging); ok.code != exitOK || !strings.HasPrefix(ok.stdout, "OK 1 tags") {
+	if ok := runCLI(t, "drift", "check", staging); ok.code != exitcode.OK || !strings.HasPrefix(ok.stdout, "OK 1 tags") {
 		t.Fatalf("check of an unmoved tag: exit %d %s %s", ok.code, ok.stdout, ok.stderr)
 	}
 
 	d2 := pushRandomImage(t, ref) // the tag moves
-	if r := runCLI(t, "drift", "record", ref, "--out", production); r.code != exitOK {
+	if r := runCLI(t, "drift", "record", ref, "--out", production); r.code != exitcode.OK {
 		t.Fatalf("record: exit %d %s", r.code, r.stderr)
 	}
 	if !strings.Contains(readFile(t, production), "digest: "+d2) {
@@ -39,11 +41,11 @@ func TestDriftCommands(t *testing.T) {
 		{"drift", "check", staging}, // the registry now disagrees
 	} {
 		c := runCLI(t, args...)
-		if c.code != exitRefused || !strings.Contains(c.stdout, want) || !strings.Contains(c.stderr, want) {
+		if c.code != exitcode.Refused || !strings.Contains(c.stdout, want) || !strings.Contains(c.stderr, want) {
 			t.Fatalf("%v: exit %d, want 3 and %q\nstdout: %s\nstderr: %s", args, c.code, want, c.stdout, c.stderr)
 		}
 	}
-	if c := runCLI(t, "drift", "check", "--offline", staging); c.code != exitOK {
+	if c := runCLI(t, "drift", "check", "--offline", staging); c.code != exitcode.OK {
 		t.Fatalf("offline single record: exit %d %s", c.code, c.stderr)
 	}
 }
@@ -54,7 +56,7 @@ func TestDriftCommandErrors(t *testing.T) {
 	pushRandomImage(t, ref)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.json")
-	if r := runCLI(t, "drift", "record", ref, "--out", good); r.code != exitOK {
+	if r := runCLI(t, "drift", "record", ref, "--out", good); r.code != exitcode.OK {
 		t.Fatalf("record: %s", r.stderr)
 	}
 	bad := filepath.Join(dir, "bad.json")
@@ -67,12 +69,12 @@ func TestDriftCommandErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"record without --out", []string{"drift", "record", ref}, exitUsage, "--out"},
-		{"record a digest", []string{"drift", "record", ref + "@sha256:" + strings.Repeat("a", 64), "--out", filepath.Join(dir, "x.json")}, exitUsage, "digest"},
-		{"record a missing tag", []string{"drift", "record", host + "/shop/checkout:9", "--out", filepath.Join(dir, "y.json")}, exitInvalid, "not found"},
-		{"check nothing", []string{"drift", "check"}, exitUsage, "FILE"},
-		{"check a missing file", []string{"drift", "check", filepath.Join(dir, "none.json")}, exitInvalid, "none.json"},
-		{"check a bad record", []string{"drift", "check", good, bad}, exitInvalid, "bad.json"},
+		{"record without --out", []string{"drift", "record", ref}, exitcode.Usage, "--out"},
+		{"record a digest", []string{"drift", "record", ref + "@sha256:" + strings.Repeat("a", 64), "--out", filepath.Join(dir, "x.json")}, exitcode.Usage, "digest"},
+		{"record a missing tag", []string{"drift", "record", host + "/shop/checkout:9", "--out", filepath.Join(dir, "y.json")}, exitcode.Invalid, "not found"},
+		{"check nothing", []string{"drift", "check"}, exitcode.Usage, "FILE"},
+		{"check a missing file", []string{"drift", "check", filepath.Join(dir, "none.json")}, exitcode.Invalid, "none.json"},
+		{"check a bad record", []string{"drift", "check", good, bad}, exitcode.Invalid, "bad.json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runCLI(t, tc.args...)

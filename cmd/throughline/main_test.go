@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -38,7 +39,7 @@ func TestRenderExamples(t *testing.T) {
 	for _, env := range []string{"dev", "staging", "production"} {
 		t.Run(env, func(t *testing.T) {
 			r := runCLI(t, "render", "--root", exampleRepo, "--hash", exampleOverlay(env))
-			if r.code != exitOK {
+			if r.code != exitcode.OK {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
 			hash := strings.TrimSpace(r.stdout)
@@ -46,7 +47,7 @@ func TestRenderExamples(t *testing.T) {
 				t.Fatalf("hash %q", hash)
 			}
 			j := runCLI(t, "render", "--root", exampleRepo, "-o", "json", exampleOverlay(env))
-			if j.code != exitOK {
+			if j.code != exitcode.OK {
 				t.Fatalf("exit %d: %s", j.code, j.stderr)
 			}
 			var list struct {
@@ -82,8 +83,8 @@ func TestRenderExamples(t *testing.T) {
 
 func TestRenderRefusedOverlay(t *testing.T) {
 	r := runCLI(t, "render", "--root", exampleRepo, exampleOverlay("refused-unpinned"))
-	if r.code != exitRefused {
-		t.Fatalf("exit %d, want %d: %s", r.code, exitRefused, r.stderr)
+	if r.code != exitcode.Refused {
+		t.Fatalf("exit %d, want %d: %s", r.code, exitcode.Refused, r.stderr)
 	}
 	if r.stdout != "" {
 		t.Errorf("a refusal printed manifests:\n%s", r.stdout)
@@ -111,13 +112,13 @@ func TestExitCodes(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"render", "--no-such-flag"}, exitUsage, "unknown flag"},
-		{[]string{"render", "-o", "xml", exampleOverlay("staging")}, exitUsage, "want yaml or json"},
-		{[]string{"render", "a", "b"}, exitUsage, "at most 1"},
-		{[]string{"render", "--log-level", "loud", "."}, exitUsage, "--log-level"},
-		{[]string{"render", bad}, exitInvalid, "x.yaml"},
-		{[]string{"render", filepath.Join(bad, "missing")}, exitInvalid, "missing"},
-		{[]string{"version"}, exitOK, ""},
+		{[]string{"render", "--no-such-flag"}, exitcode.Usage, "unknown flag"},
+		{[]string{"render", "-o", "xml", exampleOverlay("staging")}, exitcode.Usage, "want yaml or json"},
+		{[]string{"render", "a", "b"}, exitcode.Usage, "at most 1"},
+		{[]string{"render", "--log-level", "loud", "."}, exitcode.Usage, "--log-level"},
+		{[]string{"render", bad}, exitcode.Invalid, "x.yaml"},
+		{[]string{"render", filepath.Join(bad, "missing")}, exitcode.Invalid, "missing"},
+		{[]string{"version"}, exitcode.OK, ""},
 	} {
 		r := runCLI(t, tc.args...)
 		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
@@ -159,18 +160,18 @@ func TestFluxAcceptanceRoundTrip(t *testing.T) {
 	kfile := filepath.Join(app, "kustomization.yaml")
 	check := func() result { return runCLI(t, "render", "--root", repo, "--check-acceptance", app) }
 
-	if r := check(); r.code != exitRefused || !strings.Contains(r.stderr, "no Acceptance is committed") {
+	if r := check(); r.code != exitcode.Refused || !strings.Contains(r.stderr, "no Acceptance is committed") {
 		t.Fatalf("check before write: exit %d %s", r.code, r.stderr)
 	}
 	before := runCLI(t, "render", "--root", repo, "--hash", app)
-	if r := runCLI(t, "render", "--root", repo, "--write-acceptance", app); r.code != exitOK {
+	if r := runCLI(t, "render", "--root", repo, "--write-acceptance", app); r.code != exitcode.OK {
 		t.Fatalf("write: exit %d %s", r.code, r.stderr)
 	}
 	k, _ := os.ReadFile(kfile)
 	if !strings.Contains(string(k), "- throughline-acceptance.yaml") || !strings.Contains(string(k), "# The artifact identity") {
 		t.Errorf("kustomization not updated in place with its comments kept:\n%s", k)
 	}
-	if r := check(); r.code != exitOK {
+	if r := check(); r.code != exitcode.OK {
 		t.Fatalf("check after write: exit %d %s", r.code, r.stderr)
 	}
 	// The committed Acceptance is not part of the hash.
@@ -187,7 +188,7 @@ func TestFluxAcceptanceRoundTrip(t *testing.T) {
 	if err := os.WriteFile(kfile, []byte(newDigest), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r := check(); r.code != exitRefused || !strings.Contains(r.stderr, "stale") {
+	if r := check(); r.code != exitcode.Refused || !strings.Contains(r.stderr, "stale") {
 		t.Fatalf("check after a digest change: exit %d %s", r.code, r.stderr)
 	}
 }
@@ -205,7 +206,7 @@ func TestCMPGenerateCommand(t *testing.T) {
 	t.Setenv("PARAM_ENVIRONMENT", "staging")
 	cacheDir := t.TempDir()
 	r := runCLI(t, "cmp", "generate", "--cache-dir", cacheDir)
-	if r.code != exitOK {
+	if r.code != exitcode.OK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	objs, err := render.DecodeManifests([]byte(r.stdout), "stdout")
@@ -229,7 +230,7 @@ func TestCMPGenerateCommand(t *testing.T) {
 	t.Chdir(filepath.Join(repo, "apps/checkout/overlays/refused-unpinned"))
 	t.Setenv("ARGOCD_APP_SOURCE_PATH", "apps/checkout/overlays/refused-unpinned")
 	bad := runCLI(t, "cmp", "generate", "--cache-dir", cacheDir)
-	if bad.code != exitRefused || bad.stdout != "" || !strings.Contains(bad.stderr, "docker.io/fluent/fluent-bit:latest") {
+	if bad.code != exitcode.Refused || bad.stdout != "" || !strings.Contains(bad.stderr, "docker.io/fluent/fluent-bit:latest") {
 		t.Errorf("refused app: exit %d, stdout %q, stderr %s", bad.code, bad.stdout, bad.stderr)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/throughline-dev/throughline/atomicfile"
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/overlay"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/registry"
@@ -65,7 +66,7 @@ images. Exit 2 for a malformed --set, 4 when no container uses NAME.`,
 			}
 			abs, err := filepath.Abs(path)
 			if err != nil {
-				return usagef("path %s: %v", path, err)
+				return exitcode.Usagef("path %s: %v", path, err)
 			}
 			if root == "" {
 				if root, err = render.FindRoot(abs); err != nil {
@@ -75,7 +76,7 @@ images. Exit 2 for a malformed --set, 4 when no container uses NAME.`,
 			p := &pinner{root: root, path: abs}
 			if len(set.sets) > 0 {
 				if check {
-					return usagef("--set and --check exclude each other")
+					return exitcode.Usagef("--set and --check exclude each other")
 				}
 				return p.runSet(cmd.Context(), set.sets, stdout)
 			}
@@ -94,7 +95,7 @@ images. Exit 2 for a malformed --set, 4 when no container uses NAME.`,
 				for _, l := range lines {
 					fmt.Fprintln(stdout, "UNPINNED", l)
 				}
-				return &refusedError{fmt.Sprintf("%d unpinned image(s) in %s (listed on stdout); run throughline pin %s", len(lines), p.app.RelDir(), path)}
+				return &exitcode.Refusal{Rule: "unpinned-image", Reason: fmt.Sprintf("%d unpinned image(s) in %s (listed on stdout); run throughline pin %s", len(lines), p.app.RelDir(), path)}
 			}
 			if len(p.unpinned) == 0 {
 				_, err := fmt.Fprintf(stdout, "nothing to pin: every image of %s is pinned by digest\n", p.app.RelDir())
@@ -199,7 +200,7 @@ func (p *pinner) plan(ctx context.Context) error {
 		}
 	}
 	if len(bad) > 0 {
-		return &render.InputError{File: app.RelDir(), Err: errors.New(strings.Join(bad, "\n"))}
+		return &exitcode.InvalidInput{File: app.RelDir(), Err: errors.New(strings.Join(bad, "\n"))}
 	}
 	return nil
 }
@@ -213,7 +214,7 @@ func (p *pinner) conflicts() error {
 	byName := map[string]unpinnedImage{}
 	for _, u := range p.unpinned {
 		if prev, ok := byName[u.name]; ok && prev.tag != u.tag {
-			return &refusedError{fmt.Sprintf("cannot pin %s from %s: its containers use tags %q (%s %s) and %q (%s %s), and one images: entry sets one tag; pin them in the manifests",
+			return &exitcode.Refusal{Rule: "unpinned-image", Reason: fmt.Sprintf("cannot pin %s from %s: its containers use tags %q (%s %s) and %q (%s %s), and one images: entry sets one tag; pin them in the manifests",
 				u.name, p.app.Kustomizations[0].File, prev.tag, prev.object, prev.field, u.tag, u.object, u.field)}
 		}
 		byName[u.name] = u
@@ -283,7 +284,7 @@ func (p *pinner) write() ([]string, error) {
 func readInput(abs, rel string) ([]byte, error) {
 	data, err := os.ReadFile(abs)
 	if err != nil {
-		return nil, &render.InputError{File: rel, Err: err}
+		return nil, &exitcode.InvalidInput{File: rel, Err: err}
 	}
 	return data, nil
 }
@@ -304,7 +305,7 @@ func (p *pinner) readKustomization() (*overlay.Kustomization, *pinFile, error) {
 	pf := &pinFile{abs: abs, f: k.File}
 	p.files = []*pinFile{pf}
 	if !k.ImagesEditable() {
-		return nil, nil, &render.InputError{File: rel, Err: errors.New("images: must be a block sequence for pin to edit it (write it one entry per line)")}
+		return nil, nil, &exitcode.InvalidInput{File: rel, Err: errors.New("images: must be a block sequence for pin to edit it (write it one entry per line)")}
 	}
 	return k, pf, nil
 }
@@ -342,7 +343,7 @@ func (p *pinner) planKustomization() error {
 			added = append(added, overlay.NewImage{Name: n, NewTag: value})
 			pf.changes = append(pf.changes, fmt.Sprintf("%s: images: added %s newTag %q (resolved %s)", rel, n, value, ref))
 		case !entry.Block():
-			return &render.InputError{File: rel, Err: fmt.Errorf("images[%d] must be a block mapping for pin to edit it", entry.Index)}
+			return &exitcode.InvalidInput{File: rel, Err: fmt.Errorf("images[%d] must be a block mapping for pin to edit it", entry.Index)}
 		default:
 			old, replaced, err := entry.Set("newTag", value)
 			if err != nil {

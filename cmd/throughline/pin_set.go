@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/overlay"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
@@ -123,7 +124,7 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 	}
 	p.app = app
 	if app.Mode != render.ModeKustomize {
-		return &render.InputError{File: app.RelDir(), Err: errors.New("--set edits the images: of a kustomization, and this directory has none (pin without --set rewrites plain manifests)")}
+		return &exitcode.InvalidInput{File: app.RelDir(), Err: errors.New("--set edits the images: of a kustomization, and this directory has none (pin without --set rewrites plain manifests)")}
 	}
 	objs, err := app.Build(ctx)
 	if err != nil {
@@ -152,7 +153,7 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 			}
 		}
 		if !used[s.name] && !used[renderedName] {
-			return &render.InputError{File: rel, Err: fmt.Errorf("--set %s: no container of %s uses the image %s (used: %s)", s.name, app.RelDir(), s.name, strings.Join(sortedKeys(used), ", "))}
+			return &exitcode.InvalidInput{File: rel, Err: fmt.Errorf("--set %s: no container of %s uses the image %s (used: %s)", s.name, app.RelDir(), s.name, strings.Join(sortedKeys(used), ", "))}
 		}
 		value := s.value()
 		rendered[i] = rendersImage(objs, s.name) || rendersImage(objs, renderedName)
@@ -161,7 +162,7 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 		}
 		want[i] = renderedName + ":" + value
 		if entry != nil && !entry.Block() {
-			return &render.InputError{File: rel, Err: fmt.Errorf("images[%d] must be a block mapping for pin to edit it", entry.Index)}
+			return &exitcode.InvalidInput{File: rel, Err: fmt.Errorf("images[%d] must be a block mapping for pin to edit it", entry.Index)}
 		}
 		if entry == nil {
 			added = append(added, overlay.NewImage{Name: s.name, NewName: s.newName, NewTag: value})
@@ -169,7 +170,7 @@ func (p *pinner) runSet(ctx context.Context, sets []imageSet, stdout io.Writer) 
 			continue
 		}
 		if _, ok := entry.Field("digest"); ok {
-			return &render.InputError{File: rel, Err: fmt.Errorf("images[%d] %s sets digest:, which pin does not edit; remove it (pin writes newTag: \"TAG@DIGEST\")", entry.Index, s.name)}
+			return &exitcode.InvalidInput{File: rel, Err: fmt.Errorf("images[%d] %s sets digest:, which pin does not edit; remove it (pin writes newTag: \"TAG@DIGEST\")", entry.Index, s.name)}
 		}
 		keys := []struct{ key, value string }{{"newTag", value}}
 		if s.newName != "" {
@@ -252,7 +253,7 @@ func (p *pinner) usedImageNames(objs []render.Object, k *overlay.Kustomization) 
 		if !pt.Inline {
 			var err error
 			if data, err = p.app.FS.ReadFile(filepath.Join(p.app.Dir, filepath.FromSlash(pt.Value))); err != nil {
-				return nil, &render.InputError{File: k.Name(), Err: fmt.Errorf("reading patch %s: %w", pt.Value, err)}
+				return nil, &exitcode.InvalidInput{File: k.Name(), Err: fmt.Errorf("reading patch %s: %w", pt.Value, err)}
 			}
 		}
 		for _, img := range overlay.PatchImages(data) {

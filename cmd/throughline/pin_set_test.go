@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/throughline-dev/throughline/exitcode"
 )
 
 const (
@@ -27,30 +29,30 @@ func TestPinSet(t *testing.T) {
 		args        []string
 		code        int
 	}{
-		{"replace-pinned", "replace-pinned", []string{"--set", setWeb}, exitOK},
-		{"add-entry", "add-entry", []string{"--set", setWeb}, exitOK},
-		{"new-name", "new-name", []string{"--set", setWeb}, exitOK},
-		{"add-entry-with-new-name", "add-entry", []string{"--set", "example.com/shop/web=127.0.0.1:5000/web:1.2@sha256:" + strings.Repeat("ab", 32)}, exitOK},
-		{"replace-with-new-name", "replace-pinned", []string{"--set", "example.com/shop/web=127.0.0.1:5000/web:1.2@sha256:" + strings.Repeat("ab", 32)}, exitOK},
-		{"replace-new-name", "new-name", []string{"--set", "example.com/shop/web=127.0.0.1:5000/web:1.2@sha256:" + strings.Repeat("ab", 32)}, exitOK},
-		{"same-new-name", "replace-pinned", []string{"--set", "example.com/shop/web=example.com/shop/web:1.2@sha256:" + strings.Repeat("ab", 32)}, exitOK},
-		{"component-json-patch", "component-json-patch", []string{"--set", setSidecar}, exitOK},
-		{"unchanged", "unchanged", []string{"--set", "example.com/shop/web=1.1@sha256:3333333333333333333333333333333333333333333333333333333333333333"}, exitOK},
-		{"two-sets", "two-sets", []string{"--set", setWeb, "--set", setAgent}, exitOK},
-		{"not-used", "not-used", []string{"--set", setSidecar}, exitInvalid},
-		{"digest-field", "digest-field", []string{"--set", setWeb}, exitInvalid},
-		{"plain-directory", "plain-directory", []string{"--set", setWeb}, exitInvalid},
-		{"no-equals", "malformed", []string{"--set", "example.com/shop/web"}, exitUsage},
-		{"no-digest", "malformed", []string{"--set", "example.com/shop/web=1.2"}, exitUsage},
-		{"no-tag", "malformed", []string{"--set", "example.com/shop/web=@sha256:abababababababababababababababababababababababababababababababab"}, exitUsage},
-		{"short-digest", "malformed", []string{"--set", "example.com/shop/web=1.2@sha256:abab"}, exitUsage},
-		{"sha512", "malformed", []string{"--set", "example.com/shop/web=1.2@sha512:" + strings.Repeat("ab", 64)}, exitUsage},
-		{"uppercase-digest", "malformed", []string{"--set", "example.com/shop/web=1.2@sha256:" + strings.Repeat("AB", 32)}, exitUsage},
-		{"name-with-tag", "malformed", []string{"--set", "example.com/shop/web:1.0=1.2@sha256:" + strings.Repeat("ab", 32)}, exitUsage},
-		{"bad-new-name", "malformed", []string{"--set", "example.com/shop/web=Example.com/UPPER:1.2@sha256:" + strings.Repeat("ab", 32)}, exitUsage},
-		{"bad-tag", "malformed", []string{"--set", "example.com/shop/web=1/2@sha256:" + strings.Repeat("ab", 32)}, exitUsage},
-		{"set-twice", "malformed", []string{"--set", setWeb, "--set", setWeb}, exitUsage},
-		{"with-check", "malformed", []string{"--check", "--set", setWeb}, exitUsage},
+		{"replace-pinned", "replace-pinned", []string{"--set", setWeb}, exitcode.OK},
+		{"add-entry", "add-entry", []string{"--set", setWeb}, exitcode.OK},
+		{"new-name", "new-name", []string{"--set", setWeb}, exitcode.OK},
+		{"add-entry-with-new-name", "add-entry", []string{"--set", "example.com/shop/web=127.0.0.1:5000/web:1.2@sha256:" + strings.Repeat("ab", 32)}, exitcode.OK},
+		{"replace-with-new-name", "replace-pinned", []string{"--set", "example.com/shop/web=127.0.0.1:5000/web:1.2@sha256:" + strings.Repeat("ab", 32)}, exitcode.OK},
+		{"replace-new-name", "new-name", []string{"--set", "example.com/shop/web=127.0.0.1:5000/web:1.2@sha256:" + strings.Repeat("ab", 32)}, exitcode.OK},
+		{"same-new-name", "replace-pinned", []string{"--set", "example.com/shop/web=example.com/shop/web:1.2@sha256:" + strings.Repeat("ab", 32)}, exitcode.OK},
+		{"component-json-patch", "component-json-patch", []string{"--set", setSidecar}, exitcode.OK},
+		{"unchanged", "unchanged", []string{"--set", "example.com/shop/web=1.1@sha256:3333333333333333333333333333333333333333333333333333333333333333"}, exitcode.OK},
+		{"two-sets", "two-sets", []string{"--set", setWeb, "--set", setAgent}, exitcode.OK},
+		{"not-used", "not-used", []string{"--set", setSidecar}, exitcode.Invalid},
+		{"digest-field", "digest-field", []string{"--set", setWeb}, exitcode.Invalid},
+		{"plain-directory", "plain-directory", []string{"--set", setWeb}, exitcode.Invalid},
+		{"no-equals", "malformed", []string{"--set", "example.com/shop/web"}, exitcode.Usage},
+		{"no-digest", "malformed", []string{"--set", "example.com/shop/web=1.2"}, exitcode.Usage},
+		{"no-tag", "malformed", []string{"--set", "example.com/shop/web=@sha256:abababababababababababababababababababababababababababababababab"}, exitcode.Usage},
+		{"short-digest", "malformed", []string{"--set", "example.com/shop/web=1.2@sha256:abab"}, exitcode.Usage},
+		{"sha512", "malformed", []string{"--set", "example.com/shop/web=1.2@sha512:" + strings.Repeat("ab", 64)}, exitcode.Usage},
+		{"uppercase-digest", "malformed", []string{"--set", "example.com/shop/web=1.2@sha256:" + strings.Repeat("AB", 32)}, exitcode.Usage},
+		{"name-with-tag", "malformed", []string{"--set", "example.com/shop/web:1.0=1.2@sha256:" + strings.Repeat("ab", 32)}, exitcode.Usage},
+		{"bad-new-name", "malformed", []string{"--set", "example.com/shop/web=Example.com/UPPER:1.2@sha256:" + strings.Repeat("ab", 32)}, exitcode.Usage},
+		{"bad-tag", "malformed", []string{"--set", "example.com/shop/web=1/2@sha256:" + strings.Repeat("ab", 32)}, exitcode.Usage},
+		{"set-twice", "malformed", []string{"--set", setWeb, "--set", setWeb}, exitcode.Usage},
+		{"with-check", "malformed", []string{"--check", "--set", setWeb}, exitcode.Usage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -65,21 +67,21 @@ func TestPinSet(t *testing.T) {
 				t.Fatalf("pin %v: exit %d, want %d\nstdout: %s\nstderr: %s", tc.args, r.code, tc.code, r.stdout, r.stderr)
 			}
 			after, _ := os.ReadFile(kfile)
-			if tc.code != exitOK && string(after) != string(before) {
+			if tc.code != exitcode.OK && string(after) != string(before) {
 				t.Fatalf("a failed pin --set changed the kustomization:\n%s", after)
 			}
 			var got strings.Builder
 			fmt.Fprintf(&got, "# pin %s\nexit %d\n--- stdout\n%s--- stderr\n%s", strings.Join(tc.args, " "), r.code, r.stdout, r.stderr)
-			if tc.code == exitOK {
+			if tc.code == exitcode.OK {
 				fmt.Fprintf(&got, "--- app/kustomization.yaml\n%s", after)
 				rr := runCLI(t, "render", "--root", root, app)
-				if rr.code != exitOK {
+				if rr.code != exitcode.OK {
 					t.Fatalf("render after pin --set: exit %d\n%s", rr.code, rr.stderr)
 				}
 				fmt.Fprintf(&got, "--- rendered images\n%s", strings.Join(renderedImages.FindAllString(rr.stdout, -1), "\n")+"\n")
 				// Setting again changes nothing.
 				again := runCLI(t, append(append([]string{"pin", "--root", root}, tc.args...), app)...)
-				if again2, _ := os.ReadFile(kfile); again.code != exitOK || string(again2) != string(after) || !strings.Contains(again.stdout, "unchanged") {
+				if again2, _ := os.ReadFile(kfile); again.code != exitcode.OK || string(again2) != string(after) || !strings.Contains(again.stdout, "unchanged") {
 					t.Fatalf("second pin --set: exit %d\n%s%s\n%s", again.code, again.stdout, again.stderr, again2)
 				}
 			}

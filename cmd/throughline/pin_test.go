@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/throughline-dev/throughline/exitcode"
 )
 
 const pinBaseDeployment = `apiVersion: apps/v1
@@ -61,7 +63,7 @@ replicas:
 	base := readFile(t, filepath.Join(root, "apps/checkout/base/deployment.yaml"))
 
 	chk := runCLI(t, "pin", "--check", "--root", root, overlay)
-	if chk.code != exitRefused || !strings.Contains(chk.stdout, host+"/shop/checkout:1.4.2") || !strings.Contains(chk.stdout, host+"/shop/agent:2.0") || !strings.Contains(chk.stderr, "2 unpinned image(s)") {
+	if chk.code != exitcode.Refused || !strings.Contains(chk.stdout, host+"/shop/checkout:1.4.2") || !strings.Contains(chk.stdout, host+"/shop/agent:2.0") || !strings.Contains(chk.stderr, "2 unpinned image(s)") {
 		t.Fatalf("pin --check: exit %d\n%s\n%s", chk.code, chk.stdout, chk.stderr)
 	}
 	if strings.Contains(chk.stdout, "migrate") {
@@ -72,7 +74,7 @@ replicas:
 	}
 
 	r := runCLI(t, "pin", "--root", root, overlay)
-	if r.code != exitOK {
+	if r.code != exitcode.OK {
 		t.Fatalf("pin: exit %d\n%s", r.code, r.stderr)
 	}
 	want := `# Staging overlay.
@@ -107,7 +109,7 @@ replicas:
 	}
 	// kustomize renders name:tag@digest, which the policy accepts.
 	rr := runCLI(t, "render", "--root", root, overlay)
-	if rr.code != exitOK {
+	if rr.code != exitcode.OK {
 		t.Fatalf("render after pin: exit %d\n%s", rr.code, rr.stderr)
 	}
 	for _, w := range []string{"image: " + host + "/shop/checkout:1.4.2@" + checkout, "image: " + host + "/shop/agent:2.0@" + agent} {
@@ -115,12 +117,12 @@ replicas:
 			t.Errorf("render lacks %q", w)
 		}
 	}
-	if c := runCLI(t, "pin", "--check", "--root", root, overlay); c.code != exitOK {
+	if c := runCLI(t, "pin", "--check", "--root", root, overlay); c.code != exitcode.OK {
 		t.Fatalf("pin --check after pin: exit %d\n%s", c.code, c.stderr)
 	}
 	// Pinning again changes nothing.
 	again := runCLI(t, "pin", "--root", root, overlay)
-	if again.code != exitOK || !strings.Contains(again.stdout, "nothing to pin") || readFile(t, filepath.Join(overlay, "kustomization.yaml")) != want {
+	if again.code != exitcode.OK || !strings.Contains(again.stdout, "nothing to pin") || readFile(t, filepath.Join(overlay, "kustomization.yaml")) != want {
 		t.Fatalf("second pin: exit %d %s %s", again.code, again.stdout, again.stderr)
 	}
 }
@@ -141,7 +143,7 @@ func TestPinKustomizationShapes(t *testing.T) {
 			rep := strings.NewReplacer("REG", host, "CHECKOUT", checkout, "AGENT", agent)
 			root, overlay := pinFixture(t, host, rep.Replace(tc.in))
 			r := runCLI(t, "pin", "--root", root, overlay)
-			if r.code != exitOK {
+			if r.code != exitcode.OK {
 				t.Fatalf("pin: exit %d\n%s", r.code, r.stderr)
 			}
 			if got := readFile(t, filepath.Join(overlay, "kustomization.yaml")); got != rep.Replace(tc.want) {
@@ -198,7 +200,7 @@ spec:
 	}
 	writeTree(t, root, files)
 	r := runCLI(t, "pin", "--root", root, app)
-	if r.code != exitOK {
+	if r.code != exitcode.OK {
 		t.Fatalf("pin: exit %d\n%s", r.code, r.stderr)
 	}
 	rep = strings.NewReplacer("REG/shop/web:1.0", host+"/shop/web:1.0@"+web, "REG/shop/job", host+"/shop/job@"+job)
@@ -210,7 +212,7 @@ spec:
 	if !strings.Contains(r.stdout, "spec.jobTemplate.spec.template.spec.containers[0].image") {
 		t.Errorf("report lacks the CronJob field:\n%s", r.stdout)
 	}
-	if c := runCLI(t, "pin", "--check", "--root", root, app); c.code != exitOK {
+	if c := runCLI(t, "pin", "--check", "--root", root, app); c.code != exitcode.OK {
 		t.Fatalf("pin --check after pin: exit %d\n%s", c.code, c.stderr)
 	}
 }
@@ -222,7 +224,7 @@ func TestPinErrors(t *testing.T) {
 	kust := "resources:\n  - ../../base\n"
 	root, overlay := pinFixture(t, host, kust)
 	r := runCLI(t, "pin", "--root", root, overlay)
-	if r.code != exitInvalid || !strings.Contains(r.stderr, host+"/shop/agent:2.0") {
+	if r.code != exitcode.Invalid || !strings.Contains(r.stderr, host+"/shop/agent:2.0") {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	if got := readFile(t, filepath.Join(overlay, "kustomization.yaml")); got != kust {
@@ -231,10 +233,10 @@ func TestPinErrors(t *testing.T) {
 	// Flow-style images: cannot be edited in place.
 	pushRandomImage(t, host+"/shop/agent:2.0")
 	root, overlay = pinFixture(t, host, "resources: [../../base]\nimages: [{name: x, newTag: v1}]\n")
-	if r := runCLI(t, "pin", "--root", root, overlay); r.code != exitInvalid || !strings.Contains(r.stderr, "block sequence") {
+	if r := runCLI(t, "pin", "--root", root, overlay); r.code != exitcode.Invalid || !strings.Contains(r.stderr, "block sequence") {
 		t.Fatalf("flow images: exit %d: %s", r.code, r.stderr)
 	}
-	if r := runCLI(t, "pin", "a", "b"); r.code != exitUsage {
+	if r := runCLI(t, "pin", "a", "b"); r.code != exitcode.Usage {
 		t.Fatalf("two paths: exit %d", r.code)
 	}
 }
@@ -250,7 +252,7 @@ func TestPinKustomizationNewNameAndConflict(t *testing.T) {
 	in := "resources:\n- ../../base\nimages:\n- name: REG/shop/checkout\n  newName: REG/mirror/checkout\n"
 	rep := strings.NewReplacer("REG", host, "MIRROR", mirror, "AGENT", agent)
 	root, overlay := pinFixture(t, host, rep.Replace(in))
-	if r := runCLI(t, "pin", "--root", root, overlay); r.code != exitOK {
+	if r := runCLI(t, "pin", "--root", root, overlay); r.code != exitcode.OK {
 		t.Fatalf("pin: exit %d %s", r.code, r.stderr)
 	}
 	want := "resources:\n- ../../base\nimages:\n- name: REG/shop/checkout\n  newTag: \"1.4.2@MIRROR\"\n  newName: REG/mirror/checkout\n- name: REG/shop/agent\n  newTag: \"2.0@AGENT\"\n"
@@ -262,7 +264,7 @@ func TestPinKustomizationNewNameAndConflict(t *testing.T) {
 	root, overlay = pinFixture(t, host, "resources:\n- ../../base\n- sidecar.yaml\n")
 	writeTree(t, overlay, map[string]string{"sidecar.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: side\nspec:\n  containers:\n  - name: a\n    image: " + host + "/shop/agent:2.1\n"})
 	r := runCLI(t, "pin", "--root", root, overlay)
-	if r.code != exitRefused || !strings.Contains(r.stderr, `"2.0"`) || !strings.Contains(r.stderr, `"2.1"`) {
+	if r.code != exitcode.Refused || !strings.Contains(r.stderr, `"2.0"`) || !strings.Contains(r.stderr, `"2.1"`) {
 		t.Fatalf("two tags: exit %d %s", r.code, r.stderr)
 	}
 	if got := readFile(t, filepath.Join(overlay, "kustomization.yaml")); got != "resources:\n- ../../base\n- sidecar.yaml\n" {
@@ -278,7 +280,7 @@ func TestPinFlowAndUnicode(t *testing.T) {
 	root := t.TempDir()
 	in := "apiVersion: v1\nkind: Pod\nmetadata: {name: web, annotations: {note: \"café ☕ naïve\"}}\nspec:\n  containers: [{name: \"wéb\", image: 'REG/shop/web:1.0'}]  # ünïcode\n"
 	writeTree(t, root, map[string]string{"app/pod.yaml": strings.ReplaceAll(in, "REG", host)})
-	if r := runCLI(t, "pin", "--root", root, filepath.Join(root, "app")); r.code != exitOK {
+	if r := runCLI(t, "pin", "--root", root, filepath.Join(root, "app")); r.code != exitcode.OK {
 		t.Fatalf("pin: exit %d %s", r.code, r.stderr)
 	}
 	want := strings.ReplaceAll(strings.Replace(in, "REG/shop/web:1.0", "REG/shop/web:1.0@"+web, 1), "REG", host)

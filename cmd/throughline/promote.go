@@ -16,11 +16,11 @@ import (
 	"github.com/spf13/cobra"
 	sigyaml "sigs.k8s.io/yaml"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/forge"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/overlay"
 	"github.com/throughline-dev/throughline/promotion"
-	"github.com/throughline-dev/throughline/render"
 )
 
 // pushAttempts bounds the fetch-rebase-retry loop of a contended push.
@@ -90,13 +90,13 @@ is opened with the classified diff as its body; otherwise the branch is printed.
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if app == "" || from == "" || to == "" {
-				return usagef("--app, --from and --to are required")
+				return exitcode.Usagef("--app, --from and --to are required")
 			}
 			if from == to {
-				return usagef("--from and --to are both %q", to)
+				return exitcode.Usagef("--from and --to are both %q", to)
 			}
 			if output != "text" && output != "json" {
-				return usagef("-o %q: want text or json", output)
+				return exitcode.Usagef("-o %q: want text or json", output)
 			}
 			fc, err := ff.client()
 			if err != nil {
@@ -163,10 +163,10 @@ func propose(ctx context.Context, r *promoteRepo, app, from, to, targetPath, clu
 		return nil, err
 	}
 	if src == nil {
-		return nil, &refusedError{fmt.Sprintf("no promotion record %s on %s: nothing is verified in %s", promotion.RecordPath(app, from), r.base, from)}
+		return nil, &exitcode.Refusal{Rule: "promotion", Reason: fmt.Sprintf("no promotion record %s on %s: nothing is verified in %s", promotion.RecordPath(app, from), r.base, from)}
 	}
 	if src.State != promotion.Accepted {
-		return nil, &refusedError{fmt.Sprintf("%s is %s, not ACCEPTED: digest %s is not verified in %s", promotion.RecordPath(app, from), src.State, src.Artifact.Digest, from)}
+		return nil, &exitcode.Refusal{Rule: "promotion", Reason: fmt.Sprintf("%s is %s, not ACCEPTED: digest %s is not verified in %s", promotion.RecordPath(app, from), src.State, src.Artifact.Digest, from)}
 	}
 	return proposeArtifact(ctx, r, baseRev, app, src.Artifact, to, targetPath, cluster, proposeOptions{
 		By: "throughline promote propose",
@@ -236,7 +236,7 @@ func proposeArtifact(ctx context.Context, r *promoteRepo, baseRev, app string, a
 		return nil, err
 	}
 	if _, others, n := artifactImages(d, src.Artifact.Image); n == 0 || len(others) > 0 {
-		return nil, &refusedError{fmt.Sprintf("after writing %s into %s, the target does not run only that digest of %s: %d container(s), others: %s",
+		return nil, &exitcode.Refusal{Rule: "promotion", Reason: fmt.Sprintf("after writing %s into %s, the target does not run only that digest of %s: %d container(s), others: %s",
 			src.Artifact.Digest, kfile, name, n, strings.Join(others, "; "))}
 	}
 	after, _, err := promoteRawRender(ctx, tree.root, targetPath)
@@ -260,7 +260,7 @@ func proposeArtifact(ctx context.Context, r *promoteRepo, baseRev, app string, a
 		}
 	}
 	if !changed && cur == nil {
-		return nil, &refusedError{fmt.Sprintf("%s already runs %s and has no record: nothing to propose", targetPath, src.Artifact.Digest)}
+		return nil, &exitcode.Refusal{Rule: "promotion", Reason: fmt.Sprintf("%s already runs %s and has no record: nothing to propose", targetPath, src.Artifact.Digest)}
 	}
 	branches, err := r.Branches(ctx, promotion.BranchGlob(app, to, src.Artifact.Digest))
 	if err != nil {
@@ -285,11 +285,11 @@ func proposeArtifact(ctx context.Context, r *promoteRepo, baseRev, app string, a
 	}
 	if o.Verify != nil {
 		if err := o.Verify(rec); err != nil {
-			return nil, refuse(err)
+			return nil, exitcode.RefuseErr("record-transition", err)
 		}
 	}
 	if err := promotion.CheckUpdate(cur, rec); err != nil && cur != nil && cur.Artifact.Digest == rec.Artifact.Digest && cur.Attempt == rec.Attempt {
-		return nil, &refusedError{err.Error()}
+		return nil, &exitcode.Refusal{Rule: "promotion", Reason: err.Error()}
 	}
 	recData, err := rec.Marshal()
 	if err != nil {
@@ -312,7 +312,7 @@ func proposeArtifact(ctx context.Context, r *promoteRepo, baseRev, app string, a
 		// Another proposer created the branch first (perhaps with the very
 		// same commit): its attempt wins.
 		if ferr := r.Fetch(ctx); ferr != nil {
-			return nil, &pendingError{ferr}
+			return nil, exitcode.NotDecided(ferr)
 		}
 		won, rerr := r.branchRecord(ctx, branch, app, to)
 		if rerr != nil {
@@ -358,11 +358,11 @@ func (r *promoteRepo) attemptBranch(ctx context.Context, branch, app, env string
 	sort.Strings(names)
 	switch len(names) {
 	case 0:
-		return "", usagef("no attempt branch %s%s/%s/*: run promote propose, or name one with --branch", promotion.BranchPrefix, app, env)
+		return "", exitcode.Usagef("no attempt branch %s%s/%s/*: run promote propose, or name one with --branch", promotion.BranchPrefix, app, env)
 	case 1:
 		return names[0], nil
 	}
-	return "", usagef("several attempt branches for %s/%s (%s): name one with --branch", app, env, strings.Join(names, ", "))
+	return "", exitcode.Usagef("several attempt branches for %s/%s (%s): name one with --branch", app, env, strings.Join(names, ", "))
 }
 
 // evidenceFile is what promote verify reads (until the notifier writes it).
@@ -382,17 +382,17 @@ func readPromoteEvidence(ctx context.Context, file string) (*promoteEvidence, er
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, &render.InputError{File: file, Err: err}
+		return nil, &exitcode.InvalidInput{File: file, Err: err}
 	}
 	js, err := sigyaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return nil, &render.InputError{File: file, Err: err}
+		return nil, &exitcode.InvalidInput{File: file, Err: err}
 	}
 	var ev promoteEvidence
 	dec := json.NewDecoder(strings.NewReader(string(js)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&ev); err != nil {
-		return nil, &render.InputError{File: file, Err: fmt.Errorf("decoding evidence: %w", err)}
+		return nil, &exitcode.InvalidInput{File: file, Err: fmt.Errorf("decoding evidence: %w", err)}
 	}
 	return &ev, nil
 }
@@ -414,7 +414,7 @@ non-fast-forward it fetches, re-applies and retries; it never forces.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if app == "" || to == "" || evidence == "" {
-				return usagef("--app, --to and --evidence are required")
+				return exitcode.Usagef("--app, --to and --evidence are required")
 			}
 			ctx := cmd.Context()
 			ev, err := readPromoteEvidence(ctx, evidence)
@@ -431,18 +431,18 @@ non-fast-forward it fetches, re-applies and retries; it never forces.`,
 			}
 			rec, sha, err := r.updateRecord(ctx, b, app, to, "", func(ctx context.Context, tip string, rec *promotion.Record) (string, error) {
 				if ev.Digest != rec.Artifact.Digest {
-					return "", &refusedError{fmt.Sprintf("evidence %s is for digest %s, the attempt %s promotes %s", evidence, ev.Digest, rec.PromotionID, rec.Artifact.Digest)}
+					return "", &exitcode.Refusal{Rule: "promotion", Reason: fmt.Sprintf("evidence %s is for digest %s, the attempt %s promotes %s", evidence, ev.Digest, rec.PromotionID, rec.Artifact.Digest)}
 				}
 				src, err := r.readRecord(ctx, tip, app, ev.Environment)
 				if err != nil {
 					return "", err
 				}
 				if why := sourceMismatch(src, rec, ev.Environment, ev.DesiredRevision); why != "" {
-					return "", &refusedError{why}
+					return "", &exitcode.Refusal{Rule: "promotion", Reason: why}
 				}
 				err = rec.Verify(promotion.VerifiedIn{Environment: ev.Environment, DesiredRevision: ev.DesiredRevision,
 					ObservedRevision: ev.ObservedRevision, RenderedHash: ev.RenderedHash, RuntimeEvidence: ev.RuntimeEvidence}, time.Now(), "throughline promote verify")
-				return fmt.Sprintf("promotion %s: VERIFIED in %s at %s\n", rec.PromotionID, ev.Environment, ev.ObservedRevision), refuse(err)
+				return fmt.Sprintf("promotion %s: VERIFIED in %s at %s\n", rec.PromotionID, ev.Environment, ev.ObservedRevision), exitcode.RefuseErr("record-transition", err)
 			})
 			if err != nil {
 				return err
@@ -495,7 +495,7 @@ expires, when any input changes, or when the target moves on.
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if app == "" || to == "" || approver == "" || expires == "" {
-				return usagef("--app, --to, --approver and --expires are required")
+				return exitcode.Usagef("--app, --to, --approver and --expires are required")
 			}
 			now := time.Now()
 			exp, err := parseExpiry(expires, now)
@@ -524,10 +524,10 @@ expires, when any input changes, or when the target moves on.
 				in := rec.InputFor(buildVersion())
 				in.RenderedHash = d.Hash
 				if rec.Target.Renderer != buildVersion() {
-					return "", &refusedError{fmt.Sprintf("%s was rendered by throughline %s, this is %s: a new renderer makes a new attempt (propose again)", rec.PromotionID, rec.Target.Renderer, buildVersion())}
+					return "", &exitcode.Refusal{Rule: "promotion", Reason: fmt.Sprintf("%s was rendered by throughline %s, this is %s: a new renderer makes a new attempt (propose again)", rec.PromotionID, rec.Target.Renderer, buildVersion())}
 				}
 				err = rec.Approve(approver, in, exp, now)
-				return fmt.Sprintf("promotion %s: APPROVED by %s until %s\n", rec.PromotionID, approver, exp.UTC().Format(time.RFC3339)), refuse(err)
+				return fmt.Sprintf("promotion %s: APPROVED by %s until %s\n", rec.PromotionID, approver, exp.UTC().Format(time.RFC3339)), exitcode.RefuseErr("record-transition", err)
 			})
 			if err != nil {
 				return err
@@ -551,16 +551,16 @@ expires, when any input changes, or when the target moves on.
 func parseExpiry(s string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(s); err == nil {
 		if d <= 0 {
-			return time.Time{}, usagef("--expires %s: must be in the future", s)
+			return time.Time{}, exitcode.Usagef("--expires %s: must be in the future", s)
 		}
 		return now.Add(d), nil
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return time.Time{}, usagef("--expires %q: want a duration (24h) or an RFC 3339 time", s)
+		return time.Time{}, exitcode.Usagef("--expires %q: want a duration (24h) or an RFC 3339 time", s)
 	}
 	if !t.After(now) {
-		return time.Time{}, usagef("--expires %s is in the past", s)
+		return time.Time{}, exitcode.Usagef("--expires %s is in the past", s)
 	}
 	return t, nil
 }
@@ -586,7 +586,7 @@ func newPromoteStatusCommand(stdout io.Writer) *cobra.Command {
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "text" && output != "json" {
-				return usagef("-o %q: want text or json", output)
+				return exitcode.Usagef("-o %q: want text or json", output)
 			}
 			ctx := cmd.Context()
 			r, err := openPromoteRepo(ctx, repo)

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	sigyaml "sigs.k8s.io/yaml"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/promotion"
@@ -76,15 +77,15 @@ manifest is invalid.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if base == "" || head == "" {
-				return usagef("--base and --head are required")
+				return exitcode.Usagef("--base and --head are required")
 			}
 			if output != "text" && output != "json" {
-				return usagef("-o %q: want text or json", output)
+				return exitcode.Usagef("-o %q: want text or json", output)
 			}
 			ctx := cmd.Context()
 			r, err := gitrepo.Open(ctx, repo)
 			if err != nil {
-				return &render.InputError{File: repo, Err: err}
+				return &exitcode.InvalidInput{File: repo, Err: err}
 			}
 			rep, err := checkPromotion(ctx, &promoteRepo{Repo: r}, base, head, driftFiles, time.Now())
 			if err != nil {
@@ -99,7 +100,7 @@ manifest is invalid.`,
 				printCheck(stdout, rep)
 			}
 			if !rep.OK {
-				return &refusedError{fmt.Sprintf("promotion %s refused: %d reason(s) (listed on stdout)", rep.PromotionID, len(rep.Refusals))}
+				return &exitcode.Refusal{Rule: "promotion-check", Reason: fmt.Sprintf("promotion %s refused: %d reason(s) (listed on stdout)", rep.PromotionID, len(rep.Refusals))}
 			}
 			return nil
 		},
@@ -135,11 +136,11 @@ func printCheck(w io.Writer, rep *checkReport) {
 func checkPromotion(ctx context.Context, r *promoteRepo, baseArg, headArg string, driftFiles []string, now time.Time) (*checkReport, error) {
 	base, err := r.Resolve(ctx, baseArg)
 	if err != nil {
-		return nil, usagef("--base %s: %v", baseArg, err)
+		return nil, exitcode.Usagef("--base %s: %v", baseArg, err)
 	}
 	head, err := r.Resolve(ctx, headArg)
 	if err != nil {
-		return nil, usagef("--head %s: %v", headArg, err)
+		return nil, exitcode.Usagef("--head %s: %v", headArg, err)
 	}
 	rep := &checkReport{Base: base, Head: head, Classes: map[string]int{}, Changes: []promotion.Change{}, Refusals: []string{}}
 	refuse := func(format string, args ...any) { rep.Refusals = append(rep.Refusals, fmt.Sprintf(format, args...)) }
@@ -267,9 +268,9 @@ func checkPromotion(ctx context.Context, r *promoteRepo, baseArg, headArg string
 		refuse("no staging evidence for digest %s: %s is %s, not VERIFIED", rec.Artifact.Digest, recFiles[0], rec.State)
 	case rec.VerifiedIn.IsPriorAcceptance():
 		// A rollback: the claim must be backed by the base's history.
-		var re *rollback.RefusedError
+		var re *exitcode.Refusal
 		if err := rollback.CheckPrior(ctx, r.Repo, base, rec); errors.As(err, &re) {
-			refuse("%s", re.Msg)
+			refuse("%s", re.Reason)
 		} else if err != nil {
 			return nil, err
 		}

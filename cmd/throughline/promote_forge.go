@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/forge"
 )
 
@@ -25,7 +26,7 @@ func (f *forgeFlags) client() (*forge.Client, error) {
 	}
 	c, err := forge.New(forge.Kind(f.kind), f.url, f.repo)
 	if err != nil {
-		return nil, usagef("%v", err)
+		return nil, exitcode.Usagef("%v", err)
 	}
 	return c, nil
 }

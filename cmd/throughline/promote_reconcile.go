@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -29,7 +30,7 @@ accepts only the desired commit itself.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if app == "" || to == "" {
-				return usagef("--app and --to are required")
+				return exitcode.Usagef("--app and --to are required")
 			}
 			ctx := cmd.Context()
 			r, err := openPromoteRepo(ctx, repo)
@@ -41,7 +42,7 @@ accepts only the desired commit itself.`,
 					return err
 				}
 			} else if revision, err = r.Resolve(ctx, revision); err != nil {
-				return usagef("--revision: %v", err)
+				return exitcode.Usagef("--revision: %v", err)
 			}
 			if records == "" {
 				records = r.base
@@ -55,9 +56,9 @@ accepts only the desired commit itself.`,
 				in := rec.InputFor(buildVersion())
 				in.RenderedHash = hash
 				if why := rec.ApprovalVoid(in, "", now); why != "" {
-					return "", &refusedError{fmt.Sprintf("%s at %s: %s", rec.PromotionID, revision, why)}
+					return "", &exitcode.Refusal{Rule: "approval", Reason: fmt.Sprintf("%s at %s: %s", rec.PromotionID, revision, why)}
 				}
-				return fmt.Sprintf("promotion %s: RECONCILING %s\n", rec.PromotionID, revision), refuse(rec.Reconcile(revision, now, by))
+				return fmt.Sprintf("promotion %s: RECONCILING %s\n", rec.PromotionID, revision), exitcode.RefuseErr("record-transition", rec.Reconcile(revision, now, by))
 			})
 			if err != nil {
 				return err
@@ -84,7 +85,7 @@ func renderedHashAt(ctx context.Context, r *promoteRepo, rev, app, env string) (
 		return "", err
 	}
 	if rec == nil {
-		return "", &refusedError{fmt.Sprintf("%s has no record %s: merge the promotion PR first", rev, promotion.RecordPath(app, env))}
+		return "", &exitcode.Refusal{Rule: "approval", Reason: fmt.Sprintf("%s has no record %s: merge the promotion PR first", rev, promotion.RecordPath(app, env))}
 	}
 	tree, cleanup, err := r.export(ctx, rev)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/promotion"
@@ -23,14 +24,14 @@ type promoteRepo struct {
 
 func openPromoteRepo(ctx context.Context, dir string) (*promoteRepo, error) {
 	if dir == "" {
-		return nil, usagef("--repo DIR is required")
+		return nil, exitcode.Usagef("--repo DIR is required")
 	}
 	r, err := gitrepo.Open(ctx, dir)
 	if err != nil {
-		return nil, &render.InputError{File: dir, Err: err}
+		return nil, &exitcode.InvalidInput{File: dir, Err: err}
 	}
 	if err := r.Fetch(ctx); err != nil {
-		return nil, &pendingError{err}
+		return nil, exitcode.NotDecided(err)
 	}
 	return &promoteRepo{Repo: r, base: r.DefaultBranch(ctx)}, nil
 }
@@ -64,7 +65,7 @@ func (r *promoteRepo) readRecord(ctx context.Context, rev, app, env string) (*pr
 		return nil, recordInputError(err)
 	}
 	if rec.App != app || rec.Target.Environment != env {
-		return nil, &render.InputError{File: file, Err: fmt.Errorf("names app %q environment %q, but lives at the path of %s/%s", rec.App, rec.Target.Environment, app, env)}
+		return nil, &exitcode.InvalidInput{File: file, Err: fmt.Errorf("names app %q environment %q, but lives at the path of %s/%s", rec.App, rec.Target.Environment, app, env)}
 	}
 	return rec, nil
 }
@@ -89,7 +90,7 @@ func recordInputError(err error) error {
 	var re *promotion.RecordError
 	if errors.As(err, &re) {
 		// The record error names the file and the field already.
-		return &render.InputError{Err: err}
+		return &exitcode.InvalidInput{Err: err}
 	}
 	return err
 }
@@ -131,7 +132,7 @@ func promoteRawRender(ctx context.Context, root, p string) ([]render.Object, str
 	}
 	h, err := render.Hash(plain)
 	if err != nil {
-		return nil, "", &render.InputError{File: p, Err: err}
+		return nil, "", &exitcode.InvalidInput{File: p, Err: err}
 	}
 	return plain, h, nil
 }
@@ -155,7 +156,7 @@ func kustomizationFile(ctx context.Context, root, p string) (string, error) {
 			return rel, nil
 		}
 	}
-	return "", &render.InputError{File: p, Err: errors.New("no kustomization: a promotion target must be a kustomize overlay with an images: entry")}
+	return "", &exitcode.InvalidInput{File: p, Err: errors.New("no kustomization: a promotion target must be a kustomize overlay with an images: entry")}
 }
 
 // artifactDigests lists, for the declared containers of the artifact's
@@ -194,7 +195,7 @@ func (r *promoteRepo) updateRecord(ctx context.Context, branch, app, env, missin
 			return nil, "", err
 		}
 		if rec == nil {
-			return nil, "", &refusedError{fmt.Sprintf("branch %s has no record %s%s", branch, promotion.RecordPath(app, env), missing)}
+			return nil, "", &exitcode.Refusal{Rule: "promotion", Reason: fmt.Sprintf("branch %s has no record %s%s", branch, promotion.RecordPath(app, env), missing)}
 		}
 		msg, err := advance(ctx, tip, rec)
 		if err != nil {
@@ -207,12 +208,4 @@ func (r *promoteRepo) updateRecord(ctx context.Context, branch, app, env, missin
 		return map[string][]byte{promotion.RecordPath(app, env): data}, msg, nil
 	})
 	return rec, sha, err
-}
-
-// refuse wraps a transition error as a gate refusal (exit 3).
-func refuse(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &refusedError{err.Error()}
 }

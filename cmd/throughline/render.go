@@ -12,6 +12,7 @@ import (
 
 	"github.com/throughline-dev/throughline/acceptance"
 	"github.com/throughline-dev/throughline/atomicfile"
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -45,14 +46,14 @@ The repository root is the enclosing Git work tree, else PATH; --root overrides.
 				path = args[0]
 			}
 			if output != "yaml" && output != "json" {
-				return usagef("-o %q: want yaml or json", output)
+				return exitcode.Usagef("-o %q: want yaml or json", output)
 			}
 			if writeAcceptance && checkAcceptance {
-				return usagef("--write-acceptance and --check-acceptance exclude each other")
+				return exitcode.Usagef("--write-acceptance and --check-acceptance exclude each other")
 			}
 			abs, err := filepath.Abs(path)
 			if err != nil {
-				return usagef("path %s: %v", path, err)
+				return exitcode.Usagef("path %s: %v", path, err)
 			}
 			if root == "" {
 				if root, err = render.FindRoot(abs); err != nil {
@@ -76,7 +77,7 @@ The repository root is the enclosing Git work tree, else PATH; --root overrides.
 			switch {
 			case checkAcceptance:
 				if why := d.Stale(); why != "" {
-					return &refusedError{fmt.Sprintf("%s: the committed Acceptance is stale: %s; run throughline render --write-acceptance %s", d.App.RelDir(), why, path)}
+					return &exitcode.Refusal{Rule: "stale-acceptance", Reason: fmt.Sprintf("%s: the committed Acceptance is stale: %s; run throughline render --write-acceptance %s", d.App.RelDir(), why, path)}
 				}
 				g.log.Info().Str("path", d.App.RelDir()).Msg("committed Acceptance is current")
 				return nil
@@ -170,11 +171,11 @@ func addKustomizationResource(app *render.App, resource string) error {
 	}
 	rn, err := kyaml.Parse(string(data))
 	if err != nil {
-		return &render.InputError{File: app.Kustomizations[0].File, Err: err}
+		return &exitcode.InvalidInput{File: app.Kustomizations[0].File, Err: err}
 	}
 	list, err := rn.Pipe(kyaml.LookupCreate(kyaml.SequenceNode, "resources"))
 	if err != nil {
-		return &render.InputError{File: app.Kustomizations[0].File, Err: fmt.Errorf("field resources: %w", err)}
+		return &exitcode.InvalidInput{File: app.Kustomizations[0].File, Err: fmt.Errorf("field resources: %w", err)}
 	}
 	for _, e := range list.YNode().Content {
 		if e.Value == resource {

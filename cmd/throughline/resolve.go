@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/registry"
-	"github.com/throughline-dev/throughline/render"
 )
 
 // registryFlags are the flags of every command that talks to a registry.
@@ -37,7 +37,7 @@ func (r *registryFlags) add(cmd *cobra.Command) {
 
 func (r *registryFlags) client() (*registry.Client, error) {
 	if r.concurrency < 1 {
-		return nil, usagef("--concurrency %d: want at least 1", r.concurrency)
+		return nil, exitcode.Usagef("--concurrency %d: want at least 1", r.concurrency)
 	}
 	o := registry.Options{
 		Insecure:    r.insecure,
@@ -69,13 +69,13 @@ func registryError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, registry.ErrUnreachable):
-		return &pendingError{err}
+		return exitcode.NotDecided(err)
 	case errors.Is(err, registry.ErrNotFound):
-		return &render.InputError{Err: err}
+		return &exitcode.InvalidInput{Err: err}
 	case errors.Is(err, registry.ErrInvalid):
 		var re *registry.Error
 		if errors.As(err, &re) && re.Op == "parse" {
-			return &render.InputError{Err: err}
+			return &exitcode.InvalidInput{Err: err}
 		}
 	}
 	return err
@@ -104,13 +104,13 @@ registry cannot be reached (try again), 1 for any other failure.`,
   throughline resolve -o json nginx:1.27 localhost:5000/app:v1`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usagef("%s needs at least one IMAGE", cmd.CommandPath())
+				return exitcode.Usagef("%s needs at least one IMAGE", cmd.CommandPath())
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "table" && output != "json" {
-				return usagef("-o %q: want table or json", output)
+				return exitcode.Usagef("-o %q: want table or json", output)
 			}
 			c, err := rf.client()
 			if err != nil {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/throughline-dev/throughline/exitcode"
 )
 
 func TestResolveCommand(t *testing.T) {
@@ -15,7 +17,7 @@ func TestResolveCommand(t *testing.T) {
 	single := pushRandomImage(t, host+"/shop/agent:2.0")
 
 	r := runCLI(t, "resolve", "-o", "json", ref, host+"/shop/agent:2.0")
-	if r.code != exitOK {
+	if r.code != exitcode.OK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	var ds []struct {
@@ -45,7 +47,7 @@ func TestResolveCommand(t *testing.T) {
 	}
 
 	tbl := runCLI(t, "resolve", ref)
-	if tbl.code != exitOK {
+	if tbl.code != exitcode.OK {
 		t.Fatalf("exit %d: %s", tbl.code, tbl.stderr)
 	}
 	for _, want := range []string{"IMAGE", "index (2)", idx, "linux/amd64", "linux/arm64/v8", children[0], children[1]} {
@@ -71,14 +73,14 @@ func TestResolveCommandErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no image", []string{"resolve"}, exitUsage, "at least one IMAGE"},
-		{"bad output", []string{"resolve", "-o", "xml", host + "/shop/agent:2.0"}, exitUsage, "table or json"},
-		{"bad reference", []string{"resolve", "Shop/Agent:2.0"}, exitInvalid, "Shop/Agent:2.0"},
-		{"tag not found", []string{"resolve", host + "/shop/agent:9.9"}, exitInvalid, "shop/agent:9.9"},
-		{"digest not found", []string{"resolve", host + "/shop/agent@sha256:" + strings.Repeat("0", 64)}, exitInvalid, "not found"},
+		{"no image", []string{"resolve"}, exitcode.Usage, "at least one IMAGE"},
+		{"bad output", []string{"resolve", "-o", "xml", host + "/shop/agent:2.0"}, exitcode.Usage, "table or json"},
+		{"bad reference", []string{"resolve", "Shop/Agent:2.0"}, exitcode.Invalid, "Shop/Agent:2.0"},
+		{"tag not found", []string{"resolve", host + "/shop/agent:9.9"}, exitcode.Invalid, "shop/agent:9.9"},
+		{"digest not found", []string{"resolve", host + "/shop/agent@sha256:" + strings.Repeat("0", 64)}, exitcode.Invalid, "not found"},
 		// Unreachable is "not decided": exit 5, try again.
-		{"unreachable", []string{"resolve", "--registry-timeout", "2s", closed + "/app:v1"}, exitPending, "registry unreachable"},
-		{"one of two fails", []string{"resolve", host + "/shop/agent:2.0", host + "/shop/agent:9.9"}, exitInvalid, "not found"},
+		{"unreachable", []string{"resolve", "--registry-timeout", "2s", closed + "/app:v1"}, exitcode.Pending, "registry unreachable"},
+		{"one of two fails", []string{"resolve", host + "/shop/agent:2.0", host + "/shop/agent:9.9"}, exitcode.Invalid, "not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runCLI(t, tc.args...)
@@ -100,7 +102,7 @@ func TestResolveCommandUnauthorized(t *testing.T) {
 		})
 	})
 	r := runCLI(t, "resolve", host+"/private/app:v1")
-	if r.code != exitInternal || !strings.Contains(r.stderr, "unauthorized") {
+	if r.code != exitcode.Internal || !strings.Contains(r.stderr, "unauthorized") {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/forge"
 	"github.com/throughline-dev/throughline/overlay"
 	"github.com/throughline-dev/throughline/promotion"
@@ -71,10 +71,10 @@ migrated data.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if app == "" || env == "" || to == "" {
-				return usagef("--app, --env and --to are required")
+				return exitcode.Usagef("--app, --env and --to are required")
 			}
 			if output != "text" && output != "json" {
-				return usagef("-o %q: want text or json", output)
+				return exitcode.Usagef("-o %q: want text or json", output)
 			}
 			fc, err := ff.client()
 			if err != nil {
@@ -154,7 +154,7 @@ func rollbackTo(ctx context.Context, r *promoteRepo, rc *registry.Client, app, e
 		return nil, err
 	}
 	if cur == nil {
-		return nil, &refusedError{fmt.Sprintf("no promotion record %s on %s: nothing was ever accepted in %s", promotion.RecordPath(app, env), r.base, env)}
+		return nil, &exitcode.Refusal{Rule: "rollback-target", Reason: fmt.Sprintf("no promotion record %s on %s: nothing was ever accepted in %s", promotion.RecordPath(app, env), r.base, env)}
 	}
 	hist, err := rollback.History(ctx, r.Repo, baseRev, app, env)
 	if err != nil {
@@ -162,10 +162,6 @@ func rollbackTo(ctx context.Context, r *promoteRepo, rc *registry.Client, app, e
 	}
 	pick, err := rollback.Pick(hist, to, cur.Artifact.Digest, env)
 	if err != nil {
-		var re *rollback.RefusedError
-		if errors.As(err, &re) {
-			return nil, &refusedError{re.Msg}
-		}
 		return nil, err
 	}
 	// Still in the registry?
@@ -175,7 +171,7 @@ func rollbackTo(ctx context.Context, r *promoteRepo, rc *registry.Client, app, e
 		return nil, registryError(fmt.Errorf("rollback target %s@%s: %w", name, pick.Artifact.Digest, err))
 	}
 	if !ok {
-		return nil, &refusedError{fmt.Sprintf("rollback target %s@%s no longer exists in the registry (deleted): pick another accepted digest", name, pick.Artifact.Digest)}
+		return nil, &exitcode.Refusal{Rule: "rollback-target", Reason: fmt.Sprintf("rollback target %s@%s no longer exists in the registry (deleted): pick another accepted digest", name, pick.Artifact.Digest)}
 	}
 	// Irreversible migration of the artifact desired now?
 	tree, cleanup, err := r.export(ctx, baseRev)
@@ -189,7 +185,7 @@ func rollbackTo(ctx context.Context, r *promoteRepo, rc *registry.Client, app, e
 	}
 	marked := rollback.Irreversible(objs, cur.Artifact.Digest)
 	if len(marked) > 0 && !acceptIrreversible {
-		return nil, &refusedError{fmt.Sprintf("the current artifact %s is marked %s=\"true\" on %s: the older artifact may not read the migrated data; "+
+		return nil, &exitcode.Refusal{Rule: "rollback-target", Reason: fmt.Sprintf("the current artifact %s is marked %s=\"true\" on %s: the older artifact may not read the migrated data; "+
 			"roll forward instead, or pass --accept-irreversible-migration", cur.Artifact.Digest, rollback.AnnotationIrreversible, strings.Join(marked, ", "))}
 	}
 	from := cur.Artifact.Digest

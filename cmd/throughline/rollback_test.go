@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -107,7 +108,7 @@ func TestRollbackPrevious(t *testing.T) {
 	f := newRollbackFixture(t, "")
 	mainBefore := gitT(t, f.top, "rev-parse", "main")
 	res := runCLI(t, "rollback", "--repo", f.top, "--app", "web", "--env", "production", "--to", "previous", "-o", "json")
-	if res.code != exitOK {
+	if res.code != exitcode.OK {
 		t.Fatalf("rollback: %d %s %s", res.code, res.stdout, res.stderr)
 	}
 	var out rollbackResult
@@ -142,7 +143,7 @@ func TestRollbackPrevious(t *testing.T) {
 	}
 	// The same request again is the existing attempt.
 	again := runCLI(t, "rollback", "--repo", f.top, "--app", "web", "--env", "production", "--to", f.a, "-o", "json")
-	if again.code != exitOK || !strings.Contains(again.stdout, `"existing": true`) {
+	if again.code != exitcode.OK || !strings.Contains(again.stdout, `"existing": true`) {
 		t.Fatalf("again: %d %s %s", again.code, again.stdout, again.stderr)
 	}
 }
@@ -151,11 +152,11 @@ func TestRollbackNeverAccepted(t *testing.T) {
 	f := newRollbackFixture(t, "")
 	other := pushRandomImage(t, f.reg+"/web:2.0.0")
 	res := runCLI(t, "rollback", "--repo", f.top, "--app", "web", "--env", "production", "--to", other)
-	if res.code != exitRefused || !strings.Contains(res.stderr, "never ACCEPTED in production") {
+	if res.code != exitcode.Refused || !strings.Contains(res.stderr, "never ACCEPTED in production") {
 		t.Fatalf("want refusal: %d %s", res.code, res.stderr)
 	}
 	cur := runCLI(t, "rollback", "--repo", f.top, "--app", "web", "--env", "production", "--to", f.b)
-	if cur.code != exitRefused || !strings.Contains(cur.stderr, "already the desired digest") {
+	if cur.code != exitcode.Refused || !strings.Contains(cur.stderr, "already the desired digest") {
 		t.Fatalf("want refusal of the current digest: %d %s", cur.code, cur.stderr)
 	}
 	if b := gitT(t, f.top, "branch", "--list", "throughline/*"); b != "" {
@@ -175,7 +176,7 @@ func TestRollbackDeletedFromRegistry(t *testing.T) {
 		t.Fatalf("delete: %s", resp.Status)
 	}
 	res := runCLI(t, "rollback", "--repo", f.top, "--app", "web", "--env", "production", "--to", "previous")
-	if res.code != exitRefused || !strings.Contains(res.stderr, "no longer exists in the registry") {
+	if res.code != exitcode.Refused || !strings.Contains(res.stderr, "no longer exists in the registry") {
 		t.Fatalf("want refusal: %d %s", res.code, res.stderr)
 	}
 }
@@ -183,11 +184,11 @@ func TestRollbackDeletedFromRegistry(t *testing.T) {
 func TestRollbackIrreversibleMigration(t *testing.T) {
 	f := newRollbackFixture(t, "  annotations:\n    throughline.dev/irreversible-migration: \"true\"\n")
 	res := runCLI(t, "rollback", "--repo", f.top, "--app", "web", "--env", "production", "--to", "previous")
-	if res.code != exitRefused || !strings.Contains(res.stderr, "--accept-irreversible-migration") || !strings.Contains(res.stderr, "Deployment.apps web-production/web") {
+	if res.code != exitcode.Refused || !strings.Contains(res.stderr, "--accept-irreversible-migration") || !strings.Contains(res.stderr, "Deployment.apps web-production/web") {
 		t.Fatalf("want refusal: %d %s", res.code, res.stderr)
 	}
 	ok := runCLI(t, "rollback", "--repo", f.top, "--app", "web", "--env", "production", "--to", "previous", "--accept-irreversible-migration")
-	if ok.code != exitOK || !strings.Contains(ok.stderr, "irreversible migration") {
+	if ok.code != exitcode.OK || !strings.Contains(ok.stderr, "irreversible migration") {
 		t.Fatalf("with the flag: %d %s %s", ok.code, ok.stdout, ok.stderr)
 	}
 }
@@ -199,7 +200,7 @@ func TestRollbackNoRecord(t *testing.T) {
 	gitT(t, top, "add", ".")
 	gitT(t, top, "commit", "-q", "-m", "empty")
 	res := runCLI(t, "rollback", "--repo", top, "--app", "web", "--env", "production", "--to", "previous")
-	if res.code != exitRefused {
+	if res.code != exitcode.Refused {
 		t.Fatalf("want refusal: %d %s", res.code, res.stderr)
 	}
 }
@@ -212,7 +213,7 @@ func TestRollbackRefusedByPolicy(t *testing.T) {
 	writeTree(t, f.top, map[string]string{"apps/web/base/deployment.yaml": dep})
 	gitT(t, f.top, "commit", "-q", "-am", "sidecar by tag")
 	res := runCLI(t, "rollback", "--repo", f.top, "--app", "web", "--env", "production", "--to", "previous")
-	if res.code != exitRefused || !strings.Contains(res.stderr, "sidecar") {
+	if res.code != exitcode.Refused || !strings.Contains(res.stderr, "sidecar") {
 		t.Fatalf("want policy refusal: %d %s", res.code, res.stderr)
 	}
 }
@@ -224,7 +225,7 @@ func TestRollbackRefusedByPolicy(t *testing.T) {
 func TestRollbackPassesCheckForgedClaimRefused(t *testing.T) {
 	f := newRollbackFixture(t, "")
 	res := runCLI(t, "rollback", "--repo", f.top, "--app", "web", "--env", "production", "--to", "previous", "-o", "json")
-	if res.code != exitOK {
+	if res.code != exitcode.OK {
 		t.Fatalf("rollback: %d %s %s", res.code, res.stdout, res.stderr)
 	}
 	var out rollbackResult
@@ -233,13 +234,13 @@ func TestRollbackPassesCheckForgedClaimRefused(t *testing.T) {
 	}
 	branch := out.Proposal.Branch
 	chk := runCLI(t, "promote", "check", "--repo", f.top, "--base", "main", "--head", branch)
-	if chk.code != exitRefused || !strings.Contains(chk.stdout, "not approved") || strings.Contains(chk.stdout, "staging evidence") || strings.Contains(chk.stdout, "prior acceptance") {
+	if chk.code != exitcode.Refused || !strings.Contains(chk.stdout, "not approved") || strings.Contains(chk.stdout, "staging evidence") || strings.Contains(chk.stdout, "prior acceptance") {
 		t.Fatalf("check before approval: %d\n%s", chk.code, chk.stdout)
 	}
-	if r := runCLI(t, "promote", "approve", "--repo", f.top, "--app", "web", "--to", "production", "--branch", branch, "--approver", "alice", "--expires", "2h"); r.code != exitOK {
+	if r := runCLI(t, "promote", "approve", "--repo", f.top, "--app", "web", "--to", "production", "--branch", branch, "--approver", "alice", "--expires", "2h"); r.code != exitcode.OK {
 		t.Fatalf("approve: %d %s %s", r.code, r.stdout, r.stderr)
 	}
-	if chk := runCLI(t, "promote", "check", "--repo", f.top, "--base", "main", "--head", branch); chk.code != exitOK {
+	if chk := runCLI(t, "promote", "check", "--repo", f.top, "--base", "main", "--head", branch); chk.code != exitcode.OK {
 		t.Fatalf("check of the approved rollback: %d\n%s\n%s", chk.code, chk.stdout, chk.stderr)
 	}
 
@@ -272,7 +273,7 @@ func TestRollbackPassesCheckForgedClaimRefused(t *testing.T) {
 			gitT(t, f.top, "commit", "-q", "-am", "forged claim")
 			gitT(t, f.top, "checkout", "-q", "main")
 			chk := runCLI(t, "promote", "check", "--repo", f.top, "--base", "main", "--head", fb)
-			if chk.code != exitRefused || !strings.Contains(chk.stdout, tc.want) {
+			if chk.code != exitcode.Refused || !strings.Contains(chk.stdout, tc.want) {
 				t.Fatalf("check of a forged claim: %d, want a refusal saying %q\n%s\n%s", chk.code, tc.want, chk.stdout, chk.stderr)
 			}
 		})
@@ -289,11 +290,11 @@ func TestRollbackUnprovenAcceptance(t *testing.T) {
 	d := pushRandomImage(t, f.reg+"/web:1.3.0")
 	rbAccept(t, f.top, f.reg, "1.3.0", d, 1)
 	res := runCLI(t, "rollback", "--repo", f.top, "--app", "web", "--env", "production", "--to", c)
-	if res.code != exitRefused || !strings.Contains(res.stderr, "claimed without proof") || !strings.Contains(res.stderr, "does not exist in that commit") {
+	if res.code != exitcode.Refused || !strings.Contains(res.stderr, "claimed without proof") || !strings.Contains(res.stderr, "does not exist in that commit") {
 		t.Fatalf("rollback to an unproven digest: %d %s", res.code, res.stderr)
 	}
 	prev := runCLI(t, "rollback", "--repo", f.top, "--app", "web", "--env", "production", "--to", "previous", "-o", "json")
-	if prev.code != exitOK || !strings.Contains(prev.stderr, "acceptance claimed without proof") {
+	if prev.code != exitcode.OK || !strings.Contains(prev.stderr, "acceptance claimed without proof") {
 		t.Fatalf("previous: %d %s %s", prev.code, prev.stdout, prev.stderr)
 	}
 	var out rollbackResult

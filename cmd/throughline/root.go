@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"github.com/throughline-dev/throughline/exitcode"
 )
 
 // version is stamped at build time (-ldflags "-X main.version=...").
@@ -57,7 +58,7 @@ identity through promotion, verification and rollback.`,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			level, err := zerolog.ParseLevel(g.logLevel)
 			if err != nil {
-				return usagef("--log-level %q: %v", g.logLevel, err)
+				return exitcode.Usagef("--log-level %q: %v", g.logLevel, err)
 			}
 			var w io.Writer = stderr
 			switch g.logFormat {
@@ -65,7 +66,7 @@ identity through promotion, verification and rollback.`,
 			case "console":
 				w = zerolog.ConsoleWriter{Out: stderr, NoColor: !isTerminal(stderr), TimeFormat: time.RFC3339}
 			default:
-				return usagef("--log-format %q: want console or json", g.logFormat)
+				return exitcode.Usagef("--log-format %q: want console or json", g.logFormat)
 			}
 			g.log = zerolog.New(w).Level(level).With().Timestamp().Logger()
 			if g.timeout > 0 {
@@ -76,7 +77,7 @@ identity through promotion, verification and rollback.`,
 			return nil
 		},
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitcode.UsageError{Err: err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	pf.StringVar(&g.logFormat, "log-format", "console", "log format on stderr: console or json")
@@ -111,7 +112,7 @@ func newVersionCommand(stdout io.Writer) *cobra.Command {
 
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
+		return exitcode.Usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
 	}
 	return nil
 }
@@ -119,7 +120,7 @@ func noArgs(cmd *cobra.Command, args []string) error {
 func maxArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) > n {
-			return usagef("%s takes at most %d argument(s), got %d", cmd.CommandPath(), n, len(args))
+			return exitcode.Usagef("%s takes at most %d argument(s), got %d", cmd.CommandPath(), n, len(args))
 		}
 		return nil
 	}

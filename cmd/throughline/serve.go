@@ -14,6 +14,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/throughline-dev/throughline/breakglass"
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/health"
 )
 
@@ -60,7 +61,7 @@ Registry lookups are cached by digest (memory and --registry-cache-dir).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.workers < 1 {
-				return usagef("--workers %d: want at least 1", o.workers)
+				return exitcode.Usagef("--workers %d: want at least 1", o.workers)
 			}
 			cfg, err := kf.config()
 			if err != nil {

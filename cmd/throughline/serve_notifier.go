@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/notifier"
 )
@@ -78,7 +79,7 @@ func (n *notifierFlags) start(ctx context.Context, cfg *rest.Config, log zerolog
 		return func() {}, nil
 	}
 	if n.repoDir == "" {
-		return nil, usagef("--notifier-bind-address needs --notifier-repo")
+		return nil, exitcode.Usagef("--notifier-bind-address needs --notifier-repo")
 	}
 	fluxKey, err := readSecret(n.fluxKeyFile, envFluxKey)
 	if err != nil {
@@ -89,14 +90,14 @@ func (n *notifierFlags) start(ctx context.Context, cfg *rest.Config, log zerolog
 		return nil, err
 	}
 	if len(fluxKey) == 0 && len(argoTok) == 0 {
-		return nil, usagef("--notifier-bind-address: no Flux key and no Argo CD token: both receivers would be off")
+		return nil, exitcode.Usagef("--notifier-bind-address: no Flux key and no Argo CD token: both receivers would be off")
 	}
 	repo, err := gitrepo.Open(ctx, n.repoDir)
 	if err != nil {
 		return nil, err
 	}
 	if repo.Remote == "" {
-		return nil, usagef("--notifier-repo %s: the clone has no remote origin to push the evidence to", n.repoDir)
+		return nil, exitcode.Usagef("--notifier-repo %s: the clone has no remote origin to push the evidence to", n.repoDir)
 	}
 	branch := n.branch
 	if branch == "" {

@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/health"
-	"github.com/throughline-dev/throughline/render"
 )
 
 // kubeFlags locate the cluster: a kubeconfig (--kubeconfig, $KUBECONFIG,
@@ -83,13 +83,13 @@ registry unreachable: try again).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if namespace == "" || name == "" {
-				return usagef("--namespace and --acceptance are required")
+				return exitcode.Usagef("--namespace and --acceptance are required")
 			}
 			if output != "text" && output != "json" {
-				return usagef("-o %q: want text or json", output)
+				return exitcode.Usagef("-o %q: want text or json", output)
 			}
 			if pollInterval <= 0 {
-				return usagef("--poll-interval %s: want > 0", pollInterval)
+				return exitcode.Usagef("--poll-interval %s: want > 0", pollInterval)
 			}
 			ctx := cmd.Context()
 			cfg, err := kf.config()
@@ -125,7 +125,7 @@ registry unreachable: try again).`,
 				}
 				select {
 				case <-ctx.Done():
-					return &pendingError{fmt.Errorf("Acceptance %s/%s: %w", namespace, name, ctx.Err())}
+					return exitcode.NotDecided(fmt.Errorf("Acceptance %s/%s: %w", namespace, name, ctx.Err()))
 				case <-time.After(pollInterval):
 				}
 			}
@@ -146,7 +146,7 @@ func verifyOnce(ctx context.Context, v *health.Verifier, c client.Reader, namesp
 	acc := health.NewAcceptance()
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, acc); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, &render.InputError{Err: fmt.Errorf("Acceptance %s/%s does not exist: %w", namespace, name, err)}
+			return nil, &exitcode.InvalidInput{Err: fmt.Errorf("Acceptance %s/%s does not exist: %w", namespace, name, err)}
 		}
 		return nil, fmt.Errorf("reading Acceptance %s/%s: %w", namespace, name, err)
 	}
@@ -160,11 +160,11 @@ func verifyExit(rep *health.Report) error {
 	case rep.Outcome == health.Verified:
 		return nil
 	case rep.Reason == health.ReasonInvalid:
-		return &render.InputError{Err: fmt.Errorf("%s", rep.Message)}
+		return &exitcode.InvalidInput{Err: fmt.Errorf("%s", rep.Message)}
 	case rep.Outcome == health.Mismatch:
-		return &refusedError{fmt.Sprintf("Acceptance %s: %s: %s", id, rep.Reason, rep.Message)}
+		return &exitcode.Refusal{Rule: "acceptance", Reason: fmt.Sprintf("Acceptance %s: %s: %s", id, rep.Reason, rep.Message)}
 	default:
-		return &pendingError{fmt.Errorf("Acceptance %s: %s: %s", id, rep.Reason, rep.Message)}
+		return exitcode.NotDecided(fmt.Errorf("Acceptance %s: %s: %s", id, rep.Reason, rep.Message))
 	}
 }
 

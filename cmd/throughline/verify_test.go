@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/health"
 )
 
@@ -19,8 +20,8 @@ func TestVerifyUsage(t *testing.T) {
 		{"verify", "-n", "shop", "--acceptance", "web", "extra"},
 		{"serve", "--workers", "0"},
 	} {
-		if r := runCLI(t, args...); r.code != exitUsage {
-			t.Errorf("%v: exit %d, want %d (stderr %s)", args, r.code, exitUsage, r.stderr)
+		if r := runCLI(t, args...); r.code != exitcode.Usage {
+			t.Errorf("%v: exit %d, want %d (stderr %s)", args, r.code, exitcode.Usage, r.stderr)
 		}
 	}
 }
@@ -37,7 +38,7 @@ contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 `), 0o600))
 	r := runCLI(t, "verify", "--kubeconfig", kc, "-n", "shop", "--acceptance", "web", "--no-registry-cache")
-	if r.code != exitInternal || !strings.Contains(r.stderr, "shop/web") {
+	if r.code != exitcode.Internal || !strings.Contains(r.stderr, "shop/web") {
 		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
 	}
 }
@@ -61,12 +62,12 @@ func TestVerifyExitAndReport(t *testing.T) {
 		rep  *health.Report
 		code int
 	}{
-		{mk(health.Verified, health.ReasonVerified), exitOK},
-		{mk(health.Mismatch, health.ReasonImageMismatch), exitRefused},
-		{mk(health.Mismatch, health.ReasonInvalid), exitInvalid},
-		{mk(health.Pending, health.ReasonRolloutInProgress), exitPending},
-		{mk(health.Pending, health.ReasonWorkloadNotFound), exitPending},
-		{mk(health.Unverifiable, health.ReasonUnverifiable), exitPending},
+		{mk(health.Verified, health.ReasonVerified), exitcode.OK},
+		{mk(health.Mismatch, health.ReasonImageMismatch), exitcode.Refused},
+		{mk(health.Mismatch, health.ReasonInvalid), exitcode.Invalid},
+		{mk(health.Pending, health.ReasonRolloutInProgress), exitcode.Pending},
+		{mk(health.Pending, health.ReasonWorkloadNotFound), exitcode.Pending},
+		{mk(health.Unverifiable, health.ReasonUnverifiable), exitcode.Pending},
 	} {
 		var stderr bytes.Buffer
 		if got := exitCode(verifyExit(tt.rep), &stderr); got != tt.code {
