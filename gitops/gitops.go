@@ -1,0 +1,215 @@
+// Package gitops is the GitOps repository at a revision: the documents
+// throughline keeps in it (promotion records, evidence, pause records, the
+// policy) read with one strict reader, compare-and-swap updates of a
+// branch, and a revision exported to disk where an overlay is rendered.
+// It runs git only through package gitrepo; the record kinds build their
+// readers on [Read].
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+
+	"sigs.k8s.io/kustomize/api/konfig"
+
+	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/render"
+)
+
+// PushAttempts bounds the fetch-rebase-retry loop of a contended push.
+const PushAttempts = 5
+
+// Repo is the GitOps repository a command works on.
+type Repo struct {
+	*gitrepo.Repo
+	// Base is the branch promotions start from (the remote's default
+	// branch, else the current one).
+	Base string
+}
+
+// Open opens the GitOps repository at dir and fetches its remote, so that
+// every read sees what the remote has (a fetch that fails is not decided:
+// exit 5).
+func Open(ctx context.Context, dir string) (*Repo, error) {
+	r, err := open(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Fetch(ctx); err != nil {
+		return nil, exitcode.NotDecided(err)
+	}
+	r.Base = r.DefaultBranch(ctx)
+	return r, nil
+}
+
+// OpenLocal opens the GitOps repository at dir as it is (no fetch): the PR
+// job reads the revisions CI checked out.
+func OpenLocal(ctx context.Context, dir string) (*Repo, error) {
+	r, err := open(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	r.Base = r.DefaultBranch(ctx)
+	return r, nil
+}
+
+func open(ctx context.Context, dir string) (*Repo, error) {
+	if dir == "" {
+		return nil, exitcode.Usagef("--repo DIR is required")
+	}
+	r, err := gitrepo.Open(ctx, dir)
+	if err != nil {
+		return nil, exitcode.InvalidFile(dir, err)
+	}
+	return &Repo{Repo: r}, nil
+}
+
+// BaseRev is the commit of the base branch (the remote's after a fetch).
+func (r *Repo) BaseRev(ctx context.Context) (string, error) {
+	if r.Remote != "" {
+		if sha, err := r.Resolve(ctx, "refs/remotes/"+r.Remote+"/"+r.Base); err == nil {
+			return sha, nil
+		}
+	}
+	if sha, err := r.Resolve(ctx, "refs/heads/"+r.Base); err == nil {
+		return sha, nil
+	}
+	return r.Resolve(ctx, "HEAD")
+}
+
+// Swap commits a change on the tip of branch by compare-and-swap (retried
+// on a lost race, never forced): change gets the tip and returns the files
+// to write and the commit message. It returns the new commit.
+func (r *Repo) Swap(ctx context.Context, branch string,
+	change func(ctx context.Context, tip string) (map[string][]byte, string, error)) (string, error) {
+	return r.Update(ctx, branch, PushAttempts, change)
+}
+
+// Named is a document that says which app and environment it belongs to.
+type Named interface {
+	AppEnv() (app, env string)
+}
+
+// Parser parses a document read from file.
+type Parser[T any] func(file string, data []byte) (T, error)
+
+// Read reads the document at the GitOps-root-relative file at rev with
+// parse. found is false when there is no such file. A document that does
+// not parse is invalid input (exit 4) naming the file; any other failure
+// (git itself) is an error.
+func Read[T any](ctx context.Context, r *Repo, rev, file string, parse Parser[T]) (doc T, found bool, err error) {
+	data, err := r.ReadFile(ctx, rev, file)
+	if errors.Is(err, gitrepo.ErrNotFound) {
+		return doc, false, nil
+	}
+	if err != nil {
+		return doc, false, err
+	}
+	doc, err = parse(file, data)
+	if err != nil {
+		if exitcode.Code(err) == exitcode.Invalid {
+			return doc, false, err // the parser named the file and field
+		}
+		return doc, false, exitcode.InvalidFile(file, err)
+	}
+	return doc, true, nil
+}
+
+// ReadNamed is Read for a document that must belong to app in env (it
+// lives at their path): one naming another app or environment is invalid
+// input, never read as theirs.
+func ReadNamed[T Named](ctx context.Context, r *Repo, rev, file, app, env string, parse Parser[T]) (doc T, found bool, err error) {
+	doc, found, err = Read(ctx, r, rev, file, parse)
+	if err != nil || !found {
+		return doc, found, err
+	}
+	if a, e := doc.AppEnv(); a != app || e != env {
+		var zero T
+		return zero, false, exitcode.InvalidFile(file,
+			fmt.Errorf("names app %q environment %q, but lives at the path of %s/%s", a, e, app, env))
+	}
+	return doc, true, nil
+}
+
+// Tree is one revision of the repository exported to disk.
+type Tree struct {
+	// Rev is the commit.
+	Rev string
+	// Root is the GitOps root in the exported tree.
+	Root string
+	tmp  string
+}
+
+// Tree exports rev to a temporary directory; Close removes it.
+func (r *Repo) Tree(ctx context.Context, rev string) (*Tree, error) {
+	tmp, err := os.MkdirTemp("", "throughline-rev-")
+	if err != nil {
+		return nil, fmt.Errorf("exporting %s: %w", rev, err)
+	}
+	root, err := r.Export(ctx, rev, filepath.Join(tmp, "tree"))
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, err
+	}
+	return &Tree{Rev: rev, Root: root, tmp: tmp}, nil
+}
+
+// Close removes the exported tree.
+func (t *Tree) Close() error { return os.RemoveAll(t.tmp) }
+
+// Path is the GitOps-root-relative slash path p in the exported tree.
+func (t *Tree) Path(p string) string { return filepath.Join(t.Root, filepath.FromSlash(p)) }
+
+// Render renders the app at the GitOps-root-relative path p without policy:
+// the objects (any Acceptance left out) and their rendered hash.
+func (t *Tree) Render(ctx context.Context, p string) ([]render.Object, string, error) {
+	app, err := render.Open(ctx, render.Options{Root: t.Root, Path: t.Path(p)})
+	if err != nil {
+		return nil, "", err
+	}
+	objs, err := app.Build(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	var plain []render.Object
+	for _, o := range objs {
+		if !acceptance.IsAcceptance(o) {
+			plain = append(plain, o)
+		}
+	}
+	h, err := render.Hash(plain)
+	if err != nil {
+		return nil, "", exitcode.InvalidFile(p, err)
+	}
+	return plain, h, nil
+}
+
+// Declare renders the app at p in env with every policy rule (a
+// *policy.Refusal on refusal); renderer is throughline's version.
+func (t *Tree) Declare(ctx context.Context, p, env, renderer string) (*acceptance.Declaration, error) {
+	return acceptance.Declare(ctx, acceptance.Request{
+		Render:      render.Options{Root: t.Root, Path: t.Path(p)},
+		Environment: env, Renderer: renderer,
+	})
+}
+
+// KustomizationFile is the GitOps-root-relative kustomization of the
+// overlay at p, by kustomize's own list of file names.
+func (t *Tree) KustomizationFile(ctx context.Context, p string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	for _, n := range konfig.RecognizedKustomizationFileNames() {
+		rel := path.Join(p, n)
+		if fi, err := os.Lstat(t.Path(rel)); err == nil && fi.Mode().IsRegular() {
+			return rel, nil
+		}
+	}
+	return "", exitcode.InvalidFile(p, errors.New("no kustomization: a promotion target must be a kustomize overlay with an images: entry"))
+}

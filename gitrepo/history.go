@@ -1,0 +1,94 @@
+package gitrepo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path"
+	"strings"
+)
+
+// IsAncestor reports whether commit a is an ancestor of (or equal to) b.
+// A commit the repository does not have is not an ancestor; any other
+// failure of git is an error, never a "no".
+func (r *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
+	for _, rev := range []string{a, b} {
+		if strings.HasPrefix(rev, "-") || rev == "" {
+			return false, fmt.Errorf("is %q an ancestor of %q: %q is not a revision", a, b, rev)
+		}
+	}
+	_, err := r.run(ctx, nil, "merge-base", "--is-ancestor", a, b)
+	if err == nil {
+		return true, nil
+	}
+	var ee *exec.ExitError
+	if ctx.Err() == nil && errors.As(err, &ee) && ee.ExitCode() == 1 {
+		return false, nil
+	}
+	// merge-base exits 128 for an object it does not know, and for a
+	// broken repository: only the first is a "no".
+	for _, rev := range []string{a, b} {
+		has, herr := r.hasCommit(ctx, rev)
+		if herr != nil {
+			return false, fmt.Errorf("is %s an ancestor of %s: %w", a, b, herr)
+		}
+		if !has {
+			return false, nil
+		}
+	}
+	return false, fmt.Errorf("is %s an ancestor of %s: %w", a, b, err)
+}
+
+// hasCommit reports whether rev names a commit of the repository; a git
+// that fails for another reason is an error.
+func (r *Repo) hasCommit(ctx context.Context, rev string) (bool, error) {
+	_, err := r.run(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return true, nil
+	case ctx.Err() == nil && errors.As(err, &ee) && ee.ExitCode() == 1:
+		return false, nil
+	}
+	return false, err
+}
+
+// ListTree lists the files (blobs and links, recursively) under the
+// GitOps-root-relative directory dir at rev, as GitOps-root-relative paths
+// in Git's order. Names are read NUL-separated, so any byte but NUL is
+// safe in them. A directory that does not exist lists nothing.
+func (r *Repo) ListTree(ctx context.Context, rev, dir string) ([]string, error) {
+	d := strings.TrimSuffix(r.full(dir), "/") + "/"
+	if path.Clean(dir) == "." {
+		d = r.Prefix
+	}
+	args := []string{"ls-tree", "-r", "-z", "--name-only", "--end-of-options", rev, "--"}
+	if d != "" {
+		args = append(args, d)
+	}
+	out, err := r.run(ctx, nil, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s at %s: %w", dir, rev, err)
+	}
+	var files []string
+	for _, f := range strings.Split(out, "\x00") {
+		if f == "" {
+			continue
+		}
+		if rel, ok := r.Rel(f); ok {
+			files = append(files, rel)
+		}
+	}
+	return files, nil
+}
+
+// FileHistory lists the commits in the history of rev that changed the
+// GitOps-root-relative file p, newest first.
+func (r *Repo) FileHistory(ctx context.Context, rev, p string) ([]string, error) {
+	out, err := r.run(ctx, nil, "log", "--format=%H", "--end-of-options", rev, "--", r.full(p))
+	if err != nil {
+		return nil, fmt.Errorf("history of %s at %s: %w", p, rev, err)
+	}
+	return strings.Fields(out), nil
+}

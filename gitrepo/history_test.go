@@ -1,0 +1,97 @@
+package gitrepo
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func TestIsAncestor(t *testing.T) {
+	ctx := context.Background()
+	r, dir := newRepo(t)
+	first := git(t, dir, "rev-parse", "HEAD")
+	second, err := r.Commit(ctx, first, map[string][]byte{"b.yaml": []byte("b: 1\n")}, "second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sibling, err := r.Commit(ctx, first, map[string][]byte{"c.yaml": []byte("c: 1\n")}, "sibling")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		a, b    string
+		want    bool
+		wantErr bool
+	}{
+		{"parent", first, second, true, false},
+		{"itself", second, second, true, false},
+		{"child is not an ancestor", second, first, false, false},
+		{"sibling", sibling, second, false, false},
+		{"unknown commit", "0123456789abcdef0123456789abcdef01234567", second, false, false},
+		{"an option is not a revision", "--all", second, false, true},
+		{"empty", "", second, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := r.IsAncestor(ctx, tc.a, tc.b)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("IsAncestor = %v, %v; want %v, error %v", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+	// A broken repository is an error, not a "no".
+	if err := os.WriteFile(filepath.Join(dir, ".git", "config"), []byte("[core\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.IsAncestor(ctx, first, second); err == nil {
+		t.Errorf("IsAncestor in a broken repository = %v, nil; want an error", got)
+	}
+}
+
+func TestListTreeAndFileHistory(t *testing.T) {
+	ctx := context.Background()
+	r, dir := newRepo(t)
+	first := git(t, dir, "rev-parse", "HEAD")
+	odd := "promotion/check out/pro\tduction.yaml" // spaces and a tab: strings.Fields would split it
+	second, err := r.Commit(ctx, first, map[string][]byte{
+		odd:                        []byte("x: 1\n"),
+		"promotion/checkout/a.yaml": []byte("a: 1\n"),
+		"a.yaml":                    []byte("a: 2\n"),
+	}, "second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.ListTree(ctx, second, "promotion")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{odd, "promotion/checkout/a.yaml"}; !slices.Equal(got, want) {
+		t.Errorf("ListTree(promotion) = %q, want %q", got, want)
+	}
+	all, err := r.ListTree(ctx, second, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 3 {
+		t.Errorf("ListTree(.) = %q, want the 3 files of the GitOps root", all)
+	}
+	none, err := r.ListTree(ctx, second, "no/such/dir")
+	if err != nil || len(none) != 0 {
+		t.Errorf("ListTree(missing dir) = %q, %v; want nothing", none, err)
+	}
+	if _, err := r.ListTree(ctx, "no-such-rev", "promotion"); err == nil {
+		t.Error("ListTree at an unknown revision: no error")
+	}
+	hist, err := r.FileHistory(ctx, second, "a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{second, first}; !slices.Equal(hist, want) {
+		t.Errorf("FileHistory(a.yaml) = %q, want %q", hist, want)
+	}
+	if hist, err := r.FileHistory(ctx, second, odd); err != nil || !slices.Equal(hist, []string{second}) {
+		t.Errorf("FileHistory(%q) = %q, %v", odd, hist, err)
+	}
+}
