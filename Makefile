@@ -13,6 +13,7 @@ BENCH ?= .
 BENCH_COUNT ?= 6
 
 FUZZTIME ?= 30s
+FUZZ_PKGS ?= ./...
 
 # golangci-lint's findings do not fail `make lint` yet: packages are being
 # restructured under issue 13 and are cleaned as they land. Set it to 1 (the
@@ -78,21 +79,8 @@ demo: build ## render the example environments, show their hashes and a refusal 
 compat: ## Argo CD's own CMP server against plugin.yaml (nested modules)
 	./e2e/argocd/run.sh
 
-fuzz: ## run every fuzz target for FUZZTIME
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime $(FUZZTIME) ./render/
-	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./render/
-	$(GO) test -run '^$$' -fuzz '^FuzzCheckImage$$' -fuzztime $(FUZZTIME) ./policy/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseAllowList$$' -fuzztime $(FUZZTIME) ./policy/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseRecord$$' -fuzztime $(FUZZTIME) ./registry/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./promotion/
-	$(GO) test -run '^$$' -fuzz '^FuzzParsePolicy$$' -fuzztime $(FUZZTIME) ./promotion/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./evidence/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./notifier/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./breakglass/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseEvidence$$' -fuzztime $(FUZZTIME) ./breakglass/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseImageID$$' -fuzztime $(FUZZTIME) ./health/
-	$(GO) test -run '^$$' -fuzz '^FuzzSetImageDigest$$' -fuzztime $(FUZZTIME) ./overlay/
-	$(GO) test -run '^$$' -fuzz '^FuzzPinImage$$' -fuzztime $(FUZZTIME) ./overlay/
+fuzz: ## run every fuzz target (go test -list '^Fuzz') in FUZZ_PKGS for FUZZTIME
+	GO=$(GO) FUZZTIME=$(FUZZTIME) ./hack/fuzz.sh $(FUZZ_PKGS)
 
 tools: $(BIN)/benchstat $(BIN)/kustomize $(BIN)/golangci-lint
 
