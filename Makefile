@@ -8,10 +8,17 @@ export GOFLAGS := -buildvcs=false
 
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 KUSTOMIZE_VERSION := v5.8.2
+GOLANGCI_LINT_VERSION := v2.15.0
 BENCH ?= .
 BENCH_COUNT ?= 6
 
 FUZZTIME ?= 30s
+FUZZ_PKGS ?= ./...
+
+# golangci-lint's findings do not fail `make lint` yet: packages are being
+# restructured under issue 13 and are cleaned as they land. Set it to 1 (the
+# tool's default) to fail on any finding: make lint GOLANGCI_ISSUES_EXIT_CODE=1
+GOLANGCI_ISSUES_EXIT_CODE ?= 0
 
 # make image: release image index, no container engine (internal/ociimage).
 # SOURCE_DATE_EPOCH defaults to the commit time, so two builds of one commit
@@ -23,7 +30,7 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE_REPO ?=
 
-.PHONY: all build docs image release test unit lint fmt vet tidy-check demo bench bench-cli tools compat fuzz clean
+.PHONY: all build docs image release test unit lint fmt vet tidy-check golangci demo bench bench-cli tools compat fuzz clean
 
 all: build test
 
@@ -51,7 +58,7 @@ test: lint unit ## the gate: lint + unit tests with -race
 unit:
 	$(GO) test -race -count=1 ./...
 
-lint: fmt vet tidy-check
+lint: fmt vet tidy-check golangci
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
@@ -63,35 +70,28 @@ vet:
 tidy-check:
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
 
+golangci: $(BIN)/golangci-lint ## golangci-lint v2 with .golangci.yml
+	$(BIN)/golangci-lint run --timeout 10m --issues-exit-code $(GOLANGCI_ISSUES_EXIT_CODE) ./...
+
 demo: build ## render the example environments, show their hashes and a refusal (no cluster, no network)
 	@./hack/demo.sh $(BIN)/throughline examples/gitops-env
 
 compat: ## Argo CD's own CMP server against plugin.yaml (nested modules)
 	./e2e/argocd/run.sh
 
-fuzz: ## run every fuzz target for FUZZTIME
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime $(FUZZTIME) ./render/
-	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./render/
-	$(GO) test -run '^$$' -fuzz '^FuzzCheckImage$$' -fuzztime $(FUZZTIME) ./policy/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseAllowList$$' -fuzztime $(FUZZTIME) ./policy/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseRecord$$' -fuzztime $(FUZZTIME) ./registry/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./promotion/
-	$(GO) test -run '^$$' -fuzz '^FuzzParsePolicy$$' -fuzztime $(FUZZTIME) ./promotion/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./evidence/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./notifier/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./breakglass/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseEvidence$$' -fuzztime $(FUZZTIME) ./breakglass/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseImageID$$' -fuzztime $(FUZZTIME) ./health/
-	$(GO) test -run '^$$' -fuzz '^FuzzSetImageDigest$$' -fuzztime $(FUZZTIME) ./overlay/
-	$(GO) test -run '^$$' -fuzz '^FuzzPinImage$$' -fuzztime $(FUZZTIME) ./overlay/
+fuzz: ## run every fuzz target (go test -list '^Fuzz') in FUZZ_PKGS for FUZZTIME
+	GO=$(GO) FUZZTIME=$(FUZZTIME) ./hack/fuzz.sh $(FUZZ_PKGS)
 
-tools: $(BIN)/benchstat $(BIN)/kustomize
+tools: $(BIN)/benchstat $(BIN)/kustomize $(BIN)/golangci-lint
 
 $(BIN)/benchstat:
 	GOBIN=$(BIN) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
 
 $(BIN)/kustomize:
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+
+$(BIN)/golangci-lint:
+	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 bench: $(BIN)/benchstat ## Go benchmarks, summarised by benchstat
 	set -o pipefail; $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) ./render/ ./policy/ ./cmp/ ./registry/ ./health/ | tee $(BIN)/bench.txt

@@ -22,12 +22,12 @@ func Write(path string, data []byte, perm os.FileMode) error {
 	}
 	cleanup := func() { _ = os.Remove(tmp.Name()) }
 	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // the write error is the one to report
 		cleanup()
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := tmp.Sync(); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // the sync error is the one to report
 		cleanup()
 		return fmt.Errorf("syncing %s: %w", path, err)
 	}

@@ -132,7 +132,7 @@ func TestContractAlreadyExists(t *testing.T) {
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(resp.status)
-			io.WriteString(w, resp.body)
+			_, _ = io.WriteString(w, resp.body)
 		}))
 		t.Setenv("GITHUB_TOKEN", "x")
 		t.Setenv("GITLAB_TOKEN", "x")

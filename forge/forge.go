@@ -151,7 +151,8 @@ func (c *Client) OpenPullRequest(ctx context.Context, pr PullRequest) (*Opened, 
 	}
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
 		apiErr := &APIError{Kind: c.Kind, Status: resp.StatusCode, Body: string(raw)}
-		if resp.StatusCode == http.StatusConflict || (resp.StatusCode == http.StatusUnprocessableEntity && strings.Contains(string(raw), "already exists")) {
+		if resp.StatusCode == http.StatusConflict ||
+			(resp.StatusCode == http.StatusUnprocessableEntity && strings.Contains(string(raw), "already exists")) {
 			return nil, fmt.Errorf("%w: %w", ErrAlreadyExists, apiErr)
 		}
 		return nil, apiErr

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -117,7 +118,8 @@ func Retryable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if ae, ok := err.(*APIError); ok {
+	var ae *APIError
+	if errors.As(err, &ae) {
 		return ae.Status == http.StatusTooManyRequests || ae.Status >= 500
 	}
 	return true

@@ -271,7 +271,7 @@ func (r *Repo) Commit(ctx context.Context, parent string, files map[string][]byt
 	if err != nil {
 		return "", fmt.Errorf("commit: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }() // a scratch index; a leftover is harmless
 	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
 	if _, err := r.run(ctx, env, "read-tree", parent); err != nil {
 		return "", fmt.Errorf("commit on %s: %w", parent, err)
@@ -311,7 +311,10 @@ func (r *Repo) identity(ctx context.Context) []string {
 	if out, err := r.run(ctx, nil, "config", "user.email"); err == nil && strings.TrimSpace(out) != "" {
 		return nil
 	}
-	return []string{"GIT_AUTHOR_NAME=throughline", "GIT_AUTHOR_EMAIL=throughline@localhost", "GIT_COMMITTER_NAME=throughline", "GIT_COMMITTER_EMAIL=throughline@localhost"}
+	return []string{
+		"GIT_AUTHOR_NAME=throughline", "GIT_AUTHOR_EMAIL=throughline@localhost",
+		"GIT_COMMITTER_NAME=throughline", "GIT_COMMITTER_EMAIL=throughline@localhost",
+	}
 }
 
 // Fetch updates the remote-tracking references (no-op without a remote).
@@ -464,7 +467,10 @@ func remoteSaid(output string) string {
 }
 
 func rejected(stderr string) bool {
-	for _, s := range []string{"[rejected]", "non-fast-forward", "fetch first", "[remote rejected]", "stale info", "failed to update ref", "cannot lock ref", "Updates were rejected"} {
+	for _, s := range []string{
+		"[rejected]", "non-fast-forward", "fetch first", "[remote rejected]", "stale info",
+		"failed to update ref", "cannot lock ref", "Updates were rejected",
+	} {
 		if strings.Contains(stderr, s) {
 			return true
 		}
@@ -478,7 +484,10 @@ func rejected(stderr string) bool {
 // the branch), Update fetches and calls change again on the new tip (a
 // rebase that re-applies the change, so its checks run on what is really
 // there), up to attempts times. It returns the new commit.
-func (r *Repo) Update(ctx context.Context, branch string, attempts int, change func(ctx context.Context, tip string) (map[string][]byte, string, error)) (string, error) {
+func (r *Repo) Update(
+	ctx context.Context, branch string, attempts int,
+	change func(ctx context.Context, tip string) (map[string][]byte, string, error),
+) (string, error) {
 	var last error
 	for i := 0; i < max(attempts, 1); i++ {
 		if err := r.Fetch(ctx); err != nil {

@@ -29,7 +29,10 @@ func newBenchFixture(b *testing.B) *benchFixture {
 			if latency.Load() {
 				n := f.inFlight.Add(1)
 				defer f.inFlight.Add(-1)
-				for p := f.peak.Load(); n > p && !f.peak.CompareAndSwap(p, n); p = f.peak.Load() {
+				for p := f.peak.Load(); n > p; p = f.peak.Load() {
+					if f.peak.CompareAndSwap(p, n) {
+						break
+					}
 				}
 				time.Sleep(benchLatency)
 			}

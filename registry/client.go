@@ -206,7 +206,7 @@ func (c *Client) ResolveDigest(ctx context.Context, ref string) (*Descriptor, er
 		// Some registries and proxies do not answer HEAD properly (405, no
 		// Docker-Content-Digest): GET instead. Not found, unauthorized and
 		// unreachable are answers, not a reason to ask again.
-		if classify(err) != ErrInvalid || ctx.Err() != nil {
+		if !errors.Is(classify(err), ErrInvalid) || ctx.Err() != nil {
 			return nil, newError("resolve", ref, err)
 		}
 		m, gerr := c.fetch(ctx, ref, r)
@@ -292,8 +292,9 @@ func (c *Client) Resolve(ctx context.Context, ref string) (*Descriptor, error) {
 			cm, err := c.fetch(ctx, cref.String(), cref)
 			if err != nil {
 				var re *Error
-				if errors.As(err, &re) && re.Kind == ErrNotFound {
-					errs[i] = invalidf("resolve", ref, "index %s names child %s (%s) that the registry does not have: %v", m.digest, cd.Digest, platformOf(cd.Platform), re.Err)
+				if errors.As(err, &re) && errors.Is(re.Kind, ErrNotFound) {
+					errs[i] = invalidf("resolve", ref, "index %s names child %s (%s) that the registry does not have: %v",
+						m.digest, cd.Digest, platformOf(cd.Platform), re.Err)
 					return
 				}
 				errs[i] = err

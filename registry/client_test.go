@@ -303,7 +303,7 @@ func TestFaults(t *testing.T) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
 			for _, other := range []error{ErrNotFound, ErrUnauthorized, ErrUnreachable, ErrInvalid} {
-				if other != tc.want && errors.Is(err, other) {
+				if !errors.Is(tc.want, other) && errors.Is(err, other) {
 					t.Errorf("err %v is also %v", err, other)
 				}
 			}
@@ -367,10 +367,10 @@ func TestNeverAnswers(t *testing.T) {
 		}
 	}()
 	t.Cleanup(func() {
-		ln.Close()
+		_ = ln.Close()
 		<-done
 		for _, c := range conns {
-			c.Close()
+			_ = c.Close()
 		}
 	})
 	o := fastOptions()
@@ -475,7 +475,7 @@ func TestParseReference(t *testing.T) {
 			if r.Context().Name() != tc.repo || r.Context().RegistryStr() != tc.registry || r.Identifier() != tc.id {
 				t.Fatalf("= %s %s %s, want %s %s %s", r.Context().Name(), r.Context().RegistryStr(), r.Identifier(), tc.repo, tc.registry, tc.id)
 			}
-			if got := r.Context().Registry.Scheme() == "http"; got != tc.insecure {
+			if got := r.Context().Scheme() == "http"; got != tc.insecure {
 				t.Fatalf("plain HTTP allowed = %v, want %v", got, tc.insecure)
 			}
 		})
@@ -589,7 +589,7 @@ func TestIPv6Loopback(t *testing.T) {
 	reg := newTestRegistry(t, nil)
 	srv := &http.Server{Handler: reg.srv.Config.Handler}
 	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() { _ = srv.Close() })
 	host := ln.Addr().String() // [::1]:port
 	img := pushImage(t, host+"/app:v1")
 	d, err := newClient(t, fastOptions()).Resolve(testContext(t, 10*time.Second), host+"/app:v1")

@@ -74,7 +74,7 @@ func (r Record) Validate() error {
 	}
 	switch {
 	case err != nil:
-		errs = append(errs, fmt.Errorf("reference %q is not a tag reference: %v", r.Reference, err))
+		errs = append(errs, fmt.Errorf("reference %q is not a tag reference: %w", r.Reference, err))
 	case strings.Contains(r.Reference, "@"):
 		errs = append(errs, fmt.Errorf("reference %q must be a tag, not a digest", r.Reference))
 	case t.Context().Name() != r.Repository:

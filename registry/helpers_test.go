@@ -43,7 +43,7 @@ func (r *testRegistry) Requests() int64 { return r.requests.Load() }
 // http.Handler wrapper around the real registry (wrap may be nil).
 func newTestRegistry(t testing.TB, wrap func(http.Handler) http.Handler) *testRegistry {
 	t.Helper()
-	var h http.Handler = ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
+	h := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
 	if wrap != nil {
 		h = wrap(h)
 	}

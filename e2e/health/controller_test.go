@@ -99,7 +99,7 @@ func TestAcceptanceController(t *testing.T) {
 			t.Fatalf("kstatus of a fresh Acceptance = %s, want InProgress (status %v)", got, u.Object["status"])
 		}
 		w.waitReason("web", health.ReasonWorkloadNotFound)
-		_, rs := w.deployment("web", 2, "h1", app(img.Image()))
+		_, rs := w.deployment("web", 2, app(img.Image()))
 		p1, p2 := w.pod(rs, "web-1", node), w.pod(rs, "web-2", node)
 		u, _ = w.waitReason("web", health.ReasonRolloutInProgress)
 		if got := kstatusOf(t, u); got != status.InProgressStatus {
@@ -126,7 +126,7 @@ func TestAcceptanceController(t *testing.T) {
 		w := newWorld(ctx, t, c, "child")
 		node := w.node("arm64", "linux", "arm64")
 		w.acceptance("web", "web", app(img.Image()))
-		_, rs := w.deployment("web", 1, "h1", app(img.Image()))
+		_, rs := w.deployment("web", 1, app(img.Image()))
 		w.kubelet(w.pod(rs, "web-1", node), 0, map[string]string{"app": img.Repo + "@" + img.Children["linux/arm64/v8"]})
 		_, st := w.waitReason("web", health.ReasonVerified)
 		if o := observed(t, st); o.Match != health.MatchIndexChild || o.Platform != "linux/arm64/v8" {
@@ -138,7 +138,7 @@ func TestAcceptanceController(t *testing.T) {
 		w := newWorld(ctx, t, c, "wrongplatform")
 		node := w.node("arm64", "linux", "arm64")
 		w.acceptance("web", "web", app(img.Image()))
-		_, rs := w.deployment("web", 1, "h1", app(img.Image()))
+		_, rs := w.deployment("web", 1, app(img.Image()))
 		w.kubelet(w.pod(rs, "web-1", node), 0, map[string]string{"app": img.Repo + "@" + img.Children["linux/amd64"]})
 		w.waitReason("web", health.ReasonImageMismatch)
 	})
@@ -147,7 +147,7 @@ func TestAcceptanceController(t *testing.T) {
 		w := newWorld(ctx, t, c, "config")
 		node := w.node("amd64", "linux", "amd64")
 		w.acceptance("web", "web", app(img.Image()))
-		_, rs := w.deployment("web", 1, "h1", app(img.Image()))
+		_, rs := w.deployment("web", 1, app(img.Image()))
 		w.kubelet(w.pod(rs, "web-1", node), 0, map[string]string{"app": img.Configs["linux/amd64"]})
 		_, st := w.waitReason("web", health.ReasonVerified)
 		if o := observed(t, st); o.Match != health.MatchConfigDigest {
@@ -159,7 +159,7 @@ func TestAcceptanceController(t *testing.T) {
 		w := newWorld(ctx, t, c, "wrong")
 		node := w.node("amd64", "linux", "amd64")
 		w.acceptance("web", "web", app(img.Image()))
-		_, rs := w.deployment("web", 1, "h1", app(img.Image()))
+		_, rs := w.deployment("web", 1, app(img.Image()))
 		w.kubelet(w.pod(rs, "web-1", node), 0, map[string]string{"app": other.Repo + "@" + other.Index})
 		u, st := w.waitReason("web", health.ReasonImageMismatch)
 		if got := kstatusOf(t, u); got != status.FailedStatus {
@@ -177,7 +177,7 @@ func TestAcceptanceController(t *testing.T) {
 		w := newWorld(ctx, t, c, "noimageid")
 		node := w.node("amd64", "linux", "amd64")
 		w.acceptance("web", "web", app(img.Image()))
-		_, rs := w.deployment("web", 1, "h1", app(img.Image()))
+		_, rs := w.deployment("web", 1, app(img.Image()))
 		p := w.pod(rs, "web-1", node)
 		w.kubelet(p, 0, map[string]string{"app": ""})
 		_, st := w.waitFor("web", health.ReasonRolloutInProgress, func(st health.Status) bool {
@@ -195,7 +195,7 @@ func TestAcceptanceController(t *testing.T) {
 		node := w.node("amd64", "linux", "amd64")
 		migrate := ctr{name: "migrate", image: other.Image(), init: true}
 		w.acceptance("web", "web", migrate, app(img.Image()))
-		_, rs := w.deployment("web", 1, "h1", migrate, app(img.Image()))
+		_, rs := w.deployment("web", 1, migrate, app(img.Image()))
 		p := w.pod(rs, "web-1", node)
 		// The init container ran the wrong image: a mismatch even though
 		// it has terminated.
@@ -209,7 +209,7 @@ func TestAcceptanceController(t *testing.T) {
 		w := newWorld(ctx, t, c, "restart")
 		node := w.node("amd64", "linux", "amd64")
 		w.acceptance("web", "web", app(img.Image()))
-		_, rs := w.deployment("web", 1, "h1", app(img.Image()))
+		_, rs := w.deployment("web", 1, app(img.Image()))
 		p := w.pod(rs, "web-1", node)
 		w.kubelet(p, 0, map[string]string{"app": img.Repo + "@" + img.Index})
 		w.waitReason("web", health.ReasonVerified)
@@ -224,7 +224,7 @@ func TestAcceptanceController(t *testing.T) {
 		w := newWorld(ctx, t, c, "nolabels")
 		node := w.node("bare", "", "")
 		w.acceptance("web", "web", app(img.Image()))
-		_, rs := w.deployment("web", 1, "h1", app(img.Image()))
+		_, rs := w.deployment("web", 1, app(img.Image()))
 		w.kubelet(w.pod(rs, "web-1", node), 0, map[string]string{"app": img.Repo + "@" + img.Children["linux/arm64/v8"]})
 		_, st := w.waitReason("web", health.ReasonUnverifiable)
 		if o := observed(t, st); !strings.Contains(o.Message, "no kubernetes.io/os") {
@@ -239,7 +239,7 @@ func TestAcceptanceController(t *testing.T) {
 		// already resolved needs no registry), in a registry that is down.
 		unseen, _ := buildIndex(t, closedPort(t), "demo/app")
 		w.acceptance("web", "web", app(unseen.Image()))
-		_, rs := w.deployment("web", 1, "h1", app(unseen.Image()))
+		_, rs := w.deployment("web", 1, app(unseen.Image()))
 		// The child digest needs the registry to be verified: it cannot be.
 		w.kubelet(w.pod(rs, "web-1", node), 0, map[string]string{"app": unseen.Repo + "@" + unseen.Children["linux/arm64/v8"]})
 		u, st := w.waitReason("web", health.ReasonUnverifiable)
@@ -263,7 +263,7 @@ func TestAcceptanceController(t *testing.T) {
 		node := w.node("amd64", "linux", "amd64")
 		unseen, _ := buildIndex(t, reg.Host, "demo/app")
 		w.acceptance("web", "web", app(unseen.Image()))
-		_, rs := w.deployment("web", 1, "h1", app(unseen.Image()))
+		_, rs := w.deployment("web", 1, app(unseen.Image()))
 		w.kubelet(w.pod(rs, "web-1", node), 0, map[string]string{"app": unseen.Configs["linux/amd64"]})
 		_, st := w.waitReason("web", health.ReasonUnverifiable)
 		if o := observed(t, st); !strings.Contains(o.Message, "not found") {
@@ -415,7 +415,7 @@ func TestAcceptanceController(t *testing.T) {
 		w := newWorld(ctx, t, c, "rollout")
 		node := w.node("amd64", "linux", "amd64")
 		w.acceptance("web", "web", app(img.Image()))
-		d, rs := w.deployment("web", 1, "h1", app(img.Image()))
+		d, rs := w.deployment("web", 1, app(img.Image()))
 		w.kubelet(w.pod(rs, "web-1", node), 0, map[string]string{"app": img.Repo + "@" + img.Index})
 		w.waitReason("web", health.ReasonVerified)
 		// A new template: generation 2 not observed yet.

@@ -51,14 +51,14 @@ func (p *flakyProxy) serve(ln net.Listener) {
 			}
 			u, err := net.Dial("tcp", p.upstream)
 			if err != nil {
-				c.Close()
+				_ = c.Close() // no upstream: drop the client
 				continue
 			}
 			p.mu.Lock()
 			p.conns[c], p.conns[u] = true, true
 			p.mu.Unlock()
-			go func() { _, _ = io.Copy(u, c); u.Close() }()
-			go func() { _, _ = io.Copy(c, u); c.Close() }()
+			go func() { _, _ = io.Copy(u, c); _ = u.Close() }()
+			go func() { _, _ = io.Copy(c, u); _ = c.Close() }()
 		}
 	}()
 }
@@ -67,11 +67,11 @@ func (p *flakyProxy) down() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ln != nil {
-		p.ln.Close()
+		_ = p.ln.Close()
 		p.ln = nil
 	}
 	for c := range p.conns {
-		c.Close()
+		_ = c.Close() // going down: whatever the peers did, the connections go
 	}
 	p.conns = map[net.Conn]bool{}
 }
@@ -120,7 +120,7 @@ func TestAPIServerRestartDuringWatch(t *testing.T) {
 	node := w.node("amd64", "linux", "amd64")
 	app := ctr{name: "app", image: img.Image()}
 	w.acceptance("web", "web", app)
-	_, rs := w.deployment("web", 1, "h1", app)
+	_, rs := w.deployment("web", 1, app)
 	p := w.pod(rs, "web-1", node)
 	w.kubelet(p, 0, map[string]string{"app": img.Repo + "@" + img.Index})
 	w.waitReason("web", health.ReasonVerified)

@@ -47,11 +47,11 @@ func TestVerifyCommand(t *testing.T) {
 		{"bad", img.Repo + "@" + img.Children["linux/amd64"]},
 	} {
 		w.acceptance(tc.name, tc.name, app)
-		_, rs := w.deployment(tc.name, 1, "h1", app)
+		_, rs := w.deployment(tc.name, 1, app)
 		w.kubelet(w.pod(rs, tc.name+"-1", arm), 0, map[string]string{"app": tc.imageID})
 	}
 	w.acceptance("pending", "pending", app)
-	w.deployment("pending", 1, "h1", app)
+	w.deployment("pending", 1, app)
 
 	run := func(name string, extra ...string) (int, string, string) {
 		args := append([]string{"verify", "--kubeconfig", kc, "-n", w.ns, "--acceptance", name, "--registry-cache-dir", cache}, extra...)
@@ -101,7 +101,7 @@ func TestVerifyCommand(t *testing.T) {
 	defer func() {
 		if !stopped {
 			_ = serve.Process.Kill()
-			<-exited
+			<-exited //nolint:errcheck // killed: the exit error is expected
 		}
 		if t.Failed() {
 			t.Logf("throughline serve log:\n%s", logs.String())

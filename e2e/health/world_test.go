@@ -83,9 +83,10 @@ type ctr struct {
 }
 
 // deployment creates a Deployment and plays the deployment controller:
-// a ReplicaSet of its template with pod-template-hash rev, and the
-// Deployment's status caught up with replicas updated.
-func (w *world) deployment(name string, replicas int32, rev string, ctrs ...ctr) (*appsv1.Deployment, *appsv1.ReplicaSet) {
+// a ReplicaSet of its template with pod-template-hash h1, and the
+// Deployment's status caught up with replicas updated. A test that rolls out
+// creates the next ReplicaSet with replicaSet.
+func (w *world) deployment(name string, replicas int32, ctrs ...ctr) (*appsv1.Deployment, *appsv1.ReplicaSet) {
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: name},
 		Spec: appsv1.DeploymentSpec{
@@ -102,7 +103,7 @@ func (w *world) deployment(name string, replicas int32, rev string, ctrs ...ctr)
 		}
 	}
 	must(w.t, w.c.Create(w.ctx, d))
-	rs := w.replicaSet(d, rev)
+	rs := w.replicaSet(d, "h1")
 	w.deploymentStatus(d, replicas)
 	return d, rs
 }
@@ -181,12 +182,12 @@ func (w *world) kubelet(p *corev1.Pod, restarts int32, imageIDs map[string]strin
 const renderedHash = "sha256:89abcdef0123456789abcdef0123456789abcdef0123456789abcdef01234567"
 
 // acceptance creates an Acceptance naming one Deployment and its containers.
-func (w *world) acceptance(name, deployment string, ctrs ...ctr) *unstructured.Unstructured {
-	return w.acceptanceFor(name, "apps/v1", "Deployment", deployment, ctrs...)
+func (w *world) acceptance(name, deployment string, ctrs ...ctr) {
+	w.acceptanceFor(name, "apps/v1", "Deployment", deployment, ctrs...)
 }
 
 // acceptanceFor creates an Acceptance naming one workload of any kind.
-func (w *world) acceptanceFor(name, apiVersion, kind, workload string, ctrs ...ctr) *unstructured.Unstructured {
+func (w *world) acceptanceFor(name, apiVersion, kind, workload string, ctrs ...ctr) {
 	var cs []any
 	for i, c := range ctrs {
 		path := fmt.Sprintf("spec.template.spec.containers[%d].image", i)
@@ -207,7 +208,6 @@ func (w *world) acceptanceFor(name, apiVersion, kind, workload string, ctrs ...c
 		"workloads": []any{map[string]any{"apiVersion": apiVersion, "kind": kind, "namespace": w.ns, "name": workload, "containers": cs}},
 	}
 	must(w.t, w.c.Create(w.ctx, u))
-	return u
 }
 
 // ready returns the Acceptance and its Ready condition as the API server

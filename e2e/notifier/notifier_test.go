@@ -53,7 +53,7 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func repoRoot(t *testing.T) string {
+func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
@@ -225,7 +225,7 @@ const (
 
 func fluxToEvidence(t *testing.T, which observedCase) {
 	testenv.RequireNotificationController(t)
-	root := repoRoot(t)
+	root := repoRoot()
 	api := testenv.StartAPIServer(t, testenv.APIServerOptions{CRDPaths: []string{testenv.FluxCRDs(t), filepath.Join(root, "deploy", "crds", "throughline.dev_acceptances.yaml")}})
 	nc := testenv.StartNotificationController(t, api)
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
@@ -305,7 +305,7 @@ func fluxToEvidence(t *testing.T, which observedCase) {
 
 func TestArgoCDNotificationsToEvidence(t *testing.T) {
 	testenv.RequireArgoCDNotifications(t)
-	root := repoRoot(t)
+	root := repoRoot()
 	api := testenv.StartAPIServer(t, testenv.APIServerOptions{CRDPaths: []string{filepath.Join(root, "deploy", "crds", "throughline.dev_acceptances.yaml")}})
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()

@@ -147,8 +147,10 @@ func buildImage(spec Spec, base v1.Layer, arch string) (v1.Image, error) {
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	img, err = mutate.Append(img,
-		mutate.Addendum{Layer: base, MediaType: types.OCILayer, History: v1.History{Created: created, CreatedBy: "throughline ociimage: base (ca-certificates, passwd)"}},
-		mutate.Addendum{Layer: app, MediaType: types.OCILayer, History: v1.History{Created: created, CreatedBy: "throughline ociimage: throughline binary, plugin.yaml"}},
+		mutate.Addendum{Layer: base, MediaType: types.OCILayer,
+			History: v1.History{Created: created, CreatedBy: "throughline ociimage: base (ca-certificates, passwd)"}},
+		mutate.Addendum{Layer: app, MediaType: types.OCILayer,
+			History: v1.History{Created: created, CreatedBy: "throughline ociimage: throughline binary, plugin.yaml"}},
 	)
 	if err != nil {
 		return nil, err
@@ -179,7 +181,9 @@ type file struct {
 }
 
 func baseFiles(spec Spec) []file {
-	passwd := fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\n%s:x:%d:%d:%s:%s:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n", userName, UID, UID, userName, HomeDir)
+	passwd := fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\n"+
+		"%s:x:%d:%d:%s:%s:/sbin/nologin\n"+
+		"nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n", userName, UID, UID, userName, HomeDir)
 	group := fmt.Sprintf("root:x:0:\n%s:x:%d:\nnobody:x:65534:\n", userName, UID)
 	return []file{
 		{path: "/etc/passwd", mode: 0o644, data: []byte(passwd)},
@@ -277,7 +281,7 @@ func WriteLayout(ctx context.Context, dir string, idx v1.ImageIndex, refName str
 	if err != nil {
 		return fmt.Errorf("ociimage: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }() // gone after the rename; on failure, best effort
 	p, err := layout.Write(tmp, empty.Index)
 	if err != nil {
 		return fmt.Errorf("ociimage: layout: %w", err)

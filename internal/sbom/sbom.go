@@ -43,7 +43,10 @@ func FromBinary(img Image, binary []byte) ([]byte, error) {
 	}
 	main := goComponent(bi.Main.Path, bi.Main.Version, cdx.ComponentTypeApplication)
 	comps := []cdx.Component{
-		{BOMRef: "pkg:golang/stdlib@" + bi.GoVersion, Type: cdx.ComponentTypeLibrary, Name: "stdlib", Version: bi.GoVersion, PackageURL: "pkg:golang/stdlib@" + bi.GoVersion},
+		{
+			BOMRef: "pkg:golang/stdlib@" + bi.GoVersion, Type: cdx.ComponentTypeLibrary,
+			Name: "stdlib", Version: bi.GoVersion, PackageURL: "pkg:golang/stdlib@" + bi.GoVersion,
+		},
 		main,
 	}
 	var deps []string

@@ -77,7 +77,7 @@ func StartArgoCDApplicationSetController(t testing.TB, api *APIServer) *ArgoCDAp
 	// controller-runtime's config loader reads KUBECONFIG (the --kubeconfig
 	// flag is Argo CD's own client config; both are set).
 	env := environ([]string{"ARGOCD_BINARY_NAME=argocd-applicationset-controller", "KUBECONFIG=" + kubeconfig}, "ARGOCD_", "KUBECONFIG")
-	_, ports, err := startServer(ctx, t, "argocd-applicationset-controller", filepath.Join(dir, "argocd"), env, 3,
+	ports, err := startServer(ctx, t, "argocd-applicationset-controller", filepath.Join(dir, "argocd"), env, 3,
 		func(p []int) []string {
 			return []string{
 				"--kubeconfig=" + kubeconfig,

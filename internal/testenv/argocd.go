@@ -64,7 +64,7 @@ func StartArgoCDNotifications(t testing.TB, api *APIServer, opts ArgoCDNotificat
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	_, ports, err := startServer(ctx, t, "argocd-notifications", filepath.Join(dir, "argocd"),
+	ports, err := startServer(ctx, t, "argocd-notifications", filepath.Join(dir, "argocd"),
 		environ([]string{"ARGOCD_BINARY_NAME=argocd-notifications"}, "ARGOCD_", "KUBECONFIG"), 1,
 		func(p []int) []string {
 			return []string{

@@ -45,7 +45,7 @@ func StartNotificationController(t testing.TB, api *APIServer) *NotificationCont
 	}
 	t0 := time.Now()
 	// Ports: events, receiver, metrics, health.
-	_, ports, err := startServer(ctx, t, "notification-controller", filepath.Join(dir, "notification-controller"),
+	ports, err := startServer(ctx, t, "notification-controller", filepath.Join(dir, "notification-controller"),
 		environ([]string{"KUBECONFIG=" + kubeconfig}, "KUBECONFIG"), 4,
 		func(p []int) []string {
 			return []string{

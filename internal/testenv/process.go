@@ -69,7 +69,7 @@ func startProcess(t testing.TB, name, bin string, args, env []string) (*process,
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	p := &process{name: name, cmd: cmd, logPath: logPath, logFile: logFile, done: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
-		logFile.Close()
+		_ = logFile.Close() // the start error is the one to report
 		return nil, fmt.Errorf("start %s (%s): %w", name, bin, err)
 	}
 	go func() {
@@ -81,7 +81,7 @@ func startProcess(t testing.TB, name, bin string, args, env []string) (*process,
 		if t.Failed() {
 			t.Logf("%s log (last %d lines of %s):\n%s", name, logTailLines, logPath, p.tail(logTailLines))
 		}
-		logFile.Close()
+		_ = logFile.Close() // our copy of the child's stdout/stderr; the log was read above
 	})
 	t.Cleanup(p.stop)
 	return p, nil
@@ -154,41 +154,42 @@ func (p *process) waitReady(ctx context.Context, ready func(context.Context) err
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready: %w (last check: %v); log tail:\n%s", p.name, ctx.Err(), last, p.tail(30))
+			return fmt.Errorf("%s not ready: %w (last check: %w); log tail:\n%s", p.name, ctx.Err(), last, p.tail(30))
 		case <-tick.C:
 		}
 	}
 }
 
-// startServer starts a server process on fresh ports and waits until it is
-// ready, retrying up to 3 times when a port it was given got taken meanwhile.
-// args builds the command line for a new set of ports.
+// startServer starts a server process on fresh ports, waits until it is
+// ready and returns the ports, retrying up to 3 times when a port it was given
+// got taken meanwhile. args builds the command line for a new set of ports.
+// The process is stopped in t.Cleanup.
 func startServer(ctx context.Context, t testing.TB, name, bin string, env []string, nPorts int,
 	args func(ports []int) []string, ready func(ctx context.Context, ports []int) error,
-) (*process, []int, error) {
+) ([]int, error) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		ports := make([]int, nPorts)
 		for i := range ports {
 			port, err := freePort()
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			ports[i] = port
 		}
 		p, err := startProcess(t, name, bin, args(ports), env)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		err = p.waitReady(ctx, func(ctx context.Context) error { return ready(ctx, ports) })
 		if err == nil {
-			return p, ports, nil
+			return ports, nil
 		}
 		if dead, _ := p.exited(); dead && p.addrInUse() && attempt < 3 {
 			t.Logf("%s: port taken, retrying (%d)", name, attempt)
 			continue
 		}
-		return nil, nil, err
+		return nil, err
 	}
 }
 
@@ -198,8 +199,11 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("find a free port on 127.0.0.1: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		return 0, fmt.Errorf("release port %d on 127.0.0.1: %w", port, err)
+	}
+	return port, nil
 }
 
 // httpStatus returns the status code of GET url.

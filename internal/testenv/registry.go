@@ -60,7 +60,7 @@ func StartRegistry(t testing.TB, opts RegistryOptions) *Registry {
 	env := environ(nil, "REGISTRY_")
 	ctx, cancel := startContext(t)
 	defer cancel()
-	_, ports, err := startServer(ctx, t, "docker-registry", bin, env, 1,
+	ports, err := startServer(ctx, t, "docker-registry", bin, env, 1,
 		func(ports []int) []string {
 			cfg := fmt.Sprintf(`version: 0.1
 log:
