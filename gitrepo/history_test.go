@@ -56,7 +56,7 @@ func TestListTreeAndFileHistory(t *testing.T) {
 	first := git(t, dir, "rev-parse", "HEAD")
 	odd := "promotion/check out/pro\tduction.yaml" // spaces and a tab: strings.Fields would split it
 	second, err := r.Commit(ctx, first, map[string][]byte{
-		odd:                        []byte("x: 1\n"),
+		odd:                         []byte("x: 1\n"),
 		"promotion/checkout/a.yaml": []byte("a: 1\n"),
 		"a.yaml":                    []byte("a: 2\n"),
 	}, "second")
