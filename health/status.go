@@ -37,7 +37,9 @@ func ReadStatus(u *unstructured.Unstructured) (v1alpha1.AcceptanceStatus, error)
 // NewStatus turns a report into the status to write, keeping the transition
 // times and verifiedAt of prev when nothing changed.
 func NewStatus(rep *Report, prev v1alpha1.AcceptanceStatus, now time.Time) v1alpha1.AcceptanceStatus {
-	s := v1alpha1.AcceptanceStatus{ObservedGeneration: rep.Generation, RenderedHash: rep.RenderedHash, Conditions: append([]metav1.Condition(nil), prev.Conditions...)}
+	s := v1alpha1.AcceptanceStatus{
+		ObservedGeneration: rep.Generation, RenderedHash: rep.RenderedHash, Conditions: append([]metav1.Condition(nil), prev.Conditions...),
+	}
 	t := metav1.NewTime(now.UTC().Truncate(time.Second))
 	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: rep.Reason, Message: truncate(rep.Message, 4096), ObservedGeneration: rep.Generation, LastTransitionTime: t}
 	reconciling := metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionFalse, Reason: rep.Reason, ObservedGeneration: rep.Generation, LastTransitionTime: t}
