@@ -8,6 +8,9 @@ import (
 	"path"
 	"path/filepath"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
@@ -45,7 +48,7 @@ type Declaration struct {
 	Committed  []render.Object
 	Hash       string
 	Policy     policy.Result
-	Acceptance Acceptance
+	Acceptance v1alpha1.Acceptance
 }
 
 // Declare renders the application, applies every policy rule and builds the
@@ -104,7 +107,7 @@ func loadAllowList(fsys *render.ConfinedFS, file string) (*policy.AllowList, err
 	return a, nil
 }
 
-func (d *Declaration) build(req Request) Acceptance {
+func (d *Declaration) build(req Request) v1alpha1.Acceptance {
 	rel := d.App.RelDir()
 	overlay := path.Base(path.Dir(rel)) == "overlays"
 	app := req.App
@@ -125,15 +128,14 @@ func (d *Declaration) build(req Request) Acceptance {
 	if ns == "" {
 		ns = commonNamespace(d.Policy.Containers)
 	}
-	a := Acceptance{
-		APIVersion: APIVersion,
-		Kind:       Kind,
-		Metadata: Metadata{
+	a := v1alpha1.Acceptance{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.AcceptanceKind},
+		ObjectMeta: metav1.ObjectMeta{
 			Name:      ObjectName(app),
 			Namespace: ns,
-			Labels:    map[string]string{LabelManagedBy: "throughline", LabelApp: ObjectName(app)},
+			Labels:    map[string]string{v1alpha1.LabelManagedBy: "throughline", v1alpha1.LabelApp: ObjectName(app)},
 		},
-		Spec: Spec{
+		Spec: v1alpha1.AcceptanceSpec{
 			App:            app,
 			Environment:    env,
 			SourceRepoURL:  req.SourceRepoURL,
@@ -143,11 +145,11 @@ func (d *Declaration) build(req Request) Acceptance {
 			ObjectCount:    len(d.Objects),
 			Renderer:       req.Renderer,
 			Exceptions:     d.Policy.Exceptions,
-			Workloads:      []Workload{},
+			Workloads:      []v1alpha1.Workload{},
 		},
 	}
 	if env != "" {
-		a.Metadata.Labels[LabelEnvironment] = ObjectName(env)
+		a.Labels[v1alpha1.LabelEnvironment] = ObjectName(env)
 	}
 	index := map[render.ID]int{}
 	for _, c := range d.Policy.Containers {
@@ -155,11 +157,11 @@ func (d *Declaration) build(req Request) Acceptance {
 		if !ok {
 			i = len(a.Spec.Workloads)
 			index[c.Object] = i
-			a.Spec.Workloads = append(a.Spec.Workloads, Workload{
+			a.Spec.Workloads = append(a.Spec.Workloads, v1alpha1.Workload{
 				APIVersion: c.Object.APIVersion(), Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name,
 			})
 		}
-		a.Spec.Workloads[i].Containers = append(a.Spec.Workloads[i].Containers, Container{
+		a.Spec.Workloads[i].Containers = append(a.Spec.Workloads[i].Containers, v1alpha1.Container{
 			Name: c.Name, Path: c.Path, Image: c.Image, Digest: c.Pinned.Digest,
 		})
 	}
@@ -185,7 +187,7 @@ func (d *Declaration) Stale() string {
 	}
 	want := d.Acceptance.Spec
 	have := got.Spec
-	for _, sp := range []*Spec{&want, &have} {
+	for _, sp := range []*v1alpha1.AcceptanceSpec{&want, &have} {
 		sp.SourceRevision, sp.Renderer, sp.SourceRepoURL = "", "", ""
 	}
 	a, err1 := json.Marshal(want)

@@ -3,83 +3,51 @@ package acceptance
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 
-	"github.com/throughline-dev/throughline/policy"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/render"
 )
 
-// Identity of the Acceptance resource.
-const (
-	Group      = "throughline.dev"
-	Version    = "v1alpha1"
-	APIVersion = Group + "/" + Version
-	Kind       = "Acceptance"
-)
-
-// Labels set on every Acceptance.
-const (
-	LabelManagedBy   = "app.kubernetes.io/managed-by"
-	LabelApp         = "throughline.dev/app"
-	LabelEnvironment = "throughline.dev/environment"
-)
-
-// Acceptance is the declared half of the resource (the verifier owns status).
-type Acceptance struct {
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Metadata   Metadata `json:"metadata"`
-	Spec       Spec     `json:"spec"`
+// wire is the Acceptance's JSON layout as throughline has always written
+// it: apiVersion before kind (metav1.TypeMeta puts kind first), then
+// metadata, spec and, when set, status.
+type wire struct {
+	APIVersion string                     `json:"apiVersion"`
+	Kind       string                     `json:"kind"`
+	Metadata   *metav1.ObjectMeta         `json:"metadata"`
+	Spec       *v1alpha1.AcceptanceSpec   `json:"spec"`
+	Status     *v1alpha1.AcceptanceStatus `json:"status,omitempty"`
 }
 
-// Metadata is the subset of ObjectMeta an Acceptance carries.
-type Metadata struct {
-	Name      string            `json:"name"`
-	Namespace string            `json:"namespace,omitempty"`
-	Labels    map[string]string `json:"labels,omitempty"`
-}
-
-// Spec is what the render declared.
-type Spec struct {
-	App            string             `json:"app"`
-	Environment    string             `json:"environment,omitempty"`
-	SourceRepoURL  string             `json:"sourceRepoURL,omitempty"`
-	SourcePath     string             `json:"sourcePath,omitempty"`
-	SourceRevision string             `json:"sourceRevision,omitempty"`
-	RenderedHash   string             `json:"renderedHash"`
-	ObjectCount    int                `json:"objectCount"`
-	Renderer       string             `json:"renderer,omitempty"`
-	Exceptions     []policy.Exception `json:"exceptions,omitempty"`
-	Workloads      []Workload         `json:"workloads"`
-}
-
-// Workload is an object that runs containers.
-type Workload struct {
-	APIVersion string      `json:"apiVersion"`
-	Kind       string      `json:"kind"`
-	Namespace  string      `json:"namespace,omitempty"`
-	Name       string      `json:"name"`
-	Containers []Container `json:"containers"`
-}
-
-// Container is one declared container image.
-type Container struct {
-	Name   string `json:"name"`
-	Path   string `json:"path"`
-	Image  string `json:"image"`
-	Digest string `json:"digest,omitempty"`
-}
-
-// Object returns the Acceptance as a render object (for output).
-func (a Acceptance) Object() (render.Object, error) {
-	raw, err := json.Marshal(a)
+// Marshal encodes the Acceptance as JSON in the layout the plugin has always
+// printed (apiVersion, kind, metadata, spec; status only when set), so that
+// the bytes Argo CD receives do not depend on metav1.TypeMeta's field order.
+func Marshal(a *v1alpha1.Acceptance) ([]byte, error) {
+	w := wire{APIVersion: a.APIVersion, Kind: a.Kind, Metadata: &a.ObjectMeta, Spec: &a.Spec}
+	if !reflect.ValueOf(a.Status).IsZero() {
+		w.Status = &a.Status
+	}
+	raw, err := json.Marshal(w)
 	if err != nil {
-		return render.Object{}, fmt.Errorf("encoding Acceptance %s: %w", a.Metadata.Name, err)
+		return nil, fmt.Errorf("encoding Acceptance %s: %w", a.Name, err)
+	}
+	return raw, nil
+}
+
+// ToObject returns the Acceptance as a render object (for output).
+func ToObject(a *v1alpha1.Acceptance) (render.Object, error) {
+	raw, err := Marshal(a)
+	if err != nil {
+		return render.Object{}, err
 	}
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return render.Object{}, fmt.Errorf("encoding Acceptance %s: %w", a.Metadata.Name, err)
+		return render.Object{}, fmt.Errorf("encoding Acceptance %s: %w", a.Name, err)
 	}
 	return render.Object{Map: m}, nil
 }
@@ -88,12 +56,12 @@ func (a Acceptance) Object() (render.Object, error) {
 // part of the rendered hash).
 func IsAcceptance(o render.Object) bool {
 	id := o.ID()
-	return id.Group == Group && id.Kind == Kind
+	return id.Group == v1alpha1.Group && id.Kind == v1alpha1.AcceptanceKind
 }
 
 // FromObject decodes an Acceptance found in a render.
-func FromObject(o render.Object) (Acceptance, error) {
-	var a Acceptance
+func FromObject(o render.Object) (v1alpha1.Acceptance, error) {
+	var a v1alpha1.Acceptance
 	raw, err := json.Marshal(o.Map)
 	if err != nil {
 		return a, fmt.Errorf("reading %s: %w", o.ID(), err)

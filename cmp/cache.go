@@ -15,7 +15,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 
-	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/atomicfile"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -40,10 +40,10 @@ type Cache struct {
 // <inputs>.yaml (the manifests), so that checking an entry does not decode
 // the manifests.
 type cacheEntry struct {
-	Renderer   string                `json:"renderer"`
-	Probes     []render.Probe        `json:"probes"`
-	Manifests  []byte                `json:"-"`
-	Acceptance acceptance.Acceptance `json:"acceptance"`
+	Renderer   string              `json:"renderer"`
+	Probes     []render.Probe      `json:"probes"`
+	Manifests  []byte              `json:"-"`
+	Acceptance v1alpha1.Acceptance `json:"acceptance"`
 }
 
 func (c *Cache) appDir(key string) string { return filepath.Join(c.Dir, key[:2], key) }

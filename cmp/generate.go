@@ -3,11 +3,11 @@ package cmp
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 
 	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -29,7 +29,7 @@ type Result struct {
 	// Manifests is the YAML stream for stdout: the objects, then the
 	// Acceptance.
 	Manifests  []byte
-	Acceptance acceptance.Acceptance
+	Acceptance v1alpha1.Acceptance
 	CacheHit   bool
 	// CacheErr is a failure to store the render in the cache (the render
 	// itself succeeded).
@@ -109,10 +109,10 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 // assemble appends the Acceptance to the objects as one JSON document (JSON
 // is YAML, and encoding a large Acceptance as JSON is cheap: this runs on
 // every cache hit).
-func assemble(objects []byte, a acceptance.Acceptance) ([]byte, error) {
-	acc, err := json.Marshal(a)
+func assemble(objects []byte, a v1alpha1.Acceptance) ([]byte, error) {
+	acc, err := acceptance.Marshal(&a)
 	if err != nil {
-		return nil, fmt.Errorf("encoding Acceptance %s: %w", a.Metadata.Name, err)
+		return nil, err
 	}
 	var b bytes.Buffer
 	b.Grow(len(objects) + len(acc) + 8)

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 )
 
 // IndexWorkloadNamespace is the cache index of Acceptances by the
@@ -59,7 +59,7 @@ type Reconciler struct {
 // NewAcceptance returns an empty unstructured Acceptance.
 func NewAcceptance() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(GroupVersionKind)
+	u.SetGroupVersionKind(v1alpha1.AcceptanceGVK())
 	return u
 }
 
@@ -95,7 +95,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	enqueue := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(GroupVersionKind.GroupVersion().WithKind(acceptance.Kind + "List"))
+		list.SetGroupVersionKind(v1alpha1.AcceptanceListGVK())
 		if err := r.Client.List(ctx, list, client.MatchingFields{IndexWorkloadNamespace: obj.GetNamespace()}); err != nil {
 			return nil
 		}
@@ -144,7 +144,7 @@ func (r *Reconciler) reconcile(ctx context.Context, key types.NamespacedName) (*
 	}
 	prev, err := ReadStatus(acc)
 	if err != nil {
-		prev = Status{} // a status we cannot read is replaced
+		prev = v1alpha1.AcceptanceStatus{} // a status we cannot read is replaced
 	}
 	now := time.Now
 	if r.Now != nil {
@@ -168,7 +168,7 @@ func (r *Reconciler) requeue(key types.NamespacedName, o Outcome, reason string)
 	if o != Unverifiable {
 		r.forget(key)
 		switch {
-		case reason == ReasonInvalid:
+		case reason == v1alpha1.ReasonInvalid:
 			return 0 // only a new spec (a watch event) changes it
 		case o == Pending:
 			return pending

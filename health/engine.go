@@ -20,22 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/registry"
 )
-
-// Reasons of the Ready condition.
-const (
-	ReasonVerified          = "Verified"
-	ReasonRolloutInProgress = "RolloutInProgress"
-	ReasonImageMismatch     = "ImageMismatch"
-	ReasonUnverifiable      = "Unverifiable"
-	ReasonWorkloadNotFound  = "WorkloadNotFound"
-	ReasonInvalid           = "Invalid"
-)
-
-// GroupVersionKind of the Acceptance resource.
-var GroupVersionKind = schema.GroupVersionKind{Group: acceptance.Group, Version: acceptance.Version, Kind: acceptance.Kind}
 
 // RolloutGVK is Argo Rollouts' Rollout, read as unstructured.
 var RolloutGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Rollout"}
@@ -95,26 +82,13 @@ type WorkloadReport struct {
 // ContainerReport is the verdict on one declared container over every Pod
 // of the current revision.
 type ContainerReport struct {
-	Name     string          `json:"name"`
-	Init     bool            `json:"init,omitempty"`
-	Image    string          `json:"image"`
-	Digest   string          `json:"digest,omitempty"`
-	Outcome  Outcome         `json:"outcome"`
-	Skipped  string          `json:"skipped,omitempty"`
-	Observed []ObservedImage `json:"observed,omitempty"`
-}
-
-// ObservedImage is one distinct imageID seen for a container, with its
-// verdict and how many Pods run it.
-type ObservedImage struct {
-	ImageID  string    `json:"imageID"`
-	Outcome  Outcome   `json:"outcome"`
-	Match    MatchKind `json:"match,omitempty"`
-	Platform string    `json:"platform,omitempty"`
-	Pods     int       `json:"pods"`
-	Pod      string    `json:"pod"` // one of them
-	Restarts int32     `json:"restarts,omitempty"`
-	Message  string    `json:"message,omitempty"`
+	Name     string                   `json:"name"`
+	Init     bool                     `json:"init,omitempty"`
+	Image    string                   `json:"image"`
+	Digest   string                   `json:"digest,omitempty"`
+	Outcome  Outcome                  `json:"outcome"`
+	Skipped  string                   `json:"skipped,omitempty"`
+	Observed []v1alpha1.ObservedImage `json:"observed,omitempty"`
 }
 
 // InvalidError is an Acceptance that cannot be verified as written.
@@ -127,8 +101,8 @@ func (e *InvalidError) Error() string { return fmt.Sprintf("Acceptance %s: %v", 
 func (e *InvalidError) Unwrap() error { return e.Err }
 
 // DecodeSpec reads and checks an Acceptance's spec.
-func DecodeSpec(u *unstructured.Unstructured) (acceptance.Spec, error) {
-	var spec acceptance.Spec
+func DecodeSpec(u *unstructured.Unstructured) (v1alpha1.AcceptanceSpec, error) {
+	var spec v1alpha1.AcceptanceSpec
 	name := u.GetNamespace() + "/" + u.GetName()
 	m, ok := u.Object["spec"].(map[string]any)
 	if !ok {
@@ -180,7 +154,7 @@ func (v *Verifier) Verify(ctx context.Context, acc *unstructured.Unstructured) (
 	rep.RenderedHash, _, _ = unstructured.NestedString(acc.Object, "spec", "renderedHash")
 	spec, err := DecodeSpec(acc)
 	if err != nil {
-		rep.Outcome, rep.Reason, rep.Message = Mismatch, ReasonInvalid, err.Error()
+		rep.Outcome, rep.Reason, rep.Message = Mismatch, v1alpha1.ReasonInvalid, err.Error()
 		return rep, nil
 	}
 	nodes := map[string]nodePlatform{}
@@ -214,30 +188,30 @@ func (v *Verifier) Verify(ctx context.Context, acc *unstructured.Unstructured) (
 	rep.Outcome = outcome
 	switch {
 	case outcome == Mismatch:
-		rep.Reason, rep.Message = ReasonImageMismatch, strings.Join(mismatched, "; ")
+		rep.Reason, rep.Message = v1alpha1.ReasonImageMismatch, strings.Join(mismatched, "; ")
 	case outcome == Unverifiable:
-		rep.Reason, rep.Message = ReasonUnverifiable, strings.Join(unverifiable, "; ")
+		rep.Reason, rep.Message = v1alpha1.ReasonUnverifiable, strings.Join(unverifiable, "; ")
 	case len(notFound) > 0:
-		rep.Reason, rep.Message = ReasonWorkloadNotFound, "not found: "+strings.Join(notFound, ", ")
+		rep.Reason, rep.Message = v1alpha1.ReasonWorkloadNotFound, "not found: "+strings.Join(notFound, ", ")
 	case outcome == Pending:
-		rep.Reason, rep.Message = ReasonRolloutInProgress, strings.Join(pending, "; ")
+		rep.Reason, rep.Message = v1alpha1.ReasonRolloutInProgress, strings.Join(pending, "; ")
 	default:
 		n := 0
 		for _, w := range rep.Workloads {
 			n += w.Pods
 		}
-		rep.Reason = ReasonVerified
+		rep.Reason = v1alpha1.ReasonVerified
 		rep.Message = fmt.Sprintf("%d workloads, %d Pods run the declared images", len(rep.Workloads), n)
 	}
 	return rep, nil
 }
 
 // declaredInit reports whether a declared container is an init container.
-func declaredInit(c acceptance.Container) bool {
+func declaredInit(c v1alpha1.Container) bool {
 	return strings.Contains(c.Path, "initContainers")
 }
 
-func (v *Verifier) verifyWorkload(ctx context.Context, ns string, w acceptance.Workload, nodes map[string]nodePlatform) (WorkloadReport, error) {
+func (v *Verifier) verifyWorkload(ctx context.Context, ns string, w v1alpha1.Workload, nodes map[string]nodePlatform) (WorkloadReport, error) {
 	wr := WorkloadReport{APIVersion: w.APIVersion, Kind: w.Kind, Namespace: ns, Name: w.Name, Outcome: Pending}
 	rev, found, skip, err := v.revision(ctx, ns, w)
 	if err != nil {
@@ -300,7 +274,7 @@ func (v *Verifier) verifyWorkload(ctx context.Context, ns string, w acceptance.W
 
 // revision reads a workload and its rollout state. skip is non-empty for
 // kinds whose Pods are not checked live.
-func (v *Verifier) revision(ctx context.Context, ns string, w acceptance.Workload) (rev Revision, found bool, skip string, err error) {
+func (v *Verifier) revision(ctx context.Context, ns string, w v1alpha1.Workload) (rev Revision, found bool, skip string, err error) {
 	key := client.ObjectKey{Namespace: ns, Name: w.Name}
 	what := w.Kind + " " + ns + "/" + w.Name
 	get := func(r client.Reader, obj client.Object) (bool, error) {
@@ -437,7 +411,7 @@ func containerStatus(p *corev1.Pod, name string, init bool) (*corev1.ContainerSt
 	return nil, false
 }
 
-func (v *Verifier) verifyContainer(ctx context.Context, c acceptance.Container, pods []*corev1.Pod, nodes map[string]nodePlatform) (ContainerReport, error) {
+func (v *Verifier) verifyContainer(ctx context.Context, c v1alpha1.Container, pods []*corev1.Pod, nodes map[string]nodePlatform) (ContainerReport, error) {
 	cr := ContainerReport{Name: c.Name, Init: declaredInit(c), Image: c.Image, Digest: c.Digest, Outcome: Verified}
 	if c.Digest == "" {
 		cr.Skipped = "no declared digest (allow-listed exception)"
@@ -477,7 +451,7 @@ func (v *Verifier) verifyContainer(ctx context.Context, c acceptance.Container, 
 			continue
 		}
 		seen[k] = len(cr.Observed)
-		cr.Observed = append(cr.Observed, ObservedImage{ImageID: imageID, Outcome: m.Outcome, Match: m.Kind, Platform: m.Platform, Pods: 1, Pod: p.Name, Restarts: restarts, Message: m.Message})
+		cr.Observed = append(cr.Observed, v1alpha1.ObservedImage{ImageID: imageID, Outcome: m.Outcome, Match: m.Kind, Platform: m.Platform, Pods: 1, Pod: p.Name, Restarts: restarts, Message: m.Message})
 		cr.Outcome = Worse(cr.Outcome, m.Outcome)
 	}
 	if len(pods) == 0 {

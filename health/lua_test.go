@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/yaml"
+
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 )
 
 // healthScript reads the Lua script from the argocd-cm patch the install
@@ -98,7 +100,7 @@ func runHealth(t *testing.T, script string, obj map[string]any) (string, string)
 
 const renderedHash = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
 
-func acceptanceWith(gen int64, st *Status) *unstructured.Unstructured {
+func acceptanceWith(gen int64, st *v1alpha1.AcceptanceStatus) *unstructured.Unstructured {
 	u := NewAcceptance()
 	u.SetNamespace("shop")
 	u.SetName("checkout")
@@ -112,8 +114,8 @@ func acceptanceWith(gen int64, st *Status) *unstructured.Unstructured {
 	return u
 }
 
-func statusFor(gen int64, o Outcome, reason, msg string) *Status {
-	s := NewStatus(&Report{Generation: gen, RenderedHash: renderedHash, Outcome: o, Reason: reason, Message: msg}, Status{}, time.Unix(1_800_000_000, 0))
+func statusFor(gen int64, o Outcome, reason, msg string) *v1alpha1.AcceptanceStatus {
+	s := NewStatus(&Report{Generation: gen, RenderedHash: renderedHash, Outcome: o, Reason: reason, Message: msg}, v1alpha1.AcceptanceStatus{}, time.Unix(1_800_000_000, 0))
 	return &s
 }
 
@@ -121,8 +123,8 @@ func statusFor(gen int64, o Outcome, reason, msg string) *Status {
 // kstatus reading (what Flux's health checks use) of the same statuses.
 func TestHealthScriptAndKstatus(t *testing.T) {
 	script := healthScript(t)
-	stale := statusFor(1, Verified, ReasonVerified, "ok")
-	otherHash := statusFor(2, Verified, ReasonVerified, "ok")
+	stale := statusFor(1, Verified, v1alpha1.ReasonVerified, "ok")
+	otherHash := statusFor(2, Verified, v1alpha1.ReasonVerified, "ok")
 	otherHash.RenderedHash = "sha256:" + strings.Repeat("d", 64)
 	tests := []struct {
 		name    string
@@ -133,15 +135,15 @@ func TestHealthScriptAndKstatus(t *testing.T) {
 	}{
 		// As the API server serves it before the verifier wrote anything:
 		// the CRD defaults status.observedGeneration to 0.
-		{"no status yet", acceptanceWith(1, &Status{}), "Progressing", "Waiting for throughline", status.InProgressStatus},
-		{"verified", acceptanceWith(2, statusFor(2, Verified, ReasonVerified, "1 workloads, 2 Pods run the declared images")), "Healthy", "Verified: 1 workloads", status.CurrentStatus},
+		{"no status yet", acceptanceWith(1, &v1alpha1.AcceptanceStatus{}), "Progressing", "Waiting for throughline", status.InProgressStatus},
+		{"verified", acceptanceWith(2, statusFor(2, Verified, v1alpha1.ReasonVerified, "1 workloads, 2 Pods run the declared images")), "Healthy", "Verified: 1 workloads", status.CurrentStatus},
 		{"verified an older generation", acceptanceWith(2, stale), "Progressing", "generation 2", status.InProgressStatus},
 		{"verified another rendered hash", acceptanceWith(2, otherHash), "Progressing", "rendered hash", status.CurrentStatus},
-		{"rollout in progress", acceptanceWith(2, statusFor(2, Pending, ReasonRolloutInProgress, "1 of 2 replicas updated")), "Progressing", "RolloutInProgress: 1 of 2", status.InProgressStatus},
-		{"workload not found", acceptanceWith(2, statusFor(2, Pending, ReasonWorkloadNotFound, "not found: Deployment shop/web")), "Progressing", "WorkloadNotFound", status.InProgressStatus},
-		{"unverifiable", acceptanceWith(2, statusFor(2, Unverifiable, ReasonUnverifiable, "registry unreachable")), "Progressing", "Unverifiable: registry unreachable", status.InProgressStatus},
-		{"mismatch", acceptanceWith(2, statusFor(2, Mismatch, ReasonImageMismatch, "container web (Pod web-1): imageID r@sha256:9 is not")), "Degraded", "ImageMismatch: container web (Pod web-1)", status.FailedStatus},
-		{"invalid", acceptanceWith(2, statusFor(2, Mismatch, ReasonInvalid, "spec.workloads[0]: kind and name are required")), "Degraded", "Invalid: spec.workloads[0]", status.FailedStatus},
+		{"rollout in progress", acceptanceWith(2, statusFor(2, Pending, v1alpha1.ReasonRolloutInProgress, "1 of 2 replicas updated")), "Progressing", "RolloutInProgress: 1 of 2", status.InProgressStatus},
+		{"workload not found", acceptanceWith(2, statusFor(2, Pending, v1alpha1.ReasonWorkloadNotFound, "not found: Deployment shop/web")), "Progressing", "WorkloadNotFound", status.InProgressStatus},
+		{"unverifiable", acceptanceWith(2, statusFor(2, Unverifiable, v1alpha1.ReasonUnverifiable, "registry unreachable")), "Progressing", "Unverifiable: registry unreachable", status.InProgressStatus},
+		{"mismatch", acceptanceWith(2, statusFor(2, Mismatch, v1alpha1.ReasonImageMismatch, "container web (Pod web-1): imageID r@sha256:9 is not")), "Degraded", "ImageMismatch: container web (Pod web-1)", status.FailedStatus},
+		{"invalid", acceptanceWith(2, statusFor(2, Mismatch, v1alpha1.ReasonInvalid, "spec.workloads[0]: kind and name are required")), "Degraded", "Invalid: spec.workloads[0]", status.FailedStatus},
 	}
 	if got, _ := runHealth(t, script, acceptanceWith(1, nil).Object); got != "Progressing" {
 		t.Fatalf("no status at all: %s, want Progressing", got)
@@ -165,8 +167,8 @@ func TestHealthScriptAndKstatus(t *testing.T) {
 
 func TestNewStatusKeepsTimes(t *testing.T) {
 	t0 := time.Unix(1_800_000_000, 0)
-	rep := &Report{Generation: 3, RenderedHash: renderedHash, Outcome: Verified, Reason: ReasonVerified, Message: "ok"}
-	s1 := NewStatus(rep, Status{}, t0)
+	rep := &Report{Generation: 3, RenderedHash: renderedHash, Outcome: Verified, Reason: v1alpha1.ReasonVerified, Message: "ok"}
+	s1 := NewStatus(rep, v1alpha1.AcceptanceStatus{}, t0)
 	s2 := NewStatus(rep, s1, t0.Add(time.Hour))
 	if !s2.VerifiedAt.Equal(s1.VerifiedAt) || !s2.Conditions[0].LastTransitionTime.Equal(&s1.Conditions[0].LastTransitionTime) {
 		t.Fatalf("times moved without a change: %v -> %v", s1.VerifiedAt, s2.VerifiedAt)
@@ -175,7 +177,7 @@ func TestNewStatusKeepsTimes(t *testing.T) {
 	if changed, err := SetStatus(u, s2); err != nil || changed {
 		t.Fatalf("SetStatus of an identical status: changed %v, %v", changed, err)
 	}
-	rep.Outcome, rep.Reason = Mismatch, ReasonImageMismatch
+	rep.Outcome, rep.Reason = Mismatch, v1alpha1.ReasonImageMismatch
 	s3 := NewStatus(rep, s2, t0.Add(2*time.Hour))
 	if s3.VerifiedAt != nil || s3.Conditions[0].LastTransitionTime.Equal(&s1.Conditions[0].LastTransitionTime) {
 		t.Fatalf("mismatch kept verifiedAt or the transition time: %+v", s3)

@@ -4,26 +4,29 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/registry"
 )
 
-// Outcome is the verdict on one container, one workload or one Acceptance.
-type Outcome string
+// Outcome is the verdict on one container, one workload or one Acceptance:
+// the API's v1alpha1.Outcome, which status carries.
+type Outcome = v1alpha1.Outcome
 
-// Outcomes, from best to worst for aggregation (see [Worse]).
+// Outcomes, from best to worst for aggregation (see [Worse]); the
+// v1alpha1.Outcome values under the engine's short names.
 const (
 	// Verified: the running image is the declared one.
-	Verified Outcome = "Verified"
+	Verified = v1alpha1.OutcomeVerified
 	// Pending: not decided yet (rollout in progress, no imageID reported).
-	Pending Outcome = "Pending"
+	Pending = v1alpha1.OutcomePending
 	// Unverifiable: the declared digest could not be resolved (registry
 	// unreachable, digest unknown, node platform unknown). Never Verified.
-	Unverifiable Outcome = "Unverifiable"
+	Unverifiable = v1alpha1.OutcomeUnverifiable
 	// Mismatch: the running image is not the declared one.
-	Mismatch Outcome = "Mismatch"
+	Mismatch = v1alpha1.OutcomeMismatch
 )
 
-func (o Outcome) rank() int {
+func rank(o Outcome) int {
 	switch o {
 	case Verified:
 		return 0
@@ -40,33 +43,18 @@ func (o Outcome) rank() int {
 // Worse returns the worse of two outcomes: Mismatch over Unverifiable over
 // Pending over Verified.
 func Worse(a, b Outcome) Outcome {
-	if b.rank() > a.rank() {
+	if rank(b) > rank(a) {
 		return b
 	}
 	return a
 }
 
-// MatchKind says how a verified imageID matched the declared digest.
-type MatchKind string
-
-// Match kinds (DESIGN.md §4, imageID match).
-const (
-	// MatchExact: the imageID's digest is the declared digest.
-	MatchExact MatchKind = "Exact"
-	// MatchIndexChild: the declared digest is an index and the imageID is its
-	// child manifest for the node's platform.
-	MatchIndexChild MatchKind = "IndexChild"
-	// MatchConfigDigest: the imageID is the config digest of the declared
-	// manifest (or of the index child for the node's platform).
-	MatchConfigDigest MatchKind = "ConfigDigest"
-)
-
 // Match is the verdict on one imageID.
 type Match struct {
 	Outcome Outcome
-	Kind    MatchKind // set when Verified
-	// Platform is the child's platform for MatchIndexChild/MatchConfigDigest
-	// of an index.
+	Kind    v1alpha1.MatchKind // set when Verified
+	// Platform is the child's platform for v1alpha1.MatchIndexChild and
+	// v1alpha1.MatchConfigDigest of an index.
 	Platform string
 	Message  string
 }
@@ -109,7 +97,7 @@ func MatchImageID(in MatchInput) Match {
 		return Match{Outcome: Mismatch, Message: err.Error()}
 	}
 	if id.Digest == in.Declared {
-		return Match{Outcome: Verified, Kind: MatchExact}
+		return Match{Outcome: Verified, Kind: v1alpha1.MatchExact}
 	}
 	if in.Resolved == nil {
 		msg := fmt.Sprintf("imageID %s is not the declared %s, and the declared digest could not be resolved", in.ImageID, in.Declared)
@@ -121,20 +109,20 @@ func MatchImageID(in MatchInput) Match {
 	d := in.Resolved
 	if !d.IsIndex() {
 		if d.ConfigDigest != "" && id.Digest == d.ConfigDigest {
-			return Match{Outcome: Verified, Kind: MatchConfigDigest}
+			return Match{Outcome: Verified, Kind: v1alpha1.MatchConfigDigest}
 		}
 		return Match{Outcome: Mismatch, Message: fmt.Sprintf("imageID %s is neither the declared manifest %s nor its config %s", in.ImageID, in.Declared, orNone(d.ConfigDigest))}
 	}
 	// An index: which child (if any) does the imageID name?
 	var hit *registry.Child
-	var kind MatchKind
+	var kind v1alpha1.MatchKind
 	for i := range d.Children {
 		c := &d.Children[i]
 		switch id.Digest {
 		case c.Digest:
-			hit, kind = c, MatchIndexChild
+			hit, kind = c, v1alpha1.MatchIndexChild
 		case c.ConfigDigest:
-			hit, kind = c, MatchConfigDigest
+			hit, kind = c, v1alpha1.MatchConfigDigest
 		default:
 			continue
 		}

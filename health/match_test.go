@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/registry"
 )
 
@@ -23,16 +24,16 @@ func TestMatchImageID(t *testing.T) {
 		name string
 		in   MatchInput
 		want Outcome
-		kind MatchKind
+		kind v1alpha1.MatchKind
 		msg  string
 	}{
-		{"exact docker-pullable", MatchInput{Declared: dg('1'), ImageID: "docker-pullable://r/app@" + dg('1')}, Verified, MatchExact, ""},
-		{"exact repo digest, registry down", MatchInput{Declared: dg('1'), ImageID: "r/app@" + dg('1'), ResolveErr: down}, Verified, MatchExact, ""},
-		{"index child on arm64 node (v8 implicit)", MatchInput{Declared: dg('1'), ImageID: "r/app@" + dg('4'), Resolved: index, Platform: arm64, HasPlatform: true}, Verified, MatchIndexChild, ""},
-		{"index child on amd64", MatchInput{Declared: dg('1'), ImageID: "r/app@" + dg('2'), Resolved: index, Platform: amd64, HasPlatform: true}, Verified, MatchIndexChild, ""},
-		{"bare config digest of the arm64 child", MatchInput{Declared: dg('1'), ImageID: dg('5'), Resolved: index, Platform: arm64, HasPlatform: true}, Verified, MatchConfigDigest, ""},
-		{"docker:// config digest", MatchInput{Declared: dg('1'), ImageID: "docker://" + dg('3'), Resolved: index, Platform: amd64, HasPlatform: true}, Verified, MatchConfigDigest, ""},
-		{"config digest of a single manifest", MatchInput{Declared: dg('6'), ImageID: dg('7'), Resolved: manifest, Platform: amd64, HasPlatform: true}, Verified, MatchConfigDigest, ""},
+		{"exact docker-pullable", MatchInput{Declared: dg('1'), ImageID: "docker-pullable://r/app@" + dg('1')}, Verified, v1alpha1.MatchExact, ""},
+		{"exact repo digest, registry down", MatchInput{Declared: dg('1'), ImageID: "r/app@" + dg('1'), ResolveErr: down}, Verified, v1alpha1.MatchExact, ""},
+		{"index child on arm64 node (v8 implicit)", MatchInput{Declared: dg('1'), ImageID: "r/app@" + dg('4'), Resolved: index, Platform: arm64, HasPlatform: true}, Verified, v1alpha1.MatchIndexChild, ""},
+		{"index child on amd64", MatchInput{Declared: dg('1'), ImageID: "r/app@" + dg('2'), Resolved: index, Platform: amd64, HasPlatform: true}, Verified, v1alpha1.MatchIndexChild, ""},
+		{"bare config digest of the arm64 child", MatchInput{Declared: dg('1'), ImageID: dg('5'), Resolved: index, Platform: arm64, HasPlatform: true}, Verified, v1alpha1.MatchConfigDigest, ""},
+		{"docker:// config digest", MatchInput{Declared: dg('1'), ImageID: "docker://" + dg('3'), Resolved: index, Platform: amd64, HasPlatform: true}, Verified, v1alpha1.MatchConfigDigest, ""},
+		{"config digest of a single manifest", MatchInput{Declared: dg('6'), ImageID: dg('7'), Resolved: manifest, Platform: amd64, HasPlatform: true}, Verified, v1alpha1.MatchConfigDigest, ""},
 		{"amd64 child on an arm64 node", MatchInput{Declared: dg('1'), ImageID: "r/app@" + dg('2'), Resolved: index, Platform: arm64, HasPlatform: true}, Mismatch, "", "node is linux/arm64"},
 		{"wrong digest", MatchInput{Declared: dg('1'), ImageID: "r/app@" + dg('9'), Resolved: index, Platform: amd64, HasPlatform: true}, Mismatch, "", "none of its 2 children"},
 		{"wrong digest, single manifest", MatchInput{Declared: dg('6'), ImageID: dg('9'), Resolved: manifest, Platform: amd64, HasPlatform: true}, Mismatch, "", "neither"},

@@ -10,53 +10,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-)
 
-// Condition types written to an Acceptance. Ready is the verdict; Reconciling
-// and Stalled follow kstatus, so that Flux's health checks (and any kstatus
-// reader) see InProgress while the rollout runs and Failed on a mismatch.
-const (
-	ConditionReady       = "Ready"
-	ConditionReconciling = "Reconciling"
-	ConditionStalled     = "Stalled"
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 )
 
 // maxObserved bounds the distinct imageIDs kept per container in status.
 const maxObserved = 8
 
-// Status is the status the verifier writes to an Acceptance.
-type Status struct {
-	ObservedGeneration int64              `json:"observedGeneration"`
-	RenderedHash       string             `json:"renderedHash,omitempty"`
-	VerifiedAt         *metav1.Time       `json:"verifiedAt,omitempty"`
-	Conditions         []metav1.Condition `json:"conditions,omitempty"`
-	Workloads          []WorkloadStatus   `json:"workloads,omitempty"`
-}
-
-// WorkloadStatus is one workload in status.
-type WorkloadStatus struct {
-	Kind       string            `json:"kind"`
-	Namespace  string            `json:"namespace,omitempty"`
-	Name       string            `json:"name"`
-	Outcome    Outcome           `json:"outcome"`
-	Revision   string            `json:"revision,omitempty"`
-	Pods       int               `json:"pods"`
-	Message    string            `json:"message,omitempty"`
-	Containers []ContainerStatus `json:"containers,omitempty"`
-}
-
-// ContainerStatus is one declared container in status, with the distinct
-// imageIDs observed.
-type ContainerStatus struct {
-	Name     string          `json:"name"`
-	Digest   string          `json:"digest,omitempty"`
-	Outcome  Outcome         `json:"outcome"`
-	Observed []ObservedImage `json:"observed,omitempty"`
-}
-
 // ReadStatus decodes an Acceptance's status (zero when absent).
-func ReadStatus(u *unstructured.Unstructured) (Status, error) {
-	var s Status
+func ReadStatus(u *unstructured.Unstructured) (v1alpha1.AcceptanceStatus, error) {
+	var s v1alpha1.AcceptanceStatus
 	m, ok := u.Object["status"].(map[string]any)
 	if !ok {
 		return s, nil
@@ -73,12 +36,14 @@ func ReadStatus(u *unstructured.Unstructured) (Status, error) {
 
 // NewStatus turns a report into the status to write, keeping the transition
 // times and verifiedAt of prev when nothing changed.
-func NewStatus(rep *Report, prev Status, now time.Time) Status {
-	s := Status{ObservedGeneration: rep.Generation, RenderedHash: rep.RenderedHash, Conditions: append([]metav1.Condition(nil), prev.Conditions...)}
+func NewStatus(rep *Report, prev v1alpha1.AcceptanceStatus, now time.Time) v1alpha1.AcceptanceStatus {
+	s := v1alpha1.AcceptanceStatus{
+		ObservedGeneration: rep.Generation, RenderedHash: rep.RenderedHash, Conditions: append([]metav1.Condition(nil), prev.Conditions...),
+	}
 	t := metav1.NewTime(now.UTC().Truncate(time.Second))
-	ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: rep.Reason, Message: truncate(rep.Message, 4096), ObservedGeneration: rep.Generation, LastTransitionTime: t}
-	reconciling := metav1.Condition{Type: ConditionReconciling, Status: metav1.ConditionFalse, Reason: rep.Reason, ObservedGeneration: rep.Generation, LastTransitionTime: t}
-	stalled := metav1.Condition{Type: ConditionStalled, Status: metav1.ConditionFalse, Reason: rep.Reason, ObservedGeneration: rep.Generation, LastTransitionTime: t}
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: rep.Reason, Message: truncate(rep.Message, 4096), ObservedGeneration: rep.Generation, LastTransitionTime: t}
+	reconciling := metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionFalse, Reason: rep.Reason, ObservedGeneration: rep.Generation, LastTransitionTime: t}
+	stalled := metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionFalse, Reason: rep.Reason, ObservedGeneration: rep.Generation, LastTransitionTime: t}
 	switch rep.Outcome {
 	case Verified:
 		ready.Status = metav1.ConditionTrue
@@ -96,12 +61,12 @@ func NewStatus(rep *Report, prev Status, now time.Time) Status {
 		meta.SetStatusCondition(&s.Conditions, c)
 	}
 	for _, w := range rep.Workloads {
-		ws := WorkloadStatus{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Outcome: w.Outcome, Revision: w.Revision, Pods: w.Pods, Message: truncate(w.Message, 1024)}
+		ws := v1alpha1.WorkloadStatus{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Outcome: w.Outcome, Revision: w.Revision, Pods: w.Pods, Message: truncate(w.Message, 1024)}
 		if !w.Found {
 			ws.Message = "not found"
 		}
 		for _, c := range w.Containers {
-			cs := ContainerStatus{Name: c.Name, Digest: c.Digest, Outcome: c.Outcome, Observed: c.Observed}
+			cs := v1alpha1.ContainerStatus{Name: c.Name, Digest: c.Digest, Outcome: c.Outcome, Observed: c.Observed}
 			if len(cs.Observed) > maxObserved {
 				cs.Observed = cs.Observed[:maxObserved]
 			}
@@ -115,8 +80,8 @@ func NewStatus(rep *Report, prev Status, now time.Time) Status {
 	return s
 }
 
-func readyTrue(s Status) bool {
-	return meta.IsStatusConditionTrue(s.Conditions, ConditionReady)
+func readyTrue(s v1alpha1.AcceptanceStatus) bool {
+	return meta.IsStatusConditionTrue(s.Conditions, v1alpha1.ConditionReady)
 }
 
 func truncate(s string, n int) string {
@@ -128,7 +93,7 @@ func truncate(s string, n int) string {
 
 // SetStatus stores s into the Acceptance object and reports whether that
 // changed it.
-func SetStatus(u *unstructured.Unstructured, s Status) (bool, error) {
+func SetStatus(u *unstructured.Unstructured, s v1alpha1.AcceptanceStatus) (bool, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&s)
 	if err != nil {
 		return false, fmt.Errorf("encoding status of Acceptance %s/%s: %w", u.GetNamespace(), u.GetName(), err)

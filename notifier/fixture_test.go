@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/health"
@@ -183,17 +184,17 @@ func (l *fakeLive) Get(_ context.Context, app, env string) (*Live, error) {
 }
 
 func verified(app string) *Live {
-	return liveWith(app, metav1.ConditionTrue, health.ReasonVerified, "all images verified", health.Verified)
+	return liveWith(app, metav1.ConditionTrue, v1alpha1.ReasonVerified, "all images verified", health.Verified)
 }
 
 func liveWith(app string, st metav1.ConditionStatus, reason, msg string, outcome health.Outcome) *Live {
 	vt := metav1.NewTime(t0.Add(30 * time.Minute))
-	return &Live{Namespace: "shop", Name: app, Generation: 2, RenderedHash: hashA, Status: health.Status{
+	return &Live{Namespace: "shop", Name: app, Generation: 2, RenderedHash: hashA, Status: v1alpha1.AcceptanceStatus{
 		ObservedGeneration: 2, RenderedHash: hashA, VerifiedAt: &vt,
-		Conditions: []metav1.Condition{{Type: health.ConditionReady, Status: st, Reason: reason, Message: msg}},
-		Workloads: []health.WorkloadStatus{{Kind: "Deployment", Namespace: "shop", Name: app, Outcome: outcome, Pods: 2, Containers: []health.ContainerStatus{{
+		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: st, Reason: reason, Message: msg}},
+		Workloads: []v1alpha1.WorkloadStatus{{Kind: "Deployment", Namespace: "shop", Name: app, Outcome: outcome, Pods: 2, Containers: []v1alpha1.ContainerStatus{{
 			Name: "app", Digest: digest, Outcome: outcome,
-			Observed: []health.ObservedImage{{ImageID: "ghcr.io/x/" + app + "@" + digest, Outcome: outcome, Match: health.MatchExact, Pods: 2, Pod: app + "-7d9f-abcde"}},
+			Observed: []v1alpha1.ObservedImage{{ImageID: "ghcr.io/x/" + app + "@" + digest, Outcome: outcome, Match: v1alpha1.MatchExact, Pods: 2, Pod: app + "-7d9f-abcde"}},
 		}}}},
 	}}
 }

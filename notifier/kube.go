@@ -7,15 +7,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/health"
 )
 
 // AcceptanceResource is the Acceptance resource.
-var AcceptanceResource = schema.GroupVersionResource{Group: acceptance.Group, Version: acceptance.Version, Resource: "acceptances"}
+var AcceptanceResource = v1alpha1.AcceptanceGVR()
 
 // KubeAcceptances reads Acceptances from the API server, found by their
 // throughline.dev/app and throughline.dev/environment labels.
@@ -27,7 +27,7 @@ type KubeAcceptances struct {
 
 // Get returns the one Acceptance of app in env.
 func (k *KubeAcceptances) Get(ctx context.Context, app, env string) (*Live, error) {
-	sel := labels.SelectorFromSet(labels.Set{acceptance.LabelApp: acceptance.ObjectName(app), acceptance.LabelEnvironment: acceptance.ObjectName(env)})
+	sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelApp: acceptance.ObjectName(app), v1alpha1.LabelEnvironment: acceptance.ObjectName(env)})
 	list, err := k.Client.Resource(AcceptanceResource).Namespace(k.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
 		return nil, fmt.Errorf("listing Acceptances %s: %w", sel, err)

@@ -14,6 +14,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/health"
 	"github.com/throughline-dev/throughline/promotion"
@@ -277,9 +278,9 @@ func TestLiveDecisions(t *testing.T) {
 		state   promotion.State
 		written bool
 	}{
-		{"rollout in progress", liveWith("checkout", metav1.ConditionFalse, health.ReasonRolloutInProgress, "2/3 updated", health.Pending), "Progressing", 503, resultWait, "RolloutInProgress", promotion.Reconciling, false},
-		{"unverifiable", liveWith("checkout", metav1.ConditionFalse, health.ReasonUnverifiable, "registry down", health.Unverifiable), "Healthy", 503, resultWait, "Unverifiable", promotion.Reconciling, false},
-		{"image mismatch", liveWith("checkout", metav1.ConditionFalse, health.ReasonImageMismatch, "app runs sha256:ee", health.Mismatch), "Degraded", 200, resultHalted, "image mismatch", promotion.Halted, true},
+		{"rollout in progress", liveWith("checkout", metav1.ConditionFalse, v1alpha1.ReasonRolloutInProgress, "2/3 updated", health.Pending), "Progressing", 503, resultWait, "RolloutInProgress", promotion.Reconciling, false},
+		{"unverifiable", liveWith("checkout", metav1.ConditionFalse, v1alpha1.ReasonUnverifiable, "registry down", health.Unverifiable), "Healthy", 503, resultWait, "Unverifiable", promotion.Reconciling, false},
+		{"image mismatch", liveWith("checkout", metav1.ConditionFalse, v1alpha1.ReasonImageMismatch, "app runs sha256:ee", health.Mismatch), "Degraded", 200, resultHalted, "image mismatch", promotion.Halted, true},
 		{"degraded", verified("checkout"), "Degraded", 200, resultHalted, "degraded", promotion.Halted, true},
 		{"no acceptance", nil, "Healthy", 503, resultWait, "no Acceptance", promotion.Reconciling, false},
 	} {

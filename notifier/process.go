@@ -8,8 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/evidence"
-	"github.com/throughline-dev/throughline/health"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -27,7 +27,7 @@ type Live struct {
 	Generation      int64
 	// RenderedHash is spec.renderedHash.
 	RenderedHash string
-	Status       health.Status
+	Status       v1alpha1.AcceptanceStatus
 }
 
 // ErrNoAcceptance is wrapped when no Acceptance exists for an app.
@@ -138,10 +138,10 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 		}
 		out.Reason = fmt.Sprintf("observed %s, later than the desired %s, renders the approved objects (%s)", ev.Revision, desired, live.RenderedHash)
 	}
-	ready := meta.FindStatusCondition(live.Status.Conditions, health.ConditionReady)
+	ready := meta.FindStatusCondition(live.Status.Conditions, v1alpha1.ConditionReady)
 	current := live.Status.ObservedGeneration >= live.Generation && live.Status.RenderedHash == live.RenderedHash
 	switch {
-	case current && ready != nil && ready.Status == "False" && (ready.Reason == health.ReasonImageMismatch || ready.Reason == health.ReasonWorkloadNotFound || ready.Reason == health.ReasonInvalid):
+	case current && ready != nil && ready.Status == "False" && (ready.Reason == v1alpha1.ReasonImageMismatch || ready.Reason == v1alpha1.ReasonWorkloadNotFound || ready.Reason == v1alpha1.ReasonInvalid):
 		return halt(ClassLive, "image mismatch: Acceptance %s is %s: %s", out.Acceptance, ready.Reason, ready.Message)
 	case ev.Degraded:
 		return halt(ClassLive, "degraded: %s reports %s: %s", ev.Object, ev.Reason, ev.Message)
@@ -155,7 +155,7 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 	}
 }
 
-func pods(s health.Status) []evidence.Pod {
+func pods(s v1alpha1.AcceptanceStatus) []evidence.Pod {
 	var out []evidence.Pod
 	for _, w := range s.Workloads {
 		for _, c := range w.Containers {

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	sigyaml "sigs.k8s.io/yaml"
+
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 )
 
 // AllowListFile is the allow-list's file name at the repository root.
@@ -14,33 +16,20 @@ const AllowListFile = "throughline-allowlist.yaml"
 
 // AllowListKind and AllowListAPIVersion identify the allow-list document.
 const (
-	AllowListAPIVersion = "throughline.dev/v1alpha1"
-	AllowListKind       = "AllowList"
+	AllowListAPIVersion = v1alpha1.APIVersion
+	AllowListKind       = v1alpha1.AllowListKind
 )
 
-// AllowList is the only source of exceptions to the pin rule. Each entry is
-// a glob matched against the whole image reference as written (path.Match:
-// "*" does not cross "/") and must give a reason.
-type AllowList struct {
-	APIVersion string         `json:"apiVersion"`
-	Kind       string         `json:"kind"`
-	Images     []AllowedImage `json:"images"`
-}
+// AllowList is the allow-list document (v1alpha1.AllowList): the only source
+// of exceptions to the pin rule.
+type AllowList = v1alpha1.AllowList
 
-// AllowedImage is one exception.
-type AllowedImage struct {
-	Pattern string `json:"pattern"`
-	Reason  string `json:"reason"`
-}
+// AllowedImage is one exception of the allow-list.
+type AllowedImage = v1alpha1.AllowedImage
 
-// Exception is an allow-list entry that a render used.
-type Exception struct {
-	Image   string `json:"image"`
-	Pattern string `json:"pattern"`
-	Reason  string `json:"reason"`
-	Object  string `json:"object,omitempty"`
-	Field   string `json:"field,omitempty"`
-}
+// Exception is an allow-list entry that a render used (it is declared in the
+// Acceptance's spec).
+type Exception = v1alpha1.Exception
 
 // ParseAllowList decodes an allow-list strictly: unknown fields, a missing
 // reason and malformed patterns are errors naming file and field.
@@ -64,19 +53,6 @@ func ParseAllowList(data []byte, file string) (*AllowList, error) {
 		}
 	}
 	return &a, nil
-}
-
-// Match returns the first entry whose pattern matches image.
-func (a *AllowList) Match(image string) (AllowedImage, bool) {
-	if a == nil {
-		return AllowedImage{}, false
-	}
-	for _, im := range a.Images {
-		if ok, err := path.Match(im.Pattern, image); err == nil && ok {
-			return im, true
-		}
-	}
-	return AllowedImage{}, false
 }
 
 // ErrNoAllowList is returned by loaders when the repository has none.

@@ -6,34 +6,19 @@ import (
 	"fmt"
 
 	sigyaml "sigs.k8s.io/yaml"
+
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 )
 
 // PolicyFile is the promotion policy's path at the repository root.
 const PolicyFile = "throughline-policy.yaml"
 
-// Policy is the repository's promotion policy (PolicyFile). Absent, every
-// default is the strict one.
-type Policy struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	// Environments names each environment's cluster (the target cluster of
-	// the attempt key).
-	Environments map[string]EnvironmentPolicy `json:"environments,omitempty"`
-	// AllowParameters are top-level keys of the target overlay's
-	// kustomization a promotion may change besides the image digest
-	// (e.g. "replicas").
-	AllowParameters []string `json:"allowParameters,omitempty"`
-	// AllowBoundary lets a promotion change boundary fields (namespace,
-	// PVC, ResourceQuota, LimitRange, Secret references).
-	AllowBoundaryChanges bool `json:"allowBoundary,omitempty"`
-	// AllowCrossEnvironment lets the target render name another environment.
-	AllowCrossEnvironment bool `json:"allowCrossEnvironment,omitempty"`
-}
+// Policy is the repository's promotion policy (PolicyFile), the
+// v1alpha1.PromotionPolicy document. Absent, every default is the strict one.
+type Policy = v1alpha1.PromotionPolicy
 
 // EnvironmentPolicy is one environment of the policy.
-type EnvironmentPolicy struct {
-	Cluster string `json:"cluster,omitempty"`
-}
+type EnvironmentPolicy = v1alpha1.EnvironmentPolicy
 
 // ParsePolicy reads the policy strictly (unknown fields refused).
 func ParsePolicy(file string, data []byte) (*Policy, error) {
@@ -47,37 +32,8 @@ func ParsePolicy(file string, data []byte) (*Policy, error) {
 	if err := dec.Decode(&p); err != nil {
 		return nil, &RecordError{File: file, Err: fmt.Errorf("decoding: %w", err)}
 	}
-	if p.APIVersion != "throughline.dev/v1alpha1" || p.Kind != "PromotionPolicy" {
-		return nil, &RecordError{File: file, Field: "apiVersion/kind", Err: fmt.Errorf("%q/%q: want throughline.dev/v1alpha1/PromotionPolicy", p.APIVersion, p.Kind)}
+	if p.APIVersion != v1alpha1.APIVersion || p.Kind != v1alpha1.PromotionPolicyKind {
+		return nil, &RecordError{File: file, Field: "apiVersion/kind", Err: fmt.Errorf("%q/%q: want %s/%s", p.APIVersion, p.Kind, v1alpha1.APIVersion, v1alpha1.PromotionPolicyKind)}
 	}
 	return &p, nil
 }
-
-// Cluster is env's cluster: the policy's, else the environment's name.
-func (p *Policy) Cluster(env string) string {
-	if p != nil {
-		if e, ok := p.Environments[env]; ok && e.Cluster != "" {
-			return e.Cluster
-		}
-	}
-	return env
-}
-
-// Allows reports whether key is an allowed parameter.
-func (p *Policy) Allows(key string) bool {
-	if p == nil {
-		return false
-	}
-	for _, k := range p.AllowParameters {
-		if k == key {
-			return true
-		}
-	}
-	return false
-}
-
-// AllowBoundary reports whether boundary changes are allowed.
-func (p *Policy) AllowBoundary() bool { return p != nil && p.AllowBoundaryChanges }
-
-// AllowCross reports whether cross-environment objects are allowed.
-func (p *Policy) AllowCross() bool { return p != nil && p.AllowCrossEnvironment }

@@ -12,11 +12,13 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	sigyaml "sigs.k8s.io/yaml"
+
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 )
 
 // Drift record identity.
 const (
-	RecordAPIVersion = "throughline.dev/v1alpha1"
+	RecordAPIVersion = v1alpha1.APIVersion
 	RecordKind       = "TagResolution"
 	// maxRecordSize caps a drift record file.
 	maxRecordSize = 1 << 20

@@ -118,7 +118,7 @@ func logExceptions(g *globals, exs []policy.Exception) {
 }
 
 func printRender(w io.Writer, output string, d *acceptance.Declaration) error {
-	acc, err := d.Acceptance.Object()
+	acc, err := acceptance.ToObject(&d.Acceptance)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func printRender(w io.Writer, output string, d *acceptance.Declaration) error {
 func writeAcceptanceFile(d *acceptance.Declaration) error {
 	a := d.Acceptance
 	a.Spec.SourceRevision = "" // a commit cannot name itself
-	obj, err := a.Object()
+	obj, err := acceptance.ToObject(&a)
 	if err != nil {
 		return err
 	}

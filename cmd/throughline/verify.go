@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/health"
 )
@@ -159,7 +160,7 @@ func verifyExit(rep *health.Report) error {
 	switch {
 	case rep.Outcome == health.Verified:
 		return nil
-	case rep.Reason == health.ReasonInvalid:
+	case rep.Reason == v1alpha1.ReasonInvalid:
 		return &exitcode.InvalidInput{Err: fmt.Errorf("%s", rep.Message)}
 	case rep.Outcome == health.Mismatch:
 		return &exitcode.Refusal{Rule: "acceptance", Reason: fmt.Sprintf("Acceptance %s: %s: %s", id, rep.Reason, rep.Message)}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/health"
 )
@@ -56,18 +57,18 @@ func TestVerifyExitAndReport(t *testing.T) {
 		return &health.Report{Namespace: "shop", Name: "web", Generation: 2, Outcome: o, Reason: reason, Message: "msg " + reason,
 			Workloads: []health.WorkloadReport{{Kind: "Deployment", Namespace: "shop", Name: "web", Found: true, Outcome: o, Pods: 1, Revision: "h1",
 				Containers: []health.ContainerReport{{Name: "app", Image: "r/app@" + d, Digest: d, Outcome: o,
-					Observed: []health.ObservedImage{{ImageID: "r/app@" + d, Outcome: o, Match: health.MatchExact, Pods: 1, Pod: "web-1"}}}}}}}
+					Observed: []v1alpha1.ObservedImage{{ImageID: "r/app@" + d, Outcome: o, Match: v1alpha1.MatchExact, Pods: 1, Pod: "web-1"}}}}}}}
 	}
 	for _, tt := range []struct {
 		rep  *health.Report
 		code int
 	}{
-		{mk(health.Verified, health.ReasonVerified), exitcode.OK},
-		{mk(health.Mismatch, health.ReasonImageMismatch), exitcode.Refused},
-		{mk(health.Mismatch, health.ReasonInvalid), exitcode.Invalid},
-		{mk(health.Pending, health.ReasonRolloutInProgress), exitcode.Pending},
-		{mk(health.Pending, health.ReasonWorkloadNotFound), exitcode.Pending},
-		{mk(health.Unverifiable, health.ReasonUnverifiable), exitcode.Pending},
+		{mk(health.Verified, v1alpha1.ReasonVerified), exitcode.OK},
+		{mk(health.Mismatch, v1alpha1.ReasonImageMismatch), exitcode.Refused},
+		{mk(health.Mismatch, v1alpha1.ReasonInvalid), exitcode.Invalid},
+		{mk(health.Pending, v1alpha1.ReasonRolloutInProgress), exitcode.Pending},
+		{mk(health.Pending, v1alpha1.ReasonWorkloadNotFound), exitcode.Pending},
+		{mk(health.Unverifiable, v1alpha1.ReasonUnverifiable), exitcode.Pending},
 	} {
 		var stderr bytes.Buffer
 		if got := exitCode(verifyExit(tt.rep), &stderr); got != tt.code {
@@ -83,7 +84,7 @@ func TestVerifyExitAndReport(t *testing.T) {
 		out.Reset()
 		verifyMust(t, printVerifyReport(&out, tt.rep, "json"))
 		var back health.Report
-		if err := json.Unmarshal(out.Bytes(), &back); err != nil || back.Reason != tt.rep.Reason || back.Workloads[0].Containers[0].Observed[0].Match != health.MatchExact {
+		if err := json.Unmarshal(out.Bytes(), &back); err != nil || back.Reason != tt.rep.Reason || back.Workloads[0].Containers[0].Observed[0].Match != v1alpha1.MatchExact {
 			t.Errorf("JSON report does not read back: %v %+v", err, back)
 		}
 	}

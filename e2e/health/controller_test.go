@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/health"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/registry"
@@ -98,17 +99,17 @@ func TestAcceptanceController(t *testing.T) {
 		if got := kstatusOf(t, u); got != status.InProgressStatus {
 			t.Fatalf("kstatus of a fresh Acceptance = %s, want InProgress (status %v)", got, u.Object["status"])
 		}
-		w.waitReason("web", health.ReasonWorkloadNotFound)
+		w.waitReason("web", v1alpha1.ReasonWorkloadNotFound)
 		_, rs := w.deployment("web", 2, app(img.Image()))
 		p1, p2 := w.pod(rs, "web-1", node), w.pod(rs, "web-2", node)
-		u, _ = w.waitReason("web", health.ReasonRolloutInProgress)
+		u, _ = w.waitReason("web", v1alpha1.ReasonRolloutInProgress)
 		if got := kstatusOf(t, u); got != status.InProgressStatus {
 			t.Fatalf("kstatus while the rollout runs = %s, want InProgress", got)
 		}
 		w.kubelet(p1, 0, map[string]string{"app": "docker-pullable://" + img.Repo + "@" + img.Index})
-		w.waitReason("web", health.ReasonRolloutInProgress)
+		w.waitReason("web", v1alpha1.ReasonRolloutInProgress)
 		w.kubelet(p2, 0, map[string]string{"app": img.Repo + "@" + img.Index})
-		u, st := w.waitReason("web", health.ReasonVerified)
+		u, st := w.waitReason("web", v1alpha1.ReasonVerified)
 		if got := kstatusOf(t, u); got != status.CurrentStatus {
 			t.Fatalf("kstatus when verified = %s, want Current", got)
 		}
@@ -116,7 +117,7 @@ func TestAcceptanceController(t *testing.T) {
 			t.Fatalf("status %+v", st)
 		}
 		for _, o := range st.Workloads[0].Containers[0].Observed {
-			if o.Match != health.MatchExact || o.Outcome != health.Verified {
+			if o.Match != v1alpha1.MatchExact || o.Outcome != health.Verified {
 				t.Fatalf("observed %+v, want Exact", o)
 			}
 		}
@@ -128,8 +129,8 @@ func TestAcceptanceController(t *testing.T) {
 		w.acceptance("web", "web", app(img.Image()))
 		_, rs := w.deployment("web", 1, app(img.Image()))
 		w.kubelet(w.pod(rs, "web-1", node), 0, map[string]string{"app": img.Repo + "@" + img.Children["linux/arm64/v8"]})
-		_, st := w.waitReason("web", health.ReasonVerified)
-		if o := observed(t, st); o.Match != health.MatchIndexChild || o.Platform != "linux/arm64/v8" {
+		_, st := w.waitReason("web", v1alpha1.ReasonVerified)
+		if o := observed(t, st); o.Match != v1alpha1.MatchIndexChild || o.Platform != "linux/arm64/v8" {
 			t.Fatalf("observed %+v, want IndexChild linux/arm64/v8", o)
 		}
 	})
@@ -140,7 +141,7 @@ func TestAcceptanceController(t *testing.T) {
 		w.acceptance("web", "web", app(img.Image()))
 		_, rs := w.deployment("web", 1, app(img.Image()))
 		w.kubelet(w.pod(rs, "web-1", node), 0, map[string]string{"app": img.Repo + "@" + img.Children["linux/amd64"]})
-		w.waitReason("web", health.ReasonImageMismatch)
+		w.waitReason("web", v1alpha1.ReasonImageMismatch)
 	})
 
 	t.Run("bare config digest", func(t *testing.T) {
@@ -149,8 +150,8 @@ func TestAcceptanceController(t *testing.T) {
 		w.acceptance("web", "web", app(img.Image()))
 		_, rs := w.deployment("web", 1, app(img.Image()))
 		w.kubelet(w.pod(rs, "web-1", node), 0, map[string]string{"app": img.Configs["linux/amd64"]})
-		_, st := w.waitReason("web", health.ReasonVerified)
-		if o := observed(t, st); o.Match != health.MatchConfigDigest {
+		_, st := w.waitReason("web", v1alpha1.ReasonVerified)
+		if o := observed(t, st); o.Match != v1alpha1.MatchConfigDigest {
 			t.Fatalf("observed %+v, want ConfigDigest", o)
 		}
 	})
@@ -161,7 +162,7 @@ func TestAcceptanceController(t *testing.T) {
 		w.acceptance("web", "web", app(img.Image()))
 		_, rs := w.deployment("web", 1, app(img.Image()))
 		w.kubelet(w.pod(rs, "web-1", node), 0, map[string]string{"app": other.Repo + "@" + other.Index})
-		u, st := w.waitReason("web", health.ReasonImageMismatch)
+		u, st := w.waitReason("web", v1alpha1.ReasonImageMismatch)
 		if got := kstatusOf(t, u); got != status.FailedStatus {
 			t.Fatalf("kstatus on a mismatch = %s, want Failed", got)
 		}
@@ -180,14 +181,14 @@ func TestAcceptanceController(t *testing.T) {
 		_, rs := w.deployment("web", 1, app(img.Image()))
 		p := w.pod(rs, "web-1", node)
 		w.kubelet(p, 0, map[string]string{"app": ""})
-		_, st := w.waitFor("web", health.ReasonRolloutInProgress, func(st health.Status) bool {
+		_, st := w.waitFor("web", v1alpha1.ReasonRolloutInProgress, func(st v1alpha1.AcceptanceStatus) bool {
 			return len(st.Workloads) == 1 && st.Workloads[0].Pods == 1
 		})
 		if o := observed(t, st); o.Outcome != health.Pending || o.Pod != "web-1" {
 			t.Fatalf("observed %+v, want Pending", o)
 		}
 		w.kubelet(p, 0, map[string]string{"app": img.Repo + "@" + img.Index})
-		w.waitReason("web", health.ReasonVerified)
+		w.waitReason("web", v1alpha1.ReasonVerified)
 	})
 
 	t.Run("init container", func(t *testing.T) {
@@ -200,9 +201,9 @@ func TestAcceptanceController(t *testing.T) {
 		// The init container ran the wrong image: a mismatch even though
 		// it has terminated.
 		w.kubelet(p, 0, map[string]string{"migrate": img.Repo + "@" + img.Index, "app": img.Repo + "@" + img.Index})
-		w.waitReason("web", health.ReasonImageMismatch)
+		w.waitReason("web", v1alpha1.ReasonImageMismatch)
 		w.kubelet(p, 0, map[string]string{"migrate": other.Repo + "@" + other.Index, "app": img.Repo + "@" + img.Index})
-		w.waitReason("web", health.ReasonVerified)
+		w.waitReason("web", v1alpha1.ReasonVerified)
 	})
 
 	t.Run("container restarted with another image", func(t *testing.T) {
@@ -212,9 +213,9 @@ func TestAcceptanceController(t *testing.T) {
 		_, rs := w.deployment("web", 1, app(img.Image()))
 		p := w.pod(rs, "web-1", node)
 		w.kubelet(p, 0, map[string]string{"app": img.Repo + "@" + img.Index})
-		w.waitReason("web", health.ReasonVerified)
+		w.waitReason("web", v1alpha1.ReasonVerified)
 		w.kubelet(p, 1, map[string]string{"app": other.Repo + "@" + other.Index})
-		_, st := w.waitReason("web", health.ReasonImageMismatch)
+		_, st := w.waitReason("web", v1alpha1.ReasonImageMismatch)
 		if o := observed(t, st); o.Restarts != 1 {
 			t.Fatalf("observed %+v, want restarts 1", o)
 		}
@@ -226,7 +227,7 @@ func TestAcceptanceController(t *testing.T) {
 		w.acceptance("web", "web", app(img.Image()))
 		_, rs := w.deployment("web", 1, app(img.Image()))
 		w.kubelet(w.pod(rs, "web-1", node), 0, map[string]string{"app": img.Repo + "@" + img.Children["linux/arm64/v8"]})
-		_, st := w.waitReason("web", health.ReasonUnverifiable)
+		_, st := w.waitReason("web", v1alpha1.ReasonUnverifiable)
 		if o := observed(t, st); !strings.Contains(o.Message, "no kubernetes.io/os") {
 			t.Fatalf("observed %+v", o)
 		}
@@ -242,7 +243,7 @@ func TestAcceptanceController(t *testing.T) {
 		_, rs := w.deployment("web", 1, app(unseen.Image()))
 		// The child digest needs the registry to be verified: it cannot be.
 		w.kubelet(w.pod(rs, "web-1", node), 0, map[string]string{"app": unseen.Repo + "@" + unseen.Children["linux/arm64/v8"]})
-		u, st := w.waitReason("web", health.ReasonUnverifiable)
+		u, st := w.waitReason("web", v1alpha1.ReasonUnverifiable)
 		if got := kstatusOf(t, u); got != status.InProgressStatus {
 			t.Fatalf("kstatus when unverifiable = %s, want InProgress", got)
 		}
@@ -252,7 +253,7 @@ func TestAcceptanceController(t *testing.T) {
 		// Retried with backoff, and never Verified.
 		for range 20 {
 			time.Sleep(100 * time.Millisecond)
-			if _, _, cond := w.ready("web"); cond.Reason != health.ReasonUnverifiable || cond.Status == "True" {
+			if _, _, cond := w.ready("web"); cond.Reason != v1alpha1.ReasonUnverifiable || cond.Status == "True" {
 				t.Fatalf("registry down: Ready %s %s", cond.Status, cond.Reason)
 			}
 		}
@@ -265,7 +266,7 @@ func TestAcceptanceController(t *testing.T) {
 		w.acceptance("web", "web", app(unseen.Image()))
 		_, rs := w.deployment("web", 1, app(unseen.Image()))
 		w.kubelet(w.pod(rs, "web-1", node), 0, map[string]string{"app": unseen.Configs["linux/amd64"]})
-		_, st := w.waitReason("web", health.ReasonUnverifiable)
+		_, st := w.waitReason("web", v1alpha1.ReasonUnverifiable)
 		if o := observed(t, st); !strings.Contains(o.Message, "not found") {
 			t.Fatalf("observed %+v", o)
 		}
@@ -274,7 +275,7 @@ func TestAcceptanceController(t *testing.T) {
 	t.Run("workload does not exist", func(t *testing.T) {
 		w := newWorld(ctx, t, c, "missing")
 		w.acceptance("web", "nothere", app(img.Image()))
-		_, st := w.waitReason("web", health.ReasonWorkloadNotFound)
+		_, st := w.waitReason("web", v1alpha1.ReasonWorkloadNotFound)
 		if st.Workloads[0].Message != "not found" {
 			t.Fatalf("status %+v", st)
 		}
@@ -293,7 +294,7 @@ func TestAcceptanceController(t *testing.T) {
 		// What the schema lets through, the verifier refuses: a digest that
 		// is not sha256:<64 hex>.
 		w.acceptance("web", "web", app(img.Repo+":v1@sha256:1234"))
-		u, st := w.waitReason("web", health.ReasonInvalid)
+		u, st := w.waitReason("web", v1alpha1.ReasonInvalid)
 		if got := kstatusOf(t, u); got != status.FailedStatus {
 			t.Fatalf("kstatus of an invalid Acceptance = %s, want Failed", got)
 		}
@@ -319,7 +320,7 @@ func TestAcceptanceController(t *testing.T) {
 		w.kubelet(p1, 0, childID)
 		s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: 2, UpdatedReplicas: 1, CurrentRevision: "db-1", UpdateRevision: "db-2"}
 		must(t, c.Status().Update(ctx, s))
-		w.waitReason("db", health.ReasonRolloutInProgress)
+		w.waitReason("db", v1alpha1.ReasonRolloutInProgress)
 		// db-1 is replaced by a Pod of the update revision.
 		must(t, c.Delete(ctx, p1))
 		p1b := w.podOf(&s.Spec.Template, map[string]string{health.LabelControllerRevisionHash: "db-2"}, own, "db-1b", node)
@@ -327,7 +328,7 @@ func TestAcceptanceController(t *testing.T) {
 		must(t, c.Get(ctx, clientKey(s), s))
 		s.Status.UpdatedReplicas, s.Status.CurrentRevision = 2, "db-2"
 		must(t, c.Status().Update(ctx, s))
-		_, st := w.waitReason("db", health.ReasonVerified)
+		_, st := w.waitReason("db", v1alpha1.ReasonVerified)
 		if st.Workloads[0].Revision != "db-2" || st.Workloads[0].Pods != 2 {
 			t.Fatalf("status %+v", st.Workloads[0])
 		}
@@ -352,8 +353,8 @@ func TestAcceptanceController(t *testing.T) {
 		w.kubelet(p, 0, map[string]string{"app": img.Configs["linux/amd64"]})
 		ds.Status = appsv1.DaemonSetStatus{ObservedGeneration: ds.Generation, DesiredNumberScheduled: 1, CurrentNumberScheduled: 1, UpdatedNumberScheduled: 1}
 		must(t, c.Status().Update(ctx, ds))
-		_, st := w.waitReason("agent", health.ReasonVerified)
-		if o := observed(t, st); st.Workloads[0].Revision != "h2" || o.Match != health.MatchConfigDigest {
+		_, st := w.waitReason("agent", v1alpha1.ReasonVerified)
+		if o := observed(t, st); st.Workloads[0].Revision != "h2" || o.Match != v1alpha1.MatchConfigDigest {
 			t.Fatalf("status %+v", st.Workloads[0])
 		}
 	})
@@ -365,10 +366,10 @@ func TestAcceptanceController(t *testing.T) {
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "app", Image: img.Image()}}}}}}
 		must(t, c.Create(ctx, j)) // the API server sets the selector and the controller-uid labels
 		w.acceptanceFor("migrate", "batch/v1", "Job", "migrate", app(img.Image()))
-		w.waitReason("migrate", health.ReasonRolloutInProgress)
+		w.waitReason("migrate", v1alpha1.ReasonRolloutInProgress)
 		p := w.podOf(&j.Spec.Template, nil, metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "migrate", UID: j.UID, Controller: ptr.To(true)}, "migrate-x", node)
 		w.kubelet(p, 0, map[string]string{"app": other.Repo + "@" + other.Index})
-		w.waitReason("migrate", health.ReasonImageMismatch)
+		w.waitReason("migrate", v1alpha1.ReasonImageMismatch)
 	})
 
 	t.Run("argo rollout", func(t *testing.T) {
@@ -376,7 +377,7 @@ func TestAcceptanceController(t *testing.T) {
 		node := w.node("arm64", "linux", "arm64")
 		w.acceptanceFor("web", "argoproj.io/v1alpha1", "Rollout", "web", app(img.Image()))
 		// Before Argo Rollouts' CRD exists the workload cannot be found.
-		w.waitReason("web", health.ReasonWorkloadNotFound)
+		w.waitReason("web", v1alpha1.ReasonWorkloadNotFound)
 		crd := filepath.Join(t.TempDir(), "rollouts.yaml")
 		must(t, os.WriteFile(crd, []byte(rolloutCRD), 0o600))
 		must(t, api.InstallCRDs(ctx, crd))
@@ -397,7 +398,7 @@ func TestAcceptanceController(t *testing.T) {
 		p := w.podOf(&tpl, map[string]string{health.LabelRolloutsPodTemplate: "new"}, own, "web-new", node)
 		w.kubelet(p, 0, map[string]string{"app": img.Repo + "@" + img.Children["linux/arm64/v8"]})
 		// Pods are watched; the Rollout is read uncached at each check.
-		w.waitFor("web", health.ReasonRolloutInProgress, func(st health.Status) bool {
+		w.waitFor("web", v1alpha1.ReasonRolloutInProgress, func(st v1alpha1.AcceptanceStatus) bool {
 			return strings.Contains(st.Workloads[0].Message, "not promoted")
 		})
 		must(t, c.Get(ctx, clientKey(ro), ro))
@@ -405,8 +406,8 @@ func TestAcceptanceController(t *testing.T) {
 		must(t, c.Status().Update(ctx, ro))
 		// No watch on Rollouts: the Pod's next change (or the pending
 		// requeue) brings the controller back.
-		_, st := w.waitReason("web", health.ReasonVerified)
-		if o := observed(t, st); st.Workloads[0].Revision != "new" || o.Match != health.MatchIndexChild {
+		_, st := w.waitReason("web", v1alpha1.ReasonVerified)
+		if o := observed(t, st); st.Workloads[0].Revision != "new" || o.Match != v1alpha1.MatchIndexChild {
 			t.Fatalf("status %+v", st.Workloads[0])
 		}
 	})
@@ -417,26 +418,26 @@ func TestAcceptanceController(t *testing.T) {
 		w.acceptance("web", "web", app(img.Image()))
 		d, rs := w.deployment("web", 1, app(img.Image()))
 		w.kubelet(w.pod(rs, "web-1", node), 0, map[string]string{"app": img.Repo + "@" + img.Index})
-		w.waitReason("web", health.ReasonVerified)
+		w.waitReason("web", v1alpha1.ReasonVerified)
 		// A new template: generation 2 not observed yet.
 		must(t, c.Get(ctx, clientKey(d), d))
 		d.Spec.Template.Annotations = map[string]string{"restartedAt": "now"}
 		must(t, c.Update(ctx, d))
-		w.waitReason("web", health.ReasonRolloutInProgress)
+		w.waitReason("web", v1alpha1.ReasonRolloutInProgress)
 		// The controller made the new ReplicaSet, the old Pod still runs.
 		rs2 := w.replicaSet(d, "h2")
 		w.deploymentStatus(d, 1)
 		p2 := w.pod(rs2, "web-2", node)
 		w.kubelet(p2, 0, map[string]string{"app": img.Repo + "@" + img.Index})
 		_, _, cond := w.ready("web")
-		if cond.Reason == health.ReasonVerified && strings.Contains(cond.Message, "h1") {
+		if cond.Reason == v1alpha1.ReasonVerified && strings.Contains(cond.Message, "h1") {
 			t.Fatalf("verified the old revision: %s", cond.Message)
 		}
-		w.waitReason("web", health.ReasonRolloutInProgress)
+		w.waitReason("web", v1alpha1.ReasonRolloutInProgress)
 		// The old Pod terminates (deleted): only the current revision runs.
 		old := w.podByName("web-1")
 		must(t, c.Delete(ctx, old))
-		_, st := w.waitReason("web", health.ReasonVerified)
+		_, st := w.waitReason("web", v1alpha1.ReasonVerified)
 		if st.Workloads[0].Revision != "h2" || st.Workloads[0].Pods != 1 {
 			t.Fatalf("status %+v", st.Workloads[0])
 		}

@@ -13,7 +13,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/throughline-dev/throughline/health"
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/internal/testenv"
 )
 
@@ -123,14 +123,14 @@ func TestAPIServerRestartDuringWatch(t *testing.T) {
 	_, rs := w.deployment("web", 1, app)
 	p := w.pod(rs, "web-1", node)
 	w.kubelet(p, 0, map[string]string{"app": img.Repo + "@" + img.Index})
-	w.waitReason("web", health.ReasonVerified)
+	w.waitReason("web", v1alpha1.ReasonVerified)
 
 	proxy.down()
 	w.kubelet(p, 1, map[string]string{"app": other.Repo + "@" + other.Index})
 	time.Sleep(3 * time.Second)
-	if _, _, c := w.ready("web"); c.Reason != health.ReasonVerified {
+	if _, _, c := w.ready("web"); c.Reason != v1alpha1.ReasonVerified {
 		t.Fatalf("the controller saw the change while cut off: %s", c.Reason)
 	}
 	proxy.up()
-	w.waitReason("web", health.ReasonImageMismatch)
+	w.waitReason("web", v1alpha1.ReasonImageMismatch)
 }

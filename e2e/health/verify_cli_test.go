@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/health"
 	"github.com/throughline-dev/throughline/internal/testenv"
 )
@@ -70,7 +71,7 @@ func TestVerifyCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
 		t.Fatalf("ok: exit %d, %v\n%s\n%s", code, err, out, stderr)
 	}
-	if o := rep.Workloads[0].Containers[0].Observed[0]; rep.Reason != health.ReasonVerified || o.Match != health.MatchIndexChild {
+	if o := rep.Workloads[0].Containers[0].Observed[0]; rep.Reason != v1alpha1.ReasonVerified || o.Match != v1alpha1.MatchIndexChild {
 		t.Fatalf("ok: %+v", rep)
 	}
 	code, out, stderr = run("bad")
@@ -107,9 +108,9 @@ func TestVerifyCommand(t *testing.T) {
 			t.Logf("throughline serve log:\n%s", logs.String())
 		}
 	}()
-	w.waitReason("ok", health.ReasonVerified)
-	w.waitReason("bad", health.ReasonImageMismatch)
-	w.waitReason("pending", health.ReasonRolloutInProgress)
+	w.waitReason("ok", v1alpha1.ReasonVerified)
+	w.waitReason("bad", v1alpha1.ReasonImageMismatch)
+	w.waitReason("pending", v1alpha1.ReasonRolloutInProgress)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get("http://" + probe + "/readyz")

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/health"
 	"github.com/throughline-dev/throughline/internal/testenv"
 )
@@ -212,13 +213,13 @@ func (w *world) acceptanceFor(name, apiVersion, kind, workload string, ctrs ...c
 
 // ready returns the Acceptance and its Ready condition as the API server
 // serves them.
-func (w *world) ready(name string) (*unstructured.Unstructured, health.Status, *metav1.Condition) {
+func (w *world) ready(name string) (*unstructured.Unstructured, v1alpha1.AcceptanceStatus, *metav1.Condition) {
 	u := health.NewAcceptance()
 	must(w.t, w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, u))
 	st, err := health.ReadStatus(u)
 	must(w.t, err)
 	for i := range st.Conditions {
-		if st.Conditions[i].Type == health.ConditionReady {
+		if st.Conditions[i].Type == v1alpha1.ConditionReady {
 			return u, st, &st.Conditions[i]
 		}
 	}
@@ -227,13 +228,13 @@ func (w *world) ready(name string) (*unstructured.Unstructured, health.Status, *
 
 // waitReason waits until the Acceptance's Ready condition has reason (for
 // its current generation) and returns the object and status.
-func (w *world) waitReason(name, reason string) (*unstructured.Unstructured, health.Status) {
+func (w *world) waitReason(name, reason string) (*unstructured.Unstructured, v1alpha1.AcceptanceStatus) {
 	w.t.Helper()
-	return w.waitFor(name, reason, func(health.Status) bool { return true })
+	return w.waitFor(name, reason, func(v1alpha1.AcceptanceStatus) bool { return true })
 }
 
 // waitFor waits until the Ready reason is reason and ok(status) holds.
-func (w *world) waitFor(name, reason string, ok func(health.Status) bool) (*unstructured.Unstructured, health.Status) {
+func (w *world) waitFor(name, reason string, ok func(v1alpha1.AcceptanceStatus) bool) (*unstructured.Unstructured, v1alpha1.AcceptanceStatus) {
 	w.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	last := "no Ready condition"
@@ -252,11 +253,11 @@ func (w *world) waitFor(name, reason string, ok func(health.Status) bool) (*unst
 		}
 	}
 	w.t.Fatalf("Acceptance %s/%s: no Ready reason %s within 60s; last %s", w.ns, name, reason, last)
-	return nil, health.Status{}
+	return nil, v1alpha1.AcceptanceStatus{}
 }
 
 // observed returns the first observed imageID of the first container.
-func observed(t *testing.T, st health.Status) health.ObservedImage {
+func observed(t *testing.T, st v1alpha1.AcceptanceStatus) v1alpha1.ObservedImage {
 	t.Helper()
 	if len(st.Workloads) == 0 || len(st.Workloads[0].Containers) == 0 || len(st.Workloads[0].Containers[0].Observed) == 0 {
 		t.Fatalf("no observed imageID in status %+v", st)

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigyaml "sigs.k8s.io/yaml"
 
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/health"
@@ -462,9 +463,9 @@ func (c *chain) deliver(desired, digest, promotionID string) (*evidence.Record, 
 	return c.waitEvidence(promotionID)
 }
 
-func metaReady(st health.Status) *metav1.Condition {
+func metaReady(st v1alpha1.AcceptanceStatus) *metav1.Condition {
 	for i := range st.Conditions {
-		if st.Conditions[i].Type == health.ConditionReady {
+		if st.Conditions[i].Type == v1alpha1.ConditionReady {
 			return &st.Conditions[i]
 		}
 	}

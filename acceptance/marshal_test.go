@@ -1,0 +1,65 @@
+package acceptance_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/render"
+)
+
+// TestAcceptanceBytes holds the Acceptance that cmp generate (JSON) and
+// render (YAML) print to the bytes written before the types moved to
+// api/v1alpha1: testdata/dev-acceptance.{json,yaml} were produced by the
+// acceptance package of commit 795f821 from the same overlay.
+func TestAcceptanceBytes(t *testing.T) {
+	d, err := acceptance.Declare(context.Background(), acceptance.Request{
+		Render:         render.Options{Root: "../examples/gitops-env", Path: "apps/checkout/overlays/dev"},
+		SourceRepoURL:  "https://git.example.test/gitops-env.git",
+		SourceRevision: "0123456789abcdef0123456789abcdef01234567",
+		Renderer:       "v0.0.0-golden",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := acceptance.Marshal(&d.Acceptance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "testdata/dev-acceptance.json", append(raw, '\n'))
+
+	o, err := acceptance.ToObject(&d.Acceptance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := render.EncodeYAML(&b, []render.Object{o}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "testdata/dev-acceptance.yaml", b.Bytes())
+
+	if !acceptance.IsAcceptance(o) {
+		t.Errorf("IsAcceptance(%s) = false", o.ID())
+	}
+	back, err := acceptance.FromObject(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, d.Acceptance) {
+		t.Errorf("FromObject(ToObject(a)) = %+v, want %+v", back, d.Acceptance)
+	}
+}
+
+func golden(t *testing.T, file string, got []byte) {
+	t.Helper()
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs:\ngot:\n%s\nwant:\n%s", file, got, want)
+	}
+}

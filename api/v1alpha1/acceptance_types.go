@@ -1,0 +1,203 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// Labels set on every Acceptance; the notifier finds an app's Acceptance by
+// them (values are object names, see acceptance.ObjectName).
+const (
+	LabelManagedBy   = "app.kubernetes.io/managed-by"
+	LabelApp         = Group + "/app"
+	LabelEnvironment = Group + "/environment"
+)
+
+// Condition types written to an Acceptance's status. Ready is the verdict;
+// Reconciling and Stalled follow kstatus, so that Flux's health checks (and
+// any kstatus reader) see InProgress while the rollout runs and Failed on a
+// mismatch.
+const (
+	ConditionReady       = "Ready"
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+)
+
+// Reasons of the Ready condition (Reconciling and Stalled carry the same
+// reason).
+const (
+	ReasonVerified          = "Verified"
+	ReasonRolloutInProgress = "RolloutInProgress"
+	ReasonImageMismatch     = "ImageMismatch"
+	ReasonUnverifiable      = "Unverifiable"
+	ReasonWorkloadNotFound  = "WorkloadNotFound"
+	ReasonInvalid           = "Invalid"
+)
+
+// Acceptance declares the artifact identity a render produced and records
+// whether the cluster runs it. The render owns the spec; the verifier
+// (throughline serve) owns the status.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=acc,categories=throughline
+type Acceptance struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec AcceptanceSpec `json:"spec"`
+	// Status is absent from what a render declares (omitzero keeps the
+	// rendered object free of an empty status).
+	Status AcceptanceStatus `json:"status,omitempty,omitzero"`
+}
+
+// AcceptanceList is a list of Acceptances.
+//
+// +kubebuilder:object:root=true
+type AcceptanceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []Acceptance `json:"items"`
+}
+
+// AcceptanceSpec is what the render declared.
+type AcceptanceSpec struct {
+	// App is the application name (Argo CD Application or Flux
+	// Kustomization).
+	App string `json:"app"`
+	// Environment is the environment the render targets (staging,
+	// production, ...).
+	Environment   string `json:"environment,omitempty"`
+	SourceRepoURL string `json:"sourceRepoURL,omitempty"`
+	// SourcePath is the application path relative to the repository root.
+	SourcePath string `json:"sourcePath,omitempty"`
+	// SourceRevision is the Git revision the render was made from (empty
+	// when unknown).
+	SourceRevision string `json:"sourceRevision,omitempty"`
+	// RenderedHash is the canonical hash of the rendered object set, without
+	// this Acceptance.
+	RenderedHash string `json:"renderedHash"`
+	ObjectCount  int    `json:"objectCount"`
+	// Renderer is the throughline version that rendered.
+	Renderer string `json:"renderer,omitempty"`
+	// Exceptions are the allow-list exceptions this render used.
+	Exceptions []Exception `json:"exceptions,omitempty"`
+	Workloads  []Workload  `json:"workloads"`
+}
+
+// Exception is an allow-list entry that a render used.
+type Exception struct {
+	Image   string `json:"image"`
+	Pattern string `json:"pattern"`
+	Reason  string `json:"reason"`
+	// Object is the object that names the image (Kind.group namespace/name).
+	Object string `json:"object,omitempty"`
+	// Field is the field path of the image in the object.
+	Field string `json:"field,omitempty"`
+}
+
+// Workload is an object that runs containers.
+type Workload struct {
+	APIVersion string      `json:"apiVersion"`
+	Kind       string      `json:"kind"`
+	Namespace  string      `json:"namespace,omitempty"`
+	Name       string      `json:"name"`
+	Containers []Container `json:"containers"`
+}
+
+// Container is one declared container image.
+type Container struct {
+	Name string `json:"name"`
+	// Path is the field path of the container in the object.
+	Path  string `json:"path"`
+	Image string `json:"image"`
+	// Digest is the declared digest (empty only for an allow-listed
+	// exception).
+	Digest string `json:"digest,omitempty"`
+}
+
+// Outcome is the verdict on one container, one workload or one Acceptance.
+type Outcome string
+
+// Outcomes, from best to worst.
+const (
+	// OutcomeVerified: the running image is the declared one.
+	OutcomeVerified Outcome = "Verified"
+	// OutcomePending: not decided yet (rollout in progress, no imageID
+	// reported).
+	OutcomePending Outcome = "Pending"
+	// OutcomeUnverifiable: the declared digest could not be resolved
+	// (registry unreachable, digest unknown, node platform unknown). Never
+	// Verified.
+	OutcomeUnverifiable Outcome = "Unverifiable"
+	// OutcomeMismatch: the running image is not the declared one.
+	OutcomeMismatch Outcome = "Mismatch"
+)
+
+// MatchKind says how a verified imageID matched the declared digest.
+type MatchKind string
+
+// Match kinds (DESIGN.md §4, imageID match).
+const (
+	// MatchExact: the imageID's digest is the declared digest.
+	MatchExact MatchKind = "Exact"
+	// MatchIndexChild: the declared digest is an index and the imageID is its
+	// child manifest for the node's platform.
+	MatchIndexChild MatchKind = "IndexChild"
+	// MatchConfigDigest: the imageID is the config digest of the declared
+	// manifest (or of the index child for the node's platform).
+	MatchConfigDigest MatchKind = "ConfigDigest"
+)
+
+// AcceptanceStatus is the status the verifier writes to an Acceptance.
+type AcceptanceStatus struct {
+	// ObservedGeneration is the generation of the spec that the verdict is
+	// about.
+	ObservedGeneration int64 `json:"observedGeneration"`
+	// RenderedHash is spec.renderedHash of the generation verified.
+	RenderedHash string `json:"renderedHash,omitempty"`
+	// VerifiedAt is when the running images were first verified for this
+	// generation (absent unless Ready is True).
+	VerifiedAt *metav1.Time `json:"verifiedAt,omitempty"`
+	// Conditions: Ready, Reconciling and Stalled.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Workloads is what the verifier observed per workload.
+	Workloads []WorkloadStatus `json:"workloads,omitempty"`
+}
+
+// WorkloadStatus is one workload in status.
+type WorkloadStatus struct {
+	Kind      string  `json:"kind"`
+	Namespace string  `json:"namespace,omitempty"`
+	Name      string  `json:"name"`
+	Outcome   Outcome `json:"outcome"`
+	// Revision is the pod-template-hash / controller-revision-hash of the
+	// current revision.
+	Revision string `json:"revision,omitempty"`
+	// Pods is the number of Pods of the current revision checked.
+	Pods       int               `json:"pods"`
+	Message    string            `json:"message,omitempty"`
+	Containers []ContainerStatus `json:"containers,omitempty"`
+}
+
+// ContainerStatus is one declared container in status, with the distinct
+// imageIDs observed.
+type ContainerStatus struct {
+	Name    string  `json:"name"`
+	Digest  string  `json:"digest,omitempty"`
+	Outcome Outcome `json:"outcome"`
+	// Observed is each distinct imageID seen (at most 8), with its match.
+	Observed []ObservedImage `json:"observed,omitempty"`
+}
+
+// ObservedImage is one distinct imageID seen for a container, with its
+// verdict and how many Pods run it.
+type ObservedImage struct {
+	ImageID  string    `json:"imageID"`
+	Outcome  Outcome   `json:"outcome"`
+	Match    MatchKind `json:"match,omitempty"`
+	Platform string    `json:"platform,omitempty"`
+	Pods     int       `json:"pods"`
+	// Pod is one of the Pods that run the imageID.
+	Pod      string `json:"pod"`
+	Restarts int32  `json:"restarts,omitempty"`
+	Message  string `json:"message,omitempty"`
+}
