@@ -207,7 +207,8 @@ func (o *pauseOptions) run(ctx context.Context, g *globals, stdout io.Writer) er
 		return err
 	}
 	if prev := ps.rec; prev.Active() {
-		return exitcode.Refuse(breakglass.RulePause, "%s/%s is already paused by %s (ticket %s, until %s): see %s", bf.app, bf.env, prev.Operator, prev.Ticket,
+		return exitcode.Refuse(breakglass.RulePause, "%s/%s is already paused by %s (ticket %s, until %s): see %s",
+			bf.app, bf.env, prev.Operator, prev.Ticket,
 			prev.ExpiresAt.Format(time.RFC3339), breakglass.Path(bf.env, bf.app))
 	}
 	c, err := bf.client()
@@ -226,7 +227,8 @@ func (o *pauseOptions) run(ctx context.Context, g *globals, stdout io.Writer) er
 	}
 	g.log.Debug().Str("commit", sha).Msg("pause recorded")
 	fmt.Fprintf(stdout, "paused %s (%s/%s) until %s, ticket %s\nrecorded %s at %s (%d live objects, source revision %s)\n",
-		bf.target(), bf.app, bf.env, rec.ExpiresAt.Format(time.RFC3339), o.ticket, breakglass.Path(bf.env, bf.app), sha, len(rec.Objects), rec.SourceRevision)
+		bf.target(), bf.app, bf.env, rec.ExpiresAt.Format(time.RFC3339), o.ticket, breakglass.Path(bf.env, bf.app), sha,
+		len(rec.Objects), rec.SourceRevision)
 	return nil
 }
 
@@ -248,7 +250,8 @@ func (o *pauseOptions) record(ctx context.Context, ps *pauseState, c client.Clie
 	if uerr := breakglass.Undo(context.WithoutCancel(ctx), c, rec); uerr != nil {
 		return "", fmt.Errorf("recording the pause failed (%w) and undoing it failed too: %s is paused without a record: %v", err, bf.target(), uerr)
 	}
-	return "", fmt.Errorf("recording the pause in %s failed, so the pause was undone (%s reconciles as before): %w", breakglass.Path(bf.env, bf.app), bf.target(), err)
+	return "", fmt.Errorf("recording the pause in %s failed, so the pause was undone (%s reconciles as before): %w",
+		breakglass.Path(bf.env, bf.app), bf.target(), err)
 }
 
 const breakglassResumeLong = `Re-enable reconciliation of a paused application. Refused (exit 3) until the
@@ -415,7 +418,8 @@ func (o *writebackOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.targetPath, "path", "", "environment overlay, relative to the repository (default apps/APP/overlays/ENV)")
 	f.StringSliceVar(&o.temporary, "temporary", nil, `incident-only fields, "Kind/name:path" globs (e.g. "Deployment/web:spec.replicas"); repeatable`)
 	f.StringSliceVar(&o.writers, "writer", nil, "field managers that are legitimate writers besides the controller; repeatable")
-	f.StringSliceVar(&o.ctlNames, "controller-manager", nil, "field managers of the GitOps controller, besides argocd-controller and kustomize-controller")
+	f.StringSliceVar(&o.ctlNames, "controller-manager", nil,
+		"field managers of the GitOps controller, besides argocd-controller and kustomize-controller")
 	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
 }
 
