@@ -123,7 +123,8 @@ func Pause(ctx context.Context, c client.Client, req Request) (*Record, error) {
 		return nil, exitcode.Refuse(RuleController, "%s is already paused (annotation %s: %s)", t, AnnotationTicket, ticket)
 	}
 	rec := &Record{SchemaVersion: SchemaVersion, App: req.App, Environment: req.Env, Controller: t.Controller, State: Paused,
-		Object:   Ref{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion()},
+		Object: Ref{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(),
+			UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion()},
 		Operator: req.Operator, Ticket: req.Ticket, PausedAt: req.Now.UTC().Truncate(time.Second), ExpiresAt: req.ExpiresAt.UTC().Truncate(time.Second)}
 	spec := map[string]any{}
 	switch t.Controller {
@@ -278,12 +279,16 @@ func restorers(ctx context.Context, c client.Client, u *unstructured.Unstructure
 			}
 		}
 		if parent != "" {
-			return exitcode.Refuse(RuleController, "%s is managed by the parent Application %q (app-of-apps: %s / %s), whose next sync restores spec.syncPolicy. "+
-				"Pause the parent first (throughline breakglass pause for its app), or ignore /spec/syncPolicy of this child in the parent's ignoreDifferences", t, parent, ArgoInstanceLabel, ArgoTrackingIDAnnot)
+			return exitcode.Refuse(RuleController,
+				"%s is managed by the parent Application %q (app-of-apps: %s / %s), whose next sync restores spec.syncPolicy. "+
+					"Pause the parent first (throughline breakglass pause for its app), or ignore /spec/syncPolicy of this child in the parent's ignoreDifferences",
+				t, parent, ArgoInstanceLabel, ArgoTrackingIDAnnot)
 		}
 	case Flux:
 		if p := labels[FluxParentNameLabel]; p != "" {
-			return exitcode.Refuse(RuleController, "%s is applied by the parent Kustomization %q (label %s), whose next reconcile restores spec.suspend: pause the parent first", t, p, FluxParentNameLabel)
+			return exitcode.Refuse(RuleController,
+				"%s is applied by the parent Kustomization %q (label %s), whose next reconcile restores spec.suspend: pause the parent first",
+				t, p, FluxParentNameLabel)
 		}
 	}
 	return nil
@@ -331,11 +336,12 @@ func applicationSetLetsGo(ctx context.Context, c client.Client, app *unstructure
 	if ignores && preserves[AnnotationTicket] && preserves[AnnotationExpiresAt] {
 		return nil
 	}
-	return exitcode.Refuse(RuleController, "%s is owned by ApplicationSet %s: the ApplicationSet controller would restore spec.syncPolicy within seconds "+
-		"(and strip the break-glass annotations). Pause it through the ApplicationSet: add to ApplicationSet %s/%s\n"+
-		"  spec:\n    ignoreApplicationDifferences:\n      - name: %s\n        jsonPointers: [/spec/syncPolicy]\n"+
-		"    preservedFields:\n      annotations: [%s, %s]\n"+
-		"then pause again (found: ignores /spec/syncPolicy: %t; preserves %s: %t, %s: %t)",
+	return exitcode.Refuse(RuleController,
+		"%s is owned by ApplicationSet %s: the ApplicationSet controller would restore spec.syncPolicy within seconds "+
+			"(and strip the break-glass annotations). Pause it through the ApplicationSet: add to ApplicationSet %s/%s\n"+
+			"  spec:\n    ignoreApplicationDifferences:\n      - name: %s\n        jsonPointers: [/spec/syncPolicy]\n"+
+			"    preservedFields:\n      annotations: [%s, %s]\n"+
+			"then pause again (found: ignores /spec/syncPolicy: %t; preserves %s: %t, %s: %t)",
 		appName, name, app.GetNamespace(), name, app.GetName(), AnnotationTicket, AnnotationExpiresAt,
 		ignores, AnnotationTicket, preserves[AnnotationTicket], AnnotationExpiresAt, preserves[AnnotationExpiresAt])
 }

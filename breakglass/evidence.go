@@ -125,7 +125,8 @@ func NewEvidence(rec *Record, restored Restoration) *Evidence {
 			ObjectResourceVersion: restored.ResourceVersion, Flapping: []string{}},
 	}
 	for _, o := range rec.Objects {
-		e.BeforePause.Objects = append(e.BeforePause.Objects, ObjectVersion{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, ResourceVersion: o.ResourceVersion})
+		e.BeforePause.Objects = append(e.BeforePause.Objects, ObjectVersion{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace,
+			Name: o.Name, ResourceVersion: o.ResourceVersion})
 	}
 	if wb := rec.Writeback; wb != nil {
 		e.ManualChange.WritebackRan = true
@@ -214,7 +215,8 @@ func (e *Evidence) Validate() error {
 	if d, err := time.ParseDuration(e.Revocation.ObservedFor); err != nil {
 		errs = append(errs, fmt.Errorf("revocation.observedFor %q: %w", e.Revocation.ObservedFor, err))
 	} else if want := d > 0 && len(e.Revocation.Flapping) == 0; e.Revocation.NoFlapping != want {
-		errs = append(errs, fmt.Errorf("revocation.noFlapping %t: want %t (observed %s, %d flapping)", e.Revocation.NoFlapping, want, d, len(e.Revocation.Flapping)))
+		errs = append(errs, fmt.Errorf("revocation.noFlapping %t: want %t (observed %s, %d flapping)",
+			e.Revocation.NoFlapping, want, d, len(e.Revocation.Flapping)))
 	}
 	return errors.Join(errs...)
 }

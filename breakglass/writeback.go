@@ -69,7 +69,8 @@ type Change struct {
 func (c Change) String() string {
 	switch c.Class {
 	case LiveOnly:
-		return fmt.Sprintf("%-15s %s: live, tracked by the controller, not in the desired state before the pause (created by %s)", c.Class, c.Object, c.Manager)
+		return fmt.Sprintf("%-15s %s: live, tracked by the controller, not in the desired state before the pause (created by %s)",
+			c.Class, c.Object, c.Manager)
 	case DeletedLive:
 		return fmt.Sprintf("%-15s %s: in the desired state before the pause, not live", c.Class, c.Object)
 	}
@@ -96,7 +97,8 @@ var (
 	// DefaultOtherWriters are legitimate writers besides the controller.
 	DefaultOtherWriters = []string{"kube-controller-manager", "horizontal-pod-autoscaler", "vpa-updater", "cluster-autoscaler", "keda-operator"}
 	// DefaultTemporary are fields that are incident-only by nature.
-	DefaultTemporary = []string{"*:metadata.annotations.kubectl.kubernetes.io/restartedAt", "*:spec.template.metadata.annotations.kubectl.kubernetes.io/restartedAt", "*:spec.paused"}
+	DefaultTemporary = []string{"*:metadata.annotations.kubectl.kubernetes.io/restartedAt",
+		"*:spec.template.metadata.annotations.kubectl.kubernetes.io/restartedAt", "*:spec.paused"}
 )
 
 // runtimeAnnotations are written by controllers at run time, never desired.

@@ -12,7 +12,13 @@
 // manifests; SplitImage, ImageName and JoinImage split and join image
 // references the way kustomize's images: matches them.
 //
-// The package reads and writes no files and does not log: callers pass the
-// bytes and write the result. Errors about the input are *exitcode.InvalidInput
-// naming the file.
+// Pin and SetImages are the two uses that touch an application on disk:
+// PlanPin renders it and finds the images not pinned by digest, Apply
+// writes the digests the caller resolved (no registry is asked here) and
+// Verify renders again to prove nothing is left; SetImages writes
+// NAME=[NEWNAME:]TAG@DIGEST sets (ParseImageSet) into the images: of its
+// kustomization and proves every container of a set name renders the set
+// reference. They replace files atomically; everything else reads and
+// writes no files: callers pass the bytes and write the result. Nothing
+// logs. Errors about the input are *exitcode.InvalidInput naming the file.
 package overlay

@@ -254,7 +254,8 @@ func SetImageDigest(data []byte, file, name, tag, digest string) ([]byte, bool, 
 	}
 	e := k.ImageFor(name)
 	if e == nil || !e.Block() {
-		return nil, false, &exitcode.InvalidInput{File: file, Err: fmt.Errorf("images: has no block entry for %s: the target overlay must pin the artifact with an images: entry (throughline pin adds one)", name)}
+		return nil, false, &exitcode.InvalidInput{File: file, Err: fmt.Errorf(
+			"images: has no block entry for %s: the target overlay must pin the artifact with an images: entry (throughline pin adds one)", name)}
 	}
 	key, value := "digest", digest
 	if _, ok := e.Field("digest"); !ok {
