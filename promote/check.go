@@ -287,7 +287,8 @@ func (c *check) policy(ctx context.Context) error {
 	if _, others, n := ArtifactImages(hd, rec.Artifact.Image); n == 0 {
 		c.rep.refuse(Finding{Rule: RuleArtifact, File: rec.Target.Path}, "the target renders no container of the artifact %s", rec.Artifact.Image)
 	} else if len(others) > 0 {
-		c.rep.refuse(Finding{Rule: RuleDigest, File: rec.Target.Path}, "digest not the verified one %s: %s", rec.Artifact.Digest, strings.Join(others, "; "))
+		c.rep.refuse(Finding{Rule: RuleDigest, File: rec.Target.Path}, "digest not the verified one %s: %s", rec.Artifact.Digest,
+			strings.Join(others, "; "))
 	}
 	if hd.Hash != rec.Target.RenderedHash {
 		c.rep.refuse(Finding{Rule: RuleRenderedHash, File: c.recFile, Field: "target.renderedHash"},
@@ -331,7 +332,8 @@ func (c *check) approval(_ context.Context) error {
 	rec := c.rec
 	switch {
 	case rec.State == promotion.Halted || rec.State == promotion.Rejected:
-		c.rep.refuse(Finding{Rule: RuleStopped, File: c.recFile, Field: "state"}, "%s is %s: %s (a fix makes a new candidate)", rec.PromotionID, rec.State, rec.Reason)
+		c.rep.refuse(Finding{Rule: RuleStopped, File: c.recFile, Field: "state"}, "%s is %s: %s (a fix makes a new candidate)", rec.PromotionID,
+			rec.State, rec.Reason)
 	case rec.Approval == nil:
 		c.rep.refuse(Finding{Rule: RuleNotApproved, File: c.recFile, Field: "approval"},
 			"%s is not approved (state %s): run throughline promote approve", rec.PromotionID, rec.State)

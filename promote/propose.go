@@ -154,7 +154,8 @@ func editTarget(ctx context.Context, r *gitops.Repo, baseRev string, art promoti
 // proposeArtifact is the propose path: write art's digest into the target
 // overlay at baseRev, check policy, and commit it with a CANDIDATE record on
 // the attempt branch (compare-and-swap, never forced).
-func proposeArtifact(ctx context.Context, r *gitops.Repo, baseRev string, art promotion.Artifact, req ProposeRequest, o proposeOptions) (*Proposal, error) {
+func proposeArtifact(ctx context.Context, r *gitops.Repo, baseRev string, art promotion.Artifact, req ProposeRequest,
+	o proposeOptions) (*Proposal, error) {
 	app, to := req.App, req.To
 	pol, err := promotion.ReadPolicy(ctx, r, baseRev)
 	if err != nil {

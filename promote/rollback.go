@@ -61,7 +61,8 @@ func Rollback(ctx context.Context, r *gitops.Repo, req RollbackRequest) (*Rollba
 		return nil, err
 	}
 	if cur == nil {
-		return nil, exitcode.Refuse(RuleRollbackTarget, "no promotion record %s on %s: nothing was ever accepted in %s", promotion.RecordPath(app, env), r.Base, env)
+		return nil, exitcode.Refuse(RuleRollbackTarget, "no promotion record %s on %s: nothing was ever accepted in %s", promotion.RecordPath(app,
+			env), r.Base, env)
 	}
 	hist, err := rollback.History(ctx, r, baseRev, app, env)
 	if err != nil {
@@ -79,15 +80,18 @@ func Rollback(ctx context.Context, r *gitops.Repo, req RollbackRequest) (*Rollba
 		return nil, err
 	}
 	from := cur.Artifact.Digest
-	p, err := proposeArtifact(ctx, r, baseRev, pick.Artifact, ProposeRequest{App: app, From: env, To: env, Path: req.Path, Cluster: req.Cluster, Renderer: req.Renderer},
+	p, err := proposeArtifact(ctx, r, baseRev, pick.Artifact, ProposeRequest{App: app, From: env, To: env, Path: req.Path,
+		Cluster: req.Cluster, Renderer: req.Renderer},
 		proposeOptions{
 			By:         "throughline rollback",
 			MinAttempt: hist.Attempts[pick.Artifact.Digest],
 			Verify: func(rec *promotion.Record) error {
-				return rec.VerifyByPriorAcceptance(pick.Prior(), pick.DesiredRevision, pick.ObservedRevision, pick.RenderedHash, time.Now(), "throughline rollback")
+				return rec.VerifyByPriorAcceptance(pick.Prior(), pick.DesiredRevision, pick.ObservedRevision, pick.RenderedHash, time.Now(),
+					"throughline rollback")
 			},
 			Message: func(rec *promotion.Record) string {
-				return fmt.Sprintf("rollback %s in %s to %s\n\nPromotion: %s\nAttempt-Key: %s %s %s %d\nRollback-From: %s\nRollback-To: %s (%s, accepted at %s)\n",
+				return fmt.Sprintf("rollback %s in %s to %s\n\nPromotion: %s\nAttempt-Key: %s %s %s %d\n"+
+					"Rollback-From: %s\nRollback-To: %s (%s, accepted at %s)\n",
 					app, env, ShortDigest(rec.Artifact.Digest), rec.PromotionID, app, rec.Artifact.Digest, env, rec.Attempt,
 					from, pick.Artifact.Digest, pick.PromotionID, pick.Commit)
 			},
@@ -106,7 +110,8 @@ func stillInRegistry(ctx context.Context, req RollbackRequest, pick rollback.Acc
 		return fmt.Errorf("rollback target %s@%s: %w", name, pick.Artifact.Digest, err)
 	}
 	if !ok {
-		return exitcode.Refuse(RuleRollbackTarget, "rollback target %s@%s no longer exists in the registry (deleted): pick another accepted digest", name, pick.Artifact.Digest)
+		return exitcode.Refuse(RuleRollbackTarget,
+			"rollback target %s@%s no longer exists in the registry (deleted): pick another accepted digest", name, pick.Artifact.Digest)
 	}
 	return nil
 }
@@ -121,8 +126,9 @@ func irreversible(ctx context.Context, r *gitops.Repo, baseRev string, req Rollb
 	}
 	marked := rollback.Irreversible(objs, digest)
 	if len(marked) > 0 && !req.AcceptIrreversible {
-		return nil, exitcode.Refuse(RuleRollbackTarget, "the current artifact %s is marked %s=\"true\" on %s: the older artifact may not read the migrated data; "+
-			"roll forward instead, or pass --accept-irreversible-migration", digest, rollback.AnnotationIrreversible, strings.Join(marked, ", "))
+		return nil, exitcode.Refuse(RuleRollbackTarget,
+			"the current artifact %s is marked %s=\"true\" on %s: the older artifact may not read the migrated data; "+
+				"roll forward instead, or pass --accept-irreversible-migration", digest, rollback.AnnotationIrreversible, strings.Join(marked, ", "))
 	}
 	return marked, nil
 }

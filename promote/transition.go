@@ -115,7 +115,8 @@ func Verify(ctx context.Context, r *gitops.Repo, req VerifyRequest) (*Transition
 	ev := req.Evidence
 	return updateRecord(ctx, r, b, req.App, req.To, "", func(ctx context.Context, tip string, rec *promotion.Record) (string, error) {
 		if ev.Digest != rec.Artifact.Digest {
-			return "", exitcode.Refuse(RulePromotion, "evidence %s is for digest %s, the attempt %s promotes %s", req.File, ev.Digest, rec.PromotionID, rec.Artifact.Digest)
+			return "", exitcode.Refuse(RulePromotion, "evidence %s is for digest %s, the attempt %s promotes %s", req.File, ev.Digest,
+				rec.PromotionID, rec.Artifact.Digest)
 		}
 		src, err := promotion.ReadRecord(ctx, r, tip, req.App, ev.Environment)
 		if err != nil {
@@ -126,7 +127,8 @@ func Verify(ctx context.Context, r *gitops.Repo, req VerifyRequest) (*Transition
 		}
 		err = rec.Verify(promotion.VerifiedIn{Environment: ev.Environment, DesiredRevision: ev.DesiredRevision,
 			ObservedRevision: ev.ObservedRevision, RenderedHash: ev.RenderedHash, RuntimeEvidence: ev.RuntimeEvidence}, req.Now, "throughline promote verify")
-		return fmt.Sprintf("promotion %s: VERIFIED in %s at %s\n", rec.PromotionID, ev.Environment, ev.ObservedRevision), exitcode.RefuseErr(RuleTransition, err)
+		return fmt.Sprintf("promotion %s: VERIFIED in %s at %s\n", rec.PromotionID, ev.Environment,
+			ev.ObservedRevision), exitcode.RefuseErr(RuleTransition, err)
 	})
 }
 
@@ -233,13 +235,15 @@ func Reconcile(ctx context.Context, r *gitops.Repo, req ReconcileRequest) (t *Tr
 	if err != nil {
 		return nil, "", err
 	}
-	t, err = updateRecord(ctx, r, records, req.App, req.To, ": merge the promotion PR first", func(_ context.Context, _ string, rec *promotion.Record) (string, error) {
+	t, err = updateRecord(ctx, r, records, req.App, req.To, ": merge the promotion PR first", func(_ context.Context, _ string,
+		rec *promotion.Record) (string, error) {
 		in := rec.InputFor(req.Renderer)
 		in.RenderedHash = hash
 		if why := rec.ApprovalVoid(in, "", req.Now); why != "" {
 			return "", exitcode.Refuse(RuleApproval, "%s at %s: %s", rec.PromotionID, revision, why)
 		}
-		return fmt.Sprintf("promotion %s: RECONCILING %s\n", rec.PromotionID, revision), exitcode.RefuseErr(RuleTransition, rec.Reconcile(revision, req.Now, req.By))
+		return fmt.Sprintf("promotion %s: RECONCILING %s\n", rec.PromotionID, revision), exitcode.RefuseErr(RuleTransition,
+			rec.Reconcile(revision, req.Now, req.By))
 	})
 	return t, revision, err
 }

@@ -159,20 +159,29 @@ func History(ctx context.Context, repo *gitops.Repo, rev, app, env string) (*Log
 			log.Accepted = append(log.Accepted, *a)
 		}
 	}
-	// Evidence that says ACCEPTED for an attempt whose record never did.
+	log.Unproven = append(log.Unproven, unclaimed(rev, file, names, tip, claimed)...)
+	return log, nil
+}
+
+// unclaimed lists the evidence files at rev (names, parsed in tip) that do
+// not parse, or say ACCEPTED for an attempt whose record (file) never did
+// in the history of rev (claimed: the promotionIds whose record did).
+func unclaimed(rev, file string, names []string, tip map[string]parsed, claimed map[string]bool) []Unproven {
+	var out []Unproven
 	for _, rel := range names {
 		ev, err := tip[rel].ev, tip[rel].err
 		if err != nil {
-			log.Unproven = append(log.Unproven, Unproven{PromotionID: strings.TrimSuffix(path.Base(rel), ".json"), Commit: rev, Reason: fmt.Sprintf("%s does not parse: %v", rel, err)})
+			out = append(out, Unproven{PromotionID: strings.TrimSuffix(path.Base(rel), ".json"), Commit: rev,
+				Reason: fmt.Sprintf("%s does not parse: %v", rel, err)})
 			continue
 		}
 		if ev.Decision != promotion.Accepted || claimed[ev.PromotionID] {
 			continue
 		}
-		log.Unproven = append(log.Unproven, Unproven{Digest: ev.ArtifactDigest, PromotionID: ev.PromotionID, Commit: rev,
+		out = append(out, Unproven{Digest: ev.ArtifactDigest, PromotionID: ev.PromotionID, Commit: rev,
 			Reason: fmt.Sprintf("%s says ACCEPTED, but %s was never ACCEPTED for %s in the history of %s", rel, file, ev.PromotionID, short(rev))})
 	}
-	return log, nil
+	return out
 }
 
 // prove reads, in the tree of commit, the evidence file the ACCEPTED
@@ -294,7 +303,8 @@ func CheckPrior(ctx context.Context, repo *gitops.Repo, base string, rec *promot
 	}
 	p := v.PriorAcceptance
 	refuse := func(format string, args ...any) error {
-		return &exitcode.Refusal{Rule: RulePriorAcceptance, Reason: fmt.Sprintf("prior acceptance %s claimed by %s at %s: ", p.PromotionID, rec.PromotionID, short(p.Commit)) + fmt.Sprintf(format, args...)}
+		return &exitcode.Refusal{Rule: RulePriorAcceptance, Reason: fmt.Sprintf("prior acceptance %s claimed by %s at %s: ", p.PromotionID,
+			rec.PromotionID, short(p.Commit)) + fmt.Sprintf(format, args...)}
 	}
 	in, err := repo.IsAncestor(ctx, p.Commit, base)
 	if err != nil {
@@ -315,7 +325,8 @@ func CheckPrior(ctx context.Context, repo *gitops.Repo, base string, rec *promot
 	case prev == nil:
 		return refuse("%s does not exist there", file)
 	case prev.PromotionID != p.PromotionID:
-		return refuse("the record there is %s (%s), not %s: that attempt never reached ACCEPTED in that commit", prev.PromotionID, prev.State, p.PromotionID)
+		return refuse("the record there is %s (%s), not %s: that attempt never reached ACCEPTED in that commit", prev.PromotionID, prev.State,
+			p.PromotionID)
 	case prev.State != promotion.Accepted:
 		return refuse("the record there is %s, not ACCEPTED", prev.State)
 	case prev.Artifact.Digest != rec.Artifact.Digest:
@@ -331,7 +342,8 @@ func CheckPrior(ctx context.Context, repo *gitops.Repo, base string, rec *promot
 	case a.Evidence != p.Evidence:
 		return refuse("the evidence is %s, the claim names %s", a.Evidence, p.Evidence)
 	case v.DesiredRevision != a.DesiredRevision || v.ObservedRevision != a.ObservedRevision:
-		return refuse("verifiedIn names desired %s / observed %s, the acceptance was desired %s / observed %s", v.DesiredRevision, v.ObservedRevision, a.DesiredRevision, a.ObservedRevision)
+		return refuse("verifiedIn names desired %s / observed %s, the acceptance was desired %s / observed %s", v.DesiredRevision,
+			v.ObservedRevision, a.DesiredRevision, a.ObservedRevision)
 	case v.RenderedHash != a.RenderedHash:
 		return refuse("verifiedIn.renderedHash %s is not the accepted render %s", v.RenderedHash, a.RenderedHash)
 	}
@@ -363,7 +375,8 @@ func Pick(l *Log, to, current, env string) (Accepted, error) {
 				return a, nil
 			}
 		}
-		return Accepted{}, exitcode.Refuse(RuleTarget, "no digest other than the current %s was ever ACCEPTED in %s with evidence: nothing to roll back to%s", current, env, unprovenNote(l.Unproven, ""))
+		return Accepted{}, exitcode.Refuse(RuleTarget,
+			"no digest other than the current %s was ever ACCEPTED in %s with evidence: nothing to roll back to%s", current, env, unprovenNote(l.Unproven, ""))
 	}
 	want := to
 	if !strings.HasPrefix(want, "sha256:") {
@@ -380,7 +393,8 @@ func Pick(l *Log, to, current, env string) (Accepted, error) {
 	}
 	switch {
 	case len(found) == 0:
-		return Accepted{}, exitcode.Refuse(RuleTarget, "%s was never ACCEPTED in %s (accepted there with evidence: %s): a rollback goes only to a digest the environment verified%s",
+		return Accepted{}, exitcode.Refuse(RuleTarget,
+			"%s was never ACCEPTED in %s (accepted there with evidence: %s): a rollback goes only to a digest the environment verified%s",
 			to, env, digests(hist), unprovenNote(l.Unproven, want))
 	case len(found) > 1:
 		return Accepted{}, exitcode.Refuse(RuleTarget, "--to %s names several accepted digests (%s): give more digits", to, digests(found))

@@ -116,7 +116,8 @@ func (o *promoteProposeOptions) run(ctx context.Context, g *globals, stdout io.W
 	if err != nil {
 		return err
 	}
-	p, err := promote.Propose(ctx, r, promote.ProposeRequest{App: o.app, From: o.from, To: o.to, Path: o.targetPath, Cluster: o.cluster, Renderer: buildVersion()})
+	p, err := promote.Propose(ctx, r, promote.ProposeRequest{App: o.app, From: o.from, To: o.to, Path: o.targetPath, Cluster: o.cluster,
+		Renderer: buildVersion()})
 	if err != nil {
 		return err
 	}
@@ -350,7 +351,8 @@ func (o *promoteStatusOptions) run(ctx context.Context, stdout io.Writer) error 
 		if row.ExpiresAt != nil && note == "" {
 			note = "approval expires " + row.ExpiresAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", row.App, row.Environment, row.Attempt, row.State, promoteShortDigest(row.Digest), row.PromotionID, row.Ref, note)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", row.App, row.Environment, row.Attempt, row.State, promoteShortDigest(row.Digest),
+			row.PromotionID, row.Ref, note)
 	}
 	return tw.Flush()
 }
@@ -369,8 +371,10 @@ func promoteWriteJSON(w io.Writer, v any) error {
 func proposalBody(p *promote.Proposal) string {
 	var b strings.Builder
 	rec := p.Record
-	fmt.Fprintf(&b, "Promotion `%s` (attempt %d): `%s` into **%s** (`%s`, cluster `%s`).\n\n", rec.PromotionID, rec.Attempt, rec.Artifact.Image, rec.Target.Environment, rec.Target.Path, rec.Target.Cluster)
-	fmt.Fprintf(&b, "Target rendered hash: `%s` (was `%s`), throughline %s.\n\n", rec.Target.RenderedHash, rec.Target.BaseRenderedHash, rec.Target.Renderer)
+	fmt.Fprintf(&b, "Promotion `%s` (attempt %d): `%s` into **%s** (`%s`, cluster `%s`).\n\n", rec.PromotionID, rec.Attempt,
+		rec.Artifact.Image, rec.Target.Environment, rec.Target.Path, rec.Target.Cluster)
+	fmt.Fprintf(&b, "Target rendered hash: `%s` (was `%s`), throughline %s.\n\n", rec.Target.RenderedHash, rec.Target.BaseRenderedHash,
+		rec.Target.Renderer)
 	b.WriteString("| class | object | field | before | after |\n|---|---|---|---|---|\n")
 	for _, c := range p.Changes {
 		fmt.Fprintf(&b, "| %s | %s | %s | `%s` | `%s` |\n", c.Class, c.Object, c.Field, c.Before, c.After)

@@ -78,7 +78,8 @@ func (o *promoteCheckOptions) run(ctx context.Context, g *globals, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	rep, err := promote.Check(ctx, r, promote.CheckRequest{Base: o.base, Head: o.head, DriftFiles: o.driftFiles, Now: time.Now(), Renderer: buildVersion()})
+	rep, err := promote.Check(ctx, r, promote.CheckRequest{Base: o.base, Head: o.head, DriftFiles: o.driftFiles, Now: time.Now(),
+		Renderer: buildVersion()})
 	if err != nil {
 		return err
 	}

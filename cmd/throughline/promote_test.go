@@ -229,8 +229,8 @@ func proposeBranch(t *testing.T, root string) string {
 	return p.Branch
 }
 
-// amend adds a commit on branch with files changed (paths relative to the
-// GitOps root) and returns the branch.
+// amendBranch adds a commit on branch made by change (files relative to
+// the GitOps root) and checks main out again.
 func amendBranch(t *testing.T, top, root, branch string, change func()) {
 	t.Helper()
 	gitT(t, top, "checkout", "-q", branch)

@@ -147,9 +147,11 @@ func warnRollback(g *globals, res *promote.RollbackResult) {
 // rollbackBody is the PR/MR description of a rollback.
 func rollbackBody(res *promote.RollbackResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Rollback of `%s` in `%s` from `%s` to `%s`.\n\n", res.Proposal.Record.App, res.Proposal.Record.Target.Environment, res.From, res.To.Artifact.Digest)
-	fmt.Fprintf(&b, "The target digest was ACCEPTED in this environment as `%s` (record and evidence at commit `%s`, observed revision `%s`, evidence `%s`); "+
-		"the record is VERIFIED by that prior acceptance, which `throughline promote check` re-reads from Git.\n\n",
+	fmt.Fprintf(&b, "Rollback of `%s` in `%s` from `%s` to `%s`.\n\n", res.Proposal.Record.App, res.Proposal.Record.Target.Environment,
+		res.From, res.To.Artifact.Digest)
+	fmt.Fprintf(&b,
+		"The target digest was ACCEPTED in this environment as `%s` (record and evidence at commit `%s`, observed revision `%s`, evidence `%s`); "+
+			"the record is VERIFIED by that prior acceptance, which `throughline promote check` re-reads from Git.\n\n",
 		res.To.PromotionID, res.To.Commit, res.To.ObservedRevision, res.To.Evidence)
 	for _, u := range res.Unproven {
 		fmt.Fprintf(&b, "Warning: acceptance claimed without proof, not a rollback target: %s\n\n", u.String())
