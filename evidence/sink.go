@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/forge"
+	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -82,7 +83,9 @@ func (s *GitSink) remember(k seenKey, r *Record) {
 // and, when it is RECONCILING, asks decide for the evidence, then commits
 // evidence/<env>/<app>/<promotionId>.json and the record moved to the
 // decision in one commit, pushed compare-and-swap (fetch, re-decide and
-// retry when another writer moved the branch; never forced).
+// retry when another writer moved the branch; never forced). The record is
+// read with promotion.ReadRecord: one that does not parse, or names another
+// app or environment than its path, is invalid input (exitcode.ErrInvalid).
 //
 // Idempotency comes from Git: when the record is already decided and its
 // evidence file records observedRevision, Write returns that evidence with
@@ -116,18 +119,15 @@ func (s *GitSink) Write(ctx context.Context, app, env, observedRevision string, 
 	}
 	var out Written
 	file := promotion.RecordPath(app, env)
+	repo := &gitops.Repo{Repo: s.Repo}
 	commit, err := s.Repo.Update(ctx, s.Branch, attempts, func(ctx context.Context, tip string) (map[string][]byte, string, error) {
 		out = Written{}
-		raw, err := s.Repo.ReadFile(ctx, tip, file)
-		if errors.Is(err, gitrepo.ErrNotFound) {
-			return nil, "", fmt.Errorf("%s at %s: %w", file, short(tip), ErrUnknownApp)
-		}
-		if err != nil {
-			return nil, "", fmt.Errorf("reading %s at %s: %w", file, short(tip), err)
-		}
-		rec, err := promotion.Parse(file, raw)
+		rec, err := promotion.ReadRecord(ctx, repo, tip, app, env)
 		if err != nil {
 			return nil, "", err
+		}
+		if rec == nil {
+			return nil, "", fmt.Errorf("%s at %s: %w", file, short(tip), ErrUnknownApp)
 		}
 		evPath := Path(env, app, rec.PromotionID)
 		if promotion.Terminal(rec.State) {
@@ -194,10 +194,10 @@ func (s *GitSink) Write(ctx context.Context, app, env, observedRevision string, 
 }
 
 // IsAncestor reports whether commit a is an ancestor of (or equal to) b in
-// the repository; an unknown commit is not.
-func (s *GitSink) IsAncestor(ctx context.Context, a, b string) bool {
-	_, err := s.Repo.Git(ctx, "merge-base", "--is-ancestor", a, b)
-	return err == nil
+// the repository; an unknown commit is not, and a git that fails is an
+// error, never a "no" (gitrepo.Repo.IsAncestor).
+func (s *GitSink) IsAncestor(ctx context.Context, a, b string) (bool, error) {
+	return s.Repo.IsAncestor(ctx, a, b)
 }
 
 func short(sha string) string {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -380,5 +381,28 @@ func TestProbesAndMetrics(t *testing.T) {
 				t.Error("metrics leak the key")
 			}
 		}
+	}
+}
+
+// TestRecordOfAnotherAppIsUnusable: the record at promotion/ops/production.yaml
+// names another app; the notifier reads it with promotion.ReadRecord, so it
+// is never taken for ops' record: nothing is written, the answer says the
+// record cannot be used.
+func TestRecordOfAnotherAppIsUnusable(t *testing.T) {
+	f := newFixture(t, "checkout")
+	seed := filepath.Join(t.TempDir(), "seed")
+	git(t, filepath.Dir(seed), "clone", "-q", f.origin, seed)
+	data, err := os.ReadFile(filepath.Join(seed, promotion.RecordPath("checkout", "production")))
+	must(t, err)
+	p := filepath.Join(seed, promotion.RecordPath("ops", "production"))
+	must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	must(t, os.WriteFile(p, data, 0o644))
+	git(t, seed, "add", ".")
+	git(t, seed, "commit", "-q", "-m", "a copied record")
+	git(t, seed, "push", "-q", "origin", "main")
+	tip := f.tip()
+	code, rep := f.flux(fluxBody(t, "ops", f.desired["checkout"], "info", "ReconciliationSucceeded"))
+	if code != http.StatusInternalServerError || rep.Result != resultError || !strings.Contains(rep.Reason, "cannot be used") || f.tip() != tip {
+		t.Fatalf("%d %+v", code, rep)
 	}
 }

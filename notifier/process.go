@@ -100,12 +100,17 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 	// approved objects, checked against the Acceptance below.
 	later := false
 	if ev.Revision != desired {
-		switch {
-		case p.Git.IsAncestor(ctx, ev.Revision, desired):
+		earlier, err := p.Git.IsAncestor(ctx, ev.Revision, desired)
+		if err != nil {
+			return nil, err
+		}
+		if earlier {
 			return nil, &WaitError{Reason: fmt.Sprintf("the controller observed %s, an ancestor of the desired %s", ev.Revision, desired)}
-		case p.Git.IsAncestor(ctx, desired, ev.Revision):
-			later = true
-		default:
+		}
+		if later, err = p.Git.IsAncestor(ctx, desired, ev.Revision); err != nil {
+			return nil, err
+		}
+		if !later {
 			return halt(ClassSource, "wrong revision: the controller observed %s, neither the desired commit %s nor a later commit of the branch", ev.Revision, desired)
 		}
 	}

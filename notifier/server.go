@@ -37,6 +37,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -297,7 +298,8 @@ func (h *Handler) receive(source string, auth func(r *http.Request, body []byte)
 			answer(http.StatusNotFound, reply{Result: resultUnknownApp, Reason: err.Error()})
 		case errors.Is(err, evidence.ErrNotApplicable):
 			answer(http.StatusOK, reply{Result: resultIgnored, Reason: err.Error()})
-		case errors.As(err, &recErr):
+		case errors.As(err, &recErr), errors.Is(err, exitcode.ErrInvalid):
+			// The record does not parse, or names another app or environment.
 			h.metrics.Failures.WithLabelValues(ClassSource).Inc()
 			answer(http.StatusInternalServerError, reply{Result: resultError, Reason: "the promotion record cannot be used"})
 		default:

@@ -19,5 +19,7 @@
 // A state is never skipped and never entered without its evidence fields; a
 // fix makes a new candidate (a new attempt), never an edit of an old one.
 //
-// The package does no I/O of its own and never logs.
+// ReadRecord and ReadPolicy read a record and the policy from the GitOps
+// repository (through package gitops, the one strict reader); the rest of
+// the package does no I/O of its own. It never logs.
 package promotion

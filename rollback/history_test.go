@@ -12,7 +12,7 @@ import (
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
-	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -114,7 +114,7 @@ func files(t *testing.T, rec *promotion.Record, ev []byte) map[string][]byte {
 // properly as attempt 2 (desired now).
 type history struct {
 	g                        *gitRepo
-	repo                     *gitrepo.Repo
+	repo                     *gitops.Repo
 	recA, recB, recC, recB2  *promotion.Record
 	cA, cB, cC, cD, cB2, tip string
 }
@@ -134,7 +134,7 @@ func newHistory(t *testing.T) *history {
 	h.cB2 = h.g.commit("B accepted as attempt 2", files(t, h.recB2, evidenceOf(t, h.recB2, promotion.Accepted, dB)))
 	h.tip = h.cB2
 	var err error
-	h.repo, err = gitrepo.Open(context.Background(), h.g.dir)
+	h.repo, err = gitops.OpenLocal(context.Background(), h.g.dir)
 	must(t, err)
 	return h
 }
@@ -298,7 +298,7 @@ func TestRollbackToAnAcceptanceOfALaterCommit(t *testing.T) {
 	data, err := ev.Marshal()
 	must(t, err)
 	g.commit("A accepted on a later commit", files(t, rec, data))
-	repo, err := gitrepo.Open(ctx, g.dir)
+	repo, err := gitops.OpenLocal(ctx, g.dir)
 	must(t, err)
 	l, err := History(ctx, repo, "main", "web", "production")
 	must(t, err)
@@ -306,4 +306,37 @@ func TestRollbackToAnAcceptanceOfALaterCommit(t *testing.T) {
 		t.Fatalf("accepted %+v (unproven %+v)", l.Accepted, l.Unproven)
 	}
 	must(t, CheckPrior(ctx, repo, "main", rollbackRecord(t, l.Accepted[0], 2)))
+}
+
+// TestHistoryListsUnusableVersions: a version of the record that does not
+// parse, or names another app, is listed in Unproven with the reason and
+// never counts as accepted; the proven acceptances around it still do.
+func TestHistoryListsUnusableVersions(t *testing.T) {
+	ctx := context.Background()
+	for name, bad := range map[string]func(t *testing.T) []byte{
+		"does not parse": func(*testing.T) []byte { return []byte("schemaVersion: promotion/v1\nstate: ACCEPTED\nbogus: [\n") },
+		"names another app": func(t *testing.T) []byte {
+			data, err := acceptedRecord(t, 1, dC, strings.Repeat("3", 40)).Marshal()
+			must(t, err)
+			return []byte(strings.ReplaceAll(string(data), "web", "api"))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := newGitRepo(t)
+			recA := acceptedRecord(t, 1, dA, strings.Repeat("1", 40))
+			g.commit("A accepted", files(t, recA, evidenceOf(t, recA, promotion.Accepted, dA)))
+			bad := g.commit("a broken record", map[string][]byte{promotion.RecordPath("web", "production"): bad(t)})
+			repo, err := gitops.OpenLocal(ctx, g.dir)
+			must(t, err)
+			l, err := History(ctx, repo, "main", "web", "production")
+			must(t, err)
+			if len(l.Accepted) != 1 || l.Accepted[0].Artifact.Digest != dA {
+				t.Fatalf("accepted %+v, want only A", l.Accepted)
+			}
+			if len(l.Unproven) != 1 || l.Unproven[0].Commit != bad || !strings.Contains(l.Unproven[0].Reason, "never counts as accepted") ||
+				!strings.Contains(l.Unproven[0].String(), promotion.RecordPath("web", "production")) {
+				t.Fatalf("unproven %+v, want the broken version at %s", l.Unproven, bad)
+			}
+		})
+	}
 }

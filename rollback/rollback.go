@@ -15,6 +15,7 @@ import (
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
@@ -64,7 +65,11 @@ type Unproven struct {
 	Reason      string `json:"reason"`
 }
 
+// String is the unproven acceptance in one line.
 func (u Unproven) String() string {
+	if u.PromotionID == "" {
+		return fmt.Sprintf("a record at %s: %s", short(u.Commit), u.Reason)
+	}
 	return fmt.Sprintf("%s (%s) at %s: %s", u.PromotionID, u.Digest, short(u.Commit), u.Reason)
 }
 
@@ -91,14 +96,15 @@ const (
 // in env and, where one says ACCEPTED, the evidence file it names in the
 // same commit, and every evidence file of app in env at rev. A digest
 // counts as accepted only where the record and the evidence agree, and the
-// evidence at rev still says so; the rest is reported in Unproven.
-// Records that do not parse are skipped: history is evidence only where it
-// is valid.
-func History(ctx context.Context, repo *gitrepo.Repo, rev, app, env string) (*Log, error) {
+// evidence at rev still says so; the rest is reported in Unproven. A
+// version of the record that cannot be used (it does not parse, or names
+// another app or environment) is listed in Unproven with the reason: it
+// never counts as accepted.
+func History(ctx context.Context, repo *gitops.Repo, rev, app, env string) (*Log, error) {
 	file := promotion.RecordPath(app, env)
-	out, err := repo.Git(ctx, "log", "--format=%H", rev, "--", repo.Prefix+file)
+	commits, err := repo.FileHistory(ctx, rev, file)
 	if err != nil {
-		return nil, fmt.Errorf("history of %s at %s: %w", file, rev, err)
+		return nil, err
 	}
 	// The evidence files at rev, read once: each proven acceptance's file
 	// must still say so there, and a file saying ACCEPTED for an attempt
@@ -111,16 +117,20 @@ func History(ctx context.Context, repo *gitrepo.Repo, rev, app, env string) (*Lo
 	seen := map[string]bool{}     // digests with a proven acceptance
 	claimed := map[string]bool{}  // promotionIds whose record said ACCEPTED
 	reported := map[string]bool{} // unproven promotionIds already listed
-	for _, c := range strings.Fields(out) {
+	for _, c := range commits {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		rec, err := readRecord(ctx, repo, c, app, env)
+		rec, err := promotion.ReadRecord(ctx, repo, c, app, env)
+		if exitcode.Code(err) == exitcode.Invalid {
+			log.Unproven = append(log.Unproven, Unproven{Commit: c, Reason: fmt.Sprintf("cannot be used, so never counts as accepted: %v", err)})
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
 		if rec == nil {
-			continue
+			continue // deleted in this commit
 		}
 		d := rec.Artifact.Digest
 		log.Attempts[d] = max(log.Attempts[d], rec.Attempt)
@@ -149,44 +159,35 @@ func History(ctx context.Context, repo *gitrepo.Repo, rev, app, env string) (*Lo
 			log.Accepted = append(log.Accepted, *a)
 		}
 	}
-	// Evidence that says ACCEPTED for an attempt whose record never did.
+	log.Unproven = append(log.Unproven, unclaimed(rev, file, names, tip, claimed)...)
+	return log, nil
+}
+
+// unclaimed lists the evidence files at rev (names, parsed in tip) that do
+// not parse, or say ACCEPTED for an attempt whose record (file) never did
+// in the history of rev (claimed: the promotionIds whose record did).
+func unclaimed(rev, file string, names []string, tip map[string]parsed, claimed map[string]bool) []Unproven {
+	var out []Unproven
 	for _, rel := range names {
 		ev, err := tip[rel].ev, tip[rel].err
 		if err != nil {
-			log.Unproven = append(log.Unproven, Unproven{PromotionID: strings.TrimSuffix(path.Base(rel), ".json"), Commit: rev, Reason: fmt.Sprintf("%s does not parse: %v", rel, err)})
+			out = append(out, Unproven{PromotionID: strings.TrimSuffix(path.Base(rel), ".json"), Commit: rev,
+				Reason: fmt.Sprintf("%s does not parse: %v", rel, err)})
 			continue
 		}
 		if ev.Decision != promotion.Accepted || claimed[ev.PromotionID] {
 			continue
 		}
-		log.Unproven = append(log.Unproven, Unproven{Digest: ev.ArtifactDigest, PromotionID: ev.PromotionID, Commit: rev,
+		out = append(out, Unproven{Digest: ev.ArtifactDigest, PromotionID: ev.PromotionID, Commit: rev,
 			Reason: fmt.Sprintf("%s says ACCEPTED, but %s was never ACCEPTED for %s in the history of %s", rel, file, ev.PromotionID, short(rev))})
 	}
-	return log, nil
-}
-
-// readRecord reads the record of app in env at commit; nil when it is
-// absent, does not parse or names another app or environment.
-func readRecord(ctx context.Context, repo *gitrepo.Repo, commit, app, env string) (*promotion.Record, error) {
-	file := promotion.RecordPath(app, env)
-	data, err := repo.ReadFile(ctx, commit, file)
-	if errors.Is(err, gitrepo.ErrNotFound) {
-		return nil, nil // deleted in this commit
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s at %s: %w", file, commit, err)
-	}
-	rec, err := promotion.Parse(file, data)
-	if err != nil || rec.App != app || rec.Target.Environment != env {
-		return nil, nil
-	}
-	return rec, nil
+	return out
 }
 
 // prove reads, in the tree of commit, the evidence file the ACCEPTED
 // record rec names and returns the acceptance when both agree, else why
 // not (an error is a failure to read Git).
-func prove(ctx context.Context, repo *gitrepo.Repo, commit string, rec *promotion.Record) (*Accepted, string, error) {
+func prove(ctx context.Context, repo *gitops.Repo, commit string, rec *promotion.Record) (*Accepted, string, error) {
 	env, app := rec.Target.Environment, rec.App
 	want := promotion.PriorEvidencePath(env, app, rec.PromotionID)
 	if rec.Accepted.RuntimeEvidence != want {
@@ -233,18 +234,17 @@ func parse(file string, data []byte) parsed {
 
 // evidenceAt reads every evidence file of app in env at rev: their paths
 // in Git's order, and each parsed.
-func evidenceAt(ctx context.Context, repo *gitrepo.Repo, rev, app, env string) ([]string, map[string]parsed, error) {
+func evidenceAt(ctx context.Context, repo *gitops.Repo, rev, app, env string) ([]string, map[string]parsed, error) {
 	dir := path.Join(promotion.EvidenceDir, env, app)
-	out, err := repo.Git(ctx, "ls-tree", "--name-only", rev, "--", repo.Prefix+dir+"/")
+	list, err := repo.ListTree(ctx, rev, dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing %s at %s: %w", dir, rev, err)
+		return nil, nil, err
 	}
 	var names []string
 	files := map[string]parsed{}
-	for _, f := range strings.Fields(out) {
-		rel, ok := repo.Rel(f)
-		if !ok || !strings.HasSuffix(rel, ".json") {
-			continue
+	for _, rel := range list {
+		if path.Dir(rel) != dir || !strings.HasSuffix(rel, ".json") {
+			continue // the files of dir itself, as the notifier writes them
 		}
 		data, err := repo.ReadFile(ctx, rev, rel)
 		if err != nil {
@@ -258,7 +258,7 @@ func evidenceAt(ctx context.Context, repo *gitrepo.Repo, rev, app, env string) (
 
 // stillSays reports why the evidence of a, read at rev, no longer says
 // what it said when a was accepted ("" when it does).
-func stillSays(ctx context.Context, repo *gitrepo.Repo, rev string, a *Accepted) (string, error) {
+func stillSays(ctx context.Context, repo *gitops.Repo, rev string, a *Accepted) (string, error) {
 	data, err := repo.ReadFile(ctx, rev, a.Evidence)
 	if errors.Is(err, gitrepo.ErrNotFound) {
 		return changedSince(rev, a, parsed{}, false), nil
@@ -296,27 +296,37 @@ func changedSince(rev string, a *Accepted, f parsed, present bool) string {
 // file agrees, with the revisions and rendered hash the claim repeats, and
 // the evidence at base still says so. A claim Git does not back is a
 // *exitcode.Refusal.
-func CheckPrior(ctx context.Context, repo *gitrepo.Repo, base string, rec *promotion.Record) error {
+func CheckPrior(ctx context.Context, repo *gitops.Repo, base string, rec *promotion.Record) error {
 	v := rec.VerifiedIn
 	if !v.IsPriorAcceptance() {
 		return fmt.Errorf("%s: verifiedIn is not of kind %s", rec.PromotionID, promotion.KindPriorAcceptance)
 	}
 	p := v.PriorAcceptance
 	refuse := func(format string, args ...any) error {
-		return &exitcode.Refusal{Rule: RulePriorAcceptance, Reason: fmt.Sprintf("prior acceptance %s claimed by %s at %s: ", p.PromotionID, rec.PromotionID, short(p.Commit)) + fmt.Sprintf(format, args...)}
+		return &exitcode.Refusal{Rule: RulePriorAcceptance, Reason: fmt.Sprintf("prior acceptance %s claimed by %s at %s: ", p.PromotionID,
+			rec.PromotionID, short(p.Commit)) + fmt.Sprintf(format, args...)}
 	}
-	if _, err := repo.Git(ctx, "merge-base", "--is-ancestor", p.Commit, base); err != nil {
-		return refuse("the commit is not in the history of the base %s (%v)", short(base), err)
+	in, err := repo.IsAncestor(ctx, p.Commit, base)
+	if err != nil {
+		return fmt.Errorf("checking the prior acceptance %s of %s: %w", p.PromotionID, rec.PromotionID, err)
 	}
-	prev, err := readRecord(ctx, repo, p.Commit, rec.App, rec.Target.Environment)
+	if !in {
+		return refuse("the commit is not in the history of the base %s", short(base))
+	}
+	file := promotion.RecordPath(rec.App, rec.Target.Environment)
+	prev, err := promotion.ReadRecord(ctx, repo, p.Commit, rec.App, rec.Target.Environment)
+	if exitcode.Code(err) == exitcode.Invalid {
+		return refuse("%s there cannot be used: %v", file, err)
+	}
 	if err != nil {
 		return err
 	}
 	switch {
 	case prev == nil:
-		return refuse("%s does not exist there (or does not parse)", promotion.RecordPath(rec.App, rec.Target.Environment))
+		return refuse("%s does not exist there", file)
 	case prev.PromotionID != p.PromotionID:
-		return refuse("the record there is %s (%s), not %s: that attempt never reached ACCEPTED in that commit", prev.PromotionID, prev.State, p.PromotionID)
+		return refuse("the record there is %s (%s), not %s: that attempt never reached ACCEPTED in that commit", prev.PromotionID, prev.State,
+			p.PromotionID)
 	case prev.State != promotion.Accepted:
 		return refuse("the record there is %s, not ACCEPTED", prev.State)
 	case prev.Artifact.Digest != rec.Artifact.Digest:
@@ -332,7 +342,8 @@ func CheckPrior(ctx context.Context, repo *gitrepo.Repo, base string, rec *promo
 	case a.Evidence != p.Evidence:
 		return refuse("the evidence is %s, the claim names %s", a.Evidence, p.Evidence)
 	case v.DesiredRevision != a.DesiredRevision || v.ObservedRevision != a.ObservedRevision:
-		return refuse("verifiedIn names desired %s / observed %s, the acceptance was desired %s / observed %s", v.DesiredRevision, v.ObservedRevision, a.DesiredRevision, a.ObservedRevision)
+		return refuse("verifiedIn names desired %s / observed %s, the acceptance was desired %s / observed %s", v.DesiredRevision,
+			v.ObservedRevision, a.DesiredRevision, a.ObservedRevision)
 	case v.RenderedHash != a.RenderedHash:
 		return refuse("verifiedIn.renderedHash %s is not the accepted render %s", v.RenderedHash, a.RenderedHash)
 	}
@@ -364,7 +375,8 @@ func Pick(l *Log, to, current, env string) (Accepted, error) {
 				return a, nil
 			}
 		}
-		return Accepted{}, exitcode.Refuse(RuleTarget, "no digest other than the current %s was ever ACCEPTED in %s with evidence: nothing to roll back to%s", current, env, unprovenNote(l.Unproven, ""))
+		return Accepted{}, exitcode.Refuse(RuleTarget,
+			"no digest other than the current %s was ever ACCEPTED in %s with evidence: nothing to roll back to%s", current, env, unprovenNote(l.Unproven, ""))
 	}
 	want := to
 	if !strings.HasPrefix(want, "sha256:") {
@@ -381,7 +393,8 @@ func Pick(l *Log, to, current, env string) (Accepted, error) {
 	}
 	switch {
 	case len(found) == 0:
-		return Accepted{}, exitcode.Refuse(RuleTarget, "%s was never ACCEPTED in %s (accepted there with evidence: %s): a rollback goes only to a digest the environment verified%s",
+		return Accepted{}, exitcode.Refuse(RuleTarget,
+			"%s was never ACCEPTED in %s (accepted there with evidence: %s): a rollback goes only to a digest the environment verified%s",
 			to, env, digests(hist), unprovenNote(l.Unproven, want))
 	case len(found) > 1:
 		return Accepted{}, exitcode.Refuse(RuleTarget, "--to %s names several accepted digests (%s): give more digits", to, digests(found))

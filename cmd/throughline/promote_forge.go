@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/forge"
@@ -12,9 +13,13 @@ type forgeFlags struct {
 	kind, url, repo string
 }
 
-func (f *forgeFlags) add(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.StringVar(&f.kind, "forge", "", "open a pull/merge request on: github, gitlab or gitea (token from THROUGHLINE_FORGE_TOKEN, else GITHUB_TOKEN / GITLAB_TOKEN / GITEA_TOKEN)")
+// add adds the forge flags to cmd.
+func (f *forgeFlags) add(cmd *cobra.Command) { f.addFlags(cmd.Flags()) }
+
+// addFlags adds the forge flags to fl.
+func (f *forgeFlags) addFlags(fl *pflag.FlagSet) {
+	fl.StringVar(&f.kind, "forge", "", "open a pull/merge request on: github, gitlab or gitea "+
+		"(token from THROUGHLINE_FORGE_TOKEN, else GITHUB_TOKEN / GITLAB_TOKEN / GITEA_TOKEN)")
 	fl.StringVar(&f.url, "forge-url", "", "forge API base URL (default https://api.github.com, https://gitlab.com)")
 	fl.StringVar(&f.repo, "forge-repo", "", "repository on the forge: owner/name (GitLab: group/project)")
 }

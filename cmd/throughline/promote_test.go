@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/promote"
 	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/render"
 )
 
 const (
@@ -35,11 +38,17 @@ func gitT(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// rawRender renders the overlay at p of the GitOps root root without
+// policy: the objects and their rendered hash.
+func rawRender(root, p string) ([]render.Object, string, error) {
+	return (&gitops.Tree{Root: root}).Render(context.Background(), p)
+}
+
 // stagingAccepted writes the staging record of checkout: digest ACCEPTED
 // in staging at promStagingRev.
 func stagingAccepted(t *testing.T, root, digest string) {
 	t.Helper()
-	_, hash, err := promoteRawRender(context.Background(), root, "apps/checkout/overlays/staging")
+	_, hash, err := rawRender(root, "apps/checkout/overlays/staging")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +116,7 @@ func TestPromoteFlow(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("propose: %d %s %s", res.code, res.stdout, res.stderr)
 	}
-	var p proposal
+	var p promote.Proposal
 	if err := json.Unmarshal([]byte(res.stdout), &p); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +177,7 @@ func TestPromoteFlow(t *testing.T) {
 	if chk.code != 0 {
 		t.Fatalf("check of an approved promotion: %d\n%s\n%s", chk.code, chk.stdout, chk.stderr)
 	}
-	var rep checkReport
+	var rep promote.Report
 	if err := json.Unmarshal([]byte(chk.stdout), &rep); err != nil || !rep.OK || rep.State != promotion.Approved || rep.Classes["artifact"] != 3 {
 		t.Fatalf("report %+v %v", rep, err)
 	}
@@ -177,18 +186,18 @@ func TestPromoteFlow(t *testing.T) {
 		t.Fatalf("status: %d %s %s", st.code, st.stdout, st.stderr)
 	}
 	stj := runCLI(t, "promote", "status", "--repo", root, "-o", "json")
-	var rows []statusRow
+	var rows []promote.StatusRow
 	if err := json.Unmarshal([]byte(stj.stdout), &rows); err != nil || len(rows) != 2 {
 		t.Fatalf("status json %s: %v", stj.stdout, err)
 	}
 
 	// An expired approval, and a target that moved on, void the approval.
 	ctx := context.Background()
-	r, err := openPromoteRepo(ctx, root)
+	r, err := gitops.Open(ctx, root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	late, err := checkPromotion(ctx, r, "main", p.Branch, nil, time.Now().Add(3*time.Hour))
+	late, err := promote.Check(ctx, r, promote.CheckRequest{Base: "main", Head: p.Branch, Now: time.Now().Add(3 * time.Hour), Renderer: buildVersion()})
 	if err != nil || late.OK || !strings.Contains(strings.Join(late.Refusals, "\n"), "expired") {
 		t.Fatalf("expired approval: %+v %v", late, err)
 	}
@@ -197,7 +206,7 @@ func TestPromoteFlow(t *testing.T) {
 	writeTree(t, root, map[string]string{"apps/checkout/overlays/production/environment.yaml": strings.Replace(readFile(t, env), "value: production", "value: production-eu", 1)})
 	gitT(t, top, "commit", "-q", "-am", "production parameter")
 	gitT(t, top, "merge", "-q", "--no-edit", p.Branch)
-	moved, err := checkPromotion(ctx, r, "main~1", p.Branch, nil, time.Now())
+	moved, err := promote.Check(ctx, r, promote.CheckRequest{Base: "main~1", Head: p.Branch, Now: time.Now(), Renderer: buildVersion()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,15 +222,15 @@ func proposeBranch(t *testing.T, root string) string {
 	if res.code != 0 {
 		t.Fatalf("propose: %d %s %s", res.code, res.stdout, res.stderr)
 	}
-	var p proposal
+	var p promote.Proposal
 	if err := json.Unmarshal([]byte(res.stdout), &p); err != nil {
 		t.Fatal(err)
 	}
 	return p.Branch
 }
 
-// amend adds a commit on branch with files changed (paths relative to the
-// GitOps root) and returns the branch.
+// amendBranch adds a commit on branch made by change (files relative to
+// the GitOps root) and checks main out again.
 func amendBranch(t *testing.T, top, root, branch string, change func()) {
 	t.Helper()
 	gitT(t, top, "checkout", "-q", branch)
@@ -322,7 +331,7 @@ func TestExampleStagingRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, hash, err := promoteRawRender(context.Background(), exampleRepo, rec.Target.Path)
+	_, hash, err := rawRender(exampleRepo, rec.Target.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,11 +395,11 @@ func TestPromoteNewAttempt(t *testing.T) {
 		t.Fatalf("attempt 2: %+v %v", rec, err)
 	}
 	// The old attempt's approval does not pass the gate against the new main.
-	r, err := openPromoteRepo(context.Background(), root)
+	r, err := gitops.Open(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := checkPromotion(context.Background(), r, "main", first, nil, time.Now())
+	rep, err := promote.Check(context.Background(), r, promote.CheckRequest{Base: "main", Head: first, Now: time.Now(), Renderer: buildVersion()})
 	if err != nil || rep.OK {
 		t.Fatalf("old attempt against the moved target: %+v %v", rep, err)
 	}
@@ -418,7 +427,7 @@ func TestPromoteReconcile(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("propose: %d %s %s", res.code, res.stdout, res.stderr)
 	}
-	var p proposal
+	var p promote.Proposal
 	if err := json.Unmarshal([]byte(res.stdout), &p); err != nil {
 		t.Fatal(err)
 	}

@@ -6,41 +6,17 @@ import (
 	"io"
 	"path"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/exitcode"
-	"github.com/throughline-dev/throughline/forge"
-	"github.com/throughline-dev/throughline/overlay"
-	"github.com/throughline-dev/throughline/promotion"
-	"github.com/throughline-dev/throughline/registry"
+	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/promote"
 	"github.com/throughline-dev/throughline/rollback"
 )
 
-// rollbackResult is what rollback did.
-type rollbackResult struct {
-	Proposal            *proposal         `json:"proposal"`
-	From                string            `json:"from"`
-	To                  rollback.Accepted `json:"to"`
-	IrreversibleWarning []string          `json:"irreversibleMigration,omitempty"`
-	// Unproven lists acceptances Git claims without proof (a record
-	// ACCEPTED without its evidence file, evidence disagreeing with the
-	// record): never rollback targets, reported so they get fixed.
-	Unproven []rollback.Unproven `json:"unproven,omitempty"`
-}
-
-func newRollbackCommand(g *globals, stdout io.Writer) *cobra.Command {
-	var (
-		repo, app, env, to, targetPath, cluster, output string
-		acceptIrreversible                              bool
-		ff                                              forgeFlags
-		rf                                              registryFlags
-	)
-	cmd := &cobra.Command{
-		Use:   "rollback --repo DIR --app APP --env ENV --to DIGEST|previous",
-		Short: "Propose, as a new desired state, a digest the environment accepted before",
-		Long: `Roll an environment back by proposing a new desired state, never by reverting
+const rollbackLong = `Roll an environment back by proposing a new desired state, never by reverting
 history or force-pushing.
 
 The target is a digest the environment accepted somewhere in the base
@@ -67,151 +43,115 @@ from Git; approve, check, merge and reconcile then go as for any promotion.
 When a workload of the current artifact carries the annotation
 throughline.dev/irreversible-migration: "true", the rollback is refused unless
 --accept-irreversible-migration is given: the older artifact may not read the
-migrated data.`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if app == "" || env == "" || to == "" {
-				return exitcode.Usagef("--app, --env and --to are required")
-			}
-			if output != "text" && output != "json" {
-				return exitcode.Usagef("-o %q: want text or json", output)
-			}
-			fc, err := ff.client()
-			if err != nil {
-				return err
-			}
-			rc, err := rf.client()
-			if err != nil {
-				return err
-			}
-			if targetPath == "" {
-				targetPath = path.Join("apps", app, "overlays", env)
-			}
-			ctx := cmd.Context()
-			r, err := openPromoteRepo(ctx, repo)
-			if err != nil {
-				return err
-			}
-			res, err := rollbackTo(ctx, r, rc, app, env, to, targetPath, cluster, acceptIrreversible)
-			if err != nil {
-				return err
-			}
-			for _, u := range res.Unproven {
-				g.log.Warn().Str("promotion", u.PromotionID).Str("digest", u.Digest).Str("commit", u.Commit).Str("reason", u.Reason).
-					Msg("acceptance claimed without proof: not a rollback target")
-			}
-			for _, w := range res.IrreversibleWarning {
-				g.log.Warn().Str("workload", w).Msg("rolling back past an irreversible migration (acknowledged)")
-			}
-			if fc != nil && !res.Proposal.Existing {
-				title := fmt.Sprintf("rollback %s in %s to %s (%s)", app, env, promoteShortDigest(res.Proposal.Record.Artifact.Digest), res.Proposal.Record.PromotionID)
-				pr, err := fc.OpenPullRequest(ctx, forge.PullRequest{Title: title, Head: res.Proposal.Branch, Base: r.base, Body: rollbackBody(res)})
-				if err != nil {
-					return fmt.Errorf("branch %s pushed, but opening the pull request failed: %w", res.Proposal.Branch, err)
-				}
-				res.Proposal.PR = pr.URL
-			}
-			if output == "json" {
-				return promoteWriteJSON(stdout, res)
-			}
-			verb := "rollback proposed"
-			if res.Proposal.Existing {
-				verb = "existing rollback attempt"
-			}
-			fmt.Fprintf(stdout, "%s %s: %s in %s %s -> %s, state %s (accepted at %s as %s, evidence %s)\n", verb, res.Proposal.Record.PromotionID, app, env,
-				res.From, res.To.Artifact.Digest, res.Proposal.Record.State, res.To.Commit, res.To.PromotionID, res.To.Evidence)
-			fmt.Fprintf(stdout, "branch %s at %s\n", res.Proposal.Branch, res.Proposal.Commit)
-			if res.Proposal.PR != "" {
-				fmt.Fprintf(stdout, "pull request %s\n", res.Proposal.PR)
-			}
-			for _, c := range res.Proposal.Changes {
-				fmt.Fprintln(stdout, "  "+c.String())
-			}
-			return nil
-		},
+migrated data.`
+
+// rollbackOptions are the flags of rollback.
+type rollbackOptions struct {
+	repo, app, env, to, targetPath, cluster, output string
+	acceptIrreversible                              bool
+	ff                                              forgeFlags
+	rf                                              registryFlags
+}
+
+func (o *rollbackOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.repo, "repo", "", "the GitOps repository (a Git work tree; the directory is its root)")
+	f.StringVar(&o.app, "app", "", "application name")
+	f.StringVar(&o.env, "env", "", "environment to roll back")
+	f.StringVar(&o.to, "to", "", `digest (sha256:<hex>, or 12+ hex digits) accepted before in ENV, or "previous"`)
+	f.StringVar(&o.targetPath, "path", "", "environment overlay, relative to the repository (default apps/APP/overlays/ENV)")
+	f.StringVar(&o.cluster, "cluster", "", "target cluster (default: the policy file's, else the environment name)")
+	f.BoolVar(&o.acceptIrreversible, "accept-irreversible-migration", false,
+		"roll back although the current artifact's workload is marked "+rollback.AnnotationIrreversible)
+	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
+	o.ff.addFlags(f)
+}
+
+func newRollbackCommand(g *globals, stdout io.Writer) *cobra.Command {
+	o := &rollbackOptions{}
+	cmd := &cobra.Command{
+		Use:   "rollback --repo DIR --app APP --env ENV --to DIGEST|previous",
+		Short: "Propose, as a new desired state, a digest the environment accepted before",
+		Long:  rollbackLong,
+		Args:  noArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
 	}
-	f := cmd.Flags()
-	f.StringVar(&repo, "repo", "", "the GitOps repository (a Git work tree; the directory is its root)")
-	f.StringVar(&app, "app", "", "application name")
-	f.StringVar(&env, "env", "", "environment to roll back")
-	f.StringVar(&to, "to", "", `digest (sha256:<hex>, or 12+ hex digits) accepted before in ENV, or "previous"`)
-	f.StringVar(&targetPath, "path", "", "environment overlay, relative to the repository (default apps/APP/overlays/ENV)")
-	f.StringVar(&cluster, "cluster", "", "target cluster (default: the policy file's, else the environment name)")
-	f.BoolVar(&acceptIrreversible, "accept-irreversible-migration", false, "roll back although the current artifact's workload is marked "+rollback.AnnotationIrreversible)
-	f.StringVarP(&output, "output", "o", "text", "output: text or json")
-	ff.add(cmd)
-	rf.add(cmd)
+	o.addFlags(cmd.Flags())
+	o.rf.add(cmd)
 	return cmd
 }
 
-func rollbackTo(ctx context.Context, r *promoteRepo, rc *registry.Client, app, env, to, targetPath, cluster string, acceptIrreversible bool) (*rollbackResult, error) {
-	baseRev, err := r.baseRev(ctx)
+func (o *rollbackOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
+	if o.app == "" || o.env == "" || o.to == "" {
+		return exitcode.Usagef("--app, --env and --to are required")
+	}
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	fc, err := o.ff.client()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cur, err := r.readRecord(ctx, baseRev, app, env)
+	rc, err := o.rf.client()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if cur == nil {
-		return nil, &exitcode.Refusal{Rule: "rollback-target", Reason: fmt.Sprintf("no promotion record %s on %s: nothing was ever accepted in %s", promotion.RecordPath(app, env), r.base, env)}
+	if o.targetPath == "" {
+		o.targetPath = path.Join("apps", o.app, "overlays", o.env)
 	}
-	hist, err := rollback.History(ctx, r.Repo, baseRev, app, env)
+	r, err := gitops.Open(ctx, o.repo)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	pick, err := rollback.Pick(hist, to, cur.Artifact.Digest, env)
+	exists := func(ctx context.Context, ref string) (bool, error) {
+		ok, err := rc.Exists(ctx, ref)
+		return ok, registryError(err)
+	}
+	res, err := promote.Rollback(ctx, r, promote.RollbackRequest{App: o.app, Env: o.env, To: o.to, Path: o.targetPath, Cluster: o.cluster,
+		AcceptIrreversible: o.acceptIrreversible, Exists: exists, Renderer: buildVersion()})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	// Still in the registry?
-	name, _ := overlay.SplitImage(pick.Artifact.Image)
-	ok, err := rc.Exists(ctx, name+"@"+pick.Artifact.Digest)
-	if err != nil {
-		return nil, registryError(fmt.Errorf("rollback target %s@%s: %w", name, pick.Artifact.Digest, err))
+	warnRollback(g, res)
+	p := res.Proposal
+	if fc != nil && !p.Existing {
+		title := fmt.Sprintf("rollback %s in %s to %s (%s)", o.app, o.env, promoteShortDigest(p.Record.Artifact.Digest), p.Record.PromotionID)
+		if err := openPR(ctx, fc, r.Base, title, p, rollbackBody(res)); err != nil {
+			return err
+		}
 	}
-	if !ok {
-		return nil, &exitcode.Refusal{Rule: "rollback-target", Reason: fmt.Sprintf("rollback target %s@%s no longer exists in the registry (deleted): pick another accepted digest", name, pick.Artifact.Digest)}
+	if o.output == "json" {
+		return promoteWriteJSON(stdout, res)
 	}
-	// Irreversible migration of the artifact desired now?
-	tree, cleanup, err := r.export(ctx, baseRev)
-	if err != nil {
-		return nil, err
+	verb := "rollback proposed"
+	if p.Existing {
+		verb = "existing rollback attempt"
 	}
-	objs, _, err := promoteRawRender(ctx, tree.root, targetPath)
-	cleanup()
-	if err != nil {
-		return nil, err
-	}
-	marked := rollback.Irreversible(objs, cur.Artifact.Digest)
-	if len(marked) > 0 && !acceptIrreversible {
-		return nil, &exitcode.Refusal{Rule: "rollback-target", Reason: fmt.Sprintf("the current artifact %s is marked %s=\"true\" on %s: the older artifact may not read the migrated data; "+
-			"roll forward instead, or pass --accept-irreversible-migration", cur.Artifact.Digest, rollback.AnnotationIrreversible, strings.Join(marked, ", "))}
-	}
-	from := cur.Artifact.Digest
-	p, err := proposeArtifact(ctx, r, baseRev, app, pick.Artifact, env, targetPath, cluster, proposeOptions{
-		By:         "throughline rollback",
-		MinAttempt: hist.Attempts[pick.Artifact.Digest],
-		Verify: func(rec *promotion.Record) error {
-			return rec.VerifyByPriorAcceptance(pick.Prior(), pick.DesiredRevision, pick.ObservedRevision, pick.RenderedHash, time.Now(), "throughline rollback")
-		},
-		Message: func(rec *promotion.Record) string {
-			return fmt.Sprintf("rollback %s in %s to %s\n\nPromotion: %s\nAttempt-Key: %s %s %s %d\nRollback-From: %s\nRollback-To: %s (%s, accepted at %s)\n",
-				app, env, promoteShortDigest(rec.Artifact.Digest), rec.PromotionID, app, rec.Artifact.Digest, env, rec.Attempt,
-				from, pick.Artifact.Digest, pick.PromotionID, pick.Commit)
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &rollbackResult{Proposal: p, From: from, To: pick, IrreversibleWarning: marked, Unproven: hist.Unproven}, nil
+	fmt.Fprintf(stdout, "%s %s: %s in %s %s -> %s, state %s (accepted at %s as %s, evidence %s)\n", verb, p.Record.PromotionID, o.app, o.env,
+		res.From, res.To.Artifact.Digest, p.Record.State, res.To.Commit, res.To.PromotionID, res.To.Evidence)
+	printProposal(stdout, p)
+	return nil
 }
 
-func rollbackBody(res *rollbackResult) string {
+// warnRollback logs the unproven acceptances and the acknowledged
+// irreversible migrations of a rollback.
+func warnRollback(g *globals, res *promote.RollbackResult) {
+	for _, u := range res.Unproven {
+		g.log.Warn().Str("promotion", u.PromotionID).Str("digest", u.Digest).Str("commit", u.Commit).Str("reason", u.Reason).
+			Msg("acceptance claimed without proof: not a rollback target")
+	}
+	for _, w := range res.IrreversibleWarning {
+		g.log.Warn().Str("workload", w).Msg("rolling back past an irreversible migration (acknowledged)")
+	}
+}
+
+// rollbackBody is the PR/MR description of a rollback.
+func rollbackBody(res *promote.RollbackResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Rollback of `%s` in `%s` from `%s` to `%s`.\n\n", res.Proposal.Record.App, res.Proposal.Record.Target.Environment, res.From, res.To.Artifact.Digest)
-	fmt.Fprintf(&b, "The target digest was ACCEPTED in this environment as `%s` (record and evidence at commit `%s`, observed revision `%s`, evidence `%s`); "+
-		"the record is VERIFIED by that prior acceptance, which `throughline promote check` re-reads from Git.\n\n",
+	fmt.Fprintf(&b, "Rollback of `%s` in `%s` from `%s` to `%s`.\n\n", res.Proposal.Record.App, res.Proposal.Record.Target.Environment,
+		res.From, res.To.Artifact.Digest)
+	fmt.Fprintf(&b,
+		"The target digest was ACCEPTED in this environment as `%s` (record and evidence at commit `%s`, observed revision `%s`, evidence `%s`); "+
+			"the record is VERIFIED by that prior acceptance, which `throughline promote check` re-reads from Git.\n\n",
 		res.To.PromotionID, res.To.Commit, res.To.ObservedRevision, res.To.Evidence)
 	for _, u := range res.Unproven {
 		fmt.Fprintf(&b, "Warning: acceptance claimed without proof, not a rollback target: %s\n\n", u.String())

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/promote"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -44,7 +44,7 @@ func rbAccept(t *testing.T, top, reg, tag, digest string, attempt int) string {
 func rbAcceptWith(t *testing.T, top, reg, tag, digest string, attempt int, withEvidence bool) string {
 	t.Helper()
 	writeTree(t, top, map[string]string{rbOverlay + "/kustomization.yaml": rbKustomization(reg, tag, digest)})
-	_, hash, err := promoteRawRender(context.Background(), top, rbOverlay)
+	_, hash, err := rawRender(top, rbOverlay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestRollbackPrevious(t *testing.T) {
 	if res.code != exitcode.OK {
 		t.Fatalf("rollback: %d %s %s", res.code, res.stdout, res.stderr)
 	}
-	var out rollbackResult
+	var out promote.RollbackResult
 	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestRollbackPassesCheckForgedClaimRefused(t *testing.T) {
 	if res.code != exitcode.OK {
 		t.Fatalf("rollback: %d %s %s", res.code, res.stdout, res.stderr)
 	}
-	var out rollbackResult
+	var out promote.RollbackResult
 	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func TestRollbackUnprovenAcceptance(t *testing.T) {
 	if prev.code != exitcode.OK || !strings.Contains(prev.stderr, "acceptance claimed without proof") {
 		t.Fatalf("previous: %d %s %s", prev.code, prev.stdout, prev.stderr)
 	}
-	var out rollbackResult
+	var out promote.RollbackResult
 	if err := json.Unmarshal([]byte(prev.stdout), &out); err != nil {
 		t.Fatal(err)
 	}

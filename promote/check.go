@@ -1,0 +1,356 @@
+package promote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/policy"
+	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/render"
+	"github.com/throughline-dev/throughline/rollback"
+)
+
+// Rules of the PR gate's findings (Finding.Rule).
+const (
+	// RuleCheck is the rule of the refusal a failed Check makes (exit 3).
+	RuleCheck = "promotion-check"
+	// RuleRecordCount: a promotion change carries exactly one record.
+	RuleRecordCount = "record-count"
+	// RuleRecordDeleted: a record is never removed.
+	RuleRecordDeleted = "record-deleted"
+	// RuleRecordUpdate: the record's change is not a valid update.
+	RuleRecordUpdate = "record-update"
+	// RuleParameter: a kustomization key other than the digest changed.
+	RuleParameter = "parameter"
+	// RuleFile: a file other than the record and the kustomization changed.
+	RuleFile = "file"
+	// RuleBoundary: boundary fields changed.
+	RuleBoundary = "boundary"
+	// RuleCrossEnvironment: an object names another environment.
+	RuleCrossEnvironment = "cross-environment"
+	// RulePolicy: a policy rule refused the target's render (the
+	// violation's own rule is in Field's place: see Finding).
+	RulePolicy = "policy"
+	// RuleArtifact: the target renders no container of the artifact.
+	RuleArtifact = "artifact"
+	// RuleDigest: the target runs another digest of the artifact.
+	RuleDigest = "digest"
+	// RuleRenderedHash: the render is not the one proposed and approved.
+	RuleRenderedHash = "rendered-hash"
+	// RuleEvidence: no evidence backs the digest (not VERIFIED, or the
+	// source environment's record does not back it).
+	RuleEvidence = "evidence"
+	// RulePriorAcceptance: a rollback's prior acceptance is not backed.
+	RulePriorAcceptance = rollback.RulePriorAcceptance
+	// RuleStopped: the record is HALTED or REJECTED.
+	RuleStopped = "stopped"
+	// RuleNotApproved: the record has no approval.
+	RuleNotApproved = "not-approved"
+	// RuleApprovalVoid: the approval expired or is bound to other inputs.
+	RuleApprovalVoid = "approval-void"
+	// RuleMovedTag: the artifact's tag moved, by the drift records.
+	RuleMovedTag = "moved-tag"
+	// RuleDriftRecord: a drift record cannot be read.
+	RuleDriftRecord = "drift-record"
+)
+
+// Finding is one reason the PR gate refuses, typed: its Reason is the
+// text listed in Report.Refusals.
+type Finding struct {
+	Rule   string `json:"rule"`
+	File   string `json:"file,omitempty"`
+	Object string `json:"object,omitempty"`
+	Field  string `json:"field,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// Report is the PR job's verdict.
+type Report struct {
+	Base        string             `json:"base"`
+	Head        string             `json:"head"`
+	PromotionID string             `json:"promotionId,omitempty"`
+	App         string             `json:"app,omitempty"`
+	Environment string             `json:"environment,omitempty"`
+	Digest      string             `json:"digest,omitempty"`
+	State       promotion.State    `json:"state,omitempty"`
+	Files       []string           `json:"files"`
+	Changes     []promotion.Change `json:"changes"`
+	Classes     map[string]int     `json:"classes"`
+	Refusals    []string           `json:"refusals"`
+	Findings    []Finding          `json:"findings"`
+	OK          bool               `json:"ok"`
+}
+
+// refuse lists a finding: f with its reason formatted.
+func (rep *Report) refuse(f Finding, format string, args ...any) {
+	f.Reason = fmt.Sprintf(format, args...)
+	rep.Refusals = append(rep.Refusals, f.Reason)
+	rep.Findings = append(rep.Findings, f)
+}
+
+func (rep *Report) finish() *Report {
+	rep.OK = len(rep.Refusals) == 0
+	return rep
+}
+
+// CheckRequest is a pull request to check.
+type CheckRequest struct {
+	// Base and Head are the PR's revisions.
+	Base, Head string
+	// DriftFiles are drift records to check the artifact's tag against,
+	// besides those under drift/ at head.
+	DriftFiles []string
+	Now        time.Time
+	// Renderer is throughline's version.
+	Renderer string
+}
+
+// check is one run of Check: the revisions, the record and both trees.
+type check struct {
+	r        *gitops.Repo
+	req      CheckRequest
+	rep      *Report
+	rec      *promotion.Record
+	recFile  string
+	pol      *promotion.Policy
+	bt, ht   *gitops.Tree
+	baseHash string
+	declared *acceptance.Declaration
+	before   []render.Object
+	after    []render.Object
+}
+
+// Check is the PR gate: the change from base to head may touch only the
+// target overlay's image digest and the target's record (plus what the
+// policy file allows), and the record must be VERIFIED and APPROVED for
+// exactly what head renders. Every reason to refuse is listed in the
+// report (OK false); an error is a failure to decide (exit 4 for an invalid
+// record, policy or manifest).
+func Check(ctx context.Context, r *gitops.Repo, req CheckRequest) (*Report, error) {
+	c := &check{r: r, req: req}
+	stop, err := c.record(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if stop {
+		return c.rep, nil
+	}
+	if c.bt, err = r.Tree(ctx, c.rep.Base); err != nil {
+		return nil, err
+	}
+	defer c.bt.Close()
+	if c.ht, err = r.Tree(ctx, c.rep.Head); err != nil {
+		return nil, err
+	}
+	defer c.ht.Close()
+	for _, step := range []func(context.Context) error{c.files, c.renderDiff, c.policy, c.evidence, c.approval, c.drift} {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return c.rep.finish(), nil
+}
+
+// record resolves the revisions, lists the changed files and reads the one
+// record they change (stop: the report is final without it).
+func (c *check) record(ctx context.Context) (stop bool, err error) {
+	base, err := c.r.Resolve(ctx, c.req.Base)
+	if err != nil {
+		return true, exitcode.Usagef("--base %s: %v", c.req.Base, err)
+	}
+	head, err := c.r.Resolve(ctx, c.req.Head)
+	if err != nil {
+		return true, exitcode.Usagef("--head %s: %v", c.req.Head, err)
+	}
+	rep := &Report{Base: base, Head: head, Classes: map[string]int{}, Changes: []promotion.Change{}, Refusals: []string{}, Findings: []Finding{}}
+	if rep.Files, err = c.r.Changed(ctx, base, head); err != nil {
+		return true, err
+	}
+	var recFiles []string
+	for _, f := range rep.Files {
+		if rel, ok := c.r.Rel(f); ok && strings.HasPrefix(rel, promotion.Dir+"/") && strings.Count(rel, "/") == 2 && strings.HasSuffix(rel, ".yaml") {
+			recFiles = append(recFiles, rel)
+		}
+	}
+	if len(recFiles) != 1 {
+		rep.refuse(Finding{Rule: RuleRecordCount}, "a promotion change carries exactly one promotion record, this one changes %d (%s)",
+			len(recFiles), strings.Join(recFiles, ", "))
+		c.rep = rep.finish()
+		return true, nil
+	}
+	c.recFile = recFiles[0]
+	parts := strings.Split(c.recFile, "/")
+	app, env := parts[1], strings.TrimSuffix(parts[2], ".yaml")
+	if c.rec, err = promotion.ReadRecord(ctx, c.r, head, app, env); err != nil {
+		return true, err
+	}
+	if c.rec == nil {
+		rep.refuse(Finding{Rule: RuleRecordDeleted, File: c.recFile}, "%s is deleted: a record is never removed, a new attempt replaces it", c.recFile)
+		c.rep = rep.finish()
+		return true, nil
+	}
+	rep.PromotionID, rep.App, rep.Environment, rep.Digest, rep.State = c.rec.PromotionID, app, env, c.rec.Artifact.Digest, c.rec.State
+	prev, err := promotion.ReadRecord(ctx, c.r, base, app, env)
+	if err != nil {
+		return true, err
+	}
+	if err := promotion.CheckUpdate(prev, c.rec); err != nil {
+		rep.refuse(Finding{Rule: RuleRecordUpdate, File: c.recFile}, "%s: %v", c.recFile, err)
+	}
+	c.rep = rep
+	c.pol, err = promotion.ReadPolicy(ctx, c.r, head)
+	return err != nil, err
+}
+
+// files refuses any changed file but the record and the target overlay's
+// kustomization, and any kustomization key but the digest the policy does
+// not allow.
+func (c *check) files(ctx context.Context) error {
+	kfile, err := c.ht.KustomizationFile(ctx, c.rec.Target.Path)
+	if err != nil {
+		return err
+	}
+	for _, f := range c.rep.Files {
+		rel, inside := c.r.Rel(f)
+		switch {
+		case inside && rel == c.recFile:
+		case inside && rel == kfile:
+			for _, k := range kustomizationChanges(ctx, c.bt, c.ht, kfile) {
+				if !c.pol.Allows(k) {
+					c.rep.refuse(Finding{Rule: RuleParameter, File: kfile, Field: k},
+						"%s: %s changed: a promotion changes only the image digest (allowParameters in %s permits more)", kfile, k, promotion.PolicyFile)
+				}
+			}
+		default:
+			c.rep.refuse(Finding{Rule: RuleFile, File: f}, "%s changed: a promotion may change only %s (its images: digest) and %s", f, kfile, c.recFile)
+		}
+	}
+	return nil
+}
+
+// renderDiff renders the target before and after, classifies the
+// differences and refuses boundary and cross-environment changes the
+// policy does not allow.
+func (c *check) renderDiff(ctx context.Context) error {
+	var err error
+	if c.before, c.baseHash, err = c.bt.Render(ctx, c.rec.Target.Path); err != nil {
+		return err
+	}
+	if c.after, _, err = c.ht.Render(ctx, c.rec.Target.Path); err != nil {
+		return err
+	}
+	c.rep.Changes = promotion.Classify(c.before, c.after)
+	for cl, n := range promotion.Classes(c.rep.Changes) {
+		c.rep.Classes[string(cl)] = n
+	}
+	var crossed []string
+	for _, ch := range c.rep.Changes {
+		if ch.Class == promotion.ClassBoundary {
+			crossed = append(crossed, ch.String())
+		}
+	}
+	if len(crossed) > 0 && !c.pol.AllowBoundary() {
+		c.rep.refuse(Finding{Rule: RuleBoundary, File: promotion.PolicyFile},
+			"boundary fields crossed (allowBoundary in %s permits it):\n    %s", promotion.PolicyFile, strings.Join(crossed, "\n    "))
+	}
+	if !c.pol.AllowCross() {
+		for _, x := range crossEnvironment(ctx, c.ht, c.rec.Target.Path, c.rep.Environment, c.before, c.after) {
+			c.rep.refuse(Finding{Rule: RuleCrossEnvironment, Object: x.object}, "cross-environment object: %s", x.text)
+		}
+	}
+	return nil
+}
+
+// policy renders the target at head with every policy rule and refuses
+// its violations, another digest of the artifact and a rendered hash
+// other than the approved one.
+func (c *check) policy(ctx context.Context) error {
+	rec := c.rec
+	hd, err := c.ht.Declare(ctx, rec.Target.Path, c.rep.Environment, c.req.Renderer)
+	var refusal *policy.Refusal
+	switch {
+	case errors.As(err, &refusal):
+		for _, v := range refusal.Violations {
+			c.rep.refuse(Finding{Rule: RulePolicy, File: v.File, Object: v.Object, Field: v.Field}, "policy: %s", v.String())
+		}
+		return nil
+	case err != nil:
+		return err
+	}
+	c.declared = hd
+	if _, others, n := ArtifactImages(hd, rec.Artifact.Image); n == 0 {
+		c.rep.refuse(Finding{Rule: RuleArtifact, File: rec.Target.Path}, "the target renders no container of the artifact %s", rec.Artifact.Image)
+	} else if len(others) > 0 {
+		c.rep.refuse(Finding{Rule: RuleDigest, File: rec.Target.Path}, "digest not the verified one %s: %s", rec.Artifact.Digest,
+			strings.Join(others, "; "))
+	}
+	if hd.Hash != rec.Target.RenderedHash {
+		c.rep.refuse(Finding{Rule: RuleRenderedHash, File: c.recFile, Field: "target.renderedHash"},
+			"rendered hash %s is not the one proposed and approved (%s)", hd.Hash, rec.Target.RenderedHash)
+	}
+	return nil
+}
+
+// evidence refuses a record no evidence backs: not VERIFIED, a source
+// record that does not back the digest, or a rollback's prior acceptance
+// the base's history does not back.
+func (c *check) evidence(ctx context.Context) error {
+	rec := c.rec
+	switch {
+	case rec.VerifiedIn == nil:
+		c.rep.refuse(Finding{Rule: RuleEvidence, File: c.recFile, Field: "verifiedIn"},
+			"no staging evidence for digest %s: %s is %s, not VERIFIED", rec.Artifact.Digest, c.recFile, rec.State)
+	case rec.VerifiedIn.IsPriorAcceptance():
+		// A rollback: the claim must be backed by the base's history.
+		var re *exitcode.Refusal
+		if err := rollback.CheckPrior(ctx, c.r, c.rep.Base, rec); errors.As(err, &re) {
+			c.rep.refuse(Finding{Rule: re.Rule, File: c.recFile, Field: "verifiedIn.priorAcceptance"}, "%s", re.Reason)
+		} else if err != nil {
+			return err
+		}
+	default:
+		src, err := promotion.ReadRecord(ctx, c.r, c.rep.Head, rec.App, rec.VerifiedIn.Environment)
+		if err != nil {
+			return err
+		}
+		if why := SourceMismatch(src, rec, rec.VerifiedIn.Environment, rec.VerifiedIn.DesiredRevision); why != "" {
+			c.rep.refuse(Finding{Rule: RuleEvidence, File: promotion.RecordPath(rec.App, rec.VerifiedIn.Environment)}, "%s", why)
+		}
+	}
+	return nil
+}
+
+// approval refuses a stopped record, a missing approval and one that is
+// void for what head renders.
+func (c *check) approval(_ context.Context) error {
+	rec := c.rec
+	switch {
+	case rec.State == promotion.Halted || rec.State == promotion.Rejected:
+		c.rep.refuse(Finding{Rule: RuleStopped, File: c.recFile, Field: "state"}, "%s is %s: %s (a fix makes a new candidate)", rec.PromotionID,
+			rec.State, rec.Reason)
+	case rec.Approval == nil:
+		c.rep.refuse(Finding{Rule: RuleNotApproved, File: c.recFile, Field: "approval"},
+			"%s is not approved (state %s): run throughline promote approve", rec.PromotionID, rec.State)
+	case c.declared != nil:
+		in := rec.InputFor(c.req.Renderer)
+		in.RenderedHash = c.declared.Hash
+		if why := rec.ApprovalVoid(in, c.baseHash, c.req.Now); why != "" {
+			c.rep.refuse(Finding{Rule: RuleApprovalVoid, File: c.recFile, Field: "approval"}, "approval void: %s", why)
+		}
+	}
+	return nil
+}
+
+// drift refuses a moved tag of the artifact.
+func (c *check) drift(ctx context.Context) error {
+	for _, f := range driftOf(ctx, c.ht, c.req.DriftFiles, c.rec) {
+		c.rep.refuse(f, "%s", f.Reason)
+	}
+	return nil
+}

@@ -1,0 +1,374 @@
+package promote
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+const (
+	newDigest  = "sha256:4b7e2a91c3d5f6081726354a5b6c7d8e9f0a1b2c3d4e5f60718293a4b5c6d7e8"
+	oldDigest  = "sha256:9c2f1e0d7b6a5f4e3d2c1b0a99887766554433221100ffeeddccbbaa98765432"
+	stagingRev = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"
+	renderer   = "v0.0.0-test"
+	production = "apps/checkout/overlays/production"
+)
+
+var exampleRepo = filepath.Join("..", "examples", "gitops-env")
+
+// fixture is the example environment in a Git repository (the GitOps root
+// in a subdirectory) where staging accepted a digest production does not
+// run yet.
+type fixture struct {
+	t         *testing.T
+	top, root string
+	repo      *gitops.Repo
+}
+
+func (f *fixture) git(args ...string) string {
+	f.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = f.top
+	cmd.Env = append(os.Environ(), "HOME="+f.top, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		f.t.Fatalf("git %v: %v: %s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// write writes files (GitOps-root-relative path -> content).
+func (f *fixture) write(files map[string]string) {
+	f.t.Helper()
+	for p, s := range files {
+		abs := filepath.Join(f.root, filepath.FromSlash(p))
+		must(f.t, os.MkdirAll(filepath.Dir(abs), 0o755))
+		must(f.t, os.WriteFile(abs, []byte(s), 0o644))
+	}
+}
+
+func (f *fixture) read(p string) string {
+	f.t.Helper()
+	data, err := os.ReadFile(filepath.Join(f.root, filepath.FromSlash(p)))
+	must(f.t, err)
+	return string(data)
+}
+
+// commit commits every change of the work tree on the current branch.
+func (f *fixture) commit(msg string) string {
+	f.t.Helper()
+	f.git("add", "-A")
+	f.git("commit", "-q", "-m", msg)
+	return f.git("rev-parse", "HEAD")
+}
+
+// amend adds a commit on branch made by change and returns to main.
+func (f *fixture) amend(branch string, change func()) {
+	f.t.Helper()
+	f.git("checkout", "-q", branch)
+	change()
+	f.commit("edit")
+	f.git("checkout", "-q", "main")
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	must(t, filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if fi.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	}))
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{t: t, top: t.TempDir()}
+	f.root = filepath.Join(f.top, "gitops")
+	copyDir(t, exampleRepo, f.root)
+	k := "apps/checkout/overlays/staging/kustomization.yaml"
+	f.write(map[string]string{k: strings.Replace(f.read(k), "1.4.2@"+oldDigest, "1.5.0@"+newDigest, 1)})
+	f.stagingAccepted()
+	f.git("init", "-q", "-b", "main")
+	f.commit("staging accepted 1.5.0")
+	var err error
+	f.repo, err = gitops.Open(context.Background(), f.root)
+	must(t, err)
+	return f
+}
+
+// stagingAccepted writes the staging record: newDigest ACCEPTED in
+// staging at stagingRev.
+func (f *fixture) stagingAccepted() {
+	t := f.t
+	_, hash, err := (&gitops.Tree{Root: f.root}).Render(context.Background(), "apps/checkout/overlays/staging")
+	must(t, err)
+	t0 := time.Now().Add(-time.Hour)
+	rec, err := promotion.NewCandidate("checkout", 1,
+		promotion.Artifact{Image: "ghcr.io/throughline-dev/checkout:1.5.0@" + newDigest, Digest: newDigest, SourceCommit: strings.Repeat("1", 40)},
+		promotion.Target{Environment: "staging", Path: "apps/checkout/overlays/staging", Cluster: "staging", RenderedHash: hash, BaseRenderedHash: hash, Renderer: renderer},
+		t0, "test")
+	must(t, err)
+	for _, err := range []error{
+		rec.Verify(promotion.VerifiedIn{Environment: "dev", DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40),
+			RenderedHash: "sha256:" + strings.Repeat("3", 64), RuntimeEvidence: "evidence/dev/checkout/1.json"}, t0, "test"),
+		rec.Approve("alice", rec.InputFor(renderer), t0.Add(48*time.Hour), t0),
+		rec.Reconcile(stagingRev, t0, "test"),
+		rec.Accept(stagingRev, "evidence/staging/checkout/"+rec.PromotionID+".json", t0, "test"),
+	} {
+		must(t, err)
+	}
+	data, err := rec.Marshal()
+	must(t, err)
+	f.write(map[string]string{promotion.RecordPath("checkout", "staging"): string(data)})
+}
+
+func (f *fixture) propose() *Proposal {
+	f.t.Helper()
+	p, err := Propose(context.Background(), f.repo, ProposeRequest{App: "checkout", From: "staging", To: "production", Path: production, Renderer: renderer})
+	must(f.t, err)
+	return p
+}
+
+func (f *fixture) check(head string, now time.Time) *Report {
+	f.t.Helper()
+	rep, err := Check(context.Background(), f.repo, CheckRequest{Base: "main", Head: head, Now: now, Renderer: renderer})
+	must(f.t, err)
+	if len(rep.Findings) != len(rep.Refusals) {
+		f.t.Fatalf("%d findings for %d refusals", len(rep.Findings), len(rep.Refusals))
+	}
+	for i, fd := range rep.Findings {
+		if fd.Reason != rep.Refusals[i] || fd.Rule == "" {
+			f.t.Fatalf("finding %d %+v, refusal %q", i, fd, rep.Refusals[i])
+		}
+	}
+	return rep
+}
+
+// rules lists the distinct rules of the report's findings, sorted.
+func rules(rep *Report) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range rep.Findings {
+		if !seen[f.Rule] {
+			seen[f.Rule] = true
+			out = append(out, f.Rule)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func verifyEvidence(digest, desired string) *Evidence {
+	return &Evidence{Environment: "staging", Digest: digest, DesiredRevision: desired, ObservedRevision: desired,
+		RenderedHash: "sha256:" + strings.Repeat("4", 64), RuntimeEvidence: "evidence/staging/checkout/x.json"}
+}
+
+// TestFlow: propose, the same request again, the gate refusing a
+// CANDIDATE with typed findings, verify, approve, the gate passing, status
+// and reconcile after the merge.
+func TestFlow(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	p := f.propose()
+	if p.Existing || p.Record.State != promotion.Candidate || p.Branch != "throughline/promote/checkout/production/4b7e2a91c3d5-1" ||
+		p.Record.Target.Cluster != "prod-eu-1" {
+		t.Fatalf("proposal %+v", p)
+	}
+	if again := f.propose(); !again.Existing || again.Record.PromotionID != p.Record.PromotionID {
+		t.Fatalf("second proposal %+v", again)
+	}
+	rep := f.check(p.Branch, time.Now())
+	if rep.OK || strings.Join(rules(rep), " ") != RuleEvidence+" "+RuleNotApproved {
+		t.Fatalf("check of a candidate: %v %q", rules(rep), rep.Refusals)
+	}
+	now := time.Now()
+	_, err := Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "production", Evidence: verifyEvidence(newDigest, strings.Repeat("9", 40)), Now: now})
+	var re *exitcode.Refusal
+	if !errors.As(err, &re) || re.Rule != RulePromotion || !strings.Contains(err.Error(), "desired revision mismatch") {
+		t.Fatalf("verify with another desired revision: %v", err)
+	}
+	tr, err := Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "production", Evidence: verifyEvidence(newDigest, stagingRev), Now: now})
+	must(t, err)
+	if tr.Record.State != promotion.Verified || tr.Branch != p.Branch || tr.Commit != f.git("rev-parse", p.Branch) {
+		t.Fatalf("verified %+v", tr)
+	}
+	tr, err = Approve(ctx, f.repo, ApproveRequest{App: "checkout", To: "production", Approver: "alice", Expires: now.Add(2 * time.Hour), Now: now, Renderer: renderer})
+	must(t, err)
+	if tr.Record.State != promotion.Approved || tr.Record.Approval.Approver != "alice" {
+		t.Fatalf("approved %+v", tr.Record)
+	}
+	if rep := f.check(p.Branch, time.Now()); !rep.OK || len(rep.Findings) != 0 {
+		t.Fatalf("check of an approved promotion: %q", rep.Refusals)
+	}
+	if rep := f.check(p.Branch, time.Now().Add(3*time.Hour)); rep.OK || strings.Join(rules(rep), " ") != RuleApprovalVoid {
+		t.Fatalf("expired approval: %v %q", rules(rep), rep.Refusals)
+	}
+	rows, err := Status(ctx, f.repo, "")
+	must(t, err)
+	if len(rows) != 2 || rows[0].Environment != "production" || rows[0].State != promotion.Approved || rows[1].State != promotion.Accepted {
+		t.Fatalf("status %+v", rows)
+	}
+	// Reconcile is refused before the merge, recorded after it.
+	if _, _, err := Reconcile(ctx, f.repo, ReconcileRequest{App: "checkout", To: "production", Now: now, Renderer: renderer}); !errors.As(err, &re) || re.Rule != RuleApproval {
+		t.Fatalf("reconcile before the merge: %v", err)
+	}
+	f.git("merge", "-q", "--no-edit", p.Branch)
+	tr, rev, err := Reconcile(ctx, f.repo, ReconcileRequest{App: "checkout", To: "production", Now: now, By: "test", Renderer: renderer})
+	must(t, err)
+	if tr.Record.State != promotion.Reconciling || tr.Record.Reconciling.DesiredRevision != rev || tr.Branch != "main" {
+		t.Fatalf("reconciling %+v at %s", tr, rev)
+	}
+}
+
+// TestCheckFindings: the bad PRs, each refused with its typed findings and
+// the same text as before.
+func TestCheckFindings(t *testing.T) {
+	kfile := production + "/kustomization.yaml"
+	for _, tc := range []struct {
+		name   string
+		change func(f *fixture)
+		rules  []string
+		want   []string
+	}{
+		{"staging copied over production", func(f *fixture) {
+			for _, n := range []string{"kustomization.yaml", "environment.yaml"} {
+				f.write(map[string]string{production + "/" + n: f.read("apps/checkout/overlays/staging/" + n)})
+			}
+		}, []string{RuleBoundary, RuleCrossEnvironment, RuleFile, RuleParameter, RuleRenderedHash},
+			[]string{"boundary fields crossed", "environment.yaml changed", "namespace changed", "cross-environment object"}},
+		{"digest not the verified one", func(f *fixture) {
+			f.write(map[string]string{kfile: strings.Replace(f.read(kfile), newDigest, "sha256:"+strings.Repeat("7", 64), 1)})
+		}, []string{RuleDigest, RuleRenderedHash}, []string{"digest not the verified one " + newDigest, "is not the one proposed and approved"}},
+		{"moved tag", func(f *fixture) {
+			rec := func(d, at string) string {
+				return `{"apiVersion":"throughline.dev/v1alpha1","kind":"TagResolution","reference":"ghcr.io/throughline-dev/checkout:1.5.0",` +
+					`"repository":"ghcr.io/throughline-dev/checkout","tag":"1.5.0","registry":"ghcr.io","digest":"` + d + `","resolvedAt":"` + at + `"}`
+			}
+			f.write(map[string]string{"drift/staging.json": rec(newDigest, "2026-11-01T00:00:00Z"), "drift/production.json": rec(oldDigest, "2026-11-02T00:00:00Z")})
+		}, []string{RuleFile, RuleMovedTag}, []string{"moved tag: ", "drift/production.json"}},
+		{"replicas changed without policy", func(f *fixture) {
+			f.write(map[string]string{kfile: strings.Replace(f.read(kfile), "count: 6", "count: 8", 1)})
+		}, []string{RuleParameter, RuleRenderedHash}, []string{"replicas changed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			p := f.propose()
+			f.amend(p.Branch, func() { tc.change(f) })
+			rep := f.check(p.Branch, time.Now())
+			got := rules(rep)
+			// Every case is also a CANDIDATE: no evidence, no approval.
+			want := append([]string{RuleEvidence, RuleNotApproved}, tc.rules...)
+			sort.Strings(want)
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("rules %v, want %v\n%s", got, want, strings.Join(rep.Refusals, "\n"))
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(strings.Join(rep.Refusals, "\n"), w) {
+					t.Errorf("refusals do not say %q:\n%s", w, strings.Join(rep.Refusals, "\n"))
+				}
+			}
+		})
+	}
+}
+
+// TestCheckRecordCount: a change that carries no record is refused before
+// anything is rendered.
+func TestCheckRecordCount(t *testing.T) {
+	f := newFixture(t)
+	f.git("checkout", "-q", "-b", "no-record")
+	f.write(map[string]string{"README.md": "hello\n"})
+	f.commit("no record")
+	f.git("checkout", "-q", "main")
+	rep := f.check("no-record", time.Now())
+	if rep.OK || len(rep.Findings) != 1 || rep.Findings[0].Rule != RuleRecordCount ||
+		rep.Refusals[0] != "a promotion change carries exactly one promotion record, this one changes 0 ()" {
+		t.Fatalf("%+v", rep)
+	}
+}
+
+// TestProposeRefusals: nothing ACCEPTED in the source; a source record
+// that cannot be used is invalid input.
+func TestProposeRefusals(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	_, err := Propose(ctx, f.repo, ProposeRequest{App: "checkout", From: "dev", To: "production", Path: production, Renderer: renderer})
+	var re *exitcode.Refusal
+	if !errors.As(err, &re) || re.Rule != RulePromotion || !strings.Contains(err.Error(), "nothing is verified in dev") {
+		t.Fatalf("no source record: %v", err)
+	}
+	file := promotion.RecordPath("checkout", "staging")
+	f.write(map[string]string{file: strings.Replace(f.read(file), "promotion/v1", "promotion/v2", 1)})
+	f.commit("v2")
+	_, err = Propose(ctx, f.repo, ProposeRequest{App: "checkout", From: "staging", To: "production", Path: production, Renderer: renderer})
+	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), "unsupported schemaVersion") {
+		t.Fatalf("future schemaVersion: %v", err)
+	}
+}
+
+// TestStatusOddFileNames: files under promotion/ whose names hold spaces,
+// or are no record's, are neither read nor split into other names.
+func TestStatusOddFileNames(t *testing.T) {
+	f := newFixture(t)
+	f.write(map[string]string{
+		"promotion/my app/production.yaml":    "not a record\n",
+		"promotion/checkout/pro duction.yaml": "not a record\n",
+		"promotion/checkout/notes.txt":        "not a record\n",
+	})
+	f.commit("odd names")
+	rows, err := Status(context.Background(), f.repo, "")
+	must(t, err)
+	if len(rows) != 1 || rows[0].App != "checkout" || rows[0].Environment != "staging" || rows[0].State != promotion.Accepted || rows[0].Ref != "main" {
+		t.Fatalf("status %+v", rows)
+	}
+	if rows, err := Status(context.Background(), f.repo, "other"); err != nil || len(rows) != 0 {
+		t.Fatalf("status of another app: %+v %v", rows, err)
+	}
+}
+
+// TestAttemptBranch: the only open attempt branch, none, or several.
+func TestAttemptBranch(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	if _, err := AttemptBranch(ctx, f.repo, "", "checkout", "production"); exitcode.Code(err) != exitcode.Usage {
+		t.Fatalf("no branch: %v", err)
+	}
+	p := f.propose()
+	if b, err := AttemptBranch(ctx, f.repo, "", "checkout", "production"); err != nil || b != p.Branch {
+		t.Fatalf("one branch: %s %v", b, err)
+	}
+	f.git("branch", p.Branch+"x")
+	if _, err := AttemptBranch(ctx, f.repo, "", "checkout", "production"); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "several") {
+		t.Fatalf("several branches: %v", err)
+	}
+	if b, err := AttemptBranch(ctx, f.repo, "given", "checkout", "production"); err != nil || b != "given" {
+		t.Fatalf("given: %s %v", b, err)
+	}
+}

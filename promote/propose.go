@@ -1,0 +1,327 @@
+package promote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/overlay"
+	"github.com/throughline-dev/throughline/policy"
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+// Proposal is what Propose (or Rollback) did.
+type Proposal struct {
+	Record   *promotion.Record  `json:"record"`
+	Branch   string             `json:"branch"`
+	Commit   string             `json:"commit"`
+	Existing bool               `json:"existing"`
+	Changes  []promotion.Change `json:"changes"`
+	PR       string             `json:"pullRequest,omitempty"`
+}
+
+// ProposeRequest asks to promote app's digest accepted in From to To.
+type ProposeRequest struct {
+	App, From, To string
+	// Path is the target overlay, relative to the GitOps root.
+	Path string
+	// Cluster is the target cluster ("" for the policy file's, else the
+	// environment name).
+	Cluster string
+	// Renderer is throughline's version, recorded in the target.
+	Renderer string
+}
+
+// Propose reads the digest ACCEPTED in req.From's record on the base
+// branch and proposes it for req.To: the target overlay with that digest
+// and a CANDIDATE record, committed on the attempt branch (compare-and-swap,
+// never forced). The same request again returns the existing attempt.
+func Propose(ctx context.Context, r *gitops.Repo, req ProposeRequest) (*Proposal, error) {
+	app, from, to := req.App, req.From, req.To
+	baseRev, err := r.BaseRev(ctx)
+	if err != nil {
+		return nil, err
+	}
+	src, err := promotion.ReadRecord(ctx, r, baseRev, app, from)
+	if err != nil {
+		return nil, err
+	}
+	if src == nil {
+		return nil, exitcode.Refuse(RulePromotion, "no promotion record %s on %s: nothing is verified in %s", promotion.RecordPath(app, from), r.Base, from)
+	}
+	if src.State != promotion.Accepted {
+		return nil, exitcode.Refuse(RulePromotion, "%s is %s, not ACCEPTED: digest %s is not verified in %s",
+			promotion.RecordPath(app, from), src.State, src.Artifact.Digest, from)
+	}
+	return proposeArtifact(ctx, r, baseRev, src.Artifact, req, proposeOptions{
+		By: "throughline promote propose",
+		Message: func(rec *promotion.Record) string {
+			return fmt.Sprintf("promote %s %s to %s\n\nPromotion: %s\nAttempt-Key: %s %s %s %d\nSource: %s (%s)\n",
+				app, ShortDigest(rec.Artifact.Digest), to, rec.PromotionID, app, rec.Artifact.Digest, to, rec.Attempt, from, promotion.RecordPath(app, from))
+		},
+	})
+}
+
+// ShortDigest is the digest cut to its algorithm and 12 hex digits.
+func ShortDigest(d string) string {
+	if len(d) > 19 {
+		return d[:19]
+	}
+	return d
+}
+
+// proposeOptions are what differs between the callers of the propose path
+// (Propose, Rollback).
+type proposeOptions struct {
+	// By is recorded as the author of the CANDIDATE transition.
+	By string
+	// Message is the commit message for the new record.
+	Message func(rec *promotion.Record) string
+	// MinAttempt: the new attempt number is above it (a rollback to a
+	// digest accepted before must not reuse that digest's old attempts).
+	MinAttempt int
+	// Verify, when set, records the VERIFIED gate on the new CANDIDATE
+	// before it is written (a rollback: the environment's own earlier
+	// acceptance).
+	Verify func(rec *promotion.Record) error
+}
+
+// edit is the target overlay at the base revision with the artifact's
+// digest written into it, rendered before and after.
+type edit struct {
+	kfile   string
+	edited  []byte
+	changed bool
+	target  promotion.Target
+	changes []promotion.Change
+}
+
+// editTarget writes art's digest into the target overlay of req in an
+// export of baseRev, renders it before and after and checks every policy
+// rule and that the target runs only that digest of the artifact.
+func editTarget(ctx context.Context, r *gitops.Repo, baseRev string, art promotion.Artifact, req ProposeRequest) (*edit, error) {
+	tree, err := r.Tree(ctx, baseRev)
+	if err != nil {
+		return nil, err
+	}
+	defer tree.Close()
+	before, baseHash, err := tree.Render(ctx, req.Path)
+	if err != nil {
+		return nil, err
+	}
+	kfile, err := tree.KustomizationFile(ctx, req.Path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(tree.Path(kfile))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", kfile, err)
+	}
+	name, tag := overlay.SplitImage(art.Image)
+	e := &edit{kfile: kfile}
+	if e.edited, e.changed, err = overlay.SetImageDigest(data, kfile, name, tag, art.Digest); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(tree.Path(kfile), e.edited, 0o644); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", kfile, err)
+	}
+	d, err := tree.Declare(ctx, req.Path, req.To, req.Renderer)
+	if err != nil {
+		return nil, err
+	}
+	if _, others, n := ArtifactImages(d, art.Image); n == 0 || len(others) > 0 {
+		return nil, exitcode.Refuse(RulePromotion, "after writing %s into %s, the target does not run only that digest of %s: %d container(s), others: %s",
+			art.Digest, kfile, name, n, strings.Join(others, "; "))
+	}
+	after, _, err := tree.Render(ctx, req.Path)
+	if err != nil {
+		return nil, err
+	}
+	e.target = promotion.Target{Environment: req.To, Path: req.Path, Cluster: req.Cluster,
+		RenderedHash: d.Hash, BaseRenderedHash: baseHash, Renderer: req.Renderer}
+	e.changes = promotion.Classify(before, after)
+	return e, nil
+}
+
+// proposeArtifact is the propose path: write art's digest into the target
+// overlay at baseRev, check policy, and commit it with a CANDIDATE record on
+// the attempt branch (compare-and-swap, never forced).
+func proposeArtifact(ctx context.Context, r *gitops.Repo, baseRev string, art promotion.Artifact, req ProposeRequest,
+	o proposeOptions) (*Proposal, error) {
+	app, to := req.App, req.To
+	pol, err := promotion.ReadPolicy(ctx, r, baseRev)
+	if err != nil {
+		return nil, err
+	}
+	if req.Cluster == "" {
+		req.Cluster = pol.Cluster(to)
+	}
+	e, err := editTarget(ctx, r, baseRev, art, req)
+	if err != nil {
+		return nil, err
+	}
+	// The same request again is the existing attempt.
+	cur, err := promotion.ReadRecord(ctx, r, baseRev, app, to)
+	if err != nil {
+		return nil, err
+	}
+	maxAttempt := o.MinAttempt
+	if cur != nil && cur.Artifact.Digest == art.Digest {
+		maxAttempt = max(maxAttempt, cur.Attempt)
+		if cur.SameAttempt(art, e.target) || (!e.changed && cur.SameAttempt(art, targetWithBase(e.target, cur.Target.BaseRenderedHash))) {
+			return &Proposal{Record: cur, Branch: cur.Key().Branch(), Commit: baseRev, Existing: true, Changes: e.changes}, nil
+		}
+	}
+	if !e.changed && cur == nil {
+		return nil, exitcode.Refuse(RulePromotion, "%s already runs %s and has no record: nothing to propose", req.Path, art.Digest)
+	}
+	p, maxAttempt, err := openAttempt(ctx, r, app, to, art, e, maxAttempt)
+	if p != nil || err != nil {
+		return p, err
+	}
+	rec, err := promotion.NewCandidate(app, maxAttempt+1, art, e.target, time.Now(), o.By)
+	if err != nil {
+		return nil, err
+	}
+	if o.Verify != nil {
+		if err := o.Verify(rec); err != nil {
+			return nil, exitcode.RefuseErr(RuleTransition, err)
+		}
+	}
+	if err := promotion.CheckUpdate(cur, rec); err != nil && cur != nil && cur.Artifact.Digest == rec.Artifact.Digest && cur.Attempt == rec.Attempt {
+		return nil, exitcode.Refuse(RulePromotion, "%s", err.Error())
+	}
+	return commitAttempt(ctx, r, baseRev, rec, e, o.Message(rec))
+}
+
+// openAttempt looks at the attempt branches of art's digest for app/to:
+// the proposal when one holds this very attempt, else the highest attempt
+// number seen (at least maxAttempt).
+func openAttempt(ctx context.Context, r *gitops.Repo, app, to string, art promotion.Artifact, e *edit, maxAttempt int) (*Proposal, int, error) {
+	branches, err := r.Branches(ctx, promotion.BranchGlob(app, to, art.Digest))
+	if err != nil {
+		return nil, 0, err
+	}
+	for b := range branches {
+		rec, err := branchRecord(ctx, r, b, app, to)
+		if err != nil {
+			return nil, 0, err
+		}
+		if rec == nil || rec.Artifact.Digest != art.Digest {
+			continue
+		}
+		if rec.SameAttempt(art, e.target) {
+			return &Proposal{Record: rec, Branch: b, Commit: branches[b], Existing: true, Changes: e.changes}, 0, nil
+		}
+		maxAttempt = max(maxAttempt, rec.Attempt)
+	}
+	return nil, maxAttempt, nil
+}
+
+// commitAttempt commits rec (and the edited kustomization) on baseRev and
+// creates the attempt branch; when another proposer created it first, its
+// attempt is returned.
+func commitAttempt(ctx context.Context, r *gitops.Repo, baseRev string, rec *promotion.Record, e *edit, msg string) (*Proposal, error) {
+	app, to := rec.App, rec.Target.Environment
+	recData, err := rec.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{promotion.RecordPath(app, to): recData}
+	if e.changed {
+		files[e.kfile] = e.edited
+	}
+	sha, err := r.Commit(ctx, baseRev, files, msg)
+	if err != nil {
+		return nil, err
+	}
+	branch := rec.Key().Branch()
+	if err := r.SetBranch(ctx, branch, "", sha); err != nil {
+		if !errors.Is(err, gitrepo.ErrRejected) && !errors.Is(err, gitrepo.ErrUnchanged) {
+			return nil, err
+		}
+		// Another proposer created the branch first (perhaps with the very
+		// same commit): its attempt wins.
+		if ferr := r.Fetch(ctx); ferr != nil {
+			return nil, exitcode.NotDecided(ferr)
+		}
+		won, rerr := branchRecord(ctx, r, branch, app, to)
+		if rerr != nil {
+			return nil, rerr
+		}
+		if won == nil || !won.SameAttempt(rec.Artifact, e.target) {
+			return nil, fmt.Errorf("branch %s exists and does not hold this attempt: %w", branch, err)
+		}
+		tip, _ := r.BranchTip(ctx, branch)
+		return &Proposal{Record: won, Branch: branch, Commit: tip, Existing: true, Changes: e.changes}, nil
+	}
+	return &Proposal{Record: rec, Branch: branch, Commit: sha, Changes: e.changes}, nil
+}
+
+func targetWithBase(t promotion.Target, base string) promotion.Target {
+	t.BaseRenderedHash = base
+	return t
+}
+
+// branchRecord reads the record of app/env at the tip of branch.
+func branchRecord(ctx context.Context, r *gitops.Repo, branch, app, env string) (*promotion.Record, error) {
+	tip, err := r.BranchTip(ctx, branch)
+	if err != nil {
+		return nil, err
+	}
+	return promotion.ReadRecord(ctx, r, tip, app, env)
+}
+
+// AttemptBranch finds the branch to update: the given one, else the only
+// open attempt branch of app/env.
+func AttemptBranch(ctx context.Context, r *gitops.Repo, branch, app, env string) (string, error) {
+	if branch != "" {
+		return branch, nil
+	}
+	bs, err := r.Branches(ctx, promotion.BranchPrefix+app+"/"+env+"/*")
+	if err != nil {
+		return "", err
+	}
+	var names []string
+	for b := range bs {
+		names = append(names, b)
+	}
+	sort.Strings(names)
+	switch len(names) {
+	case 0:
+		return "", exitcode.Usagef("no attempt branch %s%s/%s/*: run promote propose, or name one with --branch", promotion.BranchPrefix, app, env)
+	case 1:
+		return names[0], nil
+	}
+	return "", exitcode.Usagef("several attempt branches for %s/%s (%s): name one with --branch", app, env, strings.Join(names, ", "))
+}
+
+// ArtifactImages lists, for the declared containers of the artifact's
+// repository, each distinct image other than the artifact's digest (to
+// refuse it), with the repository and how many containers run it.
+func ArtifactImages(d *acceptance.Declaration, artifactImage string) (repo string, others []string, count int) {
+	p, err := policy.CheckImage(artifactImage)
+	if err != nil {
+		return "", nil, 0
+	}
+	seen := map[string]bool{}
+	for _, c := range d.Policy.Containers {
+		if c.Pinned.Repository != p.Repository {
+			continue
+		}
+		count++
+		if c.Pinned.Digest != p.Digest && !seen[c.Image] {
+			seen[c.Image] = true
+			others = append(others, fmt.Sprintf("%s %s: %s", c.Object, c.Path, c.Image))
+		}
+	}
+	return p.Repository, others, count
+}

@@ -1,0 +1,145 @@
+package promote
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/overlay"
+	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/render"
+	"github.com/throughline-dev/throughline/rollback"
+)
+
+// RollbackResult is what Rollback did.
+type RollbackResult struct {
+	Proposal            *Proposal         `json:"proposal"`
+	From                string            `json:"from"`
+	To                  rollback.Accepted `json:"to"`
+	IrreversibleWarning []string          `json:"irreversibleMigration,omitempty"`
+	// Unproven lists acceptances Git claims without proof (a record
+	// ACCEPTED without its evidence file, evidence disagreeing with the
+	// record, a version of the record that cannot be used): never
+	// rollback targets, reported so they get fixed.
+	Unproven []rollback.Unproven `json:"unproven,omitempty"`
+}
+
+// RollbackRequest asks to roll app back in Env.
+type RollbackRequest struct {
+	App, Env string
+	// To is a digest (sha256:<hex>, or 12+ hex digits) accepted before in
+	// Env, or rollback.Previous.
+	To string
+	// Path is the environment's overlay; Cluster its cluster ("" for the
+	// policy file's, else the environment name).
+	Path, Cluster string
+	// AcceptIrreversible rolls back although the current artifact's
+	// workload is marked rollback.AnnotationIrreversible.
+	AcceptIrreversible bool
+	// Exists says whether the registry still has the image reference (an
+	// error that cannot decide carries its exit code).
+	Exists func(ctx context.Context, ref string) (bool, error)
+	// Renderer is throughline's version.
+	Renderer string
+}
+
+// Rollback proposes, as a new attempt through the propose path, a digest
+// Env accepted before as Git proves it: still in the registry, not away
+// from an irreversible migration unless acknowledged, and VERIFIED by its
+// prior acceptance.
+func Rollback(ctx context.Context, r *gitops.Repo, req RollbackRequest) (*RollbackResult, error) {
+	app, env := req.App, req.Env
+	baseRev, err := r.BaseRev(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := promotion.ReadRecord(ctx, r, baseRev, app, env)
+	if err != nil {
+		return nil, err
+	}
+	if cur == nil {
+		return nil, exitcode.Refuse(RuleRollbackTarget, "no promotion record %s on %s: nothing was ever accepted in %s", promotion.RecordPath(app,
+			env), r.Base, env)
+	}
+	hist, err := rollback.History(ctx, r, baseRev, app, env)
+	if err != nil {
+		return nil, err
+	}
+	pick, err := rollback.Pick(hist, req.To, cur.Artifact.Digest, env)
+	if err != nil {
+		return nil, err
+	}
+	if err := stillInRegistry(ctx, req, pick); err != nil {
+		return nil, err
+	}
+	marked, err := irreversible(ctx, r, baseRev, req, cur.Artifact.Digest)
+	if err != nil {
+		return nil, err
+	}
+	from := cur.Artifact.Digest
+	p, err := proposeArtifact(ctx, r, baseRev, pick.Artifact, ProposeRequest{App: app, From: env, To: env, Path: req.Path,
+		Cluster: req.Cluster, Renderer: req.Renderer},
+		proposeOptions{
+			By:         "throughline rollback",
+			MinAttempt: hist.Attempts[pick.Artifact.Digest],
+			Verify: func(rec *promotion.Record) error {
+				return rec.VerifyByPriorAcceptance(pick.Prior(), pick.DesiredRevision, pick.ObservedRevision, pick.RenderedHash, time.Now(),
+					"throughline rollback")
+			},
+			Message: func(rec *promotion.Record) string {
+				return fmt.Sprintf("rollback %s in %s to %s\n\nPromotion: %s\nAttempt-Key: %s %s %s %d\n"+
+					"Rollback-From: %s\nRollback-To: %s (%s, accepted at %s)\n",
+					app, env, ShortDigest(rec.Artifact.Digest), rec.PromotionID, app, rec.Artifact.Digest, env, rec.Attempt,
+					from, pick.Artifact.Digest, pick.PromotionID, pick.Commit)
+			},
+		})
+	if err != nil {
+		return nil, err
+	}
+	return &RollbackResult{Proposal: p, From: from, To: pick, IrreversibleWarning: marked, Unproven: hist.Unproven}, nil
+}
+
+// stillInRegistry refuses a rollback target the registry deleted.
+func stillInRegistry(ctx context.Context, req RollbackRequest, pick rollback.Accepted) error {
+	name, _ := overlay.SplitImage(pick.Artifact.Image)
+	ok, err := req.Exists(ctx, name+"@"+pick.Artifact.Digest)
+	if err != nil {
+		return fmt.Errorf("rollback target %s@%s: %w", name, pick.Artifact.Digest, err)
+	}
+	if !ok {
+		return exitcode.Refuse(RuleRollbackTarget,
+			"rollback target %s@%s no longer exists in the registry (deleted): pick another accepted digest", name, pick.Artifact.Digest)
+	}
+	return nil
+}
+
+// irreversible lists the workloads of the artifact desired now (digest)
+// marked rollback.AnnotationIrreversible, refusing them unless the request
+// acknowledges them.
+func irreversible(ctx context.Context, r *gitops.Repo, baseRev string, req RollbackRequest, digest string) ([]string, error) {
+	objs, err := renderAt(ctx, r, baseRev, req.Path)
+	if err != nil {
+		return nil, err
+	}
+	marked := rollback.Irreversible(objs, digest)
+	if len(marked) > 0 && !req.AcceptIrreversible {
+		return nil, exitcode.Refuse(RuleRollbackTarget,
+			"the current artifact %s is marked %s=\"true\" on %s: the older artifact may not read the migrated data; "+
+				"roll forward instead, or pass --accept-irreversible-migration", digest, rollback.AnnotationIrreversible, strings.Join(marked, ", "))
+	}
+	return marked, nil
+}
+
+// renderAt renders the overlay at p as it is at rev, without policy.
+func renderAt(ctx context.Context, r *gitops.Repo, rev, p string) ([]render.Object, error) {
+	tree, err := r.Tree(ctx, rev)
+	if err != nil {
+		return nil, err
+	}
+	defer tree.Close()
+	objs, _, err := tree.Render(ctx, p)
+	return objs, err
+}

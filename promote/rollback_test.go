@@ -1,0 +1,129 @@
+package promote
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/rollback"
+)
+
+const (
+	webOverlay = "apps/web/overlays/production"
+	webImage   = "registry.example.test/web"
+)
+
+var (
+	digestA = "sha256:" + strings.Repeat("a", 64)
+	digestB = "sha256:" + strings.Repeat("b", 64)
+)
+
+// accept writes web's production overlay with digest, an ACCEPTED record
+// and the notifier's evidence file, and commits them.
+func (f *fixture) accept(tag, digest string) string {
+	t := f.t
+	f.write(map[string]string{webOverlay + "/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n" +
+		"namespace: web-production\nresources:\n  - ../../base\nimages:\n  - name: " + webImage + "\n    newTag: \"" + tag + "@" + digest + "\"\n"})
+	_, hash, err := (&gitops.Tree{Root: f.root}).Render(context.Background(), webOverlay)
+	must(t, err)
+	t0 := time.Now().Add(-time.Hour)
+	rec, err := promotion.NewCandidate("web", 1, promotion.Artifact{Image: webImage + ":" + tag + "@" + digest, Digest: digest, SourceCommit: strings.Repeat("1", 40)},
+		promotion.Target{Environment: "production", Path: webOverlay, Cluster: "production", RenderedHash: hash, BaseRenderedHash: hash, Renderer: renderer}, t0, "test")
+	must(t, err)
+	rev := strings.Repeat("a", 40)
+	for _, err := range []error{
+		rec.Verify(promotion.VerifiedIn{Environment: "staging", DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40),
+			RenderedHash: hash, RuntimeEvidence: "evidence/staging/web/x.json"}, t0, "test"),
+		rec.Approve("alice", rec.InputFor(renderer), t0.Add(48*time.Hour), t0),
+		rec.Reconcile(rev, t0, "test"),
+		rec.Accept(rev, evidence.Path("production", "web", rec.PromotionID), t0, "test"),
+	} {
+		must(t, err)
+	}
+	data, err := rec.Marshal()
+	must(t, err)
+	ev := &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: "web", Environment: "production", PromotionID: rec.PromotionID,
+		Decision: promotion.Accepted, Image: rec.Artifact.Image, ArtifactDigest: digest, DesiredRevision: rev, ObservedRevision: rev,
+		DesiredRenderedHash: hash, RenderedHash: hash, ReportedBy: evidence.Reporter{Source: "flux"}, Time: t0}
+	evData, err := ev.Marshal()
+	must(t, err)
+	f.write(map[string]string{promotion.RecordPath("web", "production"): string(data), evidence.Path("production", "web", rec.PromotionID): string(evData)})
+	return f.commit("accepted " + tag)
+}
+
+// newRollbackFixture is web in production: A accepted, then B (desired now).
+func newRollbackFixture(t *testing.T) (*fixture, string) {
+	f := &fixture{t: t, top: t.TempDir()}
+	f.root = f.top
+	f.write(map[string]string{
+		"apps/web/base/kustomization.yaml": "resources:\n  - deployment.yaml\n",
+		"apps/web/base/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n" +
+			"  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n" +
+			"      containers:\n        - name: web\n          image: " + webImage + ":1.0.0\n",
+	})
+	f.git("init", "-q", "-b", "main")
+	acceptedA := f.accept("1.0.0", digestA)
+	f.accept("1.1.0", digestB)
+	var err error
+	f.repo, err = gitops.Open(context.Background(), f.root)
+	must(t, err)
+	return f, acceptedA
+}
+
+func TestRollback(t *testing.T) {
+	ctx := context.Background()
+	f, acceptedA := newRollbackFixture(t)
+	var asked []string
+	req := RollbackRequest{App: "web", Env: "production", To: rollback.Previous, Path: webOverlay, Renderer: renderer,
+		Exists: func(_ context.Context, ref string) (bool, error) { asked = append(asked, ref); return true, nil }}
+	res, err := Rollback(ctx, f.repo, req)
+	must(t, err)
+	rec := res.Proposal.Record
+	if res.From != digestB || res.To.Artifact.Digest != digestA || res.To.Commit != acceptedA || rec.State != promotion.Verified ||
+		!rec.VerifiedIn.IsPriorAcceptance() || rec.Attempt != 2 || len(asked) != 1 || asked[0] != webImage+"@"+digestA {
+		t.Fatalf("rollback %+v (record %+v, asked %v)", res, rec, asked)
+	}
+	// The gate re-reads the prior acceptance from Git: only the approval is missing.
+	if rep := f.check(res.Proposal.Branch, time.Now()); strings.Join(rules(rep), " ") != RuleNotApproved {
+		t.Fatalf("check of the rollback: %v %q", rules(rep), rep.Refusals)
+	}
+	// The same request again is the same attempt.
+	if again, err := Rollback(ctx, f.repo, req); err != nil || !again.Proposal.Existing || again.Proposal.Branch != res.Proposal.Branch {
+		t.Fatalf("again: %+v %v", again, err)
+	}
+}
+
+func TestRollbackRefusals(t *testing.T) {
+	ctx := context.Background()
+	f, _ := newRollbackFixture(t)
+	unreachable := exitcode.NotDecided(errors.New("registry unreachable"))
+	for _, tc := range []struct {
+		name   string
+		to     string
+		exists func(context.Context, string) (bool, error)
+		code   int
+		want   string
+	}{
+		{"deleted", rollback.Previous, func(context.Context, string) (bool, error) { return false, nil }, exitcode.Refused, "no longer exists in the registry"},
+		{"registry down", rollback.Previous, func(context.Context, string) (bool, error) { return false, unreachable }, exitcode.Pending,
+			"rollback target " + webImage + "@" + digestA},
+		{"current", digestB, func(context.Context, string) (bool, error) { return true, nil }, exitcode.Refused, "already the desired digest"},
+		{"never accepted", "sha256:" + strings.Repeat("c", 64), func(context.Context, string) (bool, error) { return true, nil }, exitcode.Refused, "never ACCEPTED"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Rollback(ctx, f.repo, RollbackRequest{App: "web", Env: "production", To: tc.to, Path: webOverlay, Renderer: renderer, Exists: tc.exists})
+			if exitcode.Code(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("%v (exit %d), want exit %d saying %q", err, exitcode.Code(err), tc.code, tc.want)
+			}
+		})
+	}
+	if b := f.git("branch", "--list", "throughline/*"); b != "" {
+		t.Fatalf("a refused rollback made branches: %s", b)
+	}
+}
