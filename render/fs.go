@@ -308,7 +308,8 @@ func (c *ConfinedFS) readFile(p string) ([]byte, error) {
 		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: fmt.Errorf("%w: limit %d bytes", ErrTooLarge, c.maxFileSize)}
 	}
 	if total := c.totalRead.Add(int64(len(data))); total > DefaultMaxTotalRead {
-		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: fmt.Errorf("%w: the render read more than %d bytes in all", ErrTooLarge, DefaultMaxTotalRead)}
+		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)),
+			Err: fmt.Errorf("%w: the render read more than %d bytes in all", ErrTooLarge, DefaultMaxTotalRead)}
 	}
 	return data, nil
 }

@@ -98,7 +98,8 @@ func Open(ctx context.Context, opts Options) (*App, error) {
 		dir = resolved
 	}
 	if _, err := fsys.resolve(dir); err != nil {
-		return nil, &exitcode.InvalidInput{File: opts.Path, Err: fmt.Errorf("application directory is not inside the repository root %s: %w", fsys.Root(), ErrOutsideRoot)}
+		return nil, &exitcode.InvalidInput{File: opts.Path,
+			Err: fmt.Errorf("application directory is not inside the repository root %s: %w", fsys.Root(), ErrOutsideRoot)}
 	}
 	if !fsys.IsDir(dir) {
 		return nil, &exitcode.InvalidInput{File: fsys.Rel(dir), Err: errors.New("application path is not a directory")}
@@ -278,10 +279,11 @@ func (a *App) refuseBeforeKrusty() error {
 	for _, k := range a.Kustomizations {
 		for _, h := range k.HelmCharts {
 			if h.Repo != "" {
-				return &exitcode.InvalidInput{File: k.File, Err: fmt.Errorf("%s.repo: Helm chart %q from %q: throughline does not run Helm and never fetches charts; "+
-					"render the chart into the repository", h.Field, h.Name, h.Repo)}
+				return &exitcode.InvalidInput{File: k.File, Err: fmt.Errorf("%s.repo: Helm chart %q from %q: "+
+					"throughline does not run Helm and never fetches charts; render the chart into the repository", h.Field, h.Name, h.Repo)}
 			}
-			return &exitcode.InvalidInput{File: k.File, Err: fmt.Errorf("%s: Helm chart %q: throughline does not run Helm; render the chart into the repository", h.Field, h.Name)}
+			return &exitcode.InvalidInput{File: k.File, Err: fmt.Errorf("%s: Helm chart %q: throughline does not run Helm; "+
+				"render the chart into the repository", h.Field, h.Name)}
 		}
 	}
 	return nil
