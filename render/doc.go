@@ -9,6 +9,79 @@
 // files above a size cap are refused, and nothing is ever written. Remote
 // kustomize resources are never fetched.
 //
+// # What never leaves the repository
+//
+// The guarantees, and the tests that hold them:
+//
+//   - One decision of "remote" (remote.go: KustomizeRemote, IsRemote) over
+//     every entry of every field that makes kustomize v0.21 load something,
+//     listed in one place (fields.go: loadedEntries): resources, bases,
+//     components, crds, configurations, generators, transformers, validators,
+//     patchesStrategicMerge, patches[].path, patchesJson6902[].path,
+//     replacements[].path, openapi.path, configMapGenerator and
+//     secretGenerator files (plain and key=path), envs and env, helmCharts
+//     valuesFile and additionalValuesFiles, helmGlobals and
+//     helmChartInflationGenerator homes and values, in every kustomization of
+//     the app's tree. An entry is remote when kustomize's own parsers say so
+//     (url.Parse with an http/https scheme, any case: the loader's
+//     IsRemoteFile; kustomize's git repo-spec parser, reached through
+//     resource.Origin.Append: git::, scp-form user@host:org/repo,
+//     github.com/org/repo, ssh://, file://, ?ref=) or git's (any scheme://,
+//     [user@]host:path), or when it only looks remote (a host-like first
+//     element, a ref query) and no such path exists. Remote entries go to the
+//     policy (floating-remote-resource, exit 3) and Build refuses every one
+//     before krusty runs (exit 4, naming the kustomization file and the
+//     field). Every other entry must be a relative path that resolves inside
+//     the root and exists there, else Build refuses it before krusty runs;
+//     Helm charts are refused there too (Helm is off, a chart is never
+//     fetched). Tests: cmp TestRemoteEntriesAreNeverFetched (every field x
+//     http, HTTP, https, HtTpS, git::, scp-form, file://, github.com/...?ref=,
+//     ssh://, pinned forms, against an HTTP server and git's smart-HTTP server
+//     on 127.0.0.1 that record every connection, an ssh stand-in that records
+//     every call, and a private TMPDIR where no kustomize-* clone may appear),
+//     TestNestedRemoteEntryIsRefused, TestMissingLocalEntryIsRefusedBeforeKrusty,
+//     TestLocalEntriesStillRender; render TestRemoteDecision and the fuzz
+//     target FuzzRemoteEntry (whatever kustomize's parsers would fetch or clone
+//     is decided remote and listed for its field).
+//   - Kustomize cannot fetch over HTTP (netguard.go): its loader fetches with
+//     a zero http.Client, i.e. http.DefaultTransport. The package's init
+//     wraps that transport's Proxy hook, which net/http calls on the
+//     requesting goroutine before it looks up or dials a connection, and
+//     refuses every request whose call stack passes through
+//     sigs.k8s.io/kustomize. This covers a field kustomize adds later and
+//     locations the kustomization does not show (a builtin PatchTransformer
+//     config with path: http://... in a transformers file). It is
+//     process-wide but refuses nothing else: forge's client (a
+//     DefaultTransport client) and any other request of throughline serve or
+//     promote pass, also while a render runs; a guard keyed on "krusty is
+//     running" (krustyMu) would have refused those, and replacing
+//     DefaultTransport by a wrapper would break code that asserts it is an
+//     *http.Transport (k8s.io/apimachinery does so at init). Tests:
+//     TestKustomizeCannotFetch, TestGuardLeavesOtherClientsAlone.
+//     Not covered: a kustomize that builds its own transport or fetches on
+//     another goroutine, and a request that net/http hands to an HTTP/2
+//     connection already open to the same host:port in DefaultTransport's
+//     pool (that path skips the Proxy hook); the entry decision above refuses
+//     every known field first.
+//   - Git: kustomize clones by running the git binary (os/exec, looked up on
+//     PATH at clone time, into os.TempDir) for an entry its repo-spec parser
+//     accepts, and only from Loader.New, which v0.21 calls for resources,
+//     bases, components, generators, transformers and validators (and the
+//     kustomizations they name, which the renderer inspects recursively).
+//     Every such entry is refused before krusty runs, by the same parser.
+//     Nothing inside the process can stop an exec that kustomize makes
+//     without changing PATH process-wide (which would break throughline's
+//     own git), so a future kustomize that calls Loader.New from a new field
+//     would clone until loadedEntries lists that field; the confined
+//     filesystem would still refuse to read the clone (it lies outside the
+//     root). Deploy the sidecar with an egress policy as the second line.
+//   - Messages: errors of the confined filesystem name paths relative to the
+//     root; a path outside the root (directly, through a symlink, or through
+//     a dangling symlink) is "path resolves outside the repository root",
+//     never its machine path, and reads the same whether it exists, is
+//     missing or is unreadable. Tests: render TestOutsideRootMessages, cmp
+//     TestMissingLocalEntryIsRefusedBeforeKrusty.
+//
 // The rendered hash is sha256 over the objects sorted by (group, kind,
 // namespace, name), each serialized with RFC 8785 (JSON Canonicalization
 // Scheme) followed by "\n". The package imports no Kubernetes client and does

@@ -77,7 +77,8 @@ func NewConfinedFS(root string, maxFileSize int64, trace *Trace) (*ConfinedFS, e
 func (c *ConfinedFS) Root() string { return c.root }
 
 // Rel returns p relative to the root for messages, or p itself when it is not
-// under the root.
+// under the root (messages of the renderer use outside and fail instead, which
+// never name such a path).
 func (c *ConfinedFS) Rel(p string) string {
 	if !filepath.IsAbs(p) {
 		return filepath.ToSlash(filepath.Clean(p))
@@ -114,12 +115,17 @@ func (c *ConfinedFS) resolve(p string) (string, error) {
 func (c *ConfinedFS) resolveStat(p string) (string, fs.FileInfo, error) {
 	p = c.abs(p)
 	if !c.within(p) {
-		return "", nil, &exitcode.InvalidInput{File: p, Err: ErrOutsideRoot}
+		return "", nil, c.outside(p)
 	}
 	resolved, fi, err := c.evalSymlinks(p)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			return "", nil, &exitcode.InvalidInput{File: c.Rel(p), Err: err}
+			return "", nil, c.fail(p, err)
+		}
+		if c.leavesRoot(p) {
+			// A dangling symlink out of the root reads like one whose
+			// target exists: outside the root, nothing is told.
+			return "", nil, c.outside(p)
 		}
 		// Resolve the deepest ancestor that exists and re-attach the rest.
 		dir, rest := p, ""
@@ -132,14 +138,91 @@ func (c *ConfinedFS) resolveStat(p string) (string, fs.FileInfo, error) {
 				break
 			}
 			if parent == filepath.Dir(parent) {
-				return "", nil, &exitcode.InvalidInput{File: c.Rel(p), Err: err}
+				return "", nil, c.fail(p, err)
 			}
 		}
 	}
 	if !c.within(resolved) {
-		return "", nil, &exitcode.InvalidInput{File: c.Rel(p), Err: ErrOutsideRoot}
+		return "", nil, c.outside(p)
 	}
 	return resolved, fi, nil
+}
+
+// outside is the refusal of a path that is, or resolves, outside the root.
+// It names the path only when the path itself is inside the root (a symlink
+// out of it), and reads the same whether the target exists or not.
+func (c *ConfinedFS) outside(p string) error {
+	p = c.abs(p)
+	if !c.within(p) {
+		return &exitcode.InvalidInput{Err: ErrOutsideRoot}
+	}
+	return &exitcode.InvalidInput{File: c.Rel(p), Err: ErrOutsideRoot}
+}
+
+// fail wraps an error about p for messages: paths inside the root are shown
+// relative to it, and an error about a path outside the root becomes the
+// outside refusal (no machine path, no "exists" or "permission denied").
+func (c *ConfinedFS) fail(p string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && filepath.IsAbs(pe.Path) {
+		if !c.within(filepath.Clean(pe.Path)) {
+			return c.outside(p)
+		}
+		err = &fs.PathError{Op: pe.Op, Path: c.Rel(filepath.Clean(pe.Path)), Err: pe.Err}
+	}
+	if !c.within(c.abs(p)) {
+		return c.outside(p)
+	}
+	return &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: err}
+}
+
+// maxLinkHops bounds leavesRoot on symlink chains (Linux's own limit).
+const maxLinkHops = 40
+
+// leavesRoot reports whether p, which does not resolve, goes through a
+// dangling symlink whose chain leaves the root: p or one of its ancestors
+// inside the root is a symlink, and following it by Readlink reaches a path
+// outside the root.
+func (c *ConfinedFS) leavesRoot(p string) bool {
+	for a := p; c.within(a) && a != c.root; a = filepath.Dir(a) {
+		link, hops := a, 0
+		for ; hops < maxLinkHops; hops++ {
+			fi, err := os.Lstat(link)
+			if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				break
+			}
+			target, err := os.Readlink(link)
+			if err != nil {
+				break
+			}
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(filepath.Dir(link), target)
+			}
+			link = filepath.Clean(target)
+			if !c.within(link) || !c.within(c.deepestResolved(link)) {
+				return true
+			}
+		}
+		if hops == maxLinkHops {
+			return true
+		}
+	}
+	return false
+}
+
+// deepestResolved resolves the deepest existing ancestor of p and re-attaches
+// the rest.
+func (c *ConfinedFS) deepestResolved(p string) string {
+	rest := ""
+	for d := p; ; d = filepath.Dir(d) {
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if d == filepath.Dir(d) {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(d), rest)
+	}
 }
 
 // evalSymlinks is filepath.EvalSymlinks with the parent directory's
@@ -196,7 +279,7 @@ func (c *ConfinedFS) readFile(p string) ([]byte, error) {
 	// Stat before opening: opening a named pipe would block.
 	if fi == nil {
 		if fi, err = os.Stat(r); err != nil {
-			return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: err}
+			return nil, c.fail(p, err)
 		}
 	}
 	if !fi.Mode().IsRegular() {
@@ -207,7 +290,7 @@ func (c *ConfinedFS) readFile(p string) ([]byte, error) {
 	}
 	f, err := os.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: err}
+		return nil, c.fail(p, err)
 	}
 	defer f.Close()
 	if fi2, err := f.Stat(); err != nil || !os.SameFile(fi, fi2) {
@@ -218,14 +301,15 @@ func (c *ConfinedFS) readFile(p string) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Grow(int(fi.Size()) + bytes.MinRead)
 	if _, err := buf.ReadFrom(io.LimitReader(f, c.maxFileSize+1)); err != nil {
-		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: err}
+		return nil, c.fail(p, err)
 	}
 	data := buf.Bytes()
 	if int64(len(data)) > c.maxFileSize {
 		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: fmt.Errorf("%w: limit %d bytes", ErrTooLarge, c.maxFileSize)}
 	}
 	if total := c.totalRead.Add(int64(len(data))); total > DefaultMaxTotalRead {
-		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: fmt.Errorf("%w: the render read more than %d bytes in all", ErrTooLarge, DefaultMaxTotalRead)}
+		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)),
+			Err: fmt.Errorf("%w: the render read more than %d bytes in all", ErrTooLarge, DefaultMaxTotalRead)}
 	}
 	return data, nil
 }
@@ -285,7 +369,7 @@ func (c *ConfinedFS) readDir(p string) ([]string, error) {
 	}
 	names, err := c.disk.ReadDir(r)
 	if err != nil {
-		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: err}
+		return nil, c.fail(p, err)
 	}
 	sort.Strings(names)
 	return names, nil
@@ -306,20 +390,23 @@ func (c *ConfinedFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) 
 func (c *ConfinedFS) cleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
 	abs := c.abs(p)
 	if !c.within(abs) {
-		return "", "", &exitcode.InvalidInput{File: abs, Err: ErrOutsideRoot}
+		return "", "", c.outside(abs)
 	}
 	// Like kyaml's on-disk CleanedAbs (which calls log.Fatalf on surprises),
 	// with the directory resolution memoized.
 	resolved, fi, err := c.evalSymlinks(abs)
 	if err != nil {
-		return "", "", &exitcode.InvalidInput{File: c.Rel(abs), Err: err}
+		if errors.Is(err, fs.ErrNotExist) && c.leavesRoot(abs) {
+			return "", "", c.outside(abs)
+		}
+		return "", "", c.fail(abs, err)
 	}
 	if !c.within(resolved) {
-		return "", "", &exitcode.InvalidInput{File: c.Rel(abs), Err: ErrOutsideRoot}
+		return "", "", c.outside(abs)
 	}
 	if fi == nil {
 		if fi, err = os.Stat(resolved); err != nil {
-			return "", "", &exitcode.InvalidInput{File: c.Rel(abs), Err: err}
+			return "", "", c.fail(abs, err)
 		}
 	}
 	if fi.IsDir() {
@@ -332,7 +419,7 @@ func (c *ConfinedFS) cleanedAbs(p string) (filesys.ConfirmedDir, string, error) 
 func (c *ConfinedFS) Glob(pattern string) ([]string, error) {
 	matches, err := c.disk.Glob(c.abs(pattern))
 	if err != nil {
-		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(pattern)), Err: err}
+		return nil, c.fail(pattern, err)
 	}
 	var out []string
 	for _, m := range matches {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -54,15 +52,19 @@ type App struct {
 func (a *App) RelDir() string { return a.FS.Rel(a.Dir) }
 
 // Kustomization is one kustomization file of an app's tree with the entries
-// that reach outside the repository: remote resources and Helm charts.
+// that reach outside the repository: remote entries and Helm charts.
 type Kustomization struct {
 	File       string // relative to the root
 	Remote     []RemoteResource
 	HelmCharts []HelmChart
+	// problems are local entries Build refuses before krusty runs: absolute,
+	// outside the root, missing.
+	problems []error
 }
 
-// RemoteResource is an entry of resources, components or bases that names a
-// remote location instead of a path in the repository.
+// RemoteResource is an entry of any field that makes kustomize load
+// something (resources, patches, generator files, ...: loadedEntries) and
+// names a remote location instead of a path in the repository.
 type RemoteResource struct {
 	Field string // e.g. resources[2]
 	URL   string
@@ -96,7 +98,8 @@ func Open(ctx context.Context, opts Options) (*App, error) {
 		dir = resolved
 	}
 	if _, err := fsys.resolve(dir); err != nil {
-		return nil, &exitcode.InvalidInput{File: opts.Path, Err: fmt.Errorf("application directory is not inside the repository root %s: %w", fsys.Root(), ErrOutsideRoot)}
+		return nil, &exitcode.InvalidInput{File: opts.Path,
+			Err: fmt.Errorf("application directory is not inside the repository root %s: %w", fsys.Root(), ErrOutsideRoot)}
 	}
 	if !fsys.IsDir(dir) {
 		return nil, &exitcode.InvalidInput{File: fsys.Rel(dir), Err: errors.New("application path is not a directory")}
@@ -122,8 +125,10 @@ func findKustomizationFile(fsys *ConfinedFS, dir string) string {
 	return ""
 }
 
-// inspect reads the kustomization in dir and recurses into local
-// directories of resources, components and bases.
+// inspect reads the kustomization in dir, sorts every entry that makes
+// kustomize load something (loadedEntries) into remote entries (for the
+// policy and Build), local paths that are refused (for Build) and local
+// directories, which it recurses into.
 func (a *App) inspect(ctx context.Context, dir string, seen map[string]bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -145,97 +150,84 @@ func (a *App) inspect(ctx context.Context, dir string, seen map[string]bool) err
 	if err := sigyaml.Unmarshal(data, &k); err != nil {
 		return &exitcode.InvalidInput{File: rel, Err: fmt.Errorf("parsing kustomization: %w", err)}
 	}
-	k.FixKustomization()
 	// Reserve this file's place first so the app's own kustomization leads.
 	idx := len(a.Kustomizations)
 	a.Kustomizations = append(a.Kustomizations, Kustomization{File: rel})
 	var remote []RemoteResource
-	for _, list := range []struct {
-		field   string
-		entries []string
-	}{{"resources", k.Resources}, {"components", k.Components}, {"bases", k.Bases}} {
-		for i, e := range list.entries {
-			field := fmt.Sprintf("%s[%d]", list.field, i)
-			local := filepath.Clean(filepath.Join(dir, filepath.FromSlash(e)))
-			switch {
-			case a.FS.IsDir(local):
-				if err := a.inspect(ctx, local, seen); err != nil {
-					return err
-				}
-			case IsRemote(e) && !a.FS.Exists(local):
-				remote = append(remote, RemoteResource{Field: field, URL: e})
-			}
+	var problems []error
+	var dirs []string
+	for _, e := range loadedEntries(&k) {
+		if url, ok := a.remoteEntry(dir, e); ok {
+			remote = append(remote, RemoteResource{Field: e.Field, URL: url})
+			continue
 		}
-	}
-	// kustomize's loader fetches any http(s) path, whatever field names it.
-	for _, f := range loadedFiles(&k) {
-		if isURL(f.URL) {
-			remote = append(remote, f)
+		if e.isInline() {
+			continue
+		}
+		local, err := a.localEntry(dir, e)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("%s: %w", e.Field, err))
+			continue
+		}
+		if local != "" && (e.kind == loadBase || e.kind == loadDir) && a.FS.IsDir(local) {
+			dirs = append(dirs, local)
 		}
 	}
 	a.Kustomizations[idx].Remote = remote
+	a.Kustomizations[idx].problems = problems
+	k.FixKustomization()
 	for i, h := range k.HelmCharts {
 		a.Kustomizations[idx].HelmCharts = append(a.Kustomizations[idx].HelmCharts, HelmChart{
 			Field: fmt.Sprintf("helmCharts[%d]", i), Name: h.Name, Repo: h.Repo, Version: h.Version,
 		})
 	}
+	for _, d := range dirs {
+		if err := a.inspect(ctx, d, seen); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-func isURL(s string) bool {
-	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
-}
-
-// loadedFiles lists the file paths of a kustomization other than resources,
-// components and bases: every one of them goes through kustomize's loader.
-func loadedFiles(k *types.Kustomization) []RemoteResource {
-	var out []RemoteResource
-	add := func(field string, paths ...string) {
-		for i, p := range paths {
-			f := field
-			if len(paths) > 1 || strings.HasSuffix(field, "s") {
-				f = fmt.Sprintf("%s[%d]", field, i)
-			}
-			out = append(out, RemoteResource{Field: f, URL: p})
+// remoteEntry is the one decision of "remote" for a loaded entry: kustomize
+// would fetch or clone it (KustomizeRemote, on the entry and, for a key=path
+// file source, on each side of the "="), or it only looks remote (a
+// host-like first element, a ref query) and no such path exists in the
+// repository. It returns the remote location: the entry, or the side of a
+// key=path source that is remote, for the policy to judge its pin.
+func (a *App) remoteEntry(dir string, e loadedEntry) (string, bool) {
+	for _, p := range e.paths() {
+		if KustomizeRemote(p) {
+			return p, true
 		}
 	}
-	add("crds", k.Crds...)
-	add("configurations", k.Configurations...)
-	add("generators", k.Generators...)
-	add("transformers", k.Transformers...)
-	add("validators", k.Validators...)
-	for i, p := range k.Patches {
-		add(fmt.Sprintf("patches[%d].path", i), p.Path)
+	p := e.location()
+	if p != "" && looksRemote(p) && !filepath.IsAbs(p) && !a.FS.Exists(filepath.Join(dir, filepath.FromSlash(p))) {
+		return p, true
 	}
-	for i, r := range k.Replacements {
-		add(fmt.Sprintf("replacements[%d].path", i), r.Path)
-	}
-	for i, g := range k.ConfigMapGenerator {
-		add(fmt.Sprintf("configMapGenerator[%d].files", i), g.FileSources...)
-		add(fmt.Sprintf("configMapGenerator[%d].envs", i), g.EnvSources...)
-	}
-	for i, g := range k.SecretGenerator {
-		add(fmt.Sprintf("secretGenerator[%d].files", i), g.FileSources...)
-		add(fmt.Sprintf("secretGenerator[%d].envs", i), g.EnvSources...)
-	}
-	if p, ok := k.OpenAPI["path"]; ok {
-		add("openapi.path", p)
-	}
-	return out
+	return "", false
 }
 
-// IsRemote reports whether a kustomization entry names a remote location: a
-// URL with a scheme, an scp-like git address, or a path whose first element
-// is a host name (github.com/org/repo).
-func IsRemote(entry string) bool {
-	if strings.Contains(entry, "://") || strings.HasPrefix(entry, "git@") || strings.HasPrefix(entry, "git::") {
-		return true
+// localEntry checks a local entry: a relative path that resolves inside the
+// repository root and exists there. It returns the absolute path ("" for a
+// malformed file source kustomize refuses without loading anything). The
+// error never names a path outside the root, nor tells whether one exists.
+func (a *App) localEntry(dir string, e loadedEntry) (string, error) {
+	p := e.location()
+	if p == "" {
+		return "", nil
 	}
-	if u, err := url.Parse(entry); err == nil && u.RawQuery != "" && strings.Contains(u.RawQuery, "ref=") {
-		return true
+	if filepath.IsAbs(p) {
+		return "", fmt.Errorf("%q is an absolute path; throughline loads only paths inside the repository, relative to the kustomization", e.Entry)
 	}
-	first, _, found := strings.Cut(path.Clean(entry), "/")
-	return found && strings.Contains(first, ".") && first != "." && first != ".." && !strings.HasPrefix(first, ".")
+	local := filepath.Join(dir, filepath.FromSlash(p))
+	if _, err := a.FS.resolve(local); err != nil {
+		return "", fmt.Errorf("%q: %w", e.Entry, ErrOutsideRoot)
+	}
+	if !a.FS.Exists(local) {
+		return "", fmt.Errorf("%q does not exist in the repository (%s)", e.Entry, a.FS.Rel(local))
+	}
+	return local, nil
 }
 
 // Remote lists every remote entry of the app's kustomization tree.
@@ -260,15 +252,41 @@ func (a *App) Build(ctx context.Context) ([]Object, error) {
 	}
 	switch a.Mode {
 	case ModeKustomize:
-		for _, k := range a.Kustomizations {
-			for _, r := range k.Remote {
-				return nil, &exitcode.InvalidInput{File: k.File, Err: fmt.Errorf("%s: remote resource %q: throughline renders only what is in the repository; vendor the base into the repository", r.Field, r.URL)}
-			}
+		if err := a.refuseBeforeKrusty(); err != nil {
+			return nil, err
 		}
 		return a.buildKustomization()
 	default:
 		return a.readDirectory(ctx)
 	}
+}
+
+// refuseBeforeKrusty refuses, before krusty sees the tree, every entry that
+// would make it fetch, clone or read outside the repository, and Helm charts
+// (Helm is off: a chart is never fetched).
+func (a *App) refuseBeforeKrusty() error {
+	for _, k := range a.Kustomizations {
+		for _, r := range k.Remote {
+			return &exitcode.InvalidInput{File: k.File, Err: fmt.Errorf("%s: remote resource %q: throughline renders only what is in the repository; "+
+				"vendor the base into the repository", r.Field, r.URL)}
+		}
+	}
+	for _, k := range a.Kustomizations {
+		for _, p := range k.problems {
+			return &exitcode.InvalidInput{File: k.File, Err: p}
+		}
+	}
+	for _, k := range a.Kustomizations {
+		for _, h := range k.HelmCharts {
+			if h.Repo != "" {
+				return &exitcode.InvalidInput{File: k.File, Err: fmt.Errorf("%s.repo: Helm chart %q from %q: "+
+					"throughline does not run Helm and never fetches charts; render the chart into the repository", h.Field, h.Name, h.Repo)}
+			}
+			return &exitcode.InvalidInput{File: k.File, Err: fmt.Errorf("%s: Helm chart %q: throughline does not run Helm; "+
+				"render the chart into the repository", h.Field, h.Name)}
+		}
+	}
+	return nil
 }
 
 func (a *App) buildKustomization() (objs []Object, err error) {
