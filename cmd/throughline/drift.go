@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/registry"
@@ -37,9 +38,8 @@ type driftRecordOptions struct {
 	out string
 }
 
-func (o *driftRecordOptions) addFlags(cmd *cobra.Command) {
-	o.rf.add(cmd)
-	cmd.Flags().StringVar(&o.out, "out", "", "file to write the record to (.json, .yaml or .yml)")
+func (o *driftRecordOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.out, "out", "", "file to write the record to (.json, .yaml or .yml)")
 }
 
 func newDriftRecordCommand(g *globals, stdout io.Writer) *cobra.Command {
@@ -57,7 +57,8 @@ func newDriftRecordCommand(g *globals, stdout io.Writer) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), g, stdout, args[0]) },
 	}
-	o.addFlags(cmd)
+	o.rf.add(cmd)
+	o.addFlags(cmd.Flags())
 	return cmd
 }
 
@@ -101,9 +102,8 @@ type driftCheckOptions struct {
 	offline bool
 }
 
-func (o *driftCheckOptions) addFlags(cmd *cobra.Command) {
-	o.rf.add(cmd)
-	cmd.Flags().BoolVar(&o.offline, "offline", false, "compare the records with each other only; do not ask the registry")
+func (o *driftCheckOptions) addFlags(f *pflag.FlagSet) {
+	f.BoolVar(&o.offline, "offline", false, "compare the records with each other only; do not ask the registry")
 }
 
 func newDriftCheckCommand(g *globals, stdout io.Writer) *cobra.Command {
@@ -122,7 +122,8 @@ func newDriftCheckCommand(g *globals, stdout io.Writer) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), g, stdout, args) },
 	}
-	o.addFlags(cmd)
+	o.rf.add(cmd)
+	o.addFlags(cmd.Flags())
 	return cmd
 }
 

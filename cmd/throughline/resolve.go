@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/registry"
@@ -99,9 +100,8 @@ type resolveOptions struct {
 	output string
 }
 
-func (o *resolveOptions) addFlags(cmd *cobra.Command) {
-	o.rf.add(cmd)
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+func (o *resolveOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 }
 
 func newResolveCommand(g *globals, stdout io.Writer) *cobra.Command {
@@ -120,7 +120,8 @@ func newResolveCommand(g *globals, stdout io.Writer) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), g, stdout, args) },
 	}
-	o.addFlags(cmd)
+	o.rf.add(cmd)
+	o.addFlags(cmd.Flags())
 	return cmd
 }
 
