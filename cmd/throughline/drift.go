@@ -15,15 +15,17 @@ import (
 	"github.com/throughline-dev/throughline/registry"
 )
 
+const driftLong = `A tag is a pointer that a registry can move at any time. "drift record" stores
+what a tag resolved to and when; "drift check" compares the recorded resolutions
+of each tag with each other and with the registry now, and refuses (exit 3) a
+tag that resolved to two digests. A promotion carries the recorded digest and
+never resolves the tag again.`
+
 func newDriftCommand(g *globals, stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "drift",
 		Short: "Record tag resolutions and refuse a tag that moved",
-		Long: `A tag is a pointer that a registry can move at any time. "drift record" stores
-what a tag resolved to and when; "drift check" compares the recorded resolutions
-of each tag with each other and with the registry now, and refuses (exit 3) a
-tag that resolved to two digests. A promotion carries the recorded digest and
-never resolves the tag again.`,
+		Long:  driftLong,
 	}
 	cmd.AddCommand(newDriftRecordCommand(g, stdout), newDriftCheckCommand(g, stdout))
 	return cmd
