@@ -44,14 +44,18 @@ func (n *notifierFlags) add(cmd *cobra.Command) {
 	f.StringVar(&n.addr, "notifier-bind-address", "", `serve the Argo CD / Flux webhook receivers here, e.g. ":8443" ("" turns them off)`)
 	f.StringVar(&n.repoDir, "notifier-repo", "", "clone of the GitOps repository (remote origin) the evidence is committed to")
 	f.StringVar(&n.branch, "notifier-branch", "", "branch of the promotion records (default: the remote's HEAD branch)")
-	f.StringVar(&n.fluxKeyFile, "notifier-flux-key-file", "", "file holding the generic-hmac key of the Flux Provider (else $"+envFluxKey+"; none turns /v1/flux off)")
-	f.StringVar(&n.argoTokenFile, "notifier-argocd-token-file", "", "file holding the Argo CD webhook bearer token (else $"+envArgoCDToken+"; none turns /v1/argocd off)")
+	f.StringVar(&n.fluxKeyFile, "notifier-flux-key-file", "",
+		"file holding the generic-hmac key of the Flux Provider (else $"+envFluxKey+"; none turns /v1/flux off)")
+	f.StringVar(&n.argoTokenFile, "notifier-argocd-token-file", "",
+		"file holding the Argo CD webhook bearer token (else $"+envArgoCDToken+"; none turns /v1/argocd off)")
 	f.Int64Var(&n.maxBody, "notifier-max-body", notifier.DefaultMaxBody, "largest delivery accepted, in bytes (413 above)")
 	f.Float64Var(&n.rate, "notifier-rate", notifier.DefaultRate, "deliveries per second per sender (negative: unlimited)")
 	f.IntVar(&n.burst, "notifier-burst", notifier.DefaultBurst, "burst of deliveries per sender")
 	f.StringVar(&n.namespace, "notifier-acceptance-namespace", "", "look Acceptances up in this namespace only (default: all)")
-	f.StringVar(&n.statusURL, "notifier-status-url", "", `commit status link, formatted with the evidence path (e.g. "https://github.com/org/gitops/blob/main/%s")`)
-	f.StringVar(&n.forge.kind, "forge", "", "set commit statuses on the desired commit on: github, gitlab or gitea (token from THROUGHLINE_FORGE_TOKEN, else GITHUB_TOKEN / GITLAB_TOKEN / GITEA_TOKEN)")
+	f.StringVar(&n.statusURL, "notifier-status-url", "",
+		`commit status link, formatted with the evidence path (e.g. "https://github.com/org/gitops/blob/main/%s")`)
+	f.StringVar(&n.forge.kind, "forge", "", "set commit statuses on the desired commit on: github, gitlab or gitea "+
+		"(token from THROUGHLINE_FORGE_TOKEN, else GITHUB_TOKEN / GITLAB_TOKEN / GITEA_TOKEN)")
 	f.StringVar(&n.forge.url, "forge-url", "", "forge API base URL (default https://api.github.com, https://gitlab.com)")
 	f.StringVar(&n.forge.repo, "forge-repo", "", "repository on the forge: owner/name (GitLab: group/project)")
 }
