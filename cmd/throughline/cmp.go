@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/cmp"
 	"github.com/throughline-dev/throughline/render"
@@ -23,60 +25,70 @@ func newCMPCommand(g *globals, stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
-func newCMPGenerateCommand(g *globals, stdout io.Writer) *cobra.Command {
-	var (
-		cacheDir    string
-		noCache     bool
-		maxFileSize int64
-		cacheBytes  int64
-	)
-	cmd := &cobra.Command{
-		Use:   "generate",
-		Short: "Render the application in the working directory for Argo CD",
-		Long: `Run by Argo CD's plugin sidecar in the application path of the streamed
+const cmpGenerateLong = `Run by Argo CD's plugin sidecar in the application path of the streamed
 repository. Prints the objects plus one Acceptance on stdout. On any refusal it
 exits 3 (policy) or 4 (invalid input) with every violation on stderr and nothing
 on stdout, so Argo CD shows a ComparisonError instead of pruning.
 
 Reads ARGOCD_APP_NAME, ARGOCD_APP_NAMESPACE, ARGOCD_APP_REVISION,
 ARGOCD_APP_SOURCE_PATH, ARGOCD_APP_SOURCE_REPO_URL, KUBE_VERSION,
-KUBE_API_VERSIONS, ARGOCD_ENV_* and PARAM_* (environment, app).`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			wd, err := os.Getwd()
-			if err != nil {
-				return err
-			}
-			opts := cmp.Options{
-				WorkDir:     wd,
-				Env:         cmp.EnvFromEnviron(os.Environ()),
-				Version:     buildVersion(),
-				MaxFileSize: maxFileSize,
-			}
-			if !noCache {
-				opts.Cache = &cmp.Cache{Dir: cacheDir, MaxBytes: cacheBytes}
-			}
-			res, err := cmp.Generate(cmd.Context(), opts)
-			if err != nil {
-				return err
-			}
-			if res.CacheErr != nil {
-				g.log.Warn().Err(res.CacheErr).Msg("render cache not updated")
-			}
-			logExceptions(g, res.Acceptance.Spec.Exceptions)
-			g.log.Info().Str("app", res.Acceptance.Spec.App).Str("revision", res.Acceptance.Spec.SourceRevision).
-				Str("renderedHash", res.Acceptance.Spec.RenderedHash).Int("objects", res.Acceptance.Spec.ObjectCount).
-				Bool("cached", res.CacheHit).Msg("rendered")
-			_, err = stdout.Write(res.Manifests)
-			return err
-		},
+KUBE_API_VERSIONS, ARGOCD_ENV_* and PARAM_* (environment, app).`
+
+// cmpGenerateOptions are the flags of throughline cmp generate.
+type cmpGenerateOptions struct {
+	cacheDir    string
+	noCache     bool
+	maxFileSize int64
+	cacheBytes  int64
+}
+
+func (o *cmpGenerateOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.cacheDir, "cache-dir", defaultCacheDir(), "render cache directory (env "+EnvCacheDir+")")
+	f.BoolVar(&o.noCache, "no-cache", false, "render every time, without the cache")
+	f.Int64Var(&o.cacheBytes, "cache-max-bytes", cmp.DefaultCacheMaxBytes, "bound of the render cache on disk")
+	f.Int64Var(&o.maxFileSize, "max-file-size", render.DefaultMaxFileSize, "refuse any input file larger than this many bytes")
+}
+
+func newCMPGenerateCommand(g *globals, stdout io.Writer) *cobra.Command {
+	var o cmpGenerateOptions
+	cmd := &cobra.Command{
+		Use:   "generate",
+		Short: "Render the application in the working directory for Argo CD",
+		Long:  cmpGenerateLong,
+		Args:  noArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
 	}
-	f := cmd.Flags()
-	f.StringVar(&cacheDir, "cache-dir", defaultCacheDir(), "render cache directory (env "+EnvCacheDir+")")
-	f.BoolVar(&noCache, "no-cache", false, "render every time, without the cache")
-	f.Int64Var(&cacheBytes, "cache-max-bytes", cmp.DefaultCacheMaxBytes, "bound of the render cache on disk")
-	f.Int64Var(&maxFileSize, "max-file-size", render.DefaultMaxFileSize, "refuse any input file larger than this many bytes")
+	o.addFlags(cmd.Flags())
 	return cmd
+}
+
+func (o *cmpGenerateOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	opts := cmp.Options{
+		WorkDir:     wd,
+		Env:         cmp.EnvFromEnviron(os.Environ()),
+		Version:     buildVersion(),
+		MaxFileSize: o.maxFileSize,
+	}
+	if !o.noCache {
+		opts.Cache = &cmp.Cache{Dir: o.cacheDir, MaxBytes: o.cacheBytes}
+	}
+	res, err := cmp.Generate(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if res.CacheErr != nil {
+		g.log.Warn().Err(res.CacheErr).Msg("render cache not updated")
+	}
+	logExceptions(g, res.Acceptance.Spec.Exceptions)
+	g.log.Info().Str("app", res.Acceptance.Spec.App).Str("revision", res.Acceptance.Spec.SourceRevision).
+		Str("renderedHash", res.Acceptance.Spec.RenderedHash).Int("objects", res.Acceptance.Spec.ObjectCount).
+		Bool("cached", res.CacheHit).Msg("rendered")
+	_, err = stdout.Write(res.Manifests)
+	return err
 }
 
 func defaultCacheDir() string {

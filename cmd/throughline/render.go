@@ -1,113 +1,129 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
-	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/acceptance"
-	"github.com/throughline-dev/throughline/atomicfile"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
 )
 
 // AcceptanceFile is the file --write-acceptance writes into an overlay.
-const AcceptanceFile = "throughline-acceptance.yaml"
+const AcceptanceFile = acceptance.File
 
-func newRenderCommand(g *globals, stdout io.Writer) *cobra.Command {
-	var (
-		root, output, app, env, namespace, allowList string
-		hashOnly, writeAcceptance, checkAcceptance   bool
-		maxFileSize                                  int64
-	)
-	cmd := &cobra.Command{
-		Use:   "render [PATH]",
-		Short: "Render an application, apply policy and print its objects and Acceptance",
-		Long: `Render the application directory PATH (default ".") exactly as the Argo CD
+const renderLong = `Render the application directory PATH (default ".") exactly as the Argo CD
 plugin does: a kustomization (in-process, plugins and Helm off, confined to the
 repository root) or a directory of YAML/JSON manifests. Every policy violation is
 listed at once (exit 3); unreadable input exits 4.
 
-The repository root is the enclosing Git work tree, else PATH; --root overrides.`,
+The repository root is the enclosing Git work tree, else PATH; --root overrides.`
+
+// renderOptions are the flags of throughline render.
+type renderOptions struct {
+	root, output, app, env, namespace, allowList string
+	hashOnly, writeAcceptance, checkAcceptance   bool
+	maxFileSize                                  int64
+}
+
+func (o *renderOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.root, "root", "", "repository root (default: the enclosing Git work tree, else PATH)")
+	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml (a stream) or json (a v1 List)")
+	f.BoolVar(&o.hashOnly, "hash", false, "print only the rendered hash")
+	f.BoolVar(&o.writeAcceptance, "write-acceptance", false, "write the Acceptance into the overlay as "+AcceptanceFile+" (the Flux path)")
+	f.BoolVar(&o.checkAcceptance, "check-acceptance", false, "exit 3 when the committed Acceptance does not match the render")
+	f.StringVar(&o.app, "app", "", "application name (default: the directory name)")
+	f.StringVar(&o.env, "environment", "", "environment (default: the directory name under overlays/)")
+	f.StringVar(&o.namespace, "namespace", "", "namespace of the Acceptance object")
+	f.StringVar(&o.allowList, "allow-list", "", "allow-list file relative to the root (default "+policy.AllowListFile+")")
+	f.Int64Var(&o.maxFileSize, "max-file-size", render.DefaultMaxFileSize, "refuse any input file larger than this many bytes")
+}
+
+func newRenderCommand(g *globals, stdout io.Writer) *cobra.Command {
+	var o renderOptions
+	cmd := &cobra.Command{
+		Use:   "render [PATH]",
+		Short: "Render an application, apply policy and print its objects and Acceptance",
+		Long:  renderLong,
 		Example: `  throughline render examples/gitops-env/apps/checkout/overlays/staging
   throughline render --hash apps/checkout/overlays/production
   throughline render --write-acceptance apps/checkout/overlays/production   # Flux
   throughline render --check-acceptance apps/checkout/overlays/production   # PR job`,
 		Args: maxArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			path := "."
-			if len(args) == 1 {
-				path = args[0]
-			}
-			if output != "yaml" && output != "json" {
-				return exitcode.Usagef("-o %q: want yaml or json", output)
-			}
-			if writeAcceptance && checkAcceptance {
-				return exitcode.Usagef("--write-acceptance and --check-acceptance exclude each other")
-			}
-			abs, err := filepath.Abs(path)
-			if err != nil {
-				return exitcode.Usagef("path %s: %v", path, err)
-			}
-			if root == "" {
-				if root, err = render.FindRoot(abs); err != nil {
-					return err
-				}
-			}
-			d, err := acceptance.Declare(cmd.Context(), acceptance.Request{
-				Render:        render.Options{Root: root, Path: abs, MaxFileSize: maxFileSize},
-				AllowListFile: allowList,
-				App:           app,
-				Environment:   env,
-				Namespace:     namespace,
-				Renderer:      buildVersion(),
-			})
-			if err != nil {
-				return err
-			}
-			logExceptions(g, d.Policy.Exceptions)
-			g.log.Info().Str("app", d.Acceptance.Spec.App).Str("path", d.App.RelDir()).
-				Int("objects", len(d.Objects)).Str("renderedHash", d.Hash).Msg("rendered")
-			switch {
-			case checkAcceptance:
-				if why := d.Stale(); why != "" {
-					return &exitcode.Refusal{Rule: "stale-acceptance", Reason: fmt.Sprintf("%s: the committed Acceptance is stale: %s; run throughline render --write-acceptance %s", d.App.RelDir(), why, path)}
-				}
-				g.log.Info().Str("path", d.App.RelDir()).Msg("committed Acceptance is current")
-				return nil
-			case writeAcceptance:
-				if err := writeAcceptanceFile(d); err != nil {
-					return err
-				}
-			}
-			if hashOnly {
-				_, err := fmt.Fprintln(stdout, d.Hash)
-				return err
-			}
-			if writeAcceptance {
-				return nil
-			}
-			return printRender(stdout, output, d)
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), g, stdout, args) },
 	}
-	f := cmd.Flags()
-	f.StringVar(&root, "root", "", "repository root (default: the enclosing Git work tree, else PATH)")
-	f.StringVarP(&output, "output", "o", "yaml", "output format: yaml (a stream) or json (a v1 List)")
-	f.BoolVar(&hashOnly, "hash", false, "print only the rendered hash")
-	f.BoolVar(&writeAcceptance, "write-acceptance", false, "write the Acceptance into the overlay as "+AcceptanceFile+" (the Flux path)")
-	f.BoolVar(&checkAcceptance, "check-acceptance", false, "exit 3 when the committed Acceptance does not match the render")
-	f.StringVar(&app, "app", "", "application name (default: the directory name)")
-	f.StringVar(&env, "environment", "", "environment (default: the directory name under overlays/)")
-	f.StringVar(&namespace, "namespace", "", "namespace of the Acceptance object")
-	f.StringVar(&allowList, "allow-list", "", "allow-list file relative to the root (default "+policy.AllowListFile+")")
-	f.Int64Var(&maxFileSize, "max-file-size", render.DefaultMaxFileSize, "refuse any input file larger than this many bytes")
+	o.addFlags(cmd.Flags())
 	return cmd
+}
+
+func (o *renderOptions) run(ctx context.Context, g *globals, stdout io.Writer, args []string) error {
+	path := "."
+	if len(args) == 1 {
+		path = args[0]
+	}
+	d, err := o.declare(ctx, path)
+	if err != nil {
+		return err
+	}
+	logExceptions(g, d.Policy.Exceptions)
+	g.log.Info().Str("app", d.Acceptance.Spec.App).Str("path", d.App.RelDir()).
+		Int("objects", len(d.Objects)).Str("renderedHash", d.Hash).Msg("rendered")
+	switch {
+	case o.checkAcceptance:
+		if why := d.Stale(); why != "" {
+			return &exitcode.Refusal{Rule: "stale-acceptance", Reason: fmt.Sprintf(
+				"%s: the committed Acceptance is stale: %s; run throughline render --write-acceptance %s", d.App.RelDir(), why, path)}
+		}
+		g.log.Info().Str("path", d.App.RelDir()).Msg("committed Acceptance is current")
+		return nil
+	case o.writeAcceptance:
+		if err := d.WriteFile(); err != nil {
+			return err
+		}
+	}
+	if o.hashOnly {
+		_, err := fmt.Fprintln(stdout, d.Hash)
+		return err
+	}
+	if o.writeAcceptance {
+		return nil
+	}
+	return printRender(stdout, o.output, d)
+}
+
+// declare checks the flags and renders path with every policy rule.
+func (o *renderOptions) declare(ctx context.Context, path string) (*acceptance.Declaration, error) {
+	if o.output != "yaml" && o.output != "json" {
+		return nil, exitcode.Usagef("-o %q: want yaml or json", o.output)
+	}
+	if o.writeAcceptance && o.checkAcceptance {
+		return nil, exitcode.Usagef("--write-acceptance and --check-acceptance exclude each other")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, exitcode.Usagef("path %s: %v", path, err)
+	}
+	root := o.root
+	if root == "" {
+		if root, err = render.FindRoot(abs); err != nil {
+			return nil, err
+		}
+	}
+	return acceptance.Declare(ctx, acceptance.Request{
+		Render:        render.Options{Root: root, Path: abs, MaxFileSize: o.maxFileSize},
+		AllowListFile: o.allowList,
+		App:           o.app,
+		Environment:   o.env,
+		Namespace:     o.namespace,
+		Renderer:      buildVersion(),
+	})
 }
 
 func logExceptions(g *globals, exs []policy.Exception) {
@@ -136,58 +152,4 @@ func printRender(w io.Writer, output string, d *acceptance.Declaration) error {
 		return fmt.Errorf("writing JSON: %w", err)
 	}
 	return nil
-}
-
-// writeAcceptanceFile writes the Acceptance into the overlay and, for a
-// kustomization, lists it in resources (keeping comments and formatting).
-func writeAcceptanceFile(d *acceptance.Declaration) error {
-	a := d.Acceptance
-	a.Spec.SourceRevision = "" // a commit cannot name itself
-	obj, err := acceptance.ToObject(&a)
-	if err != nil {
-		return err
-	}
-	n, err := kyaml.FromMap(obj.Map)
-	if err != nil {
-		return fmt.Errorf("encoding Acceptance: %w", err)
-	}
-	body := "# Written by `throughline render --write-acceptance`; do not edit.\n" +
-		"# The PR job runs `throughline render --check-acceptance` and fails when it is stale.\n" + n.MustString()
-	target := filepath.Join(d.App.Dir, AcceptanceFile)
-	if err := atomicfile.Write(target, []byte(body), 0o644); err != nil {
-		return err
-	}
-	if d.App.Mode != render.ModeKustomize {
-		return nil
-	}
-	return addKustomizationResource(d.App, AcceptanceFile)
-}
-
-func addKustomizationResource(app *render.App, resource string) error {
-	kfile := filepath.Join(app.FS.Root(), filepath.FromSlash(app.Kustomizations[0].File))
-	data, err := os.ReadFile(kfile)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", app.Kustomizations[0].File, err)
-	}
-	rn, err := kyaml.Parse(string(data))
-	if err != nil {
-		return &exitcode.InvalidInput{File: app.Kustomizations[0].File, Err: err}
-	}
-	list, err := rn.Pipe(kyaml.LookupCreate(kyaml.SequenceNode, "resources"))
-	if err != nil {
-		return &exitcode.InvalidInput{File: app.Kustomizations[0].File, Err: fmt.Errorf("field resources: %w", err)}
-	}
-	for _, e := range list.YNode().Content {
-		if e.Value == resource {
-			return nil
-		}
-	}
-	if err := list.PipeE(kyaml.Append(kyaml.NewScalarRNode(resource).YNode())); err != nil {
-		return fmt.Errorf("adding %s to %s: %w", resource, app.Kustomizations[0].File, err)
-	}
-	out, err := rn.String()
-	if err != nil {
-		return fmt.Errorf("encoding %s: %w", app.Kustomizations[0].File, err)
-	}
-	return atomicfile.Write(kfile, []byte(out), 0o644)
 }

@@ -1,17 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/registry"
@@ -81,15 +82,7 @@ func registryError(err error) error {
 	return err
 }
 
-func newResolveCommand(g *globals, stdout io.Writer) *cobra.Command {
-	var (
-		rf     registryFlags
-		output string
-	)
-	cmd := &cobra.Command{
-		Use:   "resolve IMAGE...",
-		Short: "Resolve image references to digests, with the children of multi-arch indexes",
-		Long: `Ask the registry what each IMAGE names: its digest and media type, the config
+const resolveLong = `Ask the registry what each IMAGE names: its digest and media type, the config
 digest of an image manifest, and for an index every child's platform, digest and
 config digest. Tags are always asked of the registry; manifests are cached on
 disk by digest, so a digest reference already seen costs no request.
@@ -99,7 +92,24 @@ credential helpers included). Plain HTTP is used only for loopback registries
 or with --insecure.
 
 Exit codes: 4 when a reference is malformed or names nothing, 5 when a
-registry cannot be reached (try again), 1 for any other failure.`,
+registry cannot be reached (try again), 1 for any other failure.`
+
+// resolveOptions are the flags of throughline resolve.
+type resolveOptions struct {
+	rf     registryFlags
+	output string
+}
+
+func (o *resolveOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+}
+
+func newResolveCommand(g *globals, stdout io.Writer) *cobra.Command {
+	var o resolveOptions
+	cmd := &cobra.Command{
+		Use:   "resolve IMAGE...",
+		Short: "Resolve image references to digests, with the children of multi-arch indexes",
+		Long:  resolveLong,
 		Example: `  throughline resolve ghcr.io/throughline-dev/checkout:1.4.2
   throughline resolve -o json nginx:1.27 localhost:5000/app:v1`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -108,85 +118,58 @@ registry cannot be reached (try again), 1 for any other failure.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "table" && output != "json" {
-				return exitcode.Usagef("-o %q: want table or json", output)
-			}
-			c, err := rf.client()
-			if err != nil {
-				return err
-			}
-			results := c.ResolveAll(cmd.Context(), args, true)
-			var ok []*registry.Descriptor
-			var errs []error
-			for i, r := range results {
-				if r.Err != nil {
-					errs = append(errs, r.Err)
-					g.log.Debug().Str("image", args[i]).Err(r.Err).Msg("not resolved")
-					continue
-				}
-				ok = append(ok, r.Descriptor)
-				g.log.Debug().Str("image", args[i]).Str("digest", r.Descriptor.Digest).Msg("resolved")
-			}
-			if output == "json" {
-				enc := json.NewEncoder(stdout)
-				enc.SetIndent("", "  ")
-				if ok == nil {
-					ok = []*registry.Descriptor{}
-				}
-				if err := enc.Encode(ok); err != nil {
-					return fmt.Errorf("writing JSON: %w", err)
-				}
-			} else if err := printResolveTable(stdout, ok); err != nil {
-				return err
-			}
-			return registryError(worstError(errs))
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), g, stdout, args) },
 	}
-	rf.add(cmd)
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	o.rf.add(cmd)
+	o.addFlags(cmd.Flags())
 	return cmd
 }
 
-// worstError picks the error whose exit code matters most: a hard failure
-// over an invalid input over an unreachable registry; all of them joined.
-func worstError(errs []error) error {
-	if len(errs) == 0 {
-		return nil
+func (o *resolveOptions) run(ctx context.Context, g *globals, stdout io.Writer, images []string) error {
+	if o.output != "table" && o.output != "json" {
+		return exitcode.Usagef("-o %q: want table or json", o.output)
 	}
-	rank := func(err error) int {
-		switch {
-		case errors.Is(err, registry.ErrUnreachable):
-			return 1
-		case errors.Is(err, registry.ErrNotFound), errors.Is(err, registry.ErrInvalid):
-			return 2
+	c, err := o.rf.client()
+	if err != nil {
+		return err
+	}
+	var ok []*registry.Descriptor
+	var errs []error
+	for i, r := range c.ResolveAll(ctx, images, true) {
+		if r.Err != nil {
+			errs = append(errs, r.Err)
+			g.log.Debug().Str("image", images[i]).Err(r.Err).Msg("not resolved")
+			continue
 		}
-		return 3
+		ok = append(ok, r.Descriptor)
+		g.log.Debug().Str("image", images[i]).Str("digest", r.Descriptor.Digest).Msg("resolved")
 	}
-	worst := errs[0]
-	for _, e := range errs[1:] {
-		if rank(e) > rank(worst) {
-			worst = e
+	if o.output == "json" {
+		if ok == nil {
+			ok = []*registry.Descriptor{}
 		}
+		if err := writeJSONIndent(stdout, ok); err != nil {
+			return err
+		}
+	} else if err := printResolveTable(stdout, ok); err != nil {
+		return err
 	}
-	if len(errs) == 1 {
-		return worst
-	}
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		msgs[i] = e.Error()
-	}
-	return &joinedError{worst, fmt.Sprintf("%d images not resolved:\n  %s", len(errs), strings.Join(msgs, "\n  "))}
+	return registryError(worstError(errs))
 }
 
-// joinedError prints every failure and unwraps to the one that sets the exit code.
-type joinedError struct {
-	worst error
-	msg   string
-}
+// worstError is registry.JoinErrors: the failure whose exit code matters
+// most, printing all of them.
+func worstError(errs []error) error { return registry.JoinErrors(errs) }
 
-func (e *joinedError) Error() string { return e.msg }
-func (e *joinedError) Unwrap() error { return e.worst }
+// writeJSONIndent writes v indented, as every -o json does.
+func writeJSONIndent(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("writing JSON: %w", err)
+	}
+	return nil
+}
 
 func printResolveTable(w io.Writer, ds []*registry.Descriptor) error {
 	if len(ds) == 0 {

@@ -46,36 +46,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitCode(err, stderr)
 }
 
+const rootLong = `throughline renders GitOps applications, refuses images that are not pinned by
+digest, records a canonical hash of the rendered object set, and carries that
+identity through promotion, verification and rollback.`
+
 func newRootCommand(g *globals, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
-		Use:   "throughline",
-		Short: "Prove that the same immutable artifact travels from staging to production",
-		Long: `throughline renders GitOps applications, refuses images that are not pinned by
-digest, records a canonical hash of the rendered object set, and carries that
-identity through promotion, verification and rollback.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			level, err := zerolog.ParseLevel(g.logLevel)
-			if err != nil {
-				return exitcode.Usagef("--log-level %q: %v", g.logLevel, err)
-			}
-			var w io.Writer = stderr
-			switch g.logFormat {
-			case "json":
-			case "console":
-				w = zerolog.ConsoleWriter{Out: stderr, NoColor: !isTerminal(stderr), TimeFormat: time.RFC3339}
-			default:
-				return exitcode.Usagef("--log-format %q: want console or json", g.logFormat)
-			}
-			g.log = zerolog.New(w).Level(level).With().Timestamp().Logger()
-			if g.timeout > 0 {
-				ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
-				cobra.OnFinalize(cancel)
-				cmd.SetContext(ctx)
-			}
-			return nil
-		},
+		Use:               "throughline",
+		Short:             "Prove that the same immutable artifact travels from staging to production",
+		Long:              rootLong,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return g.setup(cmd, stderr) },
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitcode.UsageError{Err: err} })
 	pf := root.PersistentFlags()
@@ -96,6 +78,30 @@ identity through promotion, verification and rollback.`,
 		newBreakglassCommand(g, stdout),
 	)
 	return root
+}
+
+// setup applies the global flags before any command runs: the logger on
+// stderr and the --timeout of the command's context.
+func (g *globals) setup(cmd *cobra.Command, stderr io.Writer) error {
+	level, err := zerolog.ParseLevel(g.logLevel)
+	if err != nil {
+		return exitcode.Usagef("--log-level %q: %v", g.logLevel, err)
+	}
+	var w io.Writer = stderr
+	switch g.logFormat {
+	case "json":
+	case "console":
+		w = zerolog.ConsoleWriter{Out: stderr, NoColor: !isTerminal(stderr), TimeFormat: time.RFC3339}
+	default:
+		return exitcode.Usagef("--log-format %q: want console or json", g.logFormat)
+	}
+	g.log = zerolog.New(w).Level(level).With().Timestamp().Logger()
+	if g.timeout > 0 {
+		ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
+		cobra.OnFinalize(cancel)
+		cmd.SetContext(ctx)
+	}
+	return nil
 }
 
 func newVersionCommand(stdout io.Writer) *cobra.Command {

@@ -8,9 +8,11 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/throughline-dev/throughline/breakglass"
@@ -20,6 +22,9 @@ import (
 
 // serveOptions are the flags of throughline serve.
 type serveOptions struct {
+	kf          kubeFlags
+	rf          registryFlags
+	nf          notifierFlags
 	namespaces  []string
 	metricsAddr string
 	// breakglassExpiry watches paused Applications/Kustomizations.
@@ -33,17 +38,7 @@ type serveOptions struct {
 	workers          int
 }
 
-func newServeCommand(g *globals) *cobra.Command {
-	var (
-		kf kubeFlags
-		rf registryFlags
-		o  serveOptions
-		nf notifierFlags
-	)
-	cmd := &cobra.Command{
-		Use:   "serve",
-		Short: "Run the Acceptance controller: verify live that the cluster runs the declared images",
-		Long: `Run the verifier as a controller (controller-runtime). It watches Acceptance
+const serveLong = `Run the verifier as a controller (controller-runtime). It watches Acceptance
 objects (acceptances.throughline.dev) and the Pods, Deployments, ReplicaSets,
 StatefulSets, DaemonSets and Jobs of the namespaces it is given, waits for each
 named workload's rollout to complete (observedGeneration, updated replicas,
@@ -55,36 +50,27 @@ hash seen, verifiedAt, and per container the observed imageIDs with their match.
 
 Argo CD reads the status through the Lua health script of
 deploy/argocd/argocd-cm-health.yaml, Flux through kstatus.
-Registry lookups are cached by digest (memory and --registry-cache-dir).`,
+Registry lookups are cached by digest (memory and --registry-cache-dir).`
+
+func newServeCommand(g *globals) *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the Acceptance controller: verify live that the cluster runs the declared images",
+		Long:  serveLong,
 		Example: `  throughline serve --namespace shop --namespace payments
   throughline serve --metrics-bind-address :8080 --health-probe-bind-address :8081`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.workers < 1 {
-				return exitcode.Usagef("--workers %d: want at least 1", o.workers)
-			}
-			cfg, err := kf.config()
-			if err != nil {
-				return err
-			}
-			reg, err := rf.client()
-			if err != nil {
-				return err
-			}
-			log := g.log.With().Str("component", "serve").Logger()
-			ctrl.SetLogger(logr.New(&zerologSink{log: log}))
-			stop, err := nf.start(cmd.Context(), cfg, log)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			return runServe(cmd.Context(), cfg, reg, o, log)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g) },
 	}
-	kf.add(cmd)
-	rf.add(cmd)
-	nf.add(cmd)
-	f := cmd.Flags()
+	o.kf.add(cmd)
+	o.rf.add(cmd)
+	o.nf.add(cmd)
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *serveOptions) addFlags(f *pflag.FlagSet) {
 	f.StringSliceVar(&o.namespaces, "namespace", nil, "watch only these namespaces (repeatable; default: all)")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", "127.0.0.1:8080", `Prometheus metrics address ("0" turns it off)`)
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", "127.0.0.1:8081", "/healthz and /readyz address")
@@ -95,10 +81,32 @@ Registry lookups are cached by digest (memory and --registry-cache-dir).`,
 	f.DurationVar(&o.maxBackoff, "max-backoff", health.DefaultMaxBackoff, "longest wait before asking an unreachable registry again")
 	f.IntVar(&o.workers, "workers", 4, "Acceptances verified concurrently")
 	f.BoolVar(&o.breakglassExpiry, "breakglass-expiry", true, "raise a metric and a Warning Event when a break-glass pause outlives its expiry")
-	return cmd
 }
 
-func runServe(ctx context.Context, cfg *rest.Config, reg health.Resolver, o serveOptions, log zerolog.Logger) error {
+func (o *serveOptions) run(ctx context.Context, g *globals) error {
+	if o.workers < 1 {
+		return exitcode.Usagef("--workers %d: want at least 1", o.workers)
+	}
+	cfg, err := o.kf.config()
+	if err != nil {
+		return err
+	}
+	reg, err := o.rf.client()
+	if err != nil {
+		return err
+	}
+	log := g.log.With().Str("component", "serve").Logger()
+	ctrl.SetLogger(logr.New(&zerologSink{log: log}))
+	stop, err := o.nf.start(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	return o.serve(ctx, cfg, reg, log)
+}
+
+// serve runs the Acceptance controller until ctx ends.
+func (o *serveOptions) serve(ctx context.Context, cfg *rest.Config, reg health.Resolver, log zerolog.Logger) error {
 	mgr, _, err := health.NewManager(ctx, cfg, health.ManagerOptions{
 		Namespaces:              o.namespaces,
 		MetricsAddr:             o.metricsAddr,
@@ -110,43 +118,59 @@ func runServe(ctx context.Context, cfg *rest.Config, reg health.Resolver, o serv
 		Resync:                  o.resync,
 		PendingWait:             o.pendingWait,
 		MaxBackoff:              o.maxBackoff,
-		OnResult: func(_ context.Context, key types.NamespacedName, rep *health.Report, requeue time.Duration, err error) {
-			switch {
-			case err != nil:
-				log.Warn().Err(err).Str("acceptance", key.String()).Dur("requeue", requeue).Msg("verification failed, retrying")
-			case rep == nil:
-				log.Debug().Str("acceptance", key.String()).Msg("gone")
-			default:
-				ev := log.Info()
-				if rep.Outcome == health.Verified || rep.Outcome == health.Pending {
-					ev = log.Debug()
-				}
-				ev.Str("acceptance", key.String()).Str("reason", rep.Reason).Int64("generation", rep.Generation).Dur("requeue", requeue).Msg(rep.Message)
-			}
-		},
+		OnResult:                logVerdict(log),
 	})
 	if err != nil {
 		return err
 	}
 	if o.breakglassExpiry {
-		gauge := breakglass.NewExpiryGauge()
-		if err := crmetrics.Registry.Register(gauge); err != nil {
-			return fmt.Errorf("registering the break-glass expiry metric: %w", err)
-		}
-		err := mgr.Add(&breakglass.ExpiryMonitor{
-			Client: mgr.GetClient(),
-			Gauge:  gauge,
-			OnError: func(err error) {
-				log.Warn().Err(err).Msg("checking break-glass pauses for expiry")
-			},
-		})
-		if err != nil {
-			return fmt.Errorf("adding the break-glass expiry monitor: %w", err)
+		if err := addExpiryMonitor(mgr, log); err != nil {
+			return err
 		}
 	}
-	log.Info().Str("apiserver", cfg.Host).Strs("namespaces", o.namespaces).Str("metrics", o.metricsAddr).Str("probes", o.probeAddr).Msg("starting the Acceptance controller")
+	log.Info().Str("apiserver", cfg.Host).Strs("namespaces", o.namespaces).Str("metrics", o.metricsAddr).Str("probes", o.probeAddr).
+		Msg("starting the Acceptance controller")
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("acceptance controller: %w", err)
+	}
+	return nil
+}
+
+// logVerdict logs every verification of the controller.
+func logVerdict(log zerolog.Logger) func(context.Context, types.NamespacedName, *health.Report, time.Duration, error) {
+	return func(_ context.Context, key types.NamespacedName, rep *health.Report, requeue time.Duration, err error) {
+		switch {
+		case err != nil:
+			log.Warn().Err(err).Str("acceptance", key.String()).Dur("requeue", requeue).Msg("verification failed, retrying")
+		case rep == nil:
+			log.Debug().Str("acceptance", key.String()).Msg("gone")
+		default:
+			ev := log.Info()
+			if rep.Outcome == health.Verified || rep.Outcome == health.Pending {
+				ev = log.Debug()
+			}
+			ev.Str("acceptance", key.String()).Str("reason", rep.Reason).Int64("generation", rep.Generation).Dur("requeue", requeue).
+				Msg(rep.Message)
+		}
+	}
+}
+
+// addExpiryMonitor watches break-glass pauses for expiry (a metric and a
+// Warning Event).
+func addExpiryMonitor(mgr manager.Manager, log zerolog.Logger) error {
+	gauge := breakglass.NewExpiryGauge()
+	if err := crmetrics.Registry.Register(gauge); err != nil {
+		return fmt.Errorf("registering the break-glass expiry metric: %w", err)
+	}
+	err := mgr.Add(&breakglass.ExpiryMonitor{
+		Client: mgr.GetClient(),
+		Gauge:  gauge,
+		OnError: func(err error) {
+			log.Warn().Err(err).Msg("checking break-glass pauses for expiry")
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("adding the break-glass expiry monitor: %w", err)
 	}
 	return nil
 }

@@ -5,20 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
-	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/notifier"
 )
 
@@ -48,14 +44,18 @@ func (n *notifierFlags) add(cmd *cobra.Command) {
 	f.StringVar(&n.addr, "notifier-bind-address", "", `serve the Argo CD / Flux webhook receivers here, e.g. ":8443" ("" turns them off)`)
 	f.StringVar(&n.repoDir, "notifier-repo", "", "clone of the GitOps repository (remote origin) the evidence is committed to")
 	f.StringVar(&n.branch, "notifier-branch", "", "branch of the promotion records (default: the remote's HEAD branch)")
-	f.StringVar(&n.fluxKeyFile, "notifier-flux-key-file", "", "file holding the generic-hmac key of the Flux Provider (else $"+envFluxKey+"; none turns /v1/flux off)")
-	f.StringVar(&n.argoTokenFile, "notifier-argocd-token-file", "", "file holding the Argo CD webhook bearer token (else $"+envArgoCDToken+"; none turns /v1/argocd off)")
+	f.StringVar(&n.fluxKeyFile, "notifier-flux-key-file", "",
+		"file holding the generic-hmac key of the Flux Provider (else $"+envFluxKey+"; none turns /v1/flux off)")
+	f.StringVar(&n.argoTokenFile, "notifier-argocd-token-file", "",
+		"file holding the Argo CD webhook bearer token (else $"+envArgoCDToken+"; none turns /v1/argocd off)")
 	f.Int64Var(&n.maxBody, "notifier-max-body", notifier.DefaultMaxBody, "largest delivery accepted, in bytes (413 above)")
 	f.Float64Var(&n.rate, "notifier-rate", notifier.DefaultRate, "deliveries per second per sender (negative: unlimited)")
 	f.IntVar(&n.burst, "notifier-burst", notifier.DefaultBurst, "burst of deliveries per sender")
 	f.StringVar(&n.namespace, "notifier-acceptance-namespace", "", "look Acceptances up in this namespace only (default: all)")
-	f.StringVar(&n.statusURL, "notifier-status-url", "", `commit status link, formatted with the evidence path (e.g. "https://github.com/org/gitops/blob/main/%s")`)
-	f.StringVar(&n.forge.kind, "forge", "", "set commit statuses on the desired commit on: github, gitlab or gitea (token from THROUGHLINE_FORGE_TOKEN, else GITHUB_TOKEN / GITLAB_TOKEN / GITEA_TOKEN)")
+	f.StringVar(&n.statusURL, "notifier-status-url", "",
+		`commit status link, formatted with the evidence path (e.g. "https://github.com/org/gitops/blob/main/%s")`)
+	f.StringVar(&n.forge.kind, "forge", "", "set commit statuses on the desired commit on: github, gitlab or gitea "+
+		"(token from THROUGHLINE_FORGE_TOKEN, else GITHUB_TOKEN / GITLAB_TOKEN / GITEA_TOKEN)")
 	f.StringVar(&n.forge.url, "forge-url", "", "forge API base URL (default https://api.github.com, https://gitlab.com)")
 	f.StringVar(&n.forge.repo, "forge-repo", "", "repository on the forge: owner/name (GitLab: group/project)")
 }
@@ -78,107 +78,75 @@ func (n *notifierFlags) start(ctx context.Context, cfg *rest.Config, log zerolog
 	if n.addr == "" {
 		return func() {}, nil
 	}
-	if n.repoDir == "" {
-		return nil, exitcode.Usagef("--notifier-bind-address needs --notifier-repo")
-	}
-	fluxKey, err := readSecret(n.fluxKeyFile, envFluxKey)
+	sc, err := n.config(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	argoTok, err := readSecret(n.argoTokenFile, envArgoCDToken)
-	if err != nil {
-		return nil, err
-	}
-	if len(fluxKey) == 0 && len(argoTok) == 0 {
-		return nil, exitcode.Usagef("--notifier-bind-address: no Flux key and no Argo CD token: both receivers would be off")
-	}
-	repo, err := gitrepo.Open(ctx, n.repoDir)
-	if err != nil {
-		return nil, err
-	}
-	if repo.Remote == "" {
-		return nil, exitcode.Usagef("--notifier-repo %s: the clone has no remote origin to push the evidence to", n.repoDir)
-	}
-	branch := n.branch
-	if branch == "" {
-		branch = repo.DefaultBranch(ctx)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("notifier: API client: %w", err)
-	}
-	fc, err := n.forge.client()
-	if err != nil {
-		return nil, err
-	}
-	reg := prometheus.NewRegistry()
-	var metrics *notifier.Metrics
 	log = log.With().Str("component", "notifier").Logger()
-	proc := &notifier.Processor{
-		Git:  &evidence.GitSink{Repo: repo, Branch: branch, Attempts: 10},
-		Live: &notifier.KubeAcceptances{Client: dyn, Namespace: n.namespace},
-	}
-	bg, cancelBG := context.WithCancel(context.WithoutCancel(ctx))
-	if fc != nil {
-		sink := &evidence.StatusSink{Forge: fc, TargetURL: n.statusURL}
-		sem := make(chan struct{}, 16)
-		proc.Status = func(ev *evidence.Record) {
-			select {
-			case sem <- struct{}{}:
-			default:
-				metrics.Statuses.WithLabelValues("failed").Inc()
-				log.Warn().Str("promotion", ev.PromotionID).Msg("too many commit statuses in flight: this one is dropped (the evidence is in Git)")
-				return
-			}
-			// Never holds up the Git write: the evidence is already pushed.
-			go func() {
-				defer func() { <-sem }()
-				sctx, cancel := context.WithTimeout(bg, 5*time.Minute)
-				defer cancel()
-				if err := sink.Post(sctx, ev); err != nil {
-					metrics.Statuses.WithLabelValues("failed").Inc()
-					log.Warn().Err(err).Str("promotion", ev.PromotionID).Msg("commit status not set")
-					return
-				}
-				metrics.Statuses.WithLabelValues("ok").Inc()
-			}()
+	sc.Handler.Log = func(d notifier.Delivery) { logDelivery(log, d) }
+	sc.OnStatusError = func(ev *evidence.Record, err error) {
+		if errors.Is(err, notifier.ErrStatusDropped) {
+			log.Warn().Str("promotion", ev.PromotionID).Msg("too many commit statuses in flight: this one is dropped (the evidence is in Git)")
+			return
 		}
+		log.Warn().Err(err).Str("promotion", ev.PromotionID).Msg("commit status not set")
 	}
-	h, err := notifier.New(notifier.Config{
-		FluxKey: fluxKey, ArgoCDToken: argoTok, MaxBody: n.maxBody, Rate: n.rate, Burst: n.burst,
-		Log: func(d notifier.Delivery) {
-			ev := log.Info()
-			if d.Status >= 500 {
-				ev = log.Warn().Err(d.Err)
-			} else if d.Status >= 400 {
-				ev = log.Info().AnErr("refusal", d.Err)
-			}
-			ev.Str("source", d.Source).Str("sender", d.Sender).Int("status", d.Status).Str("result", d.Result).
-				Str("app", d.App).Str("environment", d.Environment).Str("revision", d.Revision).Str("commit", d.Commit).
-				Dur("took", d.Duration).Msg("delivery")
-		},
-	}, proc, reg)
+	sc.OnServeError = func(err error) { log.Error().Err(err).Msg("notifier stopped") }
+	svc, err := notifier.Start(ctx, sc)
 	if err != nil {
-		cancelBG()
 		return nil, err
 	}
-	metrics = h.Metrics()
-	ln, err := net.Listen("tcp", n.addr)
-	if err != nil {
-		cancelBG()
-		return nil, fmt.Errorf("notifier: listening on %s: %w", n.addr, err)
-	}
-	srv := notifier.NewServer(n.addr, h, notifier.DefaultProcessTimeout)
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error().Err(err).Msg("notifier stopped")
-		}
-	}()
-	log.Info().Str("address", ln.Addr().String()).Str("branch", branch).Bool("flux", len(fluxKey) > 0).Bool("argocd", len(argoTok) > 0).Bool("commitStatus", fc != nil).Msg("starting the notifier")
+	log.Info().Str("address", svc.Addr().String()).Str("branch", svc.Branch()).Bool("flux", len(sc.Handler.FluxKey) > 0).
+		Bool("argocd", len(sc.Handler.ArgoCDToken) > 0).Bool("commitStatus", sc.Forge != nil).Msg("starting the notifier")
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(sctx)
-		cancelBG()
+		_ = svc.Stop(sctx)
 	}, nil
+}
+
+// config checks the flags, reads the secrets and opens the clone.
+func (n *notifierFlags) config(ctx context.Context, cfg *rest.Config) (notifier.ServiceConfig, error) {
+	sc := notifier.ServiceConfig{Addr: n.addr, Branch: n.branch, Kube: cfg, Namespace: n.namespace, StatusURL: n.statusURL,
+		Handler: notifier.Config{MaxBody: n.maxBody, Rate: n.rate, Burst: n.burst}}
+	if n.repoDir == "" {
+		return sc, exitcode.Usagef("--notifier-bind-address needs --notifier-repo")
+	}
+	var err error
+	if sc.Handler.FluxKey, err = readSecret(n.fluxKeyFile, envFluxKey); err != nil {
+		return sc, err
+	}
+	if sc.Handler.ArgoCDToken, err = readSecret(n.argoTokenFile, envArgoCDToken); err != nil {
+		return sc, err
+	}
+	if len(sc.Handler.FluxKey) == 0 && len(sc.Handler.ArgoCDToken) == 0 {
+		return sc, exitcode.Usagef("--notifier-bind-address: no Flux key and no Argo CD token: both receivers would be off")
+	}
+	if sc.Repo, err = gitops.OpenLocal(ctx, n.repoDir); err != nil {
+		return sc, err
+	}
+	if sc.Repo.Remote == "" {
+		return sc, exitcode.Usagef("--notifier-repo %s: the clone has no remote origin to push the evidence to", n.repoDir)
+	}
+	fc, err := n.forge.client()
+	if err != nil {
+		return sc, err
+	}
+	if fc != nil {
+		sc.Forge = fc
+	}
+	return sc, nil
+}
+
+// logDelivery writes the log line of one delivery (never a secret).
+func logDelivery(log zerolog.Logger, d notifier.Delivery) {
+	ev := log.Info()
+	if d.Status >= 500 {
+		ev = log.Warn().Err(d.Err)
+	} else if d.Status >= 400 {
+		ev = log.Info().AnErr("refusal", d.Err)
+	}
+	ev.Str("source", d.Source).Str("sender", d.Sender).Int("status", d.Status).Str("result", d.Result).
+		Str("app", d.App).Str("environment", d.Environment).Str("revision", d.Revision).Str("commit", d.Commit).
+		Dur("took", d.Duration).Msg("delivery")
 }

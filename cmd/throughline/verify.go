@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -10,7 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -56,18 +55,7 @@ func kubeScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-func newVerifyCommand(g *globals, stdout io.Writer) *cobra.Command {
-	var (
-		kf                 kubeFlags
-		rf                 registryFlags
-		namespace, name    string
-		output             string
-		wait, pollInterval time.Duration
-	)
-	cmd := &cobra.Command{
-		Use:   "verify --namespace NS --acceptance NAME",
-		Short: "Verify once that the cluster runs the images an Acceptance declares",
-		Long: `Run the verifier of 'throughline serve' once on one Acceptance: wait for nothing
+const verifyLong = `Run the verifier of 'throughline serve' once on one Acceptance: wait for nothing
 but the cluster's current state, find the workloads it names, check that their
 rollout is complete (only Pods of the current revision), and compare every
 container's imageID with the declared digest (exact, the index child for the
@@ -78,80 +66,88 @@ Made for an Argo CD PostSync hook Job (in-cluster credentials) or a person
 
 Exit codes: 0 verified, 3 an image does not match, 4 the Acceptance does not
 exist or is invalid, 5 not decided (rollout in progress, workload not found,
-registry unreachable: try again).`,
+registry unreachable: try again).`
+
+// verifyOptions are the flags of throughline verify.
+type verifyOptions struct {
+	kf                 kubeFlags
+	rf                 registryFlags
+	namespace, name    string
+	output             string
+	wait, pollInterval time.Duration
+}
+
+func (o *verifyOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the Acceptance (required)")
+	f.StringVar(&o.name, "acceptance", "", "name of the Acceptance (required)")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	f.DurationVar(&o.wait, "wait", 0, "keep asking this long while the verdict is pending or unverifiable")
+	f.DurationVar(&o.pollInterval, "poll-interval", 5*time.Second, "pause between two checks with --wait")
+}
+
+func newVerifyCommand(g *globals, stdout io.Writer) *cobra.Command {
+	var o verifyOptions
+	cmd := &cobra.Command{
+		Use:   "verify --namespace NS --acceptance NAME",
+		Short: "Verify once that the cluster runs the images an Acceptance declares",
+		Long:  verifyLong,
 		Example: `  throughline verify -n shop --acceptance checkout
   throughline verify -n shop --acceptance checkout -o json --wait 5m`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if namespace == "" || name == "" {
-				return exitcode.Usagef("--namespace and --acceptance are required")
-			}
-			if output != "text" && output != "json" {
-				return exitcode.Usagef("-o %q: want text or json", output)
-			}
-			if pollInterval <= 0 {
-				return exitcode.Usagef("--poll-interval %s: want > 0", pollInterval)
-			}
-			ctx := cmd.Context()
-			cfg, err := kf.config()
-			if err != nil {
-				return err
-			}
-			scheme, err := kubeScheme()
-			if err != nil {
-				return err
-			}
-			c, err := client.New(cfg, client.Options{Scheme: scheme})
-			if err != nil {
-				return fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
-			}
-			reg, err := rf.client()
-			if err != nil {
-				return err
-			}
-			v := &health.Verifier{Client: c, Registry: reg}
-			deadline := time.Now().Add(wait)
-			for {
-				rep, err := verifyOnce(ctx, v, c, namespace, name)
-				if err != nil {
-					return err
-				}
-				g.log.Debug().Str("acceptance", namespace+"/"+name).Str("reason", rep.Reason).Msg(rep.Message)
-				decided := rep.Outcome == health.Verified || rep.Outcome == health.Mismatch
-				if decided || wait <= 0 || time.Now().Add(pollInterval).After(deadline) {
-					if err := printVerifyReport(stdout, rep, output); err != nil {
-						return err
-					}
-					return verifyExit(rep)
-				}
-				select {
-				case <-ctx.Done():
-					return exitcode.NotDecided(fmt.Errorf("Acceptance %s/%s: %w", namespace, name, ctx.Err()))
-				case <-time.After(pollInterval):
-				}
-			}
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
 	}
-	kf.add(cmd)
-	rf.add(cmd)
-	f := cmd.Flags()
-	f.StringVarP(&namespace, "namespace", "n", "", "namespace of the Acceptance (required)")
-	f.StringVar(&name, "acceptance", "", "name of the Acceptance (required)")
-	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
-	f.DurationVar(&wait, "wait", 0, "keep asking this long while the verdict is pending or unverifiable")
-	f.DurationVar(&pollInterval, "poll-interval", 5*time.Second, "pause between two checks with --wait")
+	o.kf.add(cmd)
+	o.rf.add(cmd)
+	o.addFlags(cmd.Flags())
 	return cmd
 }
 
-func verifyOnce(ctx context.Context, v *health.Verifier, c client.Reader, namespace, name string) (*health.Report, error) {
-	acc := health.NewAcceptance()
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, acc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, &exitcode.InvalidInput{Err: fmt.Errorf("Acceptance %s/%s does not exist: %w", namespace, name, err)}
-		}
-		return nil, fmt.Errorf("reading Acceptance %s/%s: %w", namespace, name, err)
+func (o *verifyOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
+	if o.namespace == "" || o.name == "" {
+		return exitcode.Usagef("--namespace and --acceptance are required")
 	}
-	return v.Verify(ctx, acc)
+	if o.output != "text" && o.output != "json" {
+		return exitcode.Usagef("-o %q: want text or json", o.output)
+	}
+	if o.pollInterval <= 0 {
+		return exitcode.Usagef("--poll-interval %s: want > 0", o.pollInterval)
+	}
+	v, err := o.verifier()
+	if err != nil {
+		return err
+	}
+	key := client.ObjectKey{Namespace: o.namespace, Name: o.name}
+	rep, err := v.Await(ctx, key, o.wait, o.pollInterval, func(rep *health.Report) {
+		g.log.Debug().Str("acceptance", key.String()).Str("reason", rep.Reason).Msg(rep.Message)
+	})
+	if err != nil {
+		return err
+	}
+	if err := printVerifyReport(stdout, rep, o.output); err != nil {
+		return err
+	}
+	return verifyExit(rep)
+}
+
+// verifier connects to the cluster and the registries.
+func (o *verifyOptions) verifier() (*health.Verifier, error) {
+	cfg, err := o.kf.config()
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := kubeScheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
+	}
+	reg, err := o.rf.client()
+	if err != nil {
+		return nil, err
+	}
+	return &health.Verifier{Client: c, Registry: reg}, nil
 }
 
 // verifyExit maps a verdict to its exit code.
@@ -171,21 +167,29 @@ func verifyExit(rep *health.Report) error {
 
 func printVerifyReport(w io.Writer, rep *health.Report, output string) error {
 	if output == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return fmt.Errorf("writing JSON: %w", err)
-		}
-		return nil
+		return writeJSONIndent(w, rep)
 	}
 	fmt.Fprintf(w, "Acceptance %s/%s (generation %d, rendered hash %s)\n", rep.Namespace, rep.Name, rep.Generation, rep.RenderedHash)
 	fmt.Fprintf(w, "%s: %s\n", rep.Reason, rep.Message)
 	if len(rep.Workloads) == 0 {
 		return nil
 	}
+	if err := printVerifyTable(w, rep.Workloads); err != nil {
+		return err
+	}
+	for _, wl := range rep.Workloads {
+		if wl.Outcome != health.Verified && wl.Message != "" {
+			fmt.Fprintf(w, "  %s %s/%s: %s\n", wl.Kind, wl.Namespace, wl.Name, strings.TrimSpace(wl.Message))
+		}
+	}
+	return nil
+}
+
+// printVerifyTable writes one row per observed image of every workload.
+func printVerifyTable(w io.Writer, wls []health.WorkloadReport) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nWORKLOAD\tCONTAINER\tOUTCOME\tMATCH\tPODS\tIMAGE ID")
-	for _, wl := range rep.Workloads {
+	for _, wl := range wls {
 		id := wl.Kind + " " + wl.Namespace + "/" + wl.Name
 		if !wl.Found {
 			fmt.Fprintf(tw, "%s\t-\t%s\t-\t0\tnot found\n", id, wl.Outcome)
@@ -219,15 +223,7 @@ func printVerifyReport(w io.Writer, rep *health.Report, output string) error {
 			}
 		}
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, wl := range rep.Workloads {
-		if wl.Outcome != health.Verified && wl.Message != "" {
-			fmt.Fprintf(w, "  %s %s/%s: %s\n", wl.Kind, wl.Namespace, wl.Name, strings.TrimSpace(wl.Message))
-		}
-	}
-	return nil
+	return tw.Flush()
 }
 
 func firstNonEmpty(s ...string) string {

@@ -1,0 +1,80 @@
+package acceptance
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/throughline-dev/throughline/atomicfile"
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/render"
+)
+
+// File is the file WriteFile writes into an overlay (the Flux path).
+const File = "throughline-acceptance.yaml"
+
+// fileHeader heads the committed Acceptance.
+const fileHeader = "# Written by `throughline render --write-acceptance`; do not edit.\n" +
+	"# The PR job runs `throughline render --check-acceptance` and fails when it is stale.\n"
+
+// WriteFile writes the declared Acceptance into the application directory
+// as File (without a source revision: a commit cannot name itself) and, for
+// a kustomization, lists File in its resources, keeping the kustomization's
+// comments and formatting. Writing it again changes nothing.
+func (d *Declaration) WriteFile() error {
+	a := d.Acceptance
+	a.Spec.SourceRevision = ""
+	obj, err := ToObject(&a)
+	if err != nil {
+		return err
+	}
+	n, err := kyaml.FromMap(obj.Map)
+	if err != nil {
+		return fmt.Errorf("encoding the Acceptance of %s: %w", d.App.RelDir(), err)
+	}
+	s, err := n.String()
+	if err != nil {
+		return fmt.Errorf("encoding the Acceptance of %s: %w", d.App.RelDir(), err)
+	}
+	if err := atomicfile.Write(filepath.Join(d.App.Dir, File), []byte(fileHeader+s), 0o644); err != nil {
+		return err
+	}
+	if d.App.Mode != render.ModeKustomize {
+		return nil
+	}
+	return addKustomizationResource(d.App, File)
+}
+
+// addKustomizationResource appends resource to the resources of the app's
+// own kustomization unless it is listed already.
+func addKustomizationResource(app *render.App, resource string) error {
+	file := app.Kustomizations[0].File
+	kfile := filepath.Join(app.FS.Root(), filepath.FromSlash(file))
+	data, err := os.ReadFile(kfile)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", file, err)
+	}
+	rn, err := kyaml.Parse(string(data))
+	if err != nil {
+		return &exitcode.InvalidInput{File: file, Err: err}
+	}
+	list, err := rn.Pipe(kyaml.LookupCreate(kyaml.SequenceNode, "resources"))
+	if err != nil {
+		return &exitcode.InvalidInput{File: file, Err: fmt.Errorf("field resources: %w", err)}
+	}
+	for _, e := range list.YNode().Content {
+		if e.Value == resource {
+			return nil
+		}
+	}
+	if err := list.PipeE(kyaml.Append(kyaml.NewScalarRNode(resource).YNode())); err != nil {
+		return fmt.Errorf("adding %s to %s: %w", resource, file, err)
+	}
+	out, err := rn.String()
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", file, err)
+	}
+	return atomicfile.Write(kfile, []byte(out), 0o644)
+}

@@ -1,0 +1,171 @@
+package notifier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/gitops"
+)
+
+// Defaults of ServiceConfig.
+const (
+	// DefaultGitAttempts bounds the compare-and-swap retries of an evidence write.
+	DefaultGitAttempts = 10
+	// DefaultStatusesInFlight bounds the commit statuses posted at once.
+	DefaultStatusesInFlight = 16
+	// DefaultStatusTimeout bounds the posting of one commit status, retries included.
+	DefaultStatusTimeout = 5 * time.Minute
+)
+
+// ErrStatusDropped is passed to ServiceConfig.OnStatusError when a commit
+// status is not posted because too many are in flight (the evidence is in Git).
+var ErrStatusDropped = errors.New("too many commit statuses in flight")
+
+// ServiceConfig wires the receivers to the GitOps repository, the API
+// server and the forge.
+type ServiceConfig struct {
+	// Handler is the receivers' configuration: secrets, limits, delivery log.
+	Handler Config
+	// Addr is the address listened on, e.g. ":8443" or "127.0.0.1:0".
+	Addr string
+	// Repo is the clone the evidence is committed to and pushed from.
+	Repo *gitops.Repo
+	// Branch is the branch of the promotion records (default Repo.Base).
+	Branch string
+	// Kube locates the API server the Acceptances are read from.
+	Kube *rest.Config
+	// Namespace restricts the Acceptances looked up ("" = all namespaces).
+	Namespace string
+	// Forge, when set, receives a commit status on the desired commit for
+	// every new decision; it is never waited for.
+	Forge evidence.StatusSetter
+	// StatusURL is the commit status link, formatted with the evidence path.
+	StatusURL string
+	// OnStatusError is told of every commit status not set (ErrStatusDropped
+	// when dropped); nil is silent.
+	OnStatusError func(ev *evidence.Record, err error)
+	// OnServeError is told when the HTTP server stops with an error; nil is silent.
+	OnServeError func(err error)
+}
+
+// Service is a running notifier: its HTTP server and the commit statuses
+// in flight.
+type Service struct {
+	srv      *http.Server
+	ln       net.Listener
+	branch   string
+	cancelBG context.CancelFunc
+}
+
+// Start starts the notifier service of cfg: the listener is bound before
+// Start returns (a taken port is an error), then the receivers are served
+// in the background until Stop.
+func Start(ctx context.Context, cfg ServiceConfig) (*Service, error) {
+	if cfg.Repo == nil {
+		return nil, errors.New("notifier: no GitOps repository")
+	}
+	branch := cfg.Branch
+	if branch == "" {
+		branch = cfg.Repo.Base
+	}
+	dyn, err := dynamic.NewForConfig(cfg.Kube)
+	if err != nil {
+		return nil, fmt.Errorf("notifier: API client: %w", err)
+	}
+	proc := &Processor{
+		Git:  &evidence.GitSink{Repo: cfg.Repo.Repo, Branch: branch, Attempts: DefaultGitAttempts},
+		Live: &KubeAcceptances{Client: dyn, Namespace: cfg.Namespace},
+	}
+	h, err := New(cfg.Handler, proc, prometheus.NewRegistry())
+	if err != nil {
+		return nil, err
+	}
+	bg, cancelBG := context.WithCancel(context.WithoutCancel(ctx))
+	if cfg.Forge != nil {
+		p := newStatusPoster(bg, cfg, h.Metrics())
+		proc.Status = p.post
+	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Addr)
+	if err != nil {
+		cancelBG()
+		return nil, fmt.Errorf("notifier: listening on %s: %w", cfg.Addr, err)
+	}
+	s := &Service{srv: NewServer(cfg.Addr, h, DefaultProcessTimeout), ln: ln, branch: branch, cancelBG: cancelBG}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && cfg.OnServeError != nil {
+			cfg.OnServeError(err)
+		}
+	}()
+	return s, nil
+}
+
+// Addr is the address the service listens on.
+func (s *Service) Addr() net.Addr { return s.ln.Addr() }
+
+// Branch is the branch the service commits evidence to.
+func (s *Service) Branch() string { return s.branch }
+
+// Stop shuts the HTTP server down (waiting for deliveries in progress until
+// ctx ends) and cancels the commit statuses in flight.
+func (s *Service) Stop(ctx context.Context) error {
+	defer s.cancelBG()
+	if err := s.srv.Shutdown(ctx); err != nil {
+		return fmt.Errorf("notifier: shutting down %s: %w", s.ln.Addr(), err)
+	}
+	return nil
+}
+
+// statusPoster posts commit statuses in the background, at most
+// DefaultStatusesInFlight at once; above that a status is dropped.
+type statusPoster struct {
+	ctx     context.Context
+	sink    *evidence.StatusSink
+	sem     chan struct{}
+	metrics *Metrics
+	onError func(ev *evidence.Record, err error)
+}
+
+func newStatusPoster(ctx context.Context, cfg ServiceConfig, m *Metrics) *statusPoster {
+	onError := cfg.OnStatusError
+	if onError == nil {
+		onError = func(*evidence.Record, error) {}
+	}
+	return &statusPoster{
+		ctx:     ctx,
+		sink:    &evidence.StatusSink{Forge: cfg.Forge, TargetURL: cfg.StatusURL},
+		sem:     make(chan struct{}, DefaultStatusesInFlight),
+		metrics: m,
+		onError: onError,
+	}
+}
+
+// post never holds up the Git write: the evidence is already pushed.
+func (p *statusPoster) post(ev *evidence.Record) {
+	select {
+	case p.sem <- struct{}{}:
+	default:
+		p.metrics.Statuses.WithLabelValues("failed").Inc()
+		p.onError(ev, ErrStatusDropped)
+		return
+	}
+	go func() {
+		defer func() { <-p.sem }()
+		ctx, cancel := context.WithTimeout(p.ctx, DefaultStatusTimeout)
+		defer cancel()
+		if err := p.sink.Post(ctx, ev); err != nil {
+			p.metrics.Statuses.WithLabelValues("failed").Inc()
+			p.onError(ev, err)
+			return
+		}
+		p.metrics.Statuses.WithLabelValues("ok").Inc()
+	}()
+}
