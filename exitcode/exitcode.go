@@ -1,5 +1,5 @@
 // Package exitcode is the exit-code contract of every throughline command
-// (DESIGN.md §4) and the error kinds through which a library chooses one:
+// (README "Exit codes", docs/concepts.md) and the error kinds through which a library chooses one:
 //
 //	0 ok, 1 internal or I/O failure, 2 usage, 3 refused by policy or a gate,
 //	4 invalid input, 5 not decided yet (pending or unverifiable: try again).

@@ -1,7 +1,7 @@
 // Package health is throughline's live check: does the cluster run the
 // artifact an Acceptance declares?
 //
-//   - [ParseImageID] and [MatchImageID] apply DESIGN.md §4 "imageID match":
+//   - [ParseImageID] and [MatchImageID] apply "The imageID match" of docs/concepts.md:
 //     strip docker-pullable:// (or docker://) and the repository, then accept
 //     the exact digest, the child of the declared index for the node's
 //     platform (Node labels kubernetes.io/os and kubernetes.io/arch;

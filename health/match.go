@@ -83,7 +83,7 @@ func NeedsRegistry(declared, imageID string) bool {
 	return err == nil && id.Digest != declared
 }
 
-// MatchImageID applies DESIGN.md §4: strip the scheme and the repository;
+// MatchImageID applies the imageID match of docs/concepts.md: strip the scheme and the repository;
 // accept the exact digest, or the child of the declared index for the node's
 // platform, or a config digest equal to that child's (or the declared
 // manifest's) config. Anything else is a mismatch; a declared digest that

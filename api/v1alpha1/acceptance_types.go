@@ -135,7 +135,7 @@ const (
 // MatchKind says how a verified imageID matched the declared digest.
 type MatchKind string
 
-// Match kinds (DESIGN.md §4, imageID match).
+// Match kinds (docs/concepts.md, "The imageID match").
 const (
 	// MatchExact: the imageID's digest is the declared digest.
 	MatchExact MatchKind = "Exact"

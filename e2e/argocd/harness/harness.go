@@ -254,7 +254,7 @@ func Env(repo, sourcePath string, extra ...string) []string {
 
 // checkAccepted checks a GenerateManifest result: the objects `throughline
 // render` prints, plus exactly one Acceptance whose spec.renderedHash equals
-// `throughline render --hash` and the hash recomputed here from DESIGN.md 4,
+// `throughline render --hash` and the hash recomputed here from the README's "The rendered hash",
 // and whose spec has the wantSpec string fields.
 func checkAccepted(t *testing.T, manifests []string, repo, rel string, wantSpec map[string]string) {
 	t.Helper()
@@ -309,7 +309,7 @@ func checkAccepted(t *testing.T, manifests []string, repo, rel string, wantSpec 
 	t.Logf("%d objects + Acceptance %s", len(objs), gotHash)
 }
 
-// RenderedHash recomputes DESIGN.md 4 "Rendered hash" independently: objects
+// RenderedHash recomputes the README's "The rendered hash" independently: objects
 // sorted by (group, kind, namespace, name), each RFC 8785 JSON plus "\n".
 func RenderedHash(t *testing.T, objs []map[string]any) string {
 	t.Helper()
