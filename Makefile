@@ -15,10 +15,12 @@ BENCH_COUNT ?= 6
 FUZZTIME ?= 30s
 FUZZ_PKGS ?= ./...
 
-# golangci-lint's findings do not fail `make lint` yet: packages are being
-# restructured under issue 13 and are cleaned as they land. Set it to 1 (the
-# tool's default) to fail on any finding: make lint GOLANGCI_ISSUES_EXIT_CODE=1
-GOLANGCI_ISSUES_EXIT_CODE ?= 0
+# Any golangci-lint finding fails `make lint` (the tool's own default, 1).
+# A compile error, in e2e-tagged code too, is a finding. A finding that
+# must stay takes a `//nolint:<linter> // reason` at the line, or a
+# documented exclusion in .golangci.yml. GOLANGCI_ISSUES_EXIT_CODE=0 lists
+# the findings without failing (for a look at a branch in progress).
+GOLANGCI_ISSUES_EXIT_CODE ?= 1
 
 # make image: release image index, no container engine (internal/ociimage).
 # SOURCE_DATE_EPOCH defaults to the commit time, so two builds of one commit
@@ -30,7 +32,7 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE_REPO ?=
 
-.PHONY: all build docs image release test unit lint fmt vet tidy-check golangci demo bench bench-cli tools compat fuzz clean
+.PHONY: all build docs image release test unit lint fmt vet tidy-check generate generate-check golangci demo bench bench-cli tools compat fuzz clean
 
 all: build test
 
@@ -58,7 +60,7 @@ test: lint unit ## the gate: lint + unit tests with -race
 unit:
 	$(GO) test -race -count=1 ./...
 
-lint: fmt vet tidy-check golangci
+lint: fmt vet tidy-check generate-check golangci
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
@@ -69,6 +71,18 @@ vet:
 
 tidy-check:
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
+
+generate: ## regenerate code: api/v1alpha1 deepcopy (controller-gen, pinned in the //go:generate line)
+	$(GO) generate ./api/...
+
+# generate-check regenerates api/ in a temporary copy (api/ imports only
+# other modules, so go.mod and go.sum are all it needs) and fails on any
+# difference from the files in the tree. About 2 s with a warm module cache.
+generate-check:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	cp go.mod go.sum "$$tmp"/; cp -R api "$$tmp"/; \
+	(cd "$$tmp" && $(GO) generate ./api/...); \
+	diff -r api "$$tmp"/api || { echo "generated code is stale: run make generate"; exit 1; }
 
 golangci: $(BIN)/golangci-lint ## golangci-lint v2 with .golangci.yml
 	$(BIN)/golangci-lint run --timeout 10m --issues-exit-code $(GOLANGCI_ISSUES_EXIT_CODE) ./...

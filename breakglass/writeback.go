@@ -1,7 +1,6 @@
 package breakglass
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -258,7 +257,7 @@ func FieldSet(mf metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
 	if mf.FieldsV1 == nil {
 		return s, nil
 	}
-	if err := s.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)); err != nil {
+	if err := s.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
 		return nil, fmt.Errorf("fieldsV1: %w", err)
 	}
 	return s, nil

@@ -238,9 +238,9 @@ func TestCompareObjectsOutsideTheRender(t *testing.T) {
 
 func TestFieldSetRefusesBadEntries(t *testing.T) {
 	for name, mf := range map[string]metav1.ManagedFieldsEntry{
-		"not FieldsV1": {Manager: "x", FieldsType: "FieldsV2", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{}`)}},
-		"bad key":      {Manager: "x", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"k:{not json":{}}`)}},
-		"truncated":    {Manager: "x", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas"`)}},
+		"not FieldsV1": {Manager: "x", FieldsType: "FieldsV2", FieldsV1: metav1.NewFieldsV1(`{}`)},
+		"bad key":      {Manager: "x", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"k:{not json":{}}`)},
+		"truncated":    {Manager: "x", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicas"`)},
 	} {
 		if _, err := FieldSet(mf); err == nil {
 			t.Errorf("%s: accepted", name)

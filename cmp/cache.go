@@ -180,8 +180,11 @@ func (c *Cache) evict(appDir string) error {
 	entries := perApp[appDir]
 	byAge(entries)
 	remove := func(p string) {
-		os.Remove(p)
-		os.Remove(strings.TrimSuffix(p, ".json") + ".yaml")
+		// Best effort, as the recency above: a concurrent eviction may
+		// have removed the entry already, and a failed eviction loses
+		// nothing that the render depends on.
+		_ = os.Remove(p)
+		_ = os.Remove(strings.TrimSuffix(p, ".json") + ".yaml")
 		removed[p] = true
 	}
 	for _, f := range entries[min(len(entries), maxPerApp):] {

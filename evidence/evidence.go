@@ -102,7 +102,8 @@ func (r *Record) Validate() error {
 		return fail("artifactDigest", "%q is not sha256:<hex>", r.ArtifactDigest)
 	case r.Decision == promotion.Accepted && r.ObservedRevision != r.DesiredRevision &&
 		(r.Reason == "" || r.RenderedHash == "" || r.RenderedHash != r.DesiredRenderedHash):
-		return fail("observedRevision", "%q is not the desired %s: ACCEPTED only for a later commit that renders the approved objects (renderedHash %q, desired %q) and says so in reason", r.ObservedRevision, r.DesiredRevision, r.RenderedHash, r.DesiredRenderedHash)
+		return fail("observedRevision", "%q is not the desired %s: ACCEPTED only for a later commit that renders the approved objects "+
+			"(renderedHash %q, desired %q) and says so in reason", r.ObservedRevision, r.DesiredRevision, r.RenderedHash, r.DesiredRenderedHash)
 	case r.Time.IsZero():
 		return fail("time", "missing")
 	}

@@ -53,7 +53,7 @@ func Code(err error) int {
 	}
 	found := map[int]bool{}
 	walk(err, func(e error) {
-		if c, ok := e.(Coder); ok {
+		if c, ok := e.(Coder); ok { //nolint:errorlint // walk visits every error of the tree itself
 			found[c.ExitCode()] = true
 		}
 	})
@@ -70,7 +70,7 @@ func walk(err error, visit func(error)) {
 		return
 	}
 	visit(err)
-	switch u := err.(type) {
+	switch u := err.(type) { //nolint:errorlint // this is the walk of the tree: each node's own Unwrap
 	case interface{ Unwrap() error }:
 		walk(u.Unwrap(), visit)
 	case interface{ Unwrap() []error }:

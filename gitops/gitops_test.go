@@ -131,7 +131,11 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tree.Close()
+	defer func() {
+		if err := tree.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	k, err := tree.KustomizationFile(ctx, "apps/web/overlays/staging")
 	if err != nil || k != "apps/web/overlays/staging/Kustomization" {
 		t.Errorf("KustomizationFile(staging) = %q, %v", k, err)

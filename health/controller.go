@@ -108,7 +108,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("acceptance").
 		For(NewAcceptance(), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
-	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.Deployment{}, &appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}, &batchv1.Job{}} {
+	for _, obj := range []client.Object{
+		&corev1.Pod{}, &appsv1.Deployment{}, &appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}, &batchv1.Job{},
+	} {
 		b = b.Watches(obj, enqueue)
 	}
 	return b.Complete(r)

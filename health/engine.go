@@ -220,7 +220,9 @@ func (v *Verifier) verifyWorkload(ctx context.Context, ns string, w v1alpha1.Wor
 	if skip != "" {
 		wr.Found, wr.Complete, wr.Outcome, wr.Message = true, true, Verified, skip
 		for _, c := range w.Containers {
-			wr.Containers = append(wr.Containers, ContainerReport{Name: c.Name, Init: declaredInit(c), Image: c.Image, Digest: c.Digest, Outcome: Verified, Skipped: skip})
+			wr.Containers = append(wr.Containers, ContainerReport{
+				Name: c.Name, Init: declaredInit(c), Image: c.Image, Digest: c.Digest, Outcome: Verified, Skipped: skip,
+			})
 		}
 		return wr, nil
 	}
@@ -411,7 +413,9 @@ func containerStatus(p *corev1.Pod, name string, init bool) (*corev1.ContainerSt
 	return nil, false
 }
 
-func (v *Verifier) verifyContainer(ctx context.Context, c v1alpha1.Container, pods []*corev1.Pod, nodes map[string]nodePlatform) (ContainerReport, error) {
+func (v *Verifier) verifyContainer(
+	ctx context.Context, c v1alpha1.Container, pods []*corev1.Pod, nodes map[string]nodePlatform,
+) (ContainerReport, error) {
 	cr := ContainerReport{Name: c.Name, Init: declaredInit(c), Image: c.Image, Digest: c.Digest, Outcome: Verified}
 	if c.Digest == "" {
 		cr.Skipped = "no declared digest (allow-listed exception)"
@@ -451,7 +455,9 @@ func (v *Verifier) verifyContainer(ctx context.Context, c v1alpha1.Container, po
 			continue
 		}
 		seen[k] = len(cr.Observed)
-		cr.Observed = append(cr.Observed, v1alpha1.ObservedImage{ImageID: imageID, Outcome: m.Outcome, Match: m.Kind, Platform: m.Platform, Pods: 1, Pod: p.Name, Restarts: restarts, Message: m.Message})
+		cr.Observed = append(cr.Observed, v1alpha1.ObservedImage{
+			ImageID: imageID, Outcome: m.Outcome, Match: m.Kind, Platform: m.Platform, Pods: 1, Pod: p.Name, Restarts: restarts, Message: m.Message,
+		})
 		cr.Outcome = Worse(cr.Outcome, m.Outcome)
 	}
 	if len(pods) == 0 {

@@ -111,7 +111,8 @@ func MatchImageID(in MatchInput) Match {
 		if d.ConfigDigest != "" && id.Digest == d.ConfigDigest {
 			return Match{Outcome: Verified, Kind: v1alpha1.MatchConfigDigest}
 		}
-		return Match{Outcome: Mismatch, Message: fmt.Sprintf("imageID %s is neither the declared manifest %s nor its config %s", in.ImageID, in.Declared, orNone(d.ConfigDigest))}
+		return Match{Outcome: Mismatch, Message: fmt.Sprintf("imageID %s is neither the declared manifest %s nor its config %s",
+			in.ImageID, in.Declared, orNone(d.ConfigDigest))}
 	}
 	// An index: which child (if any) does the imageID name?
 	var hit *registry.Child
@@ -129,17 +130,22 @@ func MatchImageID(in MatchInput) Match {
 		break
 	}
 	if hit == nil {
-		return Match{Outcome: Mismatch, Message: fmt.Sprintf("imageID %s is not the declared index %s, none of its %d children and none of their configs", in.ImageID, in.Declared, len(d.Children))}
+		return Match{Outcome: Mismatch, Message: fmt.Sprintf("imageID %s is not the declared index %s, none of its %d children and none of their configs",
+			in.ImageID, in.Declared, len(d.Children))}
 	}
 	if !in.HasPlatform {
-		return Match{Outcome: Unverifiable, Platform: hit.Platform.String(), Message: fmt.Sprintf("imageID %s is the %s child of the declared index %s, but the node has no kubernetes.io/os and kubernetes.io/arch labels to say which child it should run", in.ImageID, hit.Platform, in.Declared)}
+		return Match{Outcome: Unverifiable, Platform: hit.Platform.String(), Message: fmt.Sprintf("imageID %s is the %s child of the declared index %s, "+
+			"but the node has no kubernetes.io/os and kubernetes.io/arch labels to say which child it should run", in.ImageID, hit.Platform, in.Declared)}
 	}
 	want, ok := d.ChildFor(in.Platform)
 	if !ok {
-		return Match{Outcome: Mismatch, Platform: hit.Platform.String(), Message: fmt.Sprintf("the declared index %s has no child for the node's platform %s (imageID %s is its %s child)", in.Declared, in.Platform, in.ImageID, hit.Platform)}
+		return Match{Outcome: Mismatch, Platform: hit.Platform.String(), Message: fmt.Sprintf(
+			"the declared index %s has no child for the node's platform %s (imageID %s is its %s child)", in.Declared, in.Platform, in.ImageID, hit.Platform)}
 	}
 	if want.Digest != hit.Digest {
-		return Match{Outcome: Mismatch, Platform: hit.Platform.String(), Message: fmt.Sprintf("imageID %s is the %s child of the declared index %s, but the node is %s (want %s)", in.ImageID, hit.Platform, in.Declared, in.Platform, want.Digest)}
+		return Match{Outcome: Mismatch, Platform: hit.Platform.String(), Message: fmt.Sprintf(
+			"imageID %s is the %s child of the declared index %s, but the node is %s (want %s)",
+			in.ImageID, hit.Platform, in.Declared, in.Platform, want.Digest)}
 	}
 	return Match{Outcome: Verified, Kind: kind, Platform: hit.Platform.String()}
 }

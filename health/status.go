@@ -41,9 +41,16 @@ func NewStatus(rep *Report, prev v1alpha1.AcceptanceStatus, now time.Time) v1alp
 		ObservedGeneration: rep.Generation, RenderedHash: rep.RenderedHash, Conditions: append([]metav1.Condition(nil), prev.Conditions...),
 	}
 	t := metav1.NewTime(now.UTC().Truncate(time.Second))
-	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: rep.Reason, Message: truncate(rep.Message, 4096), ObservedGeneration: rep.Generation, LastTransitionTime: t}
-	reconciling := metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionFalse, Reason: rep.Reason, ObservedGeneration: rep.Generation, LastTransitionTime: t}
-	stalled := metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionFalse, Reason: rep.Reason, ObservedGeneration: rep.Generation, LastTransitionTime: t}
+	ready := metav1.Condition{
+		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: rep.Reason, Message: truncate(rep.Message, 4096),
+		ObservedGeneration: rep.Generation, LastTransitionTime: t,
+	}
+	reconciling := metav1.Condition{
+		Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionFalse, Reason: rep.Reason, ObservedGeneration: rep.Generation, LastTransitionTime: t,
+	}
+	stalled := metav1.Condition{
+		Type: v1alpha1.ConditionStalled, Status: metav1.ConditionFalse, Reason: rep.Reason, ObservedGeneration: rep.Generation, LastTransitionTime: t,
+	}
 	switch rep.Outcome {
 	case Verified:
 		ready.Status = metav1.ConditionTrue
@@ -61,7 +68,9 @@ func NewStatus(rep *Report, prev v1alpha1.AcceptanceStatus, now time.Time) v1alp
 		meta.SetStatusCondition(&s.Conditions, c)
 	}
 	for _, w := range rep.Workloads {
-		ws := v1alpha1.WorkloadStatus{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Outcome: w.Outcome, Revision: w.Revision, Pods: w.Pods, Message: truncate(w.Message, 1024)}
+		ws := v1alpha1.WorkloadStatus{
+			Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Outcome: w.Outcome, Revision: w.Revision, Pods: w.Pods, Message: truncate(w.Message, 1024),
+		}
 		if !w.Found {
 			ws.Message = "not found"
 		}

@@ -85,7 +85,8 @@ func decodeFlux(body []byte) (Event, error) {
 		return ev, fmt.Errorf("flux event %s %s: %w", ev.Object, fe.Reason, ErrIrrelevant)
 	}
 	if ev.Environment == "" {
-		return ev, fmt.Errorf("flux event %s: %w: no %q in metadata (set it in the Alert's spec.eventMetadata)", ev.Object, ErrMalformed, FluxMetaEnvironment)
+		return ev, fmt.Errorf("flux event %s: %w: no %q in metadata (set it in the Alert's spec.eventMetadata)",
+			ev.Object, ErrMalformed, FluxMetaEnvironment)
 	}
 	return ev, nil
 }

@@ -156,8 +156,10 @@ func (f *fixture) show(p string) string {
 	return git(f.t, f.origin, "show", "main:"+p)
 }
 
-func (f *fixture) record(app string) *promotion.Record {
-	r, err := promotion.Parse("x", []byte(f.show(promotion.RecordPath(app, "production"))))
+// checkoutRecord is the promotion record of checkout in production on
+// the origin's main.
+func (f *fixture) checkoutRecord() *promotion.Record {
+	r, err := promotion.Parse("x", []byte(f.show(promotion.RecordPath("checkout", "production"))))
 	must(f.t, err)
 	return r
 }
@@ -199,11 +201,12 @@ func liveWith(app string, st metav1.ConditionStatus, reason, msg string, outcome
 	}}
 }
 
-func fluxBody(t testing.TB, app, rev, severity, reason string) []byte {
+// fluxBody is a Flux event (severity info) about app at rev.
+func fluxBody(t testing.TB, app, rev, reason string) []byte {
 	t.Helper()
 	ev := eventv1.Event{
 		InvolvedObject: corev1.ObjectReference{Kind: "Kustomization", Namespace: "flux-system", Name: app, APIVersion: "kustomize.toolkit.fluxcd.io/v1"},
-		Severity:       severity, Timestamp: metav1.NewTime(t0), Message: "Reconciliation finished", Reason: reason,
+		Severity:       "info", Timestamp: metav1.NewTime(t0), Message: "Reconciliation finished", Reason: reason,
 		Metadata:            map[string]string{"revision": "main@sha1:" + rev, "app": app, "environment": "production"},
 		ReportingController: "kustomize-controller", ReportingInstance: "kustomize-controller-abc",
 	}
@@ -246,8 +249,9 @@ func (f *fixture) flux(body []byte) (int, reply) {
 	return f.post("/v1/flux", body, map[string]string{SignatureHeader: sign(fluxKey, body)})
 }
 
-func argoBody(app, rev, health string) []byte {
-	b, _ := json.Marshal(ArgoCDPayload{Trigger: "on-deployed", Application: app, Namespace: "argocd", App: "<no value>", Environment: "production",
+// argoBody is an Argo CD notification about checkout at rev.
+func argoBody(rev, health string) []byte {
+	b, _ := json.Marshal(ArgoCDPayload{Trigger: "on-deployed", Application: "checkout", Namespace: "argocd", App: "<no value>", Environment: "production",
 		Revision: rev, SyncStatus: "Synced", Phase: "Succeeded", Health: health})
 	return b
 }

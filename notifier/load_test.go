@@ -94,7 +94,7 @@ func TestLoad(t *testing.T) {
 	bodies := make([][]byte, nApps)
 	sigs := make([]string, nApps)
 	for i := range nApps {
-		bodies[i] = fluxBody(t, fmt.Sprintf("app%05d", i), desired, "info", "ReconciliationSucceeded")
+		bodies[i] = fluxBody(t, fmt.Sprintf("app%05d", i), desired, "ReconciliationSucceeded")
 		sigs[i] = sign(fluxKey, bodies[i])
 	}
 

@@ -27,7 +27,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Written: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throughline_notifier_evidence_written_total",
 			Help: "Evidence commits pushed, by decision (ACCEPTED, HALTED)."}, []string{"decision"}),
 		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throughline_notifier_failures_total",
-			Help: "Failures by class: source (wrong revision, bad record), render (rendered hash), live (image mismatch, degraded), runtime (Git, API server, forge)."}, []string{"class"}),
+			Help: "Failures by class: source (wrong revision, bad record), render (rendered hash), " +
+				"live (image mismatch, degraded), runtime (Git, API server, forge)."}, []string{"class"}),
 		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throughline_notifier_deliveries_refused_total",
 			Help: "Deliveries refused before processing, by reason (unauthorized, too-large, malformed, rate-limited)."}, []string{"source", "reason"}),
 		Statuses: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throughline_notifier_commit_statuses_total",

@@ -24,7 +24,7 @@ import (
 func TestFluxAcceptedThenReplay(t *testing.T) {
 	f := newFixture(t, "checkout")
 	before := f.commits()
-	body := fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded")
+	body := fluxBody(t, "checkout", f.desired["checkout"], "ReconciliationSucceeded")
 	code, rep := f.flux(body)
 	if code != 200 || rep.Result != resultAccepted || rep.Commit == "" {
 		t.Fatalf("first delivery: %d %+v", code, rep)
@@ -32,7 +32,7 @@ func TestFluxAcceptedThenReplay(t *testing.T) {
 	if f.commits() != before+1 || f.tip() != rep.Commit {
 		t.Fatalf("want one evidence commit at the tip, got %d commits, tip %s", f.commits()-before, f.tip())
 	}
-	rec := f.record("checkout")
+	rec := f.checkoutRecord()
 	if rec.State != promotion.Accepted || rec.Accepted.ObservedRevision != f.desired["checkout"] {
 		t.Fatalf("record %s %+v", rec.State, rec.Accepted)
 	}
@@ -66,7 +66,7 @@ func TestFluxAcceptedThenReplay(t *testing.T) {
 func TestAuthRefusalsWriteNothing(t *testing.T) {
 	f := newFixture(t, "checkout")
 	tip := f.tip()
-	body := fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded")
+	body := fluxBody(t, "checkout", f.desired["checkout"], "ReconciliationSucceeded")
 	wrong := hmac.New(sha512.New, []byte("not the key"))
 	wrong.Write(body)
 	for name, h := range map[string]map[string]string{
@@ -82,7 +82,7 @@ func TestAuthRefusalsWriteNothing(t *testing.T) {
 			t.Errorf("flux %s: %d %+v", name, code, rep)
 		}
 	}
-	ab := argoBody("checkout", f.desired["checkout"], "Healthy")
+	ab := argoBody(f.desired["checkout"], "Healthy")
 	for name, h := range map[string]map[string]string{
 		"missing": nil,
 		"wrong":   {"Authorization": "Bearer nope"},
@@ -118,11 +118,11 @@ func TestSignatureAlgorithms(t *testing.T) {
 
 func TestArgoCDAccepted(t *testing.T) {
 	f := newFixture(t, "checkout")
-	code, rep := f.argo(argoBody("checkout", f.desired["checkout"], "Healthy"))
+	code, rep := f.argo(argoBody(f.desired["checkout"], "Healthy"))
 	if code != 200 || rep.Result != resultAccepted {
 		t.Fatalf("%d %+v", code, rep)
 	}
-	if code, rep := f.argo(argoBody("checkout", f.desired["checkout"], "Healthy")); code != 200 || rep.Result != resultDuplicate {
+	if code, rep := f.argo(argoBody(f.desired["checkout"], "Healthy")); code != 200 || rep.Result != resultDuplicate {
 		t.Fatalf("replay %d %+v", code, rep)
 	}
 }
@@ -148,8 +148,8 @@ func TestOversizedAndMalformed(t *testing.T) {
 		"not json":      `{"involvedObject":`,
 		"array":         `[1,2]`,
 		"no object":     `{"severity":"info","reason":"ReconciliationSucceeded","metadata":{"revision":"main@sha1:` + f.desired["checkout"] + `"}}`,
-		"bad revision":  string(fluxBody(t, "checkout", "nothex", "info", "ReconciliationSucceeded")),
-		"no env":        strings.Replace(string(fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded")), `"environment":"production"`, `"x":"y"`, 1),
+		"bad revision":  string(fluxBody(t, "checkout", "nothex", "ReconciliationSucceeded")),
+		"no env":        strings.Replace(string(fluxBody(t, "checkout", f.desired["checkout"], "ReconciliationSucceeded")), `"environment":"production"`, `"x":"y"`, 1),
 		"wrong type":    `{"involvedObject":{"kind":"Kustomization","name":"x"},"metadata":{"revision":5}}`,
 		"trailing junk": `}`,
 	} {
@@ -160,7 +160,7 @@ func TestOversizedAndMalformed(t *testing.T) {
 	if code, _ := f.argo([]byte(`{"application":`)); code != http.StatusBadRequest {
 		t.Errorf("argocd malformed: %d", code)
 	}
-	if code, rep := f.flux(fluxBody(t, "checkout", f.desired["checkout"], "info", "Progressing")); code != 200 || rep.Result != resultIgnored {
+	if code, rep := f.flux(fluxBody(t, "checkout", f.desired["checkout"], "Progressing")); code != 200 || rep.Result != resultIgnored {
 		t.Errorf("progressing: %d %+v", code, rep)
 	}
 	if f.tip() != tip {
@@ -180,7 +180,7 @@ func TestOversizedAndMalformed(t *testing.T) {
 func TestUnknownApp(t *testing.T) {
 	f := newFixture(t, "checkout")
 	tip := f.tip()
-	code, rep := f.flux(fluxBody(t, "payments", f.desired["checkout"], "info", "ReconciliationSucceeded"))
+	code, rep := f.flux(fluxBody(t, "payments", f.desired["checkout"], "ReconciliationSucceeded"))
 	if code != http.StatusNotFound || rep.Result != resultUnknownApp || f.tip() != tip {
 		t.Fatalf("%d %+v", code, rep)
 	}
@@ -188,7 +188,7 @@ func TestUnknownApp(t *testing.T) {
 	// anything that is not a name is unknown, never a path outside
 	// promotion/ and evidence/.
 	for _, app := range []string{"../checkout", "checkout/../checkout", "Checkout", ".."} {
-		code, rep := f.flux(fluxBody(t, app, f.desired["checkout"], "info", "ReconciliationSucceeded"))
+		code, rep := f.flux(fluxBody(t, app, f.desired["checkout"], "ReconciliationSucceeded"))
 		if code != http.StatusNotFound || rep.Result != resultUnknownApp || f.tip() != tip {
 			t.Fatalf("app %q: %d %+v", app, code, rep)
 		}
@@ -198,17 +198,17 @@ func TestUnknownApp(t *testing.T) {
 func TestWrongRevisionHalts(t *testing.T) {
 	f := newFixture(t, "checkout")
 	other := strings.Repeat("e", 40) // not in the repository
-	code, rep := f.flux(fluxBody(t, "checkout", other, "info", "ReconciliationSucceeded"))
+	code, rep := f.flux(fluxBody(t, "checkout", other, "ReconciliationSucceeded"))
 	if code != 200 || rep.Result != resultHalted || !strings.Contains(rep.Reason, "wrong revision") {
 		t.Fatalf("%d %+v", code, rep)
 	}
-	rec := f.record("checkout")
+	rec := f.checkoutRecord()
 	if rec.State != promotion.Halted || rec.Accepted != nil || !strings.Contains(rec.Reason, "wrong revision") {
 		t.Fatalf("record %s %q", rec.State, rec.Reason)
 	}
 	// The desired commit arriving afterwards does not reopen a HALTED record.
-	code, rep = f.flux(fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded"))
-	if code != 200 || rep.Result != resultIgnored || f.record("checkout").State != promotion.Halted {
+	code, rep = f.flux(fluxBody(t, "checkout", f.desired["checkout"], "ReconciliationSucceeded"))
+	if code != 200 || rep.Result != resultIgnored || f.checkoutRecord().State != promotion.Halted {
 		t.Fatalf("after HALTED: %d %+v", code, rep)
 	}
 	if got := testutilCount(f.handler.Metrics().Failures.WithLabelValues(ClassSource)); got != 1 {
@@ -238,11 +238,11 @@ func TestLaterRevision(t *testing.T) {
 			live.RenderedHash, live.Status.RenderedHash = c.hash, c.hash
 			f.live.set("checkout", live)
 			later := f.tip()
-			code, rep := f.flux(fluxBody(t, "checkout", later, "info", "ReconciliationSucceeded"))
+			code, rep := f.flux(fluxBody(t, "checkout", later, "ReconciliationSucceeded"))
 			if code != 200 || rep.Result != c.result {
 				t.Fatalf("%d %+v", code, rep)
 			}
-			rec := f.record("checkout")
+			rec := f.checkoutRecord()
 			if rec.State != c.state {
 				t.Fatalf("record %s %q", rec.State, rec.Reason)
 			}
@@ -262,7 +262,7 @@ func TestAncestorRevisionWaits(t *testing.T) {
 	f := newFixture(t, "checkout", "payments")
 	tip := f.tip()
 	// checkout's desired commit is an ancestor of payments' desired commit.
-	code, rep := f.flux(fluxBody(t, "payments", f.desired["checkout"], "info", "ReconciliationSucceeded"))
+	code, rep := f.flux(fluxBody(t, "payments", f.desired["checkout"], "ReconciliationSucceeded"))
 	if code != http.StatusServiceUnavailable || rep.Result != resultWait || f.tip() != tip {
 		t.Fatalf("%d %+v", code, rep)
 	}
@@ -293,12 +293,12 @@ func TestLiveDecisions(t *testing.T) {
 				f.live.set("checkout", c.live)
 			}
 			tip := f.tip()
-			code, rep := f.argo(argoBody("checkout", f.desired["checkout"], c.health))
+			code, rep := f.argo(argoBody(f.desired["checkout"], c.health))
 			if code != c.code || rep.Result != c.result || !strings.Contains(rep.Reason, c.reason) {
 				t.Fatalf("%d %+v", code, rep)
 			}
-			if (f.tip() != tip) != c.written || f.record("checkout").State != c.state {
-				t.Fatalf("written %v, state %s", f.tip() != tip, f.record("checkout").State)
+			if (f.tip() != tip) != c.written || f.checkoutRecord().State != c.state {
+				t.Fatalf("written %v, state %s", f.tip() != tip, f.checkoutRecord().State)
 			}
 		})
 	}
@@ -309,7 +309,7 @@ func TestRenderedHashMismatchHalts(t *testing.T) {
 	l := verified("checkout")
 	l.RenderedHash, l.Status.RenderedHash = hashB, hashB
 	f.live.set("checkout", l)
-	code, rep := f.flux(fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded"))
+	code, rep := f.flux(fluxBody(t, "checkout", f.desired["checkout"], "ReconciliationSucceeded"))
 	if code != 200 || rep.Result != resultHalted || !strings.Contains(rep.Reason, "rendered hash") {
 		t.Fatalf("%d %+v", code, rep)
 	}
@@ -318,13 +318,13 @@ func TestRenderedHashMismatchHalts(t *testing.T) {
 func TestGitDownAnswers5xx(t *testing.T) {
 	f := newFixture(t, "checkout")
 	must(t, os.Rename(f.origin, f.origin+".gone"))
-	code, rep := f.flux(fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded"))
+	code, rep := f.flux(fluxBody(t, "checkout", f.desired["checkout"], "ReconciliationSucceeded"))
 	if code < 500 || rep.Result != resultError {
 		t.Fatalf("%d %+v", code, rep)
 	}
 	must(t, os.Rename(f.origin+".gone", f.origin))
 	// The retry succeeds.
-	if code, rep := f.flux(fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded")); code != 200 || rep.Result != resultAccepted {
+	if code, rep := f.flux(fluxBody(t, "checkout", f.desired["checkout"], "ReconciliationSucceeded")); code != 200 || rep.Result != resultAccepted {
 		t.Fatalf("retry: %d %+v", code, rep)
 	}
 }
@@ -333,7 +333,7 @@ func TestAPIServerDownAnswers5xx(t *testing.T) {
 	f := newFixture(t, "checkout")
 	f.live.err = errors.New("connection refused")
 	tip := f.tip()
-	if code, _ := f.flux(fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded")); code != http.StatusServiceUnavailable || f.tip() != tip {
+	if code, _ := f.flux(fluxBody(t, "checkout", f.desired["checkout"], "ReconciliationSucceeded")); code != http.StatusServiceUnavailable || f.tip() != tip {
 		t.Fatalf("%d", code)
 	}
 }
@@ -356,8 +356,8 @@ func TestRateLimit(t *testing.T) {
 
 func TestProbesAndMetrics(t *testing.T) {
 	f := newFixture(t, "checkout")
-	f.flux(fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded"))
-	f.flux(fluxBody(t, "checkout", f.desired["checkout"], "info", "ReconciliationSucceeded"))
+	f.flux(fluxBody(t, "checkout", f.desired["checkout"], "ReconciliationSucceeded"))
+	f.flux(fluxBody(t, "checkout", f.desired["checkout"], "ReconciliationSucceeded"))
 	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
 		resp, err := f.server.Client().Get(f.server.URL + p)
 		must(t, err)
@@ -401,7 +401,7 @@ func TestRecordOfAnotherAppIsUnusable(t *testing.T) {
 	git(t, seed, "commit", "-q", "-m", "a copied record")
 	git(t, seed, "push", "-q", "origin", "main")
 	tip := f.tip()
-	code, rep := f.flux(fluxBody(t, "ops", f.desired["checkout"], "info", "ReconciliationSucceeded"))
+	code, rep := f.flux(fluxBody(t, "ops", f.desired["checkout"], "ReconciliationSucceeded"))
 	if code != http.StatusInternalServerError || rep.Result != resultError || !strings.Contains(rep.Reason, "cannot be used") || f.tip() != tip {
 		t.Fatalf("%d %+v", code, rep)
 	}

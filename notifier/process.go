@@ -64,9 +64,10 @@ type Result struct {
 // *WaitError, wraps evidence.ErrUnknownApp or evidence.ErrNotApplicable,
 // or is a failure to read or write (the sender should retry).
 func (p *Processor) Process(ctx context.Context, ev Event) (*evidence.Written, error) {
-	w, err := p.Git.Write(ctx, ev.App, ev.Environment, ev.Revision, func(ctx context.Context, rec *promotion.Record, tip string) (*evidence.Record, error) {
-		return p.decide(ctx, ev, rec, tip)
-	})
+	decide := func(ctx context.Context, rec *promotion.Record, _ string) (*evidence.Record, error) {
+		return p.decide(ctx, ev, rec)
+	}
+	w, err := p.Git.Write(ctx, ev.App, ev.Environment, ev.Revision, decide)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +84,7 @@ func (p *Processor) now() time.Time {
 	return time.Now()
 }
 
-func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record, tip string) (*evidence.Record, error) {
+func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record) (*evidence.Record, error) {
 	desired := rec.Reconciling.DesiredRevision
 	out := &evidence.Record{
 		ObservedRevision: ev.Revision, Time: p.now(),
@@ -111,7 +112,8 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 			return nil, err
 		}
 		if !later {
-			return halt(ClassSource, "wrong revision: the controller observed %s, neither the desired commit %s nor a later commit of the branch", ev.Revision, desired)
+			return halt(ClassSource, "wrong revision: the controller observed %s, neither the desired commit %s nor a later commit of the branch",
+				ev.Revision, desired)
 		}
 	}
 	live, err := p.Live.Get(ctx, ev.App, ev.Environment)
@@ -133,20 +135,24 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 	}
 	if rec.Target.RenderedHash != "" && live.RenderedHash != "" && live.RenderedHash != rec.Target.RenderedHash {
 		if later {
-			return halt(ClassRender, "rendered hash mismatch: the controller observed %s, later than the desired %s, whose Acceptance declares %s; the promotion proposed %s", ev.Revision, desired, live.RenderedHash, rec.Target.RenderedHash)
+			return halt(ClassRender, "rendered hash mismatch: the controller observed %s, later than the desired %s, "+
+				"whose Acceptance declares %s; the promotion proposed %s", ev.Revision, desired, live.RenderedHash, rec.Target.RenderedHash)
 		}
-		return halt(ClassRender, "rendered hash mismatch: the Acceptance declares %s, the promotion proposed %s", live.RenderedHash, rec.Target.RenderedHash)
+		return halt(ClassRender, "rendered hash mismatch: the Acceptance declares %s, the promotion proposed %s",
+			live.RenderedHash, rec.Target.RenderedHash)
 	}
 	if later {
 		if live.RenderedHash == "" || rec.Target.RenderedHash == "" {
-			return halt(ClassRender, "cannot tell whether %s, later than the desired %s, renders the approved objects: the Acceptance (%q) or the record (%q) has no rendered hash", ev.Revision, desired, live.RenderedHash, rec.Target.RenderedHash)
+			return halt(ClassRender, "cannot tell whether %s, later than the desired %s, renders the approved objects: "+
+				"the Acceptance (%q) or the record (%q) has no rendered hash", ev.Revision, desired, live.RenderedHash, rec.Target.RenderedHash)
 		}
 		out.Reason = fmt.Sprintf("observed %s, later than the desired %s, renders the approved objects (%s)", ev.Revision, desired, live.RenderedHash)
 	}
 	ready := meta.FindStatusCondition(live.Status.Conditions, v1alpha1.ConditionReady)
 	current := live.Status.ObservedGeneration >= live.Generation && live.Status.RenderedHash == live.RenderedHash
 	switch {
-	case current && ready != nil && ready.Status == "False" && (ready.Reason == v1alpha1.ReasonImageMismatch || ready.Reason == v1alpha1.ReasonWorkloadNotFound || ready.Reason == v1alpha1.ReasonInvalid):
+	case current && ready != nil && ready.Status == "False" &&
+		(ready.Reason == v1alpha1.ReasonImageMismatch || ready.Reason == v1alpha1.ReasonWorkloadNotFound || ready.Reason == v1alpha1.ReasonInvalid):
 		return halt(ClassLive, "image mismatch: Acceptance %s is %s: %s", out.Acceptance, ready.Reason, ready.Message)
 	case ev.Degraded:
 		return halt(ClassLive, "degraded: %s reports %s: %s", ev.Object, ev.Reason, ev.Message)

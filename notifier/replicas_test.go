@@ -46,7 +46,7 @@ func TestTwoReplicasOneCommit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			body := fluxBody(t, app, f.desired[app], "info", "ReconciliationSucceeded")
+			body := fluxBody(t, app, f.desired[app], "ReconciliationSucceeded")
 			code, rep := postTo(t, url+"/v1/flux", body, map[string]string{SignatureHeader: sign(fluxKey, body)})
 			if code != 200 {
 				t.Errorf("%s via %s: %d %+v", app, url, code, rep)

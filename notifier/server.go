@@ -146,7 +146,9 @@ func New(cfg Config, proc *Processor, reg *prometheus.Registry) (*Handler, error
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{cfg: cfg, proc: proc, mux: http.NewServeMux(), metrics: m, senders: map[string]*rate.Limiter{}, slots: make(chan struct{}, cfg.MaxInFlight)}
+	h := &Handler{
+		cfg: cfg, proc: proc, mux: http.NewServeMux(), metrics: m, senders: map[string]*rate.Limiter{}, slots: make(chan struct{}, cfg.MaxInFlight),
+	}
 	if len(cfg.FluxKey) > 0 {
 		h.mux.HandleFunc("/v1/flux", h.receive("flux", h.authFlux, decodeFlux))
 	}

@@ -66,7 +66,7 @@ type imageCheck struct {
 	err    error
 }
 
-func (res *Result) checkContainer(c render.Container, allow *AllowList, images map[string]imageCheck) {
+func (r *Result) checkContainer(c render.Container, allow *AllowList, images map[string]imageCheck) {
 	if c.ImageField == render.ImageString {
 		ic, ok := images[c.Image]
 		if !ok {
@@ -74,7 +74,7 @@ func (res *Result) checkContainer(c render.Container, allow *AllowList, images m
 			images[c.Image] = ic
 		}
 		if ic.err == nil {
-			res.Containers = append(res.Containers, DeclaredContainer{Container: c, Pinned: ic.pinned})
+			r.Containers = append(r.Containers, DeclaredContainer{Container: c, Pinned: ic.pinned})
 			return
 		}
 	}
@@ -86,22 +86,22 @@ func (res *Result) checkContainer(c render.Container, allow *AllowList, images m
 	switch c.ImageField {
 	case render.ImageMissing:
 		v.Rule, v.Reason = RuleMissingImage, "container has no image"
-		res.Violations = append(res.Violations, v)
+		r.Violations = append(r.Violations, v)
 		return
 	case render.ImageNotString:
 		v.Rule, v.Reason = RuleMissingImage, fmt.Sprintf("image is not a string: %s", c.Image)
-		res.Violations = append(res.Violations, v)
+		r.Violations = append(r.Violations, v)
 		return
 	}
 	err := images[c.Image].err
 	if entry, ok := allow.Match(c.Image); ok {
 		ex := Exception{Image: c.Image, Pattern: entry.Pattern, Reason: entry.Reason, Object: v.Object, Field: field}
-		res.Exceptions = append(res.Exceptions, ex)
-		res.Containers = append(res.Containers, DeclaredContainer{Container: c, Exception: &ex})
+		r.Exceptions = append(r.Exceptions, ex)
+		r.Containers = append(r.Containers, DeclaredContainer{Container: c, Exception: &ex})
 		return
 	}
 	v.Rule, v.Reason = RuleUnpinnedImage, err.Error()
-	res.Violations = append(res.Violations, v)
+	r.Violations = append(r.Violations, v)
 }
 
 var commitSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)

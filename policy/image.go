@@ -49,7 +49,8 @@ func CheckImage(ref string) (Pinned, error) {
 	}
 	d, err := name.NewDigest(ref)
 	if err != nil {
-		return Pinned{}, &ImageError{Image: ref, Reason: fmt.Sprintf("has a malformed reference or digest (want name[:tag]@sha256:<64 lowercase hex>): %v", err)}
+		return Pinned{}, &ImageError{Image: ref,
+			Reason: fmt.Sprintf("has a malformed reference or digest (want name[:tag]@sha256:<64 lowercase hex>): %v", err)}
 	}
 	p := Pinned{Repository: d.Context().Name(), Digest: d.DigestStr()}
 	if t, err := name.NewTag(base); err == nil && strings.Contains(lastPathElement(base), ":") {

@@ -144,11 +144,11 @@ func Check(ctx context.Context, r *gitops.Repo, req CheckRequest) (*Report, erro
 	if c.bt, err = r.Tree(ctx, c.rep.Base); err != nil {
 		return nil, err
 	}
-	defer c.bt.Close()
+	defer func() { _ = c.bt.Close() }() // temporary exports; the report does not depend on their removal
 	if c.ht, err = r.Tree(ctx, c.rep.Head); err != nil {
 		return nil, err
 	}
-	defer c.ht.Close()
+	defer func() { _ = c.ht.Close() }()
 	for _, step := range []func(context.Context) error{c.files, c.renderDiff, c.policy, c.evidence, c.approval, c.drift} {
 		if err := step(ctx); err != nil {
 			return nil, err

@@ -112,7 +112,7 @@ func editTarget(ctx context.Context, r *gitops.Repo, baseRev string, art promoti
 	if err != nil {
 		return nil, err
 	}
-	defer tree.Close()
+	defer func() { _ = tree.Close() }() // a temporary export; the result does not depend on its removal
 	before, baseHash, err := tree.Render(ctx, req.Path)
 	if err != nil {
 		return nil, err

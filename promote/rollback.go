@@ -139,7 +139,7 @@ func renderAt(ctx context.Context, r *gitops.Repo, rev, p string) ([]render.Obje
 	if err != nil {
 		return nil, err
 	}
-	defer tree.Close()
+	defer func() { _ = tree.Close() }() // a temporary export; the result does not depend on its removal
 	objs, _, err := tree.Render(ctx, p)
 	return objs, err
 }

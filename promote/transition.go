@@ -192,7 +192,7 @@ func declaredHash(ctx context.Context, r *gitops.Repo, rev string, rec *promotio
 	if err != nil {
 		return "", err
 	}
-	defer tree.Close()
+	defer func() { _ = tree.Close() }() // a temporary export; the result does not depend on its removal
 	d, err := tree.Declare(ctx, rec.Target.Path, rec.Target.Environment, renderer)
 	if err != nil {
 		return "", err

@@ -33,7 +33,8 @@ func ParsePolicy(file string, data []byte) (*Policy, error) {
 		return nil, &RecordError{File: file, Err: fmt.Errorf("decoding: %w", err)}
 	}
 	if p.APIVersion != v1alpha1.APIVersion || p.Kind != v1alpha1.PromotionPolicyKind {
-		return nil, &RecordError{File: file, Field: "apiVersion/kind", Err: fmt.Errorf("%q/%q: want %s/%s", p.APIVersion, p.Kind, v1alpha1.APIVersion, v1alpha1.PromotionPolicyKind)}
+		return nil, &RecordError{File: file, Field: "apiVersion/kind",
+			Err: fmt.Errorf("%q/%q: want %s/%s", p.APIVersion, p.Kind, v1alpha1.APIVersion, v1alpha1.PromotionPolicyKind)}
 	}
 	return &p, nil
 }

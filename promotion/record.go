@@ -280,7 +280,8 @@ func validateJSON(file string, js []byte) error {
 		return &RecordError{File: file, Err: errors.New("must be a mapping")}
 	}
 	if sv, _ := m["schemaVersion"].(string); sv != SchemaVersion {
-		return &RecordError{File: file, Field: "schemaVersion", Err: fmt.Errorf("%w %q: this throughline reads %s only", ErrSchemaVersion, m["schemaVersion"], SchemaVersion)}
+		return &RecordError{File: file, Field: "schemaVersion",
+			Err: fmt.Errorf("%w %q: this throughline reads %s only", ErrSchemaVersion, m["schemaVersion"], SchemaVersion)}
 	}
 	sch, err := schema()
 	if err != nil {
@@ -472,7 +473,8 @@ func (r *Record) validateVerifiedIn(fail func(field, format string, args ...any)
 			return fail("verifiedIn.priorAcceptance", "present, but kind is %q: only kind %s names a prior acceptance", v.Kind, KindPriorAcceptance)
 		}
 		if v.Environment == r.Target.Environment {
-			return fail("verifiedIn.environment", "%q is the target environment: evidence must come from another environment (or be kind %s, a rollback)", v.Environment, KindPriorAcceptance)
+			return fail("verifiedIn.environment", "%q is the target environment: evidence must come from another environment (or be kind %s, a rollback)",
+				v.Environment, KindPriorAcceptance)
 		}
 	case KindPriorAcceptance:
 		p := v.PriorAcceptance
@@ -486,7 +488,8 @@ func (r *Record) validateVerifiedIn(fail func(field, format string, args ...any)
 		n, ok := strings.CutPrefix(p.PromotionID, stem)
 		var attempt int
 		if _, err := fmt.Sscanf(n, "%d", &attempt); !ok || err != nil || fmt.Sprint(attempt) != n {
-			return fail("verifiedIn.priorAcceptance.promotionId", "%q is not an attempt of %s in %s for %s (want %s<attempt>)", p.PromotionID, r.App, r.Target.Environment, r.Artifact.Digest, stem)
+			return fail("verifiedIn.priorAcceptance.promotionId", "%q is not an attempt of %s in %s for %s (want %s<attempt>)",
+				p.PromotionID, r.App, r.Target.Environment, r.Artifact.Digest, stem)
 		}
 		if attempt >= r.Attempt {
 			return fail("verifiedIn.priorAcceptance.promotionId", "%q is not an earlier attempt than %d", p.PromotionID, r.Attempt)

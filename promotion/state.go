@@ -129,7 +129,8 @@ func (r *Record) Approve(approver string, in ApprovalInput, expiresAt, at time.T
 		return &TransitionError{ID: r.PromotionID, From: r.State, To: Approved, Reason: "approver is missing"}
 	}
 	if in.RenderedHash != r.Target.RenderedHash {
-		return &TransitionError{ID: r.PromotionID, From: r.State, To: Approved, Reason: fmt.Sprintf("the target renders %s, the record proposed %s", in.RenderedHash, r.Target.RenderedHash)}
+		return &TransitionError{ID: r.PromotionID, From: r.State, To: Approved,
+			Reason: fmt.Sprintf("the target renders %s, the record proposed %s", in.RenderedHash, r.Target.RenderedHash)}
 	}
 	expiresAt = expiresAt.UTC().Truncate(time.Second)
 	in.ExpiresAt = expiresAt
@@ -142,7 +143,8 @@ func (r *Record) Approve(approver string, in ApprovalInput, expiresAt, at time.T
 // the target.
 func (r *Record) Reconcile(desiredRevision string, at time.Time, by string) error {
 	if !ValidRevision(desiredRevision) {
-		return &TransitionError{ID: r.PromotionID, From: r.State, To: Reconciling, Reason: fmt.Sprintf("desiredRevision %q is not a full commit id", desiredRevision)}
+		return &TransitionError{ID: r.PromotionID, From: r.State, To: Reconciling,
+			Reason: fmt.Sprintf("desiredRevision %q is not a full commit id", desiredRevision)}
 	}
 	return r.advance(Reconciling, at, by, "", func() { r.Reconciling = &Reconciliation{DesiredRevision: desiredRevision} })
 }
@@ -198,7 +200,8 @@ func CheckUpdate(prev, next *Record) error {
 		return nil
 	}
 	if prev.Target != next.Target || prev.Artifact != next.Artifact {
-		return &TransitionError{ID: next.PromotionID, From: prev.State, To: next.State, Reason: "changed target or artifact under the same attempt key: a change makes a new attempt"}
+		return &TransitionError{ID: next.PromotionID, From: prev.State, To: next.State,
+			Reason: "changed target or artifact under the same attempt key: a change makes a new attempt"}
 	}
 	if len(next.History) < len(prev.History) {
 		return &TransitionError{ID: next.PromotionID, From: prev.State, To: next.State, Reason: "history was shortened"}
@@ -277,7 +280,9 @@ type ApprovalInput struct {
 
 // InputFor is the approval input of r's target as proposed.
 func (r *Record) InputFor(version string) ApprovalInput {
-	return ApprovalInput{Digest: r.Artifact.Digest, RenderedHash: r.Target.RenderedHash, Path: r.Target.Path, Cluster: r.Target.Cluster, Version: version}
+	return ApprovalInput{
+		Digest: r.Artifact.Digest, RenderedHash: r.Target.RenderedHash, Path: r.Target.Path, Cluster: r.Target.Cluster, Version: version,
+	}
 }
 
 // Hash is sha256 over the inputs, one "name=value\n" line each in a fixed
@@ -310,11 +315,13 @@ func (r *Record) ApprovalVoid(now ApprovalInput, currentBaseHash string, at time
 	}
 	now.ExpiresAt = a.ExpiresAt
 	if h := now.Hash(); h != a.InputHash {
-		return fmt.Sprintf("approval input hash %s does not match the current inputs (%s): digest %s, rendered hash %s, path %s, cluster %s, throughline %s",
+		return fmt.Sprintf("approval input hash %s does not match the current inputs (%s): "+
+			"digest %s, rendered hash %s, path %s, cluster %s, throughline %s",
 			a.InputHash, h, now.Digest, now.RenderedHash, now.Path, now.Cluster, now.Version)
 	}
 	if currentBaseHash != "" && currentBaseHash != r.Target.BaseRenderedHash {
-		return fmt.Sprintf("the target moved on: it renders %s without this change, the attempt was proposed against %s", currentBaseHash, r.Target.BaseRenderedHash)
+		return fmt.Sprintf("the target moved on: it renders %s without this change, the attempt was proposed against %s",
+			currentBaseHash, r.Target.BaseRenderedHash)
 	}
 	return ""
 }

@@ -22,7 +22,7 @@ func ReadRecordFile(file string) (Record, error) {
 	if err != nil {
 		return Record{}, &exitcode.InvalidInput{File: file, Err: err}
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // opened read-only: the read reported any failure
 	data, err := io.ReadAll(io.LimitReader(f, maxRecordFile))
 	if err != nil {
 		return Record{}, &exitcode.InvalidInput{File: file, Err: err}

@@ -177,7 +177,9 @@ func replayCalls(b *testing.B, fsys filesys.FileSystem, calls []fsCall) {
 		case "open":
 			f, err := fsys.Open(c.path)
 			if err == nil {
-				f.Close()
+				if err := f.Close(); err != nil {
+					b.Fatal(err)
+				}
 			}
 		case "isdir":
 			fsys.IsDir(c.path)

@@ -100,20 +100,20 @@ func loadedEntries(k *types.Kustomization) []loadedEntry {
 		}
 	}
 	list("resources", loadBase, false, k.Resources...)
-	list("bases", loadBase, false, k.Bases...)
+	list("bases", loadBase, false, k.Bases...) //nolint:staticcheck // SA1019: kustomize still reads bases, so the sandbox must see them
 	list("components", loadDir, false, k.Components...)
 	list("crds", loadFile, false, k.Crds...)
 	list("configurations", loadFile, false, k.Configurations...)
 	list("generators", loadBase, true, k.Generators...)
 	list("transformers", loadBase, true, k.Transformers...)
 	list("validators", loadBase, true, k.Validators...)
-	for i, p := range k.PatchesStrategicMerge {
+	for i, p := range k.PatchesStrategicMerge { //nolint:staticcheck // SA1019: kustomize still applies them; as bases above
 		out = append(out, loadedEntry{Field: fmt.Sprintf("patchesStrategicMerge[%d]", i), Entry: string(p), kind: loadFile, inline: true})
 	}
 	for i, p := range k.Patches {
 		one(fmt.Sprintf("patches[%d].path", i), loadFile, p.Path)
 	}
-	for i, p := range k.PatchesJson6902 {
+	for i, p := range k.PatchesJson6902 { //nolint:staticcheck // SA1019: kustomize still applies them; as bases above
 		one(fmt.Sprintf("patchesJson6902[%d].path", i), loadFile, p.Path)
 	}
 	for i, r := range k.Replacements {

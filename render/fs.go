@@ -292,7 +292,7 @@ func (c *ConfinedFS) readFile(p string) ([]byte, error) {
 	if err != nil {
 		return nil, c.fail(p, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // opened read-only: the read reported any failure
 	if fi2, err := f.Stat(); err != nil || !os.SameFile(fi, fi2) {
 		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: errors.New("file changed while it was read")}
 	}

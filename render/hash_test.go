@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -122,7 +123,7 @@ func TestCanonicalMatchesEncodingJSON(t *testing.T) {
 		"invalid utf8": "a\xffb",
 		"html":         "<a href='x'>&</a>\u2028\u2029",
 		"big int":      int64(1<<62 + 1),
-		"float":        []any{0.1, 1e21, 1e-7, -0.0, 5e-324},
+		"float":        []any{0.1, 1e21, 1e-7, math.Copysign(0, -1), 5e-324},
 		"nested":       map[string]any{"é": []any{nil, true, "€"}, "\U0001F600": map[string]any{}},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -278,15 +278,21 @@ func (a *App) refuseBeforeKrusty() error {
 	}
 	for _, k := range a.Kustomizations {
 		for _, h := range k.HelmCharts {
-			if h.Repo != "" {
-				return &exitcode.InvalidInput{File: k.File, Err: fmt.Errorf("%s.repo: Helm chart %q from %q: "+
-					"throughline does not run Helm and never fetches charts; render the chart into the repository", h.Field, h.Name, h.Repo)}
-			}
-			return &exitcode.InvalidInput{File: k.File, Err: fmt.Errorf("%s: Helm chart %q: throughline does not run Helm; "+
-				"render the chart into the repository", h.Field, h.Name)}
+			return &exitcode.InvalidInput{File: k.File, Err: helmChartError(h)}
 		}
 	}
 	return nil
+}
+
+// helmChartError is the refusal of the Helm chart h: throughline does not
+// run Helm, and never fetches a chart from a repository.
+func helmChartError(h HelmChart) error {
+	if h.Repo != "" {
+		return fmt.Errorf("%s.repo: Helm chart %q from %q: "+
+			"throughline does not run Helm and never fetches charts; render the chart into the repository", h.Field, h.Name, h.Repo)
+	}
+	return fmt.Errorf("%s: Helm chart %q: throughline does not run Helm; "+
+		"render the chart into the repository", h.Field, h.Name)
 }
 
 func (a *App) buildKustomization() (objs []Object, err error) {

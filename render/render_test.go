@@ -95,8 +95,6 @@ func writeTree(t *testing.T, files map[string]string) string {
 	return root
 }
 
-const pinned = "registry.example.test/web@sha256:9c2f1e0d7b6a5f4e3d2c1b0a99887766554433221100ffeeddccbbaa98765432"
-
 func TestOpenModes(t *testing.T) {
 	root := writeTree(t, map[string]string{
 		"k/kustomization.yml": "resources: [cm.yaml]\n",

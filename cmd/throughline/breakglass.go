@@ -248,7 +248,10 @@ func (o *pauseOptions) record(ctx context.Context, ps *pauseState, c client.Clie
 	}
 	// Not recorded: do not leave an unrecorded pause behind.
 	if uerr := breakglass.Undo(context.WithoutCancel(ctx), c, rec); uerr != nil {
-		return "", fmt.Errorf("recording the pause failed (%w) and undoing it failed too: %s is paused without a record: %v", err, bf.target(), uerr)
+		// Only the recording failure is wrapped, it decides the exit code;
+		// of the undo failure only the text is told.
+		return "", fmt.Errorf("recording the pause failed (%w) and undoing it failed too: %s is paused without a record: %s",
+			err, bf.target(), uerr.Error())
 	}
 	return "", fmt.Errorf("recording the pause in %s failed, so the pause was undone (%s reconciles as before): %w",
 		breakglass.Path(bf.env, bf.app), bf.target(), err)

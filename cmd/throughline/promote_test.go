@@ -231,7 +231,7 @@ func proposeBranch(t *testing.T, root string) string {
 
 // amendBranch adds a commit on branch made by change (files relative to
 // the GitOps root) and checks main out again.
-func amendBranch(t *testing.T, top, root, branch string, change func()) {
+func amendBranch(t *testing.T, top, branch string, change func()) {
 	t.Helper()
 	gitT(t, top, "checkout", "-q", branch)
 	change()
@@ -288,7 +288,7 @@ func TestPromoteCheckNegative(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			top, root := promoteFixture(t)
 			branch := proposeBranch(t, root)
-			amendBranch(t, top, root, branch, func() { tc.change(t, root) })
+			amendBranch(t, top, branch, func() { tc.change(t, root) })
 			res := runCLI(t, "promote", "check", "--repo", root, "--base", "main", "--head", branch)
 			if res.code != tc.code {
 				t.Fatalf("exit %d, want %d\n%s\n%s", res.code, tc.code, res.stdout, res.stderr)

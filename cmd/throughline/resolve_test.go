@@ -65,7 +65,9 @@ func TestResolveCommandErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	closed := ln.Addr().String()
-	ln.Close() // nothing listens there now: connection refused
+	if err := ln.Close(); err != nil { // nothing listens there now: connection refused
+		t.Fatal(err)
+	}
 
 	for _, tc := range []struct {
 		name string

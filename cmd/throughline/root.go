@@ -87,7 +87,7 @@ func (g *globals) setup(cmd *cobra.Command, stderr io.Writer) error {
 	if err != nil {
 		return exitcode.Usagef("--log-level %q: %v", g.logLevel, err)
 	}
-	var w io.Writer = stderr
+	w := stderr
 	switch g.logFormat {
 	case "json":
 	case "console":

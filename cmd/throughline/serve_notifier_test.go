@@ -49,7 +49,9 @@ func TestNotifierFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
 	n := &notifierFlags{addr: addr, repoDir: filepath.Join(dir, "work"), branch: "main", fluxKeyFile: key, rate: -1}
 	stop, err = n.start(ctx, cfg, log)
 	if err != nil {
