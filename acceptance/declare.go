@@ -73,7 +73,7 @@ func Declare(ctx context.Context, req Request) (*Declaration, error) {
 			d.Objects = append(d.Objects, o)
 		}
 	}
-	allow, err := loadAllowList(app.FS, req.AllowListFile)
+	allow, err := LoadAllowList(app.FS, req.AllowListFile)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,9 @@ func Declare(ctx context.Context, req Request) (*Declaration, error) {
 	return d, nil
 }
 
-func loadAllowList(fsys *render.ConfinedFS, file string) (*policy.AllowList, error) {
+// LoadAllowList reads the allow-list file (relative to the root of fsys;
+// empty means policy.AllowListFile). A missing file is a nil allow-list.
+func LoadAllowList(fsys *render.ConfinedFS, file string) (*policy.AllowList, error) {
 	if file == "" {
 		file = policy.AllowListFile
 	}
@@ -145,27 +147,34 @@ func (d *Declaration) build(req Request) v1alpha1.Acceptance {
 			ObjectCount:    len(d.Objects),
 			Renderer:       req.Renderer,
 			Exceptions:     d.Policy.Exceptions,
-			Workloads:      []v1alpha1.Workload{},
 		},
 	}
 	if env != "" {
 		a.Labels[v1alpha1.LabelEnvironment] = ObjectName(env)
 	}
+	a.Spec.Workloads = Workloads(d.Policy.Containers)
+	return a
+}
+
+// Workloads groups the containers that passed policy by workload, in the
+// order of the render: spec.workloads of the Acceptance.
+func Workloads(cs []policy.DeclaredContainer) []v1alpha1.Workload {
+	ws := []v1alpha1.Workload{}
 	index := map[render.ID]int{}
-	for _, c := range d.Policy.Containers {
+	for _, c := range cs {
 		i, ok := index[c.Object]
 		if !ok {
-			i = len(a.Spec.Workloads)
+			i = len(ws)
 			index[c.Object] = i
-			a.Spec.Workloads = append(a.Spec.Workloads, v1alpha1.Workload{
+			ws = append(ws, v1alpha1.Workload{
 				APIVersion: c.Object.APIVersion(), Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name,
 			})
 		}
-		a.Spec.Workloads[i].Containers = append(a.Spec.Workloads[i].Containers, v1alpha1.Container{
+		ws[i].Containers = append(ws[i].Containers, v1alpha1.Container{
 			Name: c.Name, Path: c.Path, Image: c.Image, Digest: c.Pinned.Digest,
 		})
 	}
-	return a
+	return ws
 }
 
 // Stale reports why a committed Acceptance no longer matches the declared

@@ -1,6 +1,7 @@
 package cmp
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,8 +16,10 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 
+	"github.com/throughline-dev/throughline/acceptance"
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/atomicfile"
+	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -36,9 +39,10 @@ type Cache struct {
 	MaxPerApp int
 }
 
-// cacheEntry is stored as <inputs>.json (renderer, probes, Acceptance) and
-// <inputs>.yaml (the manifests), so that checking an entry does not decode
-// the manifests.
+// cacheEntry is stored as <inputs>.json (the hex entrySum, a newline, then
+// the JSON of renderer, probes and Acceptance) and <inputs>.yaml (the
+// manifests), so that checking whether an entry applies does not read the
+// manifests.
 type cacheEntry struct {
 	Renderer   string              `json:"renderer"`
 	Probes     []render.Probe      `json:"probes"`
@@ -50,19 +54,23 @@ func (c *Cache) appDir(key string) string { return filepath.Join(c.Dir, key[:2],
 
 func appKey(version string, env Env) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "throughline-cmp-cache/v1\x00%s\x00", version)
+	fmt.Fprintf(h, "throughline-cmp-cache/v2\x00%s\x00", version)
 	for _, f := range env.fingerprint() {
 		fmt.Fprintf(h, "%s\x00", f)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// lookup returns the first entry for the app whose inputs are unchanged.
-func (c *Cache) lookup(key string, fsys *render.ConfinedFS) (*cacheEntry, bool) {
+// lookup returns the first entry for the app whose inputs are unchanged,
+// verified: its sum matches the stored bytes, its manifests pass policy and
+// its Acceptance declares exactly them. An entry that fails a check is
+// removed and reported in the error (a miss: the caller renders afresh and
+// logs the error as a warning); it is never returned.
+func (c *Cache) lookup(key string, fsys *render.ConfinedFS) (*cacheEntry, error) {
 	dir := c.appDir(key)
 	names, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, false
+		return nil, nil
 	}
 	// Newest first: the last commit's inputs are the likeliest.
 	sort.Slice(names, func(i, j int) bool { return modTime(names[i]).After(modTime(names[j])) })
@@ -75,25 +83,102 @@ func (c *Cache) lookup(key string, fsys *render.ConfinedFS) (*cacheEntry, bool) 
 		if err != nil {
 			continue
 		}
+		sum, body, _ := bytes.Cut(data, []byte("\n"))
 		var e cacheEntry
 		// The encoding/json/v2 decoder: 3x faster on the probe list, and
 		// the entry was written by store, so v1's case-insensitive names
-		// are not needed.
-		if jsonv2.Unmarshal(data, &e) != nil || len(e.Probes) == 0 {
+		// are not needed. The probes are replayed before the sum is
+		// checked: replaying reads only the confined checkout.
+		if jsonv2.Unmarshal(body, &e) != nil || len(e.Probes) == 0 {
 			continue
 		}
-		if render.Replay(fsys, e.Probes) {
-			manifests, err := os.ReadFile(strings.TrimSuffix(p, ".json") + ".yaml")
-			if err != nil {
-				continue // evicted or not yet written: a miss
-			}
-			e.Manifests = manifests
-			now := time.Now()
-			_ = os.Chtimes(p, now, now) // recency for eviction; best effort
-			return &e, true
+		if !render.Replay(fsys, e.Probes) {
+			continue
+		}
+		manifests, err := os.ReadFile(strings.TrimSuffix(p, ".json") + ".yaml")
+		if err != nil {
+			continue // evicted or not yet written: a miss
+		}
+		e.Manifests = manifests
+		name := key[:12] + "/" + strings.TrimSuffix(n.Name(), ".json")[:12]
+		if string(sum) != entrySum(body, manifests) {
+			c.remove(p)
+			return nil, fmt.Errorf("render cache entry %s failed its integrity check (content changed since it was stored); ignored", name)
+		}
+		if err := e.verify(fsys); err != nil {
+			c.remove(p)
+			return nil, fmt.Errorf("render cache entry %s ignored: %w", name, err)
+		}
+		now := time.Now()
+		_ = os.Chtimes(p, now, now) // recency for eviction; best effort
+		return &e, nil
+	}
+	return nil, nil
+}
+
+// entrySum is the hex sha256 stored beside an entry: over the entry's JSON
+// and the manifests, length-prefixed so that no byte moves between them.
+func entrySum(body, manifests []byte) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "throughline-cmp-entry/v1\x00%d\x00", len(body))
+	h.Write(body)
+	h.Write(manifests)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// verify re-runs the object policy on the manifests the entry would serve
+// and checks that its Acceptance declares exactly them (rendered hash,
+// object count, workloads and exceptions), so that an entry written by
+// anyone else than store, with a valid sum, still cannot serve an unpinned
+// image or an Acceptance that does not describe the objects.
+func (e *cacheEntry) verify(fsys *render.ConfinedFS) error {
+	objs, err := render.DecodeManifests(e.Manifests, "cached render")
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if acceptance.IsAcceptance(o) {
+			return fmt.Errorf("the cached objects hold an Acceptance (%s)", o.ID())
 		}
 	}
-	return nil, false
+	allow, err := acceptance.LoadAllowList(fsys, "")
+	if err != nil {
+		return err
+	}
+	res := policy.CheckObjects(objs, allow)
+	if err := res.Err(); err != nil {
+		return fmt.Errorf("the cached objects fail policy: %w", err)
+	}
+	spec := e.Acceptance.Spec
+	hash, err := render.Hash(objs)
+	if err != nil {
+		return err
+	}
+	if hash != spec.RenderedHash || len(objs) != spec.ObjectCount {
+		return fmt.Errorf("the cached objects have rendered hash %s (%d objects), the cached Acceptance declares %s (%d)",
+			hash, len(objs), spec.RenderedHash, spec.ObjectCount)
+	}
+	if !sameJSON(acceptance.Workloads(res.Containers), spec.Workloads) || !sameJSON(res.Exceptions, spec.Exceptions) {
+		return errors.New("the cached Acceptance's workloads or exceptions are not those of the cached objects")
+	}
+	return nil
+}
+
+// sameJSON reports whether a and b encode alike (an empty list is absent).
+func sameJSON[T any](a, b []T) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}
+
+// remove deletes an entry (best effort: a concurrent eviction may have
+// removed it already).
+func (c *Cache) remove(jsonPath string) {
+	_ = os.Remove(jsonPath)
+	_ = os.Remove(strings.TrimSuffix(jsonPath, ".json") + ".yaml")
 }
 
 func modTime(d fs.DirEntry) time.Time {
@@ -124,7 +209,8 @@ func (c *Cache) store(key string, e *cacheEntry) error {
 	if err := atomicfile.Write(base+".yaml", e.Manifests, 0o600); err != nil {
 		return fmt.Errorf("storing render in cache: %w", err)
 	}
-	if err := atomicfile.Write(base+".json", data, 0o600); err != nil {
+	stored := append([]byte(entrySum(data, e.Manifests)+"\n"), data...)
+	if err := atomicfile.Write(base+".json", stored, 0o600); err != nil {
 		return fmt.Errorf("storing render in cache: %w", err)
 	}
 	return c.evict(dir)
@@ -183,8 +269,7 @@ func (c *Cache) evict(appDir string) error {
 		// Best effort, as the recency above: a concurrent eviction may
 		// have removed the entry already, and a failed eviction loses
 		// nothing that the render depends on.
-		_ = os.Remove(p)
-		_ = os.Remove(strings.TrimSuffix(p, ".json") + ".yaml")
+		c.remove(p)
 		removed[p] = true
 	}
 	for _, f := range entries[min(len(entries), maxPerApp):] {

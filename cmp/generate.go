@@ -3,6 +3,7 @@ package cmp
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -31,8 +32,9 @@ type Result struct {
 	Manifests  []byte
 	Acceptance v1alpha1.Acceptance
 	CacheHit   bool
-	// CacheErr is a failure to store the render in the cache (the render
-	// itself succeeded).
+	// CacheErr is a failure to store the render in the cache, or a cache
+	// entry that failed its integrity or policy check and was ignored (the
+	// render itself succeeded).
 	CacheErr error
 }
 
@@ -52,13 +54,16 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 		return nil, &exitcode.InvalidInput{File: opts.Env.SourcePath, Err: fmt.Errorf("%s: %w", EnvAppSourcePath, err)}
 	}
 	var key string
+	var cacheWarn error // an entry ignored by lookup, reported in CacheErr
 	if opts.Cache != nil {
 		key = appKey(opts.Version, opts.Env)
 		fsys, err := render.NewConfinedFS(root, opts.MaxFileSize, nil)
 		if err != nil {
 			return nil, &exitcode.InvalidInput{Err: err}
 		}
-		if e, ok := opts.Cache.lookup(key, fsys); ok && e.Renderer == opts.Version {
+		e, warn := opts.Cache.lookup(key, fsys)
+		cacheWarn = warn
+		if e != nil && e.Renderer == opts.Version {
 			e.Acceptance.Spec.SourceRevision = opts.Env.Revision
 			out, err := assemble(e.Manifests, e.Acceptance)
 			if err != nil {
@@ -99,9 +104,9 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Cache != nil {
 		cached := d.Acceptance
 		cached.Spec.SourceRevision = ""
-		res.CacheErr = opts.Cache.store(key, &cacheEntry{
+		res.CacheErr = errors.Join(cacheWarn, opts.Cache.store(key, &cacheEntry{
 			Renderer: opts.Version, Probes: trace.Compact(), Manifests: objs.Bytes(), Acceptance: cached,
-		})
+		}))
 	}
 	return res, nil
 }
