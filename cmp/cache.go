@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -33,10 +34,51 @@ const (
 // An entry is valid when replaying its recorded filesystem probes against
 // the new checkout gives the same results; entries are written atomically
 // (temporary file + rename) and evicted least-recently-used.
+//
+// Dir must be private: it is created 0700 when missing, and a directory that
+// is a symbolic link, is not owned by the current user, or is group- or
+// world-writable is neither read nor written (generate renders uncached and
+// Result.CacheErr says why).
 type Cache struct {
 	Dir       string
 	MaxBytes  int64
 	MaxPerApp int
+
+	dirOnce sync.Once
+	dirErr  error
+}
+
+// checkDir creates the cache directory when missing and refuses one that
+// someone else could have planted or can write; once per Cache.
+func (c *Cache) checkDir() error {
+	c.dirOnce.Do(func() { c.dirErr = checkCacheDir(c.Dir) })
+	return c.dirErr
+}
+
+func checkCacheDir(dir string) error {
+	if dir == "" {
+		return errors.New("no render cache directory configured (no user cache directory): rendering uncached")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("creating render cache directory %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("checking render cache directory %s: %w", dir, err)
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("render cache directory %s is a symbolic link: not used, rendering uncached", dir)
+	case !fi.IsDir():
+		return fmt.Errorf("render cache directory %s is not a directory: not used, rendering uncached", dir)
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("render cache directory %s is group- or world-writable (%v): not used, rendering uncached", dir, fi.Mode().Perm())
+	}
+	if uid, ok := fileOwner(fi); ok && uid != os.Geteuid() {
+		return fmt.Errorf("render cache directory %s is owned by uid %d, not by the current user (%d): not used, rendering uncached",
+			dir, uid, os.Geteuid())
+	}
+	return nil
 }
 
 // cacheEntry is stored as <inputs>.json (the hex entrySum, a newline, then
@@ -67,6 +109,9 @@ func appKey(version string, env Env) string {
 // removed and reported in the error (a miss: the caller renders afresh and
 // logs the error as a warning); it is never returned.
 func (c *Cache) lookup(key string, fsys *render.ConfinedFS) (*cacheEntry, error) {
+	if c.checkDir() != nil {
+		return nil, nil // store reports it
+	}
 	dir := c.appDir(key)
 	names, err := os.ReadDir(dir)
 	if err != nil {
@@ -191,6 +236,9 @@ func modTime(d fs.DirEntry) time.Time {
 
 // store writes an entry atomically, named by the hash of its inputs.
 func (c *Cache) store(key string, e *cacheEntry) error {
+	if err := c.checkDir(); err != nil {
+		return err
+	}
 	data, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("encoding cache entry: %w", err)

@@ -193,3 +193,111 @@ func storedProbes(t *testing.T, file string) []render.Probe {
 	}
 	return stored.Probes
 }
+
+// TestCacheRefusesUnsafeDirectory: a cache directory that another user could
+// have planted or can write is never read nor written; the render runs
+// uncached and says why.
+func TestCacheRefusesUnsafeDirectory(t *testing.T) {
+	pinned := "r.example.test/web:1@" + cacheTestDigest
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		want  string
+	}{
+		{"symlink", func(t *testing.T, dir string) {
+			target := filepath.Join(t.TempDir(), "elsewhere")
+			if err := os.Mkdir(target, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, dir); err != nil {
+				t.Fatal(err)
+			}
+		}, "symbolic link"},
+		{"world-writable", func(t *testing.T, dir string) {
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(dir, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}, "writable"},
+		{"group-writable", func(t *testing.T, dir string) {
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(dir, 0o770); err != nil {
+				t.Fatal(err)
+			}
+		}, "writable"},
+		{"another user's", func(t *testing.T, dir string) {
+			if os.Geteuid() != 0 {
+				t.Skip("needs root to give a directory away")
+			}
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(dir, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}, "owned by"},
+		{"a file", func(t *testing.T, dir string) {
+			if err := os.WriteFile(dir, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "not a directory"},
+		{"none configured", nil, "no render cache directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "cache")
+			if tt.setup != nil {
+				tt.setup(t, dir)
+			} else {
+				dir = ""
+			}
+			root := cacheTestRepo(t, pinned)
+			for i := range 2 {
+				res := cacheTestGenerate(t, root, &Cache{Dir: dir})
+				if res.CacheHit || res.CacheErr == nil || !strings.Contains(res.CacheErr.Error(), tt.want) {
+					t.Fatalf("render %d: hit=%v warning=%v, want an uncached render and a warning containing %q", i, res.CacheHit, res.CacheErr, tt.want)
+				}
+			}
+			if dir == "" {
+				return
+			}
+			if real, err := filepath.EvalSymlinks(dir); err == nil && isDir(real) {
+				if files := cacheFiles(t, real, ""); len(files) > 0 {
+					t.Errorf("the refused directory was written: %v", files)
+				}
+			}
+		})
+	}
+}
+
+// TestCacheCreatesPrivateDirectory: a missing cache directory is created
+// 0700 (its parents too).
+func TestCacheCreatesPrivateDirectory(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "xdg")
+	dir := filepath.Join(parent, "throughline", "render")
+	root := cacheTestRepo(t, "r.example.test/web:1@"+cacheTestDigest)
+	if res := cacheTestGenerate(t, root, &Cache{Dir: dir}); res.CacheErr != nil {
+		t.Fatal(res.CacheErr)
+	}
+	for _, d := range []string{parent, filepath.Dir(dir), dir} {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: mode %v, want 0700", d, fi.Mode().Perm())
+		}
+	}
+	if res := cacheTestGenerate(t, root, &Cache{Dir: dir}); !res.CacheHit || res.CacheErr != nil {
+		t.Errorf("second render: hit=%v warning=%v", res.CacheHit, res.CacheErr)
+	}
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}

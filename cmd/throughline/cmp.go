@@ -91,6 +91,10 @@ func (o *cmpGenerateOptions) run(ctx context.Context, g *globals, stdout io.Writ
 	return err
 }
 
+// defaultCacheDir is $THROUGHLINE_CACHE_DIR, else the user's cache directory
+// (os.UserCacheDir)/throughline/render; "" when there is none: never a
+// predictable path in the shared temporary directory (cmp.Cache then renders
+// uncached with a warning).
 func defaultCacheDir() string {
 	if d := os.Getenv(EnvCacheDir); d != "" {
 		return d
@@ -98,5 +102,5 @@ func defaultCacheDir() string {
 	if d, err := os.UserCacheDir(); err == nil {
 		return filepath.Join(d, "throughline", "render")
 	}
-	return filepath.Join(os.TempDir(), "throughline-render-cache")
+	return ""
 }
