@@ -135,7 +135,7 @@ func (d *Declaration) build(req Request) v1alpha1.Acceptance {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      ObjectName(app),
 			Namespace: ns,
-			Labels:    map[string]string{v1alpha1.LabelManagedBy: "throughline", v1alpha1.LabelApp: ObjectName(app)},
+			Labels:    map[string]string{v1alpha1.LabelManagedBy: "throughline", v1alpha1.LabelApp: LabelValue(app)},
 		},
 		Spec: v1alpha1.AcceptanceSpec{
 			App:            app,
@@ -150,7 +150,7 @@ func (d *Declaration) build(req Request) v1alpha1.Acceptance {
 		},
 	}
 	if env != "" {
-		a.Labels[v1alpha1.LabelEnvironment] = ObjectName(env)
+		a.Labels[v1alpha1.LabelEnvironment] = LabelValue(env)
 	}
 	a.Spec.Workloads = Workloads(d.Policy.Containers)
 	return a

@@ -1,6 +1,8 @@
 package acceptance
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -86,4 +88,22 @@ func ObjectName(app string) string {
 		n = "app"
 	}
 	return n
+}
+
+// MaxLabelValue is the longest label value the API server accepts.
+const MaxLabelValue = 63
+
+// LabelValue turns an application or environment name into the value of the
+// Acceptance's throughline.dev/app and throughline.dev/environment labels:
+// ObjectName when it fits in 63 characters, else its first 52 characters
+// (without a trailing "-" or ".") then "-" and 10 hex digits of its sha256,
+// which is stable and ends alphanumeric. Every reader that selects
+// Acceptances by these labels must use it; the spec keeps the full name.
+func LabelValue(name string) string {
+	n := ObjectName(name)
+	if len(n) <= MaxLabelValue {
+		return n
+	}
+	sum := sha256.Sum256([]byte(n))
+	return strings.TrimRight(n[:52], "-.") + "-" + hex.EncodeToString(sum[:])[:10]
 }

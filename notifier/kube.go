@@ -27,7 +27,7 @@ type KubeAcceptances struct {
 
 // Get returns the one Acceptance of app in env.
 func (k *KubeAcceptances) Get(ctx context.Context, app, env string) (*Live, error) {
-	sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelApp: acceptance.ObjectName(app), v1alpha1.LabelEnvironment: acceptance.ObjectName(env)})
+	sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelApp: acceptance.LabelValue(app), v1alpha1.LabelEnvironment: acceptance.LabelValue(env)})
 	list, err := k.Client.Resource(AcceptanceResource).Namespace(k.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
 		return nil, fmt.Errorf("listing Acceptances %s: %w", sel, err)
