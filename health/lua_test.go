@@ -1,101 +1,37 @@
 package health
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	lua "github.com/yuin/gopher-lua"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
-	"sigs.k8s.io/yaml"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
+	"github.com/throughline-dev/throughline/health/argolua"
 )
 
 // healthScript reads the Lua script from the argocd-cm patch the install
 // ships, so the test tests what ships.
 func healthScript(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "deploy", "argocd", "argocd-cm-health.yaml"))
+	script, err := argolua.LoadScript(filepath.Join("..", "deploy", "argocd", "argocd-cm-health.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cm struct {
-		Kind string            `json:"kind"`
-		Data map[string]string `json:"data"`
-	}
-	if err := yaml.Unmarshal(data, &cm); err != nil {
-		t.Fatal(err)
-	}
-	script := cm.Data["resource.customizations.health.throughline.dev_Acceptance"]
-	if cm.Kind != "ConfigMap" || script == "" {
-		t.Fatalf("no health script for throughline.dev_Acceptance in the argocd-cm patch")
-	}
 	return script
-}
-
-// toLua converts a JSON value as Argo CD does before calling a health
-// script (objects and arrays become tables, arrays 1-based).
-func toLua(L *lua.LState, v any) lua.LValue {
-	switch t := v.(type) {
-	case nil:
-		return lua.LNil
-	case bool:
-		return lua.LBool(t)
-	case float64:
-		return lua.LNumber(t)
-	case string:
-		return lua.LString(t)
-	case []any:
-		tbl := L.NewTable()
-		for _, e := range t {
-			tbl.Append(toLua(L, e))
-		}
-		return tbl
-	case map[string]any:
-		tbl := L.NewTable()
-		for k, e := range t {
-			tbl.RawSetString(k, toLua(L, e))
-		}
-		return tbl
-	}
-	panic("unexpected JSON value")
 }
 
 // runHealth runs the script on obj and returns (status, message).
 func runHealth(t *testing.T, script string, obj map[string]any) (string, string) {
 	t.Helper()
-	raw, err := json.Marshal(obj)
+	st, msg, err := argolua.Run(script, obj)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var generic map[string]any
-	if err := json.Unmarshal(raw, &generic); err != nil {
-		t.Fatal(err)
-	}
-	L := lua.NewState(lua.Options{SkipOpenLibs: true})
-	defer L.Close()
-	for _, lib := range []struct {
-		name string
-		fn   lua.LGFunction
-	}{{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString}, {lua.MathLibName, lua.OpenMath}} {
-		L.Push(L.NewFunction(lib.fn))
-		L.Push(lua.LString(lib.name))
-		L.Call(1, 0)
-	}
-	L.SetGlobal("obj", toLua(L, generic))
-	if err := L.DoString(script); err != nil {
-		t.Fatalf("health script: %v", err)
-	}
-	ret, ok := L.Get(-1).(*lua.LTable)
-	if !ok {
-		t.Fatalf("health script returned %s, want a table", L.Get(-1).Type())
-	}
-	return lua.LVAsString(ret.RawGetString("status")), lua.LVAsString(ret.RawGetString("message"))
+	return st, msg
 }
 
 const renderedHash = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"

@@ -47,7 +47,13 @@ func (k *KubeAcceptances) Get(ctx context.Context, app, env string) (*Live, erro
 	default:
 		return nil, fmt.Errorf("Acceptance of %s in %s: %d objects match %s, want one", app, env, len(found), sel)
 	}
-	u := &found[0]
+	return LiveFrom(&found[0])
+}
+
+// LiveFrom reads what the notifier decides on from an Acceptance: its
+// generation, spec.renderedHash and status. A status that does not decode is
+// an error (the delivery is retried).
+func LiveFrom(u *unstructured.Unstructured) (*Live, error) {
 	st, err := health.ReadStatus(u)
 	if err != nil {
 		return nil, err

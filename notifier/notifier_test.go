@@ -282,6 +282,14 @@ func TestLiveDecisions(t *testing.T) {
 		{"rollout in progress", liveWith("checkout", metav1.ConditionFalse, v1alpha1.ReasonRolloutInProgress, "2/3 updated", health.Pending), "Progressing", 503, resultWait, "RolloutInProgress", promotion.Reconciling, false},
 		{"unverifiable", liveWith("checkout", metav1.ConditionFalse, v1alpha1.ReasonUnverifiable, "registry down", health.Unverifiable), "Healthy", 503, resultWait, "Unverifiable", promotion.Reconciling, false},
 		{"image mismatch", liveWith("checkout", metav1.ConditionFalse, v1alpha1.ReasonImageMismatch, "app runs sha256:ee", health.Mismatch), "Degraded", 200, resultHalted, "image mismatch", promotion.Halted, true},
+		// The verifier reports a workload it cannot find yet as pending, and
+		// Argo CD's health says Progressing: the notifier waits too.
+		{"workload not found", liveWith("checkout", metav1.ConditionFalse, v1alpha1.ReasonWorkloadNotFound, "not found: Deployment shop/web", health.Pending),
+			"Progressing", 503, resultWait, "WorkloadNotFound", promotion.Reconciling, false},
+		{"invalid", liveWith("checkout", metav1.ConditionFalse, v1alpha1.ReasonInvalid, "spec.workloads[0]: kind and name are required", health.Mismatch),
+			"Degraded", 200, resultHalted, "image mismatch", promotion.Halted, true},
+		{"Ready=True with reason ImageMismatch", liveWith("checkout", metav1.ConditionTrue, v1alpha1.ReasonImageMismatch, "app runs sha256:ee", health.Mismatch),
+			"Healthy", 200, resultHalted, "image mismatch", promotion.Halted, true},
 		{"degraded", verified("checkout"), "Degraded", 200, resultHalted, "degraded", promotion.Halted, true},
 		{"no acceptance", nil, "Healthy", 503, resultWait, "no Acceptance", promotion.Reconciling, false},
 	} {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/evidence"
@@ -148,22 +149,67 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record)
 		}
 		out.Reason = fmt.Sprintf("observed %s, later than the desired %s, renders the approved objects (%s)", ev.Revision, desired, live.RenderedHash)
 	}
-	ready := meta.FindStatusCondition(live.Status.Conditions, v1alpha1.ConditionReady)
-	current := live.Status.ObservedGeneration >= live.Generation && live.Status.RenderedHash == live.RenderedHash
+	verdict, ready := Judge(live)
 	switch {
-	case current && ready != nil && ready.Status == "False" &&
-		(ready.Reason == v1alpha1.ReasonImageMismatch || ready.Reason == v1alpha1.ReasonWorkloadNotFound || ready.Reason == v1alpha1.ReasonInvalid):
+	case verdict == VerdictHalt:
 		return halt(ClassLive, "image mismatch: Acceptance %s is %s: %s", out.Acceptance, ready.Reason, ready.Message)
 	case ev.Degraded:
 		return halt(ClassLive, "degraded: %s reports %s: %s", ev.Object, ev.Reason, ev.Message)
-	case current && ready != nil && ready.Status == "True":
+	case verdict == VerdictAccept:
 		out.Decision = promotion.Accepted
 		return out, nil
-	case ready == nil || !current:
+	case ready == nil || !live.current():
 		return nil, &WaitError{Reason: fmt.Sprintf("Acceptance %s not verified for generation %d yet", out.Acceptance, live.Generation)}
 	default:
 		return nil, &WaitError{Reason: fmt.Sprintf("Acceptance %s is %s: %s", out.Acceptance, ready.Reason, ready.Message)}
 	}
+}
+
+// Verdict is what an Acceptance's status alone says about a promotion.
+type Verdict int
+
+// The verdicts, and the Argo CD health the Lua script in
+// deploy/argocd/argocd-cm-health.yaml gives the same status (a table test
+// runs both).
+const (
+	VerdictWait   Verdict = iota // Progressing: not decided yet (503)
+	VerdictAccept                // Healthy: ACCEPTED
+	VerdictHalt                  // Degraded: HALTED
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case VerdictAccept:
+		return "accept"
+	case VerdictHalt:
+		return "halt"
+	}
+	return "wait"
+}
+
+// Judge decides from an Acceptance's status: wait unless the status is for
+// the current generation and rendered hash and has a Ready condition (the
+// first one); then halt on reason ImageMismatch or Invalid whatever its
+// status, accept on Ready=True with reason Verified, else wait (a rollout in
+// progress, an unverifiable digest, a workload not found yet: the verifier
+// reports these as pending). It returns the Ready condition it read.
+func Judge(live *Live) (Verdict, *metav1.Condition) {
+	ready := meta.FindStatusCondition(live.Status.Conditions, v1alpha1.ConditionReady)
+	switch {
+	case ready == nil || !live.current():
+		return VerdictWait, ready
+	case ready.Reason == v1alpha1.ReasonImageMismatch || ready.Reason == v1alpha1.ReasonInvalid:
+		return VerdictHalt, ready
+	case ready.Status == metav1.ConditionTrue && ready.Reason == v1alpha1.ReasonVerified:
+		return VerdictAccept, ready
+	}
+	return VerdictWait, ready
+}
+
+// current reports whether the status is the verifier's word on this
+// generation and rendered hash.
+func (l *Live) current() bool {
+	return l.Status.ObservedGeneration >= l.Generation && l.Status.RenderedHash == l.RenderedHash
 }
 
 func pods(s v1alpha1.AcceptanceStatus) []evidence.Pod {
