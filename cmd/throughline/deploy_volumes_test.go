@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/render"
+)
+
+// podVolumes returns a Deployment's volumes by name and the mounts of its
+// container by mount path (volume name).
+func podVolumes(t *testing.T, o render.Object, container string) (map[string]map[string]any, map[string]string) {
+	t.Helper()
+	spec := o.Map["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	vols := map[string]map[string]any{}
+	for _, v := range spec["volumes"].([]any) {
+		vols[v.(map[string]any)["name"].(string)] = v.(map[string]any)
+	}
+	mounts := map[string]string{}
+	for _, c := range spec["containers"].([]any) {
+		if c.(map[string]any)["name"] != container {
+			continue
+		}
+		for _, m := range c.(map[string]any)["volumeMounts"].([]any) {
+			mounts[m.(map[string]any)["mountPath"].(string)] = m.(map[string]any)["name"].(string)
+		}
+	}
+	return vols, mounts
+}
+
+// checkEmptyDir: the volume mounted at path is an emptyDir with a size limit.
+func checkEmptyDir(t *testing.T, what, path string, vols map[string]map[string]any, mounts map[string]string) {
+	t.Helper()
+	name, ok := mounts[path]
+	if !ok {
+		t.Errorf("%s: nothing is mounted at %s (mounts %v)", what, path, mounts)
+		return
+	}
+	ed, ok := vols[name]["emptyDir"].(map[string]any)
+	if !ok || ed["sizeLimit"] == nil {
+		t.Errorf("%s: the volume %s at %s is not an emptyDir with a sizeLimit: %v", what, name, path, vols[name])
+	}
+}
+
+// TestDeployWritableVolumes: the containers run with a read-only root
+// filesystem, so every path they write is a volume, bounded: the serve
+// Deployment's notifier clone (where docs/notifier.md puts it), and the
+// sidecar's /tmp (repositories and the render cache).
+func TestDeployWritableVolumes(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "notifier.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("--notifier-repo (/[^ `]+)").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/notifier.md does not say where the clone lives")
+	}
+	clone := string(m[1])
+
+	d, err := acceptance.Declare(context.Background(), acceptance.Request{
+		Render: render.Options{Root: filepath.Join(repoRoot, "deploy"), Path: "serve"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range d.Objects {
+		if o.ID().Kind != "Deployment" {
+			continue
+		}
+		vols, mounts := podVolumes(t, o, "serve")
+		checkEmptyDir(t, "deploy/serve", filepath.Dir(clone), vols, mounts)
+		for name, v := range vols {
+			if ed, ok := v["emptyDir"].(map[string]any); ok && ed["sizeLimit"] == nil {
+				t.Errorf("deploy/serve: emptyDir %s has no sizeLimit", name)
+			}
+		}
+	}
+
+	root := t.TempDir()
+	if err := os.CopyFS(filepath.Join(root, "throughline"), os.DirFS(filepath.Join(repoRoot, "deploy", "argocd"))); err != nil {
+		t.Fatal(err)
+	}
+	writeStandInRepoServer(t, root)
+	d, err = acceptance.Declare(context.Background(), acceptance.Request{Render: render.Options{Root: root, Path: "argocd"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range d.Objects {
+		if o.ID().Kind == "Deployment" {
+			vols, mounts := podVolumes(t, o, "throughline")
+			checkEmptyDir(t, "deploy/argocd sidecar", "/tmp", vols, mounts)
+		}
+	}
+
+	// SSH Git remotes: the egress rule is there to uncomment, and the
+	// operations guide says how.
+	np, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "serve", "networkpolicy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(np), "port: 22}") {
+		t.Error("deploy/serve/networkpolicy.yaml has no (commented) egress rule for SSH Git remotes")
+	}
+	ops, err := os.ReadFile(filepath.Join(repoRoot, "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"port 22", clone, "sizeLimit"} {
+		if !strings.Contains(string(ops), want) {
+			t.Errorf("docs/operations.md does not mention %q", want)
+		}
+	}
+}
