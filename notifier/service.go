@@ -2,6 +2,7 @@ package notifier
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -55,6 +56,9 @@ type ServiceConfig struct {
 	OnStatusError func(ev *evidence.Record, err error)
 	// OnServeError is told when the HTTP server stops with an error; nil is silent.
 	OnServeError func(err error)
+	// TLSCertFile and TLSKeyFile, when set (both), serve HTTPS with the
+	// certificate in these PEM files, reloaded when they change.
+	TLSCertFile, TLSKeyFile string
 }
 
 // Service is a running notifier: its HTTP server and the commit statuses
@@ -89,6 +93,12 @@ func Start(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	var certs *certReloader
+	if cfg.TLSCertFile != "" || cfg.TLSKeyFile != "" {
+		if certs, err = newCertReloader(cfg.TLSCertFile, cfg.TLSKeyFile); err != nil {
+			return nil, err
+		}
+	}
 	bg, cancelBG := context.WithCancel(context.WithoutCancel(ctx))
 	if cfg.Forge != nil {
 		p := newStatusPoster(bg, cfg, h.Metrics())
@@ -98,6 +108,9 @@ func Start(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 	if err != nil {
 		cancelBG()
 		return nil, fmt.Errorf("notifier: listening on %s: %w", cfg.Addr, err)
+	}
+	if certs != nil {
+		ln = tls.NewListener(ln, certs.tlsConfig())
 	}
 	s := &Service{srv: NewServer(cfg.Addr, h, DefaultProcessTimeout), ln: ln, branch: branch, cancelBG: cancelBG}
 	go func() {

@@ -116,3 +116,37 @@ func TestDeployWritableVolumes(t *testing.T) {
 		}
 	}
 }
+
+// TestNotifierTLSComponent renders the optional cert-manager Component on the
+// serve bundle: a Certificate, and the Deployment serving with its Secret.
+func TestNotifierTLSComponent(t *testing.T) {
+	root := t.TempDir()
+	if err := os.CopyFS(filepath.Join(root, "serve"), os.DirFS(filepath.Join(repoRoot, "deploy", "serve"))); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, root, map[string]string{"tls/kustomization.yaml": "resources: [../serve]\ncomponents: [../serve/notifier-tls]\n"})
+	d, err := acceptance.Declare(context.Background(), acceptance.Request{Render: render.Options{Root: root, Path: "tls"}})
+	if err != nil {
+		t.Fatalf("deploy/serve with the notifier-tls Component does not pass throughline's own policy: %v", err)
+	}
+	checkReleasePin(t, "serve", d.Objects)
+	var cert, args bool
+	for _, o := range d.Objects {
+		switch o.ID().Kind {
+		case "Certificate":
+			cert = o.ID().Namespace == "throughline-system"
+		case "Deployment":
+			vols, mounts := podVolumes(t, o, "serve")
+			if name := mounts["/etc/throughline/notifier-tls"]; vols[name]["secret"] == nil {
+				t.Errorf("the TLS Secret is not mounted: %v", mounts)
+			}
+			spec := o.Map["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+			for _, a := range spec["containers"].([]any)[0].(map[string]any)["args"].([]any) {
+				args = args || a == "--notifier-tls-cert-file=/etc/throughline/notifier-tls/tls.crt"
+			}
+		}
+	}
+	if !cert || !args {
+		t.Errorf("Certificate in throughline-system: %v; serve --notifier-tls-cert-file: %v", cert, args)
+	}
+}

@@ -30,6 +30,8 @@ type notifierFlags struct {
 	burst         int
 	namespace     string
 	statusURL     string
+	tlsCertFile   string
+	tlsKeyFile    string
 	forge         forgeFlags
 }
 
@@ -54,6 +56,8 @@ func (n *notifierFlags) add(cmd *cobra.Command) {
 	f.StringVar(&n.namespace, "notifier-acceptance-namespace", "", "look Acceptances up in this namespace only (default: all)")
 	f.StringVar(&n.statusURL, "notifier-status-url", "",
 		`commit status link, formatted with the evidence path (e.g. "https://github.com/org/gitops/blob/main/%s")`)
+	f.StringVar(&n.tlsCertFile, "notifier-tls-cert-file", "", "serve HTTPS with this PEM certificate (chain), reloaded when it changes")
+	f.StringVar(&n.tlsKeyFile, "notifier-tls-key-file", "", "PEM private key of --notifier-tls-cert-file")
 	f.StringVar(&n.forge.kind, "forge", "", "set commit statuses on the desired commit on: github, gitlab or gitea "+
 		"(token from THROUGHLINE_FORGE_TOKEN, else GITHUB_TOKEN / GITLAB_TOKEN / GITEA_TOKEN)")
 	f.StringVar(&n.forge.url, "forge-url", "", "forge API base URL (default https://api.github.com, https://gitlab.com)")
@@ -96,7 +100,8 @@ func (n *notifierFlags) start(ctx context.Context, cfg *rest.Config, log zerolog
 	if err != nil {
 		return nil, err
 	}
-	log.Info().Str("address", svc.Addr().String()).Str("branch", svc.Branch()).Bool("flux", len(sc.Handler.FluxKey) > 0).
+	log.Info().Str("address", svc.Addr().String()).Bool("tls", sc.TLSCertFile != "").Str("branch", svc.Branch()).
+		Bool("flux", len(sc.Handler.FluxKey) > 0).
 		Bool("argocd", len(sc.Handler.ArgoCDToken) > 0).Bool("commitStatus", sc.Forge != nil).Msg("starting the notifier")
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -108,9 +113,12 @@ func (n *notifierFlags) start(ctx context.Context, cfg *rest.Config, log zerolog
 // config checks the flags, reads the secrets and opens the clone.
 func (n *notifierFlags) config(ctx context.Context, cfg *rest.Config) (notifier.ServiceConfig, error) {
 	sc := notifier.ServiceConfig{Addr: n.addr, Branch: n.branch, Kube: cfg, Namespace: n.namespace, StatusURL: n.statusURL,
-		Handler: notifier.Config{MaxBody: n.maxBody, Rate: n.rate, Burst: n.burst}}
+		Handler: notifier.Config{MaxBody: n.maxBody, Rate: n.rate, Burst: n.burst}, TLSCertFile: n.tlsCertFile, TLSKeyFile: n.tlsKeyFile}
 	if n.repoDir == "" {
 		return sc, exitcode.Usagef("--notifier-bind-address needs --notifier-repo")
+	}
+	if (n.tlsCertFile == "") != (n.tlsKeyFile == "") {
+		return sc, exitcode.Usagef("--notifier-tls-cert-file and --notifier-tls-key-file go together")
 	}
 	var err error
 	if sc.Handler.FluxKey, err = readSecret(n.fluxKeyFile, envFluxKey); err != nil {
