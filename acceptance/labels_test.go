@@ -46,7 +46,7 @@ func TestLabelsAreValid(t *testing.T) {
 			t.Errorf("app %q: name %q: %v", tt.app, a.Name, errs)
 		}
 		v := a.Labels["throughline.dev/app"]
-		if v != LabelValue(tt.app) || LabelValue(tt.app) != LabelValue(tt.app) {
+		if v != LabelValue(tt.app) || v != LabelValue(strings.Clone(tt.app)) {
 			t.Errorf("app label %q is not LabelValue(%q) = %q", v, tt.app, LabelValue(tt.app))
 		}
 		if other, dup := seen[v]; dup && other != tt.app {

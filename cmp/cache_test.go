@@ -265,8 +265,8 @@ func TestCacheRefusesUnsafeDirectory(t *testing.T) {
 			if dir == "" {
 				return
 			}
-			if real, err := filepath.EvalSymlinks(dir); err == nil && isDir(real) {
-				if files := cacheFiles(t, real, ""); len(files) > 0 {
+			if resolved, err := filepath.EvalSymlinks(dir); err == nil && isDir(resolved) {
+				if files := cacheFiles(t, resolved, ""); len(files) > 0 {
 					t.Errorf("the refused directory was written: %v", files)
 				}
 			}
