@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -21,16 +22,6 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
-// DefaultMaxFileSize caps every file the renderer reads. Kubernetes objects
-// are limited to about 1.5 MiB by etcd, so a manifest file far above that is
-// a mistake or an attack.
-const DefaultMaxFileSize = 8 << 20
-
-// DefaultMaxTotalRead caps the bytes one render may read in all, so a
-// kustomization cannot make the renderer read an unbounded number of files
-// just under the per-file cap.
-const DefaultMaxTotalRead = 256 << 20
-
 // ConfinedFS is a read-only kustomize filesystem rooted at a repository root.
 // Every path is resolved (symlinks included) and refused when it leaves the
 // root; files larger than MaxFileSize and non-regular files are refused.
@@ -45,6 +36,20 @@ type ConfinedFS struct {
 	// dirs memoizes resolved directories: a render probes thousands of
 	// paths in a few directories.
 	dirs sync.Map // string -> string
+	// ctx is the context of the render (bind): krusty cannot see it, so
+	// every read checks it.
+	ctx atomic.Pointer[context.Context]
+	// scanned memoizes CheckYAML by content hash: a render reads its
+	// kustomization files twice (Open and krusty).
+	scanned sync.Map // [32]byte -> struct{}
+	// secrets are the Secret values read so far, for messages (redactErr).
+	secrets secretSet
+	// limitErr is the first refusal by the parsing limits: krusty's
+	// message around it may lose the chain, Build returns it instead.
+	limitErr atomic.Pointer[error]
+	// onRead, when set (tests), is called for every read that passed the
+	// context check.
+	onRead func(string)
 }
 
 var _ filesys.FileSystem = (*ConfinedFS)(nil)
@@ -258,17 +263,66 @@ func (c *ConfinedFS) record(op, p, result string) {
 	}
 }
 
+// bind makes ctx the context every later read checks.
+func (c *ConfinedFS) bind(ctx context.Context) { c.ctx.Store(&ctx) }
+
+// Err is the error of the context bound to the filesystem (nil when none is
+// bound or it is live).
+func (c *ConfinedFS) Err() error {
+	if p := c.ctx.Load(); p != nil {
+		return (*p).Err()
+	}
+	return nil
+}
+
 // ReadFile reads a regular file under the root, refusing symlinks that leave
-// the root, non-regular files and files above the size cap.
+// the root, non-regular files, files above the size cap and YAML beyond the
+// parsing limits (CheckYAML). It first checks the bound context: a
+// cancelled render stops at its next read even inside krusty.
 func (c *ConfinedFS) ReadFile(p string) ([]byte, error) {
+	if err := c.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", c.Rel(c.abs(p)), err)
+	}
+	if c.onRead != nil {
+		c.onRead(p)
+	}
 	data, err := c.readFile(p)
 	if err != nil {
 		c.record("read", p, "error")
 		return nil, err
 	}
 	sum := sha256.Sum256(data)
+	if err := c.scan(p, sum, data); err != nil {
+		c.record("read", p, "error")
+		return nil, err
+	}
 	c.record("read", p, hex.EncodeToString(sum[:]))
 	return data, nil
+}
+
+// scan applies the parsing limits to data (once per content) and keeps the
+// Secret values in it for messages.
+func (c *ConfinedFS) scan(p string, sum [32]byte, data []byte) error {
+	if _, ok := c.scanned.Load(sum); ok {
+		return nil
+	}
+	vals, err := scanYAML(data, true)
+	if err != nil {
+		err = &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: err}
+		c.limitErr.CompareAndSwap(nil, &err)
+		return err
+	}
+	c.secrets.add(vals...)
+	c.scanned.Store(sum, struct{}{})
+	return nil
+}
+
+// limitRefusal is the first refusal by the parsing limits, if any.
+func (c *ConfinedFS) limitRefusal() error {
+	if p := c.limitErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 func (c *ConfinedFS) readFile(p string) ([]byte, error) {
@@ -351,8 +405,12 @@ func (c *ConfinedFS) isDir(p string) bool {
 	return err == nil && c.disk.IsDir(r)
 }
 
-// ReadDir lists the names in directory p.
+// ReadDir lists the names in directory p (after the context check, as
+// ReadFile).
 func (c *ConfinedFS) ReadDir(p string) ([]string, error) {
+	if err := c.Err(); err != nil {
+		return nil, fmt.Errorf("listing %s: %w", c.Rel(c.abs(p)), err)
+	}
 	names, err := c.readDir(p)
 	if err != nil {
 		c.record("readdir", p, "error")

@@ -1,0 +1,144 @@
+package render
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// The parsing limits of the renderer, in one place (doc.go states what they
+// guarantee). Every file krusty or the plain-manifest reader reads passes
+// through ConfinedFS.ReadFile, which applies all of them before it returns
+// the bytes.
+const (
+	// DefaultMaxFileSize caps every file the renderer reads. Kubernetes
+	// objects are limited to about 1.5 MiB by etcd, so a manifest file far
+	// above that is a mistake or an attack.
+	DefaultMaxFileSize = 8 << 20
+	// DefaultMaxTotalRead caps the bytes one render may read in all, so a
+	// kustomization cannot make the renderer read an unbounded number of
+	// files just under the per-file cap.
+	DefaultMaxTotalRead = 256 << 20
+	// MaxYAMLAliasNodes caps the nodes that expanding the aliases of one
+	// file adds to it. kyaml expands every alias (kio.ByteReader with
+	// AnchorsAweigh, RNode.DeAnchor) by copying the anchored node, so a
+	// few hundred bytes of nested aliases become billions of nodes; yaml.v3
+	// refuses "excessive aliasing" only when it decodes into Go values, not
+	// when it builds the node tree kyaml uses. Hand-written anchors (shared
+	// labels, a merged mapping) add a few hundred nodes.
+	MaxYAMLAliasNodes = 100_000
+	// MaxYAMLDepth caps the nesting of a YAML document (each mapping,
+	// sequence or alias level counts one). Kubernetes objects, CRD schemas
+	// included, nest a few dozen levels; yaml.v3's scanner stops at 10000.
+	MaxYAMLDepth = 1000
+)
+
+// ErrYAMLLimit is wrapped by every refusal of a file that exceeds the
+// parsing limits (alias expansion or nesting).
+var ErrYAMLLimit = errors.New("YAML exceeds the parsing limits")
+
+// CheckYAML checks every document of data against the parsing limits
+// (MaxYAMLAliasNodes, MaxYAMLDepth) with a walk over yaml.v3's node tree
+// that visits at most the file's own nodes plus MaxYAMLAliasNodes. Data that
+// is not YAML (an env file, a generator's file source) is not refused here:
+// its reader reports it, and only the size caps apply. Documents before a
+// syntax error are still checked, as a reader decodes them before it meets
+// the error.
+func CheckYAML(data []byte) error {
+	_, err := scanYAML(data, false)
+	return err
+}
+
+// scanYAML is CheckYAML that, when secrets is set, also returns the values
+// of every Secret's data and stringData in data (secretValues).
+func scanYAML(data []byte, secrets bool) ([]string, error) {
+	if !mayNeedScan(data, secrets) {
+		return nil, nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var vals []string
+	for doc := 1; ; doc++ {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
+			if errors.Is(err, io.EOF) {
+				return vals, nil
+			}
+			return vals, nil // not YAML (from here on): its reader reports it
+		}
+		w := limitWalk{}
+		if err := w.walk(&n, 0, false); err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc, err)
+		}
+		if secrets {
+			vals = secretValues(&n, vals)
+		}
+	}
+}
+
+// mayNeedScan reports whether data can hold anything scanYAML looks for:
+// aliases need a '*', nesting deeper than MaxYAMLDepth needs that many
+// brackets or that much indentation, a Secret needs its kind. Most files
+// have none of these, and parsing them twice (here and in krusty) would
+// cost as much as the render.
+func mayNeedScan(data []byte, secrets bool) bool {
+	if bytes.IndexByte(data, '*') >= 0 {
+		return true
+	}
+	// A kind can be spelled with escapes ("\x53ecret").
+	if secrets && (bytes.Contains(data, []byte("Secret")) || bytes.IndexByte(data, '\\') >= 0) {
+		return true
+	}
+	// Depth <= brackets + longest line + 2 (document, root): both under
+	// half the cap keeps the depth under it.
+	if bytes.Count(data, []byte("["))+bytes.Count(data, []byte("{")) >= MaxYAMLDepth/2-2 {
+		return true
+	}
+	return maxLineLength(data) >= MaxYAMLDepth/2-2
+}
+
+// maxLineLength is the length of the longest line of data. Block nesting
+// of depth d needs a line indented by about d columns or d "- " markers on
+// one line.
+func maxLineLength(data []byte) int {
+	longest := 0
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			i = len(data)
+		}
+		longest = max(longest, i)
+		data = data[min(i+1, len(data)):]
+	}
+	return longest
+}
+
+// limitWalk counts the nodes alias expansion adds and the nesting depth.
+type limitWalk struct {
+	aliasNodes int
+}
+
+func (w *limitWalk) walk(n *yaml.Node, depth int, underAlias bool) error {
+	if depth > MaxYAMLDepth {
+		return fmt.Errorf("%w: nesting deeper than %d levels (line %d)", ErrYAMLLimit, MaxYAMLDepth, n.Line)
+	}
+	if underAlias {
+		if w.aliasNodes++; w.aliasNodes > MaxYAMLAliasNodes {
+			return fmt.Errorf("%w: expanding its aliases adds more than %d nodes (an alias bomb?)", ErrYAMLLimit, MaxYAMLAliasNodes)
+		}
+	}
+	if n.Kind == yaml.AliasNode {
+		if n.Alias == nil {
+			return nil
+		}
+		return w.walk(n.Alias, depth+1, true)
+	}
+	for _, c := range n.Content {
+		if err := w.walk(c, depth+1, underAlias); err != nil {
+			return err
+		}
+	}
+	return nil
+}
