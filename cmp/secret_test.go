@@ -24,14 +24,14 @@ func TestGenerateNeverEchoesSecretValues(t *testing.T) {
 	}{
 		{"policy violation on a Pod next to the Secret", map[string]string{
 			"apps/web/overlays/staging/kustomization.yaml": "resources: [all.yaml]\n",
-			"apps/web/overlays/staging/all.yaml":          secret + "---\n" + pod,
+			"apps/web/overlays/staging/all.yaml":           secret + "---\n" + pod,
 		}, exitcode.Refused},
 		{"policy violation in a plain directory next to the Secret", map[string]string{
 			"apps/web/overlays/staging/all.yaml": secret + "---\n" + pod,
 		}, exitcode.Refused},
 		{"duplicated stringData key", map[string]string{
 			"apps/web/overlays/staging/kustomization.yaml": "resources: [s.yaml]\n",
-			"apps/web/overlays/staging/s.yaml":            secret + "  password: " + v(2) + "\n",
+			"apps/web/overlays/staging/s.yaml":             secret + "  password: " + v(2) + "\n",
 		}, exitcode.Invalid},
 		{"duplicated data key in a plain directory", map[string]string{
 			"apps/web/overlays/staging/s.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata:\n  a: " +
@@ -44,8 +44,8 @@ func TestGenerateNeverEchoesSecretValues(t *testing.T) {
 		}, exitcode.Invalid},
 		{"invalid base64 in data", map[string]string{
 			"apps/web/overlays/staging/kustomization.yaml": "resources: [s.yaml, pod.yaml]\n",
-			"apps/web/overlays/staging/s.yaml":            "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {a: \"" + v(6) + "!!\"}\n",
-			"apps/web/overlays/staging/pod.yaml":          pod,
+			"apps/web/overlays/staging/s.yaml":             "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {a: \"" + v(6) + "!!\"}\n",
+			"apps/web/overlays/staging/pod.yaml":           pod,
 		}, exitcode.Refused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
