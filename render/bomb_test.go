@@ -141,6 +141,33 @@ func TestAliasBombsAreRefused(t *testing.T) {
 	}
 }
 
+// TestAliasBudgetIsPerRender: many files, each under the cap, together over
+// it are refused (one file's cap would let a kustomization list a thousand
+// small bombs).
+func TestAliasBudgetIsPerRender(t *testing.T) {
+	files := map[string]string{}
+	var res []string
+	perFile := "a: &a [" + strings.TrimSuffix(strings.Repeat("x,", 99), ",") + "]\nb: [" + strings.TrimSuffix(strings.Repeat("*a,", 10), ",") + "]\n"
+	for i := range render.MaxYAMLAliasNodes/1000 + 1 {
+		name := fmt.Sprintf("cm%03d.yaml", i)
+		res = append(res, name)
+		files["app/"+name] = fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm%03d}\nbomb:\n", i) + indent(perFile)
+		if err := render.CheckYAML([]byte(files["app/"+name])); err != nil {
+			t.Fatalf("one file is refused: %v", err)
+		}
+	}
+	files["app/kustomization.yaml"] = "resources: [" + strings.Join(res, ", ") + "]\n"
+	root := writeTree(t, files)
+	app, err := render.Open(context.Background(), render.Options{Root: root, Path: "app"})
+	if err == nil {
+		_, err = app.Build(context.Background())
+	}
+	if !errors.Is(err, render.ErrYAMLLimit) || !errors.Is(err, exitcode.ErrInvalid) {
+		t.Fatalf("want ErrYAMLLimit, got %v", err)
+	}
+	t.Logf("error: %v", err)
+}
+
 // TestAliasesWithinLimitsRender: anchors and aliases an author writes by
 // hand (shared labels, a merged mapping) still render.
 func TestAliasesWithinLimitsRender(t *testing.T) {

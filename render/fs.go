@@ -39,9 +39,13 @@ type ConfinedFS struct {
 	// ctx is the context of the render (bind): krusty cannot see it, so
 	// every read checks it.
 	ctx atomic.Pointer[context.Context]
-	// scanned memoizes CheckYAML by content hash: a render reads its
-	// kustomization files twice (Open and krusty).
-	scanned sync.Map // [32]byte -> struct{}
+	// scanned memoizes scanYAML by content hash (to the nodes alias
+	// expansion adds): a render reads its kustomization files twice (Open
+	// and krusty).
+	scanned sync.Map // [32]byte -> int
+	// aliasNodes is what alias expansion adds to the files read so far
+	// (MaxYAMLAliasNodes caps it).
+	aliasNodes atomic.Int64
 	// secrets are the Secret values read so far, for messages (redactErr).
 	secrets secretSet
 	// limitErr is the first refusal by the parsing limits: krusty's
@@ -303,18 +307,35 @@ func (c *ConfinedFS) ReadFile(p string) ([]byte, error) {
 // scan applies the parsing limits to data (once per content) and keeps the
 // Secret values in it for messages.
 func (c *ConfinedFS) scan(p string, sum [32]byte, data []byte) error {
-	if _, ok := c.scanned.Load(sum); ok {
-		return nil
+	n, ok := c.scanned.Load(sum)
+	if !ok {
+		vals, added, err := scanYAML(data, true, max(0, MaxYAMLAliasNodes-int(c.aliasNodes.Load())))
+		if err != nil {
+			return c.refuseLimit(p, err)
+		}
+		c.secrets.add(vals...)
+		c.scanned.Store(sum, added)
+		n = added
 	}
-	vals, err := scanYAML(data, true)
-	if err != nil {
-		err = &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: err}
-		c.limitErr.CompareAndSwap(nil, &err)
-		return err
+	return c.addAliasNodes(p, n.(int))
+}
+
+// addAliasNodes counts n nodes of alias expansion read from p against the
+// render's MaxYAMLAliasNodes.
+func (c *ConfinedFS) addAliasNodes(p string, n int) error {
+	if n > 0 && c.aliasNodes.Add(int64(n)) > MaxYAMLAliasNodes {
+		return c.refuseLimit(p, fmt.Errorf("%w: with this file, expanding aliases adds more than the %d nodes a render allows",
+			ErrYAMLLimit, MaxYAMLAliasNodes))
 	}
-	c.secrets.add(vals...)
-	c.scanned.Store(sum, struct{}{})
 	return nil
+}
+
+// refuseLimit is the refusal of p by the parsing limits; the first one is
+// kept for Build.
+func (c *ConfinedFS) refuseLimit(p string, err error) error {
+	err = &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: err}
+	c.limitErr.CompareAndSwap(nil, &err)
+	return err
 }
 
 // limitRefusal is the first refusal by the parsing limits, if any.

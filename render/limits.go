@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -22,14 +21,16 @@ const (
 	// kustomization cannot make the renderer read an unbounded number of
 	// files just under the per-file cap.
 	DefaultMaxTotalRead = 256 << 20
-	// MaxYAMLAliasNodes caps the nodes that expanding the aliases of one
-	// file adds to it. kyaml expands every alias (kio.ByteReader with
+	// MaxYAMLAliasNodes caps the nodes that expanding aliases adds to the
+	// files of one render, all together (one file's cap would let a
+	// kustomization list a thousand small bombs). kyaml expands every alias (kio.ByteReader with
 	// AnchorsAweigh, RNode.DeAnchor) by copying the anchored node, so a
 	// few hundred bytes of nested aliases become billions of nodes; yaml.v3
 	// refuses "excessive aliasing" only when it decodes into Go values, not
 	// when it builds the node tree kyaml uses. Hand-written anchors (shared
-	// labels, a merged mapping) add a few hundred nodes.
-	MaxYAMLAliasNodes = 100_000
+	// labels, a merged mapping) add a few hundred nodes; at the cap a
+	// render peaks near 100 MiB.
+	MaxYAMLAliasNodes = 20_000
 	// MaxYAMLDepth caps the nesting of a YAML document (each mapping,
 	// sequence or alias level counts one). Kubernetes objects, CRD schemas
 	// included, nest a few dozen levels; yaml.v3's scanner stops at 10000.
@@ -48,29 +49,27 @@ var ErrYAMLLimit = errors.New("YAML exceeds the parsing limits")
 // syntax error are still checked, as a reader decodes them before it meets
 // the error.
 func CheckYAML(data []byte) error {
-	_, err := scanYAML(data, false)
+	_, _, err := scanYAML(data, false, MaxYAMLAliasNodes)
 	return err
 }
 
-// scanYAML is CheckYAML that, when secrets is set, also returns the values
-// of every Secret's data and stringData in data (secretValues).
-func scanYAML(data []byte, secrets bool) ([]string, error) {
+// scanYAML is CheckYAML with budget nodes of alias expansion left; it
+// returns the nodes expansion adds and, when secrets is set, the values of
+// every Secret's data and stringData in data (secretValues).
+func scanYAML(data []byte, secrets bool, budget int) (vals []string, aliasNodes int, err error) {
 	if !mayNeedScan(data, secrets) {
-		return nil, nil
+		return nil, 0, nil
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var vals []string
+	w := limitWalk{budget: budget}
 	for doc := 1; ; doc++ {
 		var n yaml.Node
 		if err := dec.Decode(&n); err != nil {
-			if errors.Is(err, io.EOF) {
-				return vals, nil
-			}
-			return vals, nil // not YAML (from here on): its reader reports it
+			// io.EOF, or not YAML from here on: its reader reports it.
+			return vals, w.aliasNodes, nil
 		}
-		w := limitWalk{}
 		if err := w.walk(&n, 0, false); err != nil {
-			return nil, fmt.Errorf("document %d: %w", doc, err)
+			return nil, 0, fmt.Errorf("document %d: %w", doc, err)
 		}
 		if secrets {
 			vals = secretValues(&n, vals)
@@ -117,7 +116,7 @@ func maxLineLength(data []byte) int {
 
 // limitWalk counts the nodes alias expansion adds and the nesting depth.
 type limitWalk struct {
-	aliasNodes int
+	aliasNodes, budget int
 }
 
 func (w *limitWalk) walk(n *yaml.Node, depth int, underAlias bool) error {
@@ -125,8 +124,9 @@ func (w *limitWalk) walk(n *yaml.Node, depth int, underAlias bool) error {
 		return fmt.Errorf("%w: nesting deeper than %d levels (line %d)", ErrYAMLLimit, MaxYAMLDepth, n.Line)
 	}
 	if underAlias {
-		if w.aliasNodes++; w.aliasNodes > MaxYAMLAliasNodes {
-			return fmt.Errorf("%w: expanding its aliases adds more than %d nodes (an alias bomb?)", ErrYAMLLimit, MaxYAMLAliasNodes)
+		if w.aliasNodes++; w.aliasNodes > w.budget {
+			return fmt.Errorf("%w: expanding its aliases adds more than the %d nodes a render allows (an alias bomb?)",
+				ErrYAMLLimit, MaxYAMLAliasNodes)
 		}
 	}
 	if n.Kind == yaml.AliasNode {

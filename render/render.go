@@ -152,8 +152,12 @@ func (a *App) inspect(ctx context.Context, dir string, seen map[string]bool) err
 		return &exitcode.InvalidInput{File: rel, Err: fmt.Errorf("parsing kustomization: %w", err)}
 	}
 	for _, e := range inlineDocuments(&k) {
-		if err := CheckYAML([]byte(e.Entry)); err != nil {
+		_, n, err := scanYAML([]byte(e.Entry), false, max(0, MaxYAMLAliasNodes-int(a.FS.aliasNodes.Load())))
+		if err != nil {
 			return &exitcode.InvalidInput{File: rel, Err: fmt.Errorf("%s: %w", e.Field, err)}
+		}
+		if err := a.FS.addAliasNodes(kfile, n); err != nil {
+			return err
 		}
 	}
 	a.secretGeneratorValues(dir, &k)
