@@ -213,6 +213,11 @@ func TestYAMLLimits(t *testing.T) {
 	if err := render.CheckYAML([]byte("not: [yaml\n")); err != nil {
 		t.Errorf("a file that is not YAML is left to its reader: %v", err)
 	}
+	// kyaml decodes each "---" part on its own: a bomb after a part that
+	// is not YAML is still a bomb.
+	if err := render.CheckYAML([]byte("a: b\n...\nbroken: [\n---\n" + aliasBomb(9, 7))); !errors.Is(err, render.ErrYAMLLimit) {
+		t.Errorf("a bomb after a syntax error: got %v", err)
+	}
 	if err := render.CheckYAML([]byte("a: &a [*a]\n")); !errors.Is(err, render.ErrYAMLLimit) {
 		t.Errorf("a recursive alias: got %v", err)
 	}

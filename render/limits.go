@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"regexp"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -60,16 +62,37 @@ func scanYAML(data []byte, secrets bool, budget int) (vals []string, aliasNodes 
 	if !mayNeedScan(data, secrets) {
 		return nil, 0, nil
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
 	w := limitWalk{budget: budget}
+	vals, complete, err := w.stream(data, secrets, nil)
+	if err != nil || complete {
+		return vals, w.aliasNodes, err
+	}
+	// Not YAML from some point on. kyaml's reader splits the stream at
+	// "---" lines itself and decodes the first document of each part with
+	// a fresh decoder, so a part after the broken one is still expanded:
+	// check every part the same way.
+	for i, part := range documentSeparator.Split(string(data), -1) {
+		if vals, _, err = w.stream([]byte(part), secrets, vals); err != nil {
+			return nil, 0, fmt.Errorf("part %d: %w", i+1, err)
+		}
+	}
+	return vals, w.aliasNodes, nil
+}
+
+// documentSeparator is where kyaml's kio.ByteReader splits a stream.
+var documentSeparator = regexp.MustCompile(`(?m)^---.*$`)
+
+// stream checks the documents of data with w until the end or the first
+// syntax error (complete is false then), appending Secret values to vals.
+func (w *limitWalk) stream(data []byte, secrets bool, vals []string) (_ []string, complete bool, _ error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for doc := 1; ; doc++ {
 		var n yaml.Node
 		if err := dec.Decode(&n); err != nil {
-			// io.EOF, or not YAML from here on: its reader reports it.
-			return vals, w.aliasNodes, nil
+			return vals, errors.Is(err, io.EOF), nil
 		}
 		if err := w.walk(&n, 0, false); err != nil {
-			return nil, 0, fmt.Errorf("document %d: %w", doc, err)
+			return nil, false, fmt.Errorf("document %d: %w", doc, err)
 		}
 		if secrets {
 			vals = secretValues(&n, vals)
