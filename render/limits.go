@@ -7,7 +7,7 @@ import (
 	"io"
 	"regexp"
 
-	"go.yaml.in/yaml/v3"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 // The parsing limits of the renderer, in one place (doc.go states what they

@@ -23,8 +23,8 @@ func hostileSecrets() []struct {
 	dupString := "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\nstringData:\n  password: " + v(1) +
 		"\n  password: " + v(2) + "\n"
 	dupData := "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata:\n  token: " + b64(3) + "\n  token: " + b64(4) + "\n"
-	secret := func(name, ns string, n int) string {
-		return fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: %s, namespace: %s}\nstringData: {password: %s}\n", name, ns, v(n))
+	secret := func(ns string, n int) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: %s}\nstringData: {password: %s}\n", ns, v(n))
 	}
 	return []struct {
 		name  string
@@ -51,26 +51,26 @@ func hostileSecrets() []struct {
 		{"kustomize: generated Secret clashes with a resource", map[string]string{
 			"app/kustomization.yaml": "resources: [s.yaml]\ngeneratorOptions: {disableNameSuffixHash: true}\n" +
 				"secretGenerator: [{name: s, namespace: ns, literals: [password=" + v(9) + "], files: [key=f.txt]}]\n",
-			"app/s.yaml": secret("s", "ns", 10), "app/f.txt": v(11),
+			"app/s.yaml": secret("ns", 10), "app/f.txt": v(11),
 		}, []string{"app/kustomization.yaml"}},
 		{"kustomize: two Secrets with one identity", map[string]string{
-			"app/kustomization.yaml": "resources: [a.yaml, b.yaml]\n", "app/a.yaml": secret("s", "ns", 12), "app/b.yaml": secret("s", "ns", 13),
+			"app/kustomization.yaml": "resources: [a.yaml, b.yaml]\n", "app/a.yaml": secret("ns", 12), "app/b.yaml": secret("ns", 13),
 		}, []string{"app/kustomization.yaml"}},
 		{"kustomize: patch that fails on the Secret", map[string]string{
 			"app/kustomization.yaml": "resources: [s.yaml]\npatches:\n- target: {kind: Secret}\n  patch: |-\n" +
 				"    - {op: test, path: /stringData/password, value: wrong}\n",
-			"app/s.yaml": secret("s", "ns", 14),
+			"app/s.yaml": secret("ns", 14),
 		}, []string{"app/kustomization.yaml"}},
 		{"kustomize: strategic merge patch of the wrong type", map[string]string{
 			"app/kustomization.yaml": "resources: [s.yaml]\npatches: [{path: p.yaml}]\n",
-			"app/s.yaml":             secret("s", "ns", 15),
+			"app/s.yaml":             secret("ns", 15),
 			"app/p.yaml":             "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\nstringData: [" + v(16) + "]\n",
 		}, []string{"app/kustomization.yaml"}},
 		{"kustomize: ambiguous reference to two Secrets", map[string]string{
 			"app/kustomization.yaml":  "namePrefix: a-\nresources: [s.yaml, ../base]\n",
-			"app/s.yaml":              secret("s", "default", 17),
+			"app/s.yaml":              secret("default", 17),
 			"base/kustomization.yaml": "namePrefix: pfx-\nresources: [s.yaml, pod.yaml]\n",
-			"base/s.yaml":             secret("s", "default", 18),
+			"base/s.yaml":             secret("default", 18),
 			"base/pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: pod}\nspec:\n  containers: [{name: c, image: x}]\n" +
 				"  volumes: [{name: v, secret: {secretName: s}}]\n",
 		}, []string{"app/kustomization.yaml", "found multiple possible referrals"}},

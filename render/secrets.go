@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"go.yaml.in/yaml/v3"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/throughline-dev/throughline/exitcode"
 )
@@ -200,8 +200,8 @@ func (s *secretSet) redactErr(err error) error {
 	if _, changed := s.redact(err.Error()); !changed {
 		return err
 	}
-	var ii *exitcode.InvalidInput
-	if errors.As(err, &ii) && error(ii) == err && ii.Err != nil {
+	if ii, ok := err.(*exitcode.InvalidInput); ok && ii.Err != nil { //nolint:errorlint // only a top-level one keeps its kind
+
 		msg, _ := s.redact(ii.Err.Error())
 		file, _ := s.redact(ii.File)
 		return &exitcode.InvalidInput{File: file, Err: &redactedError{msg: msg, orig: ii.Err}}
