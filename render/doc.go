@@ -82,6 +82,51 @@
 //     missing or is unreadable. Tests: render TestOutsideRootMessages, cmp
 //     TestMissingLocalEntryIsRefusedBeforeKrusty.
 //
+// # Parsing limits, cancellation, Secret values
+//
+//   - Limits (limits.go, one place): every file is capped at
+//     DefaultMaxFileSize and a render at DefaultMaxTotalRead bytes; every
+//     YAML document krusty or the plain-manifest reader will parse is
+//     checked first, in ConfinedFS.ReadFile (which every byte krusty reads
+//     passes through) and, for patches and configurations written inline
+//     in a kustomization, in Open: a bounded walk over yaml.v3's node tree
+//     counts the nodes alias expansion adds (kyaml's kio.ByteReader and
+//     RNode.DeAnchor copy every alias; yaml.v3 refuses excessive aliasing
+//     only when decoding into Go values) against MaxYAMLAliasNodes for the
+//     whole render, and the nesting against MaxYAMLDepth. A stream that is
+//     not YAML from some point on is also checked part by part, as kyaml
+//     splits it at "---" lines. Files that are not YAML (env files,
+//     generator file sources) meet only the size caps. A refusal is exit 4
+//     naming the file. Measured: the 9-wide bomb of 7 and 10 levels in a
+//     resource ends in 0.05 s at 61 MiB peak RSS; expansion just under the
+//     cap renders in 0.3 s at 94 MiB. Tests: TestAliasBombsAreRefused
+//     (every position: resources, a base's and a component's resource,
+//     patches path and inline, patchesStrategicMerge, patchesJson6902,
+//     generator files and envs, configurations, crds, replacements,
+//     openapi, transformers, the kustomization, plain manifests; bounded
+//     allocation), TestAliasBudgetIsPerRender, TestYAMLLimits,
+//     TestAliasesWithinLimitsRender, the fuzz target FuzzKustomization.
+//   - Cancellation: krusty cannot see the context, so ReadFile and ReadDir
+//     check the context bound by Open and Build; a cancelled render
+//     (--timeout, SIGTERM) stops at its next file read and is not invalid
+//     input. Test: TestCancelledRenderStopsAtNextRead. Not covered: work
+//     krusty does after its last read (applying thousands of patches to
+//     thousands of objects) runs to its end; only a child process could
+//     be killed there.
+//   - Secret values: no error of Open or Build holds a value of a Secret
+//     the render read. A duplicated key names the file, the object and the
+//     field with its lines (kyaml would append the whole object); every
+//     other message, krusty's resource dumps included, has each value of
+//     data and stringData of every Secret read, and of every
+//     secretGenerator literal, env value and file source, replaced by
+//     Redacted (as written, line by line, base64-encoded and decoded;
+//     values under 4 bytes only as whole words). Tests:
+//     TestSecretValuesNeverInErrors (duplicate keys plain and through
+//     kustomize, generator clashes, identity clashes, a failing patch, a
+//     patch of the wrong type, an ambiguous reference, syntax errors),
+//     cmp TestGenerateNeverEchoesSecretValues (policy violation next to a
+//     Secret, invalid base64).
+//
 // The rendered hash is sha256 over the objects sorted by (group, kind,
 // namespace, name), each serialized with RFC 8785 (JSON Canonicalization
 // Scheme) followed by "\n". The package imports no Kubernetes client and does

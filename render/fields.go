@@ -150,3 +150,28 @@ func loadedEntries(k *types.Kustomization) []loadedEntry {
 	}
 	return out
 }
+
+// inlineDocuments are the YAML documents a kustomization holds as strings,
+// which krusty parses (and expands the aliases of) on its own: inline
+// patches of every form, and inline generator, transformer and validator
+// configurations. Open checks each against the parsing limits, as
+// ConfinedFS.ReadFile checks files.
+func inlineDocuments(k *types.Kustomization) []loadedEntry {
+	var out []loadedEntry
+	for i, p := range k.Patches {
+		if p.Patch != "" {
+			out = append(out, loadedEntry{Field: fmt.Sprintf("patches[%d].patch", i), Entry: p.Patch})
+		}
+	}
+	for i, p := range k.PatchesJson6902 { //nolint:staticcheck // SA1019: kustomize still applies them
+		if p.Patch != "" {
+			out = append(out, loadedEntry{Field: fmt.Sprintf("patchesJson6902[%d].patch", i), Entry: p.Patch})
+		}
+	}
+	for _, e := range loadedEntries(k) {
+		if e.isInline() {
+			out = append(out, e)
+		}
+	}
+	return out
+}

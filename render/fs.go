@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -21,16 +22,6 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
-// DefaultMaxFileSize caps every file the renderer reads. Kubernetes objects
-// are limited to about 1.5 MiB by etcd, so a manifest file far above that is
-// a mistake or an attack.
-const DefaultMaxFileSize = 8 << 20
-
-// DefaultMaxTotalRead caps the bytes one render may read in all, so a
-// kustomization cannot make the renderer read an unbounded number of files
-// just under the per-file cap.
-const DefaultMaxTotalRead = 256 << 20
-
 // ConfinedFS is a read-only kustomize filesystem rooted at a repository root.
 // Every path is resolved (symlinks included) and refused when it leaves the
 // root; files larger than MaxFileSize and non-regular files are refused.
@@ -45,6 +36,24 @@ type ConfinedFS struct {
 	// dirs memoizes resolved directories: a render probes thousands of
 	// paths in a few directories.
 	dirs sync.Map // string -> string
+	// ctx is the context of the render (bind): krusty cannot see it, so
+	// every read checks it.
+	ctx atomic.Pointer[context.Context]
+	// scanned memoizes scanYAML by content hash (to the nodes alias
+	// expansion adds): a render reads its kustomization files twice (Open
+	// and krusty).
+	scanned sync.Map // [32]byte -> int
+	// aliasNodes is what alias expansion adds to the files read so far
+	// (MaxYAMLAliasNodes caps it).
+	aliasNodes atomic.Int64
+	// secrets are the Secret values read so far, for messages (redactErr).
+	secrets secretSet
+	// limitErr is the first refusal by the parsing limits: krusty's
+	// message around it may lose the chain, Build returns it instead.
+	limitErr atomic.Pointer[error]
+	// onRead, when set (tests), is called for every read that passed the
+	// context check.
+	onRead func(string)
 }
 
 var _ filesys.FileSystem = (*ConfinedFS)(nil)
@@ -258,17 +267,83 @@ func (c *ConfinedFS) record(op, p, result string) {
 	}
 }
 
+// bind makes ctx the context every later read checks.
+func (c *ConfinedFS) bind(ctx context.Context) { c.ctx.Store(&ctx) }
+
+// Err is the error of the context bound to the filesystem (nil when none is
+// bound or it is live).
+func (c *ConfinedFS) Err() error {
+	if p := c.ctx.Load(); p != nil {
+		return (*p).Err()
+	}
+	return nil
+}
+
 // ReadFile reads a regular file under the root, refusing symlinks that leave
-// the root, non-regular files and files above the size cap.
+// the root, non-regular files, files above the size cap and YAML beyond the
+// parsing limits (CheckYAML). It first checks the bound context: a
+// cancelled render stops at its next read even inside krusty.
 func (c *ConfinedFS) ReadFile(p string) ([]byte, error) {
+	if err := c.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", c.Rel(c.abs(p)), err)
+	}
+	if c.onRead != nil {
+		c.onRead(p)
+	}
 	data, err := c.readFile(p)
 	if err != nil {
 		c.record("read", p, "error")
 		return nil, err
 	}
 	sum := sha256.Sum256(data)
+	if err := c.scan(p, sum, data); err != nil {
+		c.record("read", p, "error")
+		return nil, err
+	}
 	c.record("read", p, hex.EncodeToString(sum[:]))
 	return data, nil
+}
+
+// scan applies the parsing limits to data (once per content) and keeps the
+// Secret values in it for messages.
+func (c *ConfinedFS) scan(p string, sum [32]byte, data []byte) error {
+	n, ok := c.scanned.Load(sum)
+	if !ok {
+		vals, added, err := scanYAML(data, true, max(0, MaxYAMLAliasNodes-int(c.aliasNodes.Load())))
+		if err != nil {
+			return c.refuseLimit(p, err)
+		}
+		c.secrets.add(vals...)
+		c.scanned.Store(sum, added)
+		n = added
+	}
+	return c.addAliasNodes(p, n.(int))
+}
+
+// addAliasNodes counts n nodes of alias expansion read from p against the
+// render's MaxYAMLAliasNodes.
+func (c *ConfinedFS) addAliasNodes(p string, n int) error {
+	if n > 0 && c.aliasNodes.Add(int64(n)) > MaxYAMLAliasNodes {
+		return c.refuseLimit(p, fmt.Errorf("%w: with this file, expanding aliases adds more than the %d nodes a render allows",
+			ErrYAMLLimit, MaxYAMLAliasNodes))
+	}
+	return nil
+}
+
+// refuseLimit is the refusal of p by the parsing limits; the first one is
+// kept for Build.
+func (c *ConfinedFS) refuseLimit(p string, err error) error {
+	err = &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: err}
+	c.limitErr.CompareAndSwap(nil, &err)
+	return err
+}
+
+// limitRefusal is the first refusal by the parsing limits, if any.
+func (c *ConfinedFS) limitRefusal() error {
+	if p := c.limitErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 func (c *ConfinedFS) readFile(p string) ([]byte, error) {
@@ -351,8 +426,12 @@ func (c *ConfinedFS) isDir(p string) bool {
 	return err == nil && c.disk.IsDir(r)
 }
 
-// ReadDir lists the names in directory p.
+// ReadDir lists the names in directory p (after the context check, as
+// ReadFile).
 func (c *ConfinedFS) ReadDir(p string) ([]string, error) {
+	if err := c.Err(); err != nil {
+		return nil, fmt.Errorf("listing %s: %w", c.Rel(c.abs(p)), err)
+	}
 	names, err := c.readDir(p)
 	if err != nil {
 		c.record("readdir", p, "error")

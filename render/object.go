@@ -90,7 +90,12 @@ func DecodeManifests(data []byte, file string) ([]Object, error) {
 			return nil, &exitcode.InvalidInput{File: file, Err: fmt.Errorf("document %d: not a mapping", i+1)}
 		}
 		m, err := n.Map()
-		if err == nil {
+		if err != nil {
+			err = mapError(n.YNode(), err)
+			if id := nodeID(n); id != "" {
+				err = fmt.Errorf("%s: %w", id, err)
+			}
+		} else {
 			err = stringKeys(m, "")
 		}
 		if err != nil {
@@ -103,6 +108,36 @@ func DecodeManifests(data []byte, file string) ([]Object, error) {
 		out = append(out, objs...)
 	}
 	return out, nil
+}
+
+// mapError is the error of decoding the object n into a map without the
+// copy of the whole object kyaml appends (Secret values included): a
+// duplicated key names its field and lines, any other error is the
+// decoder's own.
+func mapError(n *yaml.Node, err error) error {
+	if dup := duplicateKey(n, ""); dup != nil {
+		return dup
+	}
+	if strings.Contains(err.Error(), "for the following resource") {
+		if u := errors.Unwrap(err); u != nil {
+			return u
+		}
+		return errors.New("the object does not decode")
+	}
+	return err
+}
+
+// nodeID is "Kind namespace/name" of the object n for messages ("" when
+// it has no kind).
+func nodeID(n *yaml.RNode) string {
+	kind := n.GetKind()
+	if kind == "" {
+		return ""
+	}
+	if ns := n.GetNamespace(); ns != "" {
+		return kind + " " + ns + "/" + n.GetName()
+	}
+	return kind + " " + n.GetName()
 }
 
 // stringKeys refuses mappings with keys that are not strings (YAML decodes

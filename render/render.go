@@ -104,6 +104,7 @@ func Open(ctx context.Context, opts Options) (*App, error) {
 	if !fsys.IsDir(dir) {
 		return nil, &exitcode.InvalidInput{File: fsys.Rel(dir), Err: errors.New("application path is not a directory")}
 	}
+	fsys.bind(ctx)
 	app := &App{FS: fsys, Dir: dir, Mode: ModeDirectory}
 	if kfile := findKustomizationFile(fsys, dir); kfile != "" {
 		app.Mode = ModeKustomize
@@ -150,6 +151,16 @@ func (a *App) inspect(ctx context.Context, dir string, seen map[string]bool) err
 	if err := sigyaml.Unmarshal(data, &k); err != nil {
 		return &exitcode.InvalidInput{File: rel, Err: fmt.Errorf("parsing kustomization: %w", err)}
 	}
+	for _, e := range inlineDocuments(&k) {
+		_, n, err := scanYAML([]byte(e.Entry), false, max(0, MaxYAMLAliasNodes-int(a.FS.aliasNodes.Load())))
+		if err != nil {
+			return &exitcode.InvalidInput{File: rel, Err: fmt.Errorf("%s: %w", e.Field, err)}
+		}
+		if err := a.FS.addAliasNodes(kfile, n); err != nil {
+			return err
+		}
+	}
+	a.secretGeneratorValues(dir, &k)
 	// Reserve this file's place first so the app's own kustomization leads.
 	idx := len(a.Kustomizations)
 	a.Kustomizations = append(a.Kustomizations, Kustomization{File: rel})
@@ -187,6 +198,39 @@ func (a *App) inspect(ctx context.Context, dir string, seen map[string]bool) err
 		}
 	}
 	return nil
+}
+
+// secretGeneratorValues keeps the values the secretGenerators of k put into
+// Secrets (literals, env files, file sources) for messages (redactErr).
+// A source that cannot be read is left to krusty to report.
+func (a *App) secretGeneratorValues(dir string, k *types.Kustomization) {
+	for _, g := range k.SecretGenerator {
+		for _, l := range g.LiteralSources {
+			_, v, _ := strings.Cut(l, "=")
+			a.FS.secrets.add(v, strings.Trim(v, `"'`))
+		}
+		read := func(p string) string {
+			if p == "" || filepath.IsAbs(p) || looksRemote(p) {
+				return ""
+			}
+			data, err := a.FS.ReadFile(filepath.Join(dir, filepath.FromSlash(p)))
+			if err != nil {
+				return ""
+			}
+			return string(data)
+		}
+		for _, f := range g.FileSources {
+			e := loadedEntry{Entry: f, fileSource: true}
+			a.FS.secrets.add(read(e.location()))
+		}
+		for _, env := range append(append([]string(nil), g.EnvSources...), g.EnvSource) {
+			for l := range strings.SplitSeq(read(env), "\n") {
+				if _, v, ok := strings.Cut(l, "="); ok {
+					a.FS.secrets.add(v, strings.Trim(v, `"'`))
+				}
+			}
+		}
+	}
 }
 
 // remoteEntry is the one decision of "remote" for a loaded entry: kustomize
@@ -245,20 +289,28 @@ var krustyMu sync.Mutex
 
 // Build renders the application into objects. It never fetches: a tree with
 // remote resources is refused with an *exitcode.InvalidInput (policy reports unpinned
-// ones before this is called).
+// ones before this is called). Every file read checks ctx, so a cancelled
+// render stops at its next read, also inside krusty. No error names a
+// value of a Secret the render read (redactErr).
 func (a *App) Build(ctx context.Context) ([]Object, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	a.FS.bind(ctx)
+	var objs []Object
+	var err error
 	switch a.Mode {
 	case ModeKustomize:
-		if err := a.refuseBeforeKrusty(); err != nil {
-			return nil, err
+		if err = a.refuseBeforeKrusty(); err == nil {
+			objs, err = a.buildKustomization(ctx)
 		}
-		return a.buildKustomization()
 	default:
-		return a.readDirectory(ctx)
+		objs, err = a.readDirectory(ctx)
 	}
+	if err != nil {
+		return nil, a.FS.secrets.redactErr(err)
+	}
+	return objs, nil
 }
 
 // refuseBeforeKrusty refuses, before krusty sees the tree, every entry that
@@ -295,7 +347,7 @@ func helmChartError(h HelmChart) error {
 		"render the chart into the repository", h.Field, h.Name)
 }
 
-func (a *App) buildKustomization() (objs []Object, err error) {
+func (a *App) buildKustomization(ctx context.Context) (objs []Object, err error) {
 	kfile := a.FS.Rel(findKustomizationFile(a.FS, a.Dir))
 	defer func() {
 		if r := recover(); r != nil {
@@ -309,12 +361,18 @@ func (a *App) buildKustomization() (objs []Object, err error) {
 	resMap, err := krusty.MakeKustomizer(opts).Run(a.FS, a.Dir)
 	krustyMu.Unlock()
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("rendering %s: %w", kfile, cerr)
+		}
+		if lerr := a.FS.limitRefusal(); lerr != nil {
+			return nil, lerr
+		}
 		return nil, &exitcode.InvalidInput{File: kfile, Err: &rootRelativeError{err: err, root: a.FS.Root()}}
 	}
 	for _, r := range resMap.Resources() {
 		m, err := r.Map()
 		if err != nil {
-			return nil, &exitcode.InvalidInput{File: kfile, Err: fmt.Errorf("reading rendered %s: %w", r.CurId(), err)}
+			return nil, &exitcode.InvalidInput{File: kfile, Err: fmt.Errorf("reading rendered %s: %w", r.CurId(), mapError(r.YNode(), err))}
 		}
 		o := Object{Map: m, Source: kfile}
 		if err := validateIdentity(o); err != nil {
