@@ -12,7 +12,9 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	sigyaml "sigs.k8s.io/yaml"
 )
 
@@ -287,6 +289,15 @@ func (a *App) Remote() []RemoteResource {
 // plugin and openapi registries.
 var krustyMu sync.Mutex
 
+// runKrusty runs kustomize under krustyMu; the lock is released also when
+// kustomize panics (the caller recovers), or every later render of the
+// process would wait for it forever.
+func runKrusty(opts *krusty.Options, fsys filesys.FileSystem, dir string) (resmap.ResMap, error) {
+	krustyMu.Lock()
+	defer krustyMu.Unlock()
+	return krusty.MakeKustomizer(opts).Run(fsys, dir)
+}
+
 // Build renders the application into objects. It never fetches: a tree with
 // remote resources is refused with an *exitcode.InvalidInput (policy reports unpinned
 // ones before this is called). Every file read checks ctx, so a cancelled
@@ -357,9 +368,7 @@ func (a *App) buildKustomization(ctx context.Context) (objs []Object, err error)
 	opts := krusty.MakeDefaultOptions()
 	opts.LoadRestrictions = types.LoadRestrictionsRootOnly
 	opts.PluginConfig = types.DisabledPluginConfig()
-	krustyMu.Lock()
-	resMap, err := krusty.MakeKustomizer(opts).Run(a.FS, a.Dir)
-	krustyMu.Unlock()
+	resMap, err := runKrusty(opts, a.FS, a.Dir)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, fmt.Errorf("rendering %s: %w", kfile, cerr)
