@@ -25,7 +25,18 @@ type Event struct {
 	Message  string
 	// Controller, Instance and Object name the reporter.
 	Controller, Instance, Object string
+	// Ref is the controller object the delivery is about (a Flux
+	// Kustomization, an Argo CD Application): it binds the namespace the
+	// Acceptance is read from.
+	Ref ObjectRef
 }
+
+// ObjectRef names a controller object.
+type ObjectRef struct {
+	Kind, Namespace, Name string
+}
+
+func (r ObjectRef) String() string { return r.Kind + " " + r.Namespace + "/" + r.Name }
 
 // ErrMalformed is wrapped when a delivery cannot be decoded.
 var ErrMalformed = errors.New("malformed delivery")
@@ -62,6 +73,7 @@ func decodeFlux(body []byte) (Event, error) {
 		Controller:  fe.ReportingController,
 		Instance:    fe.ReportingInstance,
 		Object:      fe.InvolvedObject.Kind + "/" + fe.InvolvedObject.Namespace + "/" + fe.InvolvedObject.Name,
+		Ref:         ObjectRef{Kind: fe.InvolvedObject.Kind, Namespace: fe.InvolvedObject.Namespace, Name: fe.InvolvedObject.Name},
 	}
 	if ev.App == "" {
 		ev.App = fe.InvolvedObject.Name
@@ -152,6 +164,7 @@ func decodeArgoCD(body []byte) (Event, error) {
 		Reason: templ(p.Trigger), Message: templ(p.Message),
 		Controller: "argocd-notifications-controller",
 		Object:     "Application/" + templ(p.Namespace) + "/" + templ(p.Application),
+		Ref:        ObjectRef{Kind: "Application", Namespace: templ(p.Namespace), Name: templ(p.Application)},
 	}
 	if ev.App == "" {
 		ev.App = templ(p.Application)

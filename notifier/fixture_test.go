@@ -172,13 +172,13 @@ type fakeLive struct {
 
 func (l *fakeLive) set(app string, v *Live) { l.mu.Lock(); l.m[app] = v; l.mu.Unlock() }
 
-func (l *fakeLive) Get(_ context.Context, app, env string) (*Live, error) {
+func (l *fakeLive) Get(_ context.Context, ev Event) (*Live, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil {
 		return nil, l.err
 	}
-	v, ok := l.m[app]
+	v, ok := l.m[ev.App]
 	if !ok {
 		return nil, ErrNoAcceptance
 	}

@@ -33,9 +33,9 @@ func TestKubeAcceptancesLongNames(t *testing.T) {
 	}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{AcceptanceResource: "AcceptanceList"},
-		obj("long", long), obj("other", long[:79]+"x"))
+		obj("long", long), obj("other", long[:79]+"x"), application("shop"))
 	k := &KubeAcceptances{Client: client}
-	live, err := k.Get(context.Background(), long, env)
+	live, err := k.Get(context.Background(), Event{App: long, Environment: env, Ref: ObjectRef{Kind: KindApplication, Namespace: "argocd", Name: "checkout"}})
 	if err != nil {
 		t.Fatal(err)
 	}

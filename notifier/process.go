@@ -31,12 +31,26 @@ type Live struct {
 	Status       v1alpha1.AcceptanceStatus
 }
 
-// ErrNoAcceptance is wrapped when no Acceptance exists for an app.
+// ErrNoAcceptance is wrapped when no Acceptance exists for an app in the
+// namespace its controller object binds.
 var ErrNoAcceptance = errors.New("no Acceptance object")
 
-// Acceptances reads the Acceptance of an app in an environment.
+// ErrAmbiguous is wrapped when more than one Acceptance of an app matches
+// in the namespace its controller object binds: the delivery is refused
+// (409), nothing is written, none of them is picked.
+var ErrAmbiguous = errors.New("ambiguous Acceptance")
+
+// ErrUnbound is wrapped when the delivery's controller object binds no
+// namespace the Acceptance could be read from (an Application without
+// spec.destination.namespace, a kind other than Application or
+// Kustomization, a namespace outside the notifier's): refused (409),
+// nothing is written.
+var ErrUnbound = errors.New("no namespace bound")
+
+// Acceptances reads the Acceptance of an event's app in its environment,
+// in the namespace the event's controller object (Event.Ref) binds.
 type Acceptances interface {
-	Get(ctx context.Context, app, env string) (*Live, error)
+	Get(ctx context.Context, ev Event) (*Live, error)
 }
 
 // WaitError is a delivery that cannot be decided yet: the rollout is in
@@ -117,7 +131,7 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record)
 				ev.Revision, desired)
 		}
 	}
-	live, err := p.Live.Get(ctx, ev.App, ev.Environment)
+	live, err := p.Live.Get(ctx, ev)
 	if errors.Is(err, ErrNoAcceptance) {
 		if ev.Degraded {
 			return halt(ClassLive, "degraded: %s reports %s: %s", ev.Object, ev.Reason, ev.Message)

@@ -62,6 +62,8 @@ const (
 	resultWait             = "wait"
 	resultError            = "error"
 	resultUnknownApp       = "unknown-app"
+	resultAmbiguous        = "ambiguous"
+	resultUnbound          = "unbound"
 	resultUnauthorized     = "unauthorized"
 	resultTooLarge         = "too-large"
 	resultMalformed        = "malformed"
@@ -298,6 +300,12 @@ func (h *Handler) receive(source string, auth func(r *http.Request, body []byte)
 			answer(http.StatusServiceUnavailable, reply{Result: resultWait, Reason: wait.Reason})
 		case errors.Is(err, evidence.ErrUnknownApp):
 			answer(http.StatusNotFound, reply{Result: resultUnknownApp, Reason: err.Error()})
+		case errors.Is(err, ErrAmbiguous):
+			h.metrics.Refused.WithLabelValues(source, resultAmbiguous).Inc()
+			answer(http.StatusConflict, reply{Result: resultAmbiguous, Reason: err.Error()})
+		case errors.Is(err, ErrUnbound):
+			h.metrics.Refused.WithLabelValues(source, resultUnbound).Inc()
+			answer(http.StatusConflict, reply{Result: resultUnbound, Reason: err.Error()})
 		case errors.Is(err, evidence.ErrNotApplicable):
 			answer(http.StatusOK, reply{Result: resultIgnored, Reason: err.Error()})
 		case errors.As(err, &recErr), errors.Is(err, exitcode.ErrInvalid):

@@ -44,7 +44,8 @@ type ServiceConfig struct {
 	Branch string
 	// Kube locates the API server the Acceptances are read from.
 	Kube *rest.Config
-	// Namespace restricts the Acceptances looked up ("" = all namespaces).
+	// Namespace, when set, is the only namespace an Application or a
+	// Kustomization may bind an app's Acceptance to ("" = the one it binds).
 	Namespace string
 	// Forge, when set, receives a commit status on the desired commit for
 	// every new decision; it is never waited for.
