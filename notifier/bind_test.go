@@ -100,7 +100,9 @@ func TestAcceptanceBoundToTheControllerObject(t *testing.T) {
 		acceptance, reason string
 	}{
 		{name: "argocd decoy alone", source: "argocd", code: http.StatusServiceUnavailable, result: resultWait, reason: "no Acceptance object",
-			objs: func(t testing.TB) []runtime.Object { return []runtime.Object{application("shop"), acceptanceIn(t, "evil", "checkout")} }},
+			objs: func(t testing.TB) []runtime.Object {
+				return []runtime.Object{application("shop"), acceptanceIn(t, "evil", "checkout")}
+			}},
 		{name: "argocd decoy and real", source: "argocd", code: http.StatusOK, result: resultAccepted, acceptance: "shop/checkout",
 			objs: func(t testing.TB) []runtime.Object {
 				return []runtime.Object{application("shop"), acceptanceIn(t, "evil", "checkout"), acceptanceIn(t, "shop", "checkout")}
@@ -112,9 +114,13 @@ func TestAcceptanceBoundToTheControllerObject(t *testing.T) {
 		{name: "argocd application missing", source: "argocd", code: http.StatusServiceUnavailable, result: resultWait, reason: "Application argocd/checkout",
 			objs: func(t testing.TB) []runtime.Object { return []runtime.Object{acceptanceIn(t, "shop", "checkout")} }},
 		{name: "argocd no destination namespace", source: "argocd", code: http.StatusConflict, result: resultUnbound, reason: "spec.destination.namespace",
-			objs: func(t testing.TB) []runtime.Object { return []runtime.Object{application(""), acceptanceIn(t, "shop", "checkout")} }},
+			objs: func(t testing.TB) []runtime.Object {
+				return []runtime.Object{application(""), acceptanceIn(t, "shop", "checkout")}
+			}},
 		{name: "flux targetNamespace, decoy alone", source: "flux", code: http.StatusServiceUnavailable, result: resultWait, reason: "no Acceptance object",
-			objs: func(t testing.TB) []runtime.Object { return []runtime.Object{kustomization("shop"), acceptanceIn(t, "evil", "checkout")} }},
+			objs: func(t testing.TB) []runtime.Object {
+				return []runtime.Object{kustomization("shop"), acceptanceIn(t, "evil", "checkout")}
+			}},
 		{name: "flux targetNamespace, decoy and real", source: "flux", code: http.StatusOK, result: resultAccepted, acceptance: "shop/checkout",
 			objs: func(t testing.TB) []runtime.Object {
 				return []runtime.Object{kustomization("shop"), acceptanceIn(t, "evil", "checkout"), acceptanceIn(t, "shop", "checkout")}

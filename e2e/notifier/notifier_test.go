@@ -252,8 +252,9 @@ func fluxToEvidence(t *testing.T, which observedCase) {
 	ks := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
 		"metadata": map[string]any{"name": "checkout-production", "namespace": ns},
+		// targetNamespace binds the namespace the notifier reads the Acceptance in.
 		"spec": map[string]any{"interval": "5m", "path": "./apps/checkout/overlays/production", "prune": true, "wait": true,
-			"sourceRef": map[string]any{"kind": "GitRepository", "name": "gitops-env"}},
+			"targetNamespace": "shop", "sourceRef": map[string]any{"kind": "GitRepository", "name": "gitops-env"}},
 	}}
 	must(t, c.Create(ctx, ks))
 	observed := e.desired

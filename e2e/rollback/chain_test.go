@@ -340,8 +340,9 @@ func (c *chain) startNotifier(root string) {
 	c.ks = &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
 		"metadata": map[string]any{"name": ksName, "namespace": fluxNS},
+		// targetNamespace binds the namespace the notifier reads the Acceptance in.
 		"spec": map[string]any{"interval": "5m", "path": "./" + overlay, "prune": true, "wait": true,
-			"sourceRef": map[string]any{"kind": "GitRepository", "name": "gitops"}},
+			"targetNamespace": chainNS, "sourceRef": map[string]any{"kind": "GitRepository", "name": "gitops"}},
 	}}
 	must(t, cl.Create(ctx, c.ks))
 }
