@@ -5,6 +5,8 @@
 # Kubernetes pins must not reach the main module); harness/ is the shared
 # test body. Extra arguments go to `go test` (e.g. -v, -run, -short).
 # ARGOCD_VERSIONS="v2" limits the run to some releases.
+# THROUGHLINE_E2E_PLUGIN_WRAPPER="/usr/bin/time -v" wraps the plugin command
+# (a measurement run: the alias-bomb cases log the plugin's peak RSS).
 set -euo pipefail
 cd "$(dirname "$0")"
 

@@ -131,7 +131,14 @@ data: {}
 // (Argo CD streams .git too unless reposerver.plugin.tar.exclusions says no).
 func writeFixture(t *testing.T, repo string) {
 	t.Helper()
-	for rel, body := range fixture {
+	writeRepo(t, repo, fixture)
+}
+
+// writeRepo writes files (slash-separated paths relative to repo) and
+// commits them when git is available.
+func writeRepo(t *testing.T, repo string, files map[string]string) {
+	t.Helper()
+	for rel, body := range files {
 		p := filepath.Join(repo, rel)
 		Must(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		Must(t, os.WriteFile(p, []byte(body), 0o644))

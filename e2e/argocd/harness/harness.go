@@ -89,8 +89,10 @@ func StartProcess(t *testing.T, configDir string) {
 	})
 }
 
-// Run is the whole compatibility test against one server.
-func Run(t *testing.T, d Driver, start StartFunc) {
+// Run is the whole compatibility test against one server; hostile adds
+// the hostile-repository cases (hostile.go), which take ~40 s and need run
+// only once per Argo CD release.
+func Run(t *testing.T, d Driver, start StartFunc, hostile bool) {
 	bin := Throughline(t)
 	top := RepoRoot(t)
 	base, err := os.MkdirTemp("/tmp", "cmp") // unix socket paths: < 108 bytes
@@ -102,11 +104,16 @@ func Run(t *testing.T, d Driver, start StartFunc) {
 	}
 	cfg, err := os.ReadFile(filepath.Join(top, "plugin.yaml"))
 	Must(t, err)
-	Must(t, os.WriteFile(filepath.Join(configDir, "plugin.yaml"), cfg, 0o644))
+	Must(t, os.WriteFile(filepath.Join(configDir, "plugin.yaml"), pluginConfig(t, cfg), 0o644))
 	t.Setenv("ARGOCD_PLUGINSOCKFILEPATH", sockDir) // server and repo-server side
 	t.Setenv("ARGOCD_CMP_WORKDIR", workDir)        // else the server wipes $TMPDIR/_cmp_server
 	t.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Setenv("THROUGHLINE_CACHE_DIR", filepath.Join(base, "cache")) // the sidecar's render cache
+	var h *hostileNet
+	if hostile {
+		h = setupHostile(t) // before the server starts: the plugin inherits its environment
+		h.repo = filepath.Join(base, "hostile")
+	}
 	start(t, configDir)
 	sock := filepath.Join(sockDir, SocketName)
 	waitSocket(t, sockDir, sock)
@@ -228,6 +235,10 @@ func Run(t *testing.T, d Driver, start StartFunc) {
 			})
 		}
 	})
+
+	if h != nil {
+		t.Run("hostile repository", func(t *testing.T) { runHostile(t, d, h) })
+	}
 }
 
 // Env is what argocd-repo-server passes (newEnv + getPluginEnvs) for an

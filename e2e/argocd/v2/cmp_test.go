@@ -31,7 +31,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestCMPServerInProcess serves cmpserver.NewServer(...).CreateGRPC() on the
-// socket, the way cmd/argocd-cmp-server does.
+// socket, the way cmd/argocd-cmp-server does. The hostile-repository cases
+// run once per release: in TestCMPServerProcess, or here under -short.
 func TestCMPServerInProcess(t *testing.T) {
 	if !testing.Verbose() {
 		log.SetOutput(io.Discard)
@@ -47,7 +48,7 @@ func TestCMPServerInProcess(t *testing.T) {
 		harness.Must(t, err)
 		go func() { _ = grpcServer.Serve(lis) }()
 		t.Cleanup(grpcServer.Stop)
-	})
+	}, testing.Short())
 }
 
 // TestCMPServerProcess runs argocd-cmp-server (commands.NewCommand, in a
@@ -56,7 +57,7 @@ func TestCMPServerProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	harness.Run(t, driver{}, harness.StartProcess)
+	harness.Run(t, driver{}, harness.StartProcess, true)
 }
 
 type driver struct{}
