@@ -53,7 +53,8 @@ func (n *notifierFlags) add(cmd *cobra.Command) {
 	f.Int64Var(&n.maxBody, "notifier-max-body", notifier.DefaultMaxBody, "largest delivery accepted, in bytes (413 above)")
 	f.Float64Var(&n.rate, "notifier-rate", notifier.DefaultRate, "deliveries per second per sender (negative: unlimited)")
 	f.IntVar(&n.burst, "notifier-burst", notifier.DefaultBurst, "burst of deliveries per sender")
-	f.StringVar(&n.namespace, "notifier-acceptance-namespace", "", "accept only deliveries whose Acceptance namespace (the Application's destination, the Kustomization's targetNamespace) is this one (default: any bound namespace)")
+	f.StringVar(&n.namespace, "notifier-acceptance-namespace", "", "accept only deliveries whose Acceptance namespace (the Application's destination, "+
+		"the Kustomization's targetNamespace) is this one (default: any bound namespace)")
 	f.StringVar(&n.statusURL, "notifier-status-url", "",
 		`commit status link, formatted with the evidence path (e.g. "https://github.com/org/gitops/blob/main/%s")`)
 	f.StringVar(&n.tlsCertFile, "notifier-tls-cert-file", "", "serve HTTPS with this PEM certificate (chain), reloaded when it changes")
