@@ -85,21 +85,7 @@ func (b *breakglassFlags) target() breakglass.Target {
 	return breakglass.Target{Controller: breakglass.Controller(b.controller), Namespace: b.namespace, Name: name}
 }
 
-func (b *breakglassFlags) client() (client.Client, error) {
-	cfg, err := b.kf.config()
-	if err != nil {
-		return nil, err
-	}
-	scheme, err := kubeScheme()
-	if err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	return c, nil
-}
+func (b *breakglassFlags) client() (client.Client, error) { return b.kf.client() }
 
 // pauseState is the GitOps repository, the commit of its base branch and
 // the pause record of one app/env on it (nil when there is none).

@@ -47,6 +47,24 @@ func (k *kubeFlags) config() (*rest.Config, error) {
 	return cfg, nil
 }
 
+// client is a controller-runtime client of the cluster with client-go's
+// scheme.
+func (k *kubeFlags) client() (client.Client, error) {
+	cfg, err := k.config()
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := kubeScheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
+	}
+	return c, nil
+}
+
 func kubeScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -131,17 +149,9 @@ func (o *verifyOptions) run(ctx context.Context, g *globals, stdout io.Writer) e
 
 // verifier connects to the cluster and the registries.
 func (o *verifyOptions) verifier() (*health.Verifier, error) {
-	cfg, err := o.kf.config()
+	c, err := o.kf.client()
 	if err != nil {
 		return nil, err
-	}
-	scheme, err := kubeScheme()
-	if err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
 	}
 	reg, err := o.rf.client()
 	if err != nil {
