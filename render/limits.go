@@ -37,6 +37,11 @@ const (
 	// sequence or alias level counts one). Kubernetes objects, CRD schemas
 	// included, nest a few dozen levels; yaml.v3's scanner stops at 10000.
 	MaxYAMLDepth = 1000
+	// DefaultMaxMemory caps the memory of the child process that runs
+	// krusty (Worker, RLIMIT_DATA): the Go heap and every other private
+	// writable mapping. The example overlay renders at about 40 MiB, a
+	// render at the parsing limits near 100 MiB.
+	DefaultMaxMemory = 1 << 30
 )
 
 // ErrYAMLLimit is wrapped by every refusal of a file that exceeds the
