@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -122,7 +121,7 @@ func (a *App) buildInWorker(ctx context.Context, w *Worker) ([]Object, error) {
 	}
 	var resp workerResponse
 	if runErr != nil || json.Unmarshal(stdout.Bytes(), &resp) != nil {
-		return nil, workerFailure(kfile, cmp.Or(w.MemoryLimit, DefaultMaxMemory), runErr, stderr.String())
+		return nil, workerFailure(kfile, memoryLimit(w.MemoryLimit), runErr, stderr.String())
 	}
 	if a.FS.trace != nil {
 		for _, p := range resp.Probes {
@@ -156,7 +155,10 @@ func workerEnv(sandbox string) ([]string, error) {
 // its memory budget (the Go runtime's "out of memory", exit 4 naming the
 // kustomization), or any other death (an internal error).
 func workerFailure(kfile string, limit int64, runErr error, stderr string) error {
-	if strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") {
+	// The Go runtime's "fatal error: runtime: out of memory"; a failed
+	// mmap elsewhere (ENOMEM), or the race detector's "failed to allocate".
+	if strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") ||
+		strings.Contains(stderr, "failed to allocate") {
 		return &exitcode.InvalidInput{File: kfile, Err: fmt.Errorf("%w (%d MiB)", ErrMemoryBudget, limit>>20)}
 	}
 	first, _, _ := strings.Cut(strings.TrimSpace(stderr), "\n")
@@ -241,11 +243,8 @@ func ServeWorker(ctx context.Context, in io.Reader, out io.Writer) error {
 	if err := json.NewDecoder(in).Decode(&req); err != nil {
 		return fmt.Errorf("reading the render request: %w", err)
 	}
-	limit := req.MemoryLimit
-	if limit <= 0 {
-		limit = DefaultMaxMemory
-	}
-	if err := limitMemory(limit); err != nil {
+	limit := memoryLimit(req.MemoryLimit)
+	if err := limitMemory(limit * raceMemoryScale); err != nil {
 		return fmt.Errorf("capping the render's memory at %d bytes: %w", limit, err)
 	}
 	var trace *Trace
@@ -272,6 +271,14 @@ func ServeWorker(ctx context.Context, in io.Reader, out io.Writer) error {
 		return fmt.Errorf("writing the render response: %w", err)
 	}
 	return nil
+}
+
+// memoryLimit is limit, or DefaultMaxMemory when limit <= 0.
+func memoryLimit(limit int64) int64 {
+	if limit <= 0 {
+		return DefaultMaxMemory
+	}
+	return limit
 }
 
 // buildInProcess opens the app (for the Secret values its messages

@@ -29,13 +29,6 @@ func TestMain(m *testing.M) {
 // testWorker starts this test binary as the render child.
 var testWorker = &render.Worker{Args: []string{render.WorkerCommand}}
 
-// useWorker renders in the child process for the rest of the test.
-func useWorker(t *testing.T) {
-	t.Helper()
-	render.UseWorker(testWorker)
-	t.Cleanup(func() { render.UseWorker(nil) })
-}
-
 // TestWorkerRendersAsInProcess: the child process gives the objects, the
 // hash, the trace (for the cmp cache) and the errors of the in-process
 // render, exit codes and messages included.
