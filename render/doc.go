@@ -114,8 +114,9 @@
 //     need not: the parent kills the child (SIGKILL to its process group)
 //     when the render's context ends, so --timeout and SIGTERM end a render
 //     within a second whatever krusty is doing, also after its last file
-//     read. Measured: 3000 Deployments with 3000 patch files (about 96 s
-//     of krusty) end 1.0 s after a 1 s --timeout or a cancel, no child
+//     read. Measured: 4000 Deployments with 4000 inline patches (krusty
+//     reads two files, then applies the patches) ran 48 s in-process
+//     under --timeout 1s and end 1.0 s after it in the child, no child
 //     left. Tests: cmd/throughline TestTimeoutAndCancelEndKrusty. In
 //     process, ReadFile and ReadDir check the context bound by Open and
 //     Build: a cancelled render stops at its next file read and is not
