@@ -1,4 +1,16 @@
 package render
 
+import "context"
+
 // OnRead sets a hook every read of fsys that passes the context check calls.
 func OnRead(fsys *ConfinedFS, f func(string)) { fsys.onRead = f }
+
+// BuildUnchecked runs krusty for a as Build does, in w (in-process when w
+// is nil), without refusing remote entries first: it exercises what the
+// child process stops when an entry slips past the refusal.
+func BuildUnchecked(ctx context.Context, a *App, w *Worker) ([]Object, error) {
+	if w == nil {
+		return a.buildKustomization(ctx)
+	}
+	return a.buildInWorker(ctx, w)
+}

@@ -37,6 +37,15 @@ const (
 	// sequence or alias level counts one). Kubernetes objects, CRD schemas
 	// included, nest a few dozen levels; yaml.v3's scanner stops at 10000.
 	MaxYAMLDepth = 1000
+	// DefaultMaxMemory caps the memory of the child process that runs
+	// krusty (Worker, RLIMIT_DATA): the Go heap and every other private
+	// writable mapping. A render at the parsing limits peaks near 100 MiB,
+	// 1500 Deployments with 1500 patch files at 110 MB; the cap keeps one
+	// render, with its parent (about 70 MB) and argocd-cmp-server, under
+	// the plugin sidecar's 512Mi container limit, so a render that grows
+	// past it fails alone (exit 4) instead of the container being
+	// OOM-killed.
+	DefaultMaxMemory = 384 << 20
 )
 
 // ErrYAMLLimit is wrapped by every refusal of a file that exceeds the

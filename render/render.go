@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/openapi"
 	sigyaml "sigs.k8s.io/yaml"
 )
 
@@ -48,6 +49,9 @@ type App struct {
 	// Kustomizations are the kustomization files of the tree, app first
 	// (ModeKustomize only).
 	Kustomizations []Kustomization
+	// openAPI is set when the app's kustomization has an openapi field
+	// (runKrusty resets kustomize's schema after it).
+	openAPI bool
 }
 
 // RelDir is the application directory relative to the repository root.
@@ -163,6 +167,7 @@ func (a *App) inspect(ctx context.Context, dir string, seen map[string]bool) err
 		}
 	}
 	a.secretGeneratorValues(dir, &k)
+	a.openAPI = a.openAPI || len(k.OpenAPI) > 0
 	// Reserve this file's place first so the app's own kustomization leads.
 	idx := len(a.Kustomizations)
 	a.Kustomizations = append(a.Kustomizations, Kustomization{File: rel})
@@ -291,10 +296,17 @@ var krustyMu sync.Mutex
 
 // runKrusty runs kustomize under krustyMu; the lock is released also when
 // kustomize panics (the caller recovers), or every later render of the
-// process would wait for it forever.
-func runKrusty(opts *krusty.Options, fsys filesys.FileSystem, dir string) (resmap.ResMap, error) {
+// process would wait for it forever. A kustomization with an openapi field
+// sets kustomize's process-wide schema, and kustomize's own reset keeps a
+// custom schema: every later render of the process would merge patches
+// with it (a strategic merge of containers by name then replaces the list,
+// and the hash changes). So the schema is reset after such a render.
+func runKrusty(opts *krusty.Options, fsys filesys.FileSystem, dir string, customSchema bool) (resmap.ResMap, error) {
 	krustyMu.Lock()
 	defer krustyMu.Unlock()
+	if customSchema {
+		defer openapi.ResetOpenAPI()
+	}
 	return krusty.MakeKustomizer(opts).Run(fsys, dir)
 }
 
@@ -312,7 +324,12 @@ func (a *App) Build(ctx context.Context) ([]Object, error) {
 	var err error
 	switch a.Mode {
 	case ModeKustomize:
-		if err = a.refuseBeforeKrusty(); err == nil {
+		if err = a.refuseBeforeKrusty(); err != nil {
+			break
+		}
+		if w := worker.Load(); w != nil {
+			objs, err = a.buildInWorker(ctx, w)
+		} else {
 			objs, err = a.buildKustomization(ctx)
 		}
 	default:
@@ -368,7 +385,7 @@ func (a *App) buildKustomization(ctx context.Context) (objs []Object, err error)
 	opts := krusty.MakeDefaultOptions()
 	opts.LoadRestrictions = types.LoadRestrictionsRootOnly
 	opts.PluginConfig = types.DisabledPluginConfig()
-	resMap, err := runKrusty(opts, a.FS, a.Dir)
+	resMap, err := runKrusty(opts, a.FS, a.Dir, a.openAPI)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, fmt.Errorf("rendering %s: %w", kfile, cerr)

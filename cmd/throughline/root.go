@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/render"
 )
 
 // version is stamped at build time (-ldflags "-X main.version=...").
@@ -38,6 +39,7 @@ type globals struct {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	g := &globals{}
+	render.UseWorker(renderWorker)
 	root := newRootCommand(g, stdout, stderr)
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -76,6 +78,7 @@ func newRootCommand(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		newPromoteCommand(g, stdout),
 		newRollbackCommand(g, stdout),
 		newBreakglassCommand(g, stdout),
+		newRenderWorkerCommand(os.Stdin, stdout),
 	)
 	return root
 }

@@ -1,0 +1,330 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/throughline-dev/throughline/exitcode"
+)
+
+// WorkerCommand is the hidden subcommand of the throughline binary that runs
+// one krusty render in a child process (ServeWorker).
+const WorkerCommand = "__render"
+
+// Worker says how Build starts the child process that runs krusty: Path
+// with Args, which must end in ServeWorker. The child is started per render
+// under the render's context and killed (SIGKILL) when it ends, so
+// --timeout and SIGTERM end a render whatever krusty is doing; it runs with
+// an empty PATH (no git, no ssh), no proxy or GIT_* variables, a fresh empty
+// HOME and TMPDIR, and caps its own memory (MemoryLimit).
+type Worker struct {
+	// Path is the executable; "" means the running one (os.Executable).
+	Path string
+	Args []string
+	// MemoryLimit caps the child's data segment (RLIMIT_DATA, the Go heap
+	// included); <= 0 means DefaultMaxMemory.
+	MemoryLimit int64
+}
+
+// worker is the process-wide choice of UseWorker: nil renders in-process.
+var worker atomic.Pointer[Worker]
+
+// UseWorker makes every later Build of a kustomization run krusty in a
+// child process started as w says; nil renders in-process (the package's
+// own tests, which run in a test binary that cannot serve as the child).
+func UseWorker(w *Worker) { worker.Store(w) }
+
+// workerRequest is what the parent sends the child on stdin.
+type workerRequest struct {
+	Root        string `json:"root"`
+	Path        string `json:"path"` // relative to Root
+	MaxFileSize int64  `json:"maxFileSize"`
+	Trace       bool   `json:"trace"`
+	MemoryLimit int64  `json:"memoryLimit"`
+}
+
+// workerResponse is what the child writes on stdout: the objects or the
+// error, and the probes of its render when the request asked for them.
+type workerResponse struct {
+	Objects []workerObject `json:"objects,omitempty"`
+	Probes  []Probe        `json:"probes,omitempty"`
+	Error   *workerError   `json:"error,omitempty"`
+}
+
+type workerObject struct {
+	Object json.RawMessage `json:"object"`
+	Source string          `json:"source"`
+}
+
+// workerError is an error of the child with its exit code: for invalid
+// input, the file and the message of its cause, so the parent's error reads
+// exactly as the in-process one.
+type workerError struct {
+	Code    int    `json:"code"`
+	File    string `json:"file,omitempty"`
+	Message string `json:"message"`
+}
+
+// ErrMemoryBudget is wrapped by the refusal of a render whose child process
+// ran out of its memory budget.
+var ErrMemoryBudget = errors.New("render exceeded its memory budget")
+
+// workerWaitDelay bounds how long Build waits for the child's output after
+// it was killed.
+const workerWaitDelay = 200 * time.Millisecond
+
+// buildInWorker runs krusty for the app in a child process (see Worker).
+func (a *App) buildInWorker(ctx context.Context, w *Worker) ([]Object, error) {
+	kfile := a.FS.Rel(findKustomizationFile(a.FS, a.Dir))
+	req, err := json.Marshal(workerRequest{Root: a.FS.Root(), Path: a.RelDir(), MaxFileSize: a.FS.maxFileSize,
+		Trace: a.FS.trace != nil, MemoryLimit: w.MemoryLimit})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the render request for %s: %w", kfile, err)
+	}
+	path := w.Path
+	if path == "" {
+		if path, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("finding the executable to render %s in: %w", kfile, err)
+		}
+	}
+	sandbox, err := os.MkdirTemp("", "throughline-render-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the render sandbox for %s: %w", kfile, err)
+	}
+	defer func() { _ = os.RemoveAll(sandbox) }() // best effort: a temporary directory
+	env, err := workerEnv(sandbox)
+	if err != nil {
+		return nil, fmt.Errorf("creating the render sandbox for %s: %w", kfile, err)
+	}
+	var stdout bytes.Buffer
+	stderr := &headBuffer{max: 4096}
+	cmd := exec.CommandContext(ctx, path, w.Args...)
+	cmd.Env, cmd.Dir = env, sandbox
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(req), &stdout, stderr
+	cmd.SysProcAttr = workerSysProcAttr()
+	cmd.Cancel = func() error { return killWorker(cmd.Process.Pid) }
+	cmd.WaitDelay = workerWaitDelay
+	runErr := cmd.Run()
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, fmt.Errorf("rendering %s: %w", kfile, cerr)
+	}
+	var resp workerResponse
+	if runErr != nil || json.Unmarshal(stdout.Bytes(), &resp) != nil {
+		return nil, workerFailure(kfile, memoryLimit(w.MemoryLimit), runErr, stderr.String())
+	}
+	if a.FS.trace != nil {
+		for _, p := range resp.Probes {
+			a.FS.trace.add(p.Op, p.Path, p.Result)
+		}
+	}
+	if resp.Error != nil {
+		return nil, resp.Error.err()
+	}
+	return decodeWorkerObjects(resp.Objects)
+}
+
+// workerEnv prepares the child's environment in sandbox: PATH an empty
+// directory (no git, no ssh: kustomize finds nothing to exec), HOME and
+// TMPDIR empty directories removed with the sandbox, nothing of the
+// parent's environment (no GIT_*, no proxy variables, no credentials).
+func workerEnv(sandbox string) ([]string, error) {
+	dirs := map[string]string{"PATH": "bin", "HOME": "home", "TMPDIR": "tmp"}
+	env := []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0"}
+	for _, k := range []string{"PATH", "HOME", "TMPDIR"} {
+		d := filepath.Join(sandbox, dirs[k])
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return nil, err
+		}
+		env = append(env, k+"="+d)
+	}
+	return env, nil
+}
+
+// workerFailure is the error of a child that wrote no response: out of
+// its memory budget (the Go runtime's "out of memory", exit 4 naming the
+// kustomization), or any other death (an internal error).
+func workerFailure(kfile string, limit int64, runErr error, stderr string) error {
+	// The Go runtime's "fatal error: runtime: out of memory"; a failed
+	// mmap elsewhere (ENOMEM), or the race detector's "failed to allocate".
+	if strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") ||
+		strings.Contains(stderr, "failed to allocate") {
+		return &exitcode.InvalidInput{File: kfile, Err: fmt.Errorf("%w (%d MiB)", ErrMemoryBudget, limit>>20)}
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(stderr), "\n")
+	if runErr == nil {
+		runErr = errors.New("unreadable response")
+	}
+	return fmt.Errorf("rendering %s: render process failed: %w: %s", kfile, runErr, first)
+}
+
+// err rebuilds the child's error with its exit code.
+func (e *workerError) err() error {
+	switch e.Code {
+	case exitcode.Invalid:
+		return &exitcode.InvalidInput{File: e.File, Err: errors.New(e.Message)}
+	case exitcode.Internal:
+		return errors.New(e.Message)
+	}
+	return &codedError{code: e.Code, msg: e.Message}
+}
+
+// codedError is an error of the child with another exit code.
+type codedError struct {
+	code int
+	msg  string
+}
+
+func (e *codedError) Error() string { return e.msg }
+
+// ExitCode is the child's exit code.
+func (e *codedError) ExitCode() int { return e.code }
+
+// decodeWorkerObjects decodes the child's objects. Numbers are decoded as
+// yaml.v3 decodes them in-process: int, else uint64, else float64, so the
+// canonical JSON (the hash) and the YAML output are the same; only a float
+// with an integral value (1.0e3) comes back as an int, which serializes
+// the same.
+func decodeWorkerObjects(in []workerObject) ([]Object, error) {
+	objs := make([]Object, 0, len(in))
+	for _, o := range in {
+		dec := json.NewDecoder(bytes.NewReader(o.Object))
+		dec.UseNumber()
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			return nil, fmt.Errorf("decoding a rendered object of %s: %w", o.Source, err)
+		}
+		objs = append(objs, Object{Map: fromJSONNumbers(m).(map[string]any), Source: o.Source})
+	}
+	return objs, nil
+}
+
+func fromJSONNumbers(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = fromJSONNumbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = fromJSONNumbers(e)
+		}
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return int(i)
+		}
+		if u, err := strconv.ParseUint(v.String(), 10, 64); err == nil {
+			return u
+		}
+		if f, err := v.Float64(); err == nil {
+			return f
+		}
+		return v.String()
+	}
+	return v
+}
+
+// ServeWorker is the child's side (WorkerCommand): it caps its memory,
+// reads a request from in, renders it in-process (Open, then krusty) and
+// writes the objects or the typed error to out. It returns an error only
+// when it cannot read the request or write the response.
+func ServeWorker(ctx context.Context, in io.Reader, out io.Writer) error {
+	var req workerRequest
+	if err := json.NewDecoder(in).Decode(&req); err != nil {
+		return fmt.Errorf("reading the render request: %w", err)
+	}
+	limit := memoryLimit(req.MemoryLimit)
+	if err := limitMemory(limit * raceMemoryScale); err != nil {
+		return fmt.Errorf("capping the render's memory at %d bytes: %w", limit, err)
+	}
+	var trace *Trace
+	if req.Trace {
+		trace = &Trace{}
+	}
+	resp := workerResponse{}
+	objs, err := buildInProcess(ctx, Options{Root: req.Root, Path: req.Path, MaxFileSize: req.MaxFileSize, Trace: trace})
+	if err != nil {
+		resp.Error = newWorkerError(err)
+	}
+	for _, o := range objs {
+		raw, err := json.Marshal(o.Map)
+		if err != nil {
+			resp.Objects, resp.Error = nil, newWorkerError(&exitcode.InvalidInput{File: o.Source, Err: fmt.Errorf("encoding %s: %w", o.ID(), err)})
+			break
+		}
+		resp.Objects = append(resp.Objects, workerObject{Object: raw, Source: o.Source})
+	}
+	if trace != nil {
+		resp.Probes = trace.Probes
+	}
+	if err := json.NewEncoder(out).Encode(&resp); err != nil {
+		return fmt.Errorf("writing the render response: %w", err)
+	}
+	return nil
+}
+
+// memoryLimit is limit, or DefaultMaxMemory when limit <= 0.
+func memoryLimit(limit int64) int64 {
+	if limit <= 0 {
+		return DefaultMaxMemory
+	}
+	return limit
+}
+
+// buildInProcess opens the app (for the Secret values its messages
+// redact, and the alias budget its kustomization files take) and runs
+// krusty in this process. The parent refused every remote entry, local
+// problem and Helm chart before it started the child; the child does not
+// decide again, and what the decision does not know (a field a later
+// kustomize loads) meets the child's sandbox: no git, no ssh, no proxy.
+func buildInProcess(ctx context.Context, opts Options) ([]Object, error) {
+	app, err := Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if app.Mode != ModeKustomize {
+		return nil, &exitcode.InvalidInput{File: app.RelDir(), Err: errors.New("no kustomization to render")}
+	}
+	app.FS.bind(ctx)
+	objs, err := app.buildKustomization(ctx)
+	if err != nil {
+		return nil, app.FS.secrets.redactErr(err)
+	}
+	return objs, nil
+}
+
+// newWorkerError keeps err's exit code and, for invalid input, the file
+// and the message of the outermost *exitcode.InvalidInput's cause.
+func newWorkerError(err error) *workerError {
+	e := &workerError{Code: exitcode.Code(err), Message: err.Error()}
+	var inv *exitcode.InvalidInput
+	if e.Code == exitcode.Invalid && errors.As(err, &inv) && inv.Error() == err.Error() {
+		e.File, e.Message = inv.File, inv.Err.Error()
+	}
+	return e
+}
+
+// headBuffer keeps the first max bytes written to it.
+type headBuffer struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	if room := h.max - h.buf.Len(); room > 0 {
+		h.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (h *headBuffer) String() string { return h.buf.String() }
