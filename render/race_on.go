@@ -6,3 +6,9 @@ package render
 // built with the race detector, whose shadow memory counts in RLIMIT_DATA
 // (Go documents 5-10x the memory of a normal build).
 const raceMemoryScale = 8
+
+// raceEnv is added to the child's environment in a race-detector build:
+// the detector sleeps a second at every exit by default (atexit_sleep_ms),
+// which made every render of the race-built tests a second slower; a race
+// found in the child still fails it (halt_on_error).
+var raceEnv = []string{"GORACE=atexit_sleep_ms=0 halt_on_error=1"}

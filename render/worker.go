@@ -141,6 +141,7 @@ func (a *App) buildInWorker(ctx context.Context, w *Worker) ([]Object, error) {
 func workerEnv(sandbox string) ([]string, error) {
 	dirs := map[string]string{"PATH": "bin", "HOME": "home", "TMPDIR": "tmp"}
 	env := []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0"}
+	env = append(env, raceEnv...)
 	for _, k := range []string{"PATH", "HOME", "TMPDIR"} {
 		d := filepath.Join(sandbox, dirs[k])
 		if err := os.Mkdir(d, 0o700); err != nil {
