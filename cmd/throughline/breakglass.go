@@ -85,8 +85,6 @@ func (b *breakglassFlags) target() breakglass.Target {
 	return breakglass.Target{Controller: breakglass.Controller(b.controller), Namespace: b.namespace, Name: name}
 }
 
-func (b *breakglassFlags) client() (client.Client, error) { return b.kf.client() }
-
 // pauseState is the GitOps repository, the commit of its base branch and
 // the pause record of one app/env on it (nil when there is none).
 type pauseState struct {
@@ -197,7 +195,7 @@ func (o *pauseOptions) run(ctx context.Context, g *globals, stdout io.Writer) er
 			bf.app, bf.env, prev.Operator, prev.Ticket,
 			prev.ExpiresAt.Format(time.RFC3339), breakglass.Path(bf.env, bf.app))
 	}
-	c, err := bf.client()
+	c, err := bf.kf.client()
 	if err != nil {
 		return err
 	}
@@ -309,7 +307,7 @@ func (o *resumeOptions) run(ctx context.Context, g *globals, stdout io.Writer) e
 			return err
 		}
 	}
-	c, err := bf.client()
+	c, err := bf.kf.client()
 	if err != nil {
 		return err
 	}
@@ -446,7 +444,7 @@ func (o *writebackOptions) run(ctx context.Context, g *globals, stdout io.Writer
 	if err != nil {
 		return err
 	}
-	c, err := bf.client()
+	c, err := bf.kf.client()
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/overlay"
+	"github.com/throughline-dev/throughline/registry"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -153,5 +154,5 @@ func (o *pinOptions) resolve(ctx context.Context, refs []string) (map[string]str
 		}
 		resolved[refs[i]] = r.Descriptor.Digest
 	}
-	return resolved, registryError(worstError(errs))
+	return resolved, registryError(registry.JoinErrors(errs))
 }

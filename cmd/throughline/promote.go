@@ -122,7 +122,7 @@ func (o *promoteProposeOptions) run(ctx context.Context, g *globals, stdout io.W
 		return err
 	}
 	if fc != nil && !p.Existing {
-		title := fmt.Sprintf("promote %s %s to %s (%s)", o.app, promoteShortDigest(p.Record.Artifact.Digest), o.to, p.Record.PromotionID)
+		title := fmt.Sprintf("promote %s %s to %s (%s)", o.app, promote.ShortDigest(p.Record.Artifact.Digest), o.to, p.Record.PromotionID)
 		if err := openPR(ctx, fc, r.Base, title, p, proposalBody(p)); err != nil {
 			return err
 		}
@@ -351,14 +351,11 @@ func (o *promoteStatusOptions) run(ctx context.Context, stdout io.Writer) error 
 		if row.ExpiresAt != nil && note == "" {
 			note = "approval expires " + row.ExpiresAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", row.App, row.Environment, row.Attempt, row.State, promoteShortDigest(row.Digest),
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", row.App, row.Environment, row.Attempt, row.State, promote.ShortDigest(row.Digest),
 			row.PromotionID, row.Ref, note)
 	}
 	return tw.Flush()
 }
-
-// promoteShortDigest is the digest cut to its algorithm and 12 hex digits.
-func promoteShortDigest(d string) string { return promote.ShortDigest(d) }
 
 // promoteWriteJSON writes v as indented JSON.
 func promoteWriteJSON(w io.Writer, v any) error {

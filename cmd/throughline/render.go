@@ -16,9 +16,6 @@ import (
 	"github.com/throughline-dev/throughline/render"
 )
 
-// AcceptanceFile is the file --write-acceptance writes into an overlay.
-const AcceptanceFile = acceptance.File
-
 const renderLong = `Render the application directory PATH (default ".") exactly as the Argo CD
 plugin does: a kustomization (in-process, plugins and Helm off, confined to the
 repository root) or a directory of YAML/JSON manifests. Every policy violation is
@@ -37,7 +34,7 @@ func (o *renderOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.root, "root", "", "repository root (default: the enclosing Git work tree, else PATH)")
 	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml (a stream) or json (a v1 List)")
 	f.BoolVar(&o.hashOnly, "hash", false, "print only the rendered hash")
-	f.BoolVar(&o.writeAcceptance, "write-acceptance", false, "write the Acceptance into the overlay as "+AcceptanceFile+" (the Flux path)")
+	f.BoolVar(&o.writeAcceptance, "write-acceptance", false, "write the Acceptance into the overlay as "+acceptance.File+" (the Flux path)")
 	f.BoolVar(&o.checkAcceptance, "check-acceptance", false, "exit 3 when the committed Acceptance does not match the render")
 	f.StringVar(&o.app, "app", "", "application name (default: the directory name)")
 	f.StringVar(&o.env, "environment", "", "environment (default: the directory name under overlays/)")

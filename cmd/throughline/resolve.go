@@ -154,12 +154,8 @@ func (o *resolveOptions) run(ctx context.Context, g *globals, stdout io.Writer, 
 	} else if err := printResolveTable(stdout, ok); err != nil {
 		return err
 	}
-	return registryError(worstError(errs))
+	return registryError(registry.JoinErrors(errs))
 }
-
-// worstError is registry.JoinErrors: the failure whose exit code matters
-// most, printing all of them.
-func worstError(errs []error) error { return registry.JoinErrors(errs) }
 
 // writeJSONIndent writes v indented, as every -o json does.
 func writeJSONIndent(w io.Writer, v any) error {

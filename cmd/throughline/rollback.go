@@ -114,7 +114,7 @@ func (o *rollbackOptions) run(ctx context.Context, g *globals, stdout io.Writer)
 	warnRollback(g, res)
 	p := res.Proposal
 	if fc != nil && !p.Existing {
-		title := fmt.Sprintf("rollback %s in %s to %s (%s)", o.app, o.env, promoteShortDigest(p.Record.Artifact.Digest), p.Record.PromotionID)
+		title := fmt.Sprintf("rollback %s in %s to %s (%s)", o.app, o.env, promote.ShortDigest(p.Record.Artifact.Digest), p.Record.PromotionID)
 		if err := openPR(ctx, fc, r.Base, title, p, rollbackBody(res)); err != nil {
 			return err
 		}
