@@ -3,11 +3,11 @@ package acceptance_test
 import (
 	"bytes"
 	"context"
-	"os"
 	"reflect"
 	"testing"
 
 	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -29,7 +29,7 @@ func TestAcceptanceBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "testdata/dev-acceptance.json", append(raw, '\n'))
+	golden.Compare(t, "testdata/dev-acceptance.json", append(raw, '\n'))
 
 	o, err := acceptance.ToObject(&d.Acceptance)
 	if err != nil {
@@ -39,7 +39,7 @@ func TestAcceptanceBytes(t *testing.T) {
 	if err := render.EncodeYAML(&b, []render.Object{o}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "testdata/dev-acceptance.yaml", b.Bytes())
+	golden.Compare(t, "testdata/dev-acceptance.yaml", b.Bytes())
 
 	if !acceptance.IsAcceptance(o) {
 		t.Errorf("IsAcceptance(%s) = false", o.ID())
@@ -50,16 +50,5 @@ func TestAcceptanceBytes(t *testing.T) {
 	}
 	if !reflect.DeepEqual(back, d.Acceptance) {
 		t.Errorf("FromObject(ToObject(a)) = %+v, want %+v", back, d.Acceptance)
-	}
-}
-
-func golden(t *testing.T, file string, got []byte) {
-	t.Helper()
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\ngot:\n%s\nwant:\n%s", file, got, want)
 	}
 }

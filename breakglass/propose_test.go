@@ -21,30 +21,9 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/render"
 )
-
-// golden compares got with testdata/<name> (THROUGHLINE_UPDATE_GOLDEN=1
-// rewrites it).
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	file := filepath.Join("testdata", filepath.FromSlash(name))
-	if os.Getenv("THROUGHLINE_UPDATE_GOLDEN") != "" {
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (THROUGHLINE_UPDATE_GOLDEN=1 writes it)", err)
-	}
-	if got != string(want) {
-		t.Fatalf("differs from %s (THROUGHLINE_UPDATE_GOLDEN=1 rewrites it):\ngot:\n%s\nwant:\n%s", file, got, want)
-	}
-}
 
 // planText is a write-back plan as the golden files hold it: the changes,
 // then every file.
@@ -119,7 +98,7 @@ func TestPlanWriteback(t *testing.T) {
 			if tc.kustomization == "" && (read || len(plan.Files) != 0) {
 				t.Fatalf("nothing permanent, yet files %v (kustomization read: %v)", plan.Files, read)
 			}
-			golden(t, "writeback/"+tc.name+".golden", planText(plan))
+			goldenText(t, "writeback/"+tc.name+".golden", planText(plan))
 		})
 	}
 }
@@ -264,7 +243,7 @@ func TestProposeWriteback(t *testing.T) {
 		got.WriteString("--- " + f + "\n" + string(data))
 	}
 	got.WriteString("--- commit message\n" + gitT(t, r.Top, "log", "-1", "--format=%B", res.Commit) + "\n")
-	golden(t, "writeback/propose.golden", strings.ReplaceAll(got.String(), src, "<source commit>"))
+	goldenText(t, "writeback/propose.golden", strings.ReplaceAll(got.String(), src, "<source commit>"))
 
 	if tip, err := r.Resolve(ctx, "refs/heads/"+res.Branch); err != nil || tip != res.Commit {
 		t.Fatalf("branch %s at %s (%v), want %s", res.Branch, tip, err, res.Commit)
@@ -323,4 +302,10 @@ func TestProposeWritebackRefusals(t *testing.T) {
 	if !errors.Is(err, boom) {
 		t.Errorf("a failing live read: %v", err)
 	}
+}
+
+// goldenText compares got with testdata/<name> (internal/golden).
+func goldenText(t *testing.T, name, got string) {
+	t.Helper()
+	golden.Compare(t, "testdata/"+name, []byte(got))
 }

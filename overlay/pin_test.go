@@ -9,30 +9,9 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/render"
 )
-
-// golden compares got with testdata/<name> (THROUGHLINE_UPDATE_GOLDEN=1
-// rewrites it).
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	file := filepath.Join("testdata", filepath.FromSlash(name))
-	if os.Getenv("THROUGHLINE_UPDATE_GOLDEN") != "" {
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (THROUGHLINE_UPDATE_GOLDEN=1 writes it)", err)
-	}
-	if got != string(want) {
-		t.Fatalf("differs from %s (THROUGHLINE_UPDATE_GOLDEN=1 rewrites it):\ngot:\n%s\nwant:\n%s", file, got, want)
-	}
-}
 
 // tree writes files under a new directory and returns it.
 func tree(t *testing.T, files map[string]string) string {
@@ -142,7 +121,7 @@ func TestPin(t *testing.T) {
 			if err := p.Verify(ctx); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "pin/"+tc.name+".golden", "--- changes\n"+strings.Join(changes, "\n")+"\n"+dump(t, root))
+			goldenText(t, "pin/"+tc.name+".golden", "--- changes\n"+strings.Join(changes, "\n")+"\n"+dump(t, root))
 		})
 	}
 }
@@ -223,4 +202,10 @@ func TestParseImageSet(t *testing.T) {
 			t.Errorf("ParseImageSet(%q.String()) = %+v, %v", tc.in, again, err)
 		}
 	}
+}
+
+// goldenText compares got with testdata/<name> (internal/golden).
+func goldenText(t *testing.T, name, got string) {
+	t.Helper()
+	golden.Compare(t, "testdata/"+name, []byte(got))
 }

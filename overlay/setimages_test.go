@@ -108,7 +108,7 @@ func TestSetImages(t *testing.T) {
 				t.Fatalf("a refused set wrote:\n%s", dump(t, root))
 			}
 			got := fmt.Sprintf("--- error\n%v\n--- unchanged\n%s--- changes\n%s%s", err, lines(rep.Unchanged), lines(rep.Changes), dump(t, root))
-			golden(t, "setimages/"+tc.name+".golden", got)
+			goldenText(t, "setimages/"+tc.name+".golden", got)
 		})
 	}
 }

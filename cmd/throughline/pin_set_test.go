@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/golden"
 )
 
 const (
@@ -85,22 +86,7 @@ func TestPinSet(t *testing.T) {
 					t.Fatalf("second pin --set: exit %d\n%s%s\n%s", again.code, again.stdout, again.stderr, again2)
 				}
 			}
-			golden := filepath.Join("testdata", "pinset", "golden", tc.name+".txt")
-			if os.Getenv("THROUGHLINE_UPDATE_GOLDEN") != "" {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, []byte(got.String()), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (THROUGHLINE_UPDATE_GOLDEN=1 writes it)", err)
-			}
-			if got.String() != string(want) {
-				t.Fatalf("pin --set differs from %s (THROUGHLINE_UPDATE_GOLDEN=1 rewrites it):\ngot:\n%s\nwant:\n%s", golden, got.String(), want)
-			}
+			golden.Compare(t, "testdata/pinset/golden/"+tc.name+".txt", []byte(got.String()))
 		})
 	}
 }
