@@ -9,9 +9,19 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 type PromotionPolicy struct {
 	metav1.TypeMeta `json:",inline"`
 
-	// Environments names each environment's cluster (the target cluster of
-	// the attempt key).
+	// Environments is the environment registry: each environment's
+	// overlay paths, cluster, destination namespaces, protection,
+	// approvers and controller objects. Package environment checks it and
+	// answers which environment a path belongs to.
 	Environments map[string]EnvironmentPolicy `json:"environments,omitempty"`
+	// AllowedSigners is the repository-relative path of the approvers'
+	// SSH signing keys, in git's allowed-signers format
+	// (gpg.ssh.allowedSignersFile). Approvals are commits signed by one of
+	// an environment's Approvers with the key this file lists for them.
+	AllowedSigners string `json:"allowedSigners,omitempty"`
+	// EvidenceMaxAge is how old the source environment's runtime evidence
+	// may be when a promotion is verified (none: no limit).
+	EvidenceMaxAge *metav1.Duration `json:"evidenceMaxAge,omitempty"`
 	// AllowParameters are top-level keys of the target overlay's
 	// kustomization a promotion may change besides the image digest
 	// (e.g. "replicas").
@@ -25,7 +35,36 @@ type PromotionPolicy struct {
 
 // EnvironmentPolicy is one environment of the policy.
 type EnvironmentPolicy struct {
+	// Cluster is the environment's cluster (the target cluster of the
+	// attempt key).
 	Cluster string `json:"cluster,omitempty"`
+	// Paths are the overlay paths of the environment's apps, relative to
+	// the repository root. One segment of a pattern may be "*": it
+	// matches the app's name (apps/*/overlays/production).
+	Paths []string `json:"paths,omitempty"`
+	// Apps are explicit overlay paths by app name, for apps outside
+	// Paths' patterns.
+	Apps map[string]string `json:"apps,omitempty"`
+	// Namespaces are the destination namespaces of the environment's
+	// controllers (path.Match patterns).
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Protected environments change only through a promotion record
+	// (throughline check refuses any other change of their render).
+	Protected bool `json:"protected,omitempty"`
+	// Approvers are the principals (as in AllowedSigners) whose signed
+	// approval counts in this environment.
+	Approvers []string `json:"approvers,omitempty"`
+	// MinApprovals is how many distinct approvers must sign (0: 1 when
+	// Approvers is set).
+	MinApprovals int `json:"minApprovals,omitempty"`
+	// Controllers are the files of the environment's controller objects
+	// (Argo CD Applications, Flux Kustomizations; path.Match patterns
+	// relative to the repository root, e.g. clusters/production/*.yaml).
+	Controllers []string `json:"controllers,omitempty"`
+	// ReconcileDeadline is how long a record may stay RECONCILING before
+	// the notifier halts it, naming the revision the controller is stuck
+	// on (none: no deadline).
+	ReconcileDeadline *metav1.Duration `json:"reconcileDeadline,omitempty"`
 }
 
 // Cluster is env's cluster: the policy's, else the environment's name.
