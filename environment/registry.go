@@ -204,7 +204,9 @@ func (e *Environment) RequiredApprovals() int {
 }
 
 // IsApprover reports whether principal is one of e's approvers.
-func (e *Environment) IsApprover(principal string) bool { return slices.Contains(e.Approvers, principal) }
+func (e *Environment) IsApprover(principal string) bool {
+	return slices.Contains(e.Approvers, principal)
+}
 
 // matchPattern matches p against pat segment by segment; the wildcard
 // segment matches any one segment, which is the app's name.
