@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	sigyaml "sigs.k8s.io/yaml"
 
@@ -36,5 +37,26 @@ func ParsePolicy(file string, data []byte) (*Policy, error) {
 		return nil, &RecordError{File: file, Field: "apiVersion/kind",
 			Err: fmt.Errorf("%q/%q: want %s/%s", p.APIVersion, p.Kind, v1alpha1.APIVersion, v1alpha1.PromotionPolicyKind)}
 	}
+	if err := checkReconcileDeadlines(file, &p); err != nil {
+		return nil, err
+	}
 	return &p, nil
+}
+
+// checkReconcileDeadlines refuses a reconcileDeadline that is zero or
+// negative (it would halt every promotion the moment it is reconciled):
+// leave it out for no deadline.
+func checkReconcileDeadlines(file string, p *Policy) error {
+	envs := make([]string, 0, len(p.Environments))
+	for env := range p.Environments {
+		envs = append(envs, env)
+	}
+	sort.Strings(envs)
+	for _, env := range envs {
+		if d := p.Environments[env].ReconcileDeadline; d != nil && d.Duration <= 0 {
+			return &RecordError{File: file, Field: "environments." + env + ".reconcileDeadline",
+				Err: fmt.Errorf("%s: want a positive duration (e.g. 10m), or none for no deadline", d.Duration)}
+		}
+	}
+	return nil
 }
