@@ -52,6 +52,8 @@ func TestReconcileDeadline(t *testing.T) {
 		{"deadline of another environment", strings.Replace(policyWithDeadline("10m"), "production", "staging", 1),
 			http.StatusServiceUnavailable, resultWait},
 		{"deadline passed", policyWithDeadline("10m"), http.StatusOK, resultHalted},
+		// A policy that cannot be used decides nothing.
+		{"negative deadline", policyWithDeadline("-10m"), http.StatusInternalServerError, resultError},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, "checkout", "payments")
@@ -66,9 +68,9 @@ func TestReconcileDeadline(t *testing.T) {
 			if code != c.code || rep.Result != c.result {
 				t.Fatalf("%d %+v, want %d %s", code, rep, c.code, c.result)
 			}
-			if c.result == resultWait {
+			if c.result != resultHalted {
 				if f.tip() != tip {
-					t.Fatal("a wait wrote to Git")
+					t.Fatalf("%s wrote to Git", c.result)
 				}
 				return
 			}
