@@ -79,8 +79,8 @@ type Result struct {
 // *WaitError, wraps evidence.ErrUnknownApp or evidence.ErrNotApplicable,
 // or is a failure to read or write (the sender should retry).
 func (p *Processor) Process(ctx context.Context, ev Event) (*evidence.Written, error) {
-	decide := func(ctx context.Context, rec *promotion.Record, _ string) (*evidence.Record, error) {
-		return p.decide(ctx, ev, rec)
+	decide := func(ctx context.Context, rec *promotion.Record, tip string) (*evidence.Record, error) {
+		return p.decide(ctx, ev, rec, tip)
 	}
 	w, err := p.Git.Write(ctx, ev.App, ev.Environment, ev.Revision, decide)
 	if err != nil {
@@ -99,7 +99,7 @@ func (p *Processor) now() time.Time {
 	return time.Now()
 }
 
-func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record) (*evidence.Record, error) {
+func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record, tip string) (*evidence.Record, error) {
 	desired := rec.Reconciling.DesiredRevision
 	out := &evidence.Record{
 		ObservedRevision: ev.Revision, Time: p.now(),
@@ -121,6 +121,15 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record)
 			return nil, err
 		}
 		if earlier {
+			// Stuck on an old revision: halted once the environment's
+			// reconcileDeadline has passed, else waited for.
+			why, err := p.deadlinePassed(ctx, tip, ev, rec)
+			if err != nil {
+				return nil, err
+			}
+			if why != "" {
+				return halt(ClassSource, "%s", why)
+			}
 			return nil, &WaitError{Reason: fmt.Sprintf("the controller observed %s, an ancestor of the desired %s", ev.Revision, desired)}
 		}
 		if later, err = p.Git.IsAncestor(ctx, desired, ev.Revision); err != nil {

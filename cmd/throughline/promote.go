@@ -32,7 +32,7 @@ to the next through the promotion/v1 record at promotion/<app>/<env>.yaml:
   approve   record the APPROVED gate, bound to the approval input hash
   check     the PR job: refuse anything but the verified, approved digest
   reconcile the post-merge job: record RECONCILING with the merged commit
-  status    show every record`
+  status    show the base branch's records and the open attempts (--all)`
 
 func newPromoteCommand(g *globals, stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
@@ -309,19 +309,31 @@ func parseExpiry(s string, now time.Time) (time.Time, error) {
 // promoteStatusOptions are the flags of promote status.
 type promoteStatusOptions struct {
 	repo, app, output string
+	all               bool
 }
+
+const promoteStatusLong = `List the promotion records on the base branch and on the open attempt
+branches (throughline/promote/<app>/<env>/<digest12>-<attempt>), each attempt in
+each state once. An attempt branch is merged when its tip is an ancestor of the
+base branch, or when its record reached the base branch in the same or a later
+state (a squash or rebase merge); it is closed when its record is HALTED or
+REJECTED, or when a later attempt replaced it on the base branch. Merged and
+closed attempt branches are listed only with --all, each row saying which (the
+BRANCH column: base, open, merged or closed) and why.`
 
 func (o *promoteStatusOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.repo, "repo", "", "the GitOps repository")
 	f.StringVar(&o.app, "app", "", "only this application")
+	f.BoolVar(&o.all, "all", false, "also list merged and closed attempt branches")
 	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
 }
 
 func newPromoteStatusCommand(stdout io.Writer) *cobra.Command {
 	o := &promoteStatusOptions{}
 	cmd := &cobra.Command{
-		Use:   "status --repo DIR [--app APP]",
-		Short: "Show every promotion record, on the base branch and on open attempt branches",
+		Use:   "status --repo DIR [--app APP] [--all]",
+		Short: "Show the promotion records on the base branch and on open attempt branches",
+		Long:  promoteStatusLong,
 		Args:  noArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), stdout) },
 	}
@@ -337,7 +349,11 @@ func (o *promoteStatusOptions) run(ctx context.Context, stdout io.Writer) error 
 	if err != nil {
 		return err
 	}
-	rows, err := promote.Status(ctx, r, o.app)
+	status := promote.Status
+	if o.all {
+		status = promote.StatusAll
+	}
+	rows, err := status(ctx, r, o.app)
 	if err != nil {
 		return err
 	}
@@ -345,14 +361,17 @@ func (o *promoteStatusOptions) run(ctx context.Context, stdout io.Writer) error 
 		return promoteWriteJSON(stdout, rows)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "APP\tENV\tATTEMPT\tSTATE\tDIGEST\tPROMOTION\tREF\tNOTE")
+	fmt.Fprintln(tw, "APP\tENV\tATTEMPT\tSTATE\tDIGEST\tPROMOTION\tREF\tBRANCH\tNOTE")
 	for _, row := range rows {
 		note := row.Reason
 		if row.ExpiresAt != nil && note == "" {
 			note = "approval expires " + row.ExpiresAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", row.App, row.Environment, row.Attempt, row.State, promote.ShortDigest(row.Digest),
-			row.PromotionID, row.Ref, note)
+		if row.Why != "" {
+			note = strings.TrimPrefix(note+"; "+row.Why, "; ")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", row.App, row.Environment, row.Attempt, row.State, promote.ShortDigest(row.Digest),
+			row.PromotionID, row.Ref, row.Branch, note)
 	}
 	return tw.Flush()
 }

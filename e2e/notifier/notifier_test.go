@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,9 +80,24 @@ type env struct {
 	desired  string
 	notifier *httptest.Server
 	app      string
+	// commits is how many commits main has before the evidence commit.
+	commits int
+	// policyRev is the commit of the policy, before the desired one ("":
+	// no policy).
+	policyRev string
+	// haltReason is what a HALTED record's reason contains.
+	haltReason string
 }
 
 func setup(t *testing.T, ctx context.Context, api *testenv.APIServer, app string, cfg notifier.Config) *env {
+	t.Helper()
+	return setupWithPolicy(t, ctx, api, app, cfg, "")
+}
+
+// setupWithPolicy is setup where, when policy is set, the first commit
+// of main is throughline-policy.yaml with that content, before the desired
+// commit (a controller stuck there observes an ancestor of the desired one).
+func setupWithPolicy(t *testing.T, ctx context.Context, api *testenv.APIServer, app string, cfg notifier.Config, policy string) *env {
 	t.Helper()
 	gs := testenv.StartGitServer(t, testenv.GitServerOptions{Username: "git", Password: "s3cr3t"})
 	remote, err := gs.CreateRepo(ctx, "org/gitops.git")
@@ -89,6 +105,13 @@ func setup(t *testing.T, ctx context.Context, api *testenv.APIServer, app string
 	seed := t.TempDir()
 	git(t, seed, "clone", "-q", remote, "r")
 	seed = filepath.Join(seed, "r")
+	e := &env{api: api, remote: remote, app: app, commits: 2, haltReason: "wrong revision"}
+	if policy != "" {
+		must(t, os.WriteFile(filepath.Join(seed, promotion.PolicyFile), []byte(policy), 0o644))
+		git(t, seed, "add", ".")
+		git(t, seed, "commit", "-q", "-m", "policy")
+		e.policyRev, e.commits = git(t, seed, "rev-parse", "HEAD"), 3
+	}
 	overlay := filepath.Join(seed, "apps", app, "overlays", "production")
 	must(t, os.MkdirAll(overlay, 0o755))
 	must(t, os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte("images: [{name: x, digest: \""+digest+"\"}]\n"), 0o644))
@@ -146,7 +169,8 @@ func setup(t *testing.T, ctx context.Context, api *testenv.APIServer, app string
 	must(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &env{api: api, remote: remote, desired: desired, notifier: srv, app: app}
+	e.desired, e.notifier = desired, srv
+	return e
 }
 
 // accepted waits for the evidence commit on the Git server and checks it.
@@ -179,12 +203,12 @@ func (e *env) decided(t *testing.T, source string, want promotion.State, observe
 			if want == promotion.Accepted && (len(ev.Pods) != 1 || ev.Acceptance != "shop/"+e.app) {
 				t.Fatalf("evidence %+v", ev)
 			}
-			if want == promotion.Halted && (rec.Accepted != nil || !strings.Contains(rec.Reason, "wrong revision")) {
+			if want == promotion.Halted && (rec.Accepted != nil || !strings.Contains(rec.Reason, e.haltReason)) {
 				t.Fatalf("HALTED record: reason %q, accepted %+v", rec.Reason, rec.Accepted)
 			}
 			t.Logf("evidence commit %s: %s", tip[:12], git(t, clone, "log", "-1", "--format=%s", tip))
-			if n := git(t, clone, "rev-list", "--count", tip); n != "3" {
-				t.Fatalf("%s commits on main, want 3 (overlay, records, one evidence commit)", n)
+			if n := git(t, clone, "rev-list", "--count", tip); n != strconv.Itoa(e.commits+1) {
+				t.Fatalf("%s commits on main, want %d ([policy,] overlay, records, one evidence commit)", n, e.commits+1)
 			}
 			return ev
 		}
@@ -215,13 +239,29 @@ func TestFluxWrongRevisionHalts(t *testing.T) {
 	fluxToEvidence(t, observedUnrelated)
 }
 
+// The Kustomization still applies a commit before the desired one long
+// after production's reconcileDeadline (10m; the record became RECONCILING
+// at t0): HALTED, naming the revision it is stuck on.
+func TestFluxStuckPastReconcileDeadlineHalts(t *testing.T) {
+	fluxToEvidence(t, observedStuck)
+}
+
 type observedCase int
 
 const (
 	observedDesired   observedCase = iota // the desired commit itself
 	observedLater                         // a later commit of the branch
 	observedUnrelated                     // a commit on another branch
+	observedStuck                         // an earlier commit, past the deadline
 )
+
+const deadlinePolicy = `apiVersion: throughline.dev/v1alpha1
+kind: PromotionPolicy
+environments:
+  production:
+    cluster: prod
+    reconcileDeadline: 10m
+`
 
 func fluxToEvidence(t *testing.T, which observedCase) {
 	testenv.RequireNotificationController(t)
@@ -231,7 +271,11 @@ func fluxToEvidence(t *testing.T, which observedCase) {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	key := []byte("hmac-key-0123456789")
-	e := setup(t, ctx, api, "checkout", notifier.Config{FluxKey: key, Rate: -1})
+	policy := ""
+	if which == observedStuck {
+		policy = deadlinePolicy
+	}
+	e := setupWithPolicy(t, ctx, api, "checkout", notifier.Config{FluxKey: key, Rate: -1}, policy)
 	c := api.Client
 	const ns = "flux-system"
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
@@ -270,6 +314,10 @@ func fluxToEvidence(t *testing.T, which observedCase) {
 		git(t, side, "commit", "-q", "-m", "unrelated")
 		git(t, side, "push", "-q", "origin", "side")
 		observed = git(t, side, "rev-parse", "HEAD")
+	case observedStuck:
+		observed = e.policyRev
+		e.haltReason = "reconcileDeadline 10m0s passed: Kustomization/flux-system/checkout-production still observes " +
+			observed + ", desired " + e.desired
 	}
 	revision := "main@sha1:" + observed
 	must(t, unstructured.SetNestedField(ks.Object, revision, "status", "lastAppliedRevision"))
@@ -292,7 +340,7 @@ func fluxToEvidence(t *testing.T, which observedCase) {
 	}()
 	defer close(done)
 	switch which {
-	case observedUnrelated:
+	case observedUnrelated, observedStuck:
 		e.decided(t, "flux", promotion.Halted, observed)
 	case observedLater:
 		ev := e.decided(t, "flux", promotion.Accepted, observed)

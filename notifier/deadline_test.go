@@ -1,0 +1,96 @@
+package notifier
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+// push commits files (path -> content) on origin's main, as another
+// writer of the GitOps repository does.
+func (f *fixture) push(files map[string]string) {
+	f.t.Helper()
+	dir := filepath.Join(f.t.TempDir(), "writer")
+	git(f.t, filepath.Dir(dir), "clone", "-q", f.origin, dir)
+	for p, s := range files {
+		abs := filepath.Join(dir, filepath.FromSlash(p))
+		must(f.t, os.MkdirAll(filepath.Dir(abs), 0o755))
+		must(f.t, os.WriteFile(abs, []byte(s), 0o644))
+	}
+	git(f.t, dir, "add", "-A")
+	git(f.t, dir, "commit", "-q", "-m", "writer")
+	git(f.t, dir, "push", "-q", "origin", "main")
+}
+
+func policyWithDeadline(d string) string {
+	return "apiVersion: throughline.dev/v1alpha1\nkind: PromotionPolicy\nenvironments:\n  production:\n    cluster: prod\n" +
+		"    reconcileDeadline: " + d + "\n"
+}
+
+// TestReconcileDeadline: a controller that stays on an old revision (an
+// ancestor of the desired commit) is waited for (503) until the
+// environment's reconcileDeadline has passed since the record became
+// RECONCILING; then the record is HALTED, naming the revision the
+// controller is stuck on. Without a deadline the notifier waits for ever.
+// The record became RECONCILING at t0+3m; the notifier's clock says t0+1h.
+func TestReconcileDeadline(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		policy string
+		code   int
+		result string
+	}{
+		{"no policy", "", http.StatusServiceUnavailable, resultWait},
+		{"no deadline", "apiVersion: throughline.dev/v1alpha1\nkind: PromotionPolicy\nenvironments:\n  production: {cluster: prod}\n",
+			http.StatusServiceUnavailable, resultWait},
+		{"deadline not passed", policyWithDeadline("2h"), http.StatusServiceUnavailable, resultWait},
+		{"deadline of another environment", strings.Replace(policyWithDeadline("10m"), "production", "staging", 1),
+			http.StatusServiceUnavailable, resultWait},
+		{"deadline passed", policyWithDeadline("10m"), http.StatusOK, resultHalted},
+		// A policy that cannot be used decides nothing.
+		{"negative deadline", policyWithDeadline("-10m"), http.StatusInternalServerError, resultError},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, "checkout", "payments")
+			if c.policy != "" {
+				f.push(map[string]string{promotion.PolicyFile: c.policy})
+			}
+			tip := f.tip()
+			// payments' controller still observes checkout's desired commit,
+			// an ancestor of payments' desired commit.
+			stuck := f.desired["checkout"]
+			code, rep := f.flux(fluxBody(t, "payments", stuck, "ReconciliationSucceeded"))
+			if code != c.code || rep.Result != c.result {
+				t.Fatalf("%d %+v, want %d %s", code, rep, c.code, c.result)
+			}
+			if c.result != resultHalted {
+				if f.tip() != tip {
+					t.Fatalf("%s wrote to Git", c.result)
+				}
+				return
+			}
+			rec, err := promotion.Parse("x", []byte(f.show(promotion.RecordPath("payments", "production"))))
+			must(t, err)
+			want := "reconcileDeadline 10m0s passed: Kustomization/flux-system/payments still observes " + stuck +
+				", desired " + f.desired["payments"]
+			if rec.State != promotion.Halted || !strings.HasPrefix(rec.Reason, want) || rep.Reason != rec.Reason || rep.Commit != f.tip() {
+				t.Fatalf("record %s %q, reply %+v, want HALTED %q", rec.State, rec.Reason, rep, want)
+			}
+			evPath := evidence.Path("production", "payments", rec.PromotionID)
+			ev, err := evidence.Parse(evPath, []byte(f.show(evPath)))
+			must(t, err)
+			if ev.Decision != promotion.Halted || ev.ObservedRevision != stuck || ev.Class != ClassSource || ev.Reason != rec.Reason {
+				t.Fatalf("evidence %+v", ev)
+			}
+			// The same delivery again is the decided one.
+			if code, rep := f.flux(fluxBody(t, "payments", stuck, "ReconciliationSucceeded")); code != http.StatusOK || rep.Result != resultDuplicate {
+				t.Fatalf("replay: %d %+v", code, rep)
+			}
+		})
+	}
+}

@@ -1,0 +1,102 @@
+package promote
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+// approvedAttempt proposes, verifies and approves the production attempt
+// and returns its branch.
+func (f *fixture) approvedAttempt() string {
+	f.t.Helper()
+	ctx, now := context.Background(), time.Now()
+	p := f.propose()
+	_, err := Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "production", Evidence: verifyEvidence(newDigest, stagingRev), Now: now})
+	must(f.t, err)
+	_, err = Approve(ctx, f.repo, ApproveRequest{App: "checkout", To: "production", Approver: "alice", Expires: now.Add(2 * time.Hour),
+		Now: now, Renderer: renderer})
+	must(f.t, err)
+	return p.Branch
+}
+
+// TestStatusMergedAttempts: once the attempt branch is merged into the
+// base branch (a merge commit, or squashed so that only its record
+// reaches the base) and reconciled, status no longer lists it as open;
+// --all still lists it, saying merged. A branch not merged yet stays open.
+func TestStatusMergedAttempts(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		merge func(f *fixture, branch string)
+		want  BranchState
+	}{
+		{"not merged", func(*fixture, string) {}, BranchOpen},
+		{"merge commit", func(f *fixture, b string) { f.git("merge", "-q", "--no-ff", "--no-edit", b) }, BranchMerged},
+		{"squashed", func(f *fixture, b string) {
+			f.git("merge", "-q", "--squash", b)
+			f.git("commit", "-q", "-m", "squashed "+b)
+		}, BranchMerged},
+		{"rejected on its branch", func(f *fixture, b string) {
+			f.amend(b, func() {
+				file := promotion.RecordPath("checkout", "production")
+				rec, err := promotion.Parse(file, []byte(f.read(file)))
+				must(f.t, err)
+				must(f.t, rec.Stop(promotion.Rejected, "not this week", time.Now(), "bob"))
+				data, err := rec.Marshal()
+				must(f.t, err)
+				f.write(map[string]string{file: string(data)})
+			})
+		}, BranchClosed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			branch := f.approvedAttempt()
+			tc.merge(f, branch)
+			if tc.want == BranchMerged {
+				_, _, err := Reconcile(ctx, f.repo, ReconcileRequest{App: "checkout", To: "production", Now: time.Now(), By: "test", Renderer: renderer})
+				must(t, err)
+			}
+			rows, err := Status(ctx, f.repo, "")
+			must(t, err)
+			var open []string
+			for _, r := range rows {
+				if r.Ref == branch {
+					open = append(open, string(r.State)+" "+string(r.Branch))
+				}
+			}
+			if wantOpen := tc.want == BranchOpen; (len(open) == 1) != wantOpen {
+				t.Fatalf("status lists the attempt branch %v, want open=%v: %+v", open, wantOpen, rows)
+			}
+			all, err := StatusAll(ctx, f.repo, "")
+			must(t, err)
+			var got []string
+			for _, r := range all {
+				if r.Ref == branch {
+					got = append(got, string(r.Branch))
+					if r.Branch == BranchMerged && !strings.Contains(r.Why, "main") {
+						t.Errorf("merged row does not say where: %+v", r)
+					}
+				}
+				if r.Ref == "main" && r.Branch != BranchBase {
+					t.Errorf("base row %+v", r)
+				}
+			}
+			if len(got) != 1 || got[0] != string(tc.want) {
+				t.Fatalf("status --all rows of %s: %v, want [%s]: %+v", branch, got, tc.want, all)
+			}
+			if tc.want == BranchMerged {
+				var states []string
+				for _, r := range rows {
+					states = append(states, r.Environment+"="+string(r.State)+"@"+r.Ref)
+				}
+				if strings.Join(states, " ") != "production="+string(promotion.Reconciling)+"@main staging=ACCEPTED@main" {
+					t.Fatalf("open status %v", states)
+				}
+			}
+		})
+	}
+}
