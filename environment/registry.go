@@ -145,16 +145,16 @@ func (e *Environment) Path(app string) (string, bool) {
 	if p, ok := e.Apps[app]; ok {
 		return path.Clean(p), true
 	}
-	for _, pat := range e.Paths {
-		segs := strings.Split(path.Clean(pat), "/")
-		for i, s := range segs {
-			if s == Wildcard {
-				segs[i] = app
-			}
-		}
-		return strings.Join(segs, "/"), true
+	if len(e.Paths) == 0 {
+		return "", false
 	}
-	return "", false
+	segs := strings.Split(path.Clean(e.Paths[0]), "/")
+	for i, s := range segs {
+		if s == Wildcard {
+			segs[i] = app
+		}
+	}
+	return strings.Join(segs, "/"), true
 }
 
 // ClusterName is e's cluster: its own, else the environment's name.
