@@ -248,8 +248,8 @@ func (c *check) differences() {
 func (c *check) protected(env string, o Overlay) {
 	for _, ch := range o.Changes {
 		c.rep.refuse(Finding{Rule: RuleProtected, Environment: env, File: o.Path, Object: ch.Object.String(), Field: ch.Field,
-			Reason: fmt.Sprintf("%s: %s: environment %s is protected: its render changes only through its promotion record %s",
-				o.Path, ch.String(), env, promotion.RecordPath(o.App, env))})
+			Reason: fmt.Sprintf("%s: %s (%s is protected: changed only by a promotion, %s)", o.Path, ch.String(), env,
+				promotion.RecordPath(o.App, env))})
 	}
 }
 
