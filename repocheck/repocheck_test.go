@@ -23,7 +23,7 @@ var exampleRepo = filepath.Join("..", "examples", "gitops-env")
 // fixture is the example environment in a Git repository (the GitOps root
 // in a subdirectory, as Argo CD allows), on main.
 type fixture struct {
-	t         *testing.T
+	t         testing.TB
 	top, root string
 	repo      *gitops.Repo
 }
@@ -110,7 +110,7 @@ func (f *fixture) check(head string) *Report {
 	return rep
 }
 
-func copyDir(t *testing.T, src, dst string) {
+func copyDir(t testing.TB, src, dst string) {
 	t.Helper()
 	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
 		if err != nil {
@@ -319,4 +319,8 @@ func TestCheckPreexisting(t *testing.T) {
 			t.Fatalf("preexisting %+v", p)
 		}
 	}
+}
+
+func openRepo(root string) (*gitops.Repo, error) {
+	return gitops.OpenLocal(context.Background(), root)
 }
