@@ -42,7 +42,7 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func (f *fixture) git(args ...string) string {
+func (f *fixture) git(args ...string) {
 	f.t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = f.top
@@ -52,7 +52,6 @@ func (f *fixture) git(args ...string) string {
 	if err != nil {
 		f.t.Fatalf("git %v: %v: %s", args, err, out)
 	}
-	return strings.TrimSpace(string(out))
 }
 
 func (f *fixture) write(files map[string]string) {
@@ -77,11 +76,10 @@ func (f *fixture) read(p string) string {
 	return string(data)
 }
 
-func (f *fixture) commit(msg string) string {
+func (f *fixture) commit(msg string) {
 	f.t.Helper()
 	f.git("add", "-A")
 	f.git("commit", "-q", "--allow-empty", "-m", msg)
-	return f.git("rev-parse", "HEAD")
 }
 
 // branch commits change on a new branch from main and returns to main.
