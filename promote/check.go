@@ -13,6 +13,7 @@ import (
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
+	"github.com/throughline-dev/throughline/repocheck"
 	"github.com/throughline-dev/throughline/rollback"
 )
 
@@ -85,6 +86,9 @@ type Report struct {
 	Refusals    []string           `json:"refusals"`
 	Findings    []Finding          `json:"findings"`
 	OK          bool               `json:"ok"`
+	// Repository is the repository check's report of a change that carries
+	// no promotion record (which it judges instead).
+	Repository *repocheck.Report `json:"repository,omitempty"`
 }
 
 // refuse lists a finding: f with its reason formatted.
@@ -177,6 +181,10 @@ func (c *check) record(ctx context.Context) (stop bool, err error) {
 		if rel, ok := c.r.Rel(f); ok && strings.HasPrefix(rel, promotion.Dir+"/") && strings.Count(rel, "/") == 2 && strings.HasSuffix(rel, ".yaml") {
 			recFiles = append(recFiles, rel)
 		}
+	}
+	if len(recFiles) == 0 { // no promotion: the repository check of every change judges it (unrecorded.go)
+		c.rep, err = c.unrecorded(ctx, rep)
+		return true, err
 	}
 	if len(recFiles) != 1 {
 		rep.refuse(Finding{Rule: RuleRecordCount}, "a promotion change carries exactly one promotion record, this one changes %d (%s)",

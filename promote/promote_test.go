@@ -14,6 +14,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/repocheck"
 )
 
 const (
@@ -299,18 +300,28 @@ func TestCheckFindings(t *testing.T) {
 	}
 }
 
-// TestCheckRecordCount: a change that carries no record is refused before
-// anything is rendered.
-func TestCheckRecordCount(t *testing.T) {
+// TestCheckWithoutRecord: a change that carries no record is no
+// promotion: the repository check judges it (a README passes; staging
+// copied over production is refused, its differences named).
+func TestCheckWithoutRecord(t *testing.T) {
 	f := newFixture(t)
 	f.git("checkout", "-q", "-b", "no-record")
 	f.write(map[string]string{"README.md": "hello\n"})
 	f.commit("no record")
+	f.git("checkout", "-q", "-b", "copied", "main")
+	for _, n := range []string{"kustomization.yaml", "environment.yaml"} {
+		f.write(map[string]string{production + "/" + n: f.read("apps/checkout/overlays/staging/" + n)})
+	}
+	f.commit("staging copied over production")
 	f.git("checkout", "-q", "main")
-	rep := f.check("no-record", time.Now())
-	if rep.OK || len(rep.Findings) != 1 || rep.Findings[0].Rule != RuleRecordCount ||
-		rep.Refusals[0] != "a promotion change carries exactly one promotion record, this one changes 0 ()" {
-		t.Fatalf("%+v", rep)
+	if rep := f.check("no-record", time.Now()); !rep.OK || rep.Repository == nil || len(rep.Changes) != 0 {
+		t.Fatalf("README only: %+v", rep)
+	}
+	rep := f.check("copied", time.Now())
+	all := strings.Join(rep.Refusals, "\n")
+	if rep.OK || rep.Repository == nil || strings.Join(rules(rep), " ") != repocheck.RuleProtected ||
+		!strings.Contains(all, "metadata.namespace: checkout-production -> checkout-staging") || !strings.Contains(all, "spec.replicas: 6 -> 2") {
+		t.Fatalf("staging copied over production: %v\n%s", rules(rep), all)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/promote"
+	"github.com/throughline-dev/throughline/repocheck"
 )
 
 const promoteCheckLong = `Compare the pull request's head with its base. The change may touch only the
@@ -91,6 +92,9 @@ func (o *promoteCheckOptions) run(ctx context.Context, g *globals, stdout io.Wri
 	} else {
 		printCheck(stdout, rep)
 	}
+	if !rep.OK && rep.Repository != nil { // no promotion record: the repository check judged the change
+		return exitcode.Refuse(repocheck.RuleCheck, "change refused: %d reason(s) (listed on stdout)", len(rep.Refusals))
+	}
 	if !rep.OK {
 		return exitcode.Refuse(promote.RuleCheck, "promotion %s refused: %d reason(s) (listed on stdout)", rep.PromotionID, len(rep.Refusals))
 	}
@@ -99,6 +103,13 @@ func (o *promoteCheckOptions) run(ctx context.Context, g *globals, stdout io.Wri
 
 // printCheck prints the verdict of promote check as text.
 func printCheck(w io.Writer, rep *promote.Report) {
+	if rep.Repository != nil { // no promotion record: the repository check judged the change
+		printRepoCheck(w, rep.Repository)
+		if rep.OK {
+			fmt.Fprintln(w, "OK: no refusal")
+		}
+		return
+	}
 	fmt.Fprintf(w, "promotion %s: %s %s -> %s (state %s)\n", rep.PromotionID, rep.App, rep.Digest, rep.Environment, rep.State)
 	fmt.Fprintf(w, "files changed (%d):\n", len(rep.Files))
 	for _, f := range rep.Files {

@@ -76,6 +76,7 @@ func newRootCommand(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		newVerifyCommand(g, stdout),
 		newServeCommand(g),
 		newPromoteCommand(g, stdout),
+		newCheckCommand(g, stdout),
 		newRollbackCommand(g, stdout),
 		newBreakglassCommand(g, stdout),
 		newRenderWorkerCommand(os.Stdin, stdout),

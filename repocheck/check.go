@@ -1,0 +1,298 @@
+package repocheck
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/throughline-dev/throughline/environment"
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+// Rules of the repository check's findings (Finding.Rule).
+const (
+	// RuleCheck is the rule of the refusal a failed Check makes (exit 3).
+	RuleCheck = "repository-check"
+	// RuleProtected: a protected environment's render changes outside a
+	// promotion record.
+	RuleProtected = "protected-change"
+	// RuleDuplicate: one object is rendered on one cluster by two apps or
+	// two paths.
+	RuleDuplicate = "duplicate-object"
+	// RuleController: a controller object is not bound to an overlay path
+	// and destination of the one environment that owns its file.
+	RuleController = "controller-binding"
+	// RuleMultiSource: two sources of a multi-source Application render
+	// the same object.
+	RuleMultiSource = "multi-source-overlap"
+)
+
+// Request is a change to check.
+type Request struct {
+	// Base and Head are the change's revisions (a pull request's base and
+	// head).
+	Base, Head string
+}
+
+// Finding is one reason the check refuses, typed: its Reason is the text
+// listed in Report.Refusals.
+type Finding struct {
+	Rule        string `json:"rule"`
+	Environment string `json:"environment,omitempty"`
+	File        string `json:"file,omitempty"`
+	Object      string `json:"object,omitempty"`
+	Field       string `json:"field,omitempty"`
+	Reason      string `json:"reason"`
+}
+
+// Promotion is the one promotion record a change carries: the change is a
+// promotion of App to Environment, whose target the promotion gate
+// (promote.Check) judges.
+type Promotion struct {
+	App         string `json:"app"`
+	Environment string `json:"environment"`
+	Record      string `json:"record"`
+}
+
+// Overlay is one app's overlay in one environment, rendered at both
+// revisions.
+type Overlay struct {
+	App  string `json:"app"`
+	Path string `json:"path"`
+	// BaseHash and HeadHash are the rendered hashes ("" where the overlay
+	// does not exist).
+	BaseHash string `json:"baseHash,omitempty"`
+	HeadHash string `json:"headHash,omitempty"`
+	// Promotion: the target of the change's promotion record, judged by
+	// the promotion gate.
+	Promotion bool               `json:"promotion,omitempty"`
+	Changes   []promotion.Change `json:"changes"`
+	Classes   map[string]int     `json:"classes"`
+}
+
+// Environment is the differences of one registered environment.
+type Environment struct {
+	Name      string    `json:"name"`
+	Cluster   string    `json:"cluster"`
+	Protected bool      `json:"protected"`
+	Overlays  []Overlay `json:"overlays"`
+}
+
+// Report is the verdict on a change.
+type Report struct {
+	Base  string   `json:"base"`
+	Head  string   `json:"head"`
+	Files []string `json:"files"`
+	// Registry is the policy file the environments were read from (at
+	// base); "" when it registers none (nothing is then checked).
+	Registry     string        `json:"registry,omitempty"`
+	Promotion    *Promotion    `json:"promotion,omitempty"`
+	Environments []Environment `json:"environments"`
+	Refusals     []string      `json:"refusals"`
+	Findings     []Finding     `json:"findings"`
+	// Preexisting are findings already true at base: listed, not refused.
+	Preexisting []Finding `json:"preexisting"`
+	OK          bool      `json:"ok"`
+}
+
+// Changes counts the report's differences.
+func (rep *Report) Changes() int {
+	n := 0
+	for _, e := range rep.Environments {
+		for _, o := range e.Overlays {
+			n += len(o.Changes)
+		}
+	}
+	return n
+}
+
+func (rep *Report) refuse(f Finding) {
+	rep.Refusals = append(rep.Refusals, f.Reason)
+	rep.Findings = append(rep.Findings, f)
+}
+
+// check is one run of Check: the registry, both trees and their renders.
+type check struct {
+	r      *gitops.Repo
+	reg    *environment.Registry
+	rep    *Report
+	bt, ht *gitops.Tree
+	base   *revision
+	head   *revision
+}
+
+// Check is the repository check of the change from req.Base to req.Head:
+// every overlay of every environment the registry (read at base) lists is
+// rendered at both revisions and its differences listed and classified;
+// the refusals (RuleProtected, RuleDuplicate, RuleController,
+// RuleMultiSource) are listed in the report (OK false). An error is a
+// failure to decide: exit 2 for a revision that does not resolve, exit 4
+// for an invalid policy, manifest or controller file.
+func Check(ctx context.Context, r *gitops.Repo, req Request) (*Report, error) {
+	c := &check{r: r}
+	if err := c.start(ctx, req); err != nil {
+		return nil, err
+	}
+	if !c.reg.Configured() {
+		return c.finish(), nil
+	}
+	var err error
+	if c.bt, err = r.Tree(ctx, c.rep.Base); err != nil {
+		return nil, err
+	}
+	defer func() { _ = c.bt.Close() }() // temporary exports; the report does not depend on their removal
+	if c.ht, err = r.Tree(ctx, c.rep.Head); err != nil {
+		return nil, err
+	}
+	defer func() { _ = c.ht.Close() }()
+	if c.base, err = c.load(ctx, c.bt); err != nil {
+		return nil, err
+	}
+	if c.head, err = c.load(ctx, c.ht); err != nil {
+		return nil, err
+	}
+	c.differences()
+	if err := c.structure(ctx); err != nil {
+		return nil, err
+	}
+	return c.finish(), nil
+}
+
+// start resolves the revisions, lists the changed files, finds the
+// change's promotion record and reads the registry at base.
+func (c *check) start(ctx context.Context, req Request) error {
+	base, err := c.r.Resolve(ctx, req.Base)
+	if err != nil {
+		return exitcode.Usagef("--base %s: %v", req.Base, err)
+	}
+	head, err := c.r.Resolve(ctx, req.Head)
+	if err != nil {
+		return exitcode.Usagef("--head %s: %v", req.Head, err)
+	}
+	c.rep = &Report{Base: base, Head: head, Environments: []Environment{}, Refusals: []string{}, Findings: []Finding{},
+		Preexisting: []Finding{}}
+	if c.rep.Files, err = c.r.Changed(ctx, base, head); err != nil {
+		return err
+	}
+	var records []string
+	for _, f := range c.rep.Files {
+		if rel, ok := c.r.Rel(f); ok && isRecord(rel) {
+			records = append(records, rel)
+		}
+	}
+	if len(records) == 1 {
+		parts := strings.Split(records[0], "/")
+		c.rep.Promotion = &Promotion{App: parts[1], Environment: strings.TrimSuffix(parts[2], ".yaml"), Record: records[0]}
+	}
+	pol, err := promotion.ReadPolicy(ctx, c.r, base)
+	if err != nil {
+		return err
+	}
+	if c.reg, err = promotion.Registry(pol); err != nil {
+		return err
+	}
+	if c.reg.Configured() {
+		c.rep.Registry = c.reg.File()
+	}
+	return nil
+}
+
+// isRecord reports whether the GitOps-root-relative file is a promotion
+// record's path (promotion/<app>/<env>.yaml).
+func isRecord(rel string) bool {
+	return strings.HasPrefix(rel, promotion.Dir+"/") && strings.Count(rel, "/") == 2 && strings.HasSuffix(rel, ".yaml")
+}
+
+func (c *check) finish() *Report {
+	c.rep.OK = len(c.rep.Refusals) == 0
+	return c.rep
+}
+
+// differences classifies every overlay's differences and refuses those of
+// a protected environment outside the change's promotion.
+func (c *check) differences() {
+	for _, name := range c.reg.Names() {
+		env, _ := c.reg.Get(name)
+		e := Environment{Name: name, Cluster: env.ClusterName(), Protected: env.Protected, Overlays: []Overlay{}}
+		for _, k := range overlayKeys(c.base, c.head, name) {
+			b, h := c.base.overlays[k], c.head.overlays[k]
+			o := Overlay{App: k.app, Path: k.path, Classes: map[string]int{}}
+			o.Promotion = c.rep.Promotion != nil && c.rep.Promotion.App == k.app && c.rep.Promotion.Environment == name
+			if b != nil {
+				o.BaseHash = b.hash
+			}
+			if h != nil {
+				o.HeadHash = h.hash
+			}
+			o.Changes = promotion.Classify(b.objects(), h.objects())
+			if o.Changes == nil {
+				o.Changes = []promotion.Change{}
+			}
+			for cl, n := range promotion.Classes(o.Changes) {
+				o.Classes[string(cl)] = n
+			}
+			if env.Protected && !o.Promotion && len(o.Changes) > 0 {
+				c.protected(name, o)
+			}
+			e.Overlays = append(e.Overlays, o)
+		}
+		c.rep.Environments = append(c.rep.Environments, e)
+	}
+}
+
+// protected refuses every difference of o, an overlay of the protected
+// environment env that the change does not promote.
+func (c *check) protected(env string, o Overlay) {
+	for _, ch := range o.Changes {
+		c.rep.refuse(Finding{Rule: RuleProtected, Environment: env, File: o.Path, Object: ch.Object.String(), Field: ch.Field,
+			Reason: fmt.Sprintf("%s: %s (%s is protected: changed only by a promotion, %s)", o.Path, ch.String(), env,
+				promotion.RecordPath(o.App, env))})
+	}
+}
+
+// structure refuses the duplicate objects and the unbound controllers the
+// head has and the base had not; those the base had are Preexisting.
+func (c *check) structure(ctx context.Context) error {
+	before, err := c.findings(ctx, c.bt, c.base)
+	if err != nil {
+		return err
+	}
+	after, err := c.findings(ctx, c.ht, c.head)
+	if err != nil {
+		return err
+	}
+	was := map[Finding]bool{}
+	for _, f := range before {
+		was[f] = true
+	}
+	for _, f := range after {
+		if was[f] {
+			c.rep.Preexisting = append(c.rep.Preexisting, f)
+		} else {
+			c.rep.refuse(f)
+		}
+	}
+	return nil
+}
+
+// findings are the duplicate objects and controller findings of one
+// revision, sorted.
+func (c *check) findings(ctx context.Context, t *gitops.Tree, rv *revision) ([]Finding, error) {
+	out := duplicates(c.reg, rv)
+	cs, err := c.controllers(ctx, t, rv)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, cs...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		return a.Reason < b.Reason
+	})
+	return out, nil
+}

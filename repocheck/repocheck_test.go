@@ -1,0 +1,324 @@
+package repocheck
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/throughline-dev/throughline/gitops"
+)
+
+const (
+	staging    = "apps/checkout/overlays/staging"
+	production = "apps/checkout/overlays/production"
+)
+
+var exampleRepo = filepath.Join("..", "examples", "gitops-env")
+
+// fixture is the example environment in a Git repository (the GitOps root
+// in a subdirectory, as Argo CD allows), on main.
+type fixture struct {
+	t         testing.TB
+	top, root string
+	repo      *gitops.Repo
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{t: t, top: t.TempDir()}
+	f.root = filepath.Join(f.top, "gitops")
+	copyDir(t, exampleRepo, f.root)
+	f.git("init", "-q", "-b", "main")
+	f.commit("example")
+	var err error
+	if f.repo, err = gitops.OpenLocal(context.Background(), f.root); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *fixture) git(args ...string) {
+	f.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = f.top
+	cmd.Env = append(os.Environ(), "HOME="+f.top, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		f.t.Fatalf("git %v: %v: %s", args, err, out)
+	}
+}
+
+func (f *fixture) write(files map[string]string) {
+	f.t.Helper()
+	for p, s := range files {
+		abs := filepath.Join(f.root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+			f.t.Fatal(err)
+		}
+		if err := os.WriteFile(abs, []byte(s), 0o644); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+func (f *fixture) read(p string) string {
+	f.t.Helper()
+	data, err := os.ReadFile(filepath.Join(f.root, filepath.FromSlash(p)))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return string(data)
+}
+
+func (f *fixture) commit(msg string) {
+	f.t.Helper()
+	f.git("add", "-A")
+	f.git("commit", "-q", "--allow-empty", "-m", msg)
+}
+
+// branch commits change on a new branch from main and returns to main.
+func (f *fixture) branch(name string, change func()) {
+	f.t.Helper()
+	f.git("checkout", "-q", "-b", name, "main")
+	change()
+	f.commit(name)
+	f.git("checkout", "-q", "main")
+}
+
+func (f *fixture) check(head string) *Report {
+	f.t.Helper()
+	rep, err := Check(context.Background(), f.repo, Request{Base: "main", Head: head})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if len(rep.Findings) != len(rep.Refusals) || rep.OK != (len(rep.Refusals) == 0) {
+		f.t.Fatalf("%d findings, %d refusals, ok %v", len(rep.Findings), len(rep.Refusals), rep.OK)
+	}
+	for i, fd := range rep.Findings {
+		if fd.Reason != rep.Refusals[i] || fd.Rule == "" {
+			f.t.Fatalf("finding %d %+v, refusal %q", i, fd, rep.Refusals[i])
+		}
+	}
+	return rep
+}
+
+func copyDir(t testing.TB, src, dst string) {
+	t.Helper()
+	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if fi.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rules lists the distinct rules of the report's findings, sorted.
+func rules(rep *Report) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range rep.Findings {
+		if !seen[f.Rule] {
+			seen[f.Rule] = true
+			out = append(out, f.Rule)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// changes is every difference of environment env as text.
+func changes(rep *Report, env string) string {
+	var b strings.Builder
+	for _, e := range rep.Environments {
+		if e.Name != env {
+			continue
+		}
+		for _, o := range e.Overlays {
+			for _, c := range o.Changes {
+				b.WriteString(o.Path + ": " + c.String() + "\n")
+			}
+		}
+	}
+	return b.String()
+}
+
+// cartStaging is a second app's staging overlay that also renders the
+// Deployment checkout in checkout-staging.
+const cartStaging = `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: checkout-staging
+resources:
+  - deployment.yaml
+`
+
+const cartDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: checkout
+spec:
+  selector:
+    matchLabels: {app: cart}
+  template:
+    metadata:
+      labels: {app: cart}
+    spec:
+      containers:
+        - name: cart
+          image: ghcr.io/throughline-dev/cart@sha256:1111111111111111111111111111111111111111111111111111111111111111
+`
+
+const multiSource = `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: checkout-staging-twice
+  namespace: argocd
+spec:
+  project: default
+  sources:
+    - repoURL: https://git.example.test/platform/gitops-env.git
+      targetRevision: main
+      path: apps/checkout/overlays/staging
+    - repoURL: https://git.example.test/platform/gitops-env.git
+      targetRevision: main
+      path: apps/checkout/overlays/staging
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: checkout-staging
+`
+
+// TestCheck: the attacks of issue 14 on the every-PR check, each a real
+// commit in a real repository, and the changes that must pass.
+func TestCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(f *fixture)
+		rules  []string
+		// want: what the report's refusals and differences must say.
+		want []string
+	}{
+		{"staging copied over production", func(f *fixture) {
+			for _, n := range []string{"kustomization.yaml", "environment.yaml"} {
+				f.write(map[string]string{production + "/" + n: f.read(staging + "/" + n)})
+			}
+		}, []string{RuleProtected}, []string{
+			"metadata.namespace: checkout-production -> checkout-staging",
+			"host: checkout.example.com -> checkout.staging.example.test",
+			"spec.replicas: 6 -> 2",
+			"production is protected",
+		}},
+		{"unprotected change passes with its differences", func(f *fixture) {
+			k := staging + "/kustomization.yaml"
+			f.write(map[string]string{k: strings.Replace(f.read(k), "count: 2", "count: 3", 1)})
+		}, nil, []string{"capacity: Deployment.apps checkout-staging/checkout spec.replicas: 2 -> 3"}},
+		{"one object rendered by two apps", func(f *fixture) {
+			f.write(map[string]string{"apps/cart/overlays/staging/kustomization.yaml": cartStaging,
+				"apps/cart/overlays/staging/deployment.yaml": cartDeployment})
+		}, []string{RuleDuplicate}, []string{"apps/cart/overlays/staging", staging, "Deployment.apps checkout-staging/checkout"}},
+		{"staging Application pointing at production", func(f *fixture) {
+			p := "clusters/staging/checkout.yaml"
+			f.write(map[string]string{p: strings.Replace(f.read(p), "path: "+staging, "path: "+production, 1)})
+		}, []string{RuleController}, []string{"clusters/staging/checkout.yaml", production, "environment production's overlay", "not staging's"}},
+		{"staging Application with a production namespace", func(f *fixture) {
+			p := "clusters/staging/checkout.yaml"
+			f.write(map[string]string{p: strings.Replace(f.read(p), "namespace: checkout-staging", "namespace: checkout-production", 1)})
+		}, []string{RuleController}, []string{"checkout-production", "destination namespaces"}},
+		{"Application whose path is no registered overlay", func(f *fixture) {
+			p := "clusters/staging/checkout.yaml"
+			f.write(map[string]string{p: strings.Replace(f.read(p), "path: "+staging, "path: apps/checkout/overlays/refused-unpinned", 1)})
+		}, []string{RuleController}, []string{"apps/checkout/overlays/refused-unpinned", "no registered overlay"}},
+		{"Flux Kustomization pointing at production", func(f *fixture) {
+			p := "clusters/staging/checkout-flux.yaml"
+			f.write(map[string]string{p: strings.Replace(f.read(p), "./"+staging, "./"+production, 1)})
+		}, []string{RuleController}, []string{"clusters/staging/checkout-flux.yaml", production}},
+		{"multi-source Application rendering one object twice", func(f *fixture) {
+			f.write(map[string]string{"clusters/staging/checkout-twice.yaml": multiSource})
+		}, []string{RuleMultiSource}, []string{"sources[0]", "sources[1]", "Deployment.apps checkout-staging/checkout"}},
+		{"README only", func(f *fixture) {
+			f.write(map[string]string{"README.md": "hello\n"})
+		}, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.branch("pr", func() { tc.change(f) })
+			rep := f.check("pr")
+			got := strings.Join(rules(rep), " ")
+			if got != strings.Join(tc.rules, " ") {
+				t.Errorf("rules %q, want %q\n%s", got, tc.rules, strings.Join(rep.Refusals, "\n"))
+			}
+			all := strings.Join(rep.Refusals, "\n") + "\n" + changes(rep, "production") + changes(rep, "staging")
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("report does not say %q:\n%s", w, all)
+				}
+			}
+			if _, err := json.Marshal(rep); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestCheckPromotion: a change that carries exactly one record is a
+// promotion: its target is the promotion gate's to judge (Report.Promotion),
+// every other environment is judged here.
+func TestCheckPromotion(t *testing.T) {
+	f := newFixture(t)
+	f.branch("pr", func() {
+		k := production + "/kustomization.yaml"
+		f.write(map[string]string{k: strings.Replace(f.read(k), "count: 6", "count: 8", 1),
+			"promotion/checkout/production.yaml": "not judged here\n"})
+	})
+	rep := f.check("pr")
+	if !rep.OK || rep.Promotion == nil || rep.Promotion.App != "checkout" || rep.Promotion.Environment != "production" {
+		t.Fatalf("promotion: %+v %q", rep.Promotion, rep.Refusals)
+	}
+	// Production changes beside another environment's record: refused.
+	f.branch("other", func() {
+		k := production + "/kustomization.yaml"
+		f.write(map[string]string{k: strings.Replace(f.read(k), "count: 6", "count: 8", 1),
+			"promotion/checkout/staging.yaml": "a staging record\n"})
+	})
+	if rep := f.check("other"); strings.Join(rules(rep), " ") != RuleProtected {
+		t.Fatalf("production beside a staging record: %q", rep.Refusals)
+	}
+}
+
+// TestCheckPreexisting: a finding already true at base is listed, not
+// this change's refusal.
+func TestCheckPreexisting(t *testing.T) {
+	f := newFixture(t)
+	f.write(map[string]string{"clusters/staging/checkout-twice.yaml": multiSource})
+	f.commit("a multi-source Application")
+	f.branch("pr", func() { f.write(map[string]string{"README.md": "hello\n"}) })
+	rep := f.check("pr")
+	if !rep.OK || len(rep.Preexisting) != 4 {
+		t.Fatalf("%q %+v", rep.Refusals, rep.Preexisting)
+	}
+	for _, p := range rep.Preexisting {
+		if p.Rule != RuleMultiSource {
+			t.Fatalf("preexisting %+v", p)
+		}
+	}
+}
+
+func openRepo(root string) (*gitops.Repo, error) {
+	return gitops.OpenLocal(context.Background(), root)
+}
