@@ -63,9 +63,11 @@ func (r *Repo) ListTree(ctx context.Context, rev, dir string) ([]string, error) 
 	if path.Clean(dir) == "." {
 		d = r.Prefix
 	}
-	args := []string{"ls-tree", "-r", "-z", "--name-only", "--end-of-options", rev, "--"}
+	// git 2.39 lists nothing for "--end-of-options REV --" without a
+	// pathspec: the separator goes with the path only.
+	args := []string{"ls-tree", "-r", "-z", "--name-only", "--end-of-options", rev}
 	if d != "" {
-		args = append(args, d)
+		args = append(args, "--", d)
 	}
 	out, err := r.run(ctx, nil, args...)
 	if err != nil {

@@ -95,3 +95,27 @@ func TestListTreeAndFileHistory(t *testing.T) {
 		t.Errorf("FileHistory(%q) = %q, %v", odd, hist, err)
 	}
 }
+
+// TestListTreeAtTheRepositoryRoot: a GitOps root that is the repository's
+// own root (no prefix) lists every file. git 2.39 lists nothing for
+// "ls-tree --end-of-options REV --" without a pathspec, which made the
+// repository check see no overlay at all.
+func TestListTreeAtTheRepositoryRoot(t *testing.T) {
+	ctx := context.Background()
+	_, dir := newRepo(t)
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Env = []string{"HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1"}
+	if r.Prefix != "" {
+		t.Fatalf("prefix %q, want none", r.Prefix)
+	}
+	all, err := r.ListTree(ctx, "HEAD", ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"sub/a.yaml"}; !slices.Equal(all, want) {
+		t.Errorf("ListTree(.) at the repository root = %q, want %q", all, want)
+	}
+}
