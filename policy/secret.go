@@ -56,13 +56,13 @@ func (r *Result) checkSecret(o render.Object, allow *AllowList, env string) {
 	if len(keys) > 8 {
 		keys = append(keys[:8], fmt.Sprintf("and %d more", len(keys)-8))
 	}
-	in := "this render names no environment"
+	in := "the render names no environment, so no secrets[] entry of the allow-list can hold"
 	if env != "" {
 		in = fmt.Sprintf("no secrets[] entry of the allow-list names it in environment %q", env)
 	}
 	r.Violations = append(r.Violations, Violation{
 		Rule: RuleSecretPlaintext, File: o.Source, Object: id.String(), Field: field,
-		Reason: fmt.Sprintf("a Secret carries its values in the desired state (%s; values not shown); commit a reference instead "+
-			"(ExternalSecret, SealedSecret, an encrypted file) — %s", strings.Join(keys, ", "), in),
+		Reason: fmt.Sprintf("a Secret carries values in the desired state (keys %s; values not shown): commit a reference instead "+
+			"(ExternalSecret, SealedSecret, an encrypted file); %s", strings.Join(keys, ", "), in),
 	})
 }

@@ -148,3 +148,27 @@ func TestSecretValueNeverShown(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRenderRefusedSecretOverlay: the example overlay make demo shows is
+// refused for its plaintext Secret, naming the rule, the Secret and its
+// keys, and the refusal never shows the value.
+func TestRenderRefusedSecretOverlay(t *testing.T) {
+	const value = "demo-only-not-a-real-password"
+	dir := exampleOverlay("refused-secret")
+	if !strings.Contains(readFile(t, filepath.Join(dir, "db-credentials.yaml")), value) {
+		t.Fatalf("the example no longer holds the needle %q", value)
+	}
+	r := runCLI(t, "render", "--root", exampleRepo, dir)
+	if r.code != exitcode.Refused || r.stdout != "" {
+		t.Fatalf("exit %d, stdout %q, want %d and nothing: %s", r.code, r.stdout, exitcode.Refused, r.stderr)
+	}
+	for _, want := range []string{"1 violation(s)", "secret-plaintext: Secret checkout-hotfix/checkout-db: stringData:",
+		"keys stringData.password, stringData.username; values not shown", "apps/checkout/overlays/refused-secret/kustomization.yaml"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, value) {
+		t.Errorf("the refusal shows the value:\n%s", r.stderr)
+	}
+}
