@@ -103,9 +103,11 @@ func TestSecretValueNeverShown(t *testing.T) {
 	})
 	gitT(t, top, "add", "-A")
 	gitT(t, top, "commit", "-q", "-m", "production: an allow-listed Secret")
-	if r := runCLI(t, "render", "--root", root, filepath.Dir(k)); r.code != exitcode.OK {
-		t.Fatalf("the allow-listed Secret is refused in production: %d %s", r.code, r.stderr)
+	r := runCLI(t, "render", "--root", root, "-o", "json", filepath.Dir(k))
+	if r.code != exitcode.OK || !strings.Contains(r.stderr, "allow-list exception used: Secret") || !strings.Contains(r.stdout, `"secret": "checkout-db"`) {
+		t.Fatalf("the allow-listed Secret is refused in production, or its exception is silent: %d %s", r.code, r.stderr)
 	}
+	assertNoNeedle(t, "render's log", r.stderr)
 	if r := runCLI(t, "render", "--root", root, "--environment", "staging", filepath.Dir(k)); r.code != exitcode.Refused {
 		t.Fatalf("a production-only Secret exception held in staging: %d %s", r.code, r.stderr)
 	}
@@ -119,7 +121,7 @@ func TestSecretValueNeverShown(t *testing.T) {
 	}))
 	defer srv.Close()
 	t.Setenv("THROUGHLINE_FORGE_TOKEN", "tok")
-	r := runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production", "-o", "json",
+	r = runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production", "-o", "json",
 		"--forge", "github", "--forge-url", srv.URL, "--forge-repo", "platform/gitops-env")
 	if r.code != exitcode.OK || len(bodies) != 1 {
 		t.Fatalf("propose: %d (%d pull requests) %s %s", r.code, len(bodies), r.stdout, r.stderr)
