@@ -45,7 +45,8 @@ type Allowed struct {
 
 // String is the image as pin --check lists it.
 func (a Allowed) String() string {
-	return fmt.Sprintf("%s: %s: %s %q is allowed by the allow-list pattern %q (%s)", a.Source, a.Object, a.Field, a.Image, a.Entry.Pattern, a.Entry.Reason)
+	return fmt.Sprintf("%s: %s: %s %q is allowed by the allow-list pattern %q (%s)",
+		a.Source, a.Object, a.Field, a.Image, a.Entry.Pattern, a.Entry.Reason)
 }
 
 // PinPolicy is what PlanPin judges images by, as render does: the
