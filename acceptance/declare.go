@@ -77,7 +77,7 @@ func Declare(ctx context.Context, req Request) (*Declaration, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.Policy = policy.CheckObjects(d.Objects, allow)
+	d.Policy = policy.CheckObjects(d.Objects, allow, policy.Environment(req.Environment, app.RelDir()))
 	if err := d.Policy.Err(); err != nil {
 		return nil, err
 	}

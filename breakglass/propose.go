@@ -342,7 +342,7 @@ func PullRequestBody(rec *Record, res *WritebackResult) string {
 		rec.App, rec.Environment, rec.Ticket, rec.Operator, rec.PausedAt.Format("2006-01-02T15:04:05Z"), rec.SourceRevision)
 	b.WriteString("| class | object | field | desired before | live |\n|---|---|---|---|---|\n")
 	for _, c := range res.Changes {
-		fmt.Fprintf(&b, "| %s | %s | `%s` | `%v` | `%v` |\n", c.Class, c.Object, c.Path, c.Before, c.Live)
+		fmt.Fprintf(&b, "| %s | %s | `%s` | `%v` | `%v` |\n", c.Class, c.Object, c.Path, c.shown(c.Before), c.shown(c.Live))
 	}
 	b.WriteString("\nOnly the permanent changes are in this PR; resume (`throughline breakglass resume`) waits for its merge.\n")
 	return b.String()

@@ -73,7 +73,7 @@ func (c Change) String() string {
 	case DeletedLive:
 		return fmt.Sprintf("%-15s %s: in the desired state before the pause, not live", c.Class, c.Object)
 	}
-	return fmt.Sprintf("%-15s %s %s: %s -> %s (by %s)", c.Class, c.Object, c.Path, short(c.Before), short(c.Live), c.Manager)
+	return fmt.Sprintf("%-15s %s %s: %s -> %s (by %s)", c.Class, c.Object, c.Path, short(c.shown(c.Before)), short(c.shown(c.Live)), c.Manager)
 }
 
 func short(v any) string {

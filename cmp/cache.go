@@ -190,7 +190,7 @@ func (e *cacheEntry) verify(fsys *render.ConfinedFS) error {
 	if err != nil {
 		return err
 	}
-	res := policy.CheckObjects(objs, allow)
+	res := policy.CheckObjects(objs, allow, e.Acceptance.Spec.Environment)
 	if err := res.Err(); err != nil {
 		return fmt.Errorf("the cached objects fail policy: %w", err)
 	}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's first command: render the example environments, print their
-# rendered hashes and declared digests, then show the refusal of the bad overlay.
+# rendered hashes and declared digests, then show the refusals of the bad
+# overlays: unpinned images, and a plaintext Secret (whose value is never shown).
 set -uo pipefail
 tl=${1:?usage: demo.sh THROUGHLINE REPO}
 repo=${2:?usage: demo.sh THROUGHLINE REPO}
@@ -41,3 +42,13 @@ say "== refused: throughline render --root $repo $bad"
 code=$?
 echo "exit code: $code (3 = refused by policy; nothing was printed on stdout)"
 [ "$code" -eq 3 ] || { echo "demo: expected exit 3 for $bad" >&2; exit 1; }
+
+sec=$repo/apps/checkout/overlays/refused-secret
+needle=demo-only-not-a-real-password # the Secret's value in $sec/db-credentials.yaml
+say "== refused: throughline render --root $repo $sec"
+errs=$("$tl" render --log-level warn --root "$repo" "$sec" 2>&1 >/dev/null)
+code=$?
+printf '%s\n' "$errs"
+echo "exit code: $code (3 = refused by policy: a Secret with stringData; the value is not printed)"
+[ "$code" -eq 3 ] || { echo "demo: expected exit 3 for $sec" >&2; exit 1; }
+case $errs in *"$needle"*) echo "demo: the refusal printed the Secret's value" >&2; exit 1 ;; esac

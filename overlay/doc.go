@@ -13,7 +13,9 @@
 // references the way kustomize's images: matches them.
 //
 // Pin and SetImages are the two uses that touch an application on disk:
-// PlanPin renders it and finds the images not pinned by digest, Apply
+// PlanPin renders it and finds the images the pin rule refuses (by
+// policy.DecideImage, the decision render makes: an allow-listed image in
+// its environment is Allowed and left alone), Apply
 // writes the digests the caller resolved (no registry is asked here) and
 // Verify renders again to prove nothing is left; SetImages writes
 // NAME=[NEWNAME:]TAG@DIGEST sets (ParseImageSet) into the images: of its

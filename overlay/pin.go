@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/throughline-dev/throughline/acceptance"
 	"github.com/throughline-dev/throughline/atomicfile"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/policy"
@@ -34,15 +35,46 @@ func (u Unpinned) String() string {
 	return fmt.Sprintf("%s: %s: %s %q is not pinned by digest", u.Source, u.Object, u.Field, u.Image)
 }
 
+// Allowed is one container image not pinned by digest that the allow-list
+// lets through in the environment: render accepts it, pin leaves it.
+type Allowed struct {
+	Unpinned
+	// Entry is the allow-list entry that matched.
+	Entry policy.AllowedImage
+}
+
+// String is the image as pin --check lists it.
+func (a Allowed) String() string {
+	return fmt.Sprintf("%s: %s: %s %q is allowed by the allow-list pattern %q (%s)",
+		a.Source, a.Object, a.Field, a.Image, a.Entry.Pattern, a.Entry.Reason)
+}
+
+// PinPolicy is what PlanPin judges images by, as render does: the
+// allow-list and the environment.
+type PinPolicy struct {
+	// AllowListFile is the allow-list path relative to the root; empty
+	// means policy.AllowListFile (absent: no exceptions).
+	AllowListFile string
+	// Environment; empty means the directory name when its parent is
+	// "overlays" (policy.Environment).
+	Environment string
+}
+
 // Pin is the pinning by digest of one application: PlanPin finds the
 // unpinned images, the caller resolves Refs to digests, Apply writes them.
 type Pin struct {
 	// App is the application as rendered.
 	App *render.App
-	// Unpinned are its container images that are not pinned by digest.
+	// Environment is the environment the images were judged in.
+	Environment string
+	// Unpinned are its container images that the pin rule refuses.
 	Unpinned []Unpinned
-	opts     render.Options
-	files    []*pinFile
+	// Allowed are its images not pinned by digest that the allow-list lets
+	// through in Environment (pin leaves them).
+	Allowed []Allowed
+	opts    render.Options
+	pol     PinPolicy
+	files   []*pinFile
 }
 
 // pinFile is one file pin edits: where it is written and the changes it
@@ -54,14 +86,21 @@ type pinFile struct {
 }
 
 // PlanPin renders the application of opts and finds every container image
-// that is not pinned by digest. A malformed digest or reference is invalid
-// input (exit 4) listing every one.
-func PlanPin(ctx context.Context, opts render.Options) (*Pin, error) {
+// that the pin rule refuses, by the decision render makes
+// (policy.DecideImage with the allow-list and the environment of pol):
+// an image the allow-list lets through is Allowed, not Unpinned. A
+// malformed digest or reference is invalid input (exit 4) listing every
+// one.
+func PlanPin(ctx context.Context, opts render.Options, pol PinPolicy) (*Pin, error) {
 	app, err := render.Open(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	p := &Pin{App: app, opts: opts}
+	p := &Pin{App: app, Environment: policy.Environment(pol.Environment, app.RelDir()), opts: opts, pol: pol}
+	allow, err := acceptance.LoadAllowList(app.FS, pol.AllowListFile)
+	if err != nil {
+		return nil, err
+	}
 	objs, err := app.Build(ctx)
 	if err != nil {
 		return nil, err
@@ -72,7 +111,14 @@ func PlanPin(ctx context.Context, opts render.Options) (*Pin, error) {
 			if c.ImageField != render.ImageString {
 				continue
 			}
-			if _, err := policy.CheckImage(c.Image); err == nil {
+			d := policy.DecideImage(c.Image, allow, p.Environment)
+			if d.Err == nil {
+				continue
+			}
+			if d.Allowed != nil {
+				name, tag := SplitImage(c.Image)
+				p.Allowed = append(p.Allowed, Allowed{Entry: *d.Allowed, Unpinned: Unpinned{Source: c.Source, Object: c.Object.String(),
+					Field: c.Path + ".image", Image: c.Image, Name: name, Tag: tag}})
 				continue
 			}
 			if strings.Contains(c.Image, "@") {
@@ -149,7 +195,7 @@ func (p *Pin) Apply(resolved map[string]string) ([]string, error) {
 // Verify is the proof after Apply: the application rendered again has no
 // unpinned image left.
 func (p *Pin) Verify(ctx context.Context) error {
-	again, err := PlanPin(ctx, p.opts)
+	again, err := PlanPin(ctx, p.opts, p.pol)
 	if err != nil {
 		return fmt.Errorf("rendering after pin: %w", err)
 	}

@@ -101,7 +101,7 @@ func TestPin(t *testing.T) {
 			ctx := context.Background()
 			root := tree(t, tc.files)
 			opts := render.Options{Root: root, Path: filepath.Join(root, "app")}
-			p, err := PlanPin(ctx, opts)
+			p, err := PlanPin(ctx, opts, PinPolicy{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +136,7 @@ func TestPinRefusals(t *testing.T) {
 		"app/kustomization.yaml":  "resources:\n  - ../base\n  - pod.yaml\n",
 		"app/pod.yaml":            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    image: example.com/shop/web:2.0\n",
 	})
-	p, err := PlanPin(ctx, render.Options{Root: twoTags, Path: filepath.Join(twoTags, "app")})
+	p, err := PlanPin(ctx, render.Options{Root: twoTags, Path: filepath.Join(twoTags, "app")}, PinPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestPinRefusals(t *testing.T) {
 		t.Fatalf("two tags: %v", err)
 	}
 	bad := tree(t, map[string]string{"app/pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    image: x/y:1@sha256:abc\n"})
-	if _, err := PlanPin(ctx, render.Options{Root: bad, Path: filepath.Join(bad, "app")}); exitcode.Code(err) != exitcode.Invalid ||
+	if _, err := PlanPin(ctx, render.Options{Root: bad, Path: filepath.Join(bad, "app")}, PinPolicy{}); exitcode.Code(err) != exitcode.Invalid ||
 		!strings.Contains(err.Error(), "malformed digest") {
 		t.Fatalf("malformed digest: %v", err)
 	}
@@ -153,7 +153,7 @@ func TestPinRefusals(t *testing.T) {
 		"base/deployment.yaml":    baseDeployment,
 		"app/kustomization.yaml":  "resources: [../base]\nimages: [{name: x, newTag: v1}]\n",
 	})
-	p, err = PlanPin(ctx, render.Options{Root: flow, Path: filepath.Join(flow, "app")})
+	p, err = PlanPin(ctx, render.Options{Root: flow, Path: filepath.Join(flow, "app")}, PinPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}

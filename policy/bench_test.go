@@ -71,7 +71,7 @@ func BenchmarkPolicyHash(b *testing.B) {
 		b.Run(fmt.Sprintf("objects=%d", n), func(b *testing.B) {
 			objs := renderedObjects(b, n)
 			check := func() {
-				res := policy.CheckObjects(objs, nil)
+				res := policy.CheckObjects(objs, nil, "")
 				if len(res.Violations) != 0 || len(res.Containers) != 2*n {
 					b.Fatalf("%d violations, %d containers; want 0, %d", len(res.Violations), len(res.Containers), 2*n)
 				}

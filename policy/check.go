@@ -35,12 +35,14 @@ func (r Result) Err() error {
 	return &Refusal{Violations: r.Violations}
 }
 
-// CheckObjects applies the object rules (pinned images, unique identities)
-// to a rendered set and returns every violation at once.
-func CheckObjects(objs []render.Object, allow *AllowList) Result {
+// CheckObjects applies the object rules (pinned images, unique identities,
+// no Secret values) to a set rendered for the environment env ("" when none
+// is known: only exceptions scoped to no environment hold) and returns every
+// violation at once.
+func CheckObjects(objs []render.Object, allow *AllowList, env string) Result {
 	var res Result
 	seen := map[string]render.Object{}
-	images := map[string]imageCheck{}
+	images := map[string]ImageDecision{}
 	for _, o := range objs {
 		id := o.ID()
 		key := strings.Join([]string{id.Group, id.Kind, id.Namespace, id.Name}, "\x00")
@@ -52,29 +54,50 @@ func CheckObjects(objs []render.Object, allow *AllowList) Result {
 		} else {
 			seen[key] = o
 		}
+		res.checkSecret(o, allow, env)
 		for _, c := range render.Containers(o) {
-			res.checkContainer(c, allow, images)
+			res.checkContainer(c, allow, env, images)
 		}
 	}
 	sortViolations(res.Violations)
 	return res
 }
 
-// imageCheck memoizes CheckImage: a render repeats few distinct images.
-type imageCheck struct {
-	pinned Pinned
-	err    error
+// ImageDecision is the pin rule's decision on one image reference in one
+// environment: pinned (Err nil), let through by an allow-list entry
+// (Allowed set), or refused (Err says why).
+type ImageDecision struct {
+	Pinned  Pinned
+	Err     error
+	Allowed *AllowedImage
 }
 
-func (r *Result) checkContainer(c render.Container, allow *AllowList, images map[string]imageCheck) {
-	if c.ImageField == render.ImageString {
-		ic, ok := images[c.Image]
-		if !ok {
-			ic.pinned, ic.err = CheckImage(c.Image)
-			images[c.Image] = ic
+// Refused reports whether the pin rule refuses the image.
+func (d ImageDecision) Refused() bool { return d.Err != nil && d.Allowed == nil }
+
+// DecideImage is the pin rule for one image string in env: the one decision
+// that render, the CMP, promote and pin --check share.
+func DecideImage(image string, allow *AllowList, env string) ImageDecision {
+	var d ImageDecision
+	d.Pinned, d.Err = CheckImage(image)
+	if d.Err != nil {
+		if entry, ok := allow.Match(image, env); ok {
+			d.Allowed = &entry
 		}
-		if ic.err == nil {
-			r.Containers = append(r.Containers, DeclaredContainer{Container: c, Pinned: ic.pinned})
+	}
+	return d
+}
+
+func (r *Result) checkContainer(c render.Container, allow *AllowList, env string, images map[string]ImageDecision) {
+	var d ImageDecision
+	if c.ImageField == render.ImageString {
+		var ok bool
+		if d, ok = images[c.Image]; !ok {
+			d = DecideImage(c.Image, allow, env)
+			images[c.Image] = d
+		}
+		if d.Err == nil {
+			r.Containers = append(r.Containers, DeclaredContainer{Container: c, Pinned: d.Pinned})
 			return
 		}
 	}
@@ -93,14 +116,13 @@ func (r *Result) checkContainer(c render.Container, allow *AllowList, images map
 		r.Violations = append(r.Violations, v)
 		return
 	}
-	err := images[c.Image].err
-	if entry, ok := allow.Match(c.Image); ok {
+	if entry := d.Allowed; entry != nil {
 		ex := Exception{Image: c.Image, Pattern: entry.Pattern, Reason: entry.Reason, Object: v.Object, Field: field}
 		r.Exceptions = append(r.Exceptions, ex)
 		r.Containers = append(r.Containers, DeclaredContainer{Container: c, Exception: &ex})
 		return
 	}
-	v.Rule, v.Reason = RuleUnpinnedImage, err.Error()
+	v.Rule, v.Reason = RuleUnpinnedImage, d.Err.Error()
 	r.Violations = append(r.Violations, v)
 }
 

@@ -58,7 +58,7 @@ spec:
       spec:
         containers: [{name: w}, {name: n, image: 42}]
 `)
-	res := policy.CheckObjects(objs, nil)
+	res := policy.CheckObjects(objs, nil, "")
 	var got []string
 	for _, v := range res.Violations {
 		got = append(got, string(v.Rule)+" "+v.Object+" "+v.Field)
@@ -105,11 +105,11 @@ kind: ConfigMap
 metadata: {name: a, namespace: x}
 `)
 	// apps/v1 and extensions/v1beta1 are different groups: not duplicates.
-	if vs := policy.CheckObjects(objs, nil).Violations; len(vs) != 0 {
+	if vs := policy.CheckObjects(objs, nil, "").Violations; len(vs) != 0 {
 		t.Errorf("unexpected violations %v", vs)
 	}
 	objs = append(objs, objs[0])
-	vs := policy.CheckObjects(objs, nil).Violations
+	vs := policy.CheckObjects(objs, nil, "").Violations
 	if len(vs) != 1 || vs[0].Rule != policy.RuleDuplicateObject || vs[0].Object != "Deployment.apps x/a" {
 		t.Errorf("duplicates: %v", vs)
 	}
@@ -133,7 +133,7 @@ spec:
     - {name: a, image: "r.example.test/vendor/agent:3"}
     - {name: b, image: "r.example.test/vendor/sub/agent:3"}
 `)
-	res := policy.CheckObjects(objs, allow)
+	res := policy.CheckObjects(objs, allow, "")
 	if len(res.Exceptions) != 1 || res.Exceptions[0].Image != "r.example.test/vendor/agent:3" || res.Exceptions[0].Reason != "vendor ships tags only (SEC-1)" {
 		t.Errorf("exceptions %+v", res.Exceptions)
 	}

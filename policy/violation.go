@@ -18,6 +18,8 @@ const (
 	RuleDuplicateObject      Rule = "duplicate-object"
 	RuleFloatingRemote       Rule = "floating-remote-resource"
 	RuleFloatingChartVersion Rule = "floating-chart-version"
+	// RuleSecretPlaintext refuses a v1 Secret carrying data or stringData.
+	RuleSecretPlaintext Rule = "secret-plaintext"
 )
 
 // Violation is one refusal, naming where it is and what is wrong.

@@ -106,11 +106,15 @@ func crossEnvironment(ctx context.Context, tree *gitops.Tree, target, env string
 
 // mentions maps "<object> names <env> (<value>)" to the object's ID for
 // every object of objs whose namespace or a routing host names one of envs.
+// A Secret is judged by its namespace only: its values are never quoted.
 func mentions(objs []render.Object, envs []string) map[string]string {
 	m := map[string]string{}
 	for _, o := range objs {
 		id := o.ID()
-		vals := append([]string{id.Namespace}, routingHosts(o.Map)...)
+		vals := []string{id.Namespace}
+		if !policy.IsSecret(id) {
+			vals = append(vals, routingHosts(o.Map)...)
+		}
 		for _, v := range vals {
 			for _, tok := range strings.FieldsFunc(v, func(r rune) bool { return r == '-' || r == '.' || r == '/' }) {
 				for _, other := range envs {

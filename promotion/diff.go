@@ -33,6 +33,9 @@ type Change struct {
 	After  string `json:"after,omitempty"`
 	// Op is "changed", "added" or "removed".
 	Op string `json:"op"`
+	// Redacted is set when Before and After are short hashes of a Secret's
+	// values (or of values that show one), never the values.
+	Redacted bool `json:"redacted,omitempty"`
 }
 
 func (c Change) String() string {
@@ -40,14 +43,19 @@ func (c Change) String() string {
 	case "added", "removed":
 		return fmt.Sprintf("%s: %s %s", c.Class, c.Object, c.Op)
 	}
+	if c.Redacted {
+		return fmt.Sprintf("%s: %s %s: changed (%s -> %s)", c.Class, c.Object, c.Field, c.Before, c.After)
+	}
 	return fmt.Sprintf("%s: %s %s: %s -> %s", c.Class, c.Object, c.Field, c.Before, c.After)
 }
 
 // Classify compares the rendered objects of a target before and after a
 // change and classifies every difference. Objects are matched by identity;
 // an object whose namespace changed is a boundary change (removed in one
-// namespace, added in another).
+// namespace, added in another). A Secret's values are never in a Change:
+// a changed value is shown as changed, with a short hash of old and new.
 func Classify(before, after []render.Object) []Change {
+	needles := collectSecrets(before, after)
 	key := func(id render.ID) string { return id.Group + "|" + id.Kind + "|" + id.Namespace + "|" + id.Name }
 	bm := map[string]render.Object{}
 	for _, o := range before {
@@ -88,7 +96,7 @@ func Classify(before, after []render.Object) []Change {
 			out = append(out, Change{Class: objectClass(bo.ID()), Object: bo.ID(), Op: "removed"})
 			continue
 		}
-		diffValues(bo.ID(), kindOf(bo), "", bo.Map, ao.Map, &out)
+		diffValues(needles, bo.ID(), kindOf(bo), "", bo.Map, ao.Map, &out)
 	}
 	for ak, ao := range am {
 		if _, ok := bm[ak]; ok || movedTo[ak] {
@@ -123,7 +131,7 @@ func objectClass(id render.ID) Class {
 	return ClassOther
 }
 
-func diffValues(id render.ID, kind, path string, a, b any, out *[]Change) {
+func diffValues(needles secretNeedles, id render.ID, kind, path string, a, b any, out *[]Change) {
 	if reflect.DeepEqual(a, b) {
 		return
 	}
@@ -138,7 +146,7 @@ func diffValues(id render.ID, kind, path string, a, b any, out *[]Change) {
 			keys[k] = true
 		}
 		for k := range keys {
-			diffValues(id, kind, join(path, k), am[k], bmap[k], out)
+			diffValues(needles, id, kind, join(path, k), am[k], bmap[k], out)
 		}
 		return
 	}
@@ -146,11 +154,13 @@ func diffValues(id render.ID, kind, path string, a, b any, out *[]Change) {
 	bl, bok := b.([]any)
 	if aok && bok && len(al) == len(bl) {
 		for i := range al {
-			diffValues(id, kind, path+"["+strconv.Itoa(i)+"]", al[i], bl[i], out)
+			diffValues(needles, id, kind, path+"["+strconv.Itoa(i)+"]", al[i], bl[i], out)
 		}
 		return
 	}
-	*out = append(*out, Change{Class: fieldClass(kind, path), Object: id, Field: path, Before: short(a), After: short(b), Op: "changed"})
+	c := Change{Class: fieldClass(kind, path), Object: id, Field: path, Before: short(a), After: short(b), Op: "changed"}
+	needles.redactChange(&c, a, b)
+	*out = append(*out, c)
 }
 
 func join(p, k string) string {

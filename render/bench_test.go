@@ -276,7 +276,7 @@ func BenchmarkDeclareSteps(b *testing.B) {
 			step("fs=confined", func() { replayCalls(b, confined, rec.calls) })
 			step("to-objects", func() { toObjects() })
 			step("policy+hash", func() {
-				if res := policy.CheckObjects(objs, nil); len(res.Violations) != 0 {
+				if res := policy.CheckObjects(objs, nil, ""); len(res.Violations) != 0 {
 					b.Fatal(res.Err())
 				}
 				if _, err := render.Hash(objs); err != nil {

@@ -83,14 +83,20 @@ type AcceptanceSpec struct {
 	Workloads  []Workload  `json:"workloads"`
 }
 
-// Exception is an allow-list entry that a render used.
+// Exception is an allow-list entry that a render used: an image let
+// through the pin rule (Image, Pattern) or a Secret let through the Secret
+// rule (Secret).
 type Exception struct {
-	Image   string `json:"image"`
-	Pattern string `json:"pattern"`
-	Reason  string `json:"reason"`
-	// Object is the object that names the image (Kind.group namespace/name).
+	Image   string `json:"image,omitempty"`
+	Pattern string `json:"pattern,omitempty"`
+	// Secret is the name of the allow-list's secrets[] entry used.
+	Secret string `json:"secret,omitempty"`
+	Reason string `json:"reason"`
+	// Object is the object that names the image, or the Secret (Kind.group
+	// namespace/name).
 	Object string `json:"object,omitempty"`
-	// Field is the field path of the image in the object.
+	// Field is the field path of the image in the object (data, stringData
+	// for a Secret).
 	Field string `json:"field,omitempty"`
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/overlay"
+	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/registry"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -28,7 +29,11 @@ Only the edited values change in each file: comments, order, quoting and
 indentation are kept. Files are replaced atomically. Every change is printed.
 
 --check changes nothing and asks no registry: it lists every unpinned image and
-exits 3 when there is one.
+exits 3 when there is one. It decides as render does: an image that the
+allow-list (--allow-list, default throughline-allowlist.yaml at the root) lets
+through in the environment (--environment, default the directory name under
+overlays/) is listed as ALLOWED, not refused, and pin leaves it alone; an
+exception scoped to other environments does not hold.
 
 --set NAME=TAG@sha256:<digest> asks no registry either: like kustomize edit set
 image, it writes newTag: "TAG@sha256:<digest>" into the images: entry of NAME
@@ -51,11 +56,14 @@ type pinOptions struct {
 	root  string
 	check bool
 	set   imageSetFlag
+	pol   overlay.PinPolicy
 }
 
 func (o *pinOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.root, "root", "", "repository root (default: the enclosing Git work tree, else PATH)")
 	f.BoolVar(&o.check, "check", false, "change nothing; exit 3 when any image is not pinned by digest")
+	f.StringVar(&o.pol.AllowListFile, "allow-list", "", "allow-list file relative to the root (default "+policy.AllowListFile+")")
+	f.StringVar(&o.pol.Environment, "environment", "", "environment the allow-list is matched in (default: the directory name under overlays/)")
 	f.Var(&o.set, "set", "write TAG@sha256:<digest> (and NEWNAME) into the images: entry of NAME (repeatable; no registry is asked)")
 }
 
@@ -96,7 +104,7 @@ func (o *pinOptions) run(ctx context.Context, g *globals, args []string, stdout 
 		}
 		return runSet(ctx, opts, o.set.sets, stdout)
 	}
-	p, err := overlay.PlanPin(ctx, opts)
+	p, err := overlay.PlanPin(ctx, opts, o.pol)
 	if err != nil {
 		return err
 	}
@@ -126,8 +134,16 @@ func (o *pinOptions) run(ctx context.Context, g *globals, args []string, stdout 
 	return p.Verify(ctx)
 }
 
-// pinCheck lists every unpinned image of p and refuses when there is one.
+// pinCheck lists every allow-listed and unpinned image of p and refuses
+// when there is an unpinned one.
 func pinCheck(p *overlay.Pin, path string, stdout io.Writer) error {
+	for _, a := range p.Allowed {
+		fmt.Fprintf(stdout, "ALLOWED in %s %s\n", envName(p.Environment), a)
+	}
+	if len(p.Unpinned) == 0 && len(p.Allowed) > 0 {
+		_, err := fmt.Fprintf(stdout, "OK every other image of %s is pinned by digest\n", p.App.RelDir())
+		return err
+	}
 	if len(p.Unpinned) == 0 {
 		_, err := fmt.Fprintf(stdout, "OK every image of %s is pinned by digest\n", p.App.RelDir())
 		return err
@@ -137,6 +153,14 @@ func pinCheck(p *overlay.Pin, path string, stdout io.Writer) error {
 	}
 	return exitcode.Refuse(overlay.RuleUnpinned, "%d unpinned image(s) in %s (listed on stdout); run throughline pin %s",
 		len(p.Unpinned), p.App.RelDir(), path)
+}
+
+// envName is env for messages ("no environment" when empty).
+func envName(env string) string {
+	if env == "" {
+		return "no environment"
+	}
+	return "environment " + env
 }
 
 // resolve asks the registry for the digest of every reference.

@@ -125,6 +125,11 @@ func (o *renderOptions) declare(ctx context.Context, path string) (*acceptance.D
 
 func logExceptions(g *globals, exs []policy.Exception) {
 	for _, ex := range exs {
+		if ex.Secret != "" {
+			g.log.Warn().Str("secret", ex.Secret).Str("object", ex.Object).Str("field", ex.Field).
+				Str("reason", ex.Reason).Msg("allow-list exception used: Secret carries values in the desired state (not shown)")
+			continue
+		}
 		g.log.Warn().Str("image", ex.Image).Str("object", ex.Object).Str("field", ex.Field).
 			Str("pattern", ex.Pattern).Str("reason", ex.Reason).Msg("allow-list exception used: image not pinned by digest")
 	}

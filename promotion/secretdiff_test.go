@@ -1,0 +1,100 @@
+package promotion_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/render"
+)
+
+func decode(t *testing.T, doc string) []render.Object {
+	t.Helper()
+	objs, err := render.DecodeManifests([]byte(doc), "app/s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// TestClassifyNeverShowsSecretValues: a changed value of a Secret (data,
+// stringData, annotations, a whole data map added) or a value that shows
+// one in another object is a short hash in the Change, its String and its
+// JSON: the old and new values appear nowhere.
+func TestClassifyNeverShowsSecretValues(t *testing.T) {
+	const oldV, newV = "hunter2-plaintext", "NEWSECRET-plaintext"
+	b64 := "aHVudGVyMi1wbGFpbnRleHQ=" // hunter2-plaintext
+	nb64 := "TkVXU0VDUkVULXBsYWludGV4dA=="
+	before := decode(t, `apiVersion: v1
+kind: Secret
+metadata: {name: db, namespace: checkout, labels: {tier: db}, annotations: {note: `+oldV+`}}
+stringData: {password: `+oldV+`}
+data: {token: `+b64+`}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: grown, namespace: checkout}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: leaked, namespace: checkout}
+data: {url: "postgres://app:`+oldV+`@db"}
+`)
+	after := decode(t, `apiVersion: v1
+kind: Secret
+metadata: {name: db, namespace: checkout, labels: {tier: database}, annotations: {note: `+newV+`}}
+stringData: {password: `+newV+`}
+data: {token: `+nb64+`}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: grown, namespace: checkout}
+data: {key: `+nb64+`}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: leaked, namespace: checkout}
+data: {url: "postgres://app:`+newV+`@db"}
+`)
+	changes := promotion.Classify(before, after)
+	js, err := json.Marshal(changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, c := range changes {
+		lines = append(lines, c.String())
+	}
+	text := strings.Join(lines, "\n")
+	for _, needle := range []string{oldV, newV, b64, nb64, "hunter2", "NEWSECRET"} {
+		if strings.Contains(text, needle) || strings.Contains(string(js), needle) {
+			t.Errorf("a Secret value %q is shown:\n%s\n%s", needle, text, js)
+		}
+	}
+	for _, want := range []string{
+		"boundary: Secret checkout/db stringData.password: changed (sha256:",
+		"boundary: Secret checkout/db data.token: changed (sha256:",
+		"boundary: Secret checkout/db metadata.annotations.note: changed (sha256:",
+		"boundary: Secret checkout/db metadata.labels.tier: db -> database",
+		"boundary: Secret checkout/grown data: changed (<none> -> sha256:",
+		"other: ConfigMap checkout/leaked data.url: changed (sha256:",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("changes lack %q:\n%s", want, text)
+		}
+	}
+	// data and stringData of the same value hash alike; old and new differ.
+	var pw, tok promotion.Change
+	for _, c := range changes {
+		switch c.Field {
+		case "stringData.password":
+			pw = c
+		case "data.token":
+			tok = c
+		}
+	}
+	if pw.Before != tok.Before || pw.After != tok.After || pw.Before == pw.After || !pw.Redacted || len(pw.Before) != len("sha256:12345678") {
+		t.Errorf("hashes: password %s -> %s, token %s -> %s", pw.Before, pw.After, tok.Before, tok.After)
+	}
+}
