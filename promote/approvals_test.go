@@ -115,6 +115,25 @@ func (f *fixture) handApproval(branch string, signer *sshkey.Key, approver strin
 	f.git("checkout", "-q", "main")
 }
 
+// unsignedApprovals drops the example's production approvers (tests of
+// other gates approve unsigned, as before approvals were signed).
+func (f *fixture) unsignedApprovals() {
+	f.t.Helper()
+	f.write(map[string]string{promotion.PolicyFile: withoutApprovers(f.read(promotion.PolicyFile))})
+	f.commit("unsigned approvals")
+}
+
+// withoutApprovers is policy without approvers and minApprovals lines.
+func withoutApprovers(policy string) string {
+	var keep []string
+	for _, l := range strings.SplitAfter(policy, "\n") {
+		if t := strings.TrimSpace(l); !strings.HasPrefix(t, "approvers:") && !strings.HasPrefix(t, "minApprovals:") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "")
+}
+
 // TestSignedApprovalAttacks: each attack on the four-eyes rule is refused
 // by promote check (and by promote approve where it goes through it).
 // Every case passed the gate before approvals were signed.
@@ -288,6 +307,7 @@ func TestReject(t *testing.T) {
 	}
 
 	f = newFixture(t)
+	f.unsignedApprovals()
 	p = f.verified(nil)
 	kfile := production + "/kustomization.yaml"
 	f.amend(p.Branch, func() { f.write(map[string]string{kfile: strings.Replace(f.read(kfile), "count: 6", "count: 8", 1)}) })
