@@ -147,6 +147,17 @@ func TestSignedApprovalAttacks(t *testing.T) {
 		{"unsigned approval", "1", func(f *fixture, k keys, p *Proposal) {
 			f.handApproval(p.Branch, nil, "alice@example.com", nil)
 		}, []string{RuleApprovalSignature}, "the commit is not signed"},
+		{"an unsigned approval the old way (approval without approvals)", "1", func(f *fixture, k keys, p *Proposal) {
+			file := promotion.RecordPath("checkout", "production")
+			f.amend(p.Branch, func() {
+				rec, err := promotion.Parse(file, []byte(f.read(file)))
+				must(t, err)
+				must(t, rec.Approve("alice@example.com", rec.InputFor(renderer), time.Now().Add(time.Hour), time.Now()))
+				data, err := rec.Marshal()
+				must(t, err)
+				f.write(map[string]string{file: string(data)})
+			})
+		}, []string{RuleApprovalCount}, "0 of the 1 signed approvals production needs"},
 		{"key not in the allowed-signers file", "1", func(f *fixture, k keys, p *Proposal) {
 			f.handApproval(p.Branch, &k.eve, "alice@example.com", nil)
 		}, []string{RuleApprovalSignature}, "is not in the allowed-signers file"},
