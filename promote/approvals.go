@@ -231,7 +231,8 @@ func (a *approvers) judge(h *history, ap promotion.Approval, recFile string) *Fi
 	case !ac.sig.Good():
 		return &Finding{Rule: RuleApprovalSignature, Reason: fmt.Sprintf("commit %s: %s (%s at the base)", short, ac.sig.Problem(), a.file)}
 	case ac.sig.Principal != ap.Approver:
-		return &Finding{Rule: RuleApprovalSignature, Reason: fmt.Sprintf("commit %s is signed by %s, not by the approver it names", short, ac.sig.Principal)}
+		return &Finding{Rule: RuleApprovalSignature,
+			Reason: fmt.Sprintf("commit %s is signed by %s, not by the approver it names", short, ac.sig.Principal)}
 	case ac.added != 1:
 		return &Finding{Rule: RuleApprovalCommit, Reason: fmt.Sprintf("commit %s adds %d approvals: one signed commit is one approval", short, ac.added)}
 	case !slices.Equal(ac.changed, []string{recFile}):
