@@ -374,7 +374,7 @@ func TestExampleRecords(t *testing.T) {
 	must(t, err)
 	p, err := ParsePolicy(PolicyFile, pdata)
 	must(t, err)
-	if p.Cluster("production") != "prod-eu-1" || p.Cluster("dev") != "dev" || p.Allows("replicas") || p.AllowBoundary() {
+	if p.Cluster("production") != "prod-eu-1" || p.Cluster("dev") != "dev-eu-1" || p.Allows("replicas") || p.AllowBoundary() {
 		t.Fatalf("policy %+v", p)
 	}
 }
