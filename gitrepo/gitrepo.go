@@ -28,6 +28,8 @@ type Repo struct {
 	Remote string
 	// Env is added to every git command's environment.
 	Env []string
+	// sign makes Commit sign its commits (see Signing).
+	sign bool
 }
 
 // ErrNotFound is wrapped when a file or reference does not exist.
@@ -265,7 +267,7 @@ func (r *Repo) Rel(p string) (string, bool) {
 
 // Commit builds a commit on parent that sets files (GitOps-root-relative
 // paths to content) and returns its id. Neither the work tree, nor the
-// index, nor any reference changes.
+// index, nor any reference changes. A Signing repository signs it.
 func (r *Repo) Commit(ctx context.Context, parent string, files map[string][]byte, message string) (string, error) {
 	tmp, err := os.MkdirTemp("", "throughline-index-")
 	if err != nil {
@@ -295,7 +297,11 @@ func (r *Repo) Commit(ctx context.Context, parent string, files map[string][]byt
 	if err != nil {
 		return "", fmt.Errorf("commit: %w", err)
 	}
-	out, err := r.runBytes(ctx, r.identity(ctx), []byte(message), "commit-tree", strings.TrimSpace(tree), "-p", parent)
+	args := []string{"commit-tree", strings.TrimSpace(tree), "-p", parent}
+	if r.sign {
+		args = append([]string{"-c", "gpg.format=ssh", "commit-tree", "-S"}, args[1:]...)
+	}
+	out, err := r.runBytes(ctx, r.identity(ctx), []byte(message), args...)
 	if err != nil {
 		return "", fmt.Errorf("commit: %w", err)
 	}

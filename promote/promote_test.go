@@ -198,6 +198,7 @@ func verifyEvidence(digest, desired string) *Evidence {
 func TestFlow(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
+	f.unsignedApprovals() // signed approvals: approvals_test.go
 	p := f.propose()
 	if p.Existing || p.Record.State != promotion.Candidate || p.Branch != "throughline/promote/checkout/production/4b7e2a91c3d5-1" ||
 		p.Record.Target.Cluster != "prod-eu-1" {

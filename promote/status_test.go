@@ -14,6 +14,7 @@ import (
 func (f *fixture) approvedAttempt() string {
 	f.t.Helper()
 	ctx, now := context.Background(), time.Now()
+	f.unsignedApprovals()
 	p := f.propose()
 	_, err := Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "production", Evidence: verifyEvidence(newDigest, stagingRev), Now: now})
 	must(f.t, err)

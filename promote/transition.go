@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -153,7 +156,10 @@ func SourceMismatch(src, rec *promotion.Record, env, desired string) string {
 type ApproveRequest struct {
 	App, To string
 	// Branch is the attempt branch ("" for the only open one of App/To).
-	Branch   string
+	Branch string
+	// Approver names who approves. In an environment with approvers the
+	// approver is the principal of the user's signing key, and Approver,
+	// when set, must be that principal.
 	Approver string
 	Expires  time.Time
 	Now      time.Time
@@ -163,26 +169,131 @@ type ApproveRequest struct {
 
 // Approve renders the target at the attempt branch's tip and moves the
 // record from VERIFIED to APPROVED, bound to the approval input hash.
+//
+// In an environment whose registry entry (at the base branch) lists
+// approvers, an approval is a commit signed with the user's own SSH key
+// (git's user.signingkey, gpg.format=ssh): the approver is the key's
+// principal in the allowed-signers file of the base branch, who must be an
+// approver of the environment and must not have proposed the change; the
+// record stays VERIFIED until minApprovals distinct approvers signed.
+// Elsewhere Approver is recorded as given (unsigned).
+//
+// When the attempt itself cannot be approved (the branch renders another
+// hash than the record proposed, or a policy rule refuses its render), the
+// record moves to REJECTED with that reason and the refusal says so.
 func Approve(ctx context.Context, r *gitops.Repo, req ApproveRequest) (*Transition, error) {
 	b, err := AttemptBranch(ctx, r, req.Branch, req.App, req.To)
 	if err != nil {
 		return nil, err
 	}
-	return updateRecord(ctx, r, b, req.App, req.To, "", func(ctx context.Context, tip string, rec *promotion.Record) (string, error) {
-		hash, err := declaredHash(ctx, r, tip, rec, req.Renderer)
-		if err != nil {
-			return "", err
+	base, err := r.BaseRev(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a, err := readApprovers(ctx, r, base, req.To)
+	if err != nil {
+		return nil, err
+	}
+	approver, writer := req.Approver, r
+	if a.required() > 0 {
+		if approver, err = a.approverOf(ctx, r, b, req.Approver); err != nil {
+			return nil, err
 		}
-		in := rec.InputFor(req.Renderer)
-		in.RenderedHash = hash
+		writer = &gitops.Repo{Repo: r.Signing(), Base: r.Base}
+	} else if strings.TrimSpace(approver) == "" {
+		return nil, exitcode.Usagef("--approver is required: %s lists no approvers whose signature would name one", req.To)
+	}
+	var rejected string
+	t, err := updateRecord(ctx, writer, b, req.App, req.To, "", func(ctx context.Context, tip string, rec *promotion.Record) (string, error) {
+		rejected = ""
+		if a.required() > 0 {
+			h, err := a.scan(ctx, r, base, tip, req.App, req.To)
+			if err != nil {
+				return "", err
+			}
+			if how := h.proposed(approver); how != "" {
+				return "", exitcode.Refuse(RuleFourEyes, "%s proposed %s (%s) and cannot approve it", approver, rec.PromotionID, how)
+			}
+		}
 		if rec.Target.Renderer != req.Renderer {
 			return "", exitcode.Refuse(RulePromotion, "%s was rendered by throughline %s, this is %s: a new renderer makes a new attempt (propose again)",
 				rec.PromotionID, rec.Target.Renderer, req.Renderer)
 		}
-		err = rec.Approve(req.Approver, in, req.Expires, req.Now)
-		return fmt.Sprintf("promotion %s: APPROVED by %s until %s\n", rec.PromotionID, req.Approver, req.Expires.UTC().Format(time.RFC3339)),
-			exitcode.RefuseErr(RuleTransition, err)
+		hash, why, err := approvableHash(ctx, r, tip, rec, req.Renderer)
+		if err != nil {
+			return "", err
+		}
+		if why != "" && !promotion.Terminal(rec.State) {
+			rejected = why
+			return fmt.Sprintf("promotion %s: REJECTED: %s\n", rec.PromotionID, why),
+				exitcode.RefuseErr(RuleTransition, rec.Stop(promotion.Rejected, "approve refused: "+why, req.Now, approver))
+		}
+		in := rec.InputFor(req.Renderer)
+		in.RenderedHash = hash
+		if a.required() == 0 {
+			err = rec.Approve(approver, in, req.Expires, req.Now)
+		} else {
+			err = rec.AddApproval(approver, in, req.Expires, req.Now, a.required())
+		}
+		return approveMessage(rec, approver, req.Expires, a.required()), exitcode.RefuseErr(RuleTransition, err)
 	})
+	if err != nil {
+		return nil, err
+	}
+	if rejected != "" {
+		return t, exitcode.Refuse(RuleApproval, "%s cannot be approved: %s; the record is now REJECTED on %s at %s",
+			t.Record.PromotionID, rejected, t.Branch, t.Commit)
+	}
+	return t, nil
+}
+
+// approverOf is the principal of the user's signing key, refusing one
+// that is not an approver of the environment or is not the approver the
+// user named.
+func (a *approvers) approverOf(ctx context.Context, r *gitops.Repo, branch, named string) (string, error) {
+	tip, err := r.BranchTip(ctx, branch)
+	if err != nil {
+		return "", err
+	}
+	principal, err := a.signer(ctx, r, tip)
+	if err != nil {
+		return "", err
+	}
+	if named != "" && named != principal {
+		return "", exitcode.Refuse(RuleApprovalSignature, "--approver %s, but your signing key is %s's in %s", named, principal, a.file)
+	}
+	if !a.env.IsApprover(principal) {
+		return "", &exitcode.Refusal{Rule: RuleApprover, File: promotion.PolicyFile, Field: "environments." + a.env.Name + ".approvers",
+			Reason: fmt.Sprintf("%s is not an approver of %s (the base branch's %s lists %s)", principal, a.env.Name, promotion.PolicyFile,
+				strings.Join(a.env.Approvers, ", "))}
+	}
+	return principal, nil
+}
+
+// approvableHash renders rec's target at rev with every policy rule: its
+// rendered hash, or why the attempt can never be approved (a policy rule
+// refuses the render, or it is not the render the record proposed).
+func approvableHash(ctx context.Context, r *gitops.Repo, rev string, rec *promotion.Record, renderer string) (hash, why string, err error) {
+	hash, err = declaredHash(ctx, r, rev, rec, renderer)
+	var refusal *policy.Refusal
+	switch {
+	case errors.As(err, &refusal):
+		return "", refusal.Error(), nil
+	case err != nil:
+		return "", "", err
+	case rec.State == promotion.Verified && hash != rec.Target.RenderedHash:
+		return "", fmt.Sprintf("the attempt branch renders %s, the record proposed %s", hash, rec.Target.RenderedHash), nil
+	}
+	return hash, "", nil
+}
+
+// approveMessage is the commit message of an approval.
+func approveMessage(rec *promotion.Record, approver string, expires time.Time, required int) string {
+	until := expires.UTC().Format(time.RFC3339)
+	if rec.State != promotion.Approved {
+		return fmt.Sprintf("promotion %s: approval %d of %d by %s until %s\n", rec.PromotionID, len(rec.Approvals), required, approver, until)
+	}
+	return fmt.Sprintf("promotion %s: APPROVED by %s until %s\n", rec.PromotionID, approver, until)
 }
 
 // declaredHash renders rec's target at rev with every policy rule and

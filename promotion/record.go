@@ -59,11 +59,15 @@ type Record struct {
 	Attempt       int    `json:"attempt"`
 	State         State  `json:"state"`
 	// Reason says why the record is HALTED or REJECTED.
-	Reason      string          `json:"reason,omitempty"`
-	Artifact    Artifact        `json:"artifact"`
-	VerifiedIn  *VerifiedIn     `json:"verifiedIn,omitempty"`
-	Target      Target          `json:"target"`
-	Approval    *Approval       `json:"approval,omitempty"`
+	Reason     string      `json:"reason,omitempty"`
+	Artifact   Artifact    `json:"artifact"`
+	VerifiedIn *VerifiedIn `json:"verifiedIn,omitempty"`
+	Target     Target      `json:"target"`
+	Approval   *Approval   `json:"approval,omitempty"`
+	// Approvals are the signed approvals of an environment with approvers,
+	// each written by one commit its approver signed; Approval sums them up
+	// once enough distinct approvers signed.
+	Approvals   []Approval      `json:"approvals,omitempty"`
 	Reconciling *Reconciliation `json:"reconciling,omitempty"`
 	Accepted    *Acceptance     `json:"accepted,omitempty"`
 	// History lists every state entered, CANDIDATE first; the last is State.
@@ -455,6 +459,49 @@ func (r *Record) Validate() error {
 	}
 	if r.Approval != nil && !r.Approval.ExpiresAt.After(r.Approval.ApprovedAt) {
 		return fail("approval.expiresAt", "%s is not after approvedAt", r.Approval.ExpiresAt.Format(time.RFC3339))
+	}
+	return r.validateApprovals(reached, fail)
+}
+
+// validateApprovals checks the signed approvals: recorded once VERIFIED,
+// one per approver, each bound to this record's inputs with its own
+// expiry, and summed up by Approval (every approver, the earliest expiry).
+func (r *Record) validateApprovals(reached int, fail func(field, format string, args ...any) error) error {
+	if len(r.Approvals) == 0 {
+		return nil
+	}
+	if reached < order[Verified] {
+		return fail("approvals", "present, but the record was never VERIFIED (a skipped state)")
+	}
+	seen := map[string]bool{}
+	names := make([]string, 0, len(r.Approvals))
+	first := r.Approvals[0].ExpiresAt
+	for i, a := range r.Approvals {
+		field := fmt.Sprintf("approvals[%d]", i)
+		switch {
+		case seen[a.Approver]:
+			return fail(field+".approver", "%q approves twice: approvals count distinct approvers", a.Approver)
+		case !a.ExpiresAt.After(a.ApprovedAt):
+			return fail(field+".expiresAt", "%s is not after approvedAt", a.ExpiresAt.Format(time.RFC3339))
+		}
+		in := r.InputFor(r.Target.Renderer)
+		in.ExpiresAt = a.ExpiresAt
+		if h := in.Hash(); a.InputHash != h {
+			return fail(field+".inputHash", "%s is not this record's approval input (%s)", a.InputHash, h)
+		}
+		seen[a.Approver] = true
+		names = append(names, a.Approver)
+		if a.ExpiresAt.Before(first) {
+			first = a.ExpiresAt
+		}
+	}
+	if a := r.Approval; a != nil {
+		in := r.InputFor(r.Target.Renderer)
+		in.ExpiresAt = first
+		if a.Approver != strings.Join(names, ", ") || !a.ExpiresAt.Equal(first) || a.InputHash != in.Hash() {
+			return fail("approval", "does not sum up approvals: want approver %q, expiresAt %s, inputHash %s",
+				strings.Join(names, ", "), first.Format(time.RFC3339), in.Hash())
+		}
 	}
 	return nil
 }

@@ -88,6 +88,10 @@ func (r *Record) clone() *Record {
 		v := *r.Approval
 		c.Approval = &v
 	}
+	c.Approvals = append([]Approval(nil), r.Approvals...)
+	if r.Approvals == nil {
+		c.Approvals = nil
+	}
 	if r.Reconciling != nil {
 		v := *r.Reconciling
 		c.Reconciling = &v
@@ -136,6 +140,55 @@ func (r *Record) Approve(approver string, in ApprovalInput, expiresAt, at time.T
 	in.ExpiresAt = expiresAt
 	return r.advance(Approved, at, approver, "", func() {
 		r.Approval = &Approval{Approver: approver, InputHash: in.Hash(), ExpiresAt: expiresAt, ApprovedAt: at.UTC().Truncate(time.Second)}
+	})
+}
+
+// AddApproval records one signed approval of a VERIFIED record by
+// approver (the principal that signs the commit writing it), bound to the
+// input hash of the target as rendered now with its own expiry. When
+// required distinct approvers have signed, the record moves to APPROVED
+// and Approval sums them up (every approver, the earliest expiry); before,
+// it stays VERIFIED. An approver who already signed is refused.
+func (r *Record) AddApproval(approver string, in ApprovalInput, expiresAt, at time.Time, required int) error {
+	fail := func(why string) error {
+		return &TransitionError{ID: r.PromotionID, From: r.State, To: Approved, Reason: why}
+	}
+	switch {
+	case r.State != Verified:
+		return fail(fmt.Sprintf("the record is %s: approvals are recorded on a VERIFIED record", r.State))
+	case strings.TrimSpace(approver) == "":
+		return fail("approver is missing")
+	case in.RenderedHash != r.Target.RenderedHash:
+		return fail(fmt.Sprintf("the target renders %s, the record proposed %s", in.RenderedHash, r.Target.RenderedHash))
+	}
+	for _, a := range r.Approvals {
+		if a.Approver == approver {
+			return fail(fmt.Sprintf("%s already approved: %d distinct approvers must sign", approver, max(required, 1)))
+		}
+	}
+	expiresAt, at = expiresAt.UTC().Truncate(time.Second), at.UTC().Truncate(time.Second)
+	in.ExpiresAt = expiresAt
+	entry := Approval{Approver: approver, InputHash: in.Hash(), ExpiresAt: expiresAt, ApprovedAt: at}
+	if len(r.Approvals)+1 < required {
+		c := r.clone()
+		r.Approvals = append(r.Approvals, entry)
+		if err := r.Validate(); err != nil {
+			*r = *c
+			return fail(err.Error())
+		}
+		return nil
+	}
+	return r.advance(Approved, at, approver, "", func() {
+		r.Approvals = append(r.Approvals, entry)
+		names, first := make([]string, 0, len(r.Approvals)), entry.ExpiresAt
+		for _, a := range r.Approvals {
+			names = append(names, a.Approver)
+			if a.ExpiresAt.Before(first) {
+				first = a.ExpiresAt
+			}
+		}
+		in.ExpiresAt = first
+		r.Approval = &Approval{Approver: strings.Join(names, ", "), InputHash: in.Hash(), ExpiresAt: first, ApprovedAt: at}
 	})
 }
 
@@ -205,6 +258,14 @@ func CheckUpdate(prev, next *Record) error {
 	}
 	if len(next.History) < len(prev.History) {
 		return &TransitionError{ID: next.PromotionID, From: prev.State, To: next.State, Reason: "history was shortened"}
+	}
+	if len(next.Approvals) < len(prev.Approvals) {
+		return &TransitionError{ID: next.PromotionID, From: prev.State, To: next.State, Reason: "an approval was removed"}
+	}
+	for i := range prev.Approvals {
+		if prev.Approvals[i] != next.Approvals[i] {
+			return &TransitionError{ID: next.PromotionID, From: prev.State, To: next.State, Reason: fmt.Sprintf("approvals[%d] was rewritten", i)}
+		}
 	}
 	for i := range prev.History {
 		if !prev.History[i].At.Equal(next.History[i].At) || prev.History[i].State != next.History[i].State {

@@ -29,7 +29,9 @@ to the next through the promotion/v1 record at promotion/<app>/<env>.yaml:
             overlay and a CANDIDATE record, on a branch named from the attempt
             key; push it and open a PR/MR when a forge is configured
   verify    record the VERIFIED gate from the source environment's evidence
-  approve   record the APPROVED gate, bound to the approval input hash
+  approve   record the APPROVED gate, bound to the approval input hash (a
+            signed commit where the environment lists approvers)
+  reject    move an open attempt to REJECTED, with the reason
   check     the PR job: refuse anything but the verified, approved digest
   reconcile the post-merge job: record RECONCILING with the merged commit
   status    show the base branch's records and the open attempts (--all)`
@@ -44,6 +46,7 @@ func newPromoteCommand(g *globals, stdout io.Writer) *cobra.Command {
 		newPromoteProposeCommand(g, stdout),
 		newPromoteVerifyCommand(g, stdout),
 		newPromoteApproveCommand(g, stdout),
+		newPromoteRejectCommand(g, stdout),
 		newPromoteReconcileCommand(g, stdout),
 		newPromoteStatusCommand(stdout),
 		newPromoteCheckCommand(g, stdout),
@@ -233,6 +236,19 @@ over the artifact digest, the target rendered hash, the target path, the target
 cluster, throughline's version and expiresAt. The approval is void when it
 expires, when any input changes, or when the target moves on.
 
+In an environment whose registry entry (throughline-policy.yaml on the base
+branch) lists approvers, an approval is a commit signed with your own SSH key
+(git config gpg.format ssh; git config user.signingkey KEY): the approver is
+the principal the allowed-signers file (allowedSigners, on the base branch)
+gives your key, who must be one of the environment's approvers and must not
+have proposed the change. The record stays VERIFIED until minApprovals distinct
+approvers signed. --approver is then optional and, when given, must be that
+principal. Elsewhere --approver is recorded as given.
+
+When the attempt cannot be approved (its branch renders another hash than the
+record proposed, or a policy rule refuses the render) the record moves to
+REJECTED with that reason (exit 3).
+
 --expires takes a duration from now (24h) or an RFC 3339 time.`
 
 // promoteApproveOptions are the flags of promote approve.
@@ -245,15 +261,15 @@ func (o *promoteApproveOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.app, "app", "", "application name")
 	f.StringVar(&o.to, "to", "", "target environment of the attempt")
 	f.StringVar(&o.branch, "branch", "", "attempt branch (default: the only open one of APP/TO)")
-	f.StringVar(&o.approver, "approver", "", "who approves (recorded)")
+	f.StringVar(&o.approver, "approver", "", "who approves (recorded; with signed approvals, a cross-check of your signing key's principal)")
 	f.StringVar(&o.expires, "expires", "", "expiry: a duration from now (24h) or an RFC 3339 time")
 }
 
 func newPromoteApproveCommand(g *globals, stdout io.Writer) *cobra.Command {
 	o := &promoteApproveOptions{}
 	cmd := &cobra.Command{
-		Use:   "approve --repo DIR --app APP --to ENV --approver NAME --expires 24h",
-		Short: "Record the APPROVED gate, bound to the exact inputs, until an expiry",
+		Use:   "approve --repo DIR --app APP --to ENV [--approver NAME] --expires 24h",
+		Short: "Record the APPROVED gate (a signed commit where the environment has approvers), bound to the exact inputs, until an expiry",
 		Long:  promoteApproveLong,
 		Args:  noArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
@@ -263,8 +279,8 @@ func newPromoteApproveCommand(g *globals, stdout io.Writer) *cobra.Command {
 }
 
 func (o *promoteApproveOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
-	if o.app == "" || o.to == "" || o.approver == "" || o.expires == "" {
-		return exitcode.Usagef("--app, --to, --approver and --expires are required")
+	if o.app == "" || o.to == "" || o.expires == "" {
+		return exitcode.Usagef("--app, --to and --expires are required")
 	}
 	now := time.Now()
 	exp, err := parseExpiry(o.expires, now)
@@ -282,8 +298,63 @@ func (o *promoteApproveOptions) run(ctx context.Context, g *globals, stdout io.W
 	}
 	rec := t.Record
 	g.log.Debug().Str("promotion", rec.PromotionID).Str("commit", t.Commit).Msg("approved")
+	if rec.Approval == nil {
+		last := rec.Approvals[len(rec.Approvals)-1]
+		_, err = fmt.Fprintf(stdout, "signed approval %d of %s by %s until %s on %s at %s: the record stays VERIFIED until enough approvers sign\n",
+			len(rec.Approvals), rec.PromotionID, last.Approver, last.ExpiresAt.Format(time.RFC3339), t.Branch, t.Commit)
+		return err
+	}
 	_, err = fmt.Fprintf(stdout, "APPROVED %s by %s until %s (input hash %s) on %s at %s\n",
-		rec.PromotionID, o.approver, rec.Approval.ExpiresAt.Format(time.RFC3339), rec.Approval.InputHash, t.Branch, t.Commit)
+		rec.PromotionID, rec.Approval.Approver, rec.Approval.ExpiresAt.Format(time.RFC3339), rec.Approval.InputHash, t.Branch, t.Commit)
+	return err
+}
+
+const promoteRejectLong = `Move the attempt's record to REJECTED with the reason, by a compare-and-swap
+commit on its branch (never forced). The PR gate refuses a REJECTED record; a
+fix makes a new candidate (promote propose). A record that is already final
+(ACCEPTED, HALTED, REJECTED) is refused (exit 3).`
+
+// promoteRejectOptions are the flags of promote reject.
+type promoteRejectOptions struct {
+	repo, app, to, branch, reason, by string
+}
+
+func (o *promoteRejectOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.repo, "repo", "", "the GitOps repository")
+	f.StringVar(&o.app, "app", "", "application name")
+	f.StringVar(&o.to, "to", "", "target environment of the attempt")
+	f.StringVar(&o.branch, "branch", "", "attempt branch (default: the only open one of APP/TO)")
+	f.StringVar(&o.reason, "reason", "", "why the attempt is rejected (recorded)")
+	f.StringVar(&o.by, "by", "throughline promote reject", "who rejects (recorded in the history)")
+}
+
+func newPromoteRejectCommand(g *globals, stdout io.Writer) *cobra.Command {
+	o := &promoteRejectOptions{}
+	cmd := &cobra.Command{
+		Use:   "reject --repo DIR --app APP --to ENV --reason TEXT",
+		Short: "Move an open attempt's record to REJECTED, with the reason",
+		Long:  promoteRejectLong,
+		Args:  noArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
+	}
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *promoteRejectOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
+	if o.app == "" || o.to == "" || o.reason == "" {
+		return exitcode.Usagef("--app, --to and --reason are required")
+	}
+	r, err := gitops.Open(ctx, o.repo)
+	if err != nil {
+		return err
+	}
+	t, err := promote.Reject(ctx, r, promote.RejectRequest{App: o.app, To: o.to, Branch: o.branch, Reason: o.reason, By: o.by, Now: time.Now()})
+	if err != nil {
+		return err
+	}
+	g.log.Debug().Str("promotion", t.Record.PromotionID).Str("commit", t.Commit).Msg("rejected")
+	_, err = fmt.Fprintf(stdout, "REJECTED %s on %s at %s: %s\n", t.Record.PromotionID, t.Branch, t.Commit, t.Record.Reason)
 	return err
 }
 

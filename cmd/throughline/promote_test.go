@@ -91,6 +91,7 @@ func promoteFixture(t *testing.T) (top, root string) {
 	k := filepath.Join(root, "apps/checkout/overlays/staging/kustomization.yaml")
 	writeTree(t, root, map[string]string{"apps/checkout/overlays/staging/kustomization.yaml": strings.Replace(readFile(t, k), "1.4.2@"+promOldDigest, "1.5.0@"+promNewDigest, 1)})
 	stagingAccepted(t, root, promNewDigest)
+	unsignedApprovals(t, root) // signed approvals: approve_test.go
 	gitT(t, top, "init", "-q", "-b", "main")
 	gitT(t, top, "add", ".")
 	gitT(t, top, "commit", "-q", "-m", "staging accepted 1.5.0")

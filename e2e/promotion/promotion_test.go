@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -66,11 +67,15 @@ func copyDir(t *testing.T, src, dst string) {
 }
 
 // seed pushes the example environment, with staging running and ACCEPTED
-// at a digest production does not run yet, to the remote's main.
-func seed(t *testing.T, ctx context.Context, remote string) {
+// at a digest production does not run yet, to the remote's main; the
+// allowed-signers file lists the keys of production's approvers, alice and
+// bob, which it returns.
+func seed(t *testing.T, ctx context.Context, remote string) (alice, bob sshkey.Key) {
 	t.Helper()
 	work := t.TempDir()
 	copyDir(t, filepath.Join(testenv.RepoRoot(t), "examples", "gitops-env"), work)
+	alice, bob = sshkey.New(t, "alice@example.com"), sshkey.New(t, "bob@example.com")
+	must(t, os.WriteFile(filepath.Join(work, "allowed-signers"), []byte(sshkey.Signers(alice, bob)), 0o644))
 	k := filepath.Join(work, "apps/checkout/overlays/staging/kustomization.yaml")
 	data, err := os.ReadFile(k)
 	must(t, err)
@@ -101,6 +106,7 @@ func seed(t *testing.T, ctx context.Context, remote string) {
 	git(t, ctx, work, "add", ".")
 	git(t, ctx, work, "commit", "-q", "-m", "staging accepted checkout 1.5.0")
 	git(t, ctx, work, "push", "-q", remote, "main")
+	return alice, bob
 }
 
 func clone(t *testing.T, ctx context.Context, remote string) string {
@@ -120,7 +126,7 @@ func TestConcurrentProposeOneAttempt(t *testing.T) {
 	defer cancel()
 	remote, err := srv.CreateRepo(ctx, "platform/gitops-env.git")
 	must(t, err)
-	seed(t, ctx, remote)
+	alice, bob := seed(t, ctx, remote)
 
 	const n = 4
 	clones := make([]string, n)
@@ -182,10 +188,19 @@ func TestConcurrentProposeOneAttempt(t *testing.T) {
 	if r.Code != 0 {
 		t.Fatalf("verify: %d %s %s", r.Code, r.Stdout, r.Stderr)
 	}
-	r, err = cli(ctx, clones[3], "promote", "approve", "--repo", clones[3], "--app", "checkout", "--to", "production", "--approver", "alice", "--expires", "1h")
-	must(t, err)
-	if r.Code != 0 {
-		t.Fatalf("approve: %d %s %s", r.Code, r.Stdout, r.Stderr)
+	// Production needs two signed approvals: alice's from one clone, bob's
+	// from another, each signing with their own key.
+	for i, k := range map[int]sshkey.Key{3: alice, 1: bob} {
+		for _, kv := range [][2]string{{"gpg.format", "ssh"}, {"user.signingkey", k.Private}, {"user.email", k.Principal}} {
+			git(t, ctx, clones[i], "config", kv[0], kv[1])
+		}
+	}
+	for _, i := range []int{3, 1} {
+		r, err = cli(ctx, clones[i], "promote", "approve", "--repo", clones[i], "--app", "checkout", "--to", "production", "--expires", "1h")
+		must(t, err)
+		if r.Code != 0 {
+			t.Fatalf("approve: %d %s %s", r.Code, r.Stdout, r.Stderr)
+		}
 	}
 	// Status from yet another clone sees main and the open attempt branch.
 	st, err := cli(ctx, clones[0], "promote", "status", "--repo", clones[0], "-o", "json")
@@ -202,9 +217,9 @@ func TestConcurrentProposeOneAttempt(t *testing.T) {
 		t.Fatalf("check: %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	// Nothing was forced: main is still the seed, and the branch's history
-	// is linear from it (propose, verify, approve).
-	if got := git(t, ctx, pr, "rev-list", "--count", "origin/main.."+branch); got != "3" {
-		t.Fatalf("%s commits on the branch, want 3", got)
+	// is linear from it (propose, verify, two signed approvals).
+	if got := git(t, ctx, pr, "rev-list", "--count", "origin/main.."+branch); got != "4" {
+		t.Fatalf("%s commits on the branch, want 4", got)
 	}
 }
 

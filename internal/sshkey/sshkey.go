@@ -1,0 +1,63 @@
+// Package sshkey makes SSH signing keys for tests: ed25519 key pairs made
+// by ssh-keygen in a test's temporary directory, never committed.
+package sshkey
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Key is one key pair.
+type Key struct {
+	// Principal is the name the allowed-signers line gives the key.
+	Principal string
+	// Private is the private key file, Public the public key ("ssh-ed25519 AAAA...").
+	Private, Public string
+}
+
+// New makes an ed25519 key pair for principal in a temporary directory
+// (skipping the test when ssh-keygen is missing).
+func New(t testing.TB, principal string) Key {
+	t.Helper()
+	if _, err := exec.LookPath("ssh-keygen"); err != nil {
+		t.Skip("ssh-keygen is not installed (openssh-client)")
+	}
+	f := filepath.Join(t.TempDir(), "id_ed25519")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", principal, "-f", f).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v: %s", err, out)
+	}
+	pub, err := os.ReadFile(f + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(pub))
+	return Key{Principal: principal, Private: f, Public: fields[0] + " " + fields[1]}
+}
+
+// Line is the key's allowed-signers line.
+func (k Key) Line() string { return k.Principal + " " + k.Public + "\n" }
+
+// Signers is an allowed-signers file listing keys.
+func Signers(keys ...Key) string {
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k.Line())
+	}
+	return b.String()
+}
+
+// Env is the environment that makes git sign with the key
+// (user.signingkey, gpg.format=ssh) and name its author and committer
+// after the principal.
+func (k Key) Env() []string {
+	return []string{
+		"GIT_CONFIG_COUNT=2",
+		"GIT_CONFIG_KEY_0=user.signingkey", "GIT_CONFIG_VALUE_0=" + k.Private,
+		"GIT_CONFIG_KEY_1=gpg.format", "GIT_CONFIG_VALUE_1=ssh",
+		"GIT_AUTHOR_NAME=" + k.Principal, "GIT_AUTHOR_EMAIL=" + k.Principal,
+		"GIT_COMMITTER_NAME=" + k.Principal, "GIT_COMMITTER_EMAIL=" + k.Principal,
+	}
+}

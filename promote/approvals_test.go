@@ -1,0 +1,340 @@
+package promote
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/internal/sshkey"
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+// signedPolicy is a registry whose production needs minApprovals signed
+// approvals of alice or bob, and whose staging is carol's.
+func signedPolicy(minApprovals string) string {
+	return `apiVersion: throughline.dev/v1alpha1
+kind: PromotionPolicy
+allowedSigners: allowed-signers
+environments:
+  dev:
+    cluster: dev-eu-1
+    paths: ["apps/*/overlays/dev"]
+  staging:
+    cluster: staging-eu-1
+    paths: ["apps/*/overlays/staging"]
+    approvers: [carol@example.com]
+  production:
+    cluster: prod-eu-1
+    paths: ["apps/*/overlays/production"]
+    protected: true
+    approvers: [alice@example.com, bob@example.com]
+    minApprovals: ` + minApprovals + "\n"
+}
+
+// keys are the test's signers: alice and bob approve production, carol
+// staging; eve's key is in no allowed-signers file.
+type keys struct{ alice, bob, carol, eve sshkey.Key }
+
+// signedFixture is the fixture with production's approvers and the
+// allowed-signers file on main.
+func signedFixture(t *testing.T, minApprovals string) (*fixture, keys) {
+	t.Helper()
+	f := newFixture(t)
+	k := keys{sshkey.New(t, "alice@example.com"), sshkey.New(t, "bob@example.com"), sshkey.New(t, "carol@example.com"), sshkey.New(t, "eve@example.com")}
+	f.write(map[string]string{promotion.PolicyFile: signedPolicy(minApprovals), "allowed-signers": sshkey.Signers(k.alice, k.bob, k.carol)})
+	f.commit("approvers and their keys")
+	return f, k
+}
+
+// as is the repository as k's owner uses it: git signs with k.
+func (f *fixture) as(k sshkey.Key) *gitops.Repo {
+	r := *f.repo
+	g := *r.Repo
+	g.Env = append(append([]string(nil), g.Env...), k.Env()...)
+	r.Repo = &g
+	return &r
+}
+
+// verified proposes (signed by proposer when given) and verifies the
+// production attempt.
+func (f *fixture) verified(proposer *sshkey.Key) *Proposal {
+	f.t.Helper()
+	repo := f.repo
+	if proposer != nil {
+		repo = &gitops.Repo{Repo: f.as(*proposer).Signing(), Base: f.repo.Base}
+	}
+	p, err := Propose(context.Background(), repo, ProposeRequest{App: "checkout", From: "staging", To: "production", Path: production, Renderer: renderer})
+	must(f.t, err)
+	_, err = Verify(context.Background(), f.repo, VerifyRequest{App: "checkout", To: "production", Evidence: verifyEvidence(newDigest, stagingRev), Now: time.Now()})
+	must(f.t, err)
+	return p
+}
+
+func (f *fixture) approve(k sshkey.Key) (*Transition, error) {
+	now := time.Now()
+	return Approve(context.Background(), f.as(k), ApproveRequest{App: "checkout", To: "production", Expires: now.Add(2 * time.Hour), Now: now, Renderer: renderer})
+}
+
+// handApproval commits on branch, as git itself would for signer (nil:
+// unsigned), the record with an approval naming approver added by hand
+// (edit may change more).
+func (f *fixture) handApproval(branch string, signer *sshkey.Key, approver string, edit func()) {
+	f.t.Helper()
+	f.git("checkout", "-q", branch)
+	file := promotion.RecordPath("checkout", "production")
+	rec, err := promotion.Parse(file, []byte(f.read(file)))
+	must(f.t, err)
+	now := time.Now()
+	in := rec.InputFor(renderer)
+	must(f.t, rec.AddApproval(approver, in, now.Add(time.Hour), now, 1))
+	data, err := rec.Marshal()
+	must(f.t, err)
+	f.write(map[string]string{file: string(data)})
+	if edit != nil {
+		edit()
+	}
+	f.git("add", "-A")
+	args := []string{"commit", "-q", "-m", "approve", "--no-gpg-sign"}
+	var env []string
+	if signer != nil {
+		args, env = []string{"commit", "-q", "-m", "approve", "-S"}, signer.Env()
+	}
+	cmd := exec.Command("git", args...)
+	cmd.Dir = f.top
+	cmd.Env = append(append(os.Environ(), "HOME="+f.top, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid"), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		f.t.Fatalf("git commit: %v: %s", err, out)
+	}
+	f.git("checkout", "-q", "main")
+}
+
+// unsignedApprovals drops the example's production approvers (tests of
+// other gates approve unsigned, as before approvals were signed).
+func (f *fixture) unsignedApprovals() {
+	f.t.Helper()
+	f.write(map[string]string{promotion.PolicyFile: withoutApprovers(f.read(promotion.PolicyFile))})
+	f.commit("unsigned approvals")
+}
+
+// withoutApprovers is policy without approvers and minApprovals lines.
+func withoutApprovers(policy string) string {
+	var keep []string
+	for _, l := range strings.SplitAfter(policy, "\n") {
+		if t := strings.TrimSpace(l); !strings.HasPrefix(t, "approvers:") && !strings.HasPrefix(t, "minApprovals:") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "")
+}
+
+// TestSignedApprovalAttacks: each attack on the four-eyes rule is refused
+// by promote check (and by promote approve where it goes through it).
+// Every case passed the gate before approvals were signed.
+func TestSignedApprovalAttacks(t *testing.T) {
+	for _, tc := range []struct {
+		name, min string
+		attack    func(f *fixture, k keys, p *Proposal)
+		rules     []string
+		want      string
+	}{
+		{"unsigned approval", "1", func(f *fixture, k keys, p *Proposal) {
+			f.handApproval(p.Branch, nil, "alice@example.com", nil)
+		}, []string{RuleApprovalSignature}, "the commit is not signed"},
+		{"an unsigned approval the old way (approval without approvals)", "1", func(f *fixture, k keys, p *Proposal) {
+			file := promotion.RecordPath("checkout", "production")
+			f.amend(p.Branch, func() {
+				rec, err := promotion.Parse(file, []byte(f.read(file)))
+				must(t, err)
+				must(t, rec.Approve("alice@example.com", rec.InputFor(renderer), time.Now().Add(time.Hour), time.Now()))
+				data, err := rec.Marshal()
+				must(t, err)
+				f.write(map[string]string{file: string(data)})
+			})
+		}, []string{RuleApprovalCount}, "0 of the 1 signed approvals production needs"},
+		{"key not in the allowed-signers file", "1", func(f *fixture, k keys, p *Proposal) {
+			f.handApproval(p.Branch, &k.eve, "alice@example.com", nil)
+		}, []string{RuleApprovalSignature}, "is not in the allowed-signers file"},
+		{"staging approver approves production", "1", func(f *fixture, k keys, p *Proposal) {
+			if _, err := f.approve(k.carol); !isRefusal(err, RuleApprover) {
+				t.Fatalf("approve as carol: %v", err)
+			}
+			f.handApproval(p.Branch, &k.carol, "carol@example.com", nil)
+		}, []string{RuleApprover}, "carol@example.com is not an approver of production"},
+		{"signed by one approver, naming another", "1", func(f *fixture, k keys, p *Proposal) {
+			f.handApproval(p.Branch, &k.bob, "alice@example.com", nil)
+		}, []string{RuleApprovalSignature}, "is signed by bob@example.com, not by the approver it names"},
+		{"one approver twice for minApprovals 2", "2", func(f *fixture, k keys, p *Proposal) {
+			_, err := f.approve(k.alice)
+			must(t, err)
+			if _, err := f.approve(k.alice); !isRefusal(err, RuleTransition) || !strings.Contains(err.Error(), "already approved") {
+				t.Fatalf("alice again: %v", err)
+			}
+			f.handApproval(p.Branch, &k.alice, "bob@example.com", nil)
+		}, []string{RuleApprovalSignature}, "signed by alice@example.com, not by the approver it names"},
+		{"a PR adds its own key and approves with it", "1", func(f *fixture, k keys, p *Proposal) {
+			f.handApproval(p.Branch, &k.eve, "bob@example.com", func() {
+				f.write(map[string]string{"allowed-signers": f.read("allowed-signers") + "bob@example.com " + k.eve.Public + "\n"})
+			})
+		}, []string{RuleApprovalSignature, RuleFile}, "is not in the allowed-signers file"},
+		{"an approval edited by hand after a signed one", "2", func(f *fixture, k keys, p *Proposal) {
+			_, err := f.approve(k.alice)
+			must(t, err)
+			f.handApproval(p.Branch, nil, "bob@example.com", nil)
+		}, []string{RuleApprovalSignature}, "approvals[1] by bob@example.com: commit"},
+		{"a signed approval commit that changes the overlay", "1", func(f *fixture, k keys, p *Proposal) {
+			kfile := production + "/kustomization.yaml"
+			f.handApproval(p.Branch, &k.alice, "alice@example.com", func() {
+				f.write(map[string]string{kfile: f.read(kfile) + "# reviewed\n"})
+			})
+		}, []string{RuleApprovalCommit}, "an approval commit changes only the record"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, k := signedFixture(t, tc.min)
+			p := f.verified(nil)
+			tc.attack(f, k, p)
+			rep := f.check(p.Branch, time.Now())
+			got := strings.Join(rules(rep), " ")
+			for _, r := range tc.rules {
+				if !strings.Contains(" "+got+" ", " "+r+" ") {
+					t.Errorf("rules %s, want %s", got, r)
+				}
+			}
+			if rep.OK || !strings.Contains(strings.Join(rep.Refusals, "\n"), tc.want) {
+				t.Errorf("refusals do not say %q:\n%s", tc.want, strings.Join(rep.Refusals, "\n"))
+			}
+		})
+	}
+}
+
+// TestProposerCannotApprove: who signed the proposal (or wrote it, by its
+// author) cannot approve it, by promote approve or by hand.
+func TestProposerCannotApprove(t *testing.T) {
+	f, k := signedFixture(t, "1")
+	p := f.verified(&k.alice)
+	if _, err := f.approve(k.alice); !isRefusal(err, RuleFourEyes) || !strings.Contains(err.Error(), "signer of") {
+		t.Fatalf("the proposer approves: %v", err)
+	}
+	f.handApproval(p.Branch, &k.alice, "alice@example.com", nil)
+	rep := f.check(p.Branch, time.Now())
+	if rep.OK || strings.Join(rules(rep), " ") != RuleApprovalCount+" "+RuleFourEyes {
+		t.Fatalf("rules %v: %q", rules(rep), rep.Refusals)
+	}
+	// An unsigned proposal whose author is bob: bob cannot approve it.
+	f, k = signedFixture(t, "1")
+	p = f.verified(nil)
+	f.git("checkout", "-q", p.Branch)
+	f.git("commit", "-q", "--allow-empty", "-m", "touch up", "--author", "Bob <bob@example.com>")
+	f.git("checkout", "-q", "main")
+	if _, err := f.approve(k.bob); !isRefusal(err, RuleFourEyes) || !strings.Contains(err.Error(), "author of") {
+		t.Fatalf("the author approves: %v", err)
+	}
+}
+
+// TestSignedApprovals: two distinct approvers sign for minApprovals 2; the
+// record is APPROVED after the second and the gate passes.
+func TestSignedApprovals(t *testing.T) {
+	f, k := signedFixture(t, "2")
+	p := f.verified(nil)
+	tr, err := f.approve(k.alice)
+	must(t, err)
+	if tr.Record.State != promotion.Verified || len(tr.Record.Approvals) != 1 {
+		t.Fatalf("one of two: %+v", tr.Record)
+	}
+	if rep := f.check(p.Branch, time.Now()); rep.OK || strings.Join(rules(rep), " ") != RuleApprovalCount+" "+RuleNotApproved {
+		t.Fatalf("one of two approvals: %v %q", rules(rep), rep.Refusals)
+	}
+	if _, err := Approve(context.Background(), f.as(k.bob), ApproveRequest{App: "checkout", To: "production", Approver: "alice@example.com",
+		Expires: time.Now().Add(time.Hour), Now: time.Now(), Renderer: renderer}); !isRefusal(err, RuleApprovalSignature) {
+		t.Fatalf("--approver alice with bob's key: %v", err)
+	}
+	tr, err = f.approve(k.bob)
+	must(t, err)
+	if tr.Record.State != promotion.Approved || tr.Record.Approval.Approver != "alice@example.com, bob@example.com" {
+		t.Fatalf("approved: %+v", tr.Record)
+	}
+	if rep := f.check(p.Branch, time.Now()); !rep.OK {
+		t.Fatalf("two signed approvals: %q", rep.Refusals)
+	}
+	if _, err := f.approve(k.eve); !isRefusal(err, RuleApprovalSignature) {
+		t.Fatalf("eve's key: %v", err)
+	}
+}
+
+// TestAllowedSignersInvalid: a missing or malformed allowed-signers file
+// at the base is invalid input naming the file (and the line).
+func TestAllowedSignersInvalid(t *testing.T) {
+	for _, tc := range []struct{ name, content, want string }{
+		{"malformed", "# keys\nalice@example.com ssh-ed25519 !!!\n", "allowed-signers: not an allowed-signers file: line 2: ssh-ed25519 key: not base64"},
+		{"missing", "", "allowed-signers: allowedSigners in throughline-policy.yaml: the file does not exist"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, k := signedFixture(t, "1")
+			p := f.verified(nil)
+			if tc.content == "" {
+				f.git("rm", "-q", "gitops/allowed-signers")
+			} else {
+				f.write(map[string]string{"allowed-signers": tc.content})
+			}
+			f.commit("break the allowed signers")
+			_, err := f.approve(k.alice)
+			if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("approve: %v", err)
+			}
+			_, err = Check(context.Background(), f.repo, CheckRequest{Base: "main", Head: p.Branch, Now: time.Now(), Renderer: renderer})
+			if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("check: %v", err)
+			}
+		})
+	}
+}
+
+// TestReject: promote reject moves the open attempt to REJECTED with the
+// reason; the gate refuses it; an approval of a branch that renders
+// something else rejects the attempt.
+func TestReject(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	p := f.propose()
+	tr, err := Reject(ctx, f.repo, RejectRequest{App: "checkout", To: "production", Reason: "wrong release", By: "bob", Now: time.Now()})
+	must(t, err)
+	if tr.Record.State != promotion.Rejected || tr.Record.Reason != "wrong release" || tr.Commit != f.git("rev-parse", p.Branch) {
+		t.Fatalf("rejected %+v", tr)
+	}
+	if rep := f.check(p.Branch, time.Now()); rep.OK || !strings.Contains(strings.Join(rules(rep), " "), RuleStopped) {
+		t.Fatalf("check of a rejected record: %v", rules(rep))
+	}
+	if _, err := Reject(ctx, f.repo, RejectRequest{App: "checkout", To: "production", Reason: "again", Now: time.Now()}); !isRefusal(err, RuleTransition) {
+		t.Fatalf("reject twice: %v", err)
+	}
+	if _, err := Reject(ctx, f.repo, RejectRequest{App: "checkout", To: "production", Now: time.Now()}); exitcode.Code(err) != exitcode.Usage {
+		t.Fatalf("no reason: %v", err)
+	}
+
+	f = newFixture(t)
+	f.unsignedApprovals()
+	p = f.verified(nil)
+	kfile := production + "/kustomization.yaml"
+	f.amend(p.Branch, func() { f.write(map[string]string{kfile: strings.Replace(f.read(kfile), "count: 6", "count: 8", 1)}) })
+	now := time.Now()
+	_, err = Approve(ctx, f.repo, ApproveRequest{App: "checkout", To: "production", Approver: "alice", Expires: now.Add(time.Hour), Now: now, Renderer: renderer})
+	if !isRefusal(err, RuleApproval) || !strings.Contains(err.Error(), "the record is now REJECTED") {
+		t.Fatalf("approve of a changed render: %v", err)
+	}
+	rec, err := promotion.ReadRecord(ctx, f.repo, p.Branch, "checkout", "production")
+	must(t, err)
+	if rec.State != promotion.Rejected || !strings.Contains(rec.Reason, "approve refused: the attempt branch renders") {
+		t.Fatalf("record %s: %s", rec.State, rec.Reason)
+	}
+}
+
+func isRefusal(err error, rule string) bool {
+	var re *exitcode.Refusal
+	return errors.As(err, &re) && re.Rule == rule
+}
