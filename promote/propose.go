@@ -61,6 +61,9 @@ func Propose(ctx context.Context, r *gitops.Repo, req ProposeRequest) (*Proposal
 		return nil, exitcode.Refuse(RulePromotion, "%s is %s, not ACCEPTED: digest %s is not verified in %s",
 			promotion.RecordPath(app, from), src.State, src.Artifact.Digest, from)
 	}
+	if _, err := ReadSourceEvidence(ctx, r, baseRev, app, from, src.Artifact.Digest, time.Now()); err != nil {
+		return nil, err
+	}
 	return proposeArtifact(ctx, r, baseRev, src.Artifact, req, proposeOptions{
 		By: "throughline promote propose",
 		Message: func(rec *promotion.Record) string {
