@@ -3,6 +3,7 @@ package promote
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -178,5 +179,32 @@ func TestVerifySource(t *testing.T) {
 	var re *exitcode.Refusal
 	if !errors.As(err, &re) || re.Rule != RuleSourceEvidence || !strings.Contains(err.Error(), "promotion/checkout/dev.yaml does not exist") {
 		t.Fatalf("verify from dev: %v", err)
+	}
+}
+
+// TestExampleEvidence: in the example repository, staging's record and the
+// notifier's evidence agree (promote verify would accept them), and the
+// dev evidence its verifiedIn cites exists and says the same.
+func TestExampleEvidence(t *testing.T) {
+	ctx := context.Background()
+	f := &fixture{t: t, top: t.TempDir()}
+	f.root = filepath.Join(f.top, "gitops")
+	copyDir(t, exampleRepo, f.root)
+	f.git("init", "-q", "-b", "main")
+	commit := f.commit("the example")
+	repo, err := gitops.Open(ctx, f.root)
+	must(t, err)
+	at, _ := time.Parse(time.RFC3339, "2026-11-21T00:00:00Z")
+	s, err := ReadSourceEvidence(ctx, repo, commit, "checkout", "staging", oldDigest, at)
+	must(t, err)
+	if s.Commit != commit || s.Path != "evidence/staging/checkout/checkout-staging-9c2f1e0d7b6a-1.json" {
+		t.Fatalf("staging evidence %s at %s", s.Path, s.Commit)
+	}
+	v := s.Record.VerifiedIn
+	dev, found, err := gitops.ReadNamed(ctx, repo, commit, v.RuntimeEvidence, "checkout", "dev", evidence.Parse)
+	must(t, err)
+	if !found || dev.ArtifactDigest != oldDigest || dev.DesiredRevision != v.DesiredRevision || dev.ObservedRevision != v.ObservedRevision ||
+		dev.RenderedHash != v.RenderedHash || dev.Decision != promotion.Accepted || dev.CheckPods(oldDigest) != "" {
+		t.Fatalf("dev evidence %s does not back staging's verifiedIn %+v: %+v", v.RuntimeEvidence, v, dev)
 	}
 }
