@@ -143,6 +143,12 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record)
 		t := live.Status.VerifiedAt.UTC()
 		out.VerifiedAt = &t
 	}
+	if why, err := p.committedAcceptance(ctx, ev, rec, live); err != nil || why != "" {
+		if err != nil {
+			return nil, err
+		}
+		return halt(ClassRender, "%s", why)
+	}
 	if rec.Target.RenderedHash != "" && live.RenderedHash != "" && live.RenderedHash != rec.Target.RenderedHash {
 		if later {
 			return halt(ClassRender, "rendered hash mismatch: the controller observed %s, later than the desired %s, "+
