@@ -9,6 +9,7 @@ import (
 
 	"github.com/throughline-dev/throughline/acceptance"
 	"github.com/throughline-dev/throughline/render"
+	"github.com/throughline-dev/throughline/rollback"
 )
 
 // commitAcceptance commits production's Acceptance in its overlay on main,
@@ -91,5 +92,31 @@ func TestProposeRefreshesAcceptance(t *testing.T) {
 				t.Fatalf("check: rules %v, want %s saying %q naming %s:\n%s", got, RuleAcceptance, tc.want, accFile, strings.Join(rep.Refusals, "\n"))
 			}
 		})
+	}
+}
+
+// TestRollbackRefreshesAcceptance: a rollback refreshes the committed
+// Acceptance in its commit too, and the gate accepts it.
+func TestRollbackRefreshesAcceptance(t *testing.T) {
+	ctx := context.Background()
+	f, _ := newRollbackFixture(t)
+	d, err := acceptance.Declare(ctx, acceptance.Request{
+		Render: render.Options{Root: f.root, Path: filepath.Join(f.root, filepath.FromSlash(webOverlay))}, Renderer: renderer})
+	must(t, err)
+	must(t, d.WriteFile())
+	f.commit("production: the committed Acceptance (Flux)")
+	res, err := Rollback(ctx, f.repo, RollbackRequest{App: "web", Env: "production", To: rollback.Previous, Path: webOverlay, Renderer: renderer,
+		Exists: func(context.Context, string) (bool, error) { return true, nil }})
+	must(t, err)
+	tree, err := f.repo.Tree(ctx, res.Proposal.Branch)
+	must(t, err)
+	defer func() { _ = tree.Close() }()
+	at, err := acceptance.Declare(ctx, acceptance.Request{Render: render.Options{Root: tree.Root, Path: tree.Path(webOverlay)}})
+	must(t, err)
+	if why := at.Stale(); why != "" {
+		t.Fatalf("render --check-acceptance at the rollback: %s", why)
+	}
+	if rep := f.check(res.Proposal.Branch, time.Now()); strings.Join(rules(rep), " ") != RuleNotApproved {
+		t.Fatalf("check of the rollback: %v %q", rules(rep), rep.Refusals)
 	}
 }
