@@ -14,8 +14,8 @@ import (
 	"github.com/throughline-dev/throughline/render"
 )
 
-// RuleAcceptance: the target overlay's committed Acceptance (the Flux
-// setup) is not the fresh render of head.
+// RuleAcceptance refuses a target overlay's committed Acceptance (the Flux
+// setup) that is not the fresh render of head.
 const RuleAcceptance = "committed-acceptance"
 
 // committedAcceptance is the committed Acceptance file of the overlay p
