@@ -7,6 +7,7 @@ import (
 
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/atomicfile"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/render"
@@ -24,27 +25,38 @@ const fileHeader = "# Written by `throughline render --write-acceptance`; do not
 // a kustomization, lists File in its resources, keeping the kustomization's
 // comments and formatting. Writing it again changes nothing.
 func (d *Declaration) WriteFile() error {
-	a := d.Acceptance
-	a.Spec.SourceRevision = ""
-	obj, err := ToObject(&a)
+	data, err := FileContent(d.Acceptance, d.App.RelDir())
 	if err != nil {
 		return err
 	}
-	n, err := kyaml.FromMap(obj.Map)
-	if err != nil {
-		return fmt.Errorf("encoding the Acceptance of %s: %w", d.App.RelDir(), err)
-	}
-	s, err := n.String()
-	if err != nil {
-		return fmt.Errorf("encoding the Acceptance of %s: %w", d.App.RelDir(), err)
-	}
-	if err := atomicfile.Write(filepath.Join(d.App.Dir, File), []byte(fileHeader+s), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(d.App.Dir, File), data, 0o644); err != nil {
 		return err
 	}
 	if d.App.Mode != render.ModeKustomize {
 		return nil
 	}
 	return addKustomizationResource(d.App, File)
+}
+
+// FileContent is the content of File for the Acceptance a of the
+// application directory dir (named in errors): its header and a, without
+// a source revision (a commit cannot name itself). WriteFile writes it;
+// promote writes it in a promotion's commit and its PR gate compares it.
+func FileContent(a v1alpha1.Acceptance, dir string) ([]byte, error) {
+	a.Spec.SourceRevision = ""
+	obj, err := ToObject(&a)
+	if err != nil {
+		return nil, err
+	}
+	n, err := kyaml.FromMap(obj.Map)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the Acceptance of %s: %w", dir, err)
+	}
+	s, err := n.String()
+	if err != nil {
+		return nil, fmt.Errorf("encoding the Acceptance of %s: %w", dir, err)
+	}
+	return []byte(fileHeader + s), nil
 }
 
 // addKustomizationResource appends resource to the resources of the app's

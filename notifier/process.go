@@ -114,32 +114,27 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 	// syncs whatever is newest (another app's promotion, this record's own
 	// commits). A later commit counts only if it renders exactly the
 	// approved objects, checked against the Acceptance below.
-	later := false
-	if ev.Revision != desired {
-		earlier, err := p.Git.IsAncestor(ctx, ev.Revision, desired)
+	rel, err := evidence.Relate(ctx, p.Git.IsAncestor, desired, ev.Revision)
+	if err != nil {
+		return nil, err
+	}
+	switch rel {
+	case evidence.Earlier:
+		// Stuck on an old revision: halted once the environment's
+		// reconcileDeadline has passed, else waited for.
+		why, err := p.deadlinePassed(ctx, tip, ev, rec)
 		if err != nil {
 			return nil, err
 		}
-		if earlier {
-			// Stuck on an old revision: halted once the environment's
-			// reconcileDeadline has passed, else waited for.
-			why, err := p.deadlinePassed(ctx, tip, ev, rec)
-			if err != nil {
-				return nil, err
-			}
-			if why != "" {
-				return halt(ClassSource, "%s", why)
-			}
-			return nil, &WaitError{Reason: fmt.Sprintf("the controller observed %s, an ancestor of the desired %s", ev.Revision, desired)}
+		if why != "" {
+			return halt(ClassSource, "%s", why)
 		}
-		if later, err = p.Git.IsAncestor(ctx, desired, ev.Revision); err != nil {
-			return nil, err
-		}
-		if !later {
-			return halt(ClassSource, "wrong revision: the controller observed %s, neither the desired commit %s nor a later commit of the branch",
-				ev.Revision, desired)
-		}
+		return nil, &WaitError{Reason: fmt.Sprintf("the controller observed %s, an ancestor of the desired %s", ev.Revision, desired)}
+	case evidence.Unrelated:
+		return halt(ClassSource, "wrong revision: the controller observed %s, neither the desired commit %s nor a later commit of the branch",
+			ev.Revision, desired)
 	}
+	later := rel == evidence.Later
 	live, err := p.Live.Get(ctx, ev)
 	if errors.Is(err, ErrNoAcceptance) {
 		if ev.Degraded {
@@ -156,6 +151,12 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 	if live.Status.VerifiedAt != nil {
 		t := live.Status.VerifiedAt.UTC()
 		out.VerifiedAt = &t
+	}
+	if why, err := p.committedAcceptance(ctx, ev, rec, live); err != nil || why != "" {
+		if err != nil {
+			return nil, err
+		}
+		return halt(ClassRender, "%s", why)
 	}
 	if rec.Target.RenderedHash != "" && live.RenderedHash != "" && live.RenderedHash != rec.Target.RenderedHash {
 		if later {

@@ -71,7 +71,7 @@ func (f *fixture) verified(proposer *sshkey.Key) *Proposal {
 	}
 	p, err := Propose(context.Background(), repo, ProposeRequest{App: "checkout", From: "staging", To: "production", Path: production, Renderer: renderer})
 	must(f.t, err)
-	_, err = Verify(context.Background(), f.repo, VerifyRequest{App: "checkout", To: "production", Evidence: verifyEvidence(newDigest, stagingRev), Now: time.Now()})
+	_, err = Verify(context.Background(), f.repo, VerifyRequest{App: "checkout", To: "production", Now: time.Now()})
 	must(f.t, err)
 	return p
 }

@@ -153,7 +153,8 @@ func Check(ctx context.Context, r *gitops.Repo, req CheckRequest) (*Report, erro
 		return nil, err
 	}
 	defer func() { _ = c.ht.Close() }()
-	for _, step := range []func(context.Context) error{c.files, c.renderDiff, c.policy, c.evidence, c.approval, c.signedApprovals, c.drift} {
+	for _, step := range []func(context.Context) error{c.files, c.renderDiff, c.policy, c.acceptance, c.evidence, c.approval, c.signedApprovals,
+		c.drift} {
 		if err := step(ctx); err != nil {
 			return nil, err
 		}
@@ -228,6 +229,7 @@ func (c *check) files(ctx context.Context) error {
 		rel, inside := c.r.Rel(f)
 		switch {
 		case inside && rel == c.recFile:
+		case inside && c.isCommittedAcceptance(rel):
 		case inside && rel == kfile:
 			for _, k := range kustomizationChanges(ctx, c.bt, c.ht, kfile) {
 				if !c.pol.Allows(k) {

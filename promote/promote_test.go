@@ -20,7 +20,6 @@ import (
 const (
 	newDigest  = "sha256:4b7e2a91c3d5f6081726354a5b6c7d8e9f0a1b2c3d4e5f60718293a4b5c6d7e8"
 	oldDigest  = "sha256:9c2f1e0d7b6a5f4e3d2c1b0a99887766554433221100ffeeddccbbaa98765432"
-	stagingRev = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"
 	renderer   = "v0.0.0-test"
 	production = "apps/checkout/overlays/production"
 )
@@ -116,39 +115,15 @@ func newFixture(t *testing.T) *fixture {
 	copyDir(t, exampleRepo, f.root)
 	k := "apps/checkout/overlays/staging/kustomization.yaml"
 	f.write(map[string]string{k: strings.Replace(f.read(k), "1.4.2@"+oldDigest, "1.5.0@"+newDigest, 1)})
-	f.stagingAccepted()
 	f.git("init", "-q", "-b", "main")
-	f.commit("staging accepted 1.5.0")
+	desired := f.commit("staging desires 1.5.0")
+	f.stagingReconciling(desired)
+	f.commit("staging RECONCILING")
 	var err error
 	f.repo, err = gitops.Open(context.Background(), f.root)
 	must(t, err)
+	f.acceptStaging(desired, time.Now().Add(-30*time.Minute))
 	return f
-}
-
-// stagingAccepted writes the staging record: newDigest ACCEPTED in
-// staging at stagingRev.
-func (f *fixture) stagingAccepted() {
-	t := f.t
-	_, hash, err := (&gitops.Tree{Root: f.root}).Render(context.Background(), "apps/checkout/overlays/staging")
-	must(t, err)
-	t0 := time.Now().Add(-time.Hour)
-	rec, err := promotion.NewCandidate("checkout", 1,
-		promotion.Artifact{Image: "ghcr.io/throughline-dev/checkout:1.5.0@" + newDigest, Digest: newDigest, SourceCommit: strings.Repeat("1", 40)},
-		promotion.Target{Environment: "staging", Path: "apps/checkout/overlays/staging", Cluster: "staging", RenderedHash: hash, BaseRenderedHash: hash, Renderer: renderer},
-		t0, "test")
-	must(t, err)
-	for _, err := range []error{
-		rec.Verify(promotion.VerifiedIn{Environment: "dev", DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40),
-			RenderedHash: "sha256:" + strings.Repeat("3", 64), RuntimeEvidence: "evidence/dev/checkout/1.json"}, t0, "test"),
-		rec.Approve("alice", rec.InputFor(renderer), t0.Add(48*time.Hour), t0),
-		rec.Reconcile(stagingRev, t0, "test"),
-		rec.Accept(stagingRev, "evidence/staging/checkout/"+rec.PromotionID+".json", t0, "test"),
-	} {
-		must(t, err)
-	}
-	data, err := rec.Marshal()
-	must(t, err)
-	f.write(map[string]string{promotion.RecordPath("checkout", "staging"): string(data)})
 }
 
 func (f *fixture) propose() *Proposal {
@@ -187,11 +162,6 @@ func rules(rep *Report) []string {
 	return out
 }
 
-func verifyEvidence(digest, desired string) *Evidence {
-	return &Evidence{Environment: "staging", Digest: digest, DesiredRevision: desired, ObservedRevision: desired,
-		RenderedHash: "sha256:" + strings.Repeat("4", 64), RuntimeEvidence: "evidence/staging/checkout/x.json"}
-}
-
 // TestFlow: propose, the same request again, the gate refusing a
 // CANDIDATE with typed findings, verify, approve, the gate passing, status
 // and reconcile after the merge.
@@ -212,16 +182,19 @@ func TestFlow(t *testing.T) {
 		t.Fatalf("check of a candidate: %v %q", rules(rep), rep.Refusals)
 	}
 	now := time.Now()
-	_, err := Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "production", Evidence: verifyEvidence(newDigest, strings.Repeat("9", 40)), Now: now})
-	var re *exitcode.Refusal
-	if !errors.As(err, &re) || re.Rule != RulePromotion || !strings.Contains(err.Error(), "desired revision mismatch") {
-		t.Fatalf("verify with another desired revision: %v", err)
-	}
-	tr, err := Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "production", Evidence: verifyEvidence(newDigest, stagingRev), Now: now})
+	tr, err := Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "production", Now: now})
 	must(t, err)
 	if tr.Record.State != promotion.Verified || tr.Branch != p.Branch || tr.Commit != f.git("rev-parse", p.Branch) {
 		t.Fatalf("verified %+v", tr)
 	}
+	v, acc := tr.Record.VerifiedIn, f.git("log", "-1", "--format=%H", "main", "--", "gitops/"+f.evidencePath())
+	if v.Environment != "staging" || v.RuntimeEvidence != f.evidencePath() || v.EvidenceCommit != acc || v.ObservedRevision != v.DesiredRevision {
+		t.Fatalf("verifiedIn %+v, want the evidence %s at %s", v, f.evidencePath(), acc)
+	}
+	if msg := f.git("log", "-1", "--format=%B", p.Branch); !strings.Contains(msg, "Evidence: "+f.evidencePath()) || !strings.Contains(msg, "Evidence-Commit: "+acc) {
+		t.Fatalf("the VERIFIED commit does not cite the evidence:\n%s", msg)
+	}
+	var re *exitcode.Refusal
 	tr, err = Approve(ctx, f.repo, ApproveRequest{App: "checkout", To: "production", Approver: "alice", Expires: now.Add(2 * time.Hour), Now: now, Renderer: renderer})
 	must(t, err)
 	if tr.Record.State != promotion.Approved || tr.Record.Approval.Approver != "alice" {

@@ -61,6 +61,9 @@ func Propose(ctx context.Context, r *gitops.Repo, req ProposeRequest) (*Proposal
 		return nil, exitcode.Refuse(RulePromotion, "%s is %s, not ACCEPTED: digest %s is not verified in %s",
 			promotion.RecordPath(app, from), src.State, src.Artifact.Digest, from)
 	}
+	if _, err := ReadSourceEvidence(ctx, r, baseRev, app, from, src.Artifact.Digest, time.Now()); err != nil {
+		return nil, err
+	}
 	return proposeArtifact(ctx, r, baseRev, src.Artifact, req, proposeOptions{
 		By: "throughline promote propose",
 		Message: func(rec *promotion.Record) string {
@@ -102,6 +105,10 @@ type edit struct {
 	changed bool
 	target  promotion.Target
 	changes []promotion.Change
+	// accFile is the overlay's committed Acceptance (the Flux setup),
+	// refreshed to acc ("" when it commits none).
+	accFile string
+	acc     []byte
 }
 
 // editTarget writes art's digest into the target overlay of req in an
@@ -143,6 +150,9 @@ func editTarget(ctx context.Context, r *gitops.Repo, baseRev string, art promoti
 	}
 	after, _, err := tree.Render(ctx, req.Path)
 	if err != nil {
+		return nil, err
+	}
+	if e.accFile, e.acc, err = refreshAcceptance(ctx, tree, req.Path, d, req.Renderer); err != nil {
 		return nil, err
 	}
 	e.target = promotion.Target{Environment: req.To, Path: req.Path, Cluster: req.Cluster,
@@ -238,6 +248,9 @@ func commitAttempt(ctx context.Context, r *gitops.Repo, baseRev string, rec *pro
 	files := map[string][]byte{promotion.RecordPath(app, to): recData}
 	if e.changed {
 		files[e.kfile] = e.edited
+	}
+	if e.accFile != "" {
+		files[e.accFile] = e.acc
 	}
 	sha, err := r.Commit(ctx, baseRev, files, msg)
 	if err != nil {

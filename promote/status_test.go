@@ -16,7 +16,7 @@ func (f *fixture) approvedAttempt() string {
 	ctx, now := context.Background(), time.Now()
 	f.unsignedApprovals()
 	p := f.propose()
-	_, err := Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "production", Evidence: verifyEvidence(newDigest, stagingRev), Now: now})
+	_, err := Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "production", Now: now})
 	must(f.t, err)
 	_, err = Approve(ctx, f.repo, ApproveRequest{App: "checkout", To: "production", Approver: "alice", Expires: now.Add(2 * time.Hour),
 		Now: now, Renderer: renderer})

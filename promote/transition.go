@@ -1,57 +1,17 @@
 package promote
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
-
-	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/promotion"
 )
-
-// Evidence is what Verify reads: the source environment's evidence
-// (until the notifier writes it).
-type Evidence struct {
-	Environment      string `json:"environment"`
-	App              string `json:"app,omitempty"`
-	Digest           string `json:"digest"`
-	DesiredRevision  string `json:"desiredRevision"`
-	ObservedRevision string `json:"observedRevision"`
-	RenderedHash     string `json:"renderedHash"`
-	RuntimeEvidence  string `json:"runtimeEvidence"`
-}
-
-// ReadEvidence reads an evidence file (YAML or JSON) strictly: unknown
-// fields are invalid input naming the file.
-func ReadEvidence(ctx context.Context, file string) (*Evidence, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, exitcode.InvalidFile(file, err)
-	}
-	js, err := sigyaml.YAMLToJSONStrict(data)
-	if err != nil {
-		return nil, exitcode.InvalidFile(file, err)
-	}
-	var ev Evidence
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ev); err != nil {
-		return nil, exitcode.InvalidFile(file, fmt.Errorf("decoding evidence: %w", err))
-	}
-	return &ev, nil
-}
 
 // Transition is a record moved and committed.
 type Transition struct {
@@ -98,40 +58,42 @@ func updateRecord(ctx context.Context, r *gitops.Repo, branch, app, env, missing
 // VerifyRequest asks to record the VERIFIED gate of app's attempt for To.
 type VerifyRequest struct {
 	App, To string
+	// From is the source environment ("" for the only other environment
+	// whose record on the base branch is ACCEPTED for the attempt's digest).
+	From string
 	// Branch is the attempt branch ("" for the only open one of App/To).
 	Branch string
-	// Evidence is the source environment's evidence, read from File.
-	Evidence *Evidence
-	File     string
-	Now      time.Time
+	Now    time.Time
 }
 
 // Verify moves the attempt's record from CANDIDATE to VERIFIED on its
-// branch, refusing evidence for another digest, a source record that is not
-// ACCEPTED for it, and another desired revision than the one the source
-// reconciled.
+// branch with the source environment's runtime evidence read from Git
+// (ReadSourceEvidence at the base branch: the source record ACCEPTED for
+// the attempt's digest and the notifier's evidence/v1 file at the commit
+// where it became ACCEPTED), citing the evidence file and that commit in
+// verifiedIn and in the commit message.
 func Verify(ctx context.Context, r *gitops.Repo, req VerifyRequest) (*Transition, error) {
 	b, err := AttemptBranch(ctx, r, req.Branch, req.App, req.To)
 	if err != nil {
 		return nil, err
 	}
-	ev := req.Evidence
-	return updateRecord(ctx, r, b, req.App, req.To, "", func(ctx context.Context, tip string, rec *promotion.Record) (string, error) {
-		if ev.Digest != rec.Artifact.Digest {
-			return "", exitcode.Refuse(RulePromotion, "evidence %s is for digest %s, the attempt %s promotes %s", req.File, ev.Digest,
-				rec.PromotionID, rec.Artifact.Digest)
-		}
-		src, err := promotion.ReadRecord(ctx, r, tip, req.App, ev.Environment)
+	base, err := r.BaseRev(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return updateRecord(ctx, r, b, req.App, req.To, "", func(ctx context.Context, _ string, rec *promotion.Record) (string, error) {
+		from, err := sourceEnvironment(ctx, r, base, req.From, rec)
 		if err != nil {
 			return "", err
 		}
-		if why := SourceMismatch(src, rec, ev.Environment, ev.DesiredRevision); why != "" {
-			return "", exitcode.Refuse(RulePromotion, "%s", why)
+		src, err := ReadSourceEvidence(ctx, r, base, req.App, from, rec.Artifact.Digest, req.Now)
+		if err != nil {
+			return "", err
 		}
-		err = rec.Verify(promotion.VerifiedIn{Environment: ev.Environment, DesiredRevision: ev.DesiredRevision,
-			ObservedRevision: ev.ObservedRevision, RenderedHash: ev.RenderedHash, RuntimeEvidence: ev.RuntimeEvidence}, req.Now, "throughline promote verify")
-		return fmt.Sprintf("promotion %s: VERIFIED in %s at %s\n", rec.PromotionID, ev.Environment,
-			ev.ObservedRevision), exitcode.RefuseErr(RuleTransition, err)
+		v := src.VerifiedIn()
+		err = rec.Verify(v, req.Now, "throughline promote verify")
+		return fmt.Sprintf("promotion %s: VERIFIED in %s at %s\n\nEvidence: %s\nEvidence-Commit: %s\n", rec.PromotionID, from,
+			v.ObservedRevision, v.RuntimeEvidence, v.EvidenceCommit), exitcode.RefuseErr(RuleTransition, err)
 	})
 }
 

@@ -95,6 +95,10 @@ type VerifiedIn struct {
 	ObservedRevision string           `json:"observedRevision"`
 	RenderedHash     string           `json:"renderedHash"`
 	RuntimeEvidence  string           `json:"runtimeEvidence"`
+	// EvidenceCommit is the commit of the base branch whose tree holds
+	// RuntimeEvidence and the source record ACCEPTED (the notifier's
+	// commit): promote verify read the evidence there.
+	EvidenceCommit string `json:"evidenceCommit,omitempty"`
 	// PriorAcceptance names the earlier acceptance (kind prior-acceptance
 	// only).
 	PriorAcceptance *PriorAcceptance `json:"priorAcceptance,omitempty"`

@@ -173,34 +173,45 @@ func printProposal(w io.Writer, p *promote.Proposal) {
 	}
 }
 
-const promoteVerifyLong = `Read the evidence FILE (YAML or JSON: environment, digest, desiredRevision,
-observedRevision, renderedHash, runtimeEvidence) of the source environment and
-move the attempt's record from CANDIDATE to VERIFIED on its branch.
+const promoteVerifyLong = `Read the source environment's runtime evidence from Git and move the attempt's
+record from CANDIDATE to VERIFIED on its branch.
 
-Refused (exit 3) when the evidence is for another digest, when the source
-environment's record is not ACCEPTED for that digest, when the evidence's
-desired revision is not the one the source record reconciled, or when the
-controller observed another revision. The push is a compare-and-swap: on a
-non-fast-forward it fetches, re-applies and retries; it never forces.`
+The source is --from, else the only other environment whose record on the base
+branch is ACCEPTED for the attempt's digest. Its record is read on the base
+branch and the notifier's evidence/v1 file it names (accepted.runtimeEvidence,
+evidence/<env>/<app>/<promotionId>.json) at the commit where that record became
+ACCEPTED. The VERIFIED record and its commit message cite that file and commit.
+
+Refused (exit 3, rule source-evidence) when the record is not ACCEPTED for the
+attempt's digest; when the evidence file does not exist there, or was changed
+since; when it is not an ACCEPTED decision for that attempt, digest and
+revisions; when the observed revision is neither the desired commit nor a later
+commit of the branch rendering the approved objects; when a Pod of the digest
+runs another imageID; when it is older than the policy's evidenceMaxAge. A file
+that is not evidence/v1 is invalid input (exit 4). The push is a
+compare-and-swap: on a non-fast-forward it fetches, re-applies and retries; it
+never forces.`
 
 // promoteVerifyOptions are the flags of promote verify.
 type promoteVerifyOptions struct {
-	repo, app, to, branch, evidence string
+	repo, app, from, to, branch, evidence string
 }
 
 func (o *promoteVerifyOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.repo, "repo", "", "the GitOps repository")
 	f.StringVar(&o.app, "app", "", "application name")
+	f.StringVar(&o.from, "from", "", "source environment (default: the only other one ACCEPTED for the attempt's digest)")
 	f.StringVar(&o.to, "to", "", "target environment of the attempt")
 	f.StringVar(&o.branch, "branch", "", "attempt branch (default: the only open one of APP/TO)")
-	f.StringVar(&o.evidence, "evidence", "", "evidence file of the source environment")
+	f.StringVar(&o.evidence, "evidence", "", "removed: the evidence is read from Git")
+	_ = f.MarkHidden("evidence")
 }
 
 func newPromoteVerifyCommand(g *globals, stdout io.Writer) *cobra.Command {
 	o := &promoteVerifyOptions{}
 	cmd := &cobra.Command{
-		Use:   "verify --repo DIR --app APP --to ENV --evidence FILE",
-		Short: "Record the VERIFIED gate from the source environment's evidence",
+		Use:   "verify --repo DIR --app APP --to ENV [--from ENV]",
+		Short: "Record the VERIFIED gate from the source environment's evidence in Git",
 		Long:  promoteVerifyLong,
 		Args:  noArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
@@ -210,23 +221,25 @@ func newPromoteVerifyCommand(g *globals, stdout io.Writer) *cobra.Command {
 }
 
 func (o *promoteVerifyOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
-	if o.app == "" || o.to == "" || o.evidence == "" {
-		return exitcode.Usagef("--app, --to and --evidence are required")
+	if o.evidence != "" {
+		return exitcode.Usagef("--evidence is gone: promote verify reads the source environment's evidence/v1 from Git " +
+			"(its record's accepted.runtimeEvidence, at the commit where it became ACCEPTED); name the source with --from")
 	}
-	ev, err := promote.ReadEvidence(ctx, o.evidence)
-	if err != nil {
-		return err
+	if o.app == "" || o.to == "" {
+		return exitcode.Usagef("--app and --to are required")
 	}
 	r, err := gitops.Open(ctx, o.repo)
 	if err != nil {
 		return err
 	}
-	t, err := promote.Verify(ctx, r, promote.VerifyRequest{App: o.app, To: o.to, Branch: o.branch, Evidence: ev, File: o.evidence, Now: time.Now()})
+	t, err := promote.Verify(ctx, r, promote.VerifyRequest{App: o.app, From: o.from, To: o.to, Branch: o.branch, Now: time.Now()})
 	if err != nil {
 		return err
 	}
+	v := t.Record.VerifiedIn
 	g.log.Debug().Str("promotion", t.Record.PromotionID).Str("commit", t.Commit).Msg("verified")
-	_, err = fmt.Fprintf(stdout, "VERIFIED %s on %s at %s\n", t.Record.PromotionID, t.Branch, t.Commit)
+	_, err = fmt.Fprintf(stdout, "VERIFIED %s on %s at %s (evidence %s at %s)\n", t.Record.PromotionID, t.Branch, t.Commit,
+		v.RuntimeEvidence, v.EvidenceCommit)
 	return err
 }
 

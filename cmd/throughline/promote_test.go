@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/promote"
 	"github.com/throughline-dev/throughline/promotion"
@@ -75,7 +76,18 @@ func stagingAccepted(t *testing.T, root, digest string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeTree(t, root, map[string]string{"promotion/checkout/staging.yaml": string(data)})
+	// The notifier's evidence, committed with the record (its own encoding).
+	ev := &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: "checkout", Environment: "staging", PromotionID: rec.PromotionID,
+		Decision: promotion.Accepted, Image: rec.Artifact.Image, ArtifactDigest: digest, DesiredRevision: promStagingRev,
+		ObservedRevision: promStagingRev, RenderedHash: hash, DesiredRenderedHash: hash, Time: t0,
+		Pods: []evidence.Pod{{Workload: "Deployment/checkout-staging/checkout", Container: "checkout", Pod: "checkout-1", Pods: 1,
+			Declared: digest, ImageID: "ghcr.io/throughline-dev/checkout@" + digest, Outcome: "Verified", Match: "Exact"}},
+		ReportedBy: evidence.Reporter{Source: "argocd"}}
+	evJSON, err := ev.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, root, map[string]string{"promotion/checkout/staging.yaml": string(data), evidence.Path("staging", "checkout", rec.PromotionID): string(evJSON)})
 }
 
 // promoteFixture is the example environment in a Git repository (the
@@ -96,15 +108,6 @@ func promoteFixture(t *testing.T) (top, root string) {
 	gitT(t, top, "add", ".")
 	gitT(t, top, "commit", "-q", "-m", "staging accepted 1.5.0")
 	return top, root
-}
-
-func writeEvidence(t *testing.T, digest, desired string) string {
-	t.Helper()
-	f := filepath.Join(t.TempDir(), "evidence.yaml")
-	writeTree(t, filepath.Dir(f), map[string]string{"evidence.yaml": "environment: staging\ndigest: " + digest +
-		"\ndesiredRevision: '" + desired + "'\nobservedRevision: '" + desired + "'" +
-		"\nrenderedHash: sha256:" + strings.Repeat("4", 64) + "\nruntimeEvidence: evidence/staging/checkout/x.json\n"})
-	return f
 }
 
 // TestPromoteFlow: propose writes only the digest on a branch, a second
@@ -161,14 +164,17 @@ func TestPromoteFlow(t *testing.T) {
 	if r := runCLI(t, "promote", "approve", "--repo", root, "--app", "checkout", "--to", "production", "--approver", "alice", "--expires", "2h"); r.code != 3 {
 		t.Fatalf("approve a candidate: %d %s %s", r.code, r.stdout, r.stderr)
 	}
-	// Evidence for another desired revision, or another digest, is refused.
-	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production", "--evidence", writeEvidence(t, promNewDigest, strings.Repeat("9", 40))); r.code != 3 || !strings.Contains(r.stderr, "desired revision mismatch") {
-		t.Fatalf("verify with another desired revision: %d %s %s", r.code, r.stdout, r.stderr)
+	// --evidence FILE is gone; a source that accepted nothing is refused.
+	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production", "--evidence", "e.yaml"); r.code != 2 ||
+		!strings.Contains(r.stderr, "reads the source environment's evidence/v1 from Git") {
+		t.Fatalf("verify --evidence: %d %s %s", r.code, r.stdout, r.stderr)
 	}
-	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production", "--evidence", writeEvidence(t, promOldDigest, promStagingRev)); r.code != 3 {
-		t.Fatalf("verify another digest: %d %s %s", r.code, r.stdout, r.stderr)
+	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production", "--from", "dev"); r.code != 3 ||
+		!strings.Contains(r.stderr, "no runtime evidence of "+promNewDigest+" in dev") {
+		t.Fatalf("verify from dev: %d %s %s", r.code, r.stdout, r.stderr)
 	}
-	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production", "--evidence", writeEvidence(t, promNewDigest, promStagingRev)); r.code != 0 {
+	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production"); r.code != 0 ||
+		!strings.Contains(r.stdout, "evidence evidence/staging/checkout/checkout-staging-4b7e2a91c3d5-1.json at ") {
 		t.Fatalf("verify: %d %s %s", r.code, r.stdout, r.stderr)
 	}
 	if r := runCLI(t, "promote", "approve", "--repo", root, "--app", "checkout", "--to", "production", "--approver", "alice", "--expires", "2h"); r.code != 0 {
@@ -376,7 +382,7 @@ func TestPromoteProposeOpensPullRequest(t *testing.T) {
 func TestPromoteNewAttempt(t *testing.T) {
 	top, root := promoteFixture(t)
 	first := proposeBranch(t, root)
-	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production", "--evidence", writeEvidence(t, promNewDigest, promStagingRev)); r.code != 0 {
+	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production"); r.code != 0 {
 		t.Fatalf("verify: %d %s", r.code, r.stderr)
 	}
 	if r := runCLI(t, "promote", "approve", "--repo", root, "--app", "checkout", "--to", "production", "--approver", "alice", "--expires", "2h"); r.code != 0 {
@@ -414,7 +420,7 @@ func TestPromoteNewAttempt(t *testing.T) {
 		t.Fatalf("same request again: %d %s %s", res.code, res.stdout, res.stderr)
 	}
 	// Several open attempts: verify needs --branch.
-	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production", "--evidence", writeEvidence(t, promNewDigest, promStagingRev)); r.code != 2 {
+	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production"); r.code != 2 {
 		t.Fatalf("ambiguous branch: %d %s", r.code, r.stderr)
 	}
 }
@@ -435,7 +441,7 @@ func TestPromoteReconcile(t *testing.T) {
 	reconcile := func() result {
 		return runCLI(t, "promote", "reconcile", "--repo", root, "--app", "checkout", "--to", "production")
 	}
-	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production", "--evidence", writeEvidence(t, promNewDigest, promStagingRev)); r.code != 0 {
+	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production"); r.code != 0 {
 		t.Fatalf("verify: %d %s %s", r.code, r.stdout, r.stderr)
 	}
 	if r := reconcile(); r.code != 3 || !strings.Contains(r.stderr, "merge the promotion PR first") {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
@@ -97,11 +98,23 @@ func seed(t *testing.T, ctx context.Context, remote string) (alice, bob sshkey.K
 	must(t, rec.Verify(promotion.VerifiedIn{Environment: "dev", DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40), RenderedHash: "sha256:" + strings.Repeat("3", 64), RuntimeEvidence: "evidence/dev/checkout/1.json"}, t0, "e2e"))
 	must(t, rec.Approve("alice", rec.InputFor(strings.TrimSpace(ver.Stdout)), t0.Add(48*time.Hour), t0))
 	must(t, rec.Reconcile(stagingRev, t0, "e2e"))
-	must(t, rec.Accept(stagingRev, "evidence/staging/checkout/1.json", t0, "e2e"))
+	evFile := evidence.Path("staging", "checkout", rec.PromotionID)
+	must(t, rec.Accept(stagingRev, evFile, t0, "e2e"))
 	out, err := rec.Marshal()
 	must(t, err)
 	must(t, os.MkdirAll(filepath.Join(work, "promotion", "checkout"), 0o755))
 	must(t, os.WriteFile(filepath.Join(work, "promotion", "checkout", "staging.yaml"), out, 0o644))
+	// The notifier's evidence, committed with the ACCEPTED record.
+	ev := &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: "checkout", Environment: "staging", PromotionID: rec.PromotionID,
+		Decision: promotion.Accepted, Image: rec.Artifact.Image, ArtifactDigest: newDigest, DesiredRevision: stagingRev, ObservedRevision: stagingRev,
+		RenderedHash: hash, DesiredRenderedHash: hash, Time: t0,
+		Pods: []evidence.Pod{{Workload: "Deployment/checkout-staging/checkout", Container: "api", Pod: "checkout-1", Pods: 2, Declared: newDigest,
+			ImageID: "ghcr.io/throughline-dev/checkout@" + newDigest, Outcome: "Verified", Match: "Exact"}},
+		ReportedBy: evidence.Reporter{Source: "argocd"}}
+	evJSON, err := ev.Marshal()
+	must(t, err)
+	must(t, os.MkdirAll(filepath.Join(work, filepath.Dir(evFile)), 0o755))
+	must(t, os.WriteFile(filepath.Join(work, evFile), evJSON, 0o644))
 	git(t, ctx, work, "init", "-q", "-b", "main")
 	git(t, ctx, work, "add", ".")
 	git(t, ctx, work, "commit", "-q", "-m", "staging accepted checkout 1.5.0")
@@ -180,10 +193,7 @@ func TestConcurrentProposeOneAttempt(t *testing.T) {
 	}
 
 	// Verify and approve from two other clones (each fetches the branch).
-	ev := filepath.Join(t.TempDir(), "evidence.yaml")
-	must(t, os.WriteFile(ev, []byte("environment: staging\ndigest: "+newDigest+"\ndesiredRevision: '"+stagingRev+"'\nobservedRevision: '"+stagingRev+
-		"'\nrenderedHash: sha256:"+strings.Repeat("4", 64)+"\nruntimeEvidence: evidence/staging/checkout/1.json\n"), 0o644))
-	r, err := cli(ctx, clones[2], "promote", "verify", "--repo", clones[2], "--app", "checkout", "--to", "production", "--evidence", ev)
+	r, err := cli(ctx, clones[2], "promote", "verify", "--repo", clones[2], "--app", "checkout", "--to", "production")
 	must(t, err)
 	if r.Code != 0 {
 		t.Fatalf("verify: %d %s %s", r.Code, r.Stdout, r.Stderr)

@@ -142,6 +142,12 @@ func TestRollbackEvidenceChain(t *testing.T) {
 		t.Fatalf("rollback moved main: %s, was %s", got, mainBefore)
 	}
 
+	// The rollback refreshed the committed Acceptance in its commit.
+	rbTree := clone(t, ctx, remoteURL)
+	git(t, ctx, rbTree, "checkout", "-q", "origin/"+rb.Proposal.Branch)
+	if res, err := cli(ctx, rbTree, "render", "--check-acceptance", "--root", rbTree, filepath.Join(rbTree, overlay)); err != nil || res.Code != 0 {
+		t.Fatalf("render --check-acceptance at the rollback branch: %v %+v", err, res)
+	}
 	// The PR job before approval: only the approval is missing.
 	pr := clone(t, ctx, remoteURL)
 	chk, err := cli(ctx, pr, "promote", "check", "--repo", pr, "--base", "origin/main", "--head", "origin/"+rb.Proposal.Branch)
@@ -247,6 +253,10 @@ func (c *chain) desire(ci, tag, digest string, n int) *promotion.Record {
 	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + chainNS + "\nresources:\n  - ../../base\nimages:\n  - name: " +
 		c.imageRep + "\n    newTag: \"" + tag + "@" + digest + "\"\n"
 	must(t, os.WriteFile(filepath.Join(ci, overlay, "kustomization.yaml"), []byte(k), 0o644))
+	// The Flux setup: the Acceptance is committed in the overlay.
+	if res, err := cli(ctx, ci, "render", "--write-acceptance", "--root", ci, filepath.Join(ci, overlay)); err != nil || res.Code != 0 {
+		t.Fatalf("render --write-acceptance: %v %+v", err, res)
+	}
 	git(t, ctx, ci, "add", ".")
 	git(t, ctx, ci, "commit", "-q", "-m", "production desires web "+tag)
 	desired := git(t, ctx, ci, "rev-parse", "HEAD")
@@ -371,7 +381,19 @@ func (c *chain) deliver(desired, digest, promotionID string) (*evidence.Record, 
 		Items []map[string]any `json:"items"`
 	}
 	must(t, json.Unmarshal([]byte(res.Stdout), &list))
+	// Flux applies the overlay as kustomize builds it: the committed
+	// Acceptance, never one recomputed from the render.
+	committed, err := os.ReadFile(filepath.Join(tree, overlay, "throughline-acceptance.yaml"))
+	must(t, err)
+	acc := map[string]any{}
+	must(t, sigyaml.Unmarshal(committed, &acc))
+	items := []map[string]any{acc}
 	for _, item := range list.Items {
+		if item["kind"] != "Acceptance" {
+			items = append(items, item)
+		}
+	}
+	for _, item := range items {
 		u := &unstructured.Unstructured{Object: item}
 		if u.GetNamespace() == "" {
 			u.SetNamespace(chainNS)

@@ -1,0 +1,180 @@
+package promote
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+// RuleSourceEvidence refuses a source environment whose runtime evidence,
+// read from Git, is missing or does not prove the digest.
+const RuleSourceEvidence = "source-evidence"
+
+// SourceEvidence is the source environment's acceptance of a digest as Git
+// proves it: its record on the base branch and the notifier's evidence/v1
+// file, read at the commit where that record became ACCEPTED.
+type SourceEvidence struct {
+	Environment string
+	Record      *promotion.Record
+	Evidence    *evidence.Record
+	// Path is the evidence file, Commit the commit it was read at.
+	Path, Commit string
+}
+
+// VerifiedIn is the VERIFIED gate's claim the evidence backs.
+func (s *SourceEvidence) VerifiedIn() promotion.VerifiedIn {
+	return promotion.VerifiedIn{Environment: s.Environment, DesiredRevision: s.Evidence.DesiredRevision,
+		ObservedRevision: s.Evidence.ObservedRevision, RenderedHash: s.Evidence.RenderedHash, RuntimeEvidence: s.Path, EvidenceCommit: s.Commit}
+}
+
+// ReadSourceEvidence reads app's record in env at base (the base branch's
+// commit) and the runtime evidence its accepted.runtimeEvidence names, at
+// the commit where the record became ACCEPTED, and checks that they prove
+// digest: the record ACCEPTED for digest; the evidence file the notifier's
+// (evidence/<env>/<app>/<promotionId>.json), present there, an evidence/v1
+// ACCEPTED decision for that attempt, digest and revisions; the observed
+// revision the desired one or a later commit rendering the approved
+// objects (the notifier's rule); the file unchanged at base since; every Pod of the digest running it (the
+// verifier's imageID match); no older than the policy's evidenceMaxAge at
+// base. What does not prove it is a refusal (exit 3, rule
+// source-evidence); an evidence file that is not evidence/v1 is invalid
+// input (exit 4 naming the file and field). Propose and Verify both call it.
+func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, digest string, now time.Time) (*SourceEvidence, error) {
+	file := promotion.RecordPath(app, env)
+	refuse := func(format string, args ...any) error {
+		return &exitcode.Refusal{Rule: RuleSourceEvidence, File: file, Reason: fmt.Sprintf("no runtime evidence of %s in %s: ", digest, env) +
+			fmt.Sprintf(format, args...)}
+	}
+	rec, err := promotion.ReadRecord(ctx, r, base, app, env)
+	switch {
+	case err != nil:
+		return nil, err
+	case rec == nil:
+		return nil, refuse("%s does not exist on %s", file, r.Base)
+	case rec.State != promotion.Accepted:
+		return nil, refuse("%s is %s, not ACCEPTED", file, rec.State)
+	case rec.Artifact.Digest != digest:
+		return nil, refuse("%s accepted %s", file, rec.Artifact.Digest)
+	}
+	want := evidence.Path(env, app, rec.PromotionID)
+	if rec.Accepted.RuntimeEvidence != want {
+		return nil, refuse("%s: accepted.runtimeEvidence is %q, not the notifier's evidence file %s", file, rec.Accepted.RuntimeEvidence, want)
+	}
+	commit, err := acceptedAt(ctx, r, base, rec)
+	if err != nil {
+		return nil, err
+	}
+	ev, found, err := gitops.ReadNamed(ctx, r, commit, want, app, env, evidence.Parse)
+	switch {
+	case err != nil:
+		return nil, err
+	case !found:
+		return nil, refuse("%s names %s, which does not exist at %s, where the record became ACCEPTED", file, want, short(commit))
+	}
+	atBase, found, err := gitops.ReadNamed(ctx, r, base, want, app, env, evidence.Parse)
+	switch {
+	case err != nil:
+		return nil, err
+	case !found || !reflect.DeepEqual(atBase, ev):
+		return nil, refuse("%s was changed after the acceptance at %s: it is not the same at %s", want, short(commit), short(base))
+	}
+	s := &SourceEvidence{Environment: env, Record: rec, Evidence: ev, Path: want, Commit: commit}
+	if why := ev.Accepts(rec); why != "" {
+		return nil, refuse("%s at %s: %s", want, short(commit), why)
+	}
+	why, err := ev.CheckRevisions(ctx, r.IsAncestor)
+	if err != nil {
+		return nil, err
+	}
+	if why == "" {
+		why = ev.CheckPods(digest)
+	}
+	if why != "" {
+		return nil, refuse("%s at %s: %s", want, short(commit), why)
+	}
+	pol, err := promotion.ReadPolicy(ctx, r, base)
+	if err != nil {
+		return nil, err
+	}
+	if pol != nil && pol.EvidenceMaxAge != nil && now.Sub(ev.Time) > pol.EvidenceMaxAge.Duration {
+		return nil, refuse("%s at %s was written at %s, %s ago: older than evidenceMaxAge %s in %s", want, short(commit),
+			ev.Time.UTC().Format(time.RFC3339), now.Sub(ev.Time).Round(time.Second), pol.EvidenceMaxAge.Duration, promotion.PolicyFile)
+	}
+	return s, nil
+}
+
+// acceptedAt is the commit in the history of base where app/env's record
+// became ACCEPTED as rec (the notifier commits the evidence and the record
+// moved to ACCEPTED together): the oldest of the newest run of commits
+// whose record is rec's attempt ACCEPTED at the same observed revision.
+func acceptedAt(ctx context.Context, r *gitops.Repo, base string, rec *promotion.Record) (string, error) {
+	commits, err := r.FileHistory(ctx, base, promotion.RecordPath(rec.App, rec.Target.Environment))
+	if err != nil {
+		return "", err
+	}
+	at := base
+	for _, c := range commits {
+		old, err := promotion.ReadRecord(ctx, r, c, rec.App, rec.Target.Environment)
+		if exitcode.Code(err) == exitcode.Invalid {
+			break
+		}
+		if err != nil {
+			return "", err
+		}
+		if old == nil || old.PromotionID != rec.PromotionID || old.State != promotion.Accepted ||
+			old.Accepted.ObservedRevision != rec.Accepted.ObservedRevision {
+			break
+		}
+		at = c
+	}
+	return at, nil
+}
+
+// sourceEnvironment is the environment whose evidence backs rec: from, or
+// the only other environment whose record on base is ACCEPTED for rec's
+// digest.
+func sourceEnvironment(ctx context.Context, r *gitops.Repo, base, from string, rec *promotion.Record) (string, error) {
+	if from != "" {
+		return from, nil
+	}
+	files, err := r.ListTree(ctx, base, promotion.Dir+"/"+rec.App)
+	if err != nil {
+		return "", err
+	}
+	var envs []string
+	for _, f := range files {
+		env, ok := strings.CutSuffix(strings.TrimPrefix(f, promotion.Dir+"/"+rec.App+"/"), ".yaml")
+		if !ok || strings.Contains(env, "/") || env == rec.Target.Environment || !promotion.ValidName(env) {
+			continue
+		}
+		src, err := promotion.ReadRecord(ctx, r, base, rec.App, env)
+		if err != nil {
+			return "", err
+		}
+		if src != nil && src.State == promotion.Accepted && src.Artifact.Digest == rec.Artifact.Digest {
+			envs = append(envs, env)
+		}
+	}
+	switch len(envs) {
+	case 1:
+		return envs[0], nil
+	case 0:
+		return "", exitcode.Refuse(RuleSourceEvidence, "no environment's record on %s is ACCEPTED for %s: nothing verified it", r.Base,
+			rec.Artifact.Digest)
+	}
+	return "", exitcode.Usagef("%s is ACCEPTED in %s: name the source with --from", rec.Artifact.Digest, strings.Join(envs, ", "))
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}

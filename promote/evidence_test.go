@@ -1,0 +1,210 @@
+package promote
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+// stagingReconciling writes the staging record: newDigest RECONCILING in
+// staging at desired (its VERIFIED and APPROVED gates as promote records
+// them).
+func (f *fixture) stagingReconciling(desired string) {
+	t := f.t
+	_, hash, err := (&gitops.Tree{Root: f.root}).Render(context.Background(), "apps/checkout/overlays/staging")
+	must(t, err)
+	t0 := time.Now().Add(-time.Hour)
+	rec, err := promotion.NewCandidate("checkout", 1,
+		promotion.Artifact{Image: "ghcr.io/throughline-dev/checkout:1.5.0@" + newDigest, Digest: newDigest, SourceCommit: strings.Repeat("1", 40)},
+		promotion.Target{Environment: "staging", Path: "apps/checkout/overlays/staging", Cluster: "staging-eu-1", RenderedHash: hash,
+			BaseRenderedHash: hash, Renderer: renderer},
+		t0, "test")
+	must(t, err)
+	for _, err := range []error{
+		rec.Verify(promotion.VerifiedIn{Environment: "dev", DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40),
+			RenderedHash: "sha256:" + strings.Repeat("3", 64), RuntimeEvidence: "evidence/dev/checkout/1.json"}, t0, "test"),
+		rec.Approve("alice", rec.InputFor(renderer), t0.Add(48*time.Hour), t0),
+		rec.Reconcile(desired, t0, "test"),
+	} {
+		must(t, err)
+	}
+	data, err := rec.Marshal()
+	must(t, err)
+	f.write(map[string]string{promotion.RecordPath("checkout", "staging"): string(data)})
+}
+
+// acceptStaging has the notifier's Git sink commit staging's evidence
+// (ACCEPTED at desired, written at at, one Pod running newDigest) and the
+// record moved to ACCEPTED on main, as the notifier does; the work tree
+// follows.
+func (f *fixture) acceptStaging(desired string, at time.Time) {
+	t := f.t
+	sink := &evidence.GitSink{Repo: f.repo.Repo, Branch: "main"}
+	_, err := sink.Write(context.Background(), "checkout", "staging", desired,
+		func(_ context.Context, rec *promotion.Record, _ string) (*evidence.Record, error) {
+			return &evidence.Record{Decision: promotion.Accepted, ObservedRevision: desired, RenderedHash: rec.Target.RenderedHash,
+				Acceptance: "checkout-staging/checkout", Time: at,
+				Pods: []evidence.Pod{{Workload: "Deployment/checkout-staging/checkout", Container: "checkout", Pod: "checkout-7d9f-x1", Pods: 2,
+					Declared: newDigest, ImageID: "ghcr.io/throughline-dev/checkout@" + newDigest, Outcome: "Verified", Match: "Exact"}},
+				ReportedBy: evidence.Reporter{Source: "argocd", Object: "Application/argocd/checkout-staging"}}, nil
+		})
+	must(t, err)
+	f.git("reset", "-q", "--hard")
+}
+
+// evidencePath is staging's evidence file.
+func (f *fixture) evidencePath() string {
+	return evidence.Path("staging", "checkout", promotion.AttemptKey{App: "checkout", Digest: newDigest, Environment: "staging", Attempt: 1}.ID())
+}
+
+// rewriteAcceptance rewrites main's last commit (the notifier's) with the
+// evidence file and staging's record as change leaves them: a hand-made
+// acceptance commit.
+func (f *fixture) rewriteAcceptance(change func(ev map[string]string)) {
+	f.t.Helper()
+	files := map[string]string{"evidence": f.read(f.evidencePath()), "record": f.read(promotion.RecordPath("checkout", "staging"))}
+	change(files)
+	f.write(map[string]string{f.evidencePath(): files["evidence"], promotion.RecordPath("checkout", "staging"): files["record"]})
+	f.git("commit", "-q", "-a", "--amend", "--no-edit")
+}
+
+// TestSourceEvidenceRefusals: the attacks on the VERIFIED gate. Each leaves
+// staging's record ACCEPTED for the digest on main; propose and verify
+// both refuse, naming why.
+func TestSourceEvidenceRefusals(t *testing.T) {
+	other := "sha256:" + strings.Repeat("7", 64)
+	for _, tc := range []struct {
+		name   string
+		attack func(f *fixture)
+		code   int
+		want   string
+	}{
+		{"observed revision that does not descend from the desired one", func(f *fixture) {
+			f.git("checkout", "-q", "--orphan", "side")
+			side := f.commit("another line of history")
+			f.git("checkout", "-q", "-f", "main")
+			f.rewriteAcceptance(func(m map[string]string) {
+				old := f.git("log", "-1", "--format=%H", "main~2")
+				m["evidence"] = strings.Replace(strings.ReplaceAll(m["evidence"], `"observedRevision": "`+old, `"observedRevision": "`+side),
+					`"time"`, `"reason": "later",`+"\n  "+`"time"`, 1)
+				m["record"] = strings.Replace(m["record"], "observedRevision: "+old, "observedRevision: "+side, 1)
+			})
+		}, exitcode.Refused, "is neither the desired commit"},
+		{"runtime evidence that does not exist", func(f *fixture) {
+			f.git("rm", "-q", "gitops/"+f.evidencePath())
+			f.git("commit", "-q", "--amend", "--no-edit")
+		}, exitcode.Refused, "which does not exist at"},
+		{"evidence deleted after the acceptance", func(f *fixture) {
+			f.git("rm", "-q", "gitops/"+f.evidencePath())
+			f.commit("tidy up")
+		}, exitcode.Refused, "changed after"},
+		{"runtime evidence naming another file", func(f *fixture) {
+			f.rewriteAcceptance(func(m map[string]string) {
+				m["record"] = strings.Replace(m["record"], "runtimeEvidence: evidence/staging/", "runtimeEvidence: evidence/dev/", 1)
+			})
+		}, exitcode.Refused, "not the notifier's evidence file"},
+		{"evidence for another digest", func(f *fixture) {
+			f.rewriteAcceptance(func(m map[string]string) {
+				m["evidence"] = strings.Replace(m["evidence"], `"artifactDigest": "`+newDigest, `"artifactDigest": "`+other, 1)
+			})
+		}, exitcode.Refused, "it is for digest " + other},
+		{"a Pod imageID with another digest", func(f *fixture) {
+			f.rewriteAcceptance(func(m map[string]string) {
+				m["evidence"] = strings.Replace(m["evidence"], `"imageID": "ghcr.io/throughline-dev/checkout@`+newDigest, `"imageID": "ghcr.io/throughline-dev/checkout@`+other, 1)
+			})
+		}, exitcode.Refused, "runs imageID ghcr.io/throughline-dev/checkout@" + other},
+		{"no Pod of the digest", func(f *fixture) {
+			f.rewriteAcceptance(func(m map[string]string) {
+				m["evidence"] = strings.Replace(m["evidence"], `"declared": "`+newDigest, `"declared": "`+other, 1)
+			})
+		}, exitcode.Refused, "no Pod runs a container declared with " + newDigest},
+		{"evidence older than evidenceMaxAge", func(f *fixture) {
+			f.write(map[string]string{promotion.PolicyFile: f.read(promotion.PolicyFile) + "evidenceMaxAge: 10m\n"})
+			f.commit("evidence at most 10 minutes old")
+		}, exitcode.Refused, "older than evidenceMaxAge 10m0s"},
+		{"a hand-written file that is not evidence/v1", func(f *fixture) {
+			f.rewriteAcceptance(func(m map[string]string) {
+				m["evidence"] = "environment: staging\ndigest: " + newDigest + "\ndesiredRevision: x\nobservedRevision: y\n"
+			})
+		}, exitcode.Invalid, f0(evidence.Path("staging", "checkout", ""))},
+		{"a HALTED decision", func(f *fixture) {
+			f.rewriteAcceptance(func(m map[string]string) {
+				m["evidence"] = strings.Replace(m["evidence"], `"decision": "ACCEPTED"`, `"decision": "HALTED", "reason": "image mismatch"`, 1)
+			})
+		}, exitcode.Refused, "it says HALTED"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFixture(t)
+			p := f.propose()
+			tc.attack(f)
+			check := func(what string, err error) {
+				t.Helper()
+				var re *exitcode.Refusal
+				if exitcode.Code(err) != tc.code || !strings.Contains(err.Error(), tc.want) ||
+					(tc.code == exitcode.Refused && (!errors.As(err, &re) || re.Rule != RuleSourceEvidence)) {
+					t.Fatalf("%s: %v (exit %d), want exit %d saying %q", what, err, exitcode.Code(err), tc.code, tc.want)
+				}
+			}
+			_, err := Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "production", Now: time.Now()})
+			check("verify", err)
+			if tip := f.git("rev-parse", p.Branch); tip != p.Commit {
+				t.Fatalf("a refused verify moved %s to %s", p.Branch, tip)
+			}
+			f.git("branch", "-q", "-D", p.Branch)
+			_, err = Propose(ctx, f.repo, ProposeRequest{App: "checkout", From: "staging", To: "production", Path: production, Renderer: renderer})
+			check("propose", err)
+		})
+	}
+}
+
+// f0 is the folder of a path with its trailing ".json" name cut.
+func f0(p string) string { return strings.TrimSuffix(p, ".json") }
+
+// TestVerifySource: the source is found when one environment accepted the
+// digest, and --from naming one that did not is refused.
+func TestVerifySource(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.propose()
+	_, err := Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "production", From: "dev", Now: time.Now()})
+	var re *exitcode.Refusal
+	if !errors.As(err, &re) || re.Rule != RuleSourceEvidence || !strings.Contains(err.Error(), "promotion/checkout/dev.yaml does not exist") {
+		t.Fatalf("verify from dev: %v", err)
+	}
+}
+
+// TestExampleEvidence: in the example repository, staging's record and the
+// notifier's evidence agree (promote verify would accept them), and the
+// dev evidence its verifiedIn cites exists and says the same.
+func TestExampleEvidence(t *testing.T) {
+	ctx := context.Background()
+	f := &fixture{t: t, top: t.TempDir()}
+	f.root = filepath.Join(f.top, "gitops")
+	copyDir(t, exampleRepo, f.root)
+	f.git("init", "-q", "-b", "main")
+	commit := f.commit("the example")
+	repo, err := gitops.Open(ctx, f.root)
+	must(t, err)
+	at, _ := time.Parse(time.RFC3339, "2026-11-21T00:00:00Z")
+	s, err := ReadSourceEvidence(ctx, repo, commit, "checkout", "staging", oldDigest, at)
+	must(t, err)
+	if s.Commit != commit || s.Path != "evidence/staging/checkout/checkout-staging-9c2f1e0d7b6a-1.json" {
+		t.Fatalf("staging evidence %s at %s", s.Path, s.Commit)
+	}
+	v := s.Record.VerifiedIn
+	dev, found, err := gitops.ReadNamed(ctx, repo, commit, v.RuntimeEvidence, "checkout", "dev", evidence.Parse)
+	must(t, err)
+	if !found || dev.ArtifactDigest != oldDigest || dev.DesiredRevision != v.DesiredRevision || dev.ObservedRevision != v.ObservedRevision ||
+		dev.RenderedHash != v.RenderedHash || dev.Decision != promotion.Accepted || dev.CheckPods(oldDigest) != "" {
+		t.Fatalf("dev evidence %s does not back staging's verifiedIn %+v: %+v", v.RuntimeEvidence, v, dev)
+	}
+}
