@@ -10,6 +10,7 @@ import (
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/rollback"
 )
 
 // wantEnvRefusal fails unless err is an environment refusal (exit 3) of
@@ -179,5 +180,35 @@ func TestCheckEnvironmentIdentity(t *testing.T) {
 				t.Errorf("finding %+v, want file %s field %s saying %q", *found, promotion.RecordPath("checkout", tc.env), tc.field, tc.text)
 			}
 		})
+	}
+}
+
+// TestRollbackEnvironmentIdentity: rollback resolves its environment
+// against the registry at the base like propose.
+func TestRollbackEnvironmentIdentity(t *testing.T) {
+	ctx := context.Background()
+	f, _ := newRollbackFixture(t)
+	f.write(map[string]string{promotion.PolicyFile: "apiVersion: throughline.dev/v1alpha1\nkind: PromotionPolicy\nenvironments:\n" +
+		"  staging:\n    paths: [\"apps/*/overlays/staging\"]\n  production:\n    cluster: production\n    paths: [\"apps/*/overlays/production\"]\n"})
+	f.commit("registry")
+	exists := func(context.Context, string) (bool, error) { return true, nil }
+	for _, tc := range []struct {
+		name, env, path, cluster string
+		rule, text               string
+	}{
+		{"unknown environment", "qa", webOverlay, "", environment.RuleUnknown, `environment "qa"`},
+		{"production's path under staging's name", "staging", webOverlay, "", environment.RuleMismatch, "environment production's, not staging's"},
+		{"free-text cluster", "production", "", "prod-us-1", environment.RuleMismatch, `cluster "prod-us-1"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Rollback(ctx, f.repo, RollbackRequest{App: "web", Env: tc.env, To: rollback.Previous, Path: tc.path, Cluster: tc.cluster,
+				Renderer: renderer, Exists: exists})
+			wantEnvRefusal(t, err, tc.rule, tc.text)
+		})
+	}
+	res, err := Rollback(ctx, f.repo, RollbackRequest{App: "web", Env: "production", To: rollback.Previous, Renderer: renderer, Exists: exists})
+	must(t, err)
+	if res.Proposal.Record.Target.Path != webOverlay {
+		t.Fatalf("the registry's path: %+v", res.Proposal.Record.Target)
 	}
 }
