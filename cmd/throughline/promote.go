@@ -80,7 +80,8 @@ func (o *promoteProposeOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.app, "app", "", "application name")
 	f.StringVar(&o.from, "from", "", "source environment (its record must be ACCEPTED)")
 	f.StringVar(&o.to, "to", "", "target environment")
-	f.StringVar(&o.targetPath, "path", "", "target overlay, relative to the repository (default: the environment registry's, else apps/APP/overlays/TO); must be TO's")
+	f.StringVar(&o.targetPath, "path", "", "target overlay, relative to the repository "+
+		"(default: the environment registry's, else apps/APP/overlays/TO); must be TO's")
 	f.StringVar(&o.cluster, "cluster", "", "target cluster (default: the environment registry's, else the environment name); must be the environment's")
 	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
 	o.ff.addFlags(f)

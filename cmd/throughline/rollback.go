@@ -59,7 +59,8 @@ func (o *rollbackOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.app, "app", "", "application name")
 	f.StringVar(&o.env, "env", "", "environment to roll back")
 	f.StringVar(&o.to, "to", "", `digest (sha256:<hex>, or 12+ hex digits) accepted before in ENV, or "previous"`)
-	f.StringVar(&o.targetPath, "path", "", "environment overlay, relative to the repository (default: the environment registry's, else apps/APP/overlays/ENV); must be ENV's")
+	f.StringVar(&o.targetPath, "path", "", "environment overlay, relative to the repository "+
+		"(default: the environment registry's, else apps/APP/overlays/ENV); must be ENV's")
 	f.StringVar(&o.cluster, "cluster", "", "target cluster (default: the environment registry's, else the environment name); must be the environment's")
 	f.BoolVar(&o.acceptIrreversible, "accept-irreversible-migration", false,
 		"roll back although the current artifact's workload is marked "+rollback.AnnotationIrreversible)
