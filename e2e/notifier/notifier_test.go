@@ -13,6 +13,9 @@ package notifier
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -33,6 +36,7 @@ import (
 	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/notifier"
@@ -81,7 +85,10 @@ type env struct {
 	app      string
 }
 
-func setup(t *testing.T, ctx context.Context, api *testenv.APIServer, app string, cfg notifier.Config) *env {
+// setup starts the Git server with the seed repository (policy, when not
+// empty, is its throughline-policy.yaml, whose registry the notifier then
+// judges the controller objects by) and the notifier.
+func setup(t *testing.T, ctx context.Context, api *testenv.APIServer, app, policy string, cfg notifier.Config) *env {
 	t.Helper()
 	gs := testenv.StartGitServer(t, testenv.GitServerOptions{Username: "git", Password: "s3cr3t"})
 	remote, err := gs.CreateRepo(ctx, "org/gitops.git")
@@ -92,6 +99,9 @@ func setup(t *testing.T, ctx context.Context, api *testenv.APIServer, app string
 	overlay := filepath.Join(seed, "apps", app, "overlays", "production")
 	must(t, os.MkdirAll(overlay, 0o755))
 	must(t, os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte("images: [{name: x, digest: \""+digest+"\"}]\n"), 0o644))
+	if policy != "" {
+		must(t, os.WriteFile(filepath.Join(seed, promotion.PolicyFile), []byte(policy), 0o644))
+	}
 	git(t, seed, "add", ".")
 	git(t, seed, "commit", "-q", "-m", "promote "+app)
 	desired := git(t, seed, "rev-parse", "HEAD")
@@ -141,7 +151,11 @@ func setup(t *testing.T, ctx context.Context, api *testenv.APIServer, app string
 	must(t, err)
 	dyn, err := dynamic.NewForConfig(api.Config)
 	must(t, err)
-	proc := &notifier.Processor{Git: &evidence.GitSink{Repo: repo, Branch: "main"}, Live: &notifier.KubeAcceptances{Client: dyn}}
+	live := &notifier.KubeAcceptances{Client: dyn}
+	if policy != "" {
+		live.Registry = notifier.BaseRegistry(&gitops.Repo{Repo: repo, Base: "main"})
+	}
+	proc := &notifier.Processor{Git: &evidence.GitSink{Repo: repo, Branch: "main"}, Live: live}
 	h, err := notifier.New(cfg, proc, nil)
 	must(t, err)
 	srv := httptest.NewServer(h)
@@ -218,10 +232,60 @@ func TestFluxWrongRevisionHalts(t *testing.T) {
 type observedCase int
 
 const (
-	observedDesired   observedCase = iota // the desired commit itself
-	observedLater                         // a later commit of the branch
-	observedUnrelated                     // a commit on another branch
+	observedDesired      observedCase = iota // the desired commit itself
+	observedLater                            // a later commit of the branch
+	observedUnrelated                        // a commit on another branch
+	stagingKustomization                     // the desired commit, applied by a Kustomization of staging's path
 )
+
+// registryPolicy is the environment registry of TestFluxStagingKustomizationRefused.
+const registryPolicy = `apiVersion: throughline.dev/v1alpha1
+kind: PromotionPolicy
+environments:
+  staging:
+    paths: ["apps/*/overlays/staging"]
+    namespaces: ["*-staging"]
+  production:
+    paths: ["apps/*/overlays/production"]
+    namespaces: ["shop"]
+`
+
+// Issue 14: with an environment registry, a Kustomization applying
+// staging's path under production's Alert is refused (409 unbound) and
+// nothing is written, though the Acceptance in its namespace is verified.
+func TestFluxStagingKustomizationRefused(t *testing.T) {
+	fluxToEvidence(t, stagingKustomization)
+}
+
+// refused waits until the notifier has refused a delivery from source for
+// reason (its metrics), then checks that main holds no evidence commit and
+// the record is still RECONCILING.
+func (e *env) refused(t *testing.T, source, reason string) {
+	t.Helper()
+	want := fmt.Sprintf(`throughline_notifier_deliveries_refused_total{reason=%q,source=%q}`, reason, source)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		resp, err := http.Get(e.notifier.URL + "/metrics")
+		must(t, err)
+		body, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		must(t, err)
+		if strings.Contains(string(body), want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 90s", want)
+		}
+		time.Sleep(time.Second)
+	}
+	clone := filepath.Join(t.TempDir(), "c")
+	git(t, filepath.Dir(clone), "clone", "-q", e.remote, clone)
+	rec, err := promotion.Parse("record", []byte(git(t, clone, "show", "HEAD:"+promotion.RecordPath(e.app, "production"))))
+	must(t, err)
+	if n := git(t, clone, "rev-list", "--count", "HEAD"); n != "2" || rec.State != promotion.Reconciling {
+		t.Fatalf("after a refused delivery: %s commits on main (want 2), record %s", n, rec.State)
+	}
+}
 
 func fluxToEvidence(t *testing.T, which observedCase) {
 	testenv.RequireNotificationController(t)
@@ -231,7 +295,11 @@ func fluxToEvidence(t *testing.T, which observedCase) {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	key := []byte("hmac-key-0123456789")
-	e := setup(t, ctx, api, "checkout", notifier.Config{FluxKey: key, Rate: -1})
+	policy := ""
+	if which == stagingKustomization {
+		policy = registryPolicy
+	}
+	e := setup(t, ctx, api, "checkout", policy, notifier.Config{FluxKey: key, Rate: -1})
 	c := api.Client
 	const ns = "flux-system"
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
@@ -249,11 +317,15 @@ func fluxToEvidence(t *testing.T, which observedCase) {
 		}
 		must(t, c.Create(ctx, u))
 	}
+	ksPath := "./apps/checkout/overlays/production"
+	if which == stagingKustomization {
+		ksPath = "./apps/checkout/overlays/staging" // staging's path under production's Alert
+	}
 	ks := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
 		"metadata": map[string]any{"name": "checkout-production", "namespace": ns},
 		// targetNamespace binds the namespace the notifier reads the Acceptance in.
-		"spec": map[string]any{"interval": "5m", "path": "./apps/checkout/overlays/production", "prune": true, "wait": true,
+		"spec": map[string]any{"interval": "5m", "path": ksPath, "prune": true, "wait": true,
 			"targetNamespace": "shop", "sourceRef": map[string]any{"kind": "GitRepository", "name": "gitops-env"}},
 	}}
 	must(t, c.Create(ctx, ks))
@@ -292,6 +364,8 @@ func fluxToEvidence(t *testing.T, which observedCase) {
 	}()
 	defer close(done)
 	switch which {
+	case stagingKustomization:
+		e.refused(t, "flux", "unbound")
 	case observedUnrelated:
 		e.decided(t, "flux", promotion.Halted, observed)
 	case observedLater:
@@ -311,7 +385,7 @@ func TestArgoCDNotificationsToEvidence(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	token := "s3cr3t-t0ken"
-	e := setup(t, ctx, api, "checkout", notifier.Config{ArgoCDToken: []byte(token), Rate: -1})
+	e := setup(t, ctx, api, "checkout", "", notifier.Config{ArgoCDToken: []byte(token), Rate: -1})
 	c := api.Client
 	const ns = "argocd"
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
