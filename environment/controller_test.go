@@ -1,6 +1,7 @@
 package environment
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -59,4 +60,31 @@ func TestCheckController(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzControllerOf: a controller object as the API server returns it (any
+// JSON) never panics ControllerOf or CheckController, and a path read from
+// it never escapes the GitOps root unmarked.
+func FuzzControllerOf(f *testing.F) {
+	f.Add(`{"kind":"Application","metadata":{"namespace":"argocd","name":"a"},"spec":{"source":{"path":"apps/checkout/overlays/production"},`+
+		`"destination":{"namespace":"checkout-production"}}}`, "")
+	f.Add(`{"kind":"Kustomization","spec":{"path":"./gitops/../apps/x","targetNamespace":7}}`, "gitops/")
+	f.Add(`{"kind":"Application","spec":{"sources":[{"path":"a"},3,{"path":""}]}}`, "")
+	r, err := New(file, example())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, doc, prefix string) {
+		var obj map[string]any
+		if json.Unmarshal([]byte(doc), &obj) != nil {
+			return
+		}
+		c := ControllerOf(obj, prefix)
+		for _, p := range c.Paths {
+			if prefix != "" && strings.HasPrefix(p, "..") && !strings.HasPrefix(p, "../") {
+				t.Fatalf("path %q", p)
+			}
+		}
+		_ = r.CheckController("checkout", "production", c)
+	})
 }
