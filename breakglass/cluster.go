@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -90,6 +91,11 @@ type Request struct {
 	Ticket    string
 	Now       time.Time
 	ExpiresAt time.Time
+	// Registry, when set, is the environment registry at the base: the
+	// target must deploy App in Env by it (checkTarget). Prefix is the
+	// GitOps root inside the repository ("" or ending in "/").
+	Registry *environment.Registry
+	Prefix   string
 }
 
 // Get reads the controller object.
@@ -114,6 +120,9 @@ func Pause(ctx context.Context, c client.Client, req Request) (*Record, error) {
 	t := req.Target
 	u, err := Get(ctx, c, t)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkTarget(req, u); err != nil {
 		return nil, err
 	}
 	if err := restorers(ctx, c, u, t); err != nil {

@@ -26,7 +26,9 @@ type WritebackOptions struct {
 	// Base is the commit of the base branch: the desired state now, and
 	// the parent of the write-back commit.
 	Base string
-	// Path is the GitOps-root-relative environment overlay.
+	// Path is the GitOps-root-relative environment overlay ("" for the
+	// environment registry's, at Base; given, it must be the record's
+	// environment's path of its app).
 	Path string
 	// Renderer is throughline's version (the overlay with the patches is
 	// rendered with every policy rule before it is committed).
@@ -103,6 +105,13 @@ type liveReader func(ctx context.Context, before []render.Object) (*Live, error)
 
 // proposeWriteback is ProposeWriteback with the live state read by readLive.
 func proposeWriteback(ctx context.Context, r *gitops.Repo, rec *Record, opts WritebackOptions, readLive liveReader) (*WritebackResult, error) {
+	reg, err := ReadRegistry(ctx, r, opts.Base)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Path, err = WritebackPath(reg, rec.App, rec.Environment, opts.Path); err != nil {
+		return nil, err
+	}
 	src, err := SourceCommit(ctx, r, rec)
 	if err != nil {
 		return nil, err

@@ -53,6 +53,9 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, &exitcode.InvalidInput{File: opts.Env.SourcePath, Err: fmt.Errorf("%s: %w", EnvAppSourcePath, err)}
 	}
+	if opts.Env, err = resolveEnvironment(root, wd, opts.Env, opts.MaxFileSize); err != nil {
+		return nil, err
+	}
 	var key string
 	var cacheWarn error // an entry ignored by lookup, reported in CacheErr
 	if opts.Cache != nil {

@@ -45,15 +45,31 @@ type KubeAcceptances struct {
 	// Namespace, when set, is the only namespace a controller object may
 	// bind (another one is refused with ErrUnbound).
 	Namespace string
+	// Registry, when set, is the environment registry the controller
+	// object must agree with: its source paths the delivery's app in its
+	// environment, its namespaces that environment's (checkEnvironment).
+	Registry RegistryFunc
+	// Prefix is the GitOps root inside the repository the controller
+	// objects read ("" or ending in "/").
+	Prefix string
 }
 
 // Get returns the one Acceptance of ev's app in ev's environment, read only
 // in the namespaces ev.Ref binds (see Bind). None is ErrNoAcceptance, more
 // than one ErrAmbiguous: never the first of several.
 func (k *KubeAcceptances) Get(ctx context.Context, ev Event) (*Live, error) {
-	nss, err := k.Bind(ctx, ev.Ref)
+	u, nss, err := k.bind(ctx, ev.Ref)
 	if err != nil {
 		return nil, err
+	}
+	if k.Registry != nil {
+		reg, err := k.Registry(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkEnvironment(reg, ev, u, nss, k.Prefix); err != nil {
+			return nil, err
+		}
 	}
 	app, env := ev.App, ev.Environment
 	sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelApp: acceptance.LabelValue(app), v1alpha1.LabelEnvironment: acceptance.LabelValue(env)})
@@ -101,8 +117,14 @@ func (k *KubeAcceptances) Get(ctx context.Context, ev Event) (*Live, error) {
 // A missing controller object is a *WaitError; any other kind, or a ref
 // without a namespace or name, is ErrUnbound.
 func (k *KubeAcceptances) Bind(ctx context.Context, ref ObjectRef) ([]string, error) {
+	_, nss, err := k.bind(ctx, ref)
+	return nss, err
+}
+
+// bind is Bind that also returns the controller object.
+func (k *KubeAcceptances) bind(ctx context.Context, ref ObjectRef) (*unstructured.Unstructured, []string, error) {
 	if ref.Namespace == "" || ref.Name == "" {
-		return nil, fmt.Errorf("%s: %w: the delivery names no namespace or no name", ref, ErrUnbound)
+		return nil, nil, fmt.Errorf("%s: %w: the delivery names no namespace or no name", ref, ErrUnbound)
 	}
 	var gvr schema.GroupVersionResource
 	switch ref.Kind {
@@ -111,33 +133,33 @@ func (k *KubeAcceptances) Bind(ctx context.Context, ref ObjectRef) ([]string, er
 	case KindKustomization:
 		gvr = KustomizationResource
 	default:
-		return nil, fmt.Errorf("%s: %w: only an Argo CD Application or a Flux Kustomization binds an app to a namespace", ref, ErrUnbound)
+		return nil, nil, fmt.Errorf("%s: %w: only an Argo CD Application or a Flux Kustomization binds an app to a namespace", ref, ErrUnbound)
 	}
 	u, err := k.Client.Resource(gvr).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, &WaitError{Reason: fmt.Sprintf("%s not found: it binds the namespace of the Acceptance", ref)}
+		return nil, nil, &WaitError{Reason: fmt.Sprintf("%s not found: it binds the namespace of the Acceptance", ref)}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", ref, err)
+		return nil, nil, fmt.Errorf("reading %s: %w", ref, err)
 	}
 	var nss []string
 	if ref.Kind == KindApplication {
 		ns, _, _ := unstructured.NestedString(u.Object, "spec", "destination", "namespace")
 		if ns == "" {
-			return nil, fmt.Errorf("%s: %w: it has no spec.destination.namespace", ref, ErrUnbound)
+			return nil, nil, fmt.Errorf("%s: %w: it has no spec.destination.namespace", ref, ErrUnbound)
 		}
 		nss = []string{ns}
 	} else if ns, _, _ := unstructured.NestedString(u.Object, "spec", "targetNamespace"); ns != "" {
 		nss = []string{ns}
 	} else if nss = inventoryAcceptanceNamespaces(u); len(nss) == 0 {
-		return nil, &WaitError{Reason: fmt.Sprintf("%s has no spec.targetNamespace and no Acceptance in its status.inventory yet", ref)}
+		return nil, nil, &WaitError{Reason: fmt.Sprintf("%s has no spec.targetNamespace and no Acceptance in its status.inventory yet", ref)}
 	}
 	for _, ns := range nss {
 		if k.Namespace != "" && ns != k.Namespace {
-			return nil, fmt.Errorf("%s: %w: it binds namespace %s, the notifier reads Acceptances in %s only", ref, ErrUnbound, ns, k.Namespace)
+			return nil, nil, fmt.Errorf("%s: %w: it binds namespace %s, the notifier reads Acceptances in %s only", ref, ErrUnbound, ns, k.Namespace)
 		}
 	}
-	return nss, nil
+	return u, nss, nil
 }
 
 // inventoryAcceptanceNamespaces returns the namespaces of the Acceptances

@@ -88,7 +88,7 @@ func Start(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 	}
 	proc := &Processor{
 		Git:  &evidence.GitSink{Repo: cfg.Repo.Repo, Branch: branch, Attempts: DefaultGitAttempts},
-		Live: &KubeAcceptances{Client: dyn, Namespace: cfg.Namespace},
+		Live: &KubeAcceptances{Client: dyn, Namespace: cfg.Namespace, Registry: BaseRegistry(cfg.Repo), Prefix: cfg.Repo.Prefix},
 	}
 	h, err := New(cfg.Handler, proc, prometheus.NewRegistry())
 	if err != nil {

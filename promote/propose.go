@@ -31,10 +31,11 @@ type Proposal struct {
 // ProposeRequest asks to promote app's digest accepted in From to To.
 type ProposeRequest struct {
 	App, From, To string
-	// Path is the target overlay, relative to the GitOps root.
+	// Path is the target overlay, relative to the GitOps root ("" for
+	// the environment registry's, else DefaultPath); it must be To's.
 	Path string
-	// Cluster is the target cluster ("" for the policy file's, else the
-	// environment name).
+	// Cluster is the target cluster ("" for the registry's, else the
+	// environment name); it must be To's.
 	Cluster string
 	// Renderer is throughline's version, recorded in the target.
 	Renderer string
@@ -45,11 +46,14 @@ type ProposeRequest struct {
 // and a CANDIDATE record, committed on the attempt branch (compare-and-swap,
 // never forced). The same request again returns the existing attempt.
 func Propose(ctx context.Context, r *gitops.Repo, req ProposeRequest) (*Proposal, error) {
-	app, from, to := req.App, req.From, req.To
 	baseRev, err := r.BaseRev(ctx)
 	if err != nil {
 		return nil, err
 	}
+	if req, err = resolveRequest(ctx, r, baseRev, req); err != nil {
+		return nil, err
+	}
+	app, from, to := req.App, req.From, req.To
 	src, err := promotion.ReadRecord(ctx, r, baseRev, app, from)
 	if err != nil {
 		return nil, err
@@ -161,19 +165,12 @@ func editTarget(ctx context.Context, r *gitops.Repo, baseRev string, art promoti
 	return e, nil
 }
 
-// proposeArtifact is the propose path: write art's digest into the target
-// overlay at baseRev, check policy, and commit it with a CANDIDATE record on
+// proposeArtifact is the propose path (req resolved by resolveRequest):
+// write art's digest into the target overlay at baseRev, check policy, and commit it with a CANDIDATE record on
 // the attempt branch (compare-and-swap, never forced).
 func proposeArtifact(ctx context.Context, r *gitops.Repo, baseRev string, art promotion.Artifact, req ProposeRequest,
 	o proposeOptions) (*Proposal, error) {
 	app, to := req.App, req.To
-	pol, err := promotion.ReadPolicy(ctx, r, baseRev)
-	if err != nil {
-		return nil, err
-	}
-	if req.Cluster == "" {
-		req.Cluster = pol.Cluster(to)
-	}
 	e, err := editTarget(ctx, r, baseRev, art, req)
 	if err != nil {
 		return nil, err

@@ -33,8 +33,8 @@ type RollbackRequest struct {
 	// To is a digest (sha256:<hex>, or 12+ hex digits) accepted before in
 	// Env, or rollback.Previous.
 	To string
-	// Path is the environment's overlay; Cluster its cluster ("" for the
-	// policy file's, else the environment name).
+	// Path is the environment's overlay, Cluster its cluster ("" for the
+	// environment registry's; they must be Env's).
 	Path, Cluster string
 	// AcceptIrreversible rolls back although the current artifact's
 	// workload is marked rollback.AnnotationIrreversible.
@@ -56,6 +56,12 @@ func Rollback(ctx context.Context, r *gitops.Repo, req RollbackRequest) (*Rollba
 	if err != nil {
 		return nil, err
 	}
+	target, err := resolveRequest(ctx, r, baseRev, ProposeRequest{App: app, From: env, To: env, Path: req.Path, Cluster: req.Cluster,
+		Renderer: req.Renderer})
+	if err != nil {
+		return nil, err
+	}
+	req.Path = target.Path
 	cur, err := promotion.ReadRecord(ctx, r, baseRev, app, env)
 	if err != nil {
 		return nil, err
@@ -80,8 +86,7 @@ func Rollback(ctx context.Context, r *gitops.Repo, req RollbackRequest) (*Rollba
 		return nil, err
 	}
 	from := cur.Artifact.Digest
-	p, err := proposeArtifact(ctx, r, baseRev, pick.Artifact, ProposeRequest{App: app, From: env, To: env, Path: req.Path,
-		Cluster: req.Cluster, Renderer: req.Renderer},
+	p, err := proposeArtifact(ctx, r, baseRev, pick.Artifact, target,
 		proposeOptions{
 			By:         "throughline rollback",
 			MinAttempt: hist.Attempts[pick.Artifact.Digest],

@@ -30,6 +30,10 @@ func updateRecord(ctx context.Context, r *gitops.Repo, branch, app, env, missing
 	advance func(ctx context.Context, tip string, rec *promotion.Record) (string, error)) (*Transition, error) {
 	var rec *promotion.Record
 	file := promotion.RecordPath(app, env)
+	checkTarget, err := baseRecordTarget(ctx, r)
+	if err != nil {
+		return nil, err
+	}
 	sha, err := r.Swap(ctx, branch, func(ctx context.Context, tip string) (map[string][]byte, string, error) {
 		var err error
 		rec, err = promotion.ReadRecord(ctx, r, tip, app, env)
@@ -39,8 +43,14 @@ func updateRecord(ctx context.Context, r *gitops.Repo, branch, app, env, missing
 		if rec == nil {
 			return nil, "", exitcode.Refuse(RulePromotion, "branch %s has no record %s%s", branch, file, missing)
 		}
+		if err := checkTarget(rec, env); err != nil {
+			return nil, "", err
+		}
 		msg, err := advance(ctx, tip, rec)
 		if err != nil {
+			return nil, "", err
+		}
+		if err := checkTarget(rec, env); err != nil {
 			return nil, "", err
 		}
 		data, err := rec.Marshal()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/throughline-dev/throughline/breakglass"
+	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/forge"
 	"github.com/throughline-dev/throughline/gitops"
@@ -56,7 +56,7 @@ func (b *breakglassFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&b.repo, "repo", "", "the GitOps repository (a Git work tree; the directory is its root)")
 	f.StringVar(&b.app, "app", "", "application name")
-	f.StringVar(&b.env, "env", "", "environment")
+	f.StringVar(&b.env, "env", "", "environment (one of the environment registry's, when throughline-policy.yaml declares any)")
 	f.StringVar(&b.controller, "controller", "argocd", "the GitOps controller: argocd (Application) or flux (Kustomization)")
 	f.StringVar(&b.namespace, "namespace", "", "namespace of the Application / Kustomization (default argocd / flux-system)")
 	f.StringVar(&b.name, "name", "", "name of the Application / Kustomization (default APP-ENV)")
@@ -91,6 +91,8 @@ type pauseState struct {
 	repo *gitops.Repo
 	base string
 	rec  *breakglass.Record
+	// reg is the environment registry at base.
+	reg *environment.Registry
 }
 
 // openPause opens the repository of bf (fetching it), resolves the base
@@ -108,7 +110,11 @@ func openPause(ctx context.Context, bf *breakglassFlags) (*pauseState, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &pauseState{repo: r, base: base, rec: rec}, nil
+	reg, err := breakglass.ReadRegistry(ctx, r, base)
+	if err != nil {
+		return nil, err
+	}
+	return &pauseState{repo: r, base: base, rec: rec, reg: reg}, nil
 }
 
 // openActivePause is openPause that refuses (exit 3) when no pause is
@@ -150,7 +156,13 @@ pausing at once exactly one wins; the record breakglass/<env>/<app>.yaml is
 then committed on the base branch by compare-and-swap (never forced) and
 holds the source revision, every managed object's resourceVersion and
 managedFields, the operator, the ticket and the expiry. A second pause while
-one is active is refused.`
+one is active is refused.
+
+When throughline-policy.yaml (at the base branch) declares environments, the
+controller object must deploy APP in ENV by that registry: its source path
+ENV's overlay of APP, its destination namespace (Application
+spec.destination.namespace, Kustomization spec.targetNamespace) one of ENV's
+namespaces; otherwise the pause is refused (exit 3) before anything is patched.`
 
 // pauseOptions are the flags of breakglass pause.
 type pauseOptions struct {
@@ -201,7 +213,7 @@ func (o *pauseOptions) run(ctx context.Context, g *globals, stdout io.Writer) er
 	}
 	now := time.Now()
 	rec, err := breakglass.Pause(ctx, c, breakglass.Request{Target: bf.target(), App: bf.app, Env: bf.env,
-		Operator: bf.operator, Ticket: o.ticket, Now: now, ExpiresAt: now.Add(o.expires)})
+		Operator: bf.operator, Ticket: o.ticket, Now: now, ExpiresAt: now.Add(o.expires), Registry: ps.reg, Prefix: ps.repo.Prefix})
 	if err != nil {
 		return breakglassError(err)
 	}
@@ -402,7 +414,8 @@ type writebackOptions struct {
 }
 
 func (o *writebackOptions) addFlags(f *pflag.FlagSet) {
-	f.StringVar(&o.targetPath, "path", "", "environment overlay, relative to the repository (default apps/APP/overlays/ENV)")
+	f.StringVar(&o.targetPath, "path", "", "environment overlay, relative to the repository "+
+		"(default: the environment registry's, else apps/APP/overlays/ENV); must be ENV's")
 	f.StringSliceVar(&o.temporary, "temporary", nil, `incident-only fields, "Kind/name:path" globs (e.g. "Deployment/web:spec.replicas"); repeatable`)
 	f.StringSliceVar(&o.writers, "writer", nil, "field managers that are legitimate writers besides the controller; repeatable")
 	f.StringSliceVar(&o.ctlNames, "controller-manager", nil,
@@ -436,9 +449,6 @@ func (o *writebackOptions) run(ctx context.Context, g *globals, stdout io.Writer
 	fc, err := o.ff.client()
 	if err != nil {
 		return err
-	}
-	if o.targetPath == "" {
-		o.targetPath = path.Join("apps", bf.app, "overlays", bf.env)
 	}
 	ps, err := openActivePause(ctx, bf, "nothing was paused, so there is nothing to write back")
 	if err != nil {

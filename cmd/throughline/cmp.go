@@ -32,7 +32,14 @@ on stdout, so Argo CD shows a ComparisonError instead of pruning.
 
 Reads ARGOCD_APP_NAME, ARGOCD_APP_NAMESPACE, ARGOCD_APP_REVISION,
 ARGOCD_APP_SOURCE_PATH, ARGOCD_APP_SOURCE_REPO_URL, KUBE_VERSION,
-KUBE_API_VERSIONS, ARGOCD_ENV_* and PARAM_* (environment, app).`
+KUBE_API_VERSIONS, ARGOCD_ENV_* and PARAM_* (environment, app).
+
+When throughline-policy.yaml at the repository root the plugin sees declares
+environments, the environment is the one whose paths hold the application
+path: an environment parameter naming another one, a destination namespace
+(ARGOCD_APP_NAMESPACE) that is not one of its namespaces, an app parameter
+naming another app, or a path of no environment is refused (exit 3, naming
+both sides), and the Acceptance says the path's environment.`
 
 // cmpGenerateOptions are the flags of throughline cmp generate.
 type cmpGenerateOptions struct {

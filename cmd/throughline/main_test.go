@@ -227,6 +227,20 @@ func TestCMPGenerateCommand(t *testing.T) {
 		t.Errorf("second generate: cached output differs or was not cached: %s", again.stderr)
 	}
 
+	// Issue 14 item 2: staging's Application in production's path.
+	t.Chdir(filepath.Join(repo, "apps/checkout/overlays/production"))
+	t.Setenv("ARGOCD_APP_SOURCE_PATH", "apps/checkout/overlays/production")
+	wrong := runCLI(t, "cmp", "generate", "--cache-dir", cacheDir)
+	if wrong.code != exitcode.Refused || wrong.stdout != "" || !strings.Contains(wrong.stderr, "environment production's, not staging's") ||
+		!strings.Contains(wrong.stderr, `"checkout-staging"`) {
+		t.Errorf("staging's Application in production: exit %d, stdout %q, stderr %s", wrong.code, wrong.stdout, wrong.stderr)
+	}
+
+	// refused-unpinned is no environment of the registry: without it, the
+	// policy refuses its images.
+	if err := os.Remove(filepath.Join(repo, "throughline-policy.yaml")); err != nil {
+		t.Fatal(err)
+	}
 	t.Chdir(filepath.Join(repo, "apps/checkout/overlays/refused-unpinned"))
 	t.Setenv("ARGOCD_APP_SOURCE_PATH", "apps/checkout/overlays/refused-unpinned")
 	bad := runCLI(t, "cmp", "generate", "--cache-dir", cacheDir)

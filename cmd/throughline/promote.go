@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -60,6 +59,11 @@ the target overlay's images: entry (replicas, hosts, resources and every other
 parameter of the target stay), write the target's CANDIDATE record, and commit
 both on the branch throughline/promote/<app>/<to>/<digest12>-<attempt>.
 
+The environment registry of throughline-policy.yaml (read at the base branch)
+gives the target's overlay path and cluster; --path and --cluster, when given,
+must be the target environment's, and --from and --to must be environments it
+lists (exit 3 naming the registry otherwise).
+
 The attempt key is app + digest + target environment + attempt number. The
 same request again returns the existing attempt (and opens no second PR); a
 changed target (parameters, cluster, renderer version) makes a new attempt.
@@ -79,8 +83,9 @@ func (o *promoteProposeOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.app, "app", "", "application name")
 	f.StringVar(&o.from, "from", "", "source environment (its record must be ACCEPTED)")
 	f.StringVar(&o.to, "to", "", "target environment")
-	f.StringVar(&o.targetPath, "path", "", "target overlay, relative to the repository (default apps/APP/overlays/TO)")
-	f.StringVar(&o.cluster, "cluster", "", "target cluster (default: the policy file's, else the environment name)")
+	f.StringVar(&o.targetPath, "path", "", "target overlay, relative to the repository "+
+		"(default: the environment registry's, else apps/APP/overlays/TO); must be TO's")
+	f.StringVar(&o.cluster, "cluster", "", "target cluster (default: the environment registry's, else the environment name); must be the environment's")
 	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
 	o.ff.addFlags(f)
 }
@@ -111,9 +116,6 @@ func (o *promoteProposeOptions) run(ctx context.Context, g *globals, stdout io.W
 	fc, err := o.ff.client()
 	if err != nil {
 		return err
-	}
-	if o.targetPath == "" {
-		o.targetPath = path.Join("apps", o.app, "overlays", o.to)
 	}
 	r, err := gitops.Open(ctx, o.repo)
 	if err != nil {

@@ -318,6 +318,21 @@ func TestPromoteProposeRefusals(t *testing.T) {
 	if r := runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--to", "production"); r.code != 2 {
 		t.Fatalf("missing --from: %d", r.code)
 	}
+	// Issue 14 item 1: the environment is derived from the path and must be
+	// one the registry lists.
+	for _, args := range [][]string{
+		{"--from", "staging", "--to", "qa", "--path", "apps/checkout/overlays/production"},
+		{"--from", "dev", "--to", "staging", "--path", "apps/checkout/overlays/production"},
+		{"--from", "staging", "--to", "production", "--cluster", "staging-eu-1"},
+	} {
+		r := runCLI(t, append([]string{"promote", "propose", "--repo", root, "--app", "checkout"}, args...)...)
+		if r.code != 3 || !strings.Contains(r.stderr, "throughline-policy.yaml") || !strings.Contains(r.stderr, "environment") {
+			t.Errorf("propose %v: %d %s", args, r.code, r.stderr)
+		}
+	}
+	if out := gitT(t, top, "branch", "--list", "throughline/*"); out != "" {
+		t.Fatalf("refused proposals left branches: %s", out)
+	}
 	// A future schemaVersion in the source record is invalid input.
 	f := filepath.Join(root, "promotion/checkout/staging.yaml")
 	writeTree(t, root, map[string]string{"promotion/checkout/staging.yaml": strings.Replace(readFile(t, f), "promotion/v1", "promotion/v2", 1)})
@@ -410,8 +425,16 @@ func TestPromoteNewAttempt(t *testing.T) {
 	if err != nil || rep.OK {
 		t.Fatalf("old attempt against the moved target: %+v %v", rep, err)
 	}
-	// Another cluster is another attempt too.
+	// A free-text cluster is refused; another cluster in the registry is
+	// another attempt.
 	res := runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production", "--cluster", "prod-us-1")
+	if res.code != 3 || !strings.Contains(res.stderr, `cluster "prod-us-1" is not environment production's`) {
+		t.Fatalf("free-text cluster: %d %s %s", res.code, res.stdout, res.stderr)
+	}
+	pol := filepath.Join(root, "throughline-policy.yaml")
+	writeTree(t, root, map[string]string{"throughline-policy.yaml": strings.Replace(readFile(t, pol), "prod-eu-1", "prod-us-1", 1)})
+	gitT(t, top, "commit", "-q", "-am", "production moves to prod-us-1")
+	res = runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production")
 	if res.code != 0 || !strings.Contains(res.stdout, "proposed checkout-production-4b7e2a91c3d5-3") {
 		t.Fatalf("other cluster: %d %s %s", res.code, res.stdout, res.stderr)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -30,7 +29,9 @@ ACCEPTED without its evidence file, or evidence disagreeing with the record,
 or rewritten since): those are listed as warnings on every rollback. The
 digest must still exist in the registry (refused when deleted; exit 5 when
 the registry cannot be reached) and the overlay with it must pass every
-policy rule.
+policy rule. ENV must be an environment of the registry of
+throughline-policy.yaml (at the base branch), which gives the overlay path and
+the cluster; --path and --cluster, when given, must be ENV's (exit 3).
 
 The rollback goes through the promote propose path: only the digest in the
 overlay's images: entry changes, a record is written, and both are committed on
@@ -58,8 +59,9 @@ func (o *rollbackOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.app, "app", "", "application name")
 	f.StringVar(&o.env, "env", "", "environment to roll back")
 	f.StringVar(&o.to, "to", "", `digest (sha256:<hex>, or 12+ hex digits) accepted before in ENV, or "previous"`)
-	f.StringVar(&o.targetPath, "path", "", "environment overlay, relative to the repository (default apps/APP/overlays/ENV)")
-	f.StringVar(&o.cluster, "cluster", "", "target cluster (default: the policy file's, else the environment name)")
+	f.StringVar(&o.targetPath, "path", "", "environment overlay, relative to the repository "+
+		"(default: the environment registry's, else apps/APP/overlays/ENV); must be ENV's")
+	f.StringVar(&o.cluster, "cluster", "", "target cluster (default: the environment registry's, else the environment name); must be the environment's")
 	f.BoolVar(&o.acceptIrreversible, "accept-irreversible-migration", false,
 		"roll back although the current artifact's workload is marked "+rollback.AnnotationIrreversible)
 	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
@@ -94,9 +96,6 @@ func (o *rollbackOptions) run(ctx context.Context, g *globals, stdout io.Writer)
 	rc, err := o.rf.client()
 	if err != nil {
 		return err
-	}
-	if o.targetPath == "" {
-		o.targetPath = path.Join("apps", o.app, "overlays", o.env)
 	}
 	r, err := gitops.Open(ctx, o.repo)
 	if err != nil {

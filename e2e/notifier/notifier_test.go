@@ -13,6 +13,9 @@ package notifier
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -34,6 +37,7 @@ import (
 	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/notifier"
@@ -89,6 +93,7 @@ type env struct {
 	haltReason string
 }
 
+// setup starts the Git server with the seed repository and the notifier.
 func setup(t *testing.T, ctx context.Context, api *testenv.APIServer, app string, cfg notifier.Config) *env {
 	t.Helper()
 	return setupWithPolicy(t, ctx, api, app, cfg, "")
@@ -96,7 +101,8 @@ func setup(t *testing.T, ctx context.Context, api *testenv.APIServer, app string
 
 // setupWithPolicy is setup where, when policy is set, the first commit
 // of main is throughline-policy.yaml with that content, before the desired
-// commit (a controller stuck there observes an ancestor of the desired one).
+// commit (a controller stuck there observes an ancestor of the desired one),
+// and the notifier judges the controller objects by its registry.
 func setupWithPolicy(t *testing.T, ctx context.Context, api *testenv.APIServer, app string, cfg notifier.Config, policy string) *env {
 	t.Helper()
 	gs := testenv.StartGitServer(t, testenv.GitServerOptions{Username: "git", Password: "s3cr3t"})
@@ -115,6 +121,9 @@ func setupWithPolicy(t *testing.T, ctx context.Context, api *testenv.APIServer, 
 	overlay := filepath.Join(seed, "apps", app, "overlays", "production")
 	must(t, os.MkdirAll(overlay, 0o755))
 	must(t, os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte("images: [{name: x, digest: \""+digest+"\"}]\n"), 0o644))
+	if policy != "" {
+		must(t, os.WriteFile(filepath.Join(seed, promotion.PolicyFile), []byte(policy), 0o644))
+	}
 	git(t, seed, "add", ".")
 	git(t, seed, "commit", "-q", "-m", "promote "+app)
 	desired := git(t, seed, "rev-parse", "HEAD")
@@ -164,7 +173,11 @@ func setupWithPolicy(t *testing.T, ctx context.Context, api *testenv.APIServer, 
 	must(t, err)
 	dyn, err := dynamic.NewForConfig(api.Config)
 	must(t, err)
-	proc := &notifier.Processor{Git: &evidence.GitSink{Repo: repo, Branch: "main"}, Live: &notifier.KubeAcceptances{Client: dyn}}
+	live := &notifier.KubeAcceptances{Client: dyn}
+	if policy != "" {
+		live.Registry = notifier.BaseRegistry(&gitops.Repo{Repo: repo, Base: "main"})
+	}
+	proc := &notifier.Processor{Git: &evidence.GitSink{Repo: repo, Branch: "main"}, Live: live}
 	h, err := notifier.New(cfg, proc, nil)
 	must(t, err)
 	srv := httptest.NewServer(h)
@@ -249,19 +262,73 @@ func TestFluxStuckPastReconcileDeadlineHalts(t *testing.T) {
 type observedCase int
 
 const (
-	observedDesired   observedCase = iota // the desired commit itself
-	observedLater                         // a later commit of the branch
-	observedUnrelated                     // a commit on another branch
-	observedStuck                         // an earlier commit, past the deadline
+	observedDesired      observedCase = iota // the desired commit itself
+	observedLater                            // a later commit of the branch
+	observedUnrelated                        // a commit on another branch
+	observedStuck                            // an earlier commit, past the deadline
+	stagingKustomization                     // the desired commit, applied by a Kustomization of staging's path
 )
 
+// deadlinePolicy is the registry of TestFluxStuckPastReconcileDeadlineHalts:
+// production's path and namespace, and its reconcileDeadline.
 const deadlinePolicy = `apiVersion: throughline.dev/v1alpha1
 kind: PromotionPolicy
 environments:
   production:
     cluster: prod
+    paths: ["apps/*/overlays/production"]
+    namespaces: ["shop"]
     reconcileDeadline: 10m
 `
+
+// registryPolicy is the environment registry of TestFluxStagingKustomizationRefused.
+const registryPolicy = `apiVersion: throughline.dev/v1alpha1
+kind: PromotionPolicy
+environments:
+  staging:
+    paths: ["apps/*/overlays/staging"]
+    namespaces: ["*-staging"]
+  production:
+    paths: ["apps/*/overlays/production"]
+    namespaces: ["shop"]
+`
+
+// Issue 14: with an environment registry, a Kustomization applying
+// staging's path under production's Alert is refused (409 unbound) and
+// nothing is written, though the Acceptance in its namespace is verified.
+func TestFluxStagingKustomizationRefused(t *testing.T) {
+	fluxToEvidence(t, stagingKustomization)
+}
+
+// refused waits until the notifier has refused a delivery from source for
+// reason (its metrics), then checks that main holds no evidence commit and
+// the record is still RECONCILING.
+func (e *env) refused(t *testing.T, source, reason string) {
+	t.Helper()
+	want := fmt.Sprintf(`throughline_notifier_deliveries_refused_total{reason=%q,source=%q}`, reason, source)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		resp, err := http.Get(e.notifier.URL + "/metrics")
+		must(t, err)
+		body, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		must(t, err)
+		if strings.Contains(string(body), want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 90s", want)
+		}
+		time.Sleep(time.Second)
+	}
+	clone := filepath.Join(t.TempDir(), "c")
+	git(t, filepath.Dir(clone), "clone", "-q", e.remote, clone)
+	rec, err := promotion.Parse("record", []byte(git(t, clone, "show", "HEAD:"+promotion.RecordPath(e.app, "production"))))
+	must(t, err)
+	if n := git(t, clone, "rev-list", "--count", "HEAD"); n != strconv.Itoa(e.commits) || rec.State != promotion.Reconciling {
+		t.Fatalf("after a refused delivery: %s commits on main (want %d), record %s", n, e.commits, rec.State)
+	}
+}
 
 func fluxToEvidence(t *testing.T, which observedCase) {
 	testenv.RequireNotificationController(t)
@@ -272,8 +339,11 @@ func fluxToEvidence(t *testing.T, which observedCase) {
 	defer cancel()
 	key := []byte("hmac-key-0123456789")
 	policy := ""
-	if which == observedStuck {
+	switch which {
+	case observedStuck:
 		policy = deadlinePolicy
+	case stagingKustomization:
+		policy = registryPolicy
 	}
 	e := setupWithPolicy(t, ctx, api, "checkout", notifier.Config{FluxKey: key, Rate: -1}, policy)
 	c := api.Client
@@ -293,11 +363,15 @@ func fluxToEvidence(t *testing.T, which observedCase) {
 		}
 		must(t, c.Create(ctx, u))
 	}
+	ksPath := "./apps/checkout/overlays/production"
+	if which == stagingKustomization {
+		ksPath = "./apps/checkout/overlays/staging" // staging's path under production's Alert
+	}
 	ks := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
 		"metadata": map[string]any{"name": "checkout-production", "namespace": ns},
 		// targetNamespace binds the namespace the notifier reads the Acceptance in.
-		"spec": map[string]any{"interval": "5m", "path": "./apps/checkout/overlays/production", "prune": true, "wait": true,
+		"spec": map[string]any{"interval": "5m", "path": ksPath, "prune": true, "wait": true,
 			"targetNamespace": "shop", "sourceRef": map[string]any{"kind": "GitRepository", "name": "gitops-env"}},
 	}}
 	must(t, c.Create(ctx, ks))
@@ -340,6 +414,8 @@ func fluxToEvidence(t *testing.T, which observedCase) {
 	}()
 	defer close(done)
 	switch which {
+	case stagingKustomization:
+		e.refused(t, "flux", "unbound")
 	case observedUnrelated, observedStuck:
 		e.decided(t, "flux", promotion.Halted, observed)
 	case observedLater:

@@ -242,15 +242,18 @@ func Run(t *testing.T, d Driver, start StartFunc, hostile bool) {
 }
 
 // Env is what argocd-repo-server passes (newEnv + getPluginEnvs) for an
-// Application of plugin type; extra holds the plugin env and parameters.
+// Application of plugin type; extra holds the plugin env and parameters,
+// and replaces a default of the same name. ARGOCD_APP_NAMESPACE is the
+// Application's destination namespace: by default the one the app's
+// kustomization sets, as the Applications of these repositories name it.
 func Env(repo, sourcePath string, extra ...string) []string {
 	rev := gitRevision(repo)
 	if rev == "" {
 		rev = strings.Repeat("0", 40)
 	}
-	return append([]string{
+	return overrideEnv([]string{
 		"ARGOCD_APP_NAME=checkout",
-		"ARGOCD_APP_NAMESPACE=argocd",
+		"ARGOCD_APP_NAMESPACE=" + kustomizationNamespace(filepath.Join(repo, sourcePath)),
 		"ARGOCD_APP_PROJECT_NAME=default",
 		"ARGOCD_APP_REVISION=" + rev,
 		"ARGOCD_APP_REVISION_SHORT=" + rev[:7],
@@ -260,7 +263,32 @@ func Env(repo, sourcePath string, extra ...string) []string {
 		"ARGOCD_APP_SOURCE_TARGET_REVISION=main",
 		"KUBE_VERSION=1.31.0",
 		"KUBE_API_VERSIONS=v1,apps/v1,batch/v1,throughline.dev/v1alpha1",
-	}, extra...)
+	}, extra)
+}
+
+// overrideEnv is env with each entry of extra replacing the entry of the
+// same name, or appended.
+func overrideEnv(env, extra []string) []string {
+	for _, kv := range extra {
+		k, _, _ := strings.Cut(kv, "=")
+		i := slices.IndexFunc(env, func(e string) bool { return strings.HasPrefix(e, k+"=") })
+		if i >= 0 {
+			env[i] = kv
+		} else {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// kustomizationNamespace is the namespace: of the kustomization in dir
+// ("" when there is none).
+func kustomizationNamespace(dir string) string {
+	data, _ := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if m := regexp.MustCompile(`(?m)^namespace:\s*(\S+)\s*$`).FindSubmatch(data); m != nil {
+		return string(m[1])
+	}
+	return ""
 }
 
 // checkAccepted checks a GenerateManifest result: the objects `throughline

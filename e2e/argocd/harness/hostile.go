@@ -349,6 +349,8 @@ func runHostile(t *testing.T, d Driver, h *hostileNet) {
 		}
 	})
 
+	t.Run("environment identity", func(t *testing.T) { runEnvironmentIdentity(ctx, t, d) })
+
 	t.Run("secret values", func(t *testing.T) {
 		for _, rel := range secrets {
 			t.Run(rel, func(t *testing.T) {
@@ -368,6 +370,39 @@ func runHostile(t *testing.T, d Driver, h *hostileNet) {
 		}
 	})
 	h.checkQuiet(t)
+}
+
+// runEnvironmentIdentity is issue 14 item 2 through the cmp-server:
+// examples/gitops-env (its throughline-policy.yaml declares dev, staging and
+// production) rendered in production's path for a staging Application is
+// refused naming the path's environment and what the Application claims;
+// production's own Application renders, its Acceptance saying production.
+func runEnvironmentIdentity(ctx context.Context, t *testing.T, d Driver) {
+	ex := filepath.Join(RepoRoot(t), "examples", "gitops-env")
+	production := "apps/checkout/overlays/production"
+	app := filepath.Join(ex, production)
+	staging := Env(ex, production, "ARGOCD_APP_NAME=checkout-staging", "ARGOCD_APP_NAMESPACE=checkout-staging",
+		`ARGOCD_APP_PARAMETERS=[{"name":"environment","string":"staging"}]`, "PARAM_ENVIRONMENT=staging")
+	got, err := d.Generate(ctx, app, ex, ex, pluginName, staging)
+	if err == nil || len(got) != 0 {
+		t.Fatalf("GenerateManifest = %d manifests, err %v; want a refusal", len(got), err)
+	}
+	for _, want := range []string{"exit status 3", "throughline-policy.yaml", production, "environment production's, not staging's",
+		`"checkout-staging"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q: %v", want, err)
+		}
+	}
+	// Staging's destination namespace without the parameter: refused too.
+	got, err = d.Generate(ctx, app, ex, ex, pluginName, Env(ex, production, "ARGOCD_APP_NAMESPACE=checkout-staging"))
+	if err == nil || len(got) != 0 || !strings.Contains(err.Error(), `namespace "checkout-staging" is not one of environment production's`) {
+		t.Errorf("staging's namespace: %d manifests, err %v; want a refusal naming it", len(got), err)
+	}
+	own := Env(ex, production, "ARGOCD_APP_NAME=checkout-production",
+		`ARGOCD_APP_PARAMETERS=[{"name":"environment","string":"production"}]`, "PARAM_ENVIRONMENT=production")
+	got, err = d.Generate(ctx, app, ex, ex, pluginName, own)
+	Must(t, err)
+	checkAccepted(t, got, ex, production, map[string]string{"environment": "production"})
 }
 
 // wrapperStats picks /usr/bin/time -v's peak RSS and wall clock out of an

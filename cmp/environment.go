@@ -1,0 +1,74 @@
+package cmp
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+
+	"github.com/throughline-dev/throughline/environment"
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/render"
+)
+
+// resolveEnvironment checks what the Application claims against the
+// environment registry of the policy file at root (the repository root the
+// plugin sees, PolicyFile there): the environment of the path rendered (wd
+// relative to root) must be the environment parameter, when given, and the
+// Application's destination namespace (ARGOCD_APP_NAMESPACE), when given,
+// one of that environment's namespaces; the app parameter, when given, must
+// be the path's app. A disagreement is a refusal (exit 3) naming both
+// sides. It returns env with the environment parameter set to the path's
+// environment (so that the Acceptance and the cache key say it); without a
+// registry env is returned as it is.
+func resolveEnvironment(root, wd string, env Env, maxFileSize int64) (Env, error) {
+	reg, err := readRegistry(root, maxFileSize)
+	if err != nil || !reg.Configured() {
+		return env, err
+	}
+	rel, err := filepath.Rel(root, wd)
+	if err != nil {
+		return env, fmt.Errorf("path of %s in %s: %w", wd, root, err)
+	}
+	rel = filepath.ToSlash(rel)
+	claimed := env.Param(ParamEnvironment)
+	res, err := reg.Resolve(environment.Claim{App: env.Param(ParamApp), Environment: claimed, Path: rel, Namespace: env.AppNamespace})
+	if err != nil {
+		var re *exitcode.Refusal
+		if !errors.As(err, &re) {
+			return env, err
+		}
+		return env, &exitcode.Refusal{Rule: re.Rule, File: re.File, Field: re.Field,
+			Reason: fmt.Sprintf("Application %q (environment parameter %q, destination namespace %s=%q) renders %s: %s",
+				env.AppName, claimed, EnvAppNamespace, env.AppNamespace, rel, re.Reason)}
+	}
+	out := env
+	out.Params = maps.Clone(env.Params)
+	if out.Params == nil {
+		out.Params = map[string]string{}
+	}
+	out.Params[ParamEnvironment] = res.Environment
+	return out, nil
+}
+
+// readRegistry reads the environment registry of PolicyFile at root
+// through the confined filesystem (the empty registry when there is none).
+func readRegistry(root string, maxFileSize int64) (*environment.Registry, error) {
+	fsys, err := render.NewConfinedFS(root, maxFileSize, nil)
+	if err != nil {
+		return nil, &exitcode.InvalidInput{Err: err}
+	}
+	if !fsys.Exists(promotion.PolicyFile) {
+		return promotion.Registry(nil)
+	}
+	data, err := fsys.ReadFile(promotion.PolicyFile)
+	if err != nil {
+		return nil, exitcode.InvalidFile(promotion.PolicyFile, err)
+	}
+	pol, err := promotion.ParsePolicy(promotion.PolicyFile, data)
+	if err != nil {
+		return nil, &exitcode.InvalidInput{Err: err}
+	}
+	return promotion.Registry(pol)
+}

@@ -1,0 +1,151 @@
+package cmp_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/throughline-dev/throughline/cmp"
+	"github.com/throughline-dev/throughline/environment"
+	"github.com/throughline-dev/throughline/exitcode"
+)
+
+// copyExample copies examples/gitops-env (its registry declares dev,
+// staging and production) into a temporary repository root.
+func copyExample(t *testing.T) string {
+	t.Helper()
+	src, dst := filepath.Join("..", "examples", "gitops-env"), t.TempDir()
+	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if fi.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// generateAt runs Generate in root/rel with an Application's environment.
+func generateAt(t *testing.T, cache *cmp.Cache, root, rel string, environ ...string) (*cmp.Result, error) {
+	t.Helper()
+	return cmp.Generate(context.Background(), cmp.Options{
+		WorkDir: filepath.Join(root, rel),
+		Env: cmp.EnvFromEnviron(append([]string{"ARGOCD_APP_REVISION=" + strings.Repeat("a", 40), "ARGOCD_APP_SOURCE_PATH=" + rel,
+			"ARGOCD_APP_SOURCE_REPO_URL=https://git.example.test/gitops.git"}, environ...)),
+		Version: "v0.0.0-test",
+		Cache:   cache,
+	})
+}
+
+// TestGenerateEnvironmentIdentity: issue 14 item 2. A staging
+// Application's environment rendering production's path is refused (exit 3)
+// naming the path's environment and what the Application claims; the
+// Acceptance of an agreeing Application says the path's environment.
+func TestGenerateEnvironmentIdentity(t *testing.T) {
+	root, cache := copyExample(t), &cmp.Cache{Dir: t.TempDir()}
+	const production = "apps/checkout/overlays/production"
+	for _, tc := range []struct {
+		name    string
+		rel     string
+		environ []string
+		texts   []string
+	}{
+		{"staging's Application renders production", production,
+			[]string{"ARGOCD_APP_NAME=checkout-staging", "ARGOCD_APP_NAMESPACE=checkout-staging", "PARAM_ENVIRONMENT=staging"},
+			[]string{"environment production's, not staging's", `"checkout-staging"`}},
+		{"the plugin env claims staging", production,
+			[]string{"ARGOCD_APP_NAME=checkout-production", "ARGOCD_APP_NAMESPACE=checkout-production", "ARGOCD_ENV_ENVIRONMENT=staging"},
+			[]string{"environment production's, not staging's"}},
+		{"staging's destination namespace", production,
+			[]string{"ARGOCD_APP_NAME=checkout-production", "ARGOCD_APP_NAMESPACE=checkout-staging"},
+			[]string{`namespace "checkout-staging" is not one of environment production's destination namespaces`}},
+		{"an environment the registry does not know", production,
+			[]string{"ARGOCD_APP_NAME=checkout-qa", "ARGOCD_APP_NAMESPACE=checkout-production", "PARAM_ENVIRONMENT=qa"},
+			[]string{`environment "qa" is not in the registry`}},
+		{"a path of no environment", "apps/checkout/overlays/refused-unpinned",
+			[]string{"ARGOCD_APP_NAME=checkout-staging", "ARGOCD_APP_NAMESPACE=checkout-staging", "PARAM_ENVIRONMENT=staging"},
+			[]string{"belongs to no environment"}},
+		{"another app's path", production,
+			[]string{"ARGOCD_APP_NAME=checkout-production", "ARGOCD_APP_NAMESPACE=checkout-production", "PARAM_APP=payments"},
+			[]string{"is app checkout's, not payments's"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := generateAt(t, cache, root, tc.rel, tc.environ...)
+			var re *exitcode.Refusal
+			if !errors.As(err, &re) || exitcode.Code(err) != exitcode.Refused || res != nil {
+				t.Fatalf("want a refusal (exit 3) and no manifests, got exit %d, %v", exitcode.Code(err), err)
+			}
+			if re.Rule != environment.RuleMismatch && re.Rule != environment.RuleUnknown {
+				t.Errorf("rule %s", re.Rule)
+			}
+			for _, s := range append([]string{"throughline-policy.yaml", tc.rel}, tc.texts...) {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("refusal %q does not say %q", err, s)
+				}
+			}
+		})
+	}
+	// The production Application as examples/gitops-env declares it, and
+	// one without the parameter: the Acceptance says production.
+	for _, environ := range [][]string{
+		{"ARGOCD_APP_NAME=checkout-production", "ARGOCD_APP_NAMESPACE=checkout-production", "PARAM_ENVIRONMENT=production"},
+		{"ARGOCD_APP_NAME=checkout-production", "ARGOCD_APP_NAMESPACE=checkout-production"},
+	} {
+		res, err := generateAt(t, cache, root, production, environ...)
+		if err != nil {
+			t.Fatalf("%v: %v", environ, err)
+		}
+		if res.Acceptance.Spec.Environment != "production" {
+			t.Errorf("%v: Acceptance environment %q", environ, res.Acceptance.Spec.Environment)
+		}
+	}
+	// With production's render in the cache, staging's claim is still refused.
+	if _, err := generateAt(t, cache, root, production, "ARGOCD_APP_NAME=checkout-production", "ARGOCD_APP_NAMESPACE=checkout-staging"); exitcode.Code(err) != exitcode.Refused {
+		t.Fatalf("after a cached render: %v", err)
+	}
+}
+
+// TestGenerateWithoutRegistry: a repository whose policy declares no
+// environment renders as before, whatever the Application claims.
+func TestGenerateWithoutRegistry(t *testing.T) {
+	root := copyExample(t)
+	if err := os.Remove(filepath.Join(root, "throughline-policy.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := generateAt(t, nil, root, "apps/checkout/overlays/production",
+		"ARGOCD_APP_NAME=checkout-staging", "ARGOCD_APP_NAMESPACE=checkout-staging", "PARAM_ENVIRONMENT=staging")
+	if err != nil || res.Acceptance.Spec.Environment != "staging" {
+		t.Fatalf("without a registry: %v %+v", err, res)
+	}
+}
+
+// TestGenerateInvalidRegistry: a policy file that does not parse is
+// invalid input naming it.
+func TestGenerateInvalidRegistry(t *testing.T) {
+	root := copyExample(t)
+	p := filepath.Join(root, "throughline-policy.yaml")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(strings.Replace(string(data), "    protected: true", "    protected: true\n    bogus: 1", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = generateAt(t, nil, root, "apps/checkout/overlays/production", "ARGOCD_APP_NAME=checkout-production")
+	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), "throughline-policy.yaml") {
+		t.Fatalf("invalid policy: exit %d %v", exitcode.Code(err), err)
+	}
+}
