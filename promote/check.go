@@ -213,7 +213,7 @@ func (c *check) record(ctx context.Context) (stop bool, err error) {
 		rep.refuse(Finding{Rule: RuleRecordUpdate, File: c.recFile}, "%s: %v", c.recFile, err)
 	}
 	c.rep = rep
-	c.pol, err = promotion.ReadPolicy(ctx, c.r, head)
+	c.pol, err = promotion.ReadPolicy(ctx, c.r, base) // the rules that judge the change are the base's
 	return err != nil, err
 }
 
@@ -325,13 +325,32 @@ func (c *check) evidence(ctx context.Context) error {
 			return err
 		}
 	default:
-		src, err := promotion.ReadRecord(ctx, c.r, c.rep.Head, rec.App, rec.VerifiedIn.Environment)
-		if err != nil {
-			return err
-		}
-		if why := SourceMismatch(src, rec, rec.VerifiedIn.Environment, rec.VerifiedIn.DesiredRevision); why != "" {
-			c.rep.refuse(Finding{Rule: RuleEvidence, File: promotion.RecordPath(rec.App, rec.VerifiedIn.Environment)}, "%s", why)
-		}
+		return c.sourceEvidence(ctx)
+	}
+	return nil
+}
+
+// sourceEvidence refuses a VERIFIED claim that the source environment's
+// evidence in Git, read at the base as promote verify reads it, does not
+// prove, or proves with other revisions, hash or file than the record says.
+func (c *check) sourceEvidence(ctx context.Context) error {
+	v := c.rec.VerifiedIn
+	src, err := ReadSourceEvidence(ctx, c.r, c.rep.Base, c.rec.App, v.Environment, c.rec.Artifact.Digest, c.req.Now)
+	var re *exitcode.Refusal
+	if errors.As(err, &re) {
+		c.rep.refuse(Finding{Rule: RuleEvidence, File: re.File, Field: "verifiedIn"}, "%s", re.Reason)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	proven := src.VerifiedIn()
+	if v.EvidenceCommit == "" {
+		proven.EvidenceCommit = "" // verified before the commit was recorded
+	}
+	if *v != proven {
+		c.rep.refuse(Finding{Rule: RuleEvidence, File: c.recFile, Field: "verifiedIn"},
+			"%s: verifiedIn %+v is not what the evidence in Git proves (%s at %s: %+v)", c.recFile, *v, src.Path, short(src.Commit), proven)
 	}
 	return nil
 }

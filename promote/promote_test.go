@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -355,5 +356,67 @@ func TestAttemptBranch(t *testing.T) {
 	}
 	if b, err := AttemptBranch(ctx, f.repo, "given", "checkout", "production"); err != nil || b != "given" {
 		t.Fatalf("given: %s %v", b, err)
+	}
+}
+
+// TestCheckVerifiedInIsProven: the gate reads the source's evidence from
+// Git at the base, as verify does: a VERIFIED record whose verifiedIn was
+// edited on the branch (another observed revision, another evidence file)
+// is refused even when it is approved after the edit.
+func TestCheckVerifiedInIsProven(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		edit func(v *promotion.VerifiedIn)
+		want string
+	}{
+		{"observed revision", func(v *promotion.VerifiedIn) { v.ObservedRevision = strings.Repeat("e", 40) }, "is not what the evidence in Git proves"},
+		{"evidence file", func(v *promotion.VerifiedIn) { v.RuntimeEvidence = "evidence/staging/checkout/forged.json" },
+			"is not what the evidence in Git proves"},
+		{"source environment", func(v *promotion.VerifiedIn) { v.Environment = "dev" }, "no runtime evidence"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.unsignedApprovals() // signed approvals: approvals_test.go
+			p := f.propose()
+			now := time.Now()
+			_, err := Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "production", Now: now})
+			must(t, err)
+			file := promotion.RecordPath("checkout", "production")
+			f.amend(p.Branch, func() {
+				rec, err := promotion.Parse(file, []byte(f.read(file)))
+				must(t, err)
+				tc.edit(rec.VerifiedIn)
+				data, err := rec.Marshal()
+				must(t, err)
+				f.write(map[string]string{file: string(data)})
+			})
+			_, err = Approve(ctx, f.repo, ApproveRequest{App: "checkout", To: "production", Approver: "alice", Expires: now.Add(time.Hour), Now: now,
+				Renderer: renderer})
+			must(t, err)
+			rep := f.check(p.Branch, now)
+			if !slices.Contains(rules(rep), RuleEvidence) || !strings.Contains(strings.Join(rep.Refusals, "\n"), tc.want) {
+				t.Fatalf("rules %v, want %s saying %q:\n%s", rules(rep), RuleEvidence, tc.want, strings.Join(rep.Refusals, "\n"))
+			}
+		})
+	}
+}
+
+// TestCheckReadsThePolicyAtTheBase: a promotion PR that also edits the
+// policy to allow its own parameter change is judged by the base's policy.
+func TestCheckReadsThePolicyAtTheBase(t *testing.T) {
+	f := newFixture(t)
+	p := f.propose()
+	kfile := production + "/kustomization.yaml"
+	f.amend(p.Branch, func() {
+		f.write(map[string]string{
+			kfile:                f.read(kfile) + "\ncommonAnnotations:\n  team: checkout\n",
+			promotion.PolicyFile: strings.Replace(f.read(promotion.PolicyFile), "allowParameters: []", "allowParameters: [commonAnnotations]", 1),
+		})
+	})
+	rep := f.check(p.Branch, time.Now())
+	got := rules(rep)
+	if !slices.Contains(got, RuleParameter) || !slices.Contains(got, RuleFile) {
+		t.Fatalf("rules %v, want %s (the base's policy) and %s (the policy changed):\n%s", got, RuleParameter, RuleFile, strings.Join(rep.Refusals, "\n"))
 	}
 }

@@ -107,23 +107,6 @@ func Verify(ctx context.Context, r *gitops.Repo, req VerifyRequest) (*Transition
 	})
 }
 
-// SourceMismatch says why the source environment's record src does not
-// back rec with the given desired revision ("" when it does).
-func SourceMismatch(src, rec *promotion.Record, env, desired string) string {
-	file := promotion.RecordPath(rec.App, env)
-	switch {
-	case src == nil:
-		return fmt.Sprintf("no staging evidence for digest %s: %s does not exist", rec.Artifact.Digest, file)
-	case src.State != promotion.Accepted:
-		return fmt.Sprintf("no staging evidence for digest %s: %s is %s, not ACCEPTED", rec.Artifact.Digest, file, src.State)
-	case src.Artifact.Digest != rec.Artifact.Digest:
-		return fmt.Sprintf("digest %s is not the one verified in %s (%s accepted %s)", rec.Artifact.Digest, env, file, src.Artifact.Digest)
-	case desired != "" && src.Reconciling.DesiredRevision != desired:
-		return fmt.Sprintf("%s desired revision mismatch: the evidence names %s, %s reconciled %s", env, desired, file, src.Reconciling.DesiredRevision)
-	}
-	return ""
-}
-
 // ApproveRequest asks to record the APPROVED gate of app's attempt for To.
 type ApproveRequest struct {
 	App, To string
