@@ -1,25 +1,12 @@
 package breakglass
 
 import (
-	"context"
 	"path"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/throughline-dev/throughline/environment"
-	"github.com/throughline-dev/throughline/gitops"
-	"github.com/throughline-dev/throughline/promotion"
 )
-
-// ReadRegistry reads the environment registry of the policy file at rev
-// (the base branch: a pause or a write-back is judged by the merged rules).
-func ReadRegistry(ctx context.Context, r *gitops.Repo, rev string) (*environment.Registry, error) {
-	pol, err := promotion.ReadPolicy(ctx, r, rev)
-	if err != nil {
-		return nil, err
-	}
-	return promotion.Registry(pol)
-}
 
 // WritebackPath is app's overlay in env by reg: p when given (it must be
 // env's path of app, refused otherwise: exit 3), else the registry's, else

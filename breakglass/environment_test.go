@@ -61,7 +61,7 @@ func TestWritebackEnvironmentIdentity(t *testing.T) {
 			wantEnvRefusal(t, err, tc.text)
 		})
 	}
-	reg, err := ReadRegistry(ctx, r, src)
+	reg, err := promotion.ReadRegistry(ctx, r, src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestWritebackEnvironmentIdentity(t *testing.T) {
 func TestPauseEnvironmentIdentity(t *testing.T) {
 	ctx := context.Background()
 	r, src := gitopsRepo(t, map[string]string{promotion.PolicyFile: webRegistry})
-	reg, err := ReadRegistry(ctx, r, src)
+	reg, err := promotion.ReadRegistry(ctx, r, src)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -105,7 +106,7 @@ type liveReader func(ctx context.Context, before []render.Object) (*Live, error)
 
 // proposeWriteback is ProposeWriteback with the live state read by readLive.
 func proposeWriteback(ctx context.Context, r *gitops.Repo, rec *Record, opts WritebackOptions, readLive liveReader) (*WritebackResult, error) {
-	reg, err := ReadRegistry(ctx, r, opts.Base)
+	reg, err := promotion.ReadRegistry(ctx, r, opts.Base)
 	if err != nil {
 		return nil, err
 	}

@@ -25,11 +25,7 @@ func BaseRegistry(r *gitops.Repo) RegistryFunc {
 		if err != nil {
 			return nil, err
 		}
-		pol, err := promotion.ReadPolicy(ctx, r, rev)
-		if err != nil {
-			return nil, err
-		}
-		return promotion.Registry(pol)
+		return promotion.ReadRegistry(ctx, r, rev)
 	}
 }
 

@@ -12,16 +12,6 @@ import (
 	"github.com/throughline-dev/throughline/promotion"
 )
 
-// registryAt reads the environment registry of the policy at rev (the
-// base: a change must not edit the rules that judge it).
-func registryAt(ctx context.Context, r *gitops.Repo, rev string) (*environment.Registry, error) {
-	pol, err := promotion.ReadPolicy(ctx, r, rev)
-	if err != nil {
-		return nil, err
-	}
-	return promotion.Registry(pol)
-}
-
 // DefaultPath is app's overlay in env when the registry is empty.
 func DefaultPath(app, env string) string { return path.Join("apps", app, "overlays", env) }
 
@@ -31,7 +21,7 @@ func DefaultPath(app, env string) string { return path.Join("apps", app, "overla
 // else env) must be env's. A disagreement is a refusal (exit 3) naming the
 // registry.
 func ResolveTarget(ctx context.Context, r *gitops.Repo, rev, app, env, p, cluster string) (*environment.Resolved, error) {
-	reg, err := registryAt(ctx, r, rev)
+	reg, err := promotion.ReadRegistry(ctx, r, rev)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +43,7 @@ func resolveTarget(reg *environment.Registry, app, env, p, cluster string) (*env
 // environment must be one of the registry's, its target path and cluster
 // those of its target environment (filled in when not given).
 func resolveRequest(ctx context.Context, r *gitops.Repo, rev string, req ProposeRequest) (ProposeRequest, error) {
-	reg, err := registryAt(ctx, r, rev)
+	reg, err := promotion.ReadRegistry(ctx, r, rev)
 	if err != nil {
 		return req, err
 	}
@@ -137,7 +127,7 @@ func baseRecordTarget(ctx context.Context, r *gitops.Repo) (func(rec *promotion.
 	if err != nil {
 		return nil, err
 	}
-	reg, err := registryAt(ctx, r, rev)
+	reg, err := promotion.ReadRegistry(ctx, r, rev)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +138,7 @@ func baseRecordTarget(ctx context.Context, r *gitops.Repo) (func(rec *promotion.
 // environment, path and cluster) must agree with the registry at the base,
 // whatever the PR does to the policy file.
 func (c *check) registry(ctx context.Context) error {
-	reg, err := registryAt(ctx, c.r, c.rep.Base)
+	reg, err := promotion.ReadRegistry(ctx, c.r, c.rep.Base)
 	if err != nil {
 		return err
 	}

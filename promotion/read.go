@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 )
@@ -64,4 +65,15 @@ func ReadPolicy(ctx context.Context, repo *gitops.Repo, rev string) (*Policy, er
 		return nil, nil
 	}
 	return p, nil
+}
+
+// ReadRegistry reads the environment registry of the policy (PolicyFile) at
+// rev: the empty registry when there is none. Read it at the base: a change
+// must not edit the rules that judge it.
+func ReadRegistry(ctx context.Context, repo *gitops.Repo, rev string) (*environment.Registry, error) {
+	p, err := ReadPolicy(ctx, repo, rev)
+	if err != nil {
+		return nil, err
+	}
+	return Registry(p)
 }

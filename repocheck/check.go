@@ -187,11 +187,7 @@ func (c *check) start(ctx context.Context, req Request) error {
 		parts := strings.Split(records[0], "/")
 		c.rep.Promotion = &Promotion{App: parts[1], Environment: strings.TrimSuffix(parts[2], ".yaml"), Record: records[0]}
 	}
-	pol, err := promotion.ReadPolicy(ctx, c.r, base)
-	if err != nil {
-		return err
-	}
-	if c.reg, err = promotion.Registry(pol); err != nil {
+	if c.reg, err = promotion.ReadRegistry(ctx, c.r, base); err != nil {
 		return err
 	}
 	if c.reg.Configured() {

@@ -18,6 +18,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/forge"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/promotion"
 )
 
 const breakglassLong = `Break-glass suspends the reconciliation of exactly one application so that an
@@ -110,7 +111,7 @@ func openPause(ctx context.Context, bf *breakglassFlags) (*pauseState, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg, err := breakglass.ReadRegistry(ctx, r, base)
+	reg, err := promotion.ReadRegistry(ctx, r, base)
 	if err != nil {
 		return nil, err
 	}
