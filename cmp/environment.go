@@ -9,7 +9,6 @@ import (
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/promotion"
-	"github.com/throughline-dev/throughline/render"
 )
 
 // resolveEnvironment checks what the Application claims against the
@@ -23,7 +22,7 @@ import (
 // environment (so that the Acceptance and the cache key say it); without a
 // registry env is returned as it is.
 func resolveEnvironment(root, wd string, env Env, maxFileSize int64) (Env, error) {
-	reg, err := readRegistry(root, maxFileSize)
+	reg, err := promotion.ReadRootRegistry(root, maxFileSize)
 	if err != nil || !reg.Configured() {
 		return env, err
 	}
@@ -50,25 +49,4 @@ func resolveEnvironment(root, wd string, env Env, maxFileSize int64) (Env, error
 	}
 	out.Params[ParamEnvironment] = res.Environment
 	return out, nil
-}
-
-// readRegistry reads the environment registry of PolicyFile at root
-// through the confined filesystem (the empty registry when there is none).
-func readRegistry(root string, maxFileSize int64) (*environment.Registry, error) {
-	fsys, err := render.NewConfinedFS(root, maxFileSize, nil)
-	if err != nil {
-		return nil, &exitcode.InvalidInput{Err: err}
-	}
-	if !fsys.Exists(promotion.PolicyFile) {
-		return promotion.Registry(nil)
-	}
-	data, err := fsys.ReadFile(promotion.PolicyFile)
-	if err != nil {
-		return nil, exitcode.InvalidFile(promotion.PolicyFile, err)
-	}
-	pol, err := promotion.ParsePolicy(promotion.PolicyFile, data)
-	if err != nil {
-		return nil, &exitcode.InvalidInput{Err: err}
-	}
-	return promotion.Registry(pol)
 }

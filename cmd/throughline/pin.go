@@ -63,7 +63,7 @@ func (o *pinOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.root, "root", "", "repository root (default: the enclosing Git work tree, else PATH)")
 	f.BoolVar(&o.check, "check", false, "change nothing; exit 3 when any image is not pinned by digest")
 	f.StringVar(&o.pol.AllowListFile, "allow-list", "", "allow-list file relative to the root (default "+policy.AllowListFile+")")
-	f.StringVar(&o.pol.Environment, "environment", "", "environment the allow-list is matched in (default: the directory name under overlays/)")
+	f.StringVar(&o.pol.Environment, "environment", "", "environment the allow-list is matched in (default: the registry's environment of PATH, else the directory name under overlays/); must be PATH's")
 	f.Var(&o.set, "set", "write TAG@sha256:<digest> (and NEWNAME) into the images: entry of NAME (repeatable; no registry is asked)")
 }
 
@@ -96,6 +96,9 @@ func (o *pinOptions) run(ctx context.Context, g *globals, args []string, stdout 
 		if root, err = render.FindRoot(abs); err != nil {
 			return err
 		}
+	}
+	if o.pol.Environment, err = registryEnvironment(root, abs, "", o.pol.Environment, 0); err != nil {
+		return err
 	}
 	opts := render.Options{Root: root, Path: abs}
 	if len(o.set.sets) > 0 {

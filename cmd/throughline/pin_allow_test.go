@@ -31,6 +31,9 @@ func TestPinCheckAgreesWithRender(t *testing.T) {
 		{"dev", dev, nil, exitcode.OK},
 		{"production", prod, nil, exitcode.Refused},
 		{"dev overlay rendered as production", dev, []string{"--environment", "production"}, exitcode.Refused},
+		// The registry gives the path its environment: claiming dev for
+		// production's overlay (to use a dev-only exception) is refused.
+		{"production overlay claimed as dev", prod, []string{"--environment", "dev"}, exitcode.Refused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runCLI(t, append(append([]string{"render", "--root", repo}, tc.args...), tc.dir)...)
@@ -51,6 +54,14 @@ func TestPinCheckAgreesWithRender(t *testing.T) {
 					t.Errorf("pin: exit %d: %s", p.code, p.stderr)
 				}
 			default:
+				if len(tc.args) > 0 {
+					for _, out := range []string{r.stderr, chk.stderr} {
+						if !strings.Contains(out, "throughline-policy.yaml") || !strings.Contains(out, "not "+tc.args[1]+"'s") {
+							t.Errorf("the refusal does not name the registry and the claimed environment:\n%s", out)
+						}
+					}
+					return
+				}
 				if !strings.Contains(chk.stdout, "UNPINNED") || !strings.Contains(chk.stdout, agent) {
 					t.Errorf("pin --check does not list the refused image:\n%s", chk.stdout)
 				}

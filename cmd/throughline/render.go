@@ -37,7 +37,7 @@ func (o *renderOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.writeAcceptance, "write-acceptance", false, "write the Acceptance into the overlay as "+acceptance.File+" (the Flux path)")
 	f.BoolVar(&o.checkAcceptance, "check-acceptance", false, "exit 3 when the committed Acceptance does not match the render")
 	f.StringVar(&o.app, "app", "", "application name (default: the directory name)")
-	f.StringVar(&o.env, "environment", "", "environment (default: the directory name under overlays/)")
+	f.StringVar(&o.env, "environment", "", "environment (default: the registry's environment of PATH, else the directory name under overlays/); must be PATH's")
 	f.StringVar(&o.namespace, "namespace", "", "namespace of the Acceptance object")
 	f.StringVar(&o.allowList, "allow-list", "", "allow-list file relative to the root (default "+policy.AllowListFile+")")
 	f.Int64Var(&o.maxFileSize, "max-file-size", render.DefaultMaxFileSize, "refuse any input file larger than this many bytes")
@@ -113,11 +113,15 @@ func (o *renderOptions) declare(ctx context.Context, path string) (*acceptance.D
 			return nil, err
 		}
 	}
+	env, err := registryEnvironment(root, abs, o.app, o.env, o.maxFileSize)
+	if err != nil {
+		return nil, err
+	}
 	return acceptance.Declare(ctx, acceptance.Request{
 		Render:        render.Options{Root: root, Path: abs, MaxFileSize: o.maxFileSize},
 		AllowListFile: o.allowList,
 		App:           o.app,
-		Environment:   o.env,
+		Environment:   env,
 		Namespace:     o.namespace,
 		Renderer:      buildVersion(),
 	})
