@@ -52,3 +52,29 @@ printf '%s\n' "$errs"
 echo "exit code: $code (3 = refused by policy: a Secret with stringData; the value is not printed)"
 [ "$code" -eq 3 ] || { echo "demo: expected exit 3 for $sec" >&2; exit 1; }
 case $errs in *"$needle"*) echo "demo: the refusal printed the Secret's value" >&2; exit 1 ;; esac
+
+# The promotion gates work on a Git repository: a throwaway one made from
+# the example (no remote, nothing pushed).
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp -r "$repo" "$work/gitops"
+g() { git -C "$work/gitops" -c user.name=demo -c user.email=demo@example.test -c commit.gpgsign=false "$@"; }
+g init -q -b main && g add -A && g commit -q -m "the example" || exit 1
+
+say "== refused: a promotion to an environment the registry does not know, over production's overlay"
+echo "throughline promote propose --app checkout --from staging --to qa --path apps/checkout/overlays/production"
+errs=$("$tl" promote propose --log-level warn --repo "$work/gitops" --app checkout --from staging --to qa \
+  --path apps/checkout/overlays/production 2>&1 >/dev/null)
+code=$?
+printf '%s\n' "$errs"
+echo "exit code: $code (3 = refused: environments are the registry in throughline-policy.yaml, not free text)"
+[ "$code" -eq 3 ] || { echo "demo: expected exit 3 for the qa promotion" >&2; exit 1; }
+
+say "== refused: the every-PR check of a change that copies staging's overlay over production's"
+g checkout -q -b copy-staging && cp "$work/gitops/apps/checkout/overlays/staging/"*.yaml "$work/gitops/apps/checkout/overlays/production/" &&
+  g commit -q -am "copy staging over production" || exit 1
+echo "throughline check --base main --head copy-staging"
+"$tl" check --log-level warn --repo "$work/gitops" --base main --head copy-staging 2>/dev/null
+code=$?
+echo "exit code: $code (3 = refused: production is protected, its render changes only through a promotion record)"
+[ "$code" -eq 3 ] || { echo "demo: expected exit 3 for the copied overlay" >&2; exit 1; }

@@ -20,7 +20,11 @@ func registryEnvironment(root, abs, app, env string, maxFileSize int64) (string,
 	if err != nil || !reg.Configured() {
 		return env, err
 	}
-	rel, err := filepath.Rel(root, abs)
+	absRoot, err := filepath.Abs(root)
+	if err != nil {
+		return "", exitcode.Usagef("root %s: %v", root, err)
+	}
+	rel, err := filepath.Rel(absRoot, abs)
 	if err != nil {
 		return "", exitcode.Usagef("path %s in root %s: %v", abs, root, err)
 	}
