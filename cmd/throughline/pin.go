@@ -63,7 +63,8 @@ func (o *pinOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.root, "root", "", "repository root (default: the enclosing Git work tree, else PATH)")
 	f.BoolVar(&o.check, "check", false, "change nothing; exit 3 when any image is not pinned by digest")
 	f.StringVar(&o.pol.AllowListFile, "allow-list", "", "allow-list file relative to the root (default "+policy.AllowListFile+")")
-	f.StringVar(&o.pol.Environment, "environment", "", "environment the allow-list is matched in (default: the registry's environment of PATH, else the directory name under overlays/); must be PATH's")
+	f.StringVar(&o.pol.Environment, "environment", "", "environment the allow-list is matched in "+
+		"(default: the registry's environment of PATH, else the directory name under overlays/); must be PATH's")
 	f.Var(&o.set, "set", "write TAG@sha256:<digest> (and NEWNAME) into the images: entry of NAME (repeatable; no registry is asked)")
 }
 

@@ -37,7 +37,8 @@ func (o *renderOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.writeAcceptance, "write-acceptance", false, "write the Acceptance into the overlay as "+acceptance.File+" (the Flux path)")
 	f.BoolVar(&o.checkAcceptance, "check-acceptance", false, "exit 3 when the committed Acceptance does not match the render")
 	f.StringVar(&o.app, "app", "", "application name (default: the directory name)")
-	f.StringVar(&o.env, "environment", "", "environment (default: the registry's environment of PATH, else the directory name under overlays/); must be PATH's")
+	f.StringVar(&o.env, "environment", "", "environment "+
+		"(default: the registry's environment of PATH, else the directory name under overlays/); must be PATH's")
 	f.StringVar(&o.namespace, "namespace", "", "namespace of the Acceptance object")
 	f.StringVar(&o.allowList, "allow-list", "", "allow-list file relative to the root (default "+policy.AllowListFile+")")
 	f.Int64Var(&o.maxFileSize, "max-file-size", render.DefaultMaxFileSize, "refuse any input file larger than this many bytes")
