@@ -251,6 +251,9 @@ func indent(s string) string {
 // must name.
 type bombCase struct{ name, app, want string }
 
+// plaintextSecretApp is the hostile app whose Secret carries stringData.
+const plaintextSecretApp = "apps/secret/plaintext"
+
 // secretValues are the values of the hostile Secrets; no error may hold one.
 var secretValues = []string{"hunter2-plaintext-1", "hunter2-plaintext-2"}
 
@@ -295,6 +298,9 @@ func hostileRepo(t *testing.T, h *hostileNet, repo string) (remote map[string]st
 	app("apps/secret/kustomize", map[string]string{"kustomization.yaml": "resources: [s.yaml]\n", "s.yaml": dup})
 	app("apps/secret/plain", map[string]string{"s.yaml": dup})
 	secrets = []string{"apps/secret/kustomize", "apps/secret/plain"}
+	// A well-formed Secret with values: refused by the secret-plaintext rule.
+	app(plaintextSecretApp, map[string]string{"kustomization.yaml": "resources: [s.yaml]\n",
+		"s.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\nstringData:\n  password: " + secretValues[0] + "\n"})
 	writeRepo(t, repo, files)
 	return remote, bombs, secrets
 }
@@ -350,6 +356,23 @@ func runHostile(t *testing.T, d Driver, h *hostileNet) {
 	})
 
 	t.Run("environment identity", func(t *testing.T) { runEnvironmentIdentity(ctx, t, d) })
+
+	// Issue 14: a plaintext Secret is refused (exit 3, secret-plaintext),
+	// naming the Secret and its key, never the value.
+	t.Run("plaintext secret", func(t *testing.T) {
+		got, err := generate(plaintextSecretApp)
+		if err == nil || len(got) != 0 {
+			t.Fatalf("GenerateManifest = %d manifests, err %v; want a refusal", len(got), err)
+		}
+		for _, want := range []string{"exit status 3", "secret-plaintext", "Secret", "stringData.password"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the error does not say %q: %v", want, err)
+			}
+		}
+		if strings.Contains(err.Error(), secretValues[0]) {
+			t.Errorf("the error Argo CD shows holds the Secret value: %v", err)
+		}
+	})
 
 	t.Run("secret values", func(t *testing.T) {
 		for _, rel := range secrets {
