@@ -31,9 +31,8 @@ type Request struct {
 	Environment string
 	// Namespace of the Acceptance; empty means the namespace all workloads
 	// share, if any.
-	Namespace      string
-	SourceRepoURL  string
-	SourceRevision string
+	Namespace     string
+	SourceRepoURL string
 	// Renderer is throughline's version, stamped into the Acceptance.
 	Renderer string
 }
@@ -138,15 +137,14 @@ func (d *Declaration) build(req Request) v1alpha1.Acceptance {
 			Labels:    map[string]string{v1alpha1.LabelManagedBy: "throughline", v1alpha1.LabelApp: LabelValue(app)},
 		},
 		Spec: v1alpha1.AcceptanceSpec{
-			App:            app,
-			Environment:    env,
-			SourceRepoURL:  req.SourceRepoURL,
-			SourcePath:     rel,
-			SourceRevision: req.SourceRevision,
-			RenderedHash:   d.Hash,
-			ObjectCount:    len(d.Objects),
-			Renderer:       req.Renderer,
-			Exceptions:     d.Policy.Exceptions,
+			App:           app,
+			Environment:   env,
+			SourceRepoURL: req.SourceRepoURL,
+			SourcePath:    rel,
+			RenderedHash:  d.Hash,
+			ObjectCount:   len(d.Objects),
+			Renderer:      req.Renderer,
+			Exceptions:    d.Policy.Exceptions,
 		},
 	}
 	if env != "" {

@@ -59,7 +59,7 @@ func TestWriteFile(t *testing.T) {
 			root := t.TempDir()
 			writeTestFiles(t, root, tc.files)
 			dir := filepath.Join(root, "apps", "web", "overlays", "production")
-			req := Request{Render: render.Options{Root: root, Path: dir}, SourceRevision: strings.Repeat("c", 40), Renderer: "test"}
+			req := Request{Render: render.Options{Root: root, Path: dir}, Renderer: "test"}
 			d, err := Declare(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)

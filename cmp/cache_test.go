@@ -145,7 +145,6 @@ func TestCacheEditedEntry(t *testing.T) {
 				t.Fatal(err)
 			}
 			e := &cacheEntry{Renderer: "v0.0.0-test", Acceptance: first.Acceptance}
-			e.Acceptance.Spec.SourceRevision = ""
 			e.Probes = storedProbes(t, jsons[0])
 			e.Manifests = manifests
 			tt.edit(t, c, key, e, string(manifests))

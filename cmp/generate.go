@@ -67,7 +67,6 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 		e, warn := opts.Cache.lookup(key, fsys)
 		cacheWarn = warn
 		if e != nil && e.Renderer == opts.Version {
-			e.Acceptance.Spec.SourceRevision = opts.Env.Revision
 			out, err := assemble(e.Manifests, e.Acceptance)
 			if err != nil {
 				return nil, err
@@ -84,13 +83,12 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 		app = opts.Env.AppName
 	}
 	d, err := acceptance.Declare(ctx, acceptance.Request{
-		Render:         render.Options{Root: root, Path: wd, MaxFileSize: opts.MaxFileSize, Trace: trace},
-		App:            app,
-		Environment:    opts.Env.Param(ParamEnvironment),
-		Namespace:      opts.Env.AppNamespace,
-		SourceRepoURL:  opts.Env.RepoURL,
-		SourceRevision: opts.Env.Revision,
-		Renderer:       opts.Version,
+		Render:        render.Options{Root: root, Path: wd, MaxFileSize: opts.MaxFileSize, Trace: trace},
+		App:           app,
+		Environment:   opts.Env.Param(ParamEnvironment),
+		Namespace:     opts.Env.AppNamespace,
+		SourceRepoURL: opts.Env.RepoURL,
+		Renderer:      opts.Version,
 	})
 	if err != nil {
 		return nil, err
@@ -105,10 +103,8 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 	}
 	res := &Result{Manifests: out, Acceptance: d.Acceptance}
 	if opts.Cache != nil {
-		cached := d.Acceptance
-		cached.Spec.SourceRevision = ""
 		res.CacheErr = errors.Join(cacheWarn, opts.Cache.store(key, &cacheEntry{
-			Renderer: opts.Version, Probes: trace.Compact(), Manifests: objs.Bytes(), Acceptance: cached,
+			Renderer: opts.Version, Probes: trace.Compact(), Manifests: objs.Bytes(), Acceptance: d.Acceptance,
 		}))
 	}
 	return res, nil

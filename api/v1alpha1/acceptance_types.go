@@ -69,8 +69,16 @@ type AcceptanceSpec struct {
 	SourceRepoURL string `json:"sourceRepoURL,omitempty"`
 	// SourcePath is the application path relative to the repository root.
 	SourcePath string `json:"sourcePath,omitempty"`
-	// SourceRevision is the Git revision the render was made from (empty
-	// when unknown).
+	// SourceRevision is never written by a render: the rendered output is a
+	// pure function of the app's files, so that a commit elsewhere in the
+	// repository leaves the Acceptance (and the app's sync status) unchanged.
+	// The revision a controller applied is the controller's own report (Argo
+	// CD status.sync.revision, Flux status.lastAppliedRevision), which the
+	// notifier and break-glass read.
+	//
+	// Deprecated: kept so that an Acceptance written by an earlier plugin
+	// (and a sidecar not yet upgraded during a rollout) is neither refused nor
+	// pruned; it is read by nothing.
 	SourceRevision string `json:"sourceRevision,omitempty"`
 	// RenderedHash is the canonical hash of the rendered object set, without
 	// this Acceptance.

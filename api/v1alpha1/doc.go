@@ -3,7 +3,7 @@
 // version v1alpha1.
 //
 //   - Acceptance: the custom resource a render declares (spec: the app, the
-//     environment, the source revision, the rendered hash and every
+//     environment, the source path, the rendered hash and every
 //     container's declared image and digest) and the verifier reports on
 //     (status: the Ready, Reconciling and Stalled conditions and the imageIDs
 //     observed per container). Its CustomResourceDefinition is

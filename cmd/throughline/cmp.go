@@ -91,7 +91,7 @@ func (o *cmpGenerateOptions) run(ctx context.Context, g *globals, stdout io.Writ
 		g.log.Warn().Err(res.CacheErr).Msg("render cache not updated")
 	}
 	logExceptions(g, res.Acceptance.Spec.Exceptions)
-	g.log.Info().Str("app", res.Acceptance.Spec.App).Str("revision", res.Acceptance.Spec.SourceRevision).
+	g.log.Info().Str("app", res.Acceptance.Spec.App).Str("revision", opts.Env.Revision).
 		Str("renderedHash", res.Acceptance.Spec.RenderedHash).Int("objects", res.Acceptance.Spec.ObjectCount).
 		Bool("cached", res.CacheHit).Msg("rendered")
 	_, err = stdout.Write(res.Manifests)
