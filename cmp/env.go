@@ -28,8 +28,10 @@ const (
 
 // Env is the build environment of one generate call.
 type Env struct {
-	AppName         string
-	AppNamespace    string
+	AppName      string
+	AppNamespace string
+	// Revision (ARGOCD_APP_REVISION) is logged only: the output is a pure
+	// function of the app's files, never of the commit they came from.
 	Revision        string
 	SourcePath      string
 	RepoURL         string
@@ -84,8 +86,8 @@ func EnvFromEnviron(environ []string) Env {
 func (e Env) Param(name string) string { return e.Params[strings.ToUpper(name)] }
 
 // fingerprint lists everything of the environment that can change a render's
-// output except the revision, which is stamped on afterwards: a new commit
-// elsewhere in the repository must still hit the cache.
+// output. The revision is not one of them (the output never names it): a new
+// commit elsewhere in the repository must still hit the cache.
 func (e Env) fingerprint() []string {
 	out := []string{
 		EnvAppName + "=" + e.AppName,

@@ -32,7 +32,9 @@ on stdout, so Argo CD shows a ComparisonError instead of pruning.
 
 Reads ARGOCD_APP_NAME, ARGOCD_APP_NAMESPACE, ARGOCD_APP_REVISION,
 ARGOCD_APP_SOURCE_PATH, ARGOCD_APP_SOURCE_REPO_URL, KUBE_VERSION,
-KUBE_API_VERSIONS, ARGOCD_ENV_* and PARAM_* (environment, app).
+KUBE_API_VERSIONS, ARGOCD_ENV_* and PARAM_* (environment, app). The output
+depends on the application's files only, never on ARGOCD_APP_REVISION (logged):
+a commit that does not change the render leaves the application Synced.
 
 When throughline-policy.yaml at the repository root the plugin sees declares
 environments, the environment is the one whose paths hold the application
