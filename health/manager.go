@@ -29,7 +29,10 @@ type ManagerOptions struct {
 	// the /healthz, /readyz endpoints ("0" turns one off).
 	MetricsAddr, ProbeAddr string
 	// LeaderElection with a Lease named throughline-serve in
-	// LeaderElectionNamespace (default: the Pod's namespace).
+	// LeaderElectionNamespace (default: the Pod's namespace). The leader
+	// releases the Lease when Start returns (a standby takes over within its
+	// retry period, not after the lease duration): the caller must exit once
+	// the manager has stopped and run nothing that needs the lease after it.
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	// Registry resolves declared digests.
@@ -68,7 +71,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, o ManagerOptions) (ctrl.M
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        "throughline-serve",
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
-		Controller:              config.Controller{MaxConcurrentReconciles: o.Workers, SkipNameValidation: ptr.To(true)},
+		// Safe because serve exits when Start returns (NewManager's doc).
+		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{MaxConcurrentReconciles: o.Workers, SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("controller manager for %s: %w", cfg.Host, err)

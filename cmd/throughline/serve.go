@@ -105,7 +105,10 @@ func (o *serveOptions) run(ctx context.Context, g *globals) error {
 	return o.serve(ctx, cfg, reg, log)
 }
 
-// serve runs the Acceptance controller until ctx ends.
+// serve runs the Acceptance controller until ctx ends. With --leader-elect
+// the manager releases its Lease when it stops, which is safe only because
+// nothing runs after serve returns but the notifier's shutdown (it needs no
+// lease) and the process's exit.
 func (o *serveOptions) serve(ctx context.Context, cfg *rest.Config, reg health.Resolver, log zerolog.Logger) error {
 	mgr, _, err := health.NewManager(ctx, cfg, health.ManagerOptions{
 		Namespaces:              o.namespaces,
