@@ -195,7 +195,7 @@ func (d *Declaration) Stale() string {
 	want := d.Acceptance.Spec
 	have := got.Spec
 	for _, sp := range []*v1alpha1.AcceptanceSpec{&want, &have} {
-		sp.SourceRevision, sp.Renderer, sp.SourceRepoURL = "", "", ""
+		sp.SourceRevision, sp.Renderer, sp.SourceRepoURL = "", "", "" //nolint:staticcheck // SA1019: an earlier render's revision is no difference
 	}
 	a, err1 := json.Marshal(want)
 	b, err2 := json.Marshal(have)
