@@ -247,7 +247,7 @@ func TestArgoCDLostDeliveryResynced(t *testing.T) {
 	// The receiver's address: 503 while down (serve restarting, Git down),
 	// else the notifier.
 	var up atomic.Bool
-	var refusedWhileDown atomic.Int64
+	var refusedWhileDown, passed atomic.Int64
 	svc := e.service(t, ctx, cfg)
 	target, err := url.Parse("http://" + svc.Addr().String())
 	must(t, err)
@@ -258,6 +258,7 @@ func TestArgoCDLostDeliveryResynced(t *testing.T) {
 			http.Error(w, "down", http.StatusServiceUnavailable)
 			return
 		}
+		passed.Add(1)
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(front.Close)
@@ -291,7 +292,7 @@ func TestArgoCDLostDeliveryResynced(t *testing.T) {
 	playArgoCDController(t, ctx, c, ns, e.desired, src, dst)
 
 	// The delivery window: the controller tries, is refused, gives up.
-	failed := `argocd_notifications_deliveries_total{notifier="webhook",succeeded="false",trigger="on-deployed"}`
+	failed := `argocd_notifications_deliveries_total{service="throughline",succeeded="false",trigger="on-deployed"}`
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		v, err := nc.Metric(ctx, failed)
@@ -309,8 +310,15 @@ func TestArgoCDLostDeliveryResynced(t *testing.T) {
 		t.Fatalf("%d commits on main while the receiver was down, want %d", n, e.commits)
 	}
 
-	// The notifier is back: its resync loop, no delivery, writes the evidence.
+	// The receiver is back, but the controller never sends that revision
+	// again ("already sent"): without the resync the record stays
+	// RECONCILING for good (the break of issue 16).
 	up.Store(true)
+	time.Sleep(20 * time.Second)
+	if n, p := e.mainCommits(t), passed.Load(); n != e.commits || p != 0 {
+		t.Fatalf("after the receiver recovered, before any resync: %d commits on main (want %d), %d deliveries (want 0)", n, e.commits, p)
+	}
+	// The notifier's resync loop, no delivery, writes the evidence.
 	loop, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- svc.Resyncer().Start(loop) }()
@@ -323,7 +331,7 @@ func TestArgoCDLostDeliveryResynced(t *testing.T) {
 	if n := e.mainCommits(t); n != e.commits+1 {
 		t.Fatalf("%d commits on main, want %d: exactly one evidence commit", n, e.commits+1)
 	}
-	if v, err := nc.Metric(ctx, `argocd_notifications_deliveries_total{notifier="webhook",succeeded="true",trigger="on-deployed"}`); err != nil || v != 0 {
+	if v, err := nc.Metric(ctx, `argocd_notifications_deliveries_total{service="throughline",succeeded="true",trigger="on-deployed"}`); err != nil || v != 0 {
 		t.Fatalf("on-deployed delivered %v times after the controller gave up (err %v): it never re-sends (oncePer)", v, err)
 	}
 }
