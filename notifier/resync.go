@@ -48,7 +48,9 @@ const (
 	ResyncError        = "error"         // Git or the API server failed: retried next pass
 )
 
-var resyncOutcomes = []string{ResyncAccepted, ResyncHalted, ResyncDuplicate, ResyncWait, ResyncNoController, ResyncAmbiguous, ResyncRefused, ResyncError}
+var resyncOutcomes = []string{
+	ResyncAccepted, ResyncHalted, ResyncDuplicate, ResyncWait, ResyncNoController, ResyncAmbiguous, ResyncRefused, ResyncError,
+}
 
 // Resynced is the outcome of resyncing one record (App empty: the pass
 // itself failed, Err says why).

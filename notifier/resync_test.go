@@ -12,8 +12,8 @@ import (
 // The resync's own tests against a real API server and Git server are in
 // e2e/notifier (resync_test.go); these read controller objects only.
 
-func resyncApp(ns, name, path string, labels map[string]any, status map[string]any) unstructured.Unstructured {
-	md := map[string]any{"name": name, "namespace": ns}
+func resyncApp(name, path string, labels map[string]any, status map[string]any) unstructured.Unstructured {
+	md := map[string]any{"name": name, "namespace": "argocd"}
 	if labels != nil {
 		md["labels"] = labels
 	}
@@ -33,9 +33,9 @@ func resyncKs(gen int64, path string, status map[string]any) unstructured.Unstru
 	}}
 }
 
-func readyCond(status, reason string, gen int64) []any {
+func readyCond(status, reason string) []any {
 	return []any{map[string]any{"type": "Ready", "status": status, "reason": reason, "message": "m",
-		"lastTransitionTime": "2026-11-29T10:00:00Z", "observedGeneration": gen}}
+		"lastTransitionTime": "2026-11-29T10:00:00Z", "observedGeneration": int64(3)}}
 }
 
 func argoStatus(phase, health, syncRev, opRev string) map[string]any {
@@ -57,25 +57,25 @@ func TestStatusEvent(t *testing.T) {
 		revision string
 		degraded bool
 	}{
-		{name: "argo synced healthy", obj: resyncApp("argocd", "checkout", p, nil, argoStatus("Succeeded", "Healthy", srcRev, stgRev)), revision: stgRev},
-		{name: "argo sync revision when no sync result", obj: resyncApp("argocd", "checkout", p, nil, argoStatus("Succeeded", "Progressing", srcRev, "")),
+		{name: "argo synced healthy", obj: resyncApp("checkout", p, nil, argoStatus("Succeeded", "Healthy", srcRev, stgRev)), revision: stgRev},
+		{name: "argo sync revision when no sync result", obj: resyncApp("checkout", p, nil, argoStatus("Succeeded", "Progressing", srcRev, "")),
 			revision: srcRev},
-		{name: "argo operation running", obj: resyncApp("argocd", "checkout", p, nil, argoStatus("Running", "Healthy", srcRev, stgRev)),
+		{name: "argo operation running", obj: resyncApp("checkout", p, nil, argoStatus("Running", "Healthy", srcRev, stgRev)),
 			wait: "neither Succeeded nor Degraded"},
-		{name: "argo never synced", obj: resyncApp("argocd", "checkout", p, nil, nil), wait: "neither Succeeded nor Degraded"},
-		{name: "argo degraded", obj: resyncApp("argocd", "checkout", p, nil, argoStatus("Running", "Degraded", srcRev, stgRev)), revision: stgRev, degraded: true},
-		{name: "argo short revision", obj: resyncApp("argocd", "checkout", p, nil, argoStatus("Succeeded", "Healthy", "abc", "abc")), wait: "not a full commit id"},
+		{name: "argo never synced", obj: resyncApp("checkout", p, nil, nil), wait: "neither Succeeded nor Degraded"},
+		{name: "argo degraded", obj: resyncApp("checkout", p, nil, argoStatus("Running", "Degraded", srcRev, stgRev)), revision: stgRev, degraded: true},
+		{name: "argo short revision", obj: resyncApp("checkout", p, nil, argoStatus("Succeeded", "Healthy", "abc", "abc")), wait: "not a full commit id"},
 		{name: "flux ready", obj: resyncKs(3, p, map[string]any{"observedGeneration": int64(3), "lastAppliedRevision": "main@sha1:" + stgRev,
-			"conditions": readyCond("True", "ReconciliationSucceeded", 3)}), revision: stgRev},
+			"conditions": readyCond("True", "ReconciliationSucceeded")}), revision: stgRev},
 		{name: "flux stale status", obj: resyncKs(4, p, map[string]any{"observedGeneration": int64(3), "lastAppliedRevision": "main@sha1:" + stgRev,
-			"conditions": readyCond("True", "ReconciliationSucceeded", 3)}), wait: "generation 3, the spec is at 4"},
+			"conditions": readyCond("True", "ReconciliationSucceeded")}), wait: "generation 3, the spec is at 4"},
 		{name: "flux progressing", obj: resyncKs(3, p, map[string]any{"observedGeneration": int64(3), "lastAppliedRevision": "main@sha1:" + stgRev,
-			"conditions": readyCond("Unknown", "Progressing", 3)}), wait: "not reconciled yet"},
+			"conditions": readyCond("Unknown", "Progressing")}), wait: "not reconciled yet"},
 		{name: "flux health check failed", obj: resyncKs(3, p, map[string]any{"observedGeneration": int64(3), "lastAppliedRevision": "main@sha1:" + srcRev,
-			"lastAttemptedRevision": "main@sha1:" + stgRev, "conditions": readyCond("False", "HealthCheckFailed", 3)}), revision: stgRev, degraded: true},
+			"lastAttemptedRevision": "main@sha1:" + stgRev, "conditions": readyCond("False", "HealthCheckFailed")}), revision: stgRev, degraded: true},
 		{name: "flux no ready", obj: resyncKs(3, p, map[string]any{"observedGeneration": int64(3)}), wait: "no Ready condition"},
 		{name: "flux bad revision", obj: resyncKs(3, p, map[string]any{"observedGeneration": int64(3), "lastAppliedRevision": "main@sha1:xyz",
-			"conditions": readyCond("True", "ReconciliationSucceeded", 3)}), wait: "is not <ref>@sha1:<commit>"},
+			"conditions": readyCond("True", "ReconciliationSucceeded")}), wait: "is not <ref>@sha1:<commit>"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ev, why := StatusEvent(tc.obj, "checkout", "production")
@@ -103,10 +103,10 @@ func TestControllersOf(t *testing.T) {
 	rec := reconciling(t, "checkout", srcRev)
 	prod, stg := rec.Target.Path, "apps/checkout/overlays/staging"
 	objs := []unstructured.Unstructured{
-		resyncApp("argocd", "checkout-staging", stg, nil, nil),
-		resyncApp("argocd", "checkout", "./"+prod, map[string]any{"throughline.dev/environment": "production"}, nil),
-		resyncApp("argocd", "other", prod, map[string]any{"throughline.dev/app": "payments"}, nil),
-		resyncApp("argocd", "wrong-env", prod, map[string]any{"throughline.dev/environment": "staging"}, nil),
+		resyncApp("checkout-staging", stg, nil, nil),
+		resyncApp("checkout", "./"+prod, map[string]any{"throughline.dev/environment": "production"}, nil),
+		resyncApp("other", prod, map[string]any{"throughline.dev/app": "payments"}, nil),
+		resyncApp("wrong-env", prod, map[string]any{"throughline.dev/environment": "staging"}, nil),
 	}
 	got := controllersOf(rec, objs, "")
 	if len(got) != 1 || got[0].GetName() != "checkout" {
