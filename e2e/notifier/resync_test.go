@@ -143,7 +143,9 @@ func resyncWithoutDelivery(t *testing.T, source string) {
 	if r := only(t, rs.Once(ctx)); r.Outcome != notifier.ResyncNoController {
 		t.Fatalf("before any controller object: %+v", r)
 	}
-	var deliver func() (int, string)
+	// deliver posts the late delivery to base: this notifier, or another
+	// replica (setup's, on its own clone, which has seen nothing).
+	var deliver func(base string) (int, string)
 	switch source {
 	case "argocd":
 		const ns = "argocd"
@@ -154,10 +156,10 @@ func resyncWithoutDelivery(t *testing.T, source string) {
 			t.Fatalf("Application without status: %+v", r)
 		}
 		playArgoCDController(t, ctx, c, ns, e.desired, src, dst)
-		deliver = func() (int, string) {
+		deliver = func(base string) (int, string) {
 			body, _ := json.Marshal(notifier.ArgoCDPayload{Trigger: "on-deployed", Application: "checkout", Namespace: ns,
 				Environment: "production", Revision: e.desired, SyncStatus: "Synced", Phase: "Succeeded", Health: "Healthy"})
-			return post(t, "http://"+svc.Addr().String()+"/v1/argocd", body, "Authorization", "Bearer "+token)
+			return post(t, base+"/v1/argocd", body, "Authorization", "Bearer "+token)
 		}
 	case "flux":
 		const ns = "flux-system"
@@ -177,12 +179,12 @@ func resyncWithoutDelivery(t *testing.T, source string) {
 				"message": "Applied revision: main@sha1:" + e.desired, "lastTransitionTime": now, "observedGeneration": ks.GetGeneration()}},
 		}, "status"))
 		must(t, c.Status().Update(ctx, ks))
-		deliver = func() (int, string) {
+		deliver = func(base string) (int, string) {
 			body := []byte(`{"involvedObject":{"kind":"Kustomization","namespace":"flux-system","name":"checkout-production"},` +
 				`"severity":"info","timestamp":"2026-11-29T10:00:00Z","message":"Reconciliation finished","reason":"ReconciliationSucceeded",` +
 				`"metadata":{"revision":"main@sha1:` + e.desired + `","app":"checkout","environment":"production"},` +
 				`"reportingController":"kustomize-controller"}`)
-			return post(t, "http://"+svc.Addr().String()+"/v1/flux", body, notifier.SignatureHeader, sign(key, body))
+			return post(t, base+"/v1/flux", body, notifier.SignatureHeader, sign(key, body))
 		}
 	}
 	r := only(t, rs.Once(ctx))
@@ -193,10 +195,12 @@ func resyncWithoutDelivery(t *testing.T, source string) {
 	if ev.ReportedBy.Controller != notifier.ResyncController {
 		t.Fatalf("evidence reportedBy %+v, want the resync", ev.ReportedBy)
 	}
-	// The late delivery: a duplicate, nothing committed.
-	status, result := deliver()
-	if status != http.StatusOK || result != "duplicate" {
-		t.Fatalf("late delivery: %d %s, want 200 duplicate", status, result)
+	// The late delivery, to this replica and to another one: a duplicate
+	// (found in Git by the other), nothing committed.
+	for _, base := range []string{"http://" + svc.Addr().String(), e.notifier.URL} {
+		if status, result := deliver(base); status != http.StatusOK || result != "duplicate" {
+			t.Fatalf("late delivery to %s: %d %s, want 200 duplicate", base, status, result)
+		}
 	}
 	if rs := rs.Once(ctx); len(rs) != 0 {
 		t.Fatalf("after the decision, a pass found %+v", rs)
