@@ -175,6 +175,12 @@ func logDelivery(log zerolog.Logger, d notifier.Delivery) {
 		Dur("took", d.Duration).Msg("delivery")
 }
 
+// The resync runs on the elected leader only.
+var _ interface {
+	manager.Runnable
+	manager.LeaderElectionRunnable
+} = (*notifier.Resyncer)(nil)
+
 // addResync hands the notifier's resync loop to the manager, which runs it
 // on the elected leader only (nothing when the notifier or its resync is off).
 func (n *notifierFlags) addResync(mgr manager.Manager) error {
