@@ -61,6 +61,13 @@ func decodeFlux(body []byte) (Event, error) {
 	if err := dec.Decode(&fe); err != nil {
 		return Event{}, fmt.Errorf("flux event: %w: %w", ErrMalformed, err)
 	}
+	return fluxEvent(fe)
+}
+
+// fluxEvent reduces a Flux event to an Event: the delivery's (decodeFlux)
+// and the resync's (a Kustomization's status read as the event
+// kustomize-controller would send).
+func fluxEvent(fe eventv1.Event) (Event, error) {
 	if fe.InvolvedObject.Kind == "" || fe.InvolvedObject.Name == "" {
 		return Event{}, fmt.Errorf("flux event: %w: involvedObject kind and name are required", ErrMalformed)
 	}
@@ -156,6 +163,13 @@ func decodeArgoCD(body []byte) (Event, error) {
 	if err := json.Unmarshal(body, &p); err != nil {
 		return Event{}, fmt.Errorf("argocd notification: %w: %w", ErrMalformed, err)
 	}
+	return argoCDEvent(p)
+}
+
+// argoCDEvent reduces the shipped template's payload to an Event: the
+// delivery's (decodeArgoCD) and the resync's (an Application's status read
+// as the template renders it).
+func argoCDEvent(p ArgoCDPayload) (Event, error) {
 	if templ(p.Application) == "" {
 		return Event{}, fmt.Errorf("argocd notification: %w: application is required", ErrMalformed)
 	}

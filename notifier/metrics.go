@@ -15,6 +15,11 @@ type Metrics struct {
 	Refused    *prometheus.CounterVec
 	Statuses   *prometheus.CounterVec
 	Acks       *prometheus.HistogramVec
+	// Resyncs counts the records resynced by outcome, ResyncPasses the
+	// passes by result, ResyncLast is when the last pass succeeded.
+	Resyncs      *prometheus.CounterVec
+	ResyncPasses *prometheus.CounterVec
+	ResyncLast   prometheus.Gauge
 }
 
 // NewMetrics registers the metrics in reg.
@@ -35,14 +40,28 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Commit statuses posted, by result (ok, failed)."}, []string{"result"}),
 		Acks: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "throughline_notifier_ack_seconds",
 			Help: "Time from receiving a delivery to answering it.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}, []string{"source", "result"}),
+		Resyncs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throughline_notifier_resyncs_total",
+			Help: "RECONCILING records resynced from their controller's status, by outcome (accepted, halted, duplicate, wait, " +
+				"no-controller, ambiguous, refused, error)."}, []string{"outcome"}),
+		ResyncPasses: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throughline_notifier_resync_passes_total",
+			Help: "Resync passes, by result (ok, error: the records or the controller objects could not be listed)."}, []string{"result"}),
+		ResyncLast: prometheus.NewGauge(prometheus.GaugeOpts{Name: "throughline_notifier_resync_last_success_timestamp_seconds",
+			Help: "When the last resync pass succeeded (Unix seconds; 0: never, or the resync is off or not the leader)."}),
 	}
-	for _, c := range []prometheus.Collector{m.Received, m.Duplicates, m.Written, m.Failures, m.Refused, m.Statuses, m.Acks} {
+	for _, c := range []prometheus.Collector{m.Received, m.Duplicates, m.Written, m.Failures, m.Refused, m.Statuses, m.Acks,
+		m.Resyncs, m.ResyncPasses, m.ResyncLast} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering notifier metrics: %w", err)
 		}
 	}
 	for _, c := range []string{ClassSource, ClassRender, ClassLive, ClassRuntime} {
 		m.Failures.WithLabelValues(c)
+	}
+	for _, o := range resyncOutcomes {
+		m.Resyncs.WithLabelValues(o)
+	}
+	for _, r := range []string{"ok", "error"} {
+		m.ResyncPasses.WithLabelValues(r)
 	}
 	return m, nil
 }

@@ -60,6 +60,12 @@ type ServiceConfig struct {
 	// TLSCertFile and TLSKeyFile, when set (both), serve HTTPS with the
 	// certificate in these PEM files, reloaded when they change.
 	TLSCertFile, TLSKeyFile string
+	// ResyncInterval, when positive, makes Service.Resyncer reconcile every
+	// RECONCILING record from its controller's own status this often (0:
+	// deliveries only).
+	ResyncInterval time.Duration
+	// OnResync is told of every record resynced and every failed pass; nil is silent.
+	OnResync func(Resynced)
 }
 
 // Service is a running notifier: its HTTP server and the commit statuses
@@ -69,6 +75,7 @@ type Service struct {
 	ln       net.Listener
 	branch   string
 	cancelBG context.CancelFunc
+	resync   *Resyncer
 }
 
 // Start starts the notifier service of cfg: the listener is bound before
@@ -114,6 +121,9 @@ func Start(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 		ln = tls.NewListener(ln, certs.tlsConfig())
 	}
 	s := &Service{srv: NewServer(cfg.Addr, h, DefaultProcessTimeout), ln: ln, branch: branch, cancelBG: cancelBG}
+	if cfg.ResyncInterval > 0 {
+		s.resync = &Resyncer{Proc: proc, Client: dyn, Prefix: cfg.Repo.Prefix, Interval: cfg.ResyncInterval, Metrics: h.Metrics(), Log: cfg.OnResync}
+	}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && cfg.OnServeError != nil {
 			cfg.OnServeError(err)
@@ -121,6 +131,12 @@ func Start(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 	}()
 	return s, nil
 }
+
+// Resyncer is the service's resync loop (nil when ServiceConfig.ResyncInterval
+// is not positive). Start does not run it: the caller runs it where only
+// the elected leader does (a controller-runtime manager: it is a
+// LeaderElectionRunnable), or calls its Start itself.
+func (s *Service) Resyncer() *Resyncer { return s.resync }
 
 // Addr is the address the service listens on.
 func (s *Service) Addr() net.Addr { return s.ln.Addr() }

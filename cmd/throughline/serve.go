@@ -126,6 +126,9 @@ func (o *serveOptions) serve(ctx context.Context, cfg *rest.Config, reg health.R
 	if err != nil {
 		return err
 	}
+	if err := o.nf.addResync(mgr); err != nil {
+		return err
+	}
 	if o.breakglassExpiry {
 		if err := addExpiryMonitor(mgr, log); err != nil {
 			return err

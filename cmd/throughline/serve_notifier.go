@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
@@ -33,6 +34,10 @@ type notifierFlags struct {
 	tlsCertFile   string
 	tlsKeyFile    string
 	forge         forgeFlags
+	resync        time.Duration
+	// svc is the running service (nil when off), whose resync loop
+	// addResync hands to the manager.
+	svc *notifier.Service
 }
 
 // Environment variables read when no secret file is given.
@@ -59,6 +64,9 @@ func (n *notifierFlags) add(cmd *cobra.Command) {
 		`commit status link, formatted with the evidence path (e.g. "https://github.com/org/gitops/blob/main/%s")`)
 	f.StringVar(&n.tlsCertFile, "notifier-tls-cert-file", "", "serve HTTPS with this PEM certificate (chain), reloaded when it changes")
 	f.StringVar(&n.tlsKeyFile, "notifier-tls-key-file", "", "PEM private key of --notifier-tls-cert-file")
+	f.DurationVar(&n.resync, "notifier-resync-interval", notifier.DefaultResyncInterval,
+		"decide every RECONCILING record from its Application's or Kustomization's own status this often, without waiting "+
+			"for a delivery (leader only; 0 turns it off: then a lost delivery leaves the record RECONCILING)")
 	f.StringVar(&n.forge.kind, "forge", "", "set commit statuses on the desired commit on: github, gitlab or gitea "+
 		"(token from THROUGHLINE_FORGE_TOKEN, else GITHUB_TOKEN / GITLAB_TOKEN / GITEA_TOKEN)")
 	f.StringVar(&n.forge.url, "forge-url", "", "forge API base URL (default https://api.github.com, https://gitlab.com)")
@@ -97,13 +105,16 @@ func (n *notifierFlags) start(ctx context.Context, cfg *rest.Config, log zerolog
 		log.Warn().Err(err).Str("promotion", ev.PromotionID).Msg("commit status not set")
 	}
 	sc.OnServeError = func(err error) { log.Error().Err(err).Msg("notifier stopped") }
+	sc.OnResync = func(r notifier.Resynced) { logResync(log, r) }
 	svc, err := notifier.Start(ctx, sc)
 	if err != nil {
 		return nil, err
 	}
+	n.svc = svc
 	log.Info().Str("address", svc.Addr().String()).Bool("tls", sc.TLSCertFile != "").Str("branch", svc.Branch()).
 		Bool("flux", len(sc.Handler.FluxKey) > 0).
-		Bool("argocd", len(sc.Handler.ArgoCDToken) > 0).Bool("commitStatus", sc.Forge != nil).Msg("starting the notifier")
+		Bool("argocd", len(sc.Handler.ArgoCDToken) > 0).Bool("commitStatus", sc.Forge != nil).Dur("resync", sc.ResyncInterval).
+		Msg("starting the notifier")
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -118,6 +129,10 @@ func (n *notifierFlags) config(ctx context.Context, cfg *rest.Config) (notifier.
 	if n.repoDir == "" {
 		return sc, exitcode.Usagef("--notifier-bind-address needs --notifier-repo")
 	}
+	if n.resync < 0 {
+		return sc, exitcode.Usagef("--notifier-resync-interval %s: want 0 (off) or more", n.resync)
+	}
+	sc.ResyncInterval = n.resync
 	if (n.tlsCertFile == "") != (n.tlsKeyFile == "") {
 		return sc, exitcode.Usagef("--notifier-tls-cert-file and --notifier-tls-key-file go together")
 	}
@@ -158,4 +173,36 @@ func logDelivery(log zerolog.Logger, d notifier.Delivery) {
 	ev.Str("source", d.Source).Str("sender", d.Sender).Int("status", d.Status).Str("result", d.Result).
 		Str("app", d.App).Str("environment", d.Environment).Str("revision", d.Revision).Str("commit", d.Commit).
 		Dur("took", d.Duration).Msg("delivery")
+}
+
+// The resync runs on the elected leader only.
+var _ interface {
+	manager.Runnable
+	manager.LeaderElectionRunnable
+} = (*notifier.Resyncer)(nil)
+
+// addResync hands the notifier's resync loop to the manager, which runs it
+// on the elected leader only (nothing when the notifier or its resync is off).
+func (n *notifierFlags) addResync(mgr manager.Manager) error {
+	if n.svc == nil || n.svc.Resyncer() == nil {
+		return nil
+	}
+	if err := mgr.Add(n.svc.Resyncer()); err != nil {
+		return fmt.Errorf("adding the notifier resync: %w", err)
+	}
+	return nil
+}
+
+// logResync writes the log line of one resynced record (debug while it
+// waits, warn when Git or the API server failed).
+func logResync(log zerolog.Logger, r notifier.Resynced) {
+	ev := log.Info()
+	switch r.Outcome {
+	case notifier.ResyncWait, notifier.ResyncDuplicate, notifier.ResyncNoController:
+		ev = log.Debug()
+	case notifier.ResyncError, notifier.ResyncRefused, notifier.ResyncAmbiguous:
+		ev = log.Warn().Err(r.Err)
+	}
+	ev.Str("outcome", r.Outcome).Str("app", r.App).Str("environment", r.Environment).Str("promotion", r.PromotionID).
+		Str("object", r.Object).Str("revision", r.Revision).Str("commit", r.Commit).Str("reason", r.Reason).Msg("resync")
 }

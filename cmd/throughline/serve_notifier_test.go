@@ -10,9 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	"k8s.io/client-go/rest"
+
+	"github.com/throughline-dev/throughline/exitcode"
 )
 
 func TestNotifierFlags(t *testing.T) {
@@ -44,6 +47,10 @@ func TestNotifierFlags(t *testing.T) {
 	if _, err := (&notifierFlags{addr: "127.0.0.1:0", repoDir: filepath.Join(dir, "work")}).start(ctx, cfg, log); err == nil || !strings.Contains(err.Error(), "both receivers would be off") {
 		t.Fatalf("no secret: %v", err)
 	}
+	neg := &notifierFlags{addr: "127.0.0.1:0", repoDir: filepath.Join(dir, "work"), fluxKeyFile: key, resync: -time.Second}
+	if _, err := neg.start(ctx, cfg, log); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "--notifier-resync-interval") {
+		t.Fatalf("negative resync interval: %v", err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +65,9 @@ func TestNotifierFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
+	if n.svc == nil || n.svc.Resyncer() != nil {
+		t.Fatalf("--notifier-resync-interval 0: service %v, want one without a resync", n.svc)
+	}
 	resp, err := http.Get("http://" + addr + "/healthz")
 	if err != nil {
 		t.Fatal(err)
