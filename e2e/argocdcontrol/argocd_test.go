@@ -299,12 +299,26 @@ func (e *env) positive(revA string) {
 	}
 	e.t.Logf("synced %s; app Progressing: %s", revA[:12], str(u, "status", "health", "message"))
 
-	e.rollout(d, digestA)
-	u = e.waitApp("verified Acceptance -> app Healthy", 2*time.Minute, func(u *unstructured.Unstructured) bool {
+	e.rollout(d, "h1", digestA)
+	e.waitHealthy("Pods run A -> Acceptance verified -> app Healthy")
+}
+
+// waitHealthy waits for the app Healthy and checks the Acceptance was
+// verified by the verifier (not merely absent from the health).
+func (e *env) waitHealthy(arrow string) {
+	e.t.Helper()
+	u := e.waitApp(arrow, 2*time.Minute, func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "health", "status") == "Healthy"
 	})
 	if h := resourceHealth(u, "Acceptance", appName); h != "Healthy" {
-		e.t.Fatalf("arrow verified Acceptance -> resource health %q, want Healthy", h)
+		e.t.Fatalf("arrow %s: Acceptance resource health %q, want Healthy", arrow, h)
+	}
+	acc := health.NewAcceptance()
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: appName}, acc))
+	st, err := health.ReadStatus(acc)
+	must(e.t, err)
+	if st.VerifiedAt == nil || st.ObservedGeneration != acc.GetGeneration() {
+		e.t.Fatalf("arrow %s: Acceptance not verified at generation %d: %+v", arrow, acc.GetGeneration(), st)
 	}
 }
 
@@ -313,12 +327,14 @@ func (e *env) positive(revA string) {
 // controller (an address in the Ingress status) and the kubelet (Pods
 // running with imageID = the declared digest): no kube-controller-manager,
 // scheduler, ingress controller or kubelet runs in this harness.
-func (e *env) rollout(d *appsv1.Deployment, digest string) {
+// A later rollout (hash) replaces the earlier ReplicaSets and Pods at once.
+func (e *env) rollout(d *appsv1.Deployment, hash, digest string) {
 	e.t.Helper()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1",
 		Labels: map[string]string{corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64"}}}
 	must(e.t, client.IgnoreAlreadyExists(e.c.Create(e.ctx, node)))
-	const hash = "h1"
+	must(e.t, e.c.DeleteAllOf(e.ctx, &corev1.Pod{}, client.InNamespace(appNS), client.GracePeriodSeconds(0)))
+	must(e.t, e.c.DeleteAllOf(e.ctx, &appsv1.ReplicaSet{}, client.InNamespace(appNS)))
 	tpl := d.Spec.Template.DeepCopy()
 	tpl.Labels[health.LabelPodTemplateHash] = hash
 	sel := d.Spec.Selector.DeepCopy()
@@ -399,6 +415,9 @@ func (e *env) unpinned() {
 	if got := str(u, "status", "operationState", "syncResult", "revision"); got == revB {
 		e.t.Fatalf("arrow refused render -> no sync: synced %s", revB)
 	}
+	if got := str(u, "status", "sync", "status"); got != "Unknown" {
+		e.t.Fatalf("arrow refused render -> sync status %s, want Unknown", got)
+	}
 
 	// The repo-server's error cache: refresh the same commit until the
 	// error is served from the cache (ARGOCD_PAUSE_GEN_AFTER_FAILED_ATTEMPTS,
@@ -440,5 +459,11 @@ func (e *env) unpinned() {
 	if string(d.UID) != depUID {
 		e.t.Fatalf("arrow pinned commit -> Deployment updated in place: UID %s -> %s", depUID, d.UID)
 	}
-	e.t.Logf("recovered at %.12s: %s", revC, summary(u))
+	// Pods still run A: the new Acceptance keeps the app Progressing.
+	if h := str(u, "status", "health", "status"); h != "Progressing" {
+		e.t.Fatalf("arrow new digest, old Pods -> app health %s, want Progressing", h)
+	}
+	e.rollout(d, "h2", digestC)
+	e.waitHealthy("Pods run the pinned digest -> app Healthy")
+	e.t.Logf("recovered at %.12s: %s", revC, summary(e.app()))
 }
