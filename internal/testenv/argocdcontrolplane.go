@@ -323,7 +323,7 @@ func redisPing(ctx context.Context, addr string) error {
 	if err != nil {
 		return fmt.Errorf("redis %s: %w", addr, err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }() // a readiness probe: the answer was read or the error reported
 	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
 	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
 		return fmt.Errorf("redis %s: PING: %w", addr, err)
