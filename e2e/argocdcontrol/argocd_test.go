@@ -55,6 +55,8 @@ type env struct {
 	argoNS string
 	work   string // a clone of the GitOps repository
 	gitEnv []string
+	// verify starts throughline serve's verifier (until the whole test ends).
+	verify func()
 }
 
 // TestArgoCDControlPlane: examples/gitops-env's staging Application through
@@ -79,7 +81,7 @@ func TestArgoCDControlPlane(t *testing.T) {
 		ConfigData: healthLua(t, root),
 	})
 	e.argoNS = cp.Namespace
-	startVerifier(ctx, t, api)
+	e.verify = func() { startVerifier(ctx, t, api) }
 
 	revA := e.head()
 	e.createApplication(root, remote)
@@ -289,17 +291,22 @@ func (e *env) positive(revA string) {
 	if acc.GetLabels()["app.kubernetes.io/instance"] != appName {
 		e.t.Fatalf("arrow render -> live Acceptance: not tracked by Argo CD (labels %v)", acc.GetLabels())
 	}
-	// Health: the Lua check holds the app Progressing until the verifier
-	// verified the Acceptance (nobody runs Pods yet).
-	u = e.waitApp("Acceptance -> app Progressing", time.Minute, func(u *unstructured.Unstructured) bool {
-		return resourceHealth(u, "Acceptance", appName) == "Progressing"
-	})
-	if h := str(u, "status", "health", "status"); h != "Progressing" {
-		e.t.Fatalf("arrow Acceptance -> app health: %s before any Pod runs, want Progressing", h)
-	}
-	e.t.Logf("synced %s; app Progressing: %s", revA[:12], str(u, "status", "health", "message"))
-
+	// Health: the rollout completes and every built-in resource turns
+	// Healthy, but no verifier runs yet: the Acceptance's Lua health alone
+	// must hold the app Progressing.
 	e.rollout(d, "h1", digestA)
+	u = e.waitApp("rollout done, Acceptance unverified -> app Progressing", time.Minute, func(u *unstructured.Unstructured) bool {
+		return resourceHealth(u, "Deployment", "checkout") == "Healthy" && resourceHealth(u, "Ingress", "checkout") == "Healthy" &&
+			resourceHealth(u, "Service", "checkout") == "Healthy"
+	})
+	time.Sleep(2 * time.Second) // a few more health assessments
+	u = e.app()
+	if a, h := resourceHealth(u, "Acceptance", appName), str(u, "status", "health", "status"); a != "Progressing" || h != "Progressing" {
+		e.t.Fatalf("arrow unverified Acceptance -> app Progressing: Acceptance %q, app %q (%s)", a, h, summary(u))
+	}
+	e.t.Logf("synced %s; rollout done, app Progressing until the Acceptance is verified", revA[:12])
+
+	e.verify()
 	e.waitHealthy("Pods run A -> Acceptance verified -> app Healthy")
 }
 
