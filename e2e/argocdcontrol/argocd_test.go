@@ -295,7 +295,7 @@ func (e *env) positive(revA string) {
 	// Healthy, but no verifier runs yet: the Acceptance's Lua health alone
 	// must hold the app Progressing.
 	e.rollout(d, "h1", digestA)
-	u = e.waitApp("rollout done, Acceptance unverified -> app Progressing", time.Minute, func(u *unstructured.Unstructured) bool {
+	e.waitApp("rollout done, Acceptance unverified -> app Progressing", time.Minute, func(u *unstructured.Unstructured) bool {
 		return resourceHealth(u, "Deployment", "checkout") == "Healthy" && resourceHealth(u, "Ingress", "checkout") == "Healthy" &&
 			resourceHealth(u, "Service", "checkout") == "Healthy"
 	})
