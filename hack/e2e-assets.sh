@@ -22,6 +22,13 @@ step() { # step VAR script: runs script, times it, records VAR=<its output>
 ENV_OUT=$(mktemp); trap 'rm -f "$ENV_OUT"' EXIT
 step THROUGHLINE_REGISTRY_BIN registry.sh
 printf 'export THROUGHLINE_HTPASSWD_BIN=%q\n' "$(command -v htpasswd)" >> "$ENV_OUT"
+# Redis for Argo CD's repo-server and application controller: Debian's
+# redis-server (hack/ci-e2e.sh installs it); the tests fail in CI without it.
+if command -v redis-server >/dev/null; then
+  printf 'export THROUGHLINE_REDIS_BIN=%q\n' "$(command -v redis-server)" >> "$ENV_OUT"
+else
+  echo "e2e-assets.sh: redis-server not installed (apt-get install -y redis-server)" >&2
+fi
 step THROUGHLINE_FLUX_CRDS flux-crds.sh
 step THROUGHLINE_PROMETHEUS_CRDS prometheus-crds.sh
 step KUBEBUILDER_ASSETS k8s-assets.sh

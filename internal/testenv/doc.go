@@ -14,6 +14,9 @@
 //   - [StartArgoCDNotifications]: Argo CD's notifications controller (the
 //     multi-call argocd binary run as argocd-notifications) against an
 //     [APIServer], with the Application and AppProject CRDs installed.
+//   - [StartArgoCDControlPlane]: Argo CD's application controller,
+//     repo-server and cmp-server (the same binary) with Redis, against an
+//     [APIServer] that is also the in-cluster destination.
 //
 // The binaries are built by the scripts in hack/ (hack/e2e-assets.sh builds
 // them all and prints the environment to export). Every Start function stops

@@ -1,0 +1,477 @@
+//go:build e2e
+
+package argocdcontrol
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/throughline-dev/throughline/health"
+	"github.com/throughline-dev/throughline/internal/testenv"
+	"github.com/throughline-dev/throughline/registry"
+)
+
+var throughlineBin string
+
+func TestMain(m *testing.M) { testenv.MainWithThroughline(m, &throughlineBin) }
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+const (
+	appName   = "checkout-staging"
+	appNS     = "checkout-staging"
+	stagingKz = "apps/checkout/overlays/staging/kustomization.yaml"
+	image     = "ghcr.io/throughline-dev/checkout"
+	digestA   = "sha256:9c2f1e0d7b6a5f4e3d2c1b0a99887766554433221100ffeeddccbbaa98765432"
+	digestC   = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+)
+
+// env is one run: the API server, Git, the Argo CD control plane and the
+// verifier.
+type env struct {
+	t      *testing.T
+	ctx    context.Context
+	c      client.Client
+	argoNS string
+	work   string // a clone of the GitOps repository
+	gitEnv []string
+	// verify starts throughline serve's verifier (until the whole test ends).
+	verify func()
+}
+
+// TestArgoCDControlPlane: examples/gitops-env's staging Application through
+// the real application controller, repo-server and cmp-server. First the
+// positive path (sync, Acceptance applied, Progressing until verified, then
+// Healthy), then experiment 4 (an unpinned image reaching Argo CD: a
+// ComparisonError naming the image, nothing pruned, recovery once a pinned
+// commit lands).
+func TestArgoCDControlPlane(t *testing.T) {
+	testenv.RequireArgoCDControlPlane(t) // skip (fail in CI) before any setup
+	root := testenv.RepoRoot(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Minute)
+	defer cancel()
+	api := testenv.StartAPIServer(t, testenv.APIServerOptions{
+		CRDPaths: []string{filepath.Join(root, "deploy", "crds", "throughline.dev_acceptances.yaml")},
+	})
+	e := &env{t: t, ctx: ctx, c: api.Client, gitEnv: testenv.GitEnv(t.TempDir())}
+	remote := e.seedGit(root)
+	cp := testenv.StartArgoCDControlPlane(t, api, testenv.ArgoCDControlPlaneOptions{
+		PluginYAML: filepath.Join(root, "plugin.yaml"),
+		PluginPath: filepath.Dir(throughlineBin),
+		ConfigData: healthLua(t, root),
+	})
+	e.argoNS = cp.Namespace
+	e.verify = func() { startVerifier(ctx, t, api) }
+
+	revA := e.head()
+	e.createApplication(root, remote)
+
+	t.Run("positive path: synced by the controller, Progressing until verified, then Healthy", func(t *testing.T) {
+		e.t = t
+		e.positive(revA)
+	})
+	if t.Failed() {
+		return
+	}
+	t.Run("experiment 4: an unpinned image reaching Argo CD", func(t *testing.T) {
+		e.t = t
+		e.unpinned()
+	})
+}
+
+// seedGit copies examples/gitops-env into a new repository on the Git server
+// and returns its URL.
+func (e *env) seedGit(root string) string {
+	srv := testenv.StartGitServer(e.t, testenv.GitServerOptions{})
+	remote, err := srv.CreateRepo(e.ctx, "platform/gitops-env.git")
+	must(e.t, err)
+	e.work = filepath.Join(e.t.TempDir(), "gitops-env")
+	must(e.t, os.CopyFS(e.work, os.DirFS(filepath.Join(root, "examples", "gitops-env"))))
+	e.git("init", "-q", "-b", "main")
+	e.git("add", "-A")
+	e.git("commit", "-q", "-m", "examples/gitops-env")
+	e.git("remote", "add", "origin", remote)
+	e.git("push", "-q", "origin", "main")
+	return remote
+}
+
+func (e *env) git(args ...string) string {
+	e.t.Helper()
+	return testenv.Git(e.t, e.ctx, e.gitEnv, e.work, args...)
+}
+
+func (e *env) head() string { return e.git("rev-parse", "HEAD") }
+
+// commitTag rewrites staging's image tag and pushes; it returns the commit.
+func (e *env) commitTag(newTag, msg string) string {
+	e.t.Helper()
+	p := filepath.Join(e.work, filepath.FromSlash(stagingKz))
+	b, err := os.ReadFile(p)
+	must(e.t, err)
+	lines := strings.Split(string(b), "\n")
+	found := false
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "newTag:") {
+			lines[i] = l[:strings.Index(l, "newTag:")] + "newTag: " + newTag
+			found = true
+		}
+	}
+	if !found {
+		e.t.Fatalf("%s: no newTag line", stagingKz)
+	}
+	must(e.t, os.WriteFile(p, []byte(strings.Join(lines, "\n")), 0o644))
+	e.git("commit", "-q", "-am", msg)
+	e.git("push", "-q", "origin", "main")
+	return e.head()
+}
+
+// healthLua is argocd-cm's data from deploy/argocd/argocd-cm-health.yaml,
+// the Lua health check of the Acceptance as shipped.
+func healthLua(t *testing.T, root string) map[string]string {
+	b, err := os.ReadFile(filepath.Join(root, "deploy", "argocd", "argocd-cm-health.yaml"))
+	must(t, err)
+	var cm corev1.ConfigMap
+	must(t, yaml.Unmarshal(b, &cm))
+	if len(cm.Data) == 0 {
+		t.Fatal("deploy/argocd/argocd-cm-health.yaml: no data")
+	}
+	return cm.Data
+}
+
+// startVerifier runs the Acceptance verifier with the same wiring as
+// throughline serve (as e2e/health does). The images are matched by exact
+// digest, which needs no registry.
+func startVerifier(ctx context.Context, t *testing.T, api *testenv.APIServer) {
+	reg, err := registry.New(registry.Options{CacheDir: t.TempDir(), Timeout: 5 * time.Second, Attempts: 1})
+	must(t, err)
+	mgr, _, err := health.NewManager(ctx, api.Config, health.ManagerOptions{
+		MetricsAddr: "0", ProbeAddr: "0", Registry: reg,
+		PendingWait: time.Second, MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second,
+	})
+	must(t, err)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("verifier: %v", err)
+		}
+	})
+}
+
+// createApplication creates examples/gitops-env/clusters/staging/checkout.yaml
+// with the repository URL of the test's Git server.
+func (e *env) createApplication(root, remote string) {
+	b, err := os.ReadFile(filepath.Join(root, "examples", "gitops-env", "clusters", "staging", "checkout.yaml"))
+	must(e.t, err)
+	u := &unstructured.Unstructured{}
+	must(e.t, yaml.Unmarshal(b, &u.Object))
+	must(e.t, unstructured.SetNestedField(u.Object, remote, "spec", "source", "repoURL"))
+	// The destination namespace must exist before the first sync: the
+	// example says CreateNamespace=true (issue 16, break 2); a checkout
+	// from before that fix gets it here, and the test logs so.
+	opts, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "syncPolicy", "syncOptions")
+	if !slices.Contains(opts, "CreateNamespace=true") {
+		e.t.Logf("examples/gitops-env/clusters/staging/checkout.yaml has no CreateNamespace=true: the test adds it")
+		must(e.t, unstructured.SetNestedStringSlice(u.Object, append(opts, "CreateNamespace=true"), "spec", "syncPolicy", "syncOptions"))
+	}
+	u.SetNamespace(e.argoNS)
+	must(e.t, e.c.Create(e.ctx, u))
+}
+
+// app is the Application as the API server serves it.
+func (e *env) app() *unstructured.Unstructured {
+	e.t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("argoproj.io/v1alpha1")
+	u.SetKind("Application")
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: e.argoNS, Name: appName}, u))
+	return u
+}
+
+func str(u *unstructured.Unstructured, path ...string) string {
+	s, _, _ := unstructured.NestedString(u.Object, path...)
+	return s
+}
+
+// summary is the part of the Application's status a failure message shows.
+func summary(u *unstructured.Unstructured) string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	return fmt.Sprintf("sync %s at %.12s, health %s (%s), operation %s: %s, conditions %v",
+		str(u, "status", "sync", "status"), str(u, "status", "sync", "revision"),
+		str(u, "status", "health", "status"), str(u, "status", "health", "message"),
+		str(u, "status", "operationState", "phase"), str(u, "status", "operationState", "message"), conds)
+}
+
+// waitApp polls the Application until ok holds; arrow names what failed.
+func (e *env) waitApp(arrow string, d time.Duration, ok func(*unstructured.Unstructured) bool) *unstructured.Unstructured {
+	e.t.Helper()
+	deadline := time.Now().Add(d)
+	var u *unstructured.Unstructured
+	for {
+		u = e.app()
+		if ok(u) {
+			return u
+		}
+		if time.Now().After(deadline) || e.ctx.Err() != nil {
+			e.t.Fatalf("arrow %q: not within %s; Application: %s", arrow, d, summary(u))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// refresh asks the application controller for a refresh ("normal" or
+// "hard"), as argocd-server does for a user.
+func (e *env) refresh(kind string) {
+	e.t.Helper()
+	u := e.app()
+	ann := u.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann["argocd.argoproj.io/refresh"] = kind
+	u.SetAnnotations(ann)
+	must(e.t, e.c.Update(e.ctx, u))
+}
+
+// resourceHealth is the health the controller computed for one managed
+// resource (kind, name) in status.resources.
+func resourceHealth(u *unstructured.Unstructured, kind, name string) string {
+	rs, _, _ := unstructured.NestedSlice(u.Object, "status", "resources")
+	for _, r := range rs {
+		m, _ := r.(map[string]any)
+		if m["kind"] == kind && m["name"] == name {
+			h, _, _ := unstructured.NestedString(m, "health", "status")
+			return h
+		}
+	}
+	return ""
+}
+
+func (e *env) positive(revA string) {
+	// Arrow: desired commit -> observed revision, from the controller's own status.
+	u := e.waitApp("commit -> synced revision", 3*time.Minute, func(u *unstructured.Unstructured) bool {
+		return str(u, "status", "sync", "revision") == revA && str(u, "status", "sync", "status") == "Synced" &&
+			str(u, "status", "operationState", "phase") == "Succeeded"
+	})
+	if got := str(u, "status", "operationState", "syncResult", "revision"); got != revA {
+		e.t.Fatalf("arrow commit -> sync result: revision %s, want %s", got, revA)
+	}
+	// Arrow: rendered output -> live objects, in the destination namespace
+	// (created by the sync: CreateNamespace=true).
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Name: appNS}, &corev1.Namespace{}))
+	d := &appsv1.Deployment{}
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: "checkout"}, d))
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != image+":1.4.2@"+digestA {
+		e.t.Fatalf("arrow render -> live Deployment: image %s", img)
+	}
+	acc := health.NewAcceptance()
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: appName}, acc))
+	if acc.GetLabels()["app.kubernetes.io/instance"] != appName {
+		e.t.Fatalf("arrow render -> live Acceptance: not tracked by Argo CD (labels %v)", acc.GetLabels())
+	}
+	// Health: the rollout completes and every built-in resource turns
+	// Healthy, but no verifier runs yet: the Acceptance's Lua health alone
+	// must hold the app Progressing.
+	e.rollout(d, "h1", digestA)
+	e.waitApp("rollout done, Acceptance unverified -> app Progressing", time.Minute, func(u *unstructured.Unstructured) bool {
+		return resourceHealth(u, "Deployment", "checkout") == "Healthy" && resourceHealth(u, "Ingress", "checkout") == "Healthy" &&
+			resourceHealth(u, "Service", "checkout") == "Healthy"
+	})
+	time.Sleep(2 * time.Second) // a few more health assessments
+	u = e.app()
+	if a, h := resourceHealth(u, "Acceptance", appName), str(u, "status", "health", "status"); a != "Progressing" || h != "Progressing" {
+		e.t.Fatalf("arrow unverified Acceptance -> app Progressing: Acceptance %q, app %q (%s)", a, h, summary(u))
+	}
+	e.t.Logf("synced %s; rollout done, app Progressing until the Acceptance is verified", revA[:12])
+
+	e.verify()
+	e.waitHealthy("Pods run A -> Acceptance verified -> app Healthy")
+}
+
+// waitHealthy waits for the app Healthy and checks the Acceptance was
+// verified by the verifier (not merely absent from the health).
+func (e *env) waitHealthy(arrow string) {
+	e.t.Helper()
+	u := e.waitApp(arrow, 2*time.Minute, func(u *unstructured.Unstructured) bool {
+		return str(u, "status", "health", "status") == "Healthy"
+	})
+	if h := resourceHealth(u, "Acceptance", appName); h != "Healthy" {
+		e.t.Fatalf("arrow %s: Acceptance resource health %q, want Healthy", arrow, h)
+	}
+	acc := health.NewAcceptance()
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: appName}, acc))
+	st, err := health.ReadStatus(acc)
+	must(e.t, err)
+	if st.VerifiedAt == nil || st.ObservedGeneration != acc.GetGeneration() {
+		e.t.Fatalf("arrow %s: Acceptance not verified at generation %d: %+v", arrow, acc.GetGeneration(), st)
+	}
+}
+
+// rollout plays the deployment controller (a ReplicaSet of the Deployment's
+// template, two Pods on a node, the Deployment's status), the ingress
+// controller (an address in the Ingress status) and the kubelet (Pods
+// running with imageID = the declared digest): no kube-controller-manager,
+// scheduler, ingress controller or kubelet runs in this harness.
+// A later rollout (hash) replaces the earlier ReplicaSets and Pods at once.
+func (e *env) rollout(d *appsv1.Deployment, hash, digest string) {
+	e.t.Helper()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1",
+		Labels: map[string]string{corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64"}}}
+	must(e.t, client.IgnoreAlreadyExists(e.c.Create(e.ctx, node)))
+	must(e.t, e.c.DeleteAllOf(e.ctx, &corev1.Pod{}, client.InNamespace(appNS), client.GracePeriodSeconds(0)))
+	must(e.t, e.c.DeleteAllOf(e.ctx, &appsv1.ReplicaSet{}, client.InNamespace(appNS)))
+	tpl := d.Spec.Template.DeepCopy()
+	tpl.Labels[health.LabelPodTemplateHash] = hash
+	sel := d.Spec.Selector.DeepCopy()
+	sel.MatchLabels[health.LabelPodTemplateHash] = hash
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: d.Name + "-" + hash, Labels: tpl.Labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID, Controller: ptr.To(true)}}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: d.Spec.Replicas, Selector: sel, Template: *tpl},
+	}
+	must(e.t, e.c.Create(e.ctx, rs))
+	for i := range *d.Spec.Replicas {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: fmt.Sprintf("%s-%d", rs.Name, i), Labels: tpl.Labels,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}}},
+			Spec: *tpl.Spec.DeepCopy(),
+		}
+		p.Spec.NodeName = node.Name
+		must(e.t, e.c.Create(e.ctx, p))
+		// The kubelet: running, ready, imageID the declared digest.
+		imageID := "docker-pullable://" + image + "@" + digest
+		p.Status.Phase = corev1.PodRunning
+		for _, c := range p.Spec.InitContainers {
+			p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses, corev1.ContainerStatus{
+				Name: c.Name, Image: c.Image, ImageID: imageID,
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}},
+			})
+		}
+		for _, c := range p.Spec.Containers {
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
+				Name: c.Name, Image: c.Image, ImageID: imageID, Ready: true,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
+			})
+		}
+		must(e.t, e.c.Status().Update(e.ctx, p))
+	}
+	must(e.t, e.c.Get(e.ctx, client.ObjectKeyFromObject(d), d))
+	n := *d.Spec.Replicas
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+	must(e.t, e.c.Status().Update(e.ctx, d))
+	ing := &networkingv1.Ingress{}
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: "checkout"}, ing))
+	ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "192.0.2.10"}}
+	must(e.t, e.c.Status().Update(e.ctx, ing))
+}
+
+func (e *env) unpinned() {
+	liveUID := func() (string, string) {
+		d := &appsv1.Deployment{}
+		must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: "checkout"}, d))
+		acc := health.NewAcceptance()
+		must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: appName}, acc))
+		return string(d.UID), string(acc.GetUID())
+	}
+	depUID, accUID := liveUID()
+	revB := e.commitTag(`"1.4.2"`, "staging: checkout by tag only (unpinned)")
+	t0 := time.Now()
+	e.refresh("normal")
+	comparisonError := func(u *unstructured.Unstructured) string {
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["type"] == "ComparisonError" {
+				s, _ := m["message"].(string)
+				return s
+			}
+		}
+		return ""
+	}
+	u := e.waitApp("unpinned commit -> ComparisonError naming the image", time.Minute, func(u *unstructured.Unstructured) bool {
+		msg := comparisonError(u)
+		return strings.Contains(msg, "unpinned-image") && strings.Contains(msg, image)
+	})
+	e.t.Logf("ComparisonError %s after the refresh of %.12s: %s", time.Since(t0).Round(100*time.Millisecond), revB, comparisonError(u))
+	// Nothing pruned or applied: the same live objects, the last sync's revision.
+	if d, a := liveUID(); d != depUID || a != accUID {
+		e.t.Fatalf("arrow refused render -> no prune: live objects replaced (Deployment %s -> %s, Acceptance %s -> %s)", depUID, d, accUID, a)
+	}
+	if got := str(u, "status", "operationState", "syncResult", "revision"); got == revB {
+		e.t.Fatalf("arrow refused render -> no sync: synced %s", revB)
+	}
+	// The condition can land one status write before the sync status.
+	e.waitApp("refused render -> sync status Unknown", 30*time.Second, func(u *unstructured.Unstructured) bool {
+		return str(u, "status", "sync", "status") == "Unknown"
+	})
+
+	// The repo-server's error cache: refresh the same commit until the
+	// error is served from the cache (ARGOCD_PAUSE_GEN_AFTER_FAILED_ATTEMPTS,
+	// default 3), then check a hard refresh calls the plugin again.
+	cached := false
+	for i := 0; i < 6 && !cached; i++ {
+		e.refresh("normal")
+		time.Sleep(time.Second)
+		u = e.waitApp("refresh of the refused commit -> ComparisonError", time.Minute, func(u *unstructured.Unstructured) bool {
+			_, pending := u.GetAnnotations()["argocd.argoproj.io/refresh"]
+			return !pending && comparisonError(u) != ""
+		})
+		cached = strings.Contains(comparisonError(u), "Manifest generation error (cached)")
+		e.t.Logf("refresh %d of %.12s: cached=%t", i+1, revB, cached)
+	}
+	if !cached {
+		e.t.Fatalf("repo-server error cache: the refused commit's error never came from the cache: %s", comparisonError(u))
+	}
+	e.refresh("hard")
+	e.waitApp("hard refresh -> the plugin runs again (error not cached)", time.Minute, func(u *unstructured.Unstructured) bool {
+		msg := comparisonError(u)
+		return msg != "" && !strings.Contains(msg, "(cached)")
+	})
+
+	// Recovery: a pinned commit lands; a normal refresh (a new commit is
+	// rendered afresh) syncs it.
+	revC := e.commitTag(`"1.4.3@`+digestC+`"`, "staging: checkout 1.4.3 pinned")
+	e.refresh("normal")
+	u = e.waitApp("pinned commit -> synced, ComparisonError gone", 2*time.Minute, func(u *unstructured.Unstructured) bool {
+		return str(u, "status", "sync", "revision") == revC && str(u, "status", "sync", "status") == "Synced" &&
+			str(u, "status", "operationState", "syncResult", "revision") == revC &&
+			str(u, "status", "operationState", "phase") == "Succeeded" && comparisonError(u) == ""
+	})
+	d := &appsv1.Deployment{}
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: "checkout"}, d))
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != image+":1.4.3@"+digestC {
+		e.t.Fatalf("arrow pinned commit -> live Deployment: image %s", img)
+	}
+	if string(d.UID) != depUID {
+		e.t.Fatalf("arrow pinned commit -> Deployment updated in place: UID %s -> %s", depUID, d.UID)
+	}
+	// Pods still run A: the new Acceptance keeps the app Progressing.
+	if h := str(u, "status", "health", "status"); h != "Progressing" {
+		e.t.Fatalf("arrow new digest, old Pods -> app health %s, want Progressing", h)
+	}
+	e.rollout(d, "h2", digestC)
+	e.waitHealthy("Pods run the pinned digest -> app Healthy")
+	e.t.Logf("recovered at %.12s: %s", revC, summary(e.app()))
+}

@@ -1,0 +1,14 @@
+// Package argocdcontrol runs throughline through Argo CD's real control
+// plane: argocd-application-controller, argocd-repo-server with Redis and
+// argocd-cmp-server serving the repository's plugin.yaml
+// (internal/testenv.StartArgoCDControlPlane), a real kube-apiserver as the
+// in-cluster destination, examples/gitops-env in a smart-HTTP Git server, and
+// `throughline serve`'s Acceptance verifier (package health). The test plays
+// the deployment controller (ReplicaSets, Pods, Deployment status), the
+// ingress controller (Ingress status) and the kubelet (Pod status and
+// imageID): no kube-controller-manager or kubelet runs. Build tag e2e; the
+// application controller binds 0.0.0.0, so run it in the private network
+// namespace:
+//
+//	go test -race -tags e2e -count=1 -exec "$PWD/hack/netns-exec.sh" ./e2e/argocdcontrol/
+package argocdcontrol
