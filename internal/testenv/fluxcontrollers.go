@@ -70,7 +70,7 @@ func StartFluxControllers(t testing.TB, api *APIServer, opts FluxControllersOpti
 	}
 	fc := &FluxControllers{Versions: fluxVersions(dir)}
 	t0 := time.Now()
-	storage := filepath.Join(t.TempDir(), "artifacts")
+	storage := t.TempDir() // must exist
 	var events []string
 	if opts.EventsURL != "" {
 		events = []string{"--events-addr=" + opts.EventsURL}
