@@ -158,7 +158,7 @@ func TestFluxAppliesAndWaitsForAcceptance(t *testing.T) {
 			return why
 		}
 		if rev, _, _ := unstructured.NestedString(u.Object, "status", "artifact", "revision"); rev != want {
-			s, r, m := condition(u, "Ready")
+			s, r, m := ready(u)
 			return "artifact revision " + rev + ", want " + want + "; Ready " + s + " " + r + ": " + m
 		}
 		return ""
@@ -172,7 +172,7 @@ func TestFluxAppliesAndWaitsForAcceptance(t *testing.T) {
 		if acc, why = get(ctx, c, accAPI, "Acceptance", appNS, accName); why != "" {
 			u, w2 := get(ctx, c, ksAPI, "Kustomization", fluxNS, ksName)
 			if w2 == "" {
-				s, r, m := condition(u, "Ready")
+				s, r, m := ready(u)
 				why += "; Kustomization Ready " + s + " " + r + ": " + m
 			}
 			return why
@@ -195,12 +195,12 @@ func TestFluxAppliesAndWaitsForAcceptance(t *testing.T) {
 	// so the Acceptance is not verified and the Kustomization is not Ready.
 	time.Sleep(6 * time.Second) // one health-check round (every ~5 s)
 	ksNow, _ := get(ctx, c, ksAPI, "Kustomization", fluxNS, ksName)
-	if s, r, m := condition(ksNow, "Ready"); s == "True" {
+	if s, r, m := ready(ksNow); s == "True" {
 		t.Fatalf("Kustomization Ready before the Acceptance was verified: %s: %s", r, m)
 	} else {
 		t.Logf("before verification: Kustomization Ready %s %s: %s; lastAppliedRevision %q", s, r, m, nested(ksNow, "status", "lastAppliedRevision"))
 	}
-	if s, r, _ := condition(acc, v1alpha1.ConditionReady); s == "True" {
+	if s, r, _ := ready(acc); s == "True" {
 		t.Fatalf("Acceptance Ready (%s) with no Pods running", r)
 	}
 
@@ -213,7 +213,7 @@ func TestFluxAppliesAndWaitsForAcceptance(t *testing.T) {
 		if why != "" {
 			return why
 		}
-		s, r, m := condition(u, v1alpha1.ConditionReady)
+		s, r, m := ready(u)
 		if r != v1alpha1.ReasonVerified {
 			return "Ready " + s + " " + r + ": " + m
 		}
@@ -232,7 +232,7 @@ func TestFluxAppliesAndWaitsForAcceptance(t *testing.T) {
 		if why != "" {
 			return why
 		}
-		s, r, m := condition(u, "Ready")
+		s, r, m := ready(u)
 		if s != "True" {
 			return "Ready " + s + " " + r + ": " + m
 		}
@@ -253,7 +253,7 @@ func TestFluxAppliesAndWaitsForAcceptance(t *testing.T) {
 	if lt := readyTransition(t, ksNow); lt.Before(verifiedAt) {
 		t.Fatalf("Kustomization Ready at %s, before the Acceptance was verified at %s", lt, verifiedAt)
 	} else {
-		_, _, m := condition(ksNow, "Ready")
+		_, _, m := ready(ksNow)
 		t.Logf("Kustomization Ready at %s (Acceptance verified at %s): lastAppliedRevision %q, %q",
 			lt.Format(time.TimeOnly), verifiedAt.Format(time.TimeOnly), nested(ksNow, "status", "lastAppliedRevision"), m)
 	}

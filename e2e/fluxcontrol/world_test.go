@@ -109,12 +109,13 @@ func get(ctx context.Context, c client.Client, apiVersion, kind, ns, name string
 	return u, ""
 }
 
-// condition returns the condition of type typ in status.conditions.
-func condition(u *unstructured.Unstructured, typ string) (status, reason, message string) {
+// ready returns the Ready condition in status.conditions (Flux's and the
+// Acceptance's alike).
+func ready(u *unstructured.Unstructured) (status, reason, message string) {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
-		if m["type"] == typ {
+		if m["type"] == "Ready" {
 			s, _ := m["status"].(string)
 			r, _ := m["reason"].(string)
 			msg, _ := m["message"].(string)
@@ -234,8 +235,8 @@ func (g *gitops) commit(msg string) string {
 	return g.git("rev-parse", "HEAD")
 }
 
-// replace replaces old (exactly once) by new in a file of the clone.
-func (g *gitops) replace(file, old, new string) {
+// replace replaces old (exactly once) by repl in a file of the clone.
+func (g *gitops) replace(file, old, repl string) {
 	g.t.Helper()
 	path := filepath.Join(g.dir, file)
 	b, err := os.ReadFile(path)
@@ -243,7 +244,7 @@ func (g *gitops) replace(file, old, new string) {
 	if n := strings.Count(string(b), old); n != 1 {
 		g.t.Fatalf("%s: %q occurs %d times, want 1", file, old, n)
 	}
-	must(g.t, os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644))
+	must(g.t, os.WriteFile(path, []byte(strings.Replace(string(b), old, repl, 1)), 0o644))
 }
 
 // cli runs the throughline CLI in the clone.
