@@ -3,7 +3,7 @@
 # proxy and copies their CRDs (config/crd/bases of the same modules) into a
 # version-keyed cache dir; prints that dir:
 #   <dir>/source-controller, <dir>/kustomize-controller, <dir>/crds/*.yaml
-# ~5 min cold on 2 cores (about 2.5 min each).
+# ~6 min cold on 2 cores shared with other builds (docs/harness.md, Timings).
 #
 #   export THROUGHLINE_FLUX_CONTROLLERS_DIR=$(hack/flux-controllers.sh)
 set -euo pipefail
