@@ -34,4 +34,8 @@ step THROUGHLINE_PROMETHEUS_CRDS prometheus-crds.sh
 step KUBEBUILDER_ASSETS k8s-assets.sh
 step THROUGHLINE_NC_DIR notification-controller.sh
 step THROUGHLINE_ARGOCD_DIR argocd.sh
+
+# Flux's source-controller and kustomize-controller (e2e/fluxcontrol).
+step THROUGHLINE_FLUX_CONTROLLERS_DIR flux-controllers.sh
+
 cat "$ENV_OUT"

@@ -1,0 +1,11 @@
+// Package fluxcontrol runs examples/gitops-env through Flux's real
+// source-controller and kustomize-controller: the staging overlay with its
+// committed Acceptance, served by the harness's Git server, applied to a real
+// kube-apiserver and held not-Ready by kstatus until throughline's verifier
+// (the `serve` wiring) has verified the live images. Build tag e2e:
+//
+//	eval "$(hack/e2e-assets.sh)"
+//	go test -race -tags e2e -count=1 -exec "$PWD/hack/netns-exec.sh" ./e2e/fluxcontrol/
+//
+// docs/harness.md lists what is real and what the tests play.
+package fluxcontrol
