@@ -78,7 +78,11 @@ func startNotifier(ctx context.Context, t *testing.T, api *testenv.APIServer, g 
 	t.Cleanup(srv.Close)
 	c := api.Client
 	for _, f := range []string{"notifier-secret.yaml", "notifier-provider.yaml", "notifier-alert.yaml"} {
-		u := readYAML(t, filepath.Join(root, "deploy", "flux", f))
+		objs := readYAML(t, filepath.Join(root, "deploy", "flux", f))
+		if len(objs) != 1 {
+			t.Fatalf("deploy/flux/%s: %d objects, want 1", f, len(objs))
+		}
+		u := objs[0]
 		switch u.GetKind() {
 		case "Secret":
 			must(t, unstructured.SetNestedField(u.Object, string(key), "stringData", "token"))
@@ -143,7 +147,24 @@ func TestFluxAppliesAndWaitsForAcceptance(t *testing.T) {
 		"spec":     map[string]any{"interval": "1m", "url": g.remote, "ref": map[string]any{"branch": "main"}},
 	}}
 	must(t, c.Create(ctx, repoSrc))
-	ks := readYAML(t, filepath.Join(root, "examples", "gitops-env", "clusters", "staging", "checkout-flux.yaml"))
+	// The example file carries the Kustomization and its target namespace
+	// (kustomize-controller creates no namespace: the example syncs on its
+	// first try only with it). The test created that namespace above, with
+	// its default ServiceAccount, as the cluster's Kustomization of
+	// clusters/staging/ and the serviceaccounts controller would.
+	var ks *unstructured.Unstructured
+	hasNS := false
+	for _, u := range readYAML(t, filepath.Join(root, "examples", "gitops-env", "clusters", "staging", "checkout-flux.yaml")) {
+		switch u.GetKind() {
+		case "Kustomization":
+			ks = u
+		case "Namespace":
+			hasNS = hasNS || u.GetName() == appNS
+		}
+	}
+	if ks == nil || !hasNS {
+		t.Fatalf("examples/gitops-env/clusters/staging/checkout-flux.yaml: want a Kustomization and the Namespace %s", appNS)
+	}
 	if w, _, _ := unstructured.NestedBool(ks.Object, "spec", "wait"); !w {
 		t.Fatalf("the example Kustomization does not set wait: true; the test relies on it")
 	}

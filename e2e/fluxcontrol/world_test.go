@@ -3,13 +3,18 @@
 package fluxcontrol
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +24,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/throughline-dev/throughline/health"
 	"github.com/throughline-dev/throughline/internal/testenv"
@@ -63,14 +67,24 @@ func namespace(ctx context.Context, t *testing.T, c client.Client, name string) 
 	must(t, c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "default"}}))
 }
 
-// readYAML reads one object from a file of the repository.
-func readYAML(t *testing.T, path string) *unstructured.Unstructured {
+// readYAML reads the objects of a (multi-document) file of the repository.
+func readYAML(t *testing.T, path string) []*unstructured.Unstructured {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	must(t, err)
-	u := &unstructured.Unstructured{}
-	must(t, sigyaml.Unmarshal(raw, &u.Object))
-	return u
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return out
+		} else if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
 }
 
 // eventually polls check every 250 ms until it returns "" (done), failing the
