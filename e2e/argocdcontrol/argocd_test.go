@@ -93,6 +93,13 @@ func TestArgoCDControlPlane(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	t.Run("a commit outside the app leaves it Synced: no sync, no new Acceptance", func(t *testing.T) {
+		e.t = t
+		e.unrelatedCommits(revA)
+	})
+	if t.Failed() {
+		return
+	}
 	t.Run("experiment 4: an unpinned image reaching Argo CD", func(t *testing.T) {
 		e.t = t
 		e.unpinned()
@@ -306,6 +313,55 @@ func (e *env) positive(revA string) {
 
 	e.verify()
 	e.waitHealthy("Pods run A -> Acceptance verified -> app Healthy")
+}
+
+// unrelatedCommits is issue 16's break 3: two commits that change only
+// production's overlay and the README (nothing staging renders). The
+// controller compares staging at each new commit and finds it Synced: no
+// sync operation, no history entry, the Acceptance unchanged (its
+// generation and content: the render carries no revision), the app Healthy.
+func (e *env) unrelatedCommits(revA string) {
+	e.t.Helper()
+	before := e.app()
+	hist, _, _ := unstructured.NestedSlice(before.Object, "status", "history")
+	acc := health.NewAcceptance()
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: appName}, acc))
+	gen := acc.GetGeneration()
+	for i, f := range []string{"apps/checkout/overlays/production/kustomization.yaml", "README.md"} {
+		p := filepath.Join(e.work, filepath.FromSlash(f))
+		b, err := os.ReadFile(p)
+		if err != nil && !os.IsNotExist(err) {
+			must(e.t, err)
+		}
+		must(e.t, os.WriteFile(p, append(b, []byte(fmt.Sprintf("\n# unrelated to staging (%d)\n", i))...), 0o644))
+		e.git("add", "-A")
+		e.git("commit", "-q", "-m", "touch "+f)
+		e.git("push", "-q", "origin", "main")
+		rev := e.head()
+		e.refresh("normal")
+		u := e.waitApp("unrelated commit -> compared at it", time.Minute, func(u *unstructured.Unstructured) bool {
+			return str(u, "status", "sync", "revision") == rev && str(u, "status", "reconciledAt") != ""
+		})
+		if st := str(u, "status", "sync", "status"); st != "Synced" {
+			e.t.Fatalf("arrow unrelated commit -> app Synced: %s at %s (%s)", st, rev[:12], summary(u))
+		}
+	}
+	time.Sleep(3 * time.Second) // an auto-sync, if one were started, would show by now
+	u := e.app()
+	if got := str(u, "status", "operationState", "syncResult", "revision"); got != revA {
+		e.t.Fatalf("arrow unrelated commit -> no sync: the last sync is at %s, want %s (%s)", got, revA[:12], summary(u))
+	}
+	if h, _, _ := unstructured.NestedSlice(u.Object, "status", "history"); len(h) != len(hist) {
+		e.t.Fatalf("arrow unrelated commit -> no sync: history has %d entries, had %d", len(h), len(hist))
+	}
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: appName}, acc))
+	if acc.GetGeneration() != gen {
+		e.t.Fatalf("arrow unrelated commit -> Acceptance unchanged: generation %d, was %d", acc.GetGeneration(), gen)
+	}
+	if h := str(u, "status", "health", "status"); h != "Healthy" {
+		e.t.Fatalf("arrow unrelated commit -> app stays Healthy: %s", h)
+	}
+	e.t.Logf("two unrelated commits: staging compared at each, stayed Synced and Healthy, no sync, Acceptance generation %d", gen)
 }
 
 // waitHealthy waits for the app Healthy and checks the Acceptance was
