@@ -2,7 +2,11 @@
 // source-controller and kustomize-controller: the staging overlay with its
 // committed Acceptance, served by the harness's Git server, applied to a real
 // kube-apiserver and held not-Ready by kstatus until throughline's verifier
-// (the `serve` wiring) has verified the live images. Build tag e2e:
+// (the `serve` wiring) has verified the live images; staging's promotion
+// record, RECONCILING, becomes ACCEPTED through the real
+// notification-controller and the notifier, which commits the evidence for
+// the Kustomization's own lastAppliedRevision to the Git server, once.
+// Build tag e2e:
 //
 //	eval "$(hack/e2e-assets.sh)"
 //	go test -race -tags e2e -count=1 -exec "$PWD/hack/netns-exec.sh" ./e2e/fluxcontrol/

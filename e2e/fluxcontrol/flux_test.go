@@ -4,7 +4,6 @@ package fluxcontrol
 
 import (
 	"context"
-	"errors"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -136,7 +135,13 @@ func TestFluxAppliesAndWaitsForAcceptance(t *testing.T) {
 	if r := g.cli("render", "--check-acceptance", filepath.Join(g.dir, overlay)); r.Code != 0 {
 		t.Fatalf("render --check-acceptance on the written Acceptance: exit %d: %s", r.Code, r.Stderr)
 	}
-	commit := g.commit("examples/gitops-env with staging's Acceptance")
+	desired := g.commit("examples/gitops-env with staging's Acceptance")
+	// Staging's promotion record, RECONCILING towards that commit, lands on
+	// the branch Flux watches in the next commit (a record cannot name the
+	// commit that carries it): Flux applies this later commit, which renders
+	// the same objects, and the notifier accepts it as such.
+	promotionID := writeStagingRecord(t, g, desired)
+	commit := g.commit("promotion: checkout RECONCILING in staging towards " + desired[:12])
 	g.git("push", "-q", "origin", "main")
 	deliv := startNotifier(ctx, t, api, g, root)
 
@@ -279,24 +284,12 @@ func TestFluxAppliesAndWaitsForAcceptance(t *testing.T) {
 			lt.Format(time.TimeOnly), verifiedAt.Format(time.TimeOnly), nested(ksNow, "status", "lastAppliedRevision"), m)
 	}
 
-	// The notifier's parsing agrees with what the real controllers report:
-	// the events kustomize-controller sent through the real
-	// notification-controller name the commit the notifier extracts, and the
-	// final one (ReconciliationSucceeded) gets past decoding to a decision.
-	eventually(ctx, t, time.Minute, "notifier: parsed Flux's revision", func() string {
-		var seen []string
-		for _, d := range deliv.list() {
-			if d.Result == "malformed" {
-				t.Fatalf("notifier refused a real Flux event as malformed: %v", d.Err)
-			}
-			if d.Revision == commit && !errors.Is(d.Err, notifier.ErrIrrelevant) {
-				t.Logf("notifier: Flux's final delivery for %s answered %d %s (%v)", commit, d.Status, d.Result, d.Err)
-				return ""
-			}
-			seen = append(seen, d.Result+"@"+d.Revision)
-		}
-		return "no delivery with commit " + commit + "; deliveries: " + strings.Join(seen, ", ")
-	})
+	// Arrow "staging observed revision -> staging runtime evidence": the
+	// events kustomize-controller sent through the real
+	// notification-controller reached the notifier, which committed the
+	// evidence to the Git server for the revision the Kustomization's own
+	// status reports.
+	evCommit := stagingEvidence(ctx, t, g, deliv, ksNow, desired, promotionID)
 
 	// A commit the PR check refuses never reaches main, so Flux never sees
 	// it: the Kustomization stays at main and the live Acceptance unchanged.
@@ -317,6 +310,12 @@ func TestFluxAppliesAndWaitsForAcceptance(t *testing.T) {
 			refusedBeforeFlux(ctx, t, c, g, tc.name, tc.want, tc.edit)
 		})
 	}
+
+	// The evidence commit is on main: Flux applies it too (same objects),
+	// kustomize-controller reports it through the real
+	// notification-controller, and the notifier, its record already
+	// ACCEPTED, commits nothing more.
+	repeatedEventCommitsNothing(ctx, t, c, g, deliv, evCommit)
 }
 
 // refusedBeforeFlux makes a PR branch with edit, runs the PR check on it
