@@ -19,8 +19,9 @@ import (
 // one of that environment's namespaces; the app parameter, when given, must
 // be the path's app. A disagreement is a refusal (exit 3) naming both
 // sides. It returns env with the environment parameter set to the path's
-// environment (so that the Acceptance and the cache key say it); without a
-// registry env is returned as it is.
+// environment and, when the Application gives none, the app parameter set
+// to the path's app (so that the Acceptance and the cache key say them);
+// without a registry env is returned as it is.
 func resolveEnvironment(root, wd string, env Env, maxFileSize int64) (Env, error) {
 	reg, err := promotion.ReadRootRegistry(root, maxFileSize)
 	if err != nil || !reg.Configured() {
@@ -48,5 +49,11 @@ func resolveEnvironment(root, wd string, env Env, maxFileSize int64) (Env, error
 		out.Params = map[string]string{}
 	}
 	out.Params[ParamEnvironment] = res.Environment
+	if out.Params[ParamApp] == "" {
+		// The app is the registry's app of the path (not the Application's
+		// name, e.g. checkout-staging): the name promotion records,
+		// evidence and the notifier know it by.
+		out.Params[ParamApp] = res.App
+	}
 	return out, nil
 }

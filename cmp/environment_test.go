@@ -111,6 +111,12 @@ func TestGenerateEnvironmentIdentity(t *testing.T) {
 		if res.Acceptance.Spec.Environment != "production" {
 			t.Errorf("%v: Acceptance environment %q", environ, res.Acceptance.Spec.Environment)
 		}
+		// Without an app parameter the app is the registry's app of the
+		// path, not the Application's name: the promotion record, the
+		// evidence and the notifier look for Acceptance "checkout".
+		if res.Acceptance.Spec.App != "checkout" || res.Acceptance.Name != "checkout" {
+			t.Errorf("%v: Acceptance %s of app %q, want checkout (the registry's app of the path)", environ, res.Acceptance.Name, res.Acceptance.Spec.App)
+		}
 	}
 	// With production's render in the cache, staging's claim is still refused.
 	if _, err := generateAt(t, cache, root, production, "ARGOCD_APP_NAME=checkout-production", "ARGOCD_APP_NAMESPACE=checkout-staging"); exitcode.Code(err) != exitcode.Refused {

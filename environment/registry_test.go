@@ -121,6 +121,8 @@ func TestResolve(t *testing.T) {
 			Resolved{App: "checkout", Environment: "production", Path: "apps/checkout/overlays/production", Cluster: "prod-eu-1"}, "", ""},
 		{"environment gives the path", Claim{App: "checkout", Environment: "staging"},
 			Resolved{App: "checkout", Environment: "staging", Path: "apps/checkout/overlays/staging", Cluster: "staging-eu-1"}, "", ""},
+		{"the path gives the app", Claim{Path: "apps/checkout/overlays/staging"},
+			Resolved{App: "checkout", Environment: "staging", Path: "apps/checkout/overlays/staging", Cluster: "staging-eu-1"}, "", ""},
 		{"explicit app path", Claim{App: "legacy", Environment: "production", Path: "legacy/prod"},
 			Resolved{App: "legacy", Environment: "production", Path: "legacy/prod", Cluster: "prod-eu-1"}, "", ""},
 		{"unknown environment", Claim{App: "checkout", Environment: "qa", Path: "apps/checkout/overlays/production"},

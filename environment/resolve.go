@@ -19,7 +19,8 @@ type Claim struct {
 	Cluster, Namespace string
 }
 
-// Resolved is a claim that agrees with the registry, completed by it.
+// Resolved is a claim that agrees with the registry, completed by it (the
+// app is the path's app when the claim names none).
 type Resolved struct {
 	App, Environment, Path, Cluster string
 	// Env is the registry's environment (nil when the registry is empty).
@@ -43,11 +44,11 @@ func (r *Registry) Resolve(c Claim) (*Resolved, error) {
 		}
 		return res, nil
 	}
-	env, err := r.environmentOf(c)
+	env, app, err := r.environmentOf(c)
 	if err != nil {
 		return nil, err
 	}
-	res := &Resolved{App: c.App, Environment: env.Name, Path: c.Path, Cluster: env.ClusterName(), Env: env}
+	res := &Resolved{App: app, Environment: env.Name, Path: c.Path, Cluster: env.ClusterName(), Env: env}
 	if res.Path == "" {
 		p, ok := env.Path(c.App)
 		if !ok {
@@ -67,30 +68,32 @@ func (r *Registry) Resolve(c Claim) (*Resolved, error) {
 	return res, nil
 }
 
-// environmentOf is the environment c acts in: the one whose paths hold
-// c.Path, which must be c.Environment when both are given.
-func (r *Registry) environmentOf(c Claim) (*Environment, error) {
+// environmentOf is the environment c acts in and the app: the one whose
+// paths hold c.Path (which must be c.Environment and c.App when those are
+// given), else c.Environment and c.App.
+func (r *Registry) environmentOf(c Claim) (*Environment, string, error) {
 	if c.Path == "" {
 		if c.Environment == "" {
-			return nil, r.mismatch("environments", "neither an environment nor an overlay path was given")
+			return nil, "", r.mismatch("environments", "neither an environment nor an overlay path was given")
 		}
-		return r.Lookup(c.Environment)
+		e, err := r.Lookup(c.Environment)
+		return e, c.App, err
 	}
 	if c.Environment != "" {
 		if _, err := r.Lookup(c.Environment); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	app, name, field, ok := r.Locate(c.Path)
 	switch {
 	case !ok:
-		return nil, r.mismatch("environments", "path %s belongs to no environment of %s (environments: %s)", c.Path, r.file, r.list())
+		return nil, "", r.mismatch("environments", "path %s belongs to no environment of %s (environments: %s)", c.Path, r.file, r.list())
 	case c.Environment != "" && name != c.Environment:
-		return nil, r.mismatch(field, "path %s is environment %s's, not %s's", c.Path, name, c.Environment)
+		return nil, "", r.mismatch(field, "path %s is environment %s's, not %s's", c.Path, name, c.Environment)
 	case c.App != "" && app != c.App:
-		return nil, r.mismatch(field, "path %s is app %s's, not %s's", c.Path, app, c.App)
+		return nil, "", r.mismatch(field, "path %s is app %s's, not %s's", c.Path, app, c.App)
 	}
-	return r.envs[name], nil
+	return r.envs[name], app, nil
 }
 
 func (r *Registry) mismatch(field, format string, args ...any) error {

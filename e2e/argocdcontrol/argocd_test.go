@@ -38,7 +38,10 @@ func must(t testing.TB, err error) {
 }
 
 const (
-	appName   = "checkout-staging"
+	appName = "checkout-staging"
+	// accName is the Acceptance's name: the app (the Application's plugin
+	// parameter app), which the promotion records and the registry name.
+	accName   = "checkout"
 	appNS     = "checkout-staging"
 	stagingKz = "apps/checkout/overlays/staging/kustomization.yaml"
 	image     = "ghcr.io/throughline-dev/checkout"
@@ -62,7 +65,8 @@ type env struct {
 // TestArgoCDControlPlane: examples/gitops-env's staging Application through
 // the real application controller, repo-server and cmp-server. First the
 // positive path (sync, Acceptance applied, Progressing until verified, then
-// Healthy), then experiment 4 (an unpinned image reaching Argo CD: a
+// Healthy), then the staging evidence the notifier's resync writes from
+// the controller's own status (evidence_test.go), then experiment 4 (an unpinned image reaching Argo CD: a
 // ComparisonError naming the image, nothing pruned, recovery once a pinned
 // commit lands).
 func TestArgoCDControlPlane(t *testing.T) {
@@ -89,6 +93,13 @@ func TestArgoCDControlPlane(t *testing.T) {
 	t.Run("positive path: synced by the controller, Progressing until verified, then Healthy", func(t *testing.T) {
 		e.t = t
 		e.positive(revA)
+	})
+	if t.Failed() {
+		return
+	}
+	t.Run("staging observed revision -> staging runtime evidence, by the notifier's resync", func(t *testing.T) {
+		e.t = t
+		e.stagingEvidence(api, revA)
 	})
 	if t.Failed() {
 		return
@@ -262,7 +273,9 @@ func (e *env) refresh(kind string) {
 
 // resourceHealth is the health the controller computed for one managed
 // resource (kind, name) in status.resources.
-func resourceHealth(u *unstructured.Unstructured, kind, name string) string {
+//
+// Today every resource of the example (the Acceptance too) is named checkout.
+func resourceHealth(u *unstructured.Unstructured, kind, name string) string { //nolint:unparam // see above
 	rs, _, _ := unstructured.NestedSlice(u.Object, "status", "resources")
 	for _, r := range rs {
 		m, _ := r.(map[string]any)
@@ -292,7 +305,7 @@ func (e *env) positive(revA string) {
 		e.t.Fatalf("arrow render -> live Deployment: image %s", img)
 	}
 	acc := health.NewAcceptance()
-	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: appName}, acc))
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: accName}, acc))
 	if acc.GetLabels()["app.kubernetes.io/instance"] != appName {
 		e.t.Fatalf("arrow render -> live Acceptance: not tracked by Argo CD (labels %v)", acc.GetLabels())
 	}
@@ -306,7 +319,7 @@ func (e *env) positive(revA string) {
 	})
 	time.Sleep(2 * time.Second) // a few more health assessments
 	u = e.app()
-	if a, h := resourceHealth(u, "Acceptance", appName), str(u, "status", "health", "status"); a != "Progressing" || h != "Progressing" {
+	if a, h := resourceHealth(u, "Acceptance", accName), str(u, "status", "health", "status"); a != "Progressing" || h != "Progressing" {
 		e.t.Fatalf("arrow unverified Acceptance -> app Progressing: Acceptance %q, app %q (%s)", a, h, summary(u))
 	}
 	e.t.Logf("synced %s; rollout done, app Progressing until the Acceptance is verified", revA[:12])
@@ -325,7 +338,7 @@ func (e *env) unrelatedCommits(revA string) {
 	before := e.app()
 	hist, _, _ := unstructured.NestedSlice(before.Object, "status", "history")
 	acc := health.NewAcceptance()
-	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: appName}, acc))
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: accName}, acc))
 	gen := acc.GetGeneration()
 	for i, f := range []string{"apps/checkout/overlays/production/kustomization.yaml", "README.md"} {
 		p := filepath.Join(e.work, filepath.FromSlash(f))
@@ -354,7 +367,7 @@ func (e *env) unrelatedCommits(revA string) {
 	if h, _, _ := unstructured.NestedSlice(u.Object, "status", "history"); len(h) != len(hist) {
 		e.t.Fatalf("arrow unrelated commit -> no sync: history has %d entries, had %d", len(h), len(hist))
 	}
-	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: appName}, acc))
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: accName}, acc))
 	if acc.GetGeneration() != gen {
 		e.t.Fatalf("arrow unrelated commit -> Acceptance unchanged: generation %d, was %d", acc.GetGeneration(), gen)
 	}
@@ -371,11 +384,11 @@ func (e *env) waitHealthy(arrow string) {
 	u := e.waitApp(arrow, 2*time.Minute, func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "health", "status") == "Healthy"
 	})
-	if h := resourceHealth(u, "Acceptance", appName); h != "Healthy" {
+	if h := resourceHealth(u, "Acceptance", accName); h != "Healthy" {
 		e.t.Fatalf("arrow %s: Acceptance resource health %q, want Healthy", arrow, h)
 	}
 	acc := health.NewAcceptance()
-	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: appName}, acc))
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: accName}, acc))
 	st, err := health.ReadStatus(acc)
 	must(e.t, err)
 	if st.VerifiedAt == nil || st.ObservedGeneration != acc.GetGeneration() {
@@ -446,7 +459,7 @@ func (e *env) unpinned() {
 		d := &appsv1.Deployment{}
 		must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: "checkout"}, d))
 		acc := health.NewAcceptance()
-		must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: appName}, acc))
+		must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: accName}, acc))
 		return string(d.UID), string(acc.GetUID())
 	}
 	depUID, accUID := liveUID()
