@@ -216,8 +216,9 @@ func TestCMPGenerateCommand(t *testing.T) {
 	acc := objs[len(objs)-1].Map
 	spec := acc["spec"].(map[string]any)
 	want := strings.TrimSpace(runCLI(t, "render", "--root", exampleRepo, "--hash", exampleOverlay("staging")).stdout)
-	if spec["renderedHash"] != want || spec["sourceRevision"] != nil || spec["app"] != "checkout-staging" {
-		t.Errorf("Acceptance spec %v, want hash %s", spec, want)
+	// The app is the registry's app of the path, not the Application's name.
+	if spec["renderedHash"] != want || spec["sourceRevision"] != nil || spec["app"] != "checkout" {
+		t.Errorf("Acceptance spec %v, want hash %s and app checkout", spec, want)
 	}
 	if !strings.Contains(r.stderr, want) {
 		t.Errorf("the rendered hash is not logged on stderr: %s", r.stderr)
