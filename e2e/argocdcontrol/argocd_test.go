@@ -23,7 +23,6 @@ import (
 
 	"github.com/throughline-dev/throughline/health"
 	"github.com/throughline-dev/throughline/internal/testenv"
-	"github.com/throughline-dev/throughline/registry"
 )
 
 var throughlineBin string
@@ -85,7 +84,7 @@ func TestArgoCDControlPlane(t *testing.T) {
 		ConfigData: healthLua(t, root),
 	})
 	e.argoNS = cp.Namespace
-	e.verify = func() { startVerifier(ctx, t, api) }
+	e.verify = func() { testenv.StartVerifier(ctx, t, api.Config) }
 
 	revA := e.head()
 	e.createApplication(root, remote)
@@ -174,28 +173,6 @@ func healthLua(t *testing.T, root string) map[string]string {
 		t.Fatal("deploy/argocd/argocd-cm-health.yaml: no data")
 	}
 	return cm.Data
-}
-
-// startVerifier runs the Acceptance verifier with the same wiring as
-// throughline serve (as e2e/health does). The images are matched by exact
-// digest, which needs no registry.
-func startVerifier(ctx context.Context, t *testing.T, api *testenv.APIServer) {
-	reg, err := registry.New(registry.Options{CacheDir: t.TempDir(), Timeout: 5 * time.Second, Attempts: 1})
-	must(t, err)
-	mgr, _, err := health.NewManager(ctx, api.Config, health.ManagerOptions{
-		MetricsAddr: "0", ProbeAddr: "0", Registry: reg,
-		PendingWait: time.Second, MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second,
-	})
-	must(t, err)
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("verifier: %v", err)
-		}
-	})
 }
 
 // createApplication creates examples/gitops-env/clusters/staging/checkout.yaml

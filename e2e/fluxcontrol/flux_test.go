@@ -117,7 +117,7 @@ func TestFluxAppliesAndWaitsForAcceptance(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
 	defer cancel()
 	c := api.Client
-	startVerifier(ctx, t, api.Config)
+	testenv.StartVerifier(ctx, t, api.Config)
 	namespace(ctx, t, c, fluxNS)
 	namespace(ctx, t, c, appNS)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-amd64",

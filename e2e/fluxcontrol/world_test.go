@@ -21,13 +21,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/throughline-dev/throughline/health"
 	"github.com/throughline-dev/throughline/internal/testenv"
-	"github.com/throughline-dev/throughline/registry"
 )
 
 func must(t testing.TB, err error) {
@@ -35,28 +33,6 @@ func must(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// startVerifier runs the Acceptance controller (the same wiring as
-// throughline serve) against cfg until the test ends.
-func startVerifier(ctx context.Context, t *testing.T, cfg *rest.Config) {
-	t.Helper()
-	reg, err := registry.New(registry.Options{CacheDir: t.TempDir(), Timeout: 5 * time.Second, Attempts: 1})
-	must(t, err)
-	mgr, _, err := health.NewManager(ctx, cfg, health.ManagerOptions{
-		MetricsAddr: "0", ProbeAddr: "0", Registry: reg,
-		PendingWait: time.Second, MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second,
-	})
-	must(t, err)
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("verifier: %v", err)
-		}
-	})
 }
 
 // namespace creates a namespace and, since no kube-controller-manager runs

@@ -18,42 +18,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/health"
 	"github.com/throughline-dev/throughline/internal/testenv"
-	"github.com/throughline-dev/throughline/registry"
 )
 
 func testContext(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// startController runs the Acceptance controller (the same wiring as
-// throughline serve) against cfg until the test ends.
-func startController(ctx context.Context, t *testing.T, cfg *rest.Config) {
-	t.Helper()
-	reg, err := registry.New(registry.Options{CacheDir: t.TempDir(), Timeout: 5 * time.Second, Attempts: 1})
-	must(t, err)
-	mgr, _, err := health.NewManager(ctx, cfg, health.ManagerOptions{
-		MetricsAddr: "0", ProbeAddr: "0", Registry: reg,
-		PendingWait: time.Second, MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second,
-	})
-	must(t, err)
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller: %v", err)
-		}
-	})
 }
 
 func kstatusOf(t *testing.T, u *unstructured.Unstructured) status.Status {
@@ -85,7 +61,7 @@ func TestAcceptanceController(t *testing.T) {
 	ctx := testContext(t, 8*time.Minute)
 	img := pushIndex(ctx, t, reg.Host, "demo/app")
 	other := pushIndex(ctx, t, reg.Host, "demo/other")
-	startController(ctx, t, api.Config)
+	testenv.StartVerifier(ctx, t, api.Config)
 	c := api.Client
 	app := func(image string) ctr { return ctr{name: "app", image: image} }
 

@@ -114,7 +114,7 @@ func TestAPIServerRestartDuringWatch(t *testing.T) {
 	proxy := newFlakyProxy(t, u.Host)
 	cfg := rest.CopyConfig(api.Config)
 	cfg.Host = "https://" + proxy.addr
-	startController(ctx, t, cfg)
+	testenv.StartVerifier(ctx, t, cfg)
 
 	w := newWorld(ctx, t, api.Client, "restart")
 	node := w.node("amd64", "linux", "amd64")

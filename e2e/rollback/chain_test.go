@@ -31,7 +31,6 @@ import (
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/notifier"
 	"github.com/throughline-dev/throughline/promotion"
-	"github.com/throughline-dev/throughline/registry"
 )
 
 const (
@@ -93,7 +92,7 @@ func TestRollbackEvidenceChain(t *testing.T) {
 	recA := c.desire(ci, "1.0.0", a, 1)
 
 	// The cluster side.
-	c.startVerifier()
+	testenv.StartVerifier(c.ctx, c.t, c.api.Config)
 	c.startNotifier(root)
 	cl := api.Client
 	must(t, cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: chainNS}}))
@@ -286,28 +285,6 @@ func (c *chain) desire(ci, tag, digest string, n int) *promotion.Record {
 	git(t, ctx, ci, "commit", "-q", "-m", "promotion "+rec.PromotionID+" RECONCILING")
 	git(t, ctx, ci, "push", "-q", "origin", "main")
 	return rec
-}
-
-// startVerifier runs the Acceptance controller with the wiring of
-// throughline serve, against the real registry.
-func (c *chain) startVerifier() {
-	t := c.t
-	reg, err := registry.New(registry.Options{CacheDir: t.TempDir(), Timeout: 5 * time.Second, Attempts: 1})
-	must(t, err)
-	mgr, _, err := health.NewManager(c.ctx, c.api.Config, health.ManagerOptions{
-		MetricsAddr: "0", ProbeAddr: "0", Registry: reg,
-		PendingWait: time.Second, MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second,
-	})
-	must(t, err)
-	ctx, cancel := context.WithCancel(c.ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Acceptance controller: %v", err)
-		}
-	})
 }
 
 // startNotifier runs the notifier on its own clone, committing to main,
