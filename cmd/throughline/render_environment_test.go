@@ -123,3 +123,42 @@ func renderedEnvironment(t *testing.T, out string) string {
 	t.Fatalf("render printed no Acceptance")
 	return ""
 }
+
+// TestRenderEnvironmentThroughSymlinks: the registry judges the directory
+// that renders (symlinks resolved, as render and the CMP resolve them). A
+// registered-looking path that is a symlink to an unregistered copy of
+// production with the dev-only sidecar gets no environment; the dev
+// overlay reached through a symlink to the repository keeps dev.
+func TestRenderEnvironmentThroughSymlinks(t *testing.T) {
+	repo := copyTree(t, exampleRepo)
+	writeTree(t, repo, map[string]string{
+		"apps/checkout/copy/overlays/dev/kustomization.yaml": copyOf("../../../overlays/production", nil, []string{"debug.yaml"}),
+		"apps/checkout/copy/overlays/dev/debug.yaml":         debugAgentPatch,
+	})
+	if err := os.MkdirAll(filepath.Join(repo, "apps/x/overlays"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../checkout/copy/overlays/dev", filepath.Join(repo, "apps/x/overlays/dev")); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(repo, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path string
+		code       int
+	}{
+		{"apps/x/overlays/dev is a symlink to an unregistered copy", filepath.Join(repo, "apps/x/overlays/dev"), exitcode.Refused},
+		{"the dev overlay through a symlink to the repository", filepath.Join(link, "apps/checkout/overlays/dev"), exitcode.OK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, cmd := range []string{"render", "pin --check"} {
+				r := runCLI(t, append(strings.Fields(cmd), "--root", repo, tc.path)...)
+				if r.code != tc.code {
+					t.Errorf("%s: exit %d, want %d:\n%s", cmd, r.code, tc.code, r.stderr)
+				}
+			}
+		})
+	}
+}
