@@ -50,8 +50,8 @@ func TestRenderEnvironmentOnlyFromRegistry(t *testing.T) {
 		"apps/checkout/copy/overlays/dev/debug.yaml":         debugAgentPatch,
 		// a plaintext Secret allowed in production only, under a copy.
 		"apps/checkout/copy/overlays/production/kustomization.yaml": copyOf("../../../overlays/production", []string{"db-secret.yaml"}, nil),
-		"apps/checkout/copy/overlays/production/db-secret.yaml": strings.Replace(secretDoc("checkout-db", secretOld),
-			"  name: checkout-db\n", "  name: checkout-db\n  namespace: checkout-production\n", 1),
+		"apps/checkout/copy/overlays/production/db-secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: checkout-db\n" +
+			"  namespace: checkout-production\ntype: Opaque\nstringData:\n  password: " + secretOld + "\n",
 		"throughline-allowlist.yaml": strings.Replace(readFile(t, allow), "secrets: []\n", "secrets:\n  - name: checkout-db\n"+
 			"    namespace: checkout-production\n    environments: [production]\n    reason: legacy password (SEC-2001)\n", 1),
 		// a legitimate unregistered render: production as a preview.
