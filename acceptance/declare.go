@@ -26,9 +26,18 @@ type Request struct {
 	// overlays/ for an overlay (apps/checkout/overlays/staging: checkout),
 	// else the directory name.
 	App string
-	// Environment; empty means the directory name when its parent is
-	// "overlays".
+	// Environment is the environment the render is judged in (the
+	// allow-list's environment-scoped exceptions hold in it only) and the
+	// Acceptance declares. Empty means no environment (only unscoped
+	// exceptions hold), unless DirectoryEnvironment is set.
 	Environment string
+	// DirectoryEnvironment lets an empty Environment be the directory
+	// name when its parent is "overlays" (policy.Environment): the
+	// convention of a repository without an environment registry. The
+	// caller decides: with a registry the environment comes only from the
+	// registry (its path, or a claim it accepts), never from a directory
+	// name a contributor can choose.
+	DirectoryEnvironment bool
 	// Namespace of the Acceptance; empty means the namespace all workloads
 	// share, if any.
 	Namespace     string
@@ -50,8 +59,9 @@ type Declaration struct {
 	Acceptance v1alpha1.Acceptance
 }
 
-// Declare renders the application, applies every policy rule and builds the
-// Acceptance. Refusals are a *policy.Refusal, bad input a *exitcode.InvalidInput.
+// Declare renders the application, applies every policy rule in the
+// environment of req (Environment; by the directory name only when
+// DirectoryEnvironment says so) and builds the Acceptance. Refusals are a *policy.Refusal, bad input a *exitcode.InvalidInput.
 func Declare(ctx context.Context, req Request) (*Declaration, error) {
 	app, err := render.Open(ctx, req.Render)
 	if err != nil {
@@ -76,7 +86,10 @@ func Declare(ctx context.Context, req Request) (*Declaration, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.Policy = policy.CheckObjects(d.Objects, allow, policy.Environment(req.Environment, app.RelDir()))
+	if req.DirectoryEnvironment {
+		req.Environment = policy.Environment(req.Environment, app.RelDir())
+	}
+	d.Policy = policy.CheckObjects(d.Objects, allow, req.Environment)
 	if err := d.Policy.Err(); err != nil {
 		return nil, err
 	}
@@ -121,10 +134,7 @@ func (d *Declaration) build(req Request) v1alpha1.Acceptance {
 	default:
 		app = path.Base(rel)
 	}
-	env := req.Environment
-	if env == "" && overlay {
-		env = path.Base(rel)
-	}
+	env := req.Environment // as judged (Declare applied DirectoryEnvironment)
 	ns := req.Namespace
 	if ns == "" {
 		ns = commonNamespace(d.Policy.Containers)

@@ -19,7 +19,9 @@ import (
 // function of the rendered content; the controller reports the revision).
 func TestAcceptanceBytes(t *testing.T) {
 	d, err := acceptance.Declare(context.Background(), acceptance.Request{
-		Render:        render.Options{Root: "../examples/gitops-env", Path: "apps/checkout/overlays/dev"},
+		Render: render.Options{Root: "../examples/gitops-env", Path: "apps/checkout/overlays/dev"},
+		// The registry's environment of the path, as render gives it.
+		Environment:   "dev",
 		SourceRepoURL: "https://git.example.test/gitops-env.git",
 		Renderer:      "v0.0.0-golden",
 	})

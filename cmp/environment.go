@@ -21,15 +21,20 @@ import (
 // sides. It returns env with the environment parameter set to the path's
 // environment and, when the Application gives none, the app parameter set
 // to the path's app (so that the Acceptance and the cache key say them);
-// without a registry env is returned as it is.
-func resolveEnvironment(root, wd string, env Env, maxFileSize int64) (Env, error) {
+// without a registry env is returned as it is and byDirectory is true (an
+// empty environment parameter is then the directory name under overlays/,
+// policy.Environment); with one a directory name never chooses it.
+func resolveEnvironment(root, wd string, env Env, maxFileSize int64) (_ Env, byDirectory bool, _ error) {
 	reg, err := promotion.ReadRootRegistry(root, maxFileSize)
-	if err != nil || !reg.Configured() {
-		return env, err
+	if err != nil {
+		return env, false, err
+	}
+	if !reg.Configured() {
+		return env, true, nil
 	}
 	rel, err := filepath.Rel(root, wd)
 	if err != nil {
-		return env, fmt.Errorf("path of %s in %s: %w", wd, root, err)
+		return env, false, fmt.Errorf("path of %s in %s: %w", wd, root, err)
 	}
 	rel = filepath.ToSlash(rel)
 	claimed := env.Param(ParamEnvironment)
@@ -37,9 +42,9 @@ func resolveEnvironment(root, wd string, env Env, maxFileSize int64) (Env, error
 	if err != nil {
 		var re *exitcode.Refusal
 		if !errors.As(err, &re) {
-			return env, err
+			return env, false, err
 		}
-		return env, &exitcode.Refusal{Rule: re.Rule, File: re.File, Field: re.Field,
+		return env, false, &exitcode.Refusal{Rule: re.Rule, File: re.File, Field: re.Field,
 			Reason: fmt.Sprintf("Application %q (environment parameter %q, destination namespace %s=%q) renders %s: %s",
 				env.AppName, claimed, EnvAppNamespace, env.AppNamespace, rel, re.Reason)}
 	}
@@ -55,5 +60,5 @@ func resolveEnvironment(root, wd string, env Env, maxFileSize int64) (Env, error
 		// evidence and the notifier know it by.
 		out.Params[ParamApp] = res.App
 	}
-	return out, nil
+	return out, false, nil
 }

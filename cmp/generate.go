@@ -53,7 +53,8 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, &exitcode.InvalidInput{File: opts.Env.SourcePath, Err: fmt.Errorf("%s: %w", EnvAppSourcePath, err)}
 	}
-	if opts.Env, err = resolveEnvironment(root, wd, opts.Env, opts.MaxFileSize); err != nil {
+	var byDirectory bool
+	if opts.Env, byDirectory, err = resolveEnvironment(root, wd, opts.Env, opts.MaxFileSize); err != nil {
 		return nil, err
 	}
 	var key string
@@ -83,12 +84,13 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 		app = opts.Env.AppName
 	}
 	d, err := acceptance.Declare(ctx, acceptance.Request{
-		Render:        render.Options{Root: root, Path: wd, MaxFileSize: opts.MaxFileSize, Trace: trace},
-		App:           app,
-		Environment:   opts.Env.Param(ParamEnvironment),
-		Namespace:     opts.Env.AppNamespace,
-		SourceRepoURL: opts.Env.RepoURL,
-		Renderer:      opts.Version,
+		Render:               render.Options{Root: root, Path: wd, MaxFileSize: opts.MaxFileSize, Trace: trace},
+		App:                  app,
+		Environment:          opts.Env.Param(ParamEnvironment),
+		DirectoryEnvironment: byDirectory,
+		Namespace:            opts.Env.AppNamespace,
+		SourceRepoURL:        opts.Env.RepoURL,
+		Renderer:             opts.Version,
 	})
 	if err != nil {
 		return nil, err

@@ -55,9 +55,14 @@ type PinPolicy struct {
 	// AllowListFile is the allow-list path relative to the root; empty
 	// means policy.AllowListFile (absent: no exceptions).
 	AllowListFile string
-	// Environment; empty means the directory name when its parent is
-	// "overlays" (policy.Environment).
+	// Environment the images are judged in. Empty means no environment
+	// (only unscoped exceptions hold), unless DirectoryEnvironment is set.
 	Environment string
+	// DirectoryEnvironment lets an empty Environment be the directory
+	// name when its parent is "overlays" (policy.Environment): the
+	// convention of a repository without an environment registry, as
+	// acceptance.Request.DirectoryEnvironment for render.
+	DirectoryEnvironment bool
 }
 
 // Pin is the pinning by digest of one application: PlanPin finds the
@@ -96,7 +101,10 @@ func PlanPin(ctx context.Context, opts render.Options, pol PinPolicy) (*Pin, err
 	if err != nil {
 		return nil, err
 	}
-	p := &Pin{App: app, Environment: policy.Environment(pol.Environment, app.RelDir()), opts: opts, pol: pol}
+	p := &Pin{App: app, Environment: pol.Environment, opts: opts, pol: pol}
+	if pol.DirectoryEnvironment {
+		p.Environment = policy.Environment(pol.Environment, app.RelDir())
+	}
 	allow, err := acceptance.LoadAllowList(app.FS, pol.AllowListFile)
 	if err != nil {
 		return nil, err

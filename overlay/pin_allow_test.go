@@ -12,7 +12,8 @@ import (
 // TestPlanPinAllowList: PlanPin decides as render does. An image the
 // allow-list lets through in the environment (even one with a malformed
 // digest, which render accepts under the exception) is Allowed; scoped to
-// another environment, or judged in no environment, it is Unpinned.
+// another environment, or judged in no environment (a directory named dev
+// when the caller does not apply the directory convention), it is Unpinned.
 func TestPlanPinAllowList(t *testing.T) {
 	ctx := context.Background()
 	pod := func(image string) string {
@@ -27,15 +28,20 @@ func TestPlanPinAllowList(t *testing.T) {
 	})
 	for _, tc := range []struct {
 		dir, env         string
+		byDirectory      bool
 		allowed, refused int
 	}{
-		{"apps/a/overlays/dev", "", 1, 0},
-		{"apps/a/overlays/production", "", 0, 1},
-		{"apps/a/overlays/dev", "production", 0, 1},
-		{"apps/a/overlays/production", "dev", 1, 0},
-		{"apps/a/overlays/odd", "dev", 1, 0},
+		{"apps/a/overlays/dev", "", true, 1, 0},
+		{"apps/a/overlays/production", "", true, 0, 1},
+		{"apps/a/overlays/dev", "production", true, 0, 1},
+		{"apps/a/overlays/production", "dev", false, 1, 0},
+		{"apps/a/overlays/odd", "dev", false, 1, 0},
+		// With a registry the caller does not let the directory name
+		// choose: a directory named dev is judged in no environment.
+		{"apps/a/overlays/dev", "", false, 0, 1},
 	} {
-		p, err := PlanPin(ctx, render.Options{Root: root, Path: filepath.Join(root, tc.dir)}, PinPolicy{Environment: tc.env})
+		p, err := PlanPin(ctx, render.Options{Root: root, Path: filepath.Join(root, tc.dir)},
+			PinPolicy{Environment: tc.env, DirectoryEnvironment: tc.byDirectory})
 		if err != nil {
 			t.Fatalf("%s in %q: %v", tc.dir, tc.env, err)
 		}

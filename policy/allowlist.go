@@ -108,10 +108,14 @@ func checkEnvironments(envs []string, required bool) error {
 // ErrNoAllowList is returned by loaders when the repository has none.
 var ErrNoAllowList = errors.New("no allow-list")
 
-// Environment is the environment a render is checked in: env when given,
-// else by the overlay convention the directory name of the root-relative
-// directory rel when its parent is "overlays" (apps/checkout/overlays/dev:
-// dev), else "" (no environment: only unscoped exceptions hold).
+// Environment is the environment a render is checked in by the directory
+// convention of a repository WITHOUT an environment registry: env when
+// given, else the directory name of the root-relative directory rel when
+// its parent is "overlays" (apps/checkout/overlays/dev: dev), else "" (no
+// environment: only unscoped exceptions hold). With a registry the
+// environment comes only from the registry: a contributor chooses
+// directory names, so callers apply this only when told to
+// (acceptance.Request.DirectoryEnvironment, overlay.PinPolicy).
 func Environment(env, rel string) string {
 	if env != "" {
 		return env

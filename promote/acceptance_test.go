@@ -17,7 +17,7 @@ import (
 func (f *fixture) commitAcceptance() {
 	t := f.t
 	d, err := acceptance.Declare(context.Background(), acceptance.Request{
-		Render: render.Options{Root: f.root, Path: filepath.Join(f.root, filepath.FromSlash(production))}, Renderer: renderer})
+		Render: render.Options{Root: f.root, Path: filepath.Join(f.root, filepath.FromSlash(production))}, Environment: "production", Renderer: renderer})
 	must(t, err)
 	must(t, d.WriteFile())
 	f.commit("production: the committed Acceptance (Flux)")
@@ -31,7 +31,7 @@ func (f *fixture) checkAcceptanceAt(rev string) string {
 	must(t, err)
 	defer func() { _ = tree.Close() }()
 	d, err := acceptance.Declare(context.Background(), acceptance.Request{
-		Render: render.Options{Root: tree.Root, Path: tree.Path(production)}, Renderer: "another-version"})
+		Render: render.Options{Root: tree.Root, Path: tree.Path(production)}, Environment: "production", Renderer: "another-version"})
 	must(t, err)
 	return d.Stale()
 }
@@ -102,7 +102,7 @@ func TestRollbackRefreshesAcceptance(t *testing.T) {
 	ctx := context.Background()
 	f, _ := newRollbackFixture(t)
 	d, err := acceptance.Declare(ctx, acceptance.Request{
-		Render: render.Options{Root: f.root, Path: filepath.Join(f.root, filepath.FromSlash(webOverlay))}, Renderer: renderer})
+		Render: render.Options{Root: f.root, Path: filepath.Join(f.root, filepath.FromSlash(webOverlay))}, Environment: "production", Renderer: renderer})
 	must(t, err)
 	must(t, d.WriteFile())
 	f.commit("production: the committed Acceptance (Flux)")
@@ -112,7 +112,7 @@ func TestRollbackRefreshesAcceptance(t *testing.T) {
 	tree, err := f.repo.Tree(ctx, res.Proposal.Branch)
 	must(t, err)
 	defer func() { _ = tree.Close() }()
-	at, err := acceptance.Declare(ctx, acceptance.Request{Render: render.Options{Root: tree.Root, Path: tree.Path(webOverlay)}})
+	at, err := acceptance.Declare(ctx, acceptance.Request{Render: render.Options{Root: tree.Root, Path: tree.Path(webOverlay)}, Environment: "production"})
 	must(t, err)
 	if why := at.Stale(); why != "" {
 		t.Fatalf("render --check-acceptance at the rollback: %s", why)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 
 	"github.com/throughline-dev/throughline/environment"
@@ -8,33 +9,72 @@ import (
 	"github.com/throughline-dev/throughline/promotion"
 )
 
+// judgedIn is the environment render and pin judge a path in.
+type judgedIn struct {
+	// env is the environment ("" for none).
+	env string
+	// byDirectory (no registry) lets an empty env be the directory name
+	// under overlays/ (policy.Environment).
+	byDirectory bool
+	// unlisted says, with a registry, that it lists no environment for
+	// the path (judged in none), for the log; "" when it does.
+	unlisted string
+}
+
 // registryEnvironment is the environment render and pin judge abs in, by
 // the registry of the policy file at root: the environment whose paths
 // hold abs, which env and app (flags, "" when not given) must agree with
-// (exit 3 naming the registry). Without a registry, or for a path of no
-// environment when env is not given, it is env as given (the allow-list's
-// environment-scoped entries then match by the directory name under
-// overlays/, policy.Environment).
-func registryEnvironment(root, abs, app, env string, maxFileSize int64) (string, error) {
+// (exit 3 naming the registry); a path the registry does not list is
+// judged in no environment (only unscoped allow-list exceptions hold) and
+// claiming one for it is refused. Only without a registry is env as given
+// and, when empty, the directory name under overlays/: with a registry a
+// directory name never chooses the environment (a contributor can name a
+// directory anything).
+func registryEnvironment(root, abs, app, env string, maxFileSize int64) (judgedIn, error) {
 	reg, err := promotion.ReadRootRegistry(root, maxFileSize)
-	if err != nil || !reg.Configured() {
-		return env, err
+	if err != nil {
+		return judgedIn{}, err
 	}
+	if !reg.Configured() {
+		return judgedIn{env: env, byDirectory: true}, nil
+	}
+	rel, err := renderedPath(root, abs)
+	if err != nil {
+		return judgedIn{}, err
+	}
+	if _, _, _, ok := reg.Locate(rel); !ok && env == "" {
+		return judgedIn{unlisted: fmt.Sprintf("%s is no environment's path in %s: judged in no environment "+
+			"(allow-list entries with environments do not hold)", rel, reg.File())}, nil
+	}
+	res, err := reg.Resolve(environment.Claim{App: app, Environment: env, Path: rel})
+	if err != nil {
+		return judgedIn{}, err
+	}
+	return judgedIn{env: res.Environment}, nil
+}
+
+// log notes a path the registry does not list.
+func (j judgedIn) log(g *globals) {
+	if j.unlisted != "" {
+		g.log.Info().Msg(j.unlisted)
+	}
+}
+
+// renderedPath is abs relative to root, both with symlinks resolved as
+// render resolves them: the registry judges the directory that renders.
+func renderedPath(root, abs string) (string, error) {
 	absRoot, err := filepath.Abs(root)
 	if err != nil {
 		return "", exitcode.Usagef("root %s: %v", root, err)
+	}
+	for _, p := range []*string{&absRoot, &abs} {
+		if r, err := filepath.EvalSymlinks(*p); err == nil {
+			*p = r
+		}
 	}
 	rel, err := filepath.Rel(absRoot, abs)
 	if err != nil {
 		return "", exitcode.Usagef("path %s in root %s: %v", abs, root, err)
 	}
-	rel = filepath.ToSlash(rel)
-	if _, _, _, ok := reg.Locate(rel); !ok && env == "" {
-		return "", nil
-	}
-	res, err := reg.Resolve(environment.Claim{App: app, Environment: env, Path: rel})
-	if err != nil {
-		return "", err
-	}
-	return res.Environment, nil
+	return filepath.ToSlash(rel), nil
 }

@@ -64,7 +64,8 @@ func (o *pinOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.check, "check", false, "change nothing; exit 3 when any image is not pinned by digest")
 	f.StringVar(&o.pol.AllowListFile, "allow-list", "", "allow-list file relative to the root (default "+policy.AllowListFile+")")
 	f.StringVar(&o.pol.Environment, "environment", "", "environment the allow-list is matched in "+
-		"(default: the registry's environment of PATH, else the directory name under overlays/); must be PATH's")
+		"(default: the registry's environment of PATH, none for a path it does not list; "+
+		"without a registry the directory name under overlays/); with a registry must be PATH's")
 	f.Var(&o.set, "set", "write TAG@sha256:<digest> (and NEWNAME) into the images: entry of NAME (repeatable; no registry is asked)")
 }
 
@@ -98,9 +99,12 @@ func (o *pinOptions) run(ctx context.Context, g *globals, args []string, stdout 
 			return err
 		}
 	}
-	if o.pol.Environment, err = registryEnvironment(root, abs, "", o.pol.Environment, 0); err != nil {
+	in, err := registryEnvironment(root, abs, "", o.pol.Environment, 0)
+	if err != nil {
 		return err
 	}
+	in.log(g)
+	o.pol.Environment, o.pol.DirectoryEnvironment = in.env, in.byDirectory
 	opts := render.Options{Root: root, Path: abs}
 	if len(o.set.sets) > 0 {
 		if o.check {

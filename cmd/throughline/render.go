@@ -38,7 +38,8 @@ func (o *renderOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.checkAcceptance, "check-acceptance", false, "exit 3 when the committed Acceptance does not match the render")
 	f.StringVar(&o.app, "app", "", "application name (default: the directory name)")
 	f.StringVar(&o.env, "environment", "", "environment "+
-		"(default: the registry's environment of PATH, else the directory name under overlays/); must be PATH's")
+		"(default: the registry's environment of PATH, none for a path it does not list; "+
+		"without a registry the directory name under overlays/); with a registry must be PATH's")
 	f.StringVar(&o.namespace, "namespace", "", "namespace of the Acceptance object")
 	f.StringVar(&o.allowList, "allow-list", "", "allow-list file relative to the root (default "+policy.AllowListFile+")")
 	f.Int64Var(&o.maxFileSize, "max-file-size", render.DefaultMaxFileSize, "refuse any input file larger than this many bytes")
@@ -66,7 +67,7 @@ func (o *renderOptions) run(ctx context.Context, g *globals, stdout io.Writer, a
 	if len(args) == 1 {
 		path = args[0]
 	}
-	d, err := o.declare(ctx, path)
+	d, err := o.declare(ctx, g, path)
 	if err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func (o *renderOptions) run(ctx context.Context, g *globals, stdout io.Writer, a
 }
 
 // declare checks the flags and renders path with every policy rule.
-func (o *renderOptions) declare(ctx context.Context, path string) (*acceptance.Declaration, error) {
+func (o *renderOptions) declare(ctx context.Context, g *globals, path string) (*acceptance.Declaration, error) {
 	if o.output != "yaml" && o.output != "json" {
 		return nil, exitcode.Usagef("-o %q: want yaml or json", o.output)
 	}
@@ -114,17 +115,19 @@ func (o *renderOptions) declare(ctx context.Context, path string) (*acceptance.D
 			return nil, err
 		}
 	}
-	env, err := registryEnvironment(root, abs, o.app, o.env, o.maxFileSize)
+	in, err := registryEnvironment(root, abs, o.app, o.env, o.maxFileSize)
 	if err != nil {
 		return nil, err
 	}
+	in.log(g)
 	return acceptance.Declare(ctx, acceptance.Request{
-		Render:        render.Options{Root: root, Path: abs, MaxFileSize: o.maxFileSize},
-		AllowListFile: o.allowList,
-		App:           o.app,
-		Environment:   env,
-		Namespace:     o.namespace,
-		Renderer:      buildVersion(),
+		Render:               render.Options{Root: root, Path: abs, MaxFileSize: o.maxFileSize},
+		AllowListFile:        o.allowList,
+		App:                  o.app,
+		Environment:          in.env,
+		DirectoryEnvironment: in.byDirectory,
+		Namespace:            o.namespace,
+		Renderer:             buildVersion(),
 	})
 }
 

@@ -136,6 +136,7 @@ func exampleAcceptances(t *testing.T, root, namespace string) []v1alpha1.Accepta
 	for _, env := range []string{"dev", "staging", "production"} {
 		d, err := acceptance.Declare(context.Background(), acceptance.Request{
 			Render:        render.Options{Root: repo, Path: filepath.Join("apps", "checkout", "overlays", env)},
+			Environment:   env, // the registry's environment of the path, as render gives it
 			SourceRepoURL: "https://git.example.test/gitops-env.git",
 			Renderer:      "v0.0.0-e2e",
 		})
