@@ -32,6 +32,8 @@ fi
 step THROUGHLINE_FLUX_CRDS flux-crds.sh
 step THROUGHLINE_PROMETHEUS_CRDS prometheus-crds.sh
 step KUBEBUILDER_ASSETS k8s-assets.sh
+# kube-controller-manager, same version, own cache dir (internal/testenv.StartControllerManager).
+step THROUGHLINE_KCM_BIN kube-controller-manager.sh
 step THROUGHLINE_NC_DIR notification-controller.sh
 step THROUGHLINE_ARGOCD_DIR argocd.sh
 
