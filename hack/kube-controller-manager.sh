@@ -5,7 +5,8 @@
 # change the key of the kube-apiserver/etcd dir (a warm machine keeps those).
 # The real deployment, replicaset, garbage-collector, namespace and
 # service-account controllers of the e2e suites (internal/testenv/controllermanager.go).
-# Cold: ~COLD min on 2 cores (docs/harness.md, Timings).
+# Cold: 15 min on 2 cores with an empty Go build cache, machine loaded by other
+# builds (docs/harness.md, Timings); 105 MB.
 #
 #   export THROUGHLINE_KCM_BIN=$(hack/kube-controller-manager.sh)
 set -euo pipefail
@@ -20,7 +21,7 @@ if done_already; then echo "$OUT/kube-controller-manager"; exit 0; fi
 lock_cache "$OUT"
 if done_already; then echo "$OUT/kube-controller-manager"; exit 0; fi
 
-log "building kube-controller-manager v$K8S_VERSION into $OUT (takes ~COLD min cold)"
+log "building kube-controller-manager v$K8S_VERSION into $OUT (takes ~15 min cold)"
 scratch_module kcm
 k8s_module kcm "$K8S_VERSION"
 go get -tool "k8s.io/kubernetes/cmd/kube-controller-manager@v$K8S_VERSION" >&2
