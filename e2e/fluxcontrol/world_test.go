@@ -134,7 +134,9 @@ type kube struct {
 // computes the pod-template-hash.
 func (k *kube) rollout(ns, name, _ /* hash */, imageID string) {
 	k.t.Helper()
-	kubelet := k.start(ns, imageID)
+	kubelet := testenv.StartKubelet(k.ctx, k.t, k.c, testenv.KubeletOptions{
+		Namespaces: []string{ns}, Node: k.node, ImageID: func(string) string { return imageID },
+	})
 	_, pods, err := testenv.WaitRolledOut(k.ctx, k.c, ns, name, 2*time.Minute)
 	kubelet.Stop()
 	if err != nil {
@@ -147,32 +149,6 @@ func (k *kube) rollout(ns, name, _ /* hash */, imageID string) {
 			}
 		}
 	}
-}
-
-// kubelet runs the PLAYED kubelet until Pod p (made by the real
-// controllers) is bound to k.node and Running with imageID for every
-// container.
-func (k *kube) kubelet(p *corev1.Pod, imageID string) {
-	k.t.Helper()
-	kubelet := k.start(p.Namespace, imageID)
-	defer kubelet.Stop()
-	eventually(k.ctx, k.t, time.Minute, "played kubelet: Pod "+p.Name+" running", func() string {
-		if err := k.c.Get(k.ctx, client.ObjectKeyFromObject(p), p); err != nil {
-			return err.Error()
-		}
-		if p.Status.Phase != corev1.PodRunning {
-			return "phase " + string(p.Status.Phase)
-		}
-		return ""
-	})
-}
-
-// start starts the played kubelet on ns and k.node, every container's
-// imageID imageID.
-func (k *kube) start(ns, imageID string) *testenv.Kubelet {
-	return testenv.StartKubelet(k.ctx, k.t, k.c, testenv.KubeletOptions{
-		Namespaces: []string{ns}, Node: k.node, ImageID: func(string) string { return imageID },
-	})
 }
 
 // gitops is the GitOps repository on the harness's Git server and a clone
