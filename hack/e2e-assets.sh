@@ -6,7 +6,7 @@
 #   eval "$(hack/e2e-assets.sh)"
 #   go test -race -tags e2e -count=1 -exec "$PWD/hack/netns-exec.sh" ./e2e/...
 #
-# Cold: ~25 min on 2 cores (see docs/harness.md); warm: well under a second.
+# Cold: ~40-55 min on 2 cores (see docs/harness.md); warm: well under a second.
 # Progress and timings go to stderr.
 set -euo pipefail
 HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

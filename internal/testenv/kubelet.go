@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -249,7 +250,7 @@ func WaitRolledOut(ctx context.Context, c client.Client, ns, name string, d time
 		select {
 		case <-ctx.Done():
 			if err == nil {
-				err = fmt.Errorf("%s", why)
+				err = errors.New(why)
 			}
 			return dep, pods, fmt.Errorf("rollout of Deployment %s/%s not complete after %s: %w", ns, name, d, err)
 		case <-tick.C:
