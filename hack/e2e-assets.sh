@@ -6,7 +6,7 @@
 #   eval "$(hack/e2e-assets.sh)"
 #   go test -race -tags e2e -count=1 -exec "$PWD/hack/netns-exec.sh" ./e2e/...
 #
-# Cold: ~25 min on 2 cores (see docs/harness.md); warm: well under a second.
+# Cold: ~40-55 min on 2 cores (see docs/harness.md); warm: well under a second.
 # Progress and timings go to stderr.
 set -euo pipefail
 HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -32,6 +32,8 @@ fi
 step THROUGHLINE_FLUX_CRDS flux-crds.sh
 step THROUGHLINE_PROMETHEUS_CRDS prometheus-crds.sh
 step KUBEBUILDER_ASSETS k8s-assets.sh
+# kube-controller-manager, same version, own cache dir (internal/testenv.StartControllerManager).
+step THROUGHLINE_KCM_BIN kube-controller-manager.sh
 step THROUGHLINE_NC_DIR notification-controller.sh
 step THROUGHLINE_ARGOCD_DIR argocd.sh
 

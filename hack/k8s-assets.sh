@@ -20,22 +20,11 @@ if done_already; then echo "$OUT"; exit 0; fi
 
 log "building kube-apiserver v$K8S_VERSION and etcd v$ETCD_VERSION into $OUT (takes ~11 min cold)"
 scratch_module k8s-assets
-# k8s.io/kubernetes replaces its staging modules with ./staging/...; a consumer
-# must replace them with the published v0.<minor>.<patch> versions instead.
-STAGING=v0.${K8S_VERSION#1.}
-KMOD=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
-{
-  printf 'module local/k8s-assets\n\ngo 1.26.0\n\nreplace (\n'
-  sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\t\1 => \1 '"$STAGING"'#p' "$KMOD"
-  printf ')\n'
-} > go.mod
+k8s_module k8s-assets "$K8S_VERSION"
 go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@v$K8S_VERSION" "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" >&2
 
-V=k8s.io/component-base/version
-MINOR=${K8S_VERSION#1.}; MINOR=${MINOR%%.*}
 rm -rf "$OUT.tmp"; mkdir -p "$OUT.tmp"
-go build -trimpath -ldflags "-s -w -X $V.gitVersion=v$K8S_VERSION -X $V.gitMajor=1 -X $V.gitMinor=$MINOR -X $V.gitTreeState=clean" \
-  -o "$OUT.tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2
+go build -trimpath -ldflags "$(k8s_ldflags "$K8S_VERSION")" -o "$OUT.tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2
 go build -trimpath -ldflags "-s -w" -o "$OUT.tmp/etcd" go.etcd.io/etcd/server/v3 >&2
 finish_cache "$OUT"
 echo "$OUT"

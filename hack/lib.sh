@@ -39,3 +39,24 @@ scratch_module() {
   trap 'chmod -R u+w "$SCRATCH" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
   cd "$SCRATCH"
 }
+
+# k8s_module NAME K8S_VERSION: writes go.mod of a scratch module that can build
+# commands of k8s.io/kubernetes vK8S_VERSION. k8s.io/kubernetes replaces its
+# staging modules with ./staging/...; a consumer must replace them with the
+# published v0.<minor>.<patch> versions instead.
+k8s_module() {
+  local staging=v0.${2#1.} kmod
+  kmod=$(go mod download -json "k8s.io/kubernetes@v$2" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  {
+    printf 'module local/%s\n\ngo 1.26.0\n\nreplace (\n' "$1"
+    sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\t\1 => \1 '"$staging"'#p' "$kmod"
+    printf ')\n'
+  } > go.mod
+}
+
+# k8s_ldflags K8S_VERSION: the -ldflags that stamp a Kubernetes command's version.
+k8s_ldflags() {
+  local v=k8s.io/component-base/version minor=${1#1.}
+  minor=${minor%%.*}
+  printf '%s' "-s -w -X $v.gitVersion=v$1 -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
+}

@@ -15,9 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -76,6 +74,7 @@ func TestArgoCDControlPlane(t *testing.T) {
 	api := testenv.StartAPIServer(t, testenv.APIServerOptions{
 		CRDPaths: []string{filepath.Join(root, "deploy", "crds", "throughline.dev_acceptances.yaml")},
 	})
+	testenv.StartControllerManager(ctx, t, api) // the real deployment controller; rollout plays the kubelet
 	e := &env{t: t, ctx: ctx, c: api.Client, gitEnv: testenv.GitEnv(t.TempDir())}
 	remote := e.seedGit(root)
 	cp := testenv.StartArgoCDControlPlane(t, api, testenv.ArgoCDControlPlaneOptions{
@@ -373,58 +372,30 @@ func (e *env) waitHealthy(arrow string) {
 	}
 }
 
-// rollout plays the deployment controller (a ReplicaSet of the Deployment's
-// template, two Pods on a node, the Deployment's status), the ingress
-// controller (an address in the Ingress status) and the kubelet (Pods
-// running with imageID = the declared digest): no kube-controller-manager,
-// scheduler, ingress controller or kubelet runs in this harness.
-// A later rollout (hash) replaces the earlier ReplicaSets and Pods at once.
-func (e *env) rollout(d *appsv1.Deployment, hash, digest string) {
+// rollout waits until the real deployment and replicaset controllers
+// (kube-controller-manager) rolled out d's current template, while the
+// PLAYED kubelet (testenv.StartKubelet: no container runtime here) binds
+// the Pods to node-1 and runs them with the imageID of their pinned image
+// (docker-pullable://repo@digest); it then plays the ingress controller (an
+// address in the Ingress status): no ingress controller runs. The kubelet
+// runs only during rollout: in between, the Pods of a new template stay
+// Pending and the old ones keep running. hash is unused: the deployment
+// controller computes the pod-template-hash.
+func (e *env) rollout(d *appsv1.Deployment, _ /* hash */, digest string) {
 	e.t.Helper()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1",
-		Labels: map[string]string{corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64"}}}
-	must(e.t, client.IgnoreAlreadyExists(e.c.Create(e.ctx, node)))
-	must(e.t, e.c.DeleteAllOf(e.ctx, &corev1.Pod{}, client.InNamespace(appNS), client.GracePeriodSeconds(0)))
-	must(e.t, e.c.DeleteAllOf(e.ctx, &appsv1.ReplicaSet{}, client.InNamespace(appNS)))
-	tpl := d.Spec.Template.DeepCopy()
-	tpl.Labels[health.LabelPodTemplateHash] = hash
-	sel := d.Spec.Selector.DeepCopy()
-	sel.MatchLabels[health.LabelPodTemplateHash] = hash
-	rs := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: d.Name + "-" + hash, Labels: tpl.Labels,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID, Controller: ptr.To(true)}}},
-		Spec: appsv1.ReplicaSetSpec{Replicas: d.Spec.Replicas, Selector: sel, Template: *tpl},
+	kubelet := testenv.StartKubelet(e.ctx, e.t, e.c, testenv.KubeletOptions{Namespaces: []string{appNS}, Node: "node-1"})
+	_, pods, err := testenv.WaitRolledOut(e.ctx, e.c, appNS, d.Name, 2*time.Minute)
+	kubelet.Stop()
+	if err != nil {
+		e.t.Fatalf("arrow live Deployment -> Pods rolled out: %v", err)
 	}
-	must(e.t, e.c.Create(e.ctx, rs))
-	for i := range *d.Spec.Replicas {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: fmt.Sprintf("%s-%d", rs.Name, i), Labels: tpl.Labels,
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}}},
-			Spec: *tpl.Spec.DeepCopy(),
+	for _, p := range pods {
+		for _, s := range p.Status.ContainerStatuses {
+			if s.ImageID != "docker-pullable://"+image+"@"+digest {
+				e.t.Fatalf("arrow rollout -> Pods run %s: Pod %s container %s imageID %s", digest, p.Name, s.Name, s.ImageID)
+			}
 		}
-		p.Spec.NodeName = node.Name
-		must(e.t, e.c.Create(e.ctx, p))
-		// The kubelet: running, ready, imageID the declared digest.
-		imageID := "docker-pullable://" + image + "@" + digest
-		p.Status.Phase = corev1.PodRunning
-		for _, c := range p.Spec.InitContainers {
-			p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses, corev1.ContainerStatus{
-				Name: c.Name, Image: c.Image, ImageID: imageID,
-				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}},
-			})
-		}
-		for _, c := range p.Spec.Containers {
-			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
-				Name: c.Name, Image: c.Image, ImageID: imageID, Ready: true,
-				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
-			})
-		}
-		must(e.t, e.c.Status().Update(e.ctx, p))
 	}
-	must(e.t, e.c.Get(e.ctx, client.ObjectKeyFromObject(d), d))
-	n := *d.Spec.Replicas
-	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
-	must(e.t, e.c.Status().Update(e.ctx, d))
 	ing := &networkingv1.Ingress{}
 	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: "checkout"}, ing))
 	ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "192.0.2.10"}}

@@ -100,9 +100,9 @@ func startNotifier(ctx context.Context, t *testing.T, api *testenv.APIServer, g 
 // TestFluxAppliesAndWaitsForAcceptance: examples/gitops-env with staging's
 // committed Acceptance, reconciled by Flux's real source-controller and
 // kustomize-controller (the example's own Kustomization, wait: true), the
-// Acceptance verified by the real verifier; the test plays only the
-// deployment controller and the kubelet (no kube-controller-manager, no
-// kubelet in the harness).
+// Acceptance verified by the real verifier, the Deployment rolled out by the
+// real kube-controller-manager; the test plays only the kubelet (no
+// container runtime in the harness).
 func TestFluxAppliesAndWaitsForAcceptance(t *testing.T) {
 	testenv.RequireFluxControllers(t)
 	testenv.RequireNotificationController(t)
@@ -117,6 +117,7 @@ func TestFluxAppliesAndWaitsForAcceptance(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
 	defer cancel()
 	c := api.Client
+	testenv.StartControllerManager(ctx, t, api) // the real deployment controller; k.rollout plays the kubelet
 	testenv.StartVerifier(ctx, t, api.Config)
 	namespace(ctx, t, c, fluxNS)
 	namespace(ctx, t, c, appNS)
@@ -230,7 +231,7 @@ func TestFluxAppliesAndWaitsForAcceptance(t *testing.T) {
 		t.Fatalf("Acceptance Ready (%s) with no Pods running", r)
 	}
 
-	// The test plays the deployment controller and the kubelet; the verifier
+	// The real controllers roll out, the test plays the kubelet; the verifier
 	// (real) verifies the live images against the committed Acceptance.
 	k.rollout(appNS, "checkout", "h1", imageRepo+"@"+digest)
 	var verifiedAt time.Time

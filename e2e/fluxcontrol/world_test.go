@@ -16,15 +16,12 @@ import (
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/throughline-dev/throughline/health"
 	"github.com/throughline-dev/throughline/internal/testenv"
 )
 
@@ -40,7 +37,8 @@ func must(t testing.TB, err error) {
 func namespace(ctx context.Context, t *testing.T, c client.Client, name string) {
 	t.Helper()
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
-	must(t, c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "default"}}))
+	// kube-controller-manager's serviceaccount controller may have made it already.
+	must(t, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "default"}})))
 }
 
 // readYAML reads the objects of a (multi-document) file of the repository.
@@ -115,11 +113,10 @@ func ready(u *unstructured.Unstructured) (status, reason, message string) {
 	return "", "", ""
 }
 
-// kube plays the parts of Kubernetes that do not run in the harness: the
-// deployment controller (kube-controller-manager: ReplicaSet, Pods, the
-// Deployment's status) and the kubelet (Pod status with the imageID of every
-// container). Nothing else is played: the API server, Flux and the verifier
-// are real.
+// kube plays the part of Kubernetes that cannot run in the harness: the
+// kubelet (Pod status with the imageID of every container; no container
+// runtime here). The API server, kube-controller-manager (Deployments,
+// ReplicaSets, Pods), Flux and the verifier are real.
 type kube struct {
 	t    *testing.T
 	ctx  context.Context
@@ -127,66 +124,31 @@ type kube struct {
 	node string
 }
 
-// rollout plays the deployment controller and the kubelet for the live
-// Deployment ns/name: a ReplicaSet of its current template, spec.replicas
-// Pods running it with imageID (repo@digest) for every container, and the
-// Deployment's status caught up (Available).
-func (k *kube) rollout(ns, name, hash, imageID string) {
+// rollout waits until the real deployment and replicaset controllers
+// (kube-controller-manager) rolled out the current template of the live
+// Deployment ns/name, while the PLAYED kubelet (testenv.StartKubelet: no
+// container runtime here) binds its Pods to k.node and runs them with
+// imageID (repo@digest) for every container; then the Deployment is
+// Available. The kubelet runs only during rollout: before it, the
+// controllers' Pods stay Pending. hash is unused: the deployment controller
+// computes the pod-template-hash.
+func (k *kube) rollout(ns, name, _ /* hash */, imageID string) {
 	k.t.Helper()
-	d := &appsv1.Deployment{}
-	must(k.t, k.c.Get(k.ctx, client.ObjectKey{Namespace: ns, Name: name}, d))
-	tpl := d.Spec.Template.DeepCopy()
-	tpl.Labels[health.LabelPodTemplateHash] = hash
-	sel := d.Spec.Selector.DeepCopy()
-	sel.MatchLabels[health.LabelPodTemplateHash] = hash
-	owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID, Controller: ptr.To(true)}
-	rs := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: d.Name + "-" + hash, Labels: tpl.Labels, OwnerReferences: []metav1.OwnerReference{owner}},
-		Spec:       appsv1.ReplicaSetSpec{Replicas: d.Spec.Replicas, Selector: sel, Template: *tpl},
+	kubelet := testenv.StartKubelet(k.ctx, k.t, k.c, testenv.KubeletOptions{
+		Namespaces: []string{ns}, Node: k.node, ImageID: func(string) string { return imageID },
+	})
+	_, pods, err := testenv.WaitRolledOut(k.ctx, k.c, ns, name, 2*time.Minute)
+	kubelet.Stop()
+	if err != nil {
+		k.t.Fatalf("arrow live Deployment -> Pods rolled out: %v", err)
 	}
-	must(k.t, k.c.Create(k.ctx, rs))
-	n := ptr.Deref(d.Spec.Replicas, 1)
-	for i := range n {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", rs.Name, i), Labels: tpl.Labels,
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}}},
-			Spec: *tpl.Spec.DeepCopy(),
+	for _, p := range pods {
+		for _, s := range p.Status.ContainerStatuses {
+			if s.ImageID != imageID {
+				k.t.Fatalf("arrow rollout -> Pods run %s: Pod %s container %s imageID %s", imageID, p.Name, s.Name, s.ImageID)
+			}
 		}
-		p.Spec.NodeName = k.node // no scheduler runs either
-		must(k.t, k.c.Create(k.ctx, p))
-		k.kubelet(p, imageID)
 	}
-	must(k.t, k.c.Get(k.ctx, client.ObjectKeyFromObject(d), d))
-	now := metav1.Now()
-	d.Status = appsv1.DeploymentStatus{
-		ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
-		Conditions: []appsv1.DeploymentCondition{
-			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", LastUpdateTime: now, LastTransitionTime: now},
-			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable", LastUpdateTime: now, LastTransitionTime: now},
-		},
-	}
-	must(k.t, k.c.Status().Update(k.ctx, d))
-}
-
-// kubelet writes a running Pod's status: every container started from
-// imageID, init containers completed.
-func (k *kube) kubelet(p *corev1.Pod, imageID string) {
-	k.t.Helper()
-	p.Status.Phase = corev1.PodRunning
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	for _, c := range p.Spec.InitContainers {
-		p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, ImageID: imageID,
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}},
-		})
-	}
-	for _, c := range p.Spec.Containers {
-		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, ImageID: imageID, Ready: true,
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
-		})
-	}
-	must(k.t, k.c.Status().Update(k.ctx, p))
 }
 
 // gitops is the GitOps repository on the harness's Git server and a clone

@@ -2,8 +2,14 @@
 // run against, each on 127.0.0.1 for the duration of one test:
 //
 //   - [StartAPIServer]: kube-apiserver + etcd through controller-runtime's
-//     envtest (KUBEBUILDER_ASSETS), with CRDs installed. No kubelet or
-//     controller-manager runs: tests write Pod and workload status themselves.
+//     envtest (KUBEBUILDER_ASSETS), with CRDs installed.
+//   - [StartControllerManager]: kube-controller-manager of the same version
+//     against an [APIServer]: the deployment, replicaset, garbage-collector,
+//     namespace and service-account controllers.
+//   - [StartKubelet]: a PLAYED kubelet (and scheduler), the one part of
+//     Kubernetes that cannot run here (no container runtime): it binds the
+//     Pods of its namespaces to a Node and writes their status as running,
+//     with an imageID per container.
 //   - [StartRegistry]: Debian's docker-registry (CNCF distribution) with a
 //     config written here (loopback, filesystem storage, delete enabled,
 //     optional htpasswd basic auth).
