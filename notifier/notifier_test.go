@@ -290,7 +290,10 @@ func TestLiveDecisions(t *testing.T) {
 			"Degraded", 200, resultHalted, "image mismatch", promotion.Halted, true},
 		{"Ready=True with reason ImageMismatch", liveWith("checkout", metav1.ConditionTrue, v1alpha1.ReasonImageMismatch, "app runs sha256:ee", health.Mismatch),
 			"Healthy", 200, resultHalted, "image mismatch", promotion.Halted, true},
-		{"degraded", verified("checkout"), "Degraded", 200, resultHalted, "degraded", promotion.Halted, true},
+		// Degraded for a reason of the controller's own while the Acceptance
+		// is verified: waited for (TestWhatHalts).
+		{"degraded", verified("checkout"), "Degraded", 503, resultWait, "waiting: Application/argocd/checkout reports on-deployed: health Degraded",
+			promotion.Reconciling, false},
 		{"no acceptance", nil, "Healthy", 503, resultWait, "no Acceptance", promotion.Reconciling, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
