@@ -100,7 +100,11 @@ type InvalidError struct {
 func (e *InvalidError) Error() string { return fmt.Sprintf("Acceptance %s: %v", e.Name, e.Err) }
 func (e *InvalidError) Unwrap() error { return e.Err }
 
-// DecodeSpec reads and checks an Acceptance's spec.
+// DecodeSpec reads and checks an Acceptance's spec. A workload named in
+// another namespace than the Acceptance's own is invalid: whoever can
+// create an Acceptance in one namespace must not be able to vouch for the
+// workloads of another (and a Flux targetNamespace that moved the
+// Acceptance, not the workloads it names, must not verify someone else's).
 func DecodeSpec(u *unstructured.Unstructured) (v1alpha1.AcceptanceSpec, error) {
 	var spec v1alpha1.AcceptanceSpec
 	name := u.GetNamespace() + "/" + u.GetName()
@@ -126,6 +130,10 @@ func DecodeSpec(u *unstructured.Unstructured) (v1alpha1.AcceptanceSpec, error) {
 		at := fmt.Sprintf("spec.workloads[%d]", i)
 		if w.Kind == "" || w.Name == "" {
 			errs = append(errs, fmt.Errorf("%s: kind and name are required", at))
+		}
+		if ns := u.GetNamespace(); w.Namespace != "" && ns != "" && w.Namespace != ns {
+			errs = append(errs, fmt.Errorf("%s: %s %s/%s is outside the Acceptance's namespace %s "+
+				"(an Acceptance vouches only for the workloads of its own namespace: apply it where they are)", at, w.Kind, w.Namespace, w.Name, ns))
 		}
 		for j, c := range w.Containers {
 			if c.Name == "" {
