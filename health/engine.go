@@ -66,16 +66,19 @@ type Report struct {
 
 // WorkloadReport is the verdict on one workload.
 type WorkloadReport struct {
-	APIVersion string            `json:"apiVersion,omitempty"`
-	Kind       string            `json:"kind"`
-	Namespace  string            `json:"namespace"`
-	Name       string            `json:"name"`
-	Outcome    Outcome           `json:"outcome"`
-	Found      bool              `json:"found"`
-	Complete   bool              `json:"rolloutComplete"`
-	Revision   string            `json:"revision,omitempty"`
-	Pods       int               `json:"pods"`
-	Message    string            `json:"message,omitempty"`
+	APIVersion string  `json:"apiVersion,omitempty"`
+	Kind       string  `json:"kind"`
+	Namespace  string  `json:"namespace"`
+	Name       string  `json:"name"`
+	Outcome    Outcome `json:"outcome"`
+	Found      bool    `json:"found"`
+	Complete   bool    `json:"rolloutComplete"`
+	Revision   string  `json:"revision,omitempty"`
+	Pods       int     `json:"pods"`
+	Message    string  `json:"message,omitempty"`
+	// SpecOnly: the workload was checked by its live object (the images it
+	// declares), its Pods not compared (a CronJob).
+	SpecOnly   bool              `json:"specOnly,omitempty"`
 	Containers []ContainerReport `json:"containers,omitempty"`
 }
 
@@ -204,14 +207,29 @@ func (v *Verifier) Verify(ctx context.Context, acc *unstructured.Unstructured) (
 	case outcome == Pending:
 		rep.Reason, rep.Message = v1alpha1.ReasonRolloutInProgress, strings.Join(pending, "; ")
 	default:
-		n := 0
-		for _, w := range rep.Workloads {
-			n += w.Pods
-		}
-		rep.Reason = v1alpha1.ReasonVerified
-		rep.Message = fmt.Sprintf("%d workloads, %d Pods run the declared images", len(rep.Workloads), n)
+		rep.Reason, rep.Message = v1alpha1.ReasonVerified, verifiedMessage(rep.Workloads)
 	}
 	return rep, nil
+}
+
+// verifiedMessage sums up verified workloads: those whose Pods run the
+// declared images, and apart those checked by their live object only.
+func verifiedMessage(ws []WorkloadReport) string {
+	n, pods := 0, 0
+	var spec []string
+	for _, w := range ws {
+		if w.SpecOnly {
+			spec = append(spec, w.Kind+" "+w.Namespace+"/"+w.Name)
+			continue
+		}
+		n++
+		pods += w.Pods
+	}
+	msg := fmt.Sprintf("%d workloads, %d Pods run the declared images", n, pods)
+	if len(spec) > 0 {
+		msg += fmt.Sprintf("; %d checked by its live object only, Pods not compared (%s)", len(spec), strings.Join(spec, ", "))
+	}
+	return msg
 }
 
 // declaredInit reports whether a declared container is an init container.
@@ -226,13 +244,7 @@ func (v *Verifier) verifyWorkload(ctx context.Context, ns string, w v1alpha1.Wor
 		return wr, err
 	}
 	if skip != "" {
-		wr.Found, wr.Complete, wr.Outcome, wr.Message = true, true, Verified, skip
-		for _, c := range w.Containers {
-			wr.Containers = append(wr.Containers, ContainerReport{
-				Name: c.Name, Init: declaredInit(c), Image: c.Image, Digest: c.Digest, Outcome: Verified, Skipped: skip,
-			})
-		}
-		return wr, nil
+		return v.verifySpec(ctx, ns, w, skip)
 	}
 	if !found {
 		wr.Message = "not found"
@@ -349,11 +361,14 @@ func (v *Verifier) revision(ctx context.Context, ns string, w v1alpha1.Workload)
 		}
 		rev, err = ArgoRolloutRevision(u)
 	default:
-		return rev, true, fmt.Sprintf("%s %s: kind not verified live (no running Pods to compare)", w.APIVersion, w.Kind), nil
+		return rev, true, fmt.Sprintf("its Pods are not compared live (%s %s: no rollout to follow; a CronJob's Pods exist only while a Job runs)",
+			w.APIVersion, w.Kind), nil
 	}
 	if err != nil {
-		// A workload the verifier cannot read the Pods of: not decided.
-		return Revision{Selector: nil, Message: err.Error()}, true, "", nil
+		// A workload the verifier cannot read the Pods of: not decided. The
+		// report names the workload; its message does not again.
+		msg := strings.TrimPrefix(err.Error(), w.Kind+" "+ns+"/"+w.Name)
+		return Revision{Selector: nil, Message: strings.TrimLeft(msg, ": ")}, true, "", nil
 	}
 	return rev, true, "", nil
 }

@@ -119,6 +119,7 @@ func TestShippedRBAC(t *testing.T) {
 	}
 	want = append(want,
 		access{"get", "argoproj.io", "rollouts", "shop", true},
+		access{"get", "batch", "cronjobs", "shop", true},
 		access{"update", "throughline.dev", "acceptances/status", "shop", true},
 		access{"patch", "throughline.dev", "acceptances/status", "shop", true},
 		access{"create", "", "events", "flux-system", true},
