@@ -103,7 +103,7 @@ func editResources(data []byte, file, resource string) ([]byte, error) {
 	lines := strings.SplitAfter(text, "\n")
 	first, last := val.Content[0], val.Content[len(val.Content)-1]
 	prefix := lines[first.Line-1][:first.Column-1]
-	if strings.TrimSpace(prefix) != "-" || last.Line != lineOfEnd(text, last) {
+	if strings.TrimSpace(prefix) != "-" || strings.Contains(last.Value, "\n") {
 		return nil, fmt.Errorf("adding %s to %s: the resources list at line %d cannot be edited in place: list it by hand", resource, file, val.Line)
 	}
 	return insertLine(text, last.Line, prefix+resource), nil
@@ -117,15 +117,6 @@ func insertLine(text string, n int, line string) []byte {
 	}
 	out := strings.Join(lines[:n], "") + line + "\n" + strings.Join(lines[n:], "")
 	return []byte(out)
-}
-
-// lineOfEnd is the line a scalar item ends on (a multi-line scalar is not
-// edited around).
-func lineOfEnd(text string, n *kyaml.Node) int {
-	if strings.Contains(n.Value, "\n") {
-		return -1
-	}
-	return n.Line
 }
 
 // insertFlow adds resource before the closing bracket of the flow list

@@ -18,7 +18,9 @@ const maxWaited = 10000
 // not condemn the artifact: the promotion waits for the controller to
 // recover (a *WaitError carrying the "waiting" status), and is HALTED only
 // once the environment's reconcileDeadline has passed.
-func (p *Processor) controllerFailed(ctx context.Context, tip string, ev Event, rec *promotion.Record, out *evidence.Record) (*evidence.Record, error) {
+func (p *Processor) controllerFailed(
+	ctx context.Context, tip string, ev Event, rec *promotion.Record, out *evidence.Record,
+) (*evidence.Record, error) {
 	what := fmt.Sprintf("%s reports %s", reporter(ev), ev.Reason)
 	if ev.Message != "" {
 		what += ": " + ev.Message
