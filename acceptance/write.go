@@ -9,7 +9,6 @@ import (
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/atomicfile"
-	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -68,25 +67,12 @@ func addKustomizationResource(app *render.App, resource string) error {
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", file, err)
 	}
-	rn, err := kyaml.Parse(string(data))
+	out, err := addResource(data, file, resource)
 	if err != nil {
-		return &exitcode.InvalidInput{File: file, Err: err}
+		return err
 	}
-	list, err := rn.Pipe(kyaml.LookupCreate(kyaml.SequenceNode, "resources"))
-	if err != nil {
-		return &exitcode.InvalidInput{File: file, Err: fmt.Errorf("field resources: %w", err)}
+	if string(out) == string(data) {
+		return nil
 	}
-	for _, e := range list.YNode().Content {
-		if e.Value == resource {
-			return nil
-		}
-	}
-	if err := list.PipeE(kyaml.Append(kyaml.NewScalarRNode(resource).YNode())); err != nil {
-		return fmt.Errorf("adding %s to %s: %w", resource, file, err)
-	}
-	out, err := rn.String()
-	if err != nil {
-		return fmt.Errorf("encoding %s: %w", file, err)
-	}
-	return atomicfile.Write(kfile, []byte(out), 0o644)
+	return atomicfile.Write(kfile, out, 0o644)
 }

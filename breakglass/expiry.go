@@ -22,10 +22,17 @@ const ReasonPauseExpired = "BreakglassPauseExpired"
 // ExpiryMonitor finds pauses that outlived their expiry, from the
 // annotations pause puts on the Application / Kustomization, sets the gauge
 // throughline_breakglass_pause_expired{kind,namespace,name} (1 expired, 0
-// not) and posts one Warning Event per object and expiry. It is a
-// controller-runtime Runnable (Start) for throughline serve.
+// not; back to 0 when the pause ends, the series removed when the object
+// is gone) and posts one Warning Event per object and expiry, in the
+// object's namespace. It is a controller-runtime Runnable (Start) for
+// throughline serve.
 type ExpiryMonitor struct {
-	Client   client.Client
+	// Client creates the Events.
+	Client client.Client
+	// Reader lists the Applications and Kustomizations; nil means Client.
+	// serve passes its uncached reader: a list a minute needs no informer
+	// (and no watch permission) on every Application of the cluster.
+	Reader   client.Reader
 	Interval time.Duration // default 1m
 	Now      func() time.Time
 	Gauge    *prometheus.GaugeVec
@@ -33,6 +40,7 @@ type ExpiryMonitor struct {
 	OnError func(error)
 
 	reported map[string]bool
+	series   map[[3]string]bool // kind, namespace, name of the gauge series set
 }
 
 // NewExpiryGauge returns the gauge to register (e.g. with
@@ -83,15 +91,22 @@ func (m *ExpiryMonitor) Check(ctx context.Context) ([]string, error) {
 		list := &unstructured.UnstructuredList{}
 		list.SetAPIVersion(gvk.group + "/" + gvk.version)
 		list.SetKind(gvk.kind + "List")
-		if err := m.Client.List(ctx, list); err != nil {
+		r := m.Reader
+		if r == nil {
+			r = m.Client
+		}
+		if err := r.List(ctx, list); err != nil {
 			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-				continue // that controller is not installed
+				m.forget(gvk.kind, nil) // that controller is not installed (any more)
+				continue
 			}
 			errs = append(errs, fmt.Errorf("list %s: %w", gvk.kind, err))
 			continue
 		}
+		listed := map[[3]string]bool{}
 		for i := range list.Items {
 			u := &list.Items[i]
+			listed[[3]string{gvk.kind, u.GetNamespace(), u.GetName()}] = true
 			at, ok := u.GetAnnotations()[AnnotationExpiresAt]
 			if !ok {
 				continue
@@ -102,13 +117,7 @@ func (m *ExpiryMonitor) Check(ctx context.Context) ([]string, error) {
 			}
 			name := fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
 			is := now().After(exp)
-			if m.Gauge != nil {
-				v := 0.0
-				if is {
-					v = 1
-				}
-				m.Gauge.WithLabelValues(u.GetKind(), u.GetNamespace(), u.GetName()).Set(v)
-			}
+			m.set(gvk.kind, u.GetNamespace(), u.GetName(), is)
 			if !is {
 				continue
 			}
@@ -123,8 +132,53 @@ func (m *ExpiryMonitor) Check(ctx context.Context) ([]string, error) {
 			}
 			m.reported[key] = true
 		}
+		m.forget(gvk.kind, listed)
 	}
 	return expired, errors.Join(errs...)
+}
+
+// set sets the gauge of one paused object.
+func (m *ExpiryMonitor) set(kind, ns, name string, expired bool) {
+	if m.Gauge == nil {
+		return
+	}
+	if m.series == nil {
+		m.series = map[[3]string]bool{}
+	}
+	m.series[[3]string{kind, ns, name}] = true
+	v := 0.0
+	if expired {
+		v = 1
+	}
+	m.Gauge.WithLabelValues(kind, ns, name).Set(v)
+}
+
+// forget resets the series of kind whose pause ended since they were set:
+// 0 for an object still listed (resumed: the annotations are gone), the
+// series removed for one that is not (deleted). It runs after the objects
+// of kind were listed; listed says which exist.
+func (m *ExpiryMonitor) forget(kind string, listed map[[3]string]bool) {
+	if m.Gauge == nil {
+		return
+	}
+	for k, paused := range m.series {
+		if k[0] != kind {
+			continue
+		}
+		switch {
+		case !listed[k]:
+			m.Gauge.DeleteLabelValues(k[0], k[1], k[2])
+			delete(m.series, k)
+		case !paused:
+			m.Gauge.WithLabelValues(k[0], k[1], k[2]).Set(0)
+			delete(m.series, k)
+		}
+	}
+	for k := range m.series {
+		if k[0] == kind {
+			m.series[k] = false // set again by the next pass while paused
+		}
+	}
 }
 
 func (m *ExpiryMonitor) event(ctx context.Context, u *unstructured.Unstructured, exp, now time.Time) error {

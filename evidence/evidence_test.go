@@ -101,4 +101,14 @@ func TestStatusSinkRetries(t *testing.T) {
 	if err := s.Post(context.Background(), h); err == nil || len(f.calls) != 1 || f.calls[0].State != forge.StatusFailure {
 		t.Fatalf("err %v, %d calls", err, len(f.calls))
 	}
+	// A promotion waiting for its controller (nothing written to Git) is
+	// pending, not failed, and links no evidence file.
+	f = &flaky{}
+	s.Forge = f
+	w := record()
+	w.Decision, w.Reason = promotion.Reconciling, "waiting: Kustomization/flux-system/checkout reports HealthCheckFailed"
+	if err := s.Post(context.Background(), w); err != nil || len(f.calls) != 1 || f.calls[0].State != forge.StatusPending ||
+		f.calls[0].Description != w.Reason || f.calls[0].TargetURL != "" {
+		t.Fatalf("waiting: err %v, calls %+v", err, f.calls)
+	}
 }

@@ -228,17 +228,22 @@ type StatusSink struct {
 // Context is the commit status context of app in env.
 func Context(env, app string) string { return "throughline/" + env + "/" + app }
 
-// Post sets the status, retrying transport errors, rate limits and server
+// Post sets the status (success for ACCEPTED, failure for HALTED, pending
+// for a promotion still RECONCILING that waits for its controller),
+// retrying transport errors, rate limits and server
 // errors with exponential backoff.
 func (s *StatusSink) Post(ctx context.Context, ev *Record) error {
 	st := forge.CommitStatus{SHA: ev.DesiredRevision, Context: Context(ev.Environment, ev.App)}
 	switch ev.Decision {
 	case promotion.Accepted:
 		st.State, st.Description = forge.StatusSuccess, fmt.Sprintf("ACCEPTED: %s runs %s", ev.Environment, ev.ArtifactDigest)
+	case promotion.Reconciling:
+		// Waiting for the controller to recover: no evidence file yet.
+		st.State, st.Description = forge.StatusPending, ev.Reason
 	default:
 		st.State, st.Description = forge.StatusFailure, "HALTED: "+ev.Reason
 	}
-	if s.TargetURL != "" {
+	if s.TargetURL != "" && ev.Decision != promotion.Reconciling {
 		st.TargetURL = fmt.Sprintf(s.TargetURL, Path(ev.Environment, ev.App, ev.PromotionID))
 	}
 	attempts, wait := s.Attempts, s.Backoff

@@ -23,11 +23,13 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -108,13 +110,10 @@ func (r *indexReader) List(_ context.Context, list client.ObjectList, opts ...cl
 	return meta.SetList(list, out)
 }
 
+// notFound is the API server's (and the cache's) not-found error.
 func notFound(name string) error {
-	return &notFoundErr{name}
+	return apierrors.NewNotFound(schema.GroupResource{}, name)
 }
-
-type notFoundErr struct{ name string }
-
-func (e *notFoundErr) Error() string { return e.name + " not found" }
 
 // benchFixture is workloads×pods Pods of Deployments on nodes of two
 // platforms, running one multi-arch image reported in the three imageID

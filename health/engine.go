@@ -66,16 +66,19 @@ type Report struct {
 
 // WorkloadReport is the verdict on one workload.
 type WorkloadReport struct {
-	APIVersion string            `json:"apiVersion,omitempty"`
-	Kind       string            `json:"kind"`
-	Namespace  string            `json:"namespace"`
-	Name       string            `json:"name"`
-	Outcome    Outcome           `json:"outcome"`
-	Found      bool              `json:"found"`
-	Complete   bool              `json:"rolloutComplete"`
-	Revision   string            `json:"revision,omitempty"`
-	Pods       int               `json:"pods"`
-	Message    string            `json:"message,omitempty"`
+	APIVersion string  `json:"apiVersion,omitempty"`
+	Kind       string  `json:"kind"`
+	Namespace  string  `json:"namespace"`
+	Name       string  `json:"name"`
+	Outcome    Outcome `json:"outcome"`
+	Found      bool    `json:"found"`
+	Complete   bool    `json:"rolloutComplete"`
+	Revision   string  `json:"revision,omitempty"`
+	Pods       int     `json:"pods"`
+	Message    string  `json:"message,omitempty"`
+	// SpecOnly: the workload was checked by its live object (the images it
+	// declares), its Pods not compared (a CronJob).
+	SpecOnly   bool              `json:"specOnly,omitempty"`
 	Containers []ContainerReport `json:"containers,omitempty"`
 }
 
@@ -100,7 +103,11 @@ type InvalidError struct {
 func (e *InvalidError) Error() string { return fmt.Sprintf("Acceptance %s: %v", e.Name, e.Err) }
 func (e *InvalidError) Unwrap() error { return e.Err }
 
-// DecodeSpec reads and checks an Acceptance's spec.
+// DecodeSpec reads and checks an Acceptance's spec. A workload named in
+// another namespace than the Acceptance's own is invalid: whoever can
+// create an Acceptance in one namespace must not be able to vouch for the
+// workloads of another (and a Flux targetNamespace that moved the
+// Acceptance, not the workloads it names, must not verify someone else's).
 func DecodeSpec(u *unstructured.Unstructured) (v1alpha1.AcceptanceSpec, error) {
 	var spec v1alpha1.AcceptanceSpec
 	name := u.GetNamespace() + "/" + u.GetName()
@@ -126,6 +133,10 @@ func DecodeSpec(u *unstructured.Unstructured) (v1alpha1.AcceptanceSpec, error) {
 		at := fmt.Sprintf("spec.workloads[%d]", i)
 		if w.Kind == "" || w.Name == "" {
 			errs = append(errs, fmt.Errorf("%s: kind and name are required", at))
+		}
+		if ns := u.GetNamespace(); w.Namespace != "" && ns != "" && w.Namespace != ns {
+			errs = append(errs, fmt.Errorf("%s: %s %s/%s is outside the Acceptance's namespace %s "+
+				"(an Acceptance vouches only for the workloads of its own namespace: apply it where they are)", at, w.Kind, w.Namespace, w.Name, ns))
 		}
 		for j, c := range w.Containers {
 			if c.Name == "" {
@@ -196,14 +207,29 @@ func (v *Verifier) Verify(ctx context.Context, acc *unstructured.Unstructured) (
 	case outcome == Pending:
 		rep.Reason, rep.Message = v1alpha1.ReasonRolloutInProgress, strings.Join(pending, "; ")
 	default:
-		n := 0
-		for _, w := range rep.Workloads {
-			n += w.Pods
-		}
-		rep.Reason = v1alpha1.ReasonVerified
-		rep.Message = fmt.Sprintf("%d workloads, %d Pods run the declared images", len(rep.Workloads), n)
+		rep.Reason, rep.Message = v1alpha1.ReasonVerified, verifiedMessage(rep.Workloads)
 	}
 	return rep, nil
+}
+
+// verifiedMessage sums up verified workloads: those whose Pods run the
+// declared images, and apart those checked by their live object only.
+func verifiedMessage(ws []WorkloadReport) string {
+	n, pods := 0, 0
+	var spec []string
+	for _, w := range ws {
+		if w.SpecOnly {
+			spec = append(spec, w.Kind+" "+w.Namespace+"/"+w.Name)
+			continue
+		}
+		n++
+		pods += w.Pods
+	}
+	msg := fmt.Sprintf("%d workloads, %d Pods run the declared images", n, pods)
+	if len(spec) > 0 {
+		msg += fmt.Sprintf("; %d checked by its live object only, Pods not compared (%s)", len(spec), strings.Join(spec, ", "))
+	}
+	return msg
 }
 
 // declaredInit reports whether a declared container is an init container.
@@ -218,13 +244,7 @@ func (v *Verifier) verifyWorkload(ctx context.Context, ns string, w v1alpha1.Wor
 		return wr, err
 	}
 	if skip != "" {
-		wr.Found, wr.Complete, wr.Outcome, wr.Message = true, true, Verified, skip
-		for _, c := range w.Containers {
-			wr.Containers = append(wr.Containers, ContainerReport{
-				Name: c.Name, Init: declaredInit(c), Image: c.Image, Digest: c.Digest, Outcome: Verified, Skipped: skip,
-			})
-		}
-		return wr, nil
+		return v.verifySpec(ctx, ns, w, skip)
 	}
 	if !found {
 		wr.Message = "not found"
@@ -341,11 +361,14 @@ func (v *Verifier) revision(ctx context.Context, ns string, w v1alpha1.Workload)
 		}
 		rev, err = ArgoRolloutRevision(u)
 	default:
-		return rev, true, fmt.Sprintf("%s %s: kind not verified live (no running Pods to compare)", w.APIVersion, w.Kind), nil
+		return rev, true, fmt.Sprintf("its Pods are not compared live (%s %s: no rollout to follow; a CronJob's Pods exist only while a Job runs)",
+			w.APIVersion, w.Kind), nil
 	}
 	if err != nil {
-		// A workload the verifier cannot read the Pods of: not decided.
-		return Revision{Selector: nil, Message: err.Error()}, true, "", nil
+		// A workload the verifier cannot read the Pods of: not decided. The
+		// report names the workload; its message does not again.
+		msg := strings.TrimPrefix(err.Error(), w.Kind+" "+ns+"/"+w.Name)
+		return Revision{Selector: nil, Message: strings.TrimLeft(msg, ": ")}, true, "", nil
 	}
 	return rev, true, "", nil
 }

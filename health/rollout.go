@@ -27,7 +27,8 @@ type Revision struct {
 	// Complete: the controller has caught up with the spec and every replica
 	// is of the current revision (the Pods are checked by [SelectPods]).
 	Complete bool
-	// Message says what is still in progress.
+	// Message says what is still in progress, without naming the workload
+	// (the caller does, once).
 	Message string
 	// Selector selects the workload's Pods.
 	Selector labels.Selector
@@ -86,15 +87,15 @@ func DeploymentRevision(d *appsv1.Deployment, rss []appsv1.ReplicaSet) (Revision
 	}
 	switch {
 	case d.Status.ObservedGeneration < d.Generation:
-		rev.Message = fmt.Sprintf("%s: generation %d not observed yet (observed %d)", what, d.Generation, d.Status.ObservedGeneration)
+		rev.Message = fmt.Sprintf("generation %d not observed yet (observed %d)", d.Generation, d.Status.ObservedGeneration)
 	case current == nil:
-		rev.Message = what + ": no ReplicaSet of the current template yet"
+		rev.Message = "no ReplicaSet of the current template yet"
 	case current.Labels[LabelPodTemplateHash] == "":
-		rev.Message = fmt.Sprintf("%s: ReplicaSet %s has no %s label", what, current.Name, LabelPodTemplateHash)
+		rev.Message = fmt.Sprintf("ReplicaSet %s has no %s label", current.Name, LabelPodTemplateHash)
 	case d.Status.UpdatedReplicas < rev.Desired:
-		rev.Message = fmt.Sprintf("%s: %d of %d replicas updated", what, d.Status.UpdatedReplicas, rev.Desired)
+		rev.Message = fmt.Sprintf("%d of %d replicas updated", d.Status.UpdatedReplicas, rev.Desired)
 	case d.Status.Replicas > d.Status.UpdatedReplicas:
-		rev.Message = fmt.Sprintf("%s: %d old replicas pending termination", what, d.Status.Replicas-d.Status.UpdatedReplicas)
+		rev.Message = fmt.Sprintf("%d old replicas pending termination", d.Status.Replicas-d.Status.UpdatedReplicas)
 	default:
 		rev.Complete = true
 	}
@@ -125,11 +126,11 @@ func StatefulSetRevision(s *appsv1.StatefulSet) (Revision, error) {
 	rev := Revision{Selector: sel, Label: LabelControllerRevisionHash, Value: s.Status.UpdateRevision, Desired: replicas(s.Spec.Replicas)}
 	switch {
 	case s.Status.ObservedGeneration < s.Generation:
-		rev.Message = fmt.Sprintf("%s: generation %d not observed yet (observed %d)", what, s.Generation, s.Status.ObservedGeneration)
+		rev.Message = fmt.Sprintf("generation %d not observed yet (observed %d)", s.Generation, s.Status.ObservedGeneration)
 	case s.Status.UpdateRevision == "":
-		rev.Message = what + ": no update revision yet"
+		rev.Message = "no update revision yet"
 	case s.Status.UpdatedReplicas < rev.Desired:
-		rev.Message = fmt.Sprintf("%s: %d of %d replicas updated", what, s.Status.UpdatedReplicas, rev.Desired)
+		rev.Message = fmt.Sprintf("%d of %d replicas updated", s.Status.UpdatedReplicas, rev.Desired)
 	default:
 		rev.Complete = true
 	}
@@ -160,11 +161,11 @@ func DaemonSetRevision(ds *appsv1.DaemonSet, revs []appsv1.ControllerRevision) (
 	}
 	switch {
 	case ds.Status.ObservedGeneration < ds.Generation:
-		rev.Message = fmt.Sprintf("%s: generation %d not observed yet (observed %d)", what, ds.Generation, ds.Status.ObservedGeneration)
+		rev.Message = fmt.Sprintf("generation %d not observed yet (observed %d)", ds.Generation, ds.Status.ObservedGeneration)
 	case rev.Value == "":
-		rev.Message = what + ": no ControllerRevision of the current template yet"
+		rev.Message = "no ControllerRevision of the current template yet"
 	case ds.Status.UpdatedNumberScheduled < ds.Status.DesiredNumberScheduled:
-		rev.Message = fmt.Sprintf("%s: %d of %d nodes updated", what, ds.Status.UpdatedNumberScheduled, ds.Status.DesiredNumberScheduled)
+		rev.Message = fmt.Sprintf("%d of %d nodes updated", ds.Status.UpdatedNumberScheduled, ds.Status.DesiredNumberScheduled)
 	default:
 		rev.Complete = true
 	}
@@ -209,13 +210,13 @@ func ArgoRolloutRevision(u *unstructured.Unstructured) (Revision, error) {
 	rev := Revision{Selector: sel, Label: LabelRolloutsPodTemplate, Value: hash, Desired: desired}
 	switch {
 	case observed < u.GetGeneration():
-		rev.Message = fmt.Sprintf("%s: generation %d not observed yet (observed %d)", what, u.GetGeneration(), observed)
+		rev.Message = fmt.Sprintf("generation %d not observed yet (observed %d)", u.GetGeneration(), observed)
 	case hash == "":
-		rev.Message = what + ": no currentPodHash yet"
+		rev.Message = "no currentPodHash yet"
 	case stable != hash:
-		rev.Message = fmt.Sprintf("%s: %s not promoted yet (stable %s)", what, hash, stable)
+		rev.Message = fmt.Sprintf("%s not promoted yet (stable %s)", hash, stable)
 	case int32(updated) < desired:
-		rev.Message = fmt.Sprintf("%s: %d of %d replicas updated", what, updated, desired)
+		rev.Message = fmt.Sprintf("%d of %d replicas updated", updated, desired)
 	default:
 		rev.Complete = true
 	}

@@ -15,31 +15,44 @@ import (
 // no deadline, or not passed yet). A policy that does not parse is an
 // error (exitcode.ErrInvalid): nothing is written.
 func (p *Processor) deadlinePassed(ctx context.Context, tip string, ev Event, rec *promotion.Record) (string, error) {
+	deadline, since, passed, err := p.deadline(ctx, tip, rec)
+	if err != nil || !passed {
+		return "", err
+	}
+	return fmt.Sprintf("reconcileDeadline %s passed: %s still observes %s, desired %s (RECONCILING since %s)",
+		deadline, reporter(ev), ev.Revision, rec.Reconciling.DesiredRevision, since.UTC().Format(time.RFC3339)), nil
+}
+
+// deadline is the reconcileDeadline of rec's environment in the policy at
+// tip, when rec became RECONCILING, and whether the deadline has passed
+// (never without a policy, a deadline or a RECONCILING entry). A policy
+// that does not parse is an error (exitcode.ErrInvalid).
+func (p *Processor) deadline(ctx context.Context, tip string, rec *promotion.Record) (time.Duration, time.Time, bool, error) {
 	pol, err := promotion.ReadPolicy(ctx, &gitops.Repo{Repo: p.Git.Repo}, tip)
 	if err != nil {
-		return "", fmt.Errorf("reconcileDeadline of %s: %w", rec.Target.Environment, err)
+		return 0, time.Time{}, false, fmt.Errorf("reconcileDeadline of %s: %w", rec.Target.Environment, err)
 	}
 	if pol == nil {
-		return "", nil
+		return 0, time.Time{}, false, nil
 	}
 	env, ok := pol.Environments[rec.Target.Environment]
 	if !ok || env.ReconcileDeadline == nil || env.ReconcileDeadline.Duration <= 0 {
-		return "", nil
+		return 0, time.Time{}, false, nil
 	}
 	since, ok := reconcilingSince(rec)
 	if !ok {
-		return "", nil
+		return 0, time.Time{}, false, nil
 	}
-	deadline := env.ReconcileDeadline.Duration
-	if !p.now().After(since.Add(deadline)) {
-		return "", nil
+	d := env.ReconcileDeadline.Duration
+	return d, since, p.now().After(since.Add(d)), nil
+}
+
+// reporter names the controller object of ev.
+func reporter(ev Event) string {
+	if ev.Object != "" {
+		return ev.Object
 	}
-	object := ev.Object
-	if object == "" {
-		object = ev.Ref.String()
-	}
-	return fmt.Sprintf("reconcileDeadline %s passed: %s still observes %s, desired %s (RECONCILING since %s)",
-		deadline, object, ev.Revision, rec.Reconciling.DesiredRevision, since.UTC().Format(time.RFC3339)), nil
+	return ev.Ref.String()
 }
 
 // reconcilingSince is when rec became RECONCILING: its last history entry

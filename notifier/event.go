@@ -195,8 +195,22 @@ func argoCDEvent(p ArgoCDPayload) (Event, error) {
 	}
 	ev.Revision = rev
 	ev.Degraded = templ(p.Health) == "Degraded" || templ(p.Phase) == "Failed" || templ(p.Phase) == "Error"
+	if ev.Degraded {
+		what := fmt.Sprintf("health %s, operation %s", orNone(templ(p.Health)), orNone(templ(p.Phase)))
+		if ev.Message != "" {
+			what += ": " + ev.Message
+		}
+		ev.Message = what
+	}
 	if ev.Environment == "" {
 		return ev, fmt.Errorf("argocd notification %s: %w: no environment (label the Application throughline.dev/environment)", ev.Object, ErrMalformed)
 	}
 	return ev, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }

@@ -13,8 +13,10 @@ type Metrics struct {
 	Written    *prometheus.CounterVec
 	Failures   *prometheus.CounterVec
 	Refused    *prometheus.CounterVec
-	Statuses   *prometheus.CounterVec
-	Acks       *prometheus.HistogramVec
+	// Ignored counts the deliveries answered 200 "ignored", by reason.
+	Ignored  *prometheus.CounterVec
+	Statuses *prometheus.CounterVec
+	Acks     *prometheus.HistogramVec
 	// Resyncs counts the records resynced by outcome, ResyncPasses the
 	// passes by result, ResyncLast is when the last pass succeeded.
 	Resyncs      *prometheus.CounterVec
@@ -36,6 +38,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 				"live (image mismatch, degraded), runtime (Git, API server, forge)."}, []string{"class"}),
 		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throughline_notifier_deliveries_refused_total",
 			Help: "Deliveries refused before processing, by reason (unauthorized, too-large, malformed, rate-limited)."}, []string{"source", "reason"}),
+		Ignored: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throughline_notifier_deliveries_ignored_total",
+			Help: "Deliveries answered 200 ignored, by reason (unknown-app: no promotion record for the app and environment; " +
+				"not-applicable: the record is not RECONCILING; irrelevant: nothing to decide)."}, []string{"source", "reason"}),
 		Statuses: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throughline_notifier_commit_statuses_total",
 			Help: "Commit statuses posted, by result (ok, failed)."}, []string{"result"}),
 		Acks: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "throughline_notifier_ack_seconds",
@@ -48,7 +53,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		ResyncLast: prometheus.NewGauge(prometheus.GaugeOpts{Name: "throughline_notifier_resync_last_success_timestamp_seconds",
 			Help: "When the last resync pass succeeded (Unix seconds; 0: never, or the resync is off or not the leader)."}),
 	}
-	for _, c := range []prometheus.Collector{m.Received, m.Duplicates, m.Written, m.Failures, m.Refused, m.Statuses, m.Acks,
+	for _, c := range []prometheus.Collector{m.Received, m.Duplicates, m.Written, m.Failures, m.Refused, m.Ignored, m.Statuses, m.Acks,
 		m.Resyncs, m.ResyncPasses, m.ResyncLast} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering notifier metrics: %w", err)

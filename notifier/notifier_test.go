@@ -177,21 +177,29 @@ func TestOversizedAndMalformed(t *testing.T) {
 	}
 }
 
+// TestUnknownApp: an app with an Alert or a subscription but no promotion
+// record yet (or a name that is not one) is answered 200 "ignored",
+// logged and counted, never 404: a 404 makes Flux's notification-controller
+// put a Warning event on the Alert at every reconciliation (issue 22).
 func TestUnknownApp(t *testing.T) {
 	f := newFixture(t, "checkout")
 	tip := f.tip()
 	code, rep := f.flux(fluxBody(t, "payments", f.desired["checkout"], "ReconciliationSucceeded"))
-	if code != http.StatusNotFound || rep.Result != resultUnknownApp || f.tip() != tip {
-		t.Fatalf("%d %+v", code, rep)
+	if code != http.StatusOK || rep.Result != resultIgnored || !strings.Contains(rep.Reason, "no promotion record") || f.tip() != tip {
+		t.Fatalf("%d %+v, want 200 ignored", code, rep)
 	}
 	// The app and environment of a delivery become paths in the repository:
 	// anything that is not a name is unknown, never a path outside
 	// promotion/ and evidence/.
-	for _, app := range []string{"../checkout", "checkout/../checkout", "Checkout", ".."} {
+	apps := []string{"../checkout", "checkout/../checkout", "Checkout", ".."}
+	for _, app := range apps {
 		code, rep := f.flux(fluxBody(t, app, f.desired["checkout"], "ReconciliationSucceeded"))
-		if code != http.StatusNotFound || rep.Result != resultUnknownApp || f.tip() != tip {
+		if code != http.StatusOK || rep.Result != resultIgnored || f.tip() != tip {
 			t.Fatalf("app %q: %d %+v", app, code, rep)
 		}
+	}
+	if got := testutilCount(f.handler.Metrics().Ignored.WithLabelValues("flux", IgnoredUnknownApp)); got != float64(1+len(apps)) {
+		t.Fatalf("ignored unknown-app deliveries counted %v, want %d", got, 1+len(apps))
 	}
 }
 
@@ -290,7 +298,10 @@ func TestLiveDecisions(t *testing.T) {
 			"Degraded", 200, resultHalted, "image mismatch", promotion.Halted, true},
 		{"Ready=True with reason ImageMismatch", liveWith("checkout", metav1.ConditionTrue, v1alpha1.ReasonImageMismatch, "app runs sha256:ee", health.Mismatch),
 			"Healthy", 200, resultHalted, "image mismatch", promotion.Halted, true},
-		{"degraded", verified("checkout"), "Degraded", 200, resultHalted, "degraded", promotion.Halted, true},
+		// Degraded for a reason of the controller's own while the Acceptance
+		// is verified: waited for (TestWhatHalts).
+		{"degraded", verified("checkout"), "Degraded", 503, resultWait, "waiting: Application/argocd/checkout reports on-deployed: health Degraded",
+			promotion.Reconciling, false},
 		{"no acceptance", nil, "Healthy", 503, resultWait, "no Acceptance", promotion.Reconciling, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -54,9 +55,16 @@ type Acceptances interface {
 }
 
 // WaitError is a delivery that cannot be decided yet: the rollout is in
-// progress, or the controller has not reached the desired commit. Nothing
-// is written; the sender is told to retry (503 with Retry-After).
-type WaitError struct{ Reason string }
+// progress, the controller has not reached the desired commit, or the
+// controller reports a failure of its own. Nothing is written to Git; the
+// sender is told to retry (503 with Retry-After).
+type WaitError struct {
+	Reason string
+	// Waiting is set for a controller-side failure: the promotion's
+	// "waiting" word (decision RECONCILING), posted as a pending commit
+	// status when it changes.
+	Waiting *evidence.Record
+}
 
 func (e *WaitError) Error() string { return "not decided yet: " + e.Reason }
 
@@ -65,9 +73,14 @@ type Processor struct {
 	Git  *evidence.GitSink
 	Live Acceptances
 	// Status, when set, receives every new decision (not duplicates); it is
-	// called after the Git write, never before.
+	// called after the Git write, never before. It also receives a
+	// controller-side wait (decision RECONCILING, nothing written) when its
+	// reason changes.
 	Status func(ev *evidence.Record)
 	Now    func() time.Time
+
+	waitMu sync.Mutex
+	waited map[string]string // app/env/promotionId -> the last waiting reason posted
 }
 
 // Result is the outcome of processing one event.
@@ -83,6 +96,10 @@ func (p *Processor) Process(ctx context.Context, ev Event) (*evidence.Written, e
 		return p.decide(ctx, ev, rec, tip)
 	}
 	w, err := p.Git.Write(ctx, ev.App, ev.Environment, ev.Revision, decide)
+	var wait *WaitError
+	if errors.As(err, &wait) && wait.Waiting != nil && p.Status != nil && p.waitChanged(wait.Waiting) {
+		p.Status(wait.Waiting)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +155,7 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 	live, err := p.Live.Get(ctx, ev)
 	if errors.Is(err, ErrNoAcceptance) {
 		if ev.Degraded {
-			return halt(ClassLive, "degraded: %s reports %s: %s", ev.Object, ev.Reason, ev.Message)
+			return p.controllerFailed(ctx, tip, ev, rec, out)
 		}
 		return nil, &WaitError{Reason: err.Error()}
 	}
@@ -178,7 +195,10 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 	case verdict == VerdictHalt:
 		return halt(ClassLive, "image mismatch: Acceptance %s is %s: %s", out.Acceptance, ready.Reason, ready.Message)
 	case ev.Degraded:
-		return halt(ClassLive, "degraded: %s reports %s: %s", ev.Object, ev.Reason, ev.Message)
+		// The Acceptance does not condemn the artifact: the controller's
+		// failure (an apply or dry-run error, a health check timing out,
+		// RBAC) is waited for until the environment's deadline.
+		return p.controllerFailed(ctx, tip, ev, rec, out)
 	case verdict == VerdictAccept:
 		out.Decision = promotion.Accepted
 		return out, nil

@@ -61,7 +61,6 @@ const (
 	resultIgnored          = "ignored"
 	resultWait             = "wait"
 	resultError            = "error"
-	resultUnknownApp       = "unknown-app"
 	resultAmbiguous        = "ambiguous"
 	resultUnbound          = "unbound"
 	resultUnauthorized     = "unauthorized"
@@ -70,6 +69,14 @@ const (
 	resultRateLimited      = "rate-limited"
 	resultBusy             = "busy"
 	resultMethodNotAllowed = "method-not-allowed"
+)
+
+// Reasons of throughline_notifier_deliveries_ignored_total: deliveries
+// answered 200 "ignored".
+const (
+	IgnoredUnknownApp    = "unknown-app"    // no promotion record for the app and environment (or not a name)
+	IgnoredNotApplicable = "not-applicable" // the record is decided already or not RECONCILING yet
+	IgnoredIrrelevant    = "irrelevant"     // an informational event, no revision
 )
 
 // Config configures the receivers.
@@ -252,6 +259,7 @@ func (h *Handler) receive(source string, auth func(r *http.Request, body []byte)
 		d.App, d.Environment, d.Revision = ev.App, ev.Environment, ev.Revision
 		if errors.Is(err, ErrIrrelevant) {
 			d.Err = err
+			h.metrics.Ignored.WithLabelValues(source, IgnoredIrrelevant).Inc()
 			answer(http.StatusOK, reply{Result: resultIgnored, Reason: err.Error()})
 			return
 		}
@@ -299,7 +307,12 @@ func (h *Handler) receive(source string, auth func(r *http.Request, body []byte)
 		case errors.As(err, &wait):
 			answer(http.StatusServiceUnavailable, reply{Result: resultWait, Reason: wait.Reason})
 		case errors.Is(err, evidence.ErrUnknownApp):
-			answer(http.StatusNotFound, reply{Result: resultUnknownApp, Reason: err.Error()})
+			// An app with an Alert or a subscription but no promotion
+			// record yet: nothing to do, and nothing for the sender to
+			// retry or warn about (a 404 puts a Warning event on the Flux
+			// Alert at every reconciliation). Logged (d.Err) and counted.
+			h.metrics.Ignored.WithLabelValues(source, IgnoredUnknownApp).Inc()
+			answer(http.StatusOK, reply{Result: resultIgnored, Reason: "no promotion record: " + err.Error()})
 		case errors.Is(err, ErrAmbiguous):
 			h.metrics.Refused.WithLabelValues(source, resultAmbiguous).Inc()
 			answer(http.StatusConflict, reply{Result: resultAmbiguous, Reason: err.Error()})
@@ -307,6 +320,7 @@ func (h *Handler) receive(source string, auth func(r *http.Request, body []byte)
 			h.metrics.Refused.WithLabelValues(source, resultUnbound).Inc()
 			answer(http.StatusConflict, reply{Result: resultUnbound, Reason: err.Error()})
 		case errors.Is(err, evidence.ErrNotApplicable):
+			h.metrics.Ignored.WithLabelValues(source, IgnoredNotApplicable).Inc()
 			answer(http.StatusOK, reply{Result: resultIgnored, Reason: err.Error()})
 		case errors.As(err, &recErr), errors.Is(err, exitcode.ErrInvalid):
 			// The record does not parse, or names another app or environment.

@@ -20,8 +20,15 @@ approval still holds for that render (not expired, the approval input hash
 matches: same digest, rendered hash, path, cluster and throughline version), and
 moves the record to RECONCILING with desiredRevision REV. The record is
 committed with a compare-and-swap push to --records-branch (default: the base
-branch); keep it a branch the controllers do not watch, since the notifier
-accepts only the desired commit itself.`
+branch).
+
+The notifier then accepts the controller's revision when it is the desired
+commit, or a later commit of the branch (another app's promotion, this
+record's own commits) whose Acceptance declares exactly the approved rendered
+hash; a later commit rendering other objects, or a revision off the branch,
+halts the promotion. A failure of the controller itself (an apply error, a
+health check timing out) is waited for until the environment's
+reconcileDeadline.`
 
 // promoteReconcileOptions are the flags of promote reconcile.
 type promoteReconcileOptions struct {

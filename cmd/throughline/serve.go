@@ -170,6 +170,7 @@ func addExpiryMonitor(mgr manager.Manager, log zerolog.Logger) error {
 	}
 	err := mgr.Add(&breakglass.ExpiryMonitor{
 		Client: mgr.GetClient(),
+		Reader: mgr.GetAPIReader(), // a list a minute: no informer, no watch permission on every Application
 		Gauge:  gauge,
 		OnError: func(err error) {
 			log.Warn().Err(err).Msg("checking break-glass pauses for expiry")
