@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/throughline-dev/throughline/health"
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
 )
 
@@ -59,6 +60,15 @@ type env struct {
 	gitEnv []string
 	// verify starts throughline serve's verifier (until the whole test ends).
 	verify func()
+	// application and ns are the Application the helpers read (app,
+	// waitApp, refresh, waitHealthy) and its destination namespace:
+	// staging's unless a copy says otherwise (production).
+	application, ns string
+	api             *testenv.APIServer
+	remote          string
+	// alice and bob are production's approvers: their keys are the
+	// allowed-signers file seeded into the repository.
+	alice, bob sshkey.Key
 }
 
 // TestArgoCDControlPlane: examples/gitops-env's staging Application through
@@ -76,7 +86,7 @@ func TestArgoCDControlPlane(t *testing.T) {
 	api := testenv.StartAPIServer(t, testenv.APIServerOptions{
 		CRDPaths: []string{filepath.Join(root, "deploy", "crds", "throughline.dev_acceptances.yaml")},
 	})
-	e := &env{t: t, ctx: ctx, c: api.Client, gitEnv: testenv.GitEnv(t.TempDir())}
+	e := &env{t: t, ctx: ctx, c: api.Client, gitEnv: testenv.GitEnv(t.TempDir()), application: appName, ns: appNS, api: api}
 	remote := e.seedGit(root)
 	cp := testenv.StartArgoCDControlPlane(t, api, testenv.ArgoCDControlPlaneOptions{
 		PluginYAML: filepath.Join(root, "plugin.yaml"),
@@ -86,8 +96,10 @@ func TestArgoCDControlPlane(t *testing.T) {
 	e.argoNS = cp.Namespace
 	e.verify = func() { testenv.StartVerifier(ctx, t, api.Config) }
 
+	e.remote = remote
 	revA := e.head()
-	e.createApplication(root, remote)
+	e.createApplication(root, remote, "staging")
+	e.createApplication(root, remote, "production")
 
 	t.Run("positive path: synced by the controller, Progressing until verified, then Healthy", func(t *testing.T) {
 		e.t = t
@@ -114,6 +126,7 @@ func TestArgoCDControlPlane(t *testing.T) {
 		e.t = t
 		e.unpinned()
 	})
+	e.experiments(t)
 }
 
 // seedGit copies examples/gitops-env into a new repository on the Git server
@@ -124,6 +137,9 @@ func (e *env) seedGit(root string) string {
 	must(e.t, err)
 	e.work = filepath.Join(e.t.TempDir(), "gitops-env")
 	must(e.t, os.CopyFS(e.work, os.DirFS(filepath.Join(root, "examples", "gitops-env"))))
+	// Production's approvers sign with keys of the test.
+	e.alice, e.bob = sshkey.New(e.t, "alice@example.com"), sshkey.New(e.t, "bob@example.com")
+	must(e.t, os.WriteFile(filepath.Join(e.work, "allowed-signers"), []byte(sshkey.Signers(e.alice, e.bob)), 0o644))
 	e.git("init", "-q", "-b", "main")
 	e.git("add", "-A")
 	e.git("commit", "-q", "-m", "examples/gitops-env")
@@ -175,10 +191,10 @@ func healthLua(t *testing.T, root string) map[string]string {
 	return cm.Data
 }
 
-// createApplication creates examples/gitops-env/clusters/staging/checkout.yaml
+// createApplication creates examples/gitops-env/clusters/<environment>/checkout.yaml
 // with the repository URL of the test's Git server.
-func (e *env) createApplication(root, remote string) {
-	b, err := os.ReadFile(filepath.Join(root, "examples", "gitops-env", "clusters", "staging", "checkout.yaml"))
+func (e *env) createApplication(root, remote, environment string) {
+	b, err := os.ReadFile(filepath.Join(root, "examples", "gitops-env", "clusters", environment, "checkout.yaml"))
 	must(e.t, err)
 	u := &unstructured.Unstructured{}
 	must(e.t, yaml.Unmarshal(b, &u.Object))
@@ -187,7 +203,7 @@ func (e *env) createApplication(root, remote string) {
 	// exists only because it says CreateNamespace=true (issue 16, break 2).
 	opts, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "syncPolicy", "syncOptions")
 	if !slices.Contains(opts, "CreateNamespace=true") {
-		e.t.Fatalf("arrow Application -> first sync: examples/gitops-env/clusters/staging/checkout.yaml has no CreateNamespace=true (syncOptions %q)", opts)
+		e.t.Fatalf("arrow Application -> first sync: examples/gitops-env/clusters/%s/checkout.yaml has no CreateNamespace=true (syncOptions %q)", environment, opts)
 	}
 	u.SetNamespace(e.argoNS)
 	must(e.t, e.c.Create(e.ctx, u))
@@ -199,7 +215,7 @@ func (e *env) app() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("argoproj.io/v1alpha1")
 	u.SetKind("Application")
-	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: e.argoNS, Name: appName}, u))
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: e.argoNS, Name: e.application}, u))
 	return u
 }
 
@@ -365,7 +381,7 @@ func (e *env) waitHealthy(arrow string) {
 		e.t.Fatalf("arrow %s: Acceptance resource health %q, want Healthy", arrow, h)
 	}
 	acc := health.NewAcceptance()
-	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: accName}, acc))
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: accName}, acc))
 	st, err := health.ReadStatus(acc)
 	must(e.t, err)
 	if st.VerifiedAt == nil || st.ObservedGeneration != acc.GetGeneration() {
@@ -384,21 +400,21 @@ func (e *env) rollout(d *appsv1.Deployment, hash, digest string) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1",
 		Labels: map[string]string{corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64"}}}
 	must(e.t, client.IgnoreAlreadyExists(e.c.Create(e.ctx, node)))
-	must(e.t, e.c.DeleteAllOf(e.ctx, &corev1.Pod{}, client.InNamespace(appNS), client.GracePeriodSeconds(0)))
-	must(e.t, e.c.DeleteAllOf(e.ctx, &appsv1.ReplicaSet{}, client.InNamespace(appNS)))
+	must(e.t, e.c.DeleteAllOf(e.ctx, &corev1.Pod{}, client.InNamespace(d.Namespace), client.GracePeriodSeconds(0)))
+	must(e.t, e.c.DeleteAllOf(e.ctx, &appsv1.ReplicaSet{}, client.InNamespace(d.Namespace)))
 	tpl := d.Spec.Template.DeepCopy()
 	tpl.Labels[health.LabelPodTemplateHash] = hash
 	sel := d.Spec.Selector.DeepCopy()
 	sel.MatchLabels[health.LabelPodTemplateHash] = hash
 	rs := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: d.Name + "-" + hash, Labels: tpl.Labels,
+		ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name + "-" + hash, Labels: tpl.Labels,
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID, Controller: ptr.To(true)}}},
 		Spec: appsv1.ReplicaSetSpec{Replicas: d.Spec.Replicas, Selector: sel, Template: *tpl},
 	}
 	must(e.t, e.c.Create(e.ctx, rs))
 	for i := range *d.Spec.Replicas {
 		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: fmt.Sprintf("%s-%d", rs.Name, i), Labels: tpl.Labels,
+			ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: fmt.Sprintf("%s-%d", rs.Name, i), Labels: tpl.Labels,
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}}},
 			Spec: *tpl.Spec.DeepCopy(),
 		}
@@ -426,7 +442,7 @@ func (e *env) rollout(d *appsv1.Deployment, hash, digest string) {
 	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
 	must(e.t, e.c.Status().Update(e.ctx, d))
 	ing := &networkingv1.Ingress{}
-	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: "checkout"}, ing))
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: d.Namespace, Name: "checkout"}, ing))
 	ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "192.0.2.10"}}
 	must(e.t, e.c.Status().Update(e.ctx, ing))
 }
