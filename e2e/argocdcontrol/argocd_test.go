@@ -17,6 +17,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -251,17 +252,13 @@ func (e *env) waitApp(arrow string, d time.Duration, ok func(*unstructured.Unstr
 }
 
 // refresh asks the application controller for a refresh ("normal" or
-// "hard"), as argocd-server does for a user.
+// "hard"), as argocd-server does for a user: a merge patch of the
+// annotation (no resourceVersion: the controller writes the Application's
+// status all the time, an update would conflict).
 func (e *env) refresh(kind string) {
 	e.t.Helper()
-	u := e.app()
-	ann := u.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann["argocd.argoproj.io/refresh"] = kind
-	u.SetAnnotations(ann)
-	must(e.t, e.c.Update(e.ctx, u))
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"argocd.argoproj.io/refresh":%q}}}`, kind)
+	must(e.t, e.c.Patch(e.ctx, e.app(), client.RawPatch(types.MergePatchType, []byte(patch))))
 }
 
 // resourceHealth is the health the controller computed for one managed
