@@ -3,7 +3,10 @@
 // argocd-cmp-server serving the repository's plugin.yaml
 // (internal/testenv.StartArgoCDControlPlane), a real kube-apiserver as the
 // in-cluster destination, examples/gitops-env in a smart-HTTP Git server, and
-// `throughline serve`'s Acceptance verifier (package health). The test plays
+// `throughline serve`'s Acceptance verifier (package health), the
+// notifier's resync, CNCF distribution's registry and the throughline CLI
+// (pin, drift, check, promote, rollback, breakglass: issue 16's experiments
+// 1-6 in experiment_*_test.go). The test plays
 // the deployment controller (ReplicaSets, Pods, Deployment status), the
 // ingress controller (Ingress status) and the kubelet (Pod status and
 // imageID): no kube-controller-manager or kubelet runs. Build tag e2e; the

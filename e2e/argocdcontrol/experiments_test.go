@@ -77,9 +77,9 @@ func imageOf(d *appsv1.Deployment) string { return d.Spec.Template.Spec.Containe
 
 // syncedAt waits until the controller synced rev (its own status: sync
 // revision, the last operation's result and phase); arrow names the step.
-func (e *env) syncedAt(arrow, rev string) *unstructured.Unstructured {
+func (e *env) syncedAt(arrow, rev string) {
 	e.t.Helper()
-	return e.waitApp(arrow, 2*time.Minute, func(u *unstructured.Unstructured) bool {
+	e.waitApp(arrow, 2*time.Minute, func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "sync", "revision") == rev && str(u, "status", "sync", "status") == "Synced" &&
 			str(u, "status", "operationState", "syncResult", "revision") == rev && str(u, "status", "operationState", "phase") == "Succeeded"
 	})
