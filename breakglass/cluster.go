@@ -39,6 +39,11 @@ const (
 	defaultFluxNamespace = "flux-system"
 )
 
+// AnnotationArgoCDRefresh asks Argo CD's application controller for a
+// refresh that resolves the target revision again (what argocd-server's
+// Refresh sets); Restore sets it.
+const AnnotationArgoCDRefresh = "argocd.argoproj.io/refresh"
+
 // RuleController refuses a pause or resume that must not happen, with
 // guidance (exitcode.Refusal.Rule).
 const RuleController = "breakglass-controller"
@@ -191,7 +196,12 @@ func Undo(ctx context.Context, c client.Client, rec *Record) error {
 
 // Restore re-enables reconciliation of the record's object: Argo CD gets
 // the automated policy back, Flux spec.suspend false (or absent, as before
-// the pause), and the break-glass annotations go. From the object the API
+// the pause), and the break-glass annotations go. An Argo CD Application
+// also gets a refresh request in the same patch: the application
+// controller compares "automated sync enabled" with the revision of the
+// branch it may have resolved before the write-back was merged, and would
+// self-heal the live fix back to that old desired state before syncing the
+// write-back; a requested refresh resolves the branch again first. From the object the API
 // server answers the patch with, it returns when (now), which field and at
 // which resourceVersion reconciliation is on again; an error when it is not
 // (Argo CD: spec.syncPolicy.automated absent; Flux: spec.suspend true; or
@@ -203,8 +213,10 @@ func Restore(ctx context.Context, c client.Client, rec *Record) (Restoration, er
 		return Restoration{}, err
 	}
 	spec := map[string]any{}
+	annotations := map[string]any{AnnotationTicket: nil, AnnotationExpiresAt: nil}
 	switch rec.Controller {
 	case ArgoCD:
+		annotations[AnnotationArgoCDRefresh] = "normal"
 		var auto any = map[string]any{}
 		if len(rec.Restore) > 0 {
 			if err := json.Unmarshal(rec.Restore, &auto); err != nil {
@@ -221,7 +233,7 @@ func Restore(ctx context.Context, c client.Client, rec *Record) (Restoration, er
 	patch := map[string]any{
 		"metadata": map[string]any{
 			"resourceVersion": u.GetResourceVersion(),
-			"annotations":     map[string]any{AnnotationTicket: nil, AnnotationExpiresAt: nil},
+			"annotations":     annotations,
 		},
 		"spec": spec,
 	}

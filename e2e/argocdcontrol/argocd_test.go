@@ -16,10 +16,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/throughline-dev/throughline/health"
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
 )
 
@@ -57,6 +59,15 @@ type env struct {
 	gitEnv []string
 	// verify starts throughline serve's verifier (until the whole test ends).
 	verify func()
+	// application and ns are the Application the helpers read (app,
+	// waitApp, refresh, waitHealthy) and its destination namespace:
+	// staging's unless a copy says otherwise (production).
+	application, ns string
+	api             *testenv.APIServer
+	remote          string
+	// alice and bob are production's approvers: their keys are the
+	// allowed-signers file seeded into the repository.
+	alice, bob sshkey.Key
 }
 
 // TestArgoCDControlPlane: examples/gitops-env's staging Application through
@@ -75,7 +86,7 @@ func TestArgoCDControlPlane(t *testing.T) {
 		CRDPaths: []string{filepath.Join(root, "deploy", "crds", "throughline.dev_acceptances.yaml")},
 	})
 	testenv.StartControllerManager(ctx, t, api) // the real deployment controller; rollout plays the kubelet
-	e := &env{t: t, ctx: ctx, c: api.Client, gitEnv: testenv.GitEnv(t.TempDir())}
+	e := &env{t: t, ctx: ctx, c: api.Client, gitEnv: testenv.GitEnv(t.TempDir()), application: appName, ns: appNS, api: api}
 	remote := e.seedGit(root)
 	cp := testenv.StartArgoCDControlPlane(t, api, testenv.ArgoCDControlPlaneOptions{
 		PluginYAML: filepath.Join(root, "plugin.yaml"),
@@ -85,8 +96,10 @@ func TestArgoCDControlPlane(t *testing.T) {
 	e.argoNS = cp.Namespace
 	e.verify = func() { testenv.StartVerifier(ctx, t, api.Config) }
 
+	e.remote = remote
 	revA := e.head()
-	e.createApplication(root, remote)
+	e.createApplication(root, remote, "staging")
+	e.createApplication(root, remote, "production")
 
 	t.Run("positive path: synced by the controller, Progressing until verified, then Healthy", func(t *testing.T) {
 		e.t = t
@@ -113,6 +126,7 @@ func TestArgoCDControlPlane(t *testing.T) {
 		e.t = t
 		e.unpinned()
 	})
+	e.experiments(t)
 }
 
 // seedGit copies examples/gitops-env into a new repository on the Git server
@@ -123,6 +137,9 @@ func (e *env) seedGit(root string) string {
 	must(e.t, err)
 	e.work = filepath.Join(e.t.TempDir(), "gitops-env")
 	must(e.t, os.CopyFS(e.work, os.DirFS(filepath.Join(root, "examples", "gitops-env"))))
+	// Production's approvers sign with keys of the test.
+	e.alice, e.bob = sshkey.New(e.t, "alice@example.com"), sshkey.New(e.t, "bob@example.com")
+	must(e.t, os.WriteFile(filepath.Join(e.work, "allowed-signers"), []byte(sshkey.Signers(e.alice, e.bob)), 0o644))
 	e.git("init", "-q", "-b", "main")
 	e.git("add", "-A")
 	e.git("commit", "-q", "-m", "examples/gitops-env")
@@ -174,10 +191,10 @@ func healthLua(t *testing.T, root string) map[string]string {
 	return cm.Data
 }
 
-// createApplication creates examples/gitops-env/clusters/staging/checkout.yaml
+// createApplication creates examples/gitops-env/clusters/<environment>/checkout.yaml
 // with the repository URL of the test's Git server.
-func (e *env) createApplication(root, remote string) {
-	b, err := os.ReadFile(filepath.Join(root, "examples", "gitops-env", "clusters", "staging", "checkout.yaml"))
+func (e *env) createApplication(root, remote, environment string) {
+	b, err := os.ReadFile(filepath.Join(root, "examples", "gitops-env", "clusters", environment, "checkout.yaml"))
 	must(e.t, err)
 	u := &unstructured.Unstructured{}
 	must(e.t, yaml.Unmarshal(b, &u.Object))
@@ -186,7 +203,7 @@ func (e *env) createApplication(root, remote string) {
 	// exists only because it says CreateNamespace=true (issue 16, break 2).
 	opts, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "syncPolicy", "syncOptions")
 	if !slices.Contains(opts, "CreateNamespace=true") {
-		e.t.Fatalf("arrow Application -> first sync: examples/gitops-env/clusters/staging/checkout.yaml has no CreateNamespace=true (syncOptions %q)", opts)
+		e.t.Fatalf("arrow Application -> first sync: examples/gitops-env/clusters/%s/checkout.yaml has no CreateNamespace=true (syncOptions %q)", environment, opts)
 	}
 	u.SetNamespace(e.argoNS)
 	must(e.t, e.c.Create(e.ctx, u))
@@ -198,7 +215,7 @@ func (e *env) app() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("argoproj.io/v1alpha1")
 	u.SetKind("Application")
-	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: e.argoNS, Name: appName}, u))
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: e.argoNS, Name: e.application}, u))
 	return u
 }
 
@@ -234,17 +251,13 @@ func (e *env) waitApp(arrow string, d time.Duration, ok func(*unstructured.Unstr
 }
 
 // refresh asks the application controller for a refresh ("normal" or
-// "hard"), as argocd-server does for a user.
+// "hard"), as argocd-server does for a user: a merge patch of the
+// annotation (no resourceVersion: the controller writes the Application's
+// status all the time, an update would conflict).
 func (e *env) refresh(kind string) {
 	e.t.Helper()
-	u := e.app()
-	ann := u.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann["argocd.argoproj.io/refresh"] = kind
-	u.SetAnnotations(ann)
-	must(e.t, e.c.Update(e.ctx, u))
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"argocd.argoproj.io/refresh":%q}}}`, kind)
+	must(e.t, e.c.Patch(e.ctx, e.app(), client.RawPatch(types.MergePatchType, []byte(patch))))
 }
 
 // resourceHealth is the health the controller computed for one managed
@@ -364,7 +377,7 @@ func (e *env) waitHealthy(arrow string) {
 		e.t.Fatalf("arrow %s: Acceptance resource health %q, want Healthy", arrow, h)
 	}
 	acc := health.NewAcceptance()
-	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: accName}, acc))
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: accName}, acc))
 	st, err := health.ReadStatus(acc)
 	must(e.t, err)
 	if st.VerifiedAt == nil || st.ObservedGeneration != acc.GetGeneration() {
@@ -383,21 +396,21 @@ func (e *env) waitHealthy(arrow string) {
 // controller computes the pod-template-hash.
 func (e *env) rollout(d *appsv1.Deployment, _ /* hash */, digest string) {
 	e.t.Helper()
-	kubelet := testenv.StartKubelet(e.ctx, e.t, e.c, testenv.KubeletOptions{Namespaces: []string{appNS}, Node: "node-1"})
-	_, pods, err := testenv.WaitRolledOut(e.ctx, e.c, appNS, d.Name, 2*time.Minute)
+	kubelet := testenv.StartKubelet(e.ctx, e.t, e.c, testenv.KubeletOptions{Namespaces: []string{d.Namespace}, Node: "node-1"})
+	_, pods, err := testenv.WaitRolledOut(e.ctx, e.c, d.Namespace, d.Name, 2*time.Minute)
 	kubelet.Stop()
 	if err != nil {
 		e.t.Fatalf("arrow live Deployment -> Pods rolled out: %v", err)
 	}
 	for _, p := range pods {
 		for _, s := range p.Status.ContainerStatuses {
-			if s.ImageID != "docker-pullable://"+image+"@"+digest {
+			if !strings.HasSuffix(s.ImageID, "@"+digest) {
 				e.t.Fatalf("arrow rollout -> Pods run %s: Pod %s container %s imageID %s", digest, p.Name, s.Name, s.ImageID)
 			}
 		}
 	}
 	ing := &networkingv1.Ingress{}
-	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: appNS, Name: "checkout"}, ing))
+	must(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: d.Namespace, Name: "checkout"}, ing))
 	ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "192.0.2.10"}}
 	must(e.t, e.c.Status().Update(e.ctx, ing))
 }

@@ -37,7 +37,7 @@ const (
 // commits nothing.
 func (e *env) stagingEvidence(api *testenv.APIServer, revA string) {
 	remote := e.git("remote", "get-url", "origin")
-	rec := e.reconcilingRecord(revA)
+	rec := e.reconcilingRecord("staging", revA, image+":1.4.2", digestA, 2)
 	revR := e.head()
 	e.t.Logf("staging record %s RECONCILING at %.12s, committed in %.12s", rec.PromotionID, revA, revR)
 
@@ -84,35 +84,42 @@ func (e *env) stagingEvidence(api *testenv.APIServer, revA string) {
 	e.git("pull", "-q", "--ff-only", "origin", "main")
 }
 
-// reconcilingRecord commits and pushes a staging record of digest A in
-// state RECONCILING at desired (attempt 2: the example's attempt 1 is
-// ACCEPTED), its rendered hash throughline's own render of the overlay at
-// desired, as propose computes it.
-func (e *env) reconcilingRecord(desired string) *promotion.Record {
+// reconcilingRecord commits and pushes envName's (staging or production)
+// record of ref@digest in state RECONCILING at desired (for A in staging
+// attempt 2: the example's attempt 1 is ACCEPTED), its rendered hash
+// throughline's own render of the overlay at desired, as propose computes
+// it; its earlier gates as promote would have recorded them (verified in
+// dev, for production in staging).
+func (e *env) reconcilingRecord(envName, desired, ref, digest string, attempt int) *promotion.Record {
 	e.t.Helper()
 	repo, err := gitops.OpenLocal(e.ctx, e.work)
 	must(e.t, err)
 	tree, err := repo.Tree(e.ctx, desired)
 	must(e.t, err)
 	defer func() { _ = tree.Close() }()
-	d, err := tree.Declare(e.ctx, stagingPath, "staging", renderer)
+	path, cluster, from := stagingPath, "staging-eu-1", "dev"
+	if envName == "production" {
+		path, cluster, from = prodPath, "prod-eu-1", "staging"
+	}
+	d, err := tree.Declare(e.ctx, path, envName, renderer)
 	must(e.t, err)
 	t0 := time.Now().UTC().Truncate(time.Second)
-	tg := promotion.Target{Environment: "staging", Path: stagingPath, Cluster: "staging-eu-1",
+	tg := promotion.Target{Environment: envName, Path: path, Cluster: cluster,
 		RenderedHash: d.Hash, BaseRenderedHash: d.Hash, Renderer: renderer}
-	rec, err := promotion.NewCandidate("checkout", 2, promotion.Artifact{Image: image + ":1.4.2@" + digestA, Digest: digestA,
+	rec, err := promotion.NewCandidate("checkout", attempt, promotion.Artifact{Image: ref + "@" + digest, Digest: digest,
 		SourceCommit: "0d1c2b3a495867768594a3b2c1d0e0f1a2b3c4d5"}, tg, t0, "ci")
 	must(e.t, err)
 	dev := "7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b"
-	must(e.t, rec.Verify(promotion.VerifiedIn{Environment: "dev", DesiredRevision: dev, ObservedRevision: dev,
+	must(e.t, rec.Verify(promotion.VerifiedIn{Environment: from, DesiredRevision: dev, ObservedRevision: dev,
 		RenderedHash:    "sha256:3f1d0c9b8a7e6d5c4b3a29180706f5e4d3c2b1a09f8e7d6c5b4a392817060504",
-		RuntimeEvidence: "evidence/dev/checkout/checkout-dev-9c2f1e0d7b6a-1.json"}, t0, "notifier"))
+		RuntimeEvidence: "evidence/" + from + "/checkout/checkout-" + from + "-9c2f1e0d7b6a-1.json"}, t0, "notifier"))
 	must(e.t, rec.Approve("alice@example.com", rec.InputFor(renderer), t0.Add(24*time.Hour), t0))
 	must(e.t, rec.Reconcile(desired, t0, "ci"))
 	y, err := rec.Marshal()
 	must(e.t, err)
-	must(e.t, os.WriteFile(filepath.Join(e.work, filepath.FromSlash(promotion.RecordPath("checkout", "staging"))), y, 0o644))
-	e.git("commit", "-q", "-am", "promotion: checkout to staging RECONCILING")
+	must(e.t, os.WriteFile(filepath.Join(e.work, filepath.FromSlash(promotion.RecordPath("checkout", envName))), y, 0o644))
+	e.git("add", "-A")
+	e.git("commit", "-q", "-m", "promotion: "+rec.PromotionID+" RECONCILING")
 	e.git("push", "-q", "origin", "main")
 	return rec
 }
@@ -143,26 +150,28 @@ func (e *env) remoteTip(remote string) string {
 }
 
 // checkEvidence reads the record and the evidence at tip on the Git server
-// and checks both against the controller's observed revision and the Pods.
+// and checks both against the controller's observed revision and the Pods
+// (of want's environment, in e.ns).
 func (e *env) checkEvidence(remote, tip string, want *promotion.Record, observed string) {
 	e.t.Helper()
-	const arrow = "arrow staging observed revision -> staging runtime evidence"
+	envName, digest := want.Target.Environment, want.Artifact.Digest
+	arrow := "arrow " + envName + " observed revision -> " + envName + " runtime evidence"
 	clone := filepath.Join(e.t.TempDir(), "check")
 	testenv.Git(e.t, e.ctx, e.gitEnv, filepath.Dir(clone), "clone", "-q", remote, clone)
 	show := func(file string) []byte {
 		return []byte(testenv.Git(e.t, e.ctx, e.gitEnv, clone, "show", tip+":"+file))
 	}
-	evPath := evidence.Path("staging", "checkout", want.PromotionID)
+	evPath := evidence.Path(envName, "checkout", want.PromotionID)
 	ev, err := evidence.Parse(evPath, show(evPath))
 	must(e.t, err)
 	if ev.Decision != promotion.Accepted || ev.ObservedRevision != observed || ev.ReportedBy.Source != "argocd" ||
-		ev.ReportedBy.Controller != notifier.ResyncController || ev.Acceptance != appNS+"/"+accName {
+		ev.ReportedBy.Controller != notifier.ResyncController || ev.Acceptance != e.ns+"/"+accName {
 		e.t.Fatalf("%s: %s: decision %s (%s), observed %.12s (the controller reports %.12s), reported by %+v, Acceptance %s",
 			arrow, evPath, ev.Decision, ev.Reason, ev.ObservedRevision, observed, ev.ReportedBy, ev.Acceptance)
 	}
 	// The imageIDs the kubelet (played by rollout) set on the running Pods.
 	pods := &corev1.PodList{}
-	must(e.t, e.c.List(e.ctx, pods, client.InNamespace(appNS)))
+	must(e.t, e.c.List(e.ctx, pods, client.InNamespace(e.ns)))
 	kubelet := map[string][]string{} // container -> the imageIDs of its Pods
 	for _, p := range pods.Items {
 		for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
@@ -172,17 +181,17 @@ func (e *env) checkEvidence(remote, tip string, want *promotion.Record, observed
 	var got []string
 	for _, p := range ev.Pods {
 		ids := kubelet[p.Container]
-		if p.Declared != digestA || p.Outcome != "Verified" || p.Pods != len(pods.Items) || len(ids) != len(pods.Items) ||
+		if p.Declared != digest || p.Outcome != "Verified" || p.Pods != len(pods.Items) || len(ids) != len(pods.Items) ||
 			slices.ContainsFunc(ids, func(id string) bool { return id != p.ImageID }) {
 			e.t.Fatalf("%s: %s: %+v, want declared %s verified in all %d Pods with the imageID the kubelet set (%q)",
-				arrow, evPath, p, digestA, len(pods.Items), ids)
+				arrow, evPath, p, digest, len(pods.Items), ids)
 		}
 		got = append(got, p.Container+" "+p.ImageID)
 	}
 	if len(ev.Pods) == 0 || len(ev.Pods) != len(kubelet) {
 		e.t.Fatalf("%s: %s: pods %q, want one entry per container the kubelet runs (%d)", arrow, evPath, got, len(kubelet))
 	}
-	rp := promotion.RecordPath("checkout", "staging")
+	rp := promotion.RecordPath("checkout", envName)
 	rec, err := promotion.Parse(rp, show(rp))
 	must(e.t, err)
 	if rec.PromotionID != want.PromotionID || rec.State != promotion.Accepted || rec.Accepted == nil ||
