@@ -6,6 +6,9 @@
 // record, RECONCILING, becomes ACCEPTED through the real
 // notification-controller and the notifier, which commits the evidence for
 // the Kustomization's own lastAppliedRevision to the Git server, once.
+// TestFluxExperiments runs the seeds' experiments 1, 2, 3, 5 and 6 (staging
+// and production, promotion, rollback, break-glass) through the same
+// controllers (experiment_*_test.go).
 // Build tag e2e:
 //
 //	eval "$(hack/e2e-assets.sh)"
