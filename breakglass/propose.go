@@ -196,8 +196,11 @@ func checkWriteback(ctx context.Context, tree *gitops.Tree, cmp Compare, plan *W
 	if err := cmp.Reproduces(after); err != nil {
 		return err
 	}
-	_, err = tree.Declare(ctx, opts.Path, env, opts.Renderer)
-	return err
+	d, err := tree.Declare(ctx, opts.Path, env, opts.Renderer)
+	if err != nil {
+		return err
+	}
+	return refreshAcceptance(tree, opts.Path, d, opts.Renderer, plan)
 }
 
 // Reproduces checks that the rendered objects after, the overlay with the

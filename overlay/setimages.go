@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/throughline-dev/throughline/acceptance"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
@@ -228,11 +229,16 @@ func setEntry(rel string, entry *ImageEntry, s ImageSet, pf *pinFile, rep *SetRe
 // again as objs: every container of a set's rendered name carries the set
 // reference, and a name a rendered container used is still rendered, now
 // as the set reference (a newName the containers did not follow matches no
-// container of the new name).
+// container of the new name). A committed Acceptance (the Flux setup) is no
+// workload: its containers declare the render it was written for, until
+// render --write-acceptance refreshes it after the pin.
 func proveSets(objs []render.Object, wants []setWant, dir string) error {
 	for _, w := range wants {
 		renderedName := ImageName(w.Image)
 		for _, o := range objs {
+			if acceptance.IsAcceptance(o) {
+				continue
+			}
 			for _, c := range render.Containers(o) {
 				if c.ImageField != render.ImageString || ImageName(c.Image) != renderedName {
 					continue

@@ -9,7 +9,6 @@ import (
 	"path"
 
 	"github.com/throughline-dev/throughline/acceptance"
-	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -40,23 +39,7 @@ func committedAcceptance(ctx context.Context, tree *gitops.Tree, p string) (stri
 // namespace and source repository URL of prev, the file before (the flags
 // `render --write-acceptance` was run with).
 func freshAcceptance(d *acceptance.Declaration, file string, prev []byte, renderer string) ([]byte, error) {
-	a := d.Acceptance
-	a.Spec.Renderer = renderer
-	objs, err := render.DecodeManifests(prev, file)
-	if err != nil {
-		return nil, exitcode.InvalidFile(file, err)
-	}
-	for _, o := range objs {
-		if !acceptance.IsAcceptance(o) {
-			continue
-		}
-		old, err := acceptance.FromObject(o)
-		if err != nil {
-			return nil, exitcode.InvalidFile(file, err)
-		}
-		a.Namespace, a.Spec.SourceRepoURL = old.Namespace, old.Spec.SourceRepoURL
-	}
-	return acceptance.FileContent(a, d.App.RelDir())
+	return acceptance.Refresh(d, file, prev, renderer)
 }
 
 // refreshAcceptance is, for a promotion's edit of the overlay p in tree

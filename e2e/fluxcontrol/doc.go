@@ -5,9 +5,12 @@
 // (the `serve` wiring) has verified the live images; staging's promotion
 // record, RECONCILING, becomes ACCEPTED through the real
 // notification-controller and the notifier, which commits the evidence for
-// the Kustomization's own lastAppliedRevision to the Git server, once. The
-// real kube-controller-manager rolls the Deployment out; the test plays only
-// the scheduler and the kubelet (internal/testenv.StartKubelet).
+// the Kustomization's own lastAppliedRevision to the Git server, once.
+// TestFluxExperiments runs the seeds' experiments 1, 2, 3, 5 and 6 (staging
+// and production, promotion, rollback, break-glass) through the same
+// controllers (experiment_*_test.go). The real kube-controller-manager rolls
+// the Deployment out; the test plays only the scheduler and the kubelet
+// (internal/testenv.StartKubelet).
 // Build tag e2e:
 //
 //	eval "$(hack/e2e-assets.sh)"
