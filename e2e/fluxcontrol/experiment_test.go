@@ -95,6 +95,7 @@ func (l *lab) on(t *testing.T) *lab {
 func newLab(t *testing.T) *lab {
 	testenv.RequireFluxControllers(t)
 	testenv.RequireNotificationController(t)
+	testenv.RequireControllerManager(t)
 	root := testenv.RepoRoot(t)
 	api := testenv.StartAPIServer(t, testenv.APIServerOptions{
 		CRDPaths: []string{filepath.Join(root, "deploy", "crds", "throughline.dev_acceptances.yaml")},
@@ -107,6 +108,7 @@ func newLab(t *testing.T) *lab {
 	t.Cleanup(cancel)
 	c := api.Client
 	testenv.StartVerifier(ctx, t, api.Config)
+	testenv.StartControllerManager(ctx, t, api) // the real deployment controller; l.roll plays the kubelet
 	for _, ns := range []string{fluxNS, stagingEnv.ns, productionEnv.ns} {
 		namespace(ctx, t, c, ns)
 	}
@@ -350,7 +352,7 @@ func (l *lab) podsRun(e envOf, digest, arrow string) {
 		}
 		n++
 		for _, cs := range p.Status.ContainerStatuses {
-			if cs.ImageID != l.repo+"@"+digest {
+			if strings.TrimPrefix(cs.ImageID, "docker-pullable://") != l.repo+"@"+digest {
 				l.t.Fatalf("%s: Pod %s runs %s, want %s", arrow, p.Name, cs.ImageID, digest)
 			}
 		}

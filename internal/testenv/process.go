@@ -133,6 +133,9 @@ func tailFile(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// errPortTaken says a server could not listen on a port it was given.
+var errPortTaken = errors.New("a port it was given was taken (address already in use)")
+
 // addrInUse reports whether the process died because its port was taken
 // (freePort is racy by nature: another process may grab the port first).
 func (p *process) addrInUse() bool {
@@ -151,6 +154,8 @@ func (p *process) waitReady(ctx context.Context, ready func(context.Context) err
 		}
 		if last = ready(ctx); last == nil {
 			return nil
+		} else if errors.Is(last, errPortTaken) {
+			return fmt.Errorf("%s: %w", p.name, last)
 		}
 		select {
 		case <-ctx.Done():
@@ -181,13 +186,25 @@ func startServer(ctx context.Context, t testing.TB, name, bin string, env []stri
 		if err != nil {
 			return nil, err
 		}
-		err = p.waitReady(ctx, func(ctx context.Context) error { return ready(ctx, ports) })
-		if err == nil {
+		err = p.waitReady(ctx, func(ctx context.Context) error {
+			if p.addrInUse() {
+				return errPortTaken
+			}
+			return ready(ctx, ports)
+		})
+		// A server may log a failed bind of one listener and keep running
+		// (source-controller's artifact server does), so the log is read
+		// again once it is ready.
+		if err == nil && !p.addrInUse() {
 			return ports, nil
 		}
-		if dead, _ := p.exited(); dead && p.addrInUse() && attempt < 3 {
+		if p.addrInUse() && attempt < 3 {
+			p.stop()
 			t.Logf("%s: port taken, retrying (%d)", name, attempt)
 			continue
+		}
+		if err == nil {
+			err = fmt.Errorf("%s: %w; log tail:\n%s", name, errPortTaken, p.tail(30))
 		}
 		return nil, err
 	}
