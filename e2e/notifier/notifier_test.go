@@ -438,28 +438,7 @@ func TestArgoCDNotificationsToEvidence(t *testing.T) {
 	e := setup(t, ctx, api, "checkout", notifier.Config{ArgoCDToken: []byte(token), Rate: -1})
 	c := api.Client
 	const ns = "argocd"
-	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	for _, f := range []string{"argocd-notifications-secret.yaml", "argocd-notifications-cm.yaml"} {
-		raw, err := os.ReadFile(filepath.Join(root, "deploy", "argocd", f))
-		must(t, err)
-		u := &unstructured.Unstructured{}
-		must(t, sigyaml.Unmarshal(raw, &u.Object))
-		switch u.GetKind() {
-		case "Secret":
-			must(t, unstructured.SetNestedField(u.Object, token, "stringData", "throughline-token"))
-		case "ConfigMap":
-			svc, _, _ := unstructured.NestedString(u.Object, "data", "service.webhook.throughline")
-			svc = strings.Replace(svc, "http://throughline-notifier.throughline-system.svc:8443", e.notifier.URL, 1)
-			must(t, unstructured.SetNestedField(u.Object, svc, "data", "service.webhook.throughline"))
-		}
-		must(t, c.Create(ctx, u))
-	}
-	testenv.StartArgoCDNotifications(t, api, testenv.ArgoCDNotificationsOptions{Namespace: ns})
-	must(t, c.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
-		"metadata": map[string]any{"name": "default", "namespace": ns},
-		"spec":     map[string]any{"sourceRepos": []any{"*"}, "destinations": []any{map[string]any{"server": "*", "namespace": "*"}}},
-	}}))
+	startArgoCDNotifications(ctx, t, api, root, ns, token, e.notifier.URL)
 	source := map[string]any{"repoURL": e.remote, "path": "apps/checkout/overlays/production", "targetRevision": "main"}
 	destination := map[string]any{"server": "https://kubernetes.default.svc", "namespace": "shop"}
 	must(t, c.Create(ctx, &unstructured.Unstructured{Object: map[string]any{

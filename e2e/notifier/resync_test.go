@@ -13,10 +13,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/testenv"
@@ -269,28 +266,7 @@ func TestArgoCDLostDeliveryResynced(t *testing.T) {
 
 	c := api.Client
 	const ns = "argocd"
-	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	for _, f := range []string{"argocd-notifications-secret.yaml", "argocd-notifications-cm.yaml"} {
-		raw, err := os.ReadFile(filepath.Join(root, "deploy", "argocd", f))
-		must(t, err)
-		u := &unstructured.Unstructured{}
-		must(t, sigyaml.Unmarshal(raw, &u.Object))
-		switch u.GetKind() {
-		case "Secret":
-			must(t, unstructured.SetNestedField(u.Object, token, "stringData", "throughline-token"))
-		case "ConfigMap":
-			s, _, _ := unstructured.NestedString(u.Object, "data", "service.webhook.throughline")
-			s = strings.Replace(s, "http://throughline-notifier.throughline-system.svc:8443", front.URL, 1)
-			must(t, unstructured.SetNestedField(u.Object, s, "data", "service.webhook.throughline"))
-		}
-		must(t, c.Create(ctx, u))
-	}
-	nc := testenv.StartArgoCDNotifications(t, api, testenv.ArgoCDNotificationsOptions{Namespace: ns})
-	must(t, c.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
-		"metadata": map[string]any{"name": "default", "namespace": ns},
-		"spec":     map[string]any{"sourceRepos": []any{"*"}, "destinations": []any{map[string]any{"server": "*", "namespace": "*"}}},
-	}}))
+	nc := startArgoCDNotifications(ctx, t, api, root, ns, token, front.URL)
 	src, dst := e.argoApplication(t, ctx, ns, map[string]any{"notifications.argoproj.io/subscribe.on-deployed.throughline": ""})
 	time.Sleep(3 * time.Second)
 	playArgoCDController(t, ctx, c, ns, e.desired, src, dst)
