@@ -309,3 +309,36 @@ func TestOpenWithoutGit(t *testing.T) {
 		t.Fatalf("the error blames the repository: %v", err)
 	}
 }
+
+// The notifier reads (deliveries, the resync) while it writes: the clone
+// serializes go-git, so -race finds nothing and every read sees a commit.
+func TestCloneConcurrentUse(t *testing.T) {
+	ctx := context.Background()
+	rr := newRemote(t)
+	r := rr.clone(t, filepath.Join(t.TempDir(), "clone"))
+	done := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			if i%2 == 0 {
+				_, err := r.Update(ctx, "main", 10, func(ctx context.Context, tip string) (map[string][]byte, string, error) {
+					return map[string][]byte{"w/" + string(rune('a'+i)): []byte(tip)}, "w", nil
+				})
+				done <- err
+				return
+			}
+			tip, err := r.BranchTip(ctx, "main")
+			if err == nil {
+				_, err = r.ReadFile(ctx, tip, "zz.yaml")
+			}
+			done <- err
+		}()
+	}
+	for range 8 {
+		must(t, <-done)
+	}
+	files, err := r.ListTree(ctx, rr.tip(t), "w")
+	must(t, err)
+	if len(files) != 4 {
+		t.Fatalf("after 4 concurrent updates main has %v under w/", files)
+	}
+}
