@@ -342,3 +342,42 @@ func TestCloneConcurrentUse(t *testing.T) {
 		t.Fatalf("after 4 concurrent updates main has %v under w/", files)
 	}
 }
+
+// Git over SSH against a real sshd: the key and known_hosts of the
+// Credentials, a push, and what a wrong host key or client key gets.
+func TestCloneOverSSH(t *testing.T) {
+	ctx := context.Background()
+	srv := testenv.StartSSHGitServer(t)
+	bare := filepath.Join(t.TempDir(), "gitops.git")
+	git(t, filepath.Dir(bare), "init", "-q", "--bare", "-b", "main", bare)
+	seed := filepath.Join(t.TempDir(), "seed")
+	git(t, filepath.Dir(seed), "clone", "-q", bare, seed)
+	must(t, os.WriteFile(filepath.Join(seed, "a.yaml"), []byte("a: 1\n"), 0o644))
+	git(t, seed, "add", ".")
+	git(t, seed, "commit", "-q", "-m", "seed")
+	git(t, seed, "push", "-q", "origin", "main")
+	creds := Credentials{SSHKey: srv.ClientKey, KnownHostsFile: srv.KnownHosts}
+	r, err := Clone(ctx, CloneOptions{URL: srv.URL(bare), Dir: filepath.Join(t.TempDir(), "c"), Credentials: creds})
+	if err != nil {
+		t.Fatalf("clone over SSH: %v", err)
+	}
+	sha, err := r.Update(ctx, "main", 2, func(ctx context.Context, tip string) (map[string][]byte, string, error) {
+		return map[string][]byte{"evidence/e.json": []byte("{}")}, "evidence", nil
+	})
+	must(t, err)
+	if got := git(t, bare, "rev-parse", "main"); got != sha {
+		t.Fatalf("main on the SSH remote is %s, want the pushed %s", got, sha)
+	}
+	for name, tc := range map[string]struct {
+		c    Credentials
+		want string
+	}{
+		"a host key not in known_hosts": {Credentials{SSHKey: srv.ClientKey, KnownHostsFile: srv.WrongKnownHosts}, "key mismatch"},
+		"a key sshd does not authorize": {Credentials{SSHKey: srv.OtherKey, KnownHostsFile: srv.KnownHosts}, "unable to authenticate"},
+	} {
+		_, err := Clone(ctx, CloneOptions{URL: srv.URL(bare), Dir: filepath.Join(t.TempDir(), "c"), Credentials: tc.c})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("clone with %s: %v, want an error saying %q", name, err, tc.want)
+		}
+	}
+}
