@@ -59,6 +59,18 @@ func OpenLocal(ctx context.Context, dir string) (*Repo, error) {
 	return r, nil
 }
 
+// Clone makes or reopens an in-process clone of the GitOps repository
+// (gitrepo.Clone: no git command line needed), fetched, its base branch the
+// remote's HEAD branch. It is the notifier's repository in the release
+// image, which has no git.
+func Clone(ctx context.Context, opts gitrepo.CloneOptions) (*Repo, error) {
+	r, err := gitrepo.Clone(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Repo{Repo: r, Base: r.DefaultBranch(ctx)}, nil
+}
+
 func open(ctx context.Context, dir string) (*Repo, error) {
 	if dir == "" {
 		return nil, exitcode.Usagef("--repo DIR is required")

@@ -30,6 +30,9 @@ type Repo struct {
 	Env []string
 	// sign makes Commit sign its commits (see Signing).
 	sign bool
+	// mem, when set, is the in-process clone every operation runs on
+	// (see Clone); nil runs the git command line.
+	mem *inProcess
 }
 
 // ErrNotFound is wrapped when a file or reference does not exist.
@@ -74,6 +77,9 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", dir, err)
 	}
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil, fmt.Errorf("open repository %s: %w: %w", dir, ErrNoGitCLI, err)
+	}
 	r := &Repo{Top: abs}
 	top, err := r.run(ctx, nil, "rev-parse", "--show-toplevel")
 	if err != nil {
@@ -110,6 +116,9 @@ func (r *Repo) run(ctx context.Context, env []string, args ...string) (string, e
 }
 
 func (r *Repo) runBytes(ctx context.Context, env []string, stdin []byte, args ...string) ([]byte, error) {
+	if r.mem != nil {
+		return nil, &Error{Args: args, Err: ErrNeedsGitCLI}
+	}
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.quotepath=off"}, args...)...)
 	cmd.Dir = r.Top
 	cmd.Env = append(append(append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C"), r.Env...), env...)
@@ -132,6 +141,11 @@ func (r *Repo) full(p string) string { return r.Prefix + strings.TrimPrefix(path
 
 // Resolve returns the commit id of rev.
 func (r *Repo) Resolve(ctx context.Context, rev string) (string, error) {
+	if r.mem != nil {
+		defer r.mem.lock()()
+		h, err := r.mem.resolve(rev)
+		return h.String(), err
+	}
 	out, err := r.run(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
 	if err != nil {
 		return "", fmt.Errorf("revision %s: %w", rev, ErrNotFound)
@@ -142,6 +156,10 @@ func (r *Repo) Resolve(ctx context.Context, rev string) (string, error) {
 // ReadFile reads the GitOps-root-relative file p at rev; a missing file
 // wraps ErrNotFound and fs.ErrNotExist.
 func (r *Repo) ReadFile(ctx context.Context, rev, p string) ([]byte, error) {
+	if r.mem != nil {
+		defer r.mem.lock()()
+		return r.mem.readFile(rev, r.full(p))
+	}
 	spec := rev + ":" + r.full(p)
 	if strings.ContainsAny(spec, "\n\x00") {
 		return nil, fmt.Errorf("reading %q at %s: a path with a newline or NUL", p, rev)
@@ -269,6 +287,17 @@ func (r *Repo) Rel(p string) (string, bool) {
 // paths to content) and returns its id. Neither the work tree, nor the
 // index, nor any reference changes. A Signing repository signs it.
 func (r *Repo) Commit(ctx context.Context, parent string, files map[string][]byte, message string) (string, error) {
+	if r.mem != nil {
+		if r.sign {
+			return "", fmt.Errorf("a signed commit on %s: %w", parent, ErrNeedsGitCLI)
+		}
+		defer r.mem.lock()()
+		full := make(map[string][]byte, len(files))
+		for p, data := range files {
+			full[r.full(p)] = data
+		}
+		return r.mem.commit(parent, full, message)
+	}
 	tmp, err := os.MkdirTemp("", "throughline-index-")
 	if err != nil {
 		return "", fmt.Errorf("commit: %w", err)
@@ -325,6 +354,10 @@ func (r *Repo) identity(ctx context.Context) []string {
 
 // Fetch updates the remote-tracking references (no-op without a remote).
 func (r *Repo) Fetch(ctx context.Context) error {
+	if r.mem != nil {
+		defer r.mem.lock()()
+		return r.mem.fetch(ctx)
+	}
 	if r.Remote == "" {
 		return nil
 	}
@@ -339,6 +372,20 @@ func (r *Repo) Fetch(ctx context.Context) error {
 // the remote when there is one, else locally.
 func (r *Repo) Branches(ctx context.Context, glob string) (map[string]string, error) {
 	out := map[string]string{}
+	if r.mem != nil {
+		unlock := r.mem.lock()
+		bs, err := r.mem.branches(ctx)
+		unlock()
+		if err != nil {
+			return nil, fmt.Errorf("list branches %s: %w", glob, err)
+		}
+		for name, sha := range bs {
+			if globMatch(glob, name) {
+				out[name] = sha
+			}
+		}
+		return out, nil
+	}
 	var text string
 	var err error
 	if r.Remote != "" {
@@ -385,6 +432,10 @@ func globMatch(glob, name string) bool {
 // BranchTip is the commit of branch (on the remote after a fetch when there
 // is one), wrapping ErrNotFound when it does not exist.
 func (r *Repo) BranchTip(ctx context.Context, branch string) (string, error) {
+	if r.mem != nil {
+		defer r.mem.lock()()
+		return r.mem.branchTip(ctx, branch)
+	}
 	if r.Remote != "" {
 		bs, err := r.Branches(ctx, branch)
 		if err != nil {
@@ -409,6 +460,10 @@ func (r *Repo) BranchTip(ctx context.Context, branch string) (string, error) {
 // finding the branch already at sha on the remote wraps ErrUnchanged.
 // It never forces.
 func (r *Repo) SetBranch(ctx context.Context, branch, old, sha string) error {
+	if r.mem != nil {
+		defer r.mem.lock()()
+		return r.mem.push(ctx, branch, old, sha)
+	}
 	if r.Remote != "" {
 		if old != "" {
 			if _, err := r.run(ctx, nil, "merge-base", "--is-ancestor", old, sha); err != nil {
@@ -528,6 +583,9 @@ func (r *Repo) Update(
 
 // CurrentBranch is the checked-out branch ("" when detached).
 func (r *Repo) CurrentBranch(ctx context.Context) string {
+	if r.mem != nil {
+		return "" // a bare clone checks nothing out
+	}
 	out, err := r.run(ctx, nil, "symbolic-ref", "--quiet", "--short", "HEAD")
 	if err != nil {
 		return ""
@@ -538,6 +596,13 @@ func (r *Repo) CurrentBranch(ctx context.Context) string {
 // DefaultBranch is the branch promotions start from: the remote's HEAD
 // branch when known, else the checked-out branch, else "main".
 func (r *Repo) DefaultBranch(ctx context.Context) string {
+	if r.mem != nil {
+		defer r.mem.lock()()
+		if b := r.mem.defaultBranch(); b != "" {
+			return b
+		}
+		return "main"
+	}
 	if r.Remote != "" {
 		if out, err := r.run(ctx, nil, "symbolic-ref", "--quiet", "--short", "refs/remotes/"+r.Remote+"/HEAD"); err == nil {
 			if b, ok := strings.CutPrefix(strings.TrimSpace(out), r.Remote+"/"); ok {

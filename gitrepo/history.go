@@ -18,6 +18,10 @@ func (r *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
 			return false, fmt.Errorf("is %q an ancestor of %q: %q is not a revision", a, b, rev)
 		}
 	}
+	if r.mem != nil {
+		defer r.mem.lock()()
+		return r.mem.isAncestor(a, b)
+	}
 	_, err := r.run(ctx, nil, "merge-base", "--is-ancestor", a, b)
 	if err == nil {
 		return true, nil
@@ -59,6 +63,10 @@ func (r *Repo) hasCommit(ctx context.Context, rev string) (bool, error) {
 // in Git's order. Names are read NUL-separated, so any byte but NUL is
 // safe in them. A directory that does not exist lists nothing.
 func (r *Repo) ListTree(ctx context.Context, rev, dir string) ([]string, error) {
+	if r.mem != nil {
+		defer r.mem.lock()()
+		return r.mem.listTree(rev, dir)
+	}
 	d := strings.TrimSuffix(r.full(dir), "/") + "/"
 	if path.Clean(dir) == "." {
 		d = r.Prefix

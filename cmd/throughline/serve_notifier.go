@@ -15,7 +15,6 @@ import (
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
-	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/notifier"
 )
 
@@ -34,6 +33,7 @@ type notifierFlags struct {
 	tlsCertFile   string
 	tlsKeyFile    string
 	forge         forgeFlags
+	git           gitRemoteFlags
 	resync        time.Duration
 	// svc is the running service (nil when off), whose resync loop
 	// addResync hands to the manager.
@@ -49,7 +49,9 @@ const (
 func (n *notifierFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&n.addr, "notifier-bind-address", "", `serve the Argo CD / Flux webhook receivers here, e.g. ":8443" ("" turns them off)`)
-	f.StringVar(&n.repoDir, "notifier-repo", "", "clone of the GitOps repository (remote origin) the evidence is committed to")
+	f.StringVar(&n.repoDir, "notifier-repo", "", "clone of the GitOps repository (remote origin) the evidence is committed to; "+
+		"with --notifier-git-url, the directory serve clones it into")
+	n.git.add(f)
 	f.StringVar(&n.branch, "notifier-branch", "", "branch of the promotion records (default: the remote's HEAD branch)")
 	f.StringVar(&n.fluxKeyFile, "notifier-flux-key-file", "",
 		"file holding the generic-hmac key of the Flux Provider (else $"+envFluxKey+"; none turns /v1/flux off)")
@@ -146,11 +148,8 @@ func (n *notifierFlags) config(ctx context.Context, cfg *rest.Config) (notifier.
 	if len(sc.Handler.FluxKey) == 0 && len(sc.Handler.ArgoCDToken) == 0 {
 		return sc, exitcode.Usagef("--notifier-bind-address: no Flux key and no Argo CD token: both receivers would be off")
 	}
-	if sc.Repo, err = gitops.OpenLocal(ctx, n.repoDir); err != nil {
+	if sc.Repo, err = n.git.open(ctx, n.repoDir); err != nil {
 		return sc, err
-	}
-	if sc.Repo.Remote == "" {
-		return sc, exitcode.Usagef("--notifier-repo %s: the clone has no remote origin to push the evidence to", n.repoDir)
 	}
 	fc, err := n.forge.client()
 	if err != nil {

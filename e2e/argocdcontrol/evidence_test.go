@@ -16,6 +16,7 @@ import (
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/notifier"
 	"github.com/throughline-dev/throughline/promotion"
@@ -124,14 +125,13 @@ func (e *env) reconcilingRecord(envName, desired, ref, digest string, attempt in
 	return rec
 }
 
-// notifierService starts the notifier as serve does (notifier.Start) on
-// its own clone of the Git server's repository, reading the test's API
-// server; its resync loop is not started (the test runs its passes).
+// notifierService starts the notifier as serve does from the release image
+// (notifier.Start on an in-process clone, serve --notifier-git-url) of
+// the Git server's repository, reading the test's API server; its resync
+// loop is not started (the test runs its passes).
 func (e *env) notifierService(api *testenv.APIServer, remote string) *notifier.Service {
 	e.t.Helper()
-	work := filepath.Join(e.t.TempDir(), "notifier")
-	testenv.Git(e.t, e.ctx, e.gitEnv, filepath.Dir(work), "clone", "-q", remote, work)
-	repo, err := gitops.OpenLocal(e.ctx, work)
+	repo, err := gitops.Clone(e.ctx, gitrepo.CloneOptions{URL: remote, Dir: filepath.Join(e.t.TempDir(), "notifier")})
 	must(e.t, err)
 	t := e.t
 	svc, err := notifier.Start(e.ctx, notifier.ServiceConfig{

@@ -26,19 +26,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/notifier"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
-// service starts the notifier as serve does (notifier.Start: the receivers
-// and the resync on one Processor) on its own clone of e's repository. The
-// resync loop is not started: the test runs its passes.
+// service starts the notifier as serve does from the release image
+// (notifier.Start: the receivers and the resync on one Processor) on an
+// in-process clone of e's repository, the token given apart from the URL
+// (serve --notifier-git-url --notifier-git-token-file). The resync loop is
+// not started: the test runs its passes.
 func (e *env) service(t *testing.T, ctx context.Context, cfg notifier.Config) *notifier.Service {
 	t.Helper()
-	work := filepath.Join(t.TempDir(), "svc")
-	git(t, filepath.Dir(work), "clone", "-q", e.remote, work)
-	repo, err := gitops.OpenLocal(ctx, work)
+	u, err := url.Parse(e.remote)
+	must(t, err)
+	password, _ := u.User.Password()
+	creds := gitrepo.Credentials{Username: u.User.Username(), Token: []byte(password)}
+	u.User = nil
+	repo, err := gitops.Clone(ctx, gitrepo.CloneOptions{URL: u.String(), Dir: filepath.Join(t.TempDir(), "svc"), Credentials: creds})
 	must(t, err)
 	svc, err := notifier.Start(ctx, notifier.ServiceConfig{Handler: cfg, Addr: "127.0.0.1:0", Repo: repo, Kube: e.api.Config,
 		ResyncInterval: time.Second, OnResync: func(r notifier.Resynced) { t.Logf("resync: %+v", r) }})

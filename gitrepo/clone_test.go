@@ -1,0 +1,383 @@
+package gitrepo
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/throughline-dev/throughline/internal/testenv"
+)
+
+// remoteRepo is a repository on git's own smart-HTTP server (basic auth
+// git:s3cr3t), seeded through the git command line with a GitOps layout.
+type remoteRepo struct {
+	server *testenv.GitServer
+	name   string
+	url    string // without credentials
+	seed   string // a CLI clone to inspect and move the remote with
+}
+
+const testToken = "s3cr3t-token-value"
+
+func newRemote(t *testing.T) *remoteRepo {
+	t.Helper()
+	gs := testenv.StartGitServer(t, testenv.GitServerOptions{Username: "git", Password: testToken})
+	withCreds, err := gs.CreateRepo(context.Background(), "org/gitops.git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := filepath.Join(t.TempDir(), "seed")
+	git(t, filepath.Dir(seed), "clone", "-q", withCreds, seed)
+	for p, body := range map[string]string{
+		"apps/shop/overlays/staging/kustomization.yaml": "resources: [../../base]\n",
+		"apps/shop/base/deploy.yaml":                    "kind: Deployment\n",
+		"promotion/shop/staging.yaml":                   "state: RECONCILING\n",
+		"zz.yaml":                                       "top: 1\n",
+	} {
+		must(t, os.MkdirAll(filepath.Join(seed, filepath.Dir(p)), 0o755))
+		must(t, os.WriteFile(filepath.Join(seed, p), []byte(body), 0o644))
+	}
+	git(t, seed, "add", ".")
+	git(t, seed, "commit", "-q", "-m", "seed")
+	git(t, seed, "push", "-q", "origin", "main")
+	return &remoteRepo{server: gs, name: "org/gitops.git", url: gs.URL + "/org/gitops.git", seed: seed}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (rr *remoteRepo) clone(t *testing.T, dir string) *Repo {
+	t.Helper()
+	r, err := Clone(context.Background(), CloneOptions{URL: rr.url, Dir: dir, Credentials: Credentials{Token: []byte(testToken)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// tip is the remote's main, read with the git command line.
+func (rr *remoteRepo) tip(t *testing.T) string {
+	t.Helper()
+	git(t, rr.seed, "fetch", "-q", "origin")
+	return git(t, rr.seed, "rev-parse", "origin/main")
+}
+
+func TestCloneReadsLikeTheCLI(t *testing.T) {
+	ctx := context.Background()
+	rr := newRemote(t)
+	r := rr.clone(t, filepath.Join(t.TempDir(), "clone"))
+	tip := rr.tip(t)
+	if b := r.DefaultBranch(ctx); b != "main" {
+		t.Fatalf("DefaultBranch = %q, want the remote's HEAD main", b)
+	}
+	if got, err := r.BranchTip(ctx, "main"); err != nil || got != tip {
+		t.Fatalf("BranchTip = %q, %v; want %s", got, err, tip)
+	}
+	for _, rev := range []string{tip, "refs/remotes/origin/main", "origin/main"} {
+		if got, err := r.Resolve(ctx, rev); err != nil || got != tip {
+			t.Errorf("Resolve(%s) = %q, %v; want %s", rev, got, err, tip)
+		}
+	}
+	data, err := r.ReadFile(ctx, tip, "promotion/shop/staging.yaml")
+	if err != nil || string(data) != "state: RECONCILING\n" {
+		t.Fatalf("ReadFile = %q, %v", data, err)
+	}
+	for _, missing := range []string{"promotion/shop/production.yaml", "apps", "nope/x"} {
+		if _, err := r.ReadFile(ctx, tip, missing); !errors.Is(err, ErrNotFound) && missing != "apps" {
+			t.Errorf("ReadFile(%s): %v, want ErrNotFound", missing, err)
+		} else if missing == "apps" && err == nil {
+			t.Errorf("ReadFile of a directory read something")
+		}
+	}
+	for _, dir := range []string{".", "apps/shop", "promotion", "no/such/dir"} {
+		got, err := r.ListTree(ctx, tip, dir)
+		must(t, err)
+		args := []string{"ls-tree", "-r", "--name-only", tip}
+		if dir != "." {
+			args = append(args, "--", dir+"/")
+		}
+		want := strings.Fields(git(t, rr.seed, args...))
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("ListTree(%s) = %v, git ls-tree says %v", dir, got, want)
+		}
+	}
+	if _, err := r.Export(ctx, tip, t.TempDir()); !errors.Is(err, ErrNeedsGitCLI) {
+		t.Errorf("Export on an in-process clone: %v, want ErrNeedsGitCLI", err)
+	}
+	if _, err := r.Signing().Commit(ctx, tip, map[string][]byte{"a": nil}, "m"); !errors.Is(err, ErrNeedsGitCLI) {
+		t.Errorf("a signed commit in process: %v, want ErrNeedsGitCLI", err)
+	}
+}
+
+// The commit an in-process clone builds is the one git builds: same tree
+// id for the same change (git fsck checks the tree's order and modes).
+func TestCloneCommitMatchesGit(t *testing.T) {
+	ctx := context.Background()
+	rr := newRemote(t)
+	r := rr.clone(t, filepath.Join(t.TempDir(), "clone"))
+	cli, err := Open(ctx, rr.seed)
+	must(t, err)
+	cli.Env = []string{"HOME=" + rr.seed, "GIT_CONFIG_NOSYSTEM=1"}
+	tip := rr.tip(t)
+	files := map[string][]byte{
+		"promotion/shop/staging.yaml":       []byte("state: ACCEPTED\n"), // replaced
+		"evidence/staging/shop/p-1.json":    []byte("{}\n"),              // new nested dirs
+		"apps/shop/overlays/staging.yaml":   []byte("x\n"),               // a file beside a directory of that prefix
+		"apps/shop/overlays/staging-a.yaml": []byte("y\n"),
+		"a.yaml":                            []byte("first\n"),
+	}
+	mine, err := r.Commit(ctx, tip, files, "evidence\n")
+	must(t, err)
+	theirs, err := cli.Commit(ctx, tip, files, "evidence\n")
+	must(t, err)
+	must(t, r.SetBranch(ctx, "main", tip, mine))
+	git(t, rr.seed, "fetch", "-q", "origin")
+	if got, want := git(t, rr.seed, "rev-parse", mine+"^{tree}"), git(t, rr.seed, "rev-parse", theirs+"^{tree}"); got != want {
+		t.Fatalf("in-process tree %s, git's %s:\n%s\n---\n%s", got, want,
+			git(t, rr.seed, "ls-tree", "-r", mine), git(t, rr.seed, "ls-tree", "-r", theirs))
+	}
+	git(t, rr.seed, "fsck", "--strict", "--no-dangling")
+	if got := git(t, rr.seed, "show", "origin/main:evidence/staging/shop/p-1.json"); got != "{}" {
+		t.Fatalf("pushed evidence reads %q", got)
+	}
+	if got := git(t, rr.seed, "log", "-1", "--format=%an <%ae>|%P", "origin/main"); got != "throughline <throughline@localhost>|"+tip {
+		t.Fatalf("commit author|parents = %q", got)
+	}
+}
+
+// Compare-and-swap: a stale old value never moves the branch, a branch
+// already at the commit is ErrUnchanged, and Update re-applies its change
+// on a tip someone else moved.
+func TestClonePushIsCompareAndSwap(t *testing.T) {
+	ctx := context.Background()
+	rr := newRemote(t)
+	r := rr.clone(t, filepath.Join(t.TempDir(), "clone"))
+	tip := rr.tip(t)
+	c1, err := r.Commit(ctx, tip, map[string][]byte{"one": []byte("1")}, "one")
+	must(t, err)
+	// Someone else moves main first.
+	must(t, os.WriteFile(filepath.Join(rr.seed, "other"), []byte("2"), 0o644))
+	git(t, rr.seed, "add", ".")
+	git(t, rr.seed, "commit", "-q", "-m", "other")
+	git(t, rr.seed, "push", "-q", "origin", "main")
+	moved := rr.tip(t)
+	if err := r.SetBranch(ctx, "main", tip, c1); !errors.Is(err, ErrRejected) {
+		t.Fatalf("push on a moved branch: %v, want ErrRejected", err)
+	}
+	if now := rr.tip(t); now != moved {
+		t.Fatalf("a rejected push moved main to %s", now)
+	}
+	// A stale old value that c1 does descend from is still refused.
+	if err := r.SetBranch(ctx, "main", moved, c1); !errors.Is(err, ErrRejected) {
+		t.Fatalf("push claiming main was at %s: %v, want ErrRejected", moved, err)
+	}
+	must(t, r.Fetch(ctx))
+	if err := r.SetBranch(ctx, "main", tip, moved); !errors.Is(err, ErrUnchanged) {
+		t.Fatalf("push of the remote's own tip: %v, want ErrUnchanged", err)
+	}
+	calls := 0
+	sha, err := r.Update(ctx, "main", 3, func(ctx context.Context, tip string) (map[string][]byte, string, error) {
+		calls++
+		if calls == 1 { // lose the first race
+			must(t, os.WriteFile(filepath.Join(rr.seed, "third"), []byte("3"), 0o644))
+			git(t, rr.seed, "add", ".")
+			git(t, rr.seed, "commit", "-q", "-m", "third")
+			git(t, rr.seed, "push", "-q", "origin", "main")
+		}
+		return map[string][]byte{"mine": []byte(tip)}, "mine", nil
+	})
+	must(t, err)
+	if calls != 2 || rr.tip(t) != sha {
+		t.Fatalf("Update: %d calls, remote at %s, want 2 calls and %s", calls, rr.tip(t), sha)
+	}
+	if got := git(t, rr.seed, "log", "--format=%s", "-3", "origin/main"); got != "mine\nthird\nother" {
+		t.Fatalf("history:\n%s", got)
+	}
+}
+
+func TestClonePushDeclinedByHook(t *testing.T) {
+	ctx := context.Background()
+	rr := newRemote(t)
+	hook := filepath.Join(rr.server.Root, rr.name, "hooks", "pre-receive")
+	must(t, os.WriteFile(hook, []byte("#!/bin/sh\necho 'main is frozen'\nexit 1\n"), 0o755))
+	r := rr.clone(t, filepath.Join(t.TempDir(), "clone"))
+	tip := rr.tip(t)
+	c, err := r.Commit(ctx, tip, map[string][]byte{"x": []byte("x")}, "x")
+	must(t, err)
+	var d *DeclinedError
+	if err := r.SetBranch(ctx, "main", tip, c); !errors.As(err, &d) {
+		t.Fatalf("push through a declining hook: %v, want a DeclinedError", err)
+	}
+}
+
+// What a careless or hostile configuration gets: refused before any
+// network use, and no message holds the token.
+func TestCloneRefuses(t *testing.T) {
+	ctx := context.Background()
+	rr := newRemote(t)
+	other := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(other, "notes.txt"), []byte("mine"), 0o644))
+	knownHosts := filepath.Join(t.TempDir(), "known_hosts")
+	must(t, os.WriteFile(knownHosts, nil, 0o600))
+	for _, tc := range []struct {
+		name string
+		opts CloneOptions
+		want string
+	}{
+		{"password in the URL", CloneOptions{URL: strings.Replace(rr.url, "http://", "http://git:"+testToken+"@", 1)}, "carries a password"},
+		{"http to a remote host", CloneOptions{URL: "http://git.example.com/org/gitops.git"}, "use https://"},
+		{"ssh without known_hosts", CloneOptions{URL: "git@github.com:org/gitops.git", Credentials: Credentials{SSHKey: []byte("k")}},
+			"known_hosts"},
+		{"token for ssh", CloneOptions{URL: "ssh://git@github.com/org/gitops.git", Credentials: Credentials{Token: []byte(testToken)}}, "give an SSH key"},
+		{"ssh key for https", CloneOptions{URL: "https://github.com/org/gitops.git", Credentials: Credentials{SSHKey: []byte("k")}}, "SSH key"},
+		{"a broken ssh key", CloneOptions{URL: "ssh://git@github.com/org/gitops.git", Credentials: Credentials{SSHKey: []byte("not a key"),
+			KnownHostsFile: knownHosts}}, "the SSH key"},
+		{"unknown protocol", CloneOptions{URL: "ftp://example.com/x.git"}, "protocol"},
+		{"a directory holding something else", CloneOptions{URL: rr.url, Dir: other, Credentials: Credentials{Token: []byte(testToken)}},
+			"neither empty nor a clone"},
+		{"wrong token", CloneOptions{URL: rr.url, Credentials: Credentials{Token: []byte("wrong-" + testToken)}}, "authentication"},
+		{"no token", CloneOptions{URL: rr.url}, "authentication"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.opts.Dir == "" {
+				tc.opts.Dir = filepath.Join(t.TempDir(), "c")
+			}
+			_, err := Clone(ctx, tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Clone: %v, want an error saying %q", err, tc.want)
+			}
+			var ce *ConfigError
+			if auth := strings.Contains(tc.want, "authentication"); errors.As(err, &ce) == auth {
+				t.Errorf("ConfigError: %t, want %t (the remote refused, not the configuration)", !auth, auth)
+			}
+			if strings.Contains(err.Error(), testToken) {
+				t.Fatalf("the error prints the token: %v", err)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(filepath.Join(other, "notes.txt")); string(b) != "mine" {
+		t.Fatal("Clone changed a directory it refused")
+	}
+}
+
+// A second Clone into the same directory reuses it (a restarted Pod with
+// its volume), and one of another URL is refused.
+func TestCloneReopens(t *testing.T) {
+	ctx := context.Background()
+	rr := newRemote(t)
+	dir := filepath.Join(t.TempDir(), "clone")
+	rr.clone(t, dir)
+	r := rr.clone(t, dir)
+	if _, err := r.BranchTip(ctx, "main"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Clone(ctx, CloneOptions{URL: rr.server.URL + "/org/other.git", Dir: dir, Credentials: Credentials{Token: []byte(testToken)}})
+	if err == nil || !strings.Contains(err.Error(), "holds a clone of") {
+		t.Fatalf("reusing a clone of another URL: %v", err)
+	}
+}
+
+func TestCommitRefusesPathsOutsideTheTree(t *testing.T) {
+	ctx := context.Background()
+	rr := newRemote(t)
+	r := rr.clone(t, filepath.Join(t.TempDir(), "clone"))
+	tip := rr.tip(t)
+	for _, p := range []string{"../x", "a/../../x", ".git/config", "a/.GIT/hooks/x", "/etc/passwd", "zz.yaml/below"} {
+		if _, err := r.Commit(ctx, tip, map[string][]byte{p: []byte("x")}, "m"); err == nil {
+			t.Errorf("Commit(%q) built a commit", p)
+		}
+	}
+	if _, err := r.Commit(ctx, tip, map[string][]byte{"apps": []byte("x")}, "m"); err == nil {
+		t.Error("Commit replaced a directory with a file")
+	}
+}
+
+func TestOpenWithoutGit(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := Open(context.Background(), t.TempDir())
+	if !errors.Is(err, ErrNoGitCLI) {
+		t.Fatalf("Open without git on PATH: %v, want ErrNoGitCLI", err)
+	}
+	if strings.Contains(err.Error(), "not a Git work tree") {
+		t.Fatalf("the error blames the repository: %v", err)
+	}
+}
+
+// The notifier reads (deliveries, the resync) while it writes: the clone
+// serializes go-git, so -race finds nothing and every read sees a commit.
+func TestCloneConcurrentUse(t *testing.T) {
+	ctx := context.Background()
+	rr := newRemote(t)
+	r := rr.clone(t, filepath.Join(t.TempDir(), "clone"))
+	done := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			if i%2 == 0 {
+				_, err := r.Update(ctx, "main", 10, func(ctx context.Context, tip string) (map[string][]byte, string, error) {
+					return map[string][]byte{"w/" + string(rune('a'+i)): []byte(tip)}, "w", nil
+				})
+				done <- err
+				return
+			}
+			tip, err := r.BranchTip(ctx, "main")
+			if err == nil {
+				_, err = r.ReadFile(ctx, tip, "zz.yaml")
+			}
+			done <- err
+		}()
+	}
+	for range 8 {
+		must(t, <-done)
+	}
+	files, err := r.ListTree(ctx, rr.tip(t), "w")
+	must(t, err)
+	if len(files) != 4 {
+		t.Fatalf("after 4 concurrent updates main has %v under w/", files)
+	}
+}
+
+// Git over SSH against a real sshd: the key and known_hosts of the
+// Credentials, a push, and what a wrong host key or client key gets.
+func TestCloneOverSSH(t *testing.T) {
+	ctx := context.Background()
+	srv := testenv.StartSSHGitServer(t)
+	bare := filepath.Join(t.TempDir(), "gitops.git")
+	git(t, filepath.Dir(bare), "init", "-q", "--bare", "-b", "main", bare)
+	seed := filepath.Join(t.TempDir(), "seed")
+	git(t, filepath.Dir(seed), "clone", "-q", bare, seed)
+	must(t, os.WriteFile(filepath.Join(seed, "a.yaml"), []byte("a: 1\n"), 0o644))
+	git(t, seed, "add", ".")
+	git(t, seed, "commit", "-q", "-m", "seed")
+	git(t, seed, "push", "-q", "origin", "main")
+	creds := Credentials{SSHKey: srv.ClientKey, KnownHostsFile: srv.KnownHosts}
+	r, err := Clone(ctx, CloneOptions{URL: srv.URL(bare), Dir: filepath.Join(t.TempDir(), "c"), Credentials: creds})
+	if err != nil {
+		t.Fatalf("clone over SSH: %v", err)
+	}
+	sha, err := r.Update(ctx, "main", 2, func(ctx context.Context, tip string) (map[string][]byte, string, error) {
+		return map[string][]byte{"evidence/e.json": []byte("{}")}, "evidence", nil
+	})
+	must(t, err)
+	if got := git(t, bare, "rev-parse", "main"); got != sha {
+		t.Fatalf("main on the SSH remote is %s, want the pushed %s", got, sha)
+	}
+	for name, tc := range map[string]struct {
+		c    Credentials
+		want string
+	}{
+		"a host key not in known_hosts": {Credentials{SSHKey: srv.ClientKey, KnownHostsFile: srv.WrongKnownHosts}, "key mismatch"},
+		"a key sshd does not authorize": {Credentials{SSHKey: srv.OtherKey, KnownHostsFile: srv.KnownHosts}, "unable to authenticate"},
+	} {
+		_, err := Clone(ctx, CloneOptions{URL: srv.URL(bare), Dir: filepath.Join(t.TempDir(), "c"), Credentials: tc.c})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("clone with %s: %v, want an error saying %q", name, err, tc.want)
+		}
+	}
+}
