@@ -50,8 +50,10 @@ const (
 //     it work);
 //   - once the platform team applies it, the real aggregation controller
 //     adds Acceptances to `admin`, Flux applies the Acceptance and the
-//     Deployment, the verifier verifies the Acceptance and the
-//     Kustomization turns Ready;
+//     Deployment; a verdict the tenant forged in the committed
+//     Acceptance's status (it owns its repository and its PR job) is not
+//     live, so nothing is Ready until the verifier verifies the Acceptance,
+//     then the Kustomization turns Ready;
 //   - a second Kustomization of the same tenant applying an Acceptance
 //     named in checkout-production is Forbidden: the rights reach only
 //     the tenant's namespace;
@@ -91,13 +93,21 @@ func TestFluxTenantAppliesAcceptance(t *testing.T) {
 	if r := g.cli("render", "--write-acceptance", filepath.Join(g.dir, overlay)); r.Code != 0 {
 		t.Fatalf("render --write-acceptance: exit %d: %s", r.Code, r.Stderr)
 	}
-	acc := readYAML(t, filepath.Join(g.dir, overlay, "throughline-acceptance.yaml"))[0]
+	accFile := filepath.Join(g.dir, overlay, "throughline-acceptance.yaml")
+	acc := readYAML(t, accFile)[0]
+	// The tenant owns its repository (and its PR job): it commits a forged
+	// verdict in the Acceptance's status, which it has no right to write.
+	forged := acc.DeepCopy()
+	must(t, unstructured.SetNestedField(forged.Object, map[string]any{
+		"observedGeneration": int64(1), "verifiedAt": time.Now().UTC().Format(time.RFC3339),
+		"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": v1alpha1.ReasonVerified,
+			"message": "forged by the tenant", "observedGeneration": int64(1), "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}},
+	}, "status"))
+	writeYAML(t, accFile, forged)
 	acc.SetNamespace(productionEnv.ns)
-	escape, err := yaml.Marshal(acc.Object)
-	must(t, err)
 	must(t, os.MkdirAll(filepath.Join(g.dir, escapeDir), 0o755))
-	must(t, os.WriteFile(filepath.Join(g.dir, escapeDir, "acceptance.yaml"), escape, 0o644))
-	commit := g.commit("staging's Acceptance; an Acceptance in production's namespace")
+	writeYAML(t, filepath.Join(g.dir, escapeDir, "acceptance.yaml"), acc)
+	commit := g.commit("staging's Acceptance with a forged status; an Acceptance in production's namespace")
 	g.git("push", "-q", "origin", "main")
 	must(t, c.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": srcAPI, "kind": "GitRepository",
@@ -140,6 +150,22 @@ func TestFluxTenantAppliesAcceptance(t *testing.T) {
 		}
 		return ""
 	})
+	// The forged status is not live: kustomize-controller drops a committed
+	// status before it applies (fluxcd/pkg/ssa's normalize; seen with the
+	// CRD's status subresource removed), and the API server ignores status
+	// in writes to an object with that subresource (only serve may write
+	// acceptances/status). No Pod runs, so nothing is Ready.
+	time.Sleep(6 * time.Second) // one health-check round (every ~5 s)
+	if u, _ := get(ctx, c, accAPI, "Acceptance", appNS, accName); u != nil {
+		if s, r, m := ready(u); s == "True" || strings.Contains(m, "forged") {
+			t.Fatalf("arrow committed status -> live Acceptance: the tenant's forged verdict is live: Ready %s %s: %s", s, r, m)
+		}
+	}
+	if u, _ := get(ctx, c, ksAPI, "Kustomization", appNS, tenantKs); u != nil {
+		if s, r, m := ready(u); s == "True" {
+			t.Fatalf("arrow forged status -> Kustomization Ready before any Pod ran: %s: %s", r, m)
+		}
+	}
 	k.rollout(appNS, "checkout", "", imageRepo+"@"+digest)
 	eventually(ctx, t, time.Minute, "arrow verifier -> tenant's Acceptance Verified", func() string {
 		u, why := get(ctx, c, accAPI, "Acceptance", appNS, accName)
@@ -239,6 +265,14 @@ func forbidden(ctx context.Context, t *testing.T, c client.Client, name, ns, arr
 		t.Logf("%s: Ready %s %s: %s", arrow, s, r, m)
 		return ""
 	})
+}
+
+// writeYAML writes one object to a file of the clone.
+func writeYAML(t *testing.T, path string, u *unstructured.Unstructured) {
+	t.Helper()
+	b, err := yaml.Marshal(u.Object)
+	must(t, err)
+	must(t, os.WriteFile(path, b, 0o644))
 }
 
 // requestReconcile asks kustomize-controller to reconcile a Kustomization
