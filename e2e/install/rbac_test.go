@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,7 +14,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/throughline-dev/throughline/internal/testenv"
@@ -72,17 +72,18 @@ func cutSub(r string) (string, string, bool) {
 //   - a tenant's ServiceAccount bound to the built-in `edit` in its
 //     namespace (what Flux impersonates with spec.serviceAccountName) can
 //     create and patch Acceptances there, not their status and not in
-//     another namespace; `view` can read them and nothing more.
+//     another namespace; `admin` the same; `view` can read them and
+//     nothing more.
 //
-// No kube-controller-manager runs: the test plays its
-// clusterrole-aggregation controller (the union of the rules of every
-// ClusterRole matching the aggregationRule the API server bootstrapped for
-// edit and view).
+// The built-in roles are aggregated by the real kube-controller-manager's
+// clusterrole-aggregation controller.
 func TestShippedRBAC(t *testing.T) {
+	testenv.RequireControllerManager(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	root := testenv.RepoRoot(t)
 	api := testenv.StartAPIServer(t, testenv.APIServerOptions{})
+	testenv.StartControllerManager(ctx, t, api)
 	c := api.Client
 	for _, ns := range []string{namespace, "flux-system", "argocd", "shop", "other"} {
 		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
@@ -98,8 +99,8 @@ func TestShippedRBAC(t *testing.T) {
 			t.Fatalf("apply %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
-	for _, role := range []string{"edit", "view"} {
-		aggregate(t, ctx, c, role)
+	for role, verb := range map[string]string{"admin": "patch", "edit": "patch", "view": "watch"} {
+		aggregated(t, ctx, c, role, verb)
 	}
 
 	serve := "system:serviceaccount:" + namespace + ":throughline-serve"
@@ -147,6 +148,7 @@ func TestShippedRBAC(t *testing.T) {
 	}
 	bind("flux-apply", "edit", rbacv1.Subject{Kind: "ServiceAccount", Name: "flux-apply", Namespace: "shop"})
 	bind("reader", "view", rbacv1.Subject{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "reader"})
+	bind("owner", "admin", rbacv1.Subject{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "owner"})
 	tenant := "system:serviceaccount:shop:flux-apply"
 	tenantGroups := []string{"system:serviceaccounts", "system:serviceaccounts:shop", "system:authenticated"}
 	for _, a := range []access{
@@ -169,38 +171,40 @@ func TestShippedRBAC(t *testing.T) {
 	} {
 		review(t, ctx, c, "reader", []string{"system:authenticated"}, a)
 	}
+	for _, a := range []access{
+		{"create", "throughline.dev", "acceptances", "shop", true},
+		{"delete", "throughline.dev", "acceptances", "shop", true},
+		{"patch", "throughline.dev", "acceptances/status", "shop", false},
+		{"create", "throughline.dev", "acceptances", "other", false},
+	} {
+		review(t, ctx, c, "owner", []string{"system:authenticated"}, a)
+	}
 }
 
-// aggregate plays kube-controller-manager's clusterrole-aggregation
-// controller for one ClusterRole: its rules become the union of the rules
-// of every ClusterRole its aggregationRule selects.
-func aggregate(t *testing.T, ctx context.Context, c client.Client, name string) {
+// aggregated waits until kube-controller-manager's clusterrole-aggregation
+// controller has copied the Acceptance rules of
+// deploy/crds/acceptance-roles.yaml into the built-in ClusterRole name, up
+// to the rule granting verb (the roles are created one after the other).
+func aggregated(t *testing.T, ctx context.Context, c client.Client, name, verb string) {
 	t.Helper()
-	var role rbacv1.ClusterRole
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, &role); err != nil {
-		t.Fatalf("ClusterRole %s (bootstrapped by kube-apiserver): %v", name, err)
-	}
-	if role.AggregationRule == nil {
-		t.Fatalf("ClusterRole %s has no aggregationRule", name)
-	}
-	var all rbacv1.ClusterRoleList
-	if err := c.List(ctx, &all); err != nil {
-		t.Fatal(err)
-	}
-	var rules []rbacv1.PolicyRule
-	for _, sel := range role.AggregationRule.ClusterRoleSelectors {
-		s, err := metav1.LabelSelectorAsSelector(&sel)
-		if err != nil {
-			t.Fatal(err)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var role rbacv1.ClusterRole
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, &role); err != nil {
+			t.Fatalf("ClusterRole %s (bootstrapped by kube-apiserver): %v", name, err)
 		}
-		for _, r := range all.Items {
-			if r.Name != name && s.Matches(labels.Set(r.Labels)) {
-				rules = append(rules, r.Rules...)
+		for _, r := range role.Rules {
+			if slices.Contains(r.APIGroups, "throughline.dev") && slices.Contains(r.Resources, "acceptances") && slices.Contains(r.Verbs, verb) {
+				return
 			}
 		}
-	}
-	role.Rules = rules
-	if err := c.Update(ctx, &role); err != nil {
-		t.Fatalf("aggregating ClusterRole %s: %v", name, err)
+		if time.Now().After(deadline) {
+			t.Fatalf("arrow acceptance-roles.yaml -> ClusterRole %s: no rule to %s Acceptances after 1m (%d rules)", name, verb, len(role.Rules))
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("arrow acceptance-roles.yaml -> ClusterRole %s: %v", name, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
 }

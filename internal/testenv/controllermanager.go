@@ -31,14 +31,18 @@ const EnvKCMBin = "THROUGHLINE_KCM_BIN"
 //   - serviceaccount-controller: the "default" ServiceAccount of every
 //     namespace, as a cluster has it;
 //   - serviceaccount-token-controller: tokens of service-account-token
-//     Secrets, signed with the API server's service-account key (envtest's).
+//     Secrets, signed with the API server's service-account key (envtest's);
+//   - clusterrole-aggregation-controller: the rules of the built-in admin,
+//     edit and view ClusterRoles, the union of every ClusterRole labelled
+//     aggregate-to-admin/edit/view (deploy/crds/acceptance-roles.yaml adds
+//     Acceptances): what a tenant bound to them may do.
 //
 // No scheduler, node, endpoint or job controller: nothing in the suites
 // reads what they write. Pods are bound to a Node by the played kubelet
 // ([StartKubelet]).
 var controllers = []string{
 	"deployment-controller", "replicaset-controller", "garbage-collector-controller",
-	"namespace-controller", "serviceaccount-controller", "serviceaccount-token-controller",
+	"namespace-controller", "serviceaccount-controller", "serviceaccount-token-controller", "clusterrole-aggregation-controller",
 }
 
 // ControllerManager is a real kube-controller-manager running against an
