@@ -10,7 +10,11 @@
 // and production, promotion, rollback, break-glass) through the same
 // controllers (experiment_*_test.go). The real kube-controller-manager rolls
 // the Deployment out; the test plays only the scheduler and the kubelet
-// (internal/testenv.StartKubelet).
+// (internal/testenv.StartKubelet). TestFluxTenantAppliesAcceptance applies
+// a tenant's Acceptance through Flux impersonation (spec.serviceAccountName,
+// a ServiceAccount bound only to the built-in admin role, which
+// deploy/crds/acceptance-roles.yaml extends through the real
+// clusterrole-aggregation controller).
 // Build tag e2e:
 //
 //	eval "$(hack/e2e-assets.sh)"
