@@ -13,6 +13,9 @@ import (
 type judgedIn struct {
 	// env is the environment ("" for none).
 	env string
+	// app is the registry's app of the path ("" without a registry, or
+	// for a path it does not list): the Acceptance's app.
+	app string
 	// byDirectory (no registry) lets an empty env be the directory name
 	// under overlays/ (policy.Environment).
 	byDirectory bool
@@ -23,7 +26,7 @@ type judgedIn struct {
 
 // registryEnvironment is the environment render and pin judge abs in, by
 // the registry of the policy file at root: the environment whose paths
-// hold abs, which env and app (flags, "" when not given) must agree with
+// hold abs, and its app there, which env and app (flags, "" when not given) must agree with
 // (exit 3 naming the registry); a path the registry does not list is
 // judged in no environment (only unscoped allow-list exceptions hold) and
 // claiming one for it is refused. Only without a registry is env as given
@@ -50,7 +53,7 @@ func registryEnvironment(root, abs, app, env string, maxFileSize int64) (judgedI
 	if err != nil {
 		return judgedIn{}, err
 	}
-	return judgedIn{env: res.Environment}, nil
+	return judgedIn{env: res.Environment, app: res.App}, nil
 }
 
 // log notes a path the registry does not list.

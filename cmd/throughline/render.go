@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,7 +37,7 @@ func (o *renderOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.hashOnly, "hash", false, "print only the rendered hash")
 	f.BoolVar(&o.writeAcceptance, "write-acceptance", false, "write the Acceptance into the overlay as "+acceptance.File+" (the Flux path)")
 	f.BoolVar(&o.checkAcceptance, "check-acceptance", false, "exit 3 when the committed Acceptance does not match the render")
-	f.StringVar(&o.app, "app", "", "application name (default: the directory name)")
+	f.StringVar(&o.app, "app", "", "application name (default: the registry's app of the path, else the directory name)")
 	f.StringVar(&o.env, "environment", "", "environment "+
 		"(default: the registry's environment of PATH, none for a path it does not list; "+
 		"without a registry the directory name under overlays/); with a registry must be PATH's")
@@ -123,7 +124,7 @@ func (o *renderOptions) declare(ctx context.Context, g *globals, path string) (*
 	return acceptance.Declare(ctx, acceptance.Request{
 		Render:               render.Options{Root: root, Path: abs, MaxFileSize: o.maxFileSize},
 		AllowListFile:        o.allowList,
-		App:                  o.app,
+		App:                  cmp.Or(o.app, in.app),
 		Environment:          in.env,
 		DirectoryEnvironment: in.byDirectory,
 		Namespace:            o.namespace,

@@ -162,3 +162,48 @@ func TestRenderEnvironmentThroughSymlinks(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderAppFromRegistry: with a registry, the Acceptance's app is the
+// registry's app of the path (an explicit apps: entry), not the directory
+// name; an --app that disagrees is refused like the CMP's app parameter.
+func TestRenderAppFromRegistry(t *testing.T) {
+	repo := copyTree(t, exampleRepo)
+	pol := filepath.Join(repo, "throughline-policy.yaml")
+	writeTree(t, repo, map[string]string{
+		"legacy/billing-staging/kustomization.yaml": copyOf("../../apps/checkout/overlays/staging", nil, nil),
+		"throughline-policy.yaml": strings.Replace(readFile(t, pol), "    paths: [\"apps/*/overlays/staging\"]\n",
+			"    paths: [\"apps/*/overlays/staging\"]\n    apps: {billing: legacy/billing-staging}\n", 1),
+	})
+	dir := filepath.Join(repo, "legacy", "billing-staging")
+	for _, tc := range []struct {
+		args []string
+		code int
+		app  string
+	}{
+		{nil, exitcode.OK, "billing"},
+		{[]string{"--app", "billing"}, exitcode.OK, "billing"},
+		{[]string{"--app", "billing-staging"}, exitcode.Refused, ""},
+	} {
+		r := runCLI(t, append(append([]string{"render", "--root", repo, "-o", "json"}, tc.args...), dir)...)
+		if r.code != tc.code {
+			t.Fatalf("render %v: exit %d, want %d:\n%s", tc.args, r.code, tc.code, r.stderr)
+		}
+		if tc.code != exitcode.OK {
+			continue
+		}
+		var list struct {
+			Items []struct {
+				Kind string
+				Spec struct{ App, Environment string }
+			}
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range list.Items {
+			if it.Kind == "Acceptance" && (it.Spec.App != tc.app || it.Spec.Environment != "staging") {
+				t.Errorf("render %v: the Acceptance declares app %q in %q, want %q in staging", tc.args, it.Spec.App, it.Spec.Environment, tc.app)
+			}
+		}
+	}
+}
