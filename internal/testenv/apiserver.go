@@ -91,7 +91,7 @@ func StartAPIServer(t testing.TB, opts APIServerOptions) *APIServer {
 	a := &APIServer{t: t, env: env, Scheme: scheme}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("kube-apiserver and etcd log (last %d lines):\n%s", logTailLines, logs.tail(logTailLines))
+			t.Logf("kube-apiserver and etcd log (last %d lines):\n%s", logTailLines, logs.tail())
 		}
 	})
 	t.Cleanup(func() {

@@ -82,7 +82,7 @@ func StartGitServer(t testing.TB, opts GitServerOptions) *GitServer {
 	g.URL = srv.URL
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("git http-backend log (last %d lines):\n%s", logTailLines, logs.tail(logTailLines))
+			t.Logf("git http-backend log (last %d lines):\n%s", logTailLines, logs.tail())
 		}
 	})
 	t.Cleanup(srv.Close)

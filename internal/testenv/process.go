@@ -275,12 +275,13 @@ func (b *syncBuffer) Printf(format string, args ...any) {
 	}
 }
 
-func (b *syncBuffer) tail(n int) string {
+// tail is the last logTailLines lines written.
+func (b *syncBuffer) tail() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	lines := strings.Split(strings.TrimRight(b.buf.String(), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+	if len(lines) > logTailLines {
+		lines = lines[len(lines)-logTailLines:]
 	}
 	return strings.Join(lines, "\n")
 }

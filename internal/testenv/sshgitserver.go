@@ -116,7 +116,7 @@ func StartSSHGitServer(t testing.TB) *SSHGitServer {
 		_ = cmd.Process.Kill()
 		<-exited
 		if t.Failed() {
-			t.Logf("sshd log (last %d lines):\n%s", logTailLines, logs.tail(logTailLines))
+			t.Logf("sshd log (last %d lines):\n%s", logTailLines, logs.tail())
 		}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -129,9 +129,9 @@ func StartSSHGitServer(t testing.TB) *SSHGitServer {
 		}
 		select {
 		case <-exited:
-			t.Fatalf("sshd exited at start:\n%s", logs.tail(logTailLines))
+			t.Fatalf("sshd exited at start:\n%s", logs.tail())
 		case <-ctx.Done():
-			t.Fatalf("sshd did not listen on %s within 10s:\n%s", s.Host, logs.tail(logTailLines))
+			t.Fatalf("sshd did not listen on %s within 10s:\n%s", s.Host, logs.tail())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
