@@ -81,8 +81,14 @@ type workerError struct {
 var ErrMemoryBudget = errors.New("render exceeded its memory budget")
 
 // workerWaitDelay bounds how long Build waits for the child's output after
-// it was killed.
-const workerWaitDelay = 200 * time.Millisecond
+// it exited or was killed. The timer also starts at a normal exit, while
+// the parent still copies the last of a large output from the pipe: on a
+// loaded machine (2 cores, -race) that took over 200 ms, and a render that
+// had succeeded failed with "WaitDelay expired before I/O complete". The
+// child execs nothing (empty PATH) and is killed with its process group,
+// so nothing else holds the pipe: the bound only guards against a stuck
+// copy, and can be generous.
+const workerWaitDelay = 10 * time.Second
 
 // buildInWorker runs krusty for the app in a child process (see Worker).
 func (a *App) buildInWorker(ctx context.Context, w *Worker) ([]Object, error) {
