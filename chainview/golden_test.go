@@ -1,0 +1,62 @@
+package chainview
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/throughline-dev/throughline/chainview/chainfixture"
+	"github.com/throughline-dev/throughline/internal/golden"
+)
+
+var example = filepath.Join("..", "examples", "gitops-env")
+
+// loadStory is the fixture's story read at main, judged at chainfixture.Now.
+func loadStory(t *testing.T) (*chainfixture.Repo, *Site) {
+	t.Helper()
+	f := chainfixture.New(t, example)
+	m, err := Load(context.Background(), f.Repo, Options{Now: chainfixture.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSite(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, s
+}
+
+// TestGoldenPages: the grid, an ACCEPTED chain (checkout in production),
+// a chain HALTED at the runtime evidence (web in production), a rollback
+// (cart in production, and cart's accepted history), a paused app
+// (search), each page as golden HTML.
+func TestGoldenPages(t *testing.T) {
+	_, s := loadStory(t)
+	files, err := s.Files(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, golden_ := range map[string]string{
+		"index.html": "grid.html",
+		"promotion/checkout-production-4b7e2a91c3d5-1.html": "accepted.html",
+		"promotion/web-production-e0e0e0e0e0e0-1.html":      "halted.html",
+		"promotion/cart-production-a0a0a0a0a0a0-2.html":     "rollback.html",
+		"app/cart.html":   "rollback-app.html",
+		"app/search.html": "paused-app.html",
+	} {
+		got, ok := files[name]
+		if !ok {
+			var names []string
+			for n := range files {
+				names = append(names, n)
+			}
+			t.Fatalf("no page %s (pages: %s)", name, strings.Join(names, " "))
+		}
+		golden.Compare(t, "testdata/"+golden_, got)
+		if bytes.Contains(got, []byte("<script")) {
+			t.Errorf("%s has a script", name)
+		}
+	}
+}
