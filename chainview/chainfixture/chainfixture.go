@@ -219,7 +219,8 @@ func (r *Repo) Halt(app, env, tag, digest string, verify Verifier) {
 	ev := r.Evidence(rec, desired, at)
 	ev.Decision, ev.Class = promotion.Halted, "live"
 	ev.Pods[0].ImageID, ev.Pods[0].Outcome, ev.Pods[0].Match = "ghcr.io/throughline-dev/"+app+"@"+WebOld, "Mismatch", ""
-	ev.Reason = fmt.Sprintf("Pod %s (container %s) runs imageID %s, not the declared %s", ev.Pods[0].Pod, ev.Pods[0].Container, ev.Pods[0].ImageID, digest)
+	pod := ev.Pods[0]
+	ev.Reason = fmt.Sprintf("Pod %s (container %s) runs imageID %s, not the declared %s", pod.Pod, pod.Container, pod.ImageID, digest)
 	must(t, rec.Stop(promotion.Halted, ev.Reason, at, "throughline serve"))
 	r.commit(fmt.Sprintf("%s HALTED", rec.PromotionID), map[string][]byte{
 		promotion.RecordPath(app, env): marshal(t, rec), evidence.Path(env, app, rec.PromotionID): marshalEvidence(t, ev)})
@@ -247,8 +248,9 @@ func (r *Repo) Pause(app, env string) {
 	t.Helper()
 	at := r.next()
 	p := &breakglass.Record{SchemaVersion: breakglass.SchemaVersion, App: app, Environment: env, Controller: breakglass.ArgoCD,
-		Object: breakglass.Ref{APIVersion: "argoproj.io/v1alpha1", Kind: "Application", Namespace: "argocd", Name: app + "-" + env, ResourceVersion: "4711"},
-		State:  breakglass.Paused, SourceRevision: strings.Repeat("0", 40), Operator: "carol@example.com", Ticket: "INC-1234",
+		Object: breakglass.Ref{APIVersion: "argoproj.io/v1alpha1", Kind: "Application", Namespace: "argocd", Name: app + "-" + env,
+			ResourceVersion: "4711"},
+		State: breakglass.Paused, SourceRevision: strings.Repeat("0", 40), Operator: "carol@example.com", Ticket: "INC-1234",
 		PausedAt: at, ExpiresAt: Now.Add(4 * time.Hour)}
 	data, err := p.Marshal()
 	must(t, err)
