@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/throughline-dev/throughline/chainview"
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/notifier"
+)
+
+// uiFlags turn on the read-only web view of throughline serve (the pages
+// of throughline report, read from the repository again when its branch
+// moves).
+type uiFlags struct {
+	addr, repo, rev, commitURL string
+	tlsCertFile, tlsKeyFile    string
+	ttl                        time.Duration
+}
+
+// uiRenderTimeout bounds one load and render of the pages.
+const uiRenderTimeout = 60 * time.Second
+
+func (u *uiFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&u.addr, "ui-bind-address", "", `serve the read-only web view of the chain here, e.g. "127.0.0.1:8090" ("" turns it off)`)
+	f.StringVar(&u.repo, "ui-repo", "", "clone of the GitOps repository the web view reads (default: --notifier-repo)")
+	f.StringVar(&u.rev, "ui-rev", "", "revision the web view reads (default: the repository's base branch)")
+	f.StringVar(&u.commitURL, "ui-commit-url", "", `link every commit, formatted with its id (e.g. "https://github.com/org/gitops/commit/%s")`)
+	f.DurationVar(&u.ttl, "ui-refresh", chainview.DefaultTTL, "ask Git whether the branch moved at most this often")
+	f.StringVar(&u.tlsCertFile, "ui-tls-cert-file", "", "serve the web view over HTTPS with this PEM certificate (chain)")
+	f.StringVar(&u.tlsKeyFile, "ui-tls-key-file", "", "PEM private key of --ui-tls-cert-file")
+}
+
+// start serves the web view until ctx ends (nothing when --ui-bind-address
+// is empty); notifierRepo is the default of --ui-repo.
+func (u *uiFlags) start(ctx context.Context, notifierRepo string, log zerolog.Logger) error {
+	if u.addr == "" {
+		return nil
+	}
+	srv, ln, err := u.server(ctx, notifierRepo, log)
+	if err != nil {
+		return err
+	}
+	log = log.With().Str("component", "ui").Logger()
+	log.Info().Str("address", ln.Addr().String()).Bool("tls", u.tlsCertFile != "").Msg("serving the web view")
+	go func() {
+		var err error
+		if u.tlsCertFile != "" {
+			err = srv.ServeTLS(ln, u.tlsCertFile, u.tlsKeyFile)
+		} else {
+			err = srv.Serve(ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("web view stopped")
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	return nil
+}
+
+// server checks the flags, opens the repository and binds the listener.
+func (u *uiFlags) server(ctx context.Context, notifierRepo string, log zerolog.Logger) (*http.Server, net.Listener, error) {
+	if (u.tlsCertFile == "") != (u.tlsKeyFile == "") {
+		return nil, nil, exitcode.Usagef("--ui-tls-cert-file and --ui-tls-key-file go together")
+	}
+	if err := checkCommitURL(u.commitURL); err != nil {
+		return nil, nil, err
+	}
+	dir := u.repo
+	if dir == "" {
+		dir = notifierRepo
+	}
+	if dir == "" {
+		return nil, nil, exitcode.Usagef("--ui-bind-address needs --ui-repo (or --notifier-repo)")
+	}
+	r, err := gitops.OpenLocal(ctx, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	h := &chainview.Handler{Repo: r, TTL: u.ttl, Options: chainview.Options{Rev: u.rev, CommitURL: u.commitURL},
+		Log: func(err error) { log.Warn().Err(err).Msg("web view: cannot read the repository") }}
+	// The notifier's hardening: header, read, write and idle timeouts and
+	// a header size limit; the handler answers GET and HEAD only.
+	srv := notifier.NewServer(u.addr, h, uiRenderTimeout)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", u.addr)
+	if err != nil {
+		return nil, nil, exitcode.Usagef("--ui-bind-address %s: %v", u.addr, err)
+	}
+	return srv, ln, nil
+}
