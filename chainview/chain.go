@@ -262,11 +262,19 @@ func (c *chainer) podsAt(ctx context.Context, rev, file, app, env string) []evid
 }
 
 // approvalViews are rec's approvals (the summary alone when the
-// environment has no approvers list) judged at now.
+// environment has no approvers list) judged at now, or at the merge once
+// merged.
 func approvalViews(rec *promotion.Record, now time.Time) []ApprovalView {
 	list := rec.Approvals
 	if len(list) == 0 && rec.Approval != nil {
 		list = []promotion.Approval{*rec.Approval}
+	}
+	// Once merged (RECONCILING), an approval has done its work: its
+	// expiry mattered at the merge, which the PR arrow judges.
+	for _, t := range rec.History {
+		if t.State == promotion.Reconciling {
+			now = t.At
+		}
 	}
 	var out []ApprovalView
 	for _, a := range list {

@@ -154,7 +154,8 @@ type Chain struct {
 	Attempts []promote.StatusRow
 }
 
-// ApprovalView is one approval.
+// ApprovalView is one approval; Expired says it had expired when it was
+// used (at the merge), or by now when not merged yet.
 type ApprovalView struct {
 	promotion.Approval
 	Expired bool
