@@ -60,3 +60,25 @@ func TestGoldenPages(t *testing.T) {
 		}
 	}
 }
+
+// TestInvalidRecordIsListed: a record that cannot be used is listed on
+// the grid, naming its file, and the rest of the view still loads.
+func TestInvalidRecordIsListed(t *testing.T) {
+	f := chainfixture.New(t, example)
+	f.Commit("a broken record", map[string][]byte{"promotion/bad/production.yaml": []byte("schemaVersion: promotion/v1\nstate: ACCEPTED\n")})
+	m, err := Load(context.Background(), f.Repo, Options{Now: chainfixture.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Problems) != 1 || !strings.Contains(m.Problems[0], "promotion/bad/production.yaml") || len(m.Promotions) != 6 {
+		t.Fatalf("problems %q, %d promotions", m.Problems, len(m.Promotions))
+	}
+	s, err := NewSite(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := s.Index(&buf); err != nil || !strings.Contains(buf.String(), "Files that cannot be read") {
+		t.Fatalf("grid: %v\n%s", err, buf.String())
+	}
+}

@@ -100,6 +100,13 @@ func route(s *Site, w io.Writer, p string) (bool, error) {
 	return false, nil
 }
 
+// Preload reads the model before the first request (a large repository
+// takes seconds: see docs/benchmarks.md).
+func (h *Handler) Preload(ctx context.Context) error {
+	_, err := h.current(ctx)
+	return err
+}
+
 // current is the site of the revision read now: the cached one while TTL
 // has not passed or the revision did not move, else a new load.
 func (h *Handler) current(ctx context.Context) (*Site, error) {

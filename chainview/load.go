@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/throughline-dev/throughline/breakglass"
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
@@ -55,7 +57,8 @@ func LoadGrid(ctx context.Context, repo *gitops.Repo, opts Options) (*Model, err
 
 // Load is LoadGrid plus every record's chain, every app's accepted
 // history with what rollback would pick and refuse, and the attempts of
-// promote status --all (read at the branches' tips).
+// promote status --all (read at the branches' tips). The records are
+// judged concurrently (each judgement is mostly waiting for git).
 func Load(ctx context.Context, repo *gitops.Repo, opts Options) (*Model, error) {
 	m, err := LoadGrid(ctx, repo, opts)
 	if err != nil {
@@ -65,11 +68,14 @@ func Load(ctx context.Context, repo *gitops.Repo, opts Options) (*Model, error) 
 	if err != nil {
 		reg, _ = promotion.Registry(nil) // listed in Problems by LoadGrid
 	}
+	// promote status stops at a record it cannot use (listed in Problems
+	// already): the view then shows no attempts rather than nothing.
 	rows, err := promote.StatusAll(ctx, repo, "")
-	if err != nil {
+	if err != nil && exitcode.Code(err) != exitcode.Invalid {
 		return nil, err
 	}
 	c := &chainer{repo: repo, rev: m.Rev, now: m.Now}
+	var cells []*Cell
 	for _, app := range m.Apps {
 		for _, row := range rows {
 			if row.App == app.Name {
@@ -77,27 +83,49 @@ func Load(ctx context.Context, repo *gitops.Repo, opts Options) (*Model, error) 
 			}
 		}
 		for _, cell := range app.Cells {
-			if err := m.judge(ctx, c, reg, app, cell, rows); err != nil {
-				return nil, err
+			if cell.Record != nil {
+				cells = append(cells, cell)
+			}
+		}
+	}
+	hist := make([]*EnvHistory, len(cells))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(judgeWorkers)
+	for i, cell := range cells {
+		g.Go(func() error {
+			var err error
+			hist[i], err = judge(gctx, c, reg, cell, rows)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for i, cell := range cells {
+		m.Promotions[cell.Record.PromotionID] = cell.Chain
+		for _, app := range m.Apps {
+			if app.Name == cell.App {
+				app.History = append(app.History, hist[i])
 			}
 		}
 	}
 	return m, nil
 }
 
-// judge fills the chain of cell's record and the environment's history.
-func (m *Model) judge(ctx context.Context, c *chainer, reg *environment.Registry, app *App, cell *Cell, rows []promote.StatusRow) error {
+// judgeWorkers bounds the records judged at once (git processes).
+const judgeWorkers = 8
+
+// judge fills the chain of cell's record and returns the environment's
+// history.
+func judge(ctx context.Context, c *chainer, reg *environment.Registry, cell *Cell, rows []promote.StatusRow) (*EnvHistory, error) {
 	rec := cell.Record
-	if rec == nil {
-		return nil
-	}
 	required := 1
 	if e, ok := reg.Get(rec.Target.Environment); ok {
 		required = e.RequiredApprovals()
 	}
 	ch, err := c.chain(ctx, rec, required)
 	if err != nil {
-		return fmt.Errorf("judging the chain of %s: %w", rec.PromotionID, err)
+		return nil, fmt.Errorf("judging the chain of %s: %w", rec.PromotionID, err)
 	}
 	for _, row := range rows {
 		if row.PromotionID == rec.PromotionID {
@@ -105,13 +133,7 @@ func (m *Model) judge(ctx context.Context, c *chainer, reg *environment.Registry
 		}
 	}
 	cell.Chain = ch
-	m.Promotions[rec.PromotionID] = ch
-	h, err := history(ctx, c.repo, m.Rev, rec)
-	if err != nil {
-		return err
-	}
-	app.History = append(app.History, h)
-	return nil
+	return history(ctx, c.repo, c.rev, rec)
 }
 
 // history is what env accepted for the record's app (rollback.History)
@@ -148,27 +170,40 @@ func history(ctx context.Context, repo *gitops.Repo, rev string, rec *promotion.
 	return h, nil
 }
 
-// readRecords reads every promotion/<app>/<env>.yaml at m.Rev.
+// readRecords reads every promotion/<app>/<env>.yaml at m.Rev, several
+// at once (each read is a git process).
 func (m *Model) readRecords(ctx context.Context, repo *gitops.Repo, cells map[string]*Cell) error {
 	files, err := repo.ListTree(ctx, m.Rev, promotion.Dir)
 	if err != nil {
 		return fmt.Errorf("listing %s at %s: %w", promotion.Dir, m.Rev, err)
 	}
-	for _, f := range files {
+	recs, problems := make([]*promotion.Record, len(files)), make([]error, len(files))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(judgeWorkers)
+	for i, f := range files {
 		app, env, ok := splitName(f, promotion.Dir, ".yaml")
 		if !ok {
 			continue
 		}
-		rec, err := promotion.ReadRecord(ctx, repo, m.Rev, app, env)
-		if exitcode.Code(err) == exitcode.Invalid {
-			m.Problems = append(m.Problems, err.Error())
-			continue
-		}
-		if err != nil {
+		g.Go(func() error {
+			rec, err := promotion.ReadRecord(gctx, repo, m.Rev, app, env)
+			if exitcode.Code(err) == exitcode.Invalid {
+				problems[i] = err
+				return nil
+			}
+			recs[i] = rec
 			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i, rec := range recs {
+		if problems[i] != nil {
+			m.Problems = append(m.Problems, problems[i].Error())
 		}
 		if rec != nil {
-			cell := cellOf(cells, app, env)
+			cell := cellOf(cells, rec.App, rec.Target.Environment)
 			cell.Record = rec
 			cell.Age = m.Now.Sub(rec.History[len(rec.History)-1].At).Truncate(time.Second)
 		}

@@ -45,12 +45,24 @@ func (u *uiFlags) start(ctx context.Context, notifierRepo string, log zerolog.Lo
 	if u.addr == "" {
 		return nil
 	}
-	srv, ln, err := u.server(ctx, notifierRepo, log)
+	log = log.With().Str("component", "ui").Logger()
+	h, err := u.handler(ctx, notifierRepo, log)
 	if err != nil {
 		return err
 	}
-	log = log.With().Str("component", "ui").Logger()
+	// The notifier's hardening: header, read, write and idle timeouts and
+	// a header size limit; the handler answers GET and HEAD only.
+	srv := notifier.NewServer(u.addr, h, uiRenderTimeout)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", u.addr)
+	if err != nil {
+		return exitcode.Usagef("--ui-bind-address %s: %v", u.addr, err)
+	}
 	log.Info().Str("address", ln.Addr().String()).Bool("tls", u.tlsCertFile != "").Msg("serving the web view")
+	go func() {
+		if err := h.Preload(ctx); err != nil {
+			log.Warn().Err(err).Msg("web view: cannot read the repository yet")
+		}
+	}()
 	go func() {
 		var err error
 		if u.tlsCertFile != "" {
@@ -71,33 +83,25 @@ func (u *uiFlags) start(ctx context.Context, notifierRepo string, log zerolog.Lo
 	return nil
 }
 
-// server checks the flags, opens the repository and binds the listener.
-func (u *uiFlags) server(ctx context.Context, notifierRepo string, log zerolog.Logger) (*http.Server, net.Listener, error) {
+// handler checks the flags and opens the repository.
+func (u *uiFlags) handler(ctx context.Context, notifierRepo string, log zerolog.Logger) (*chainview.Handler, error) {
 	if (u.tlsCertFile == "") != (u.tlsKeyFile == "") {
-		return nil, nil, exitcode.Usagef("--ui-tls-cert-file and --ui-tls-key-file go together")
+		return nil, exitcode.Usagef("--ui-tls-cert-file and --ui-tls-key-file go together")
 	}
 	if err := checkCommitURL(u.commitURL); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	dir := u.repo
 	if dir == "" {
 		dir = notifierRepo
 	}
 	if dir == "" {
-		return nil, nil, exitcode.Usagef("--ui-bind-address needs --ui-repo (or --notifier-repo)")
+		return nil, exitcode.Usagef("--ui-bind-address needs --ui-repo (or --notifier-repo)")
 	}
 	r, err := gitops.OpenLocal(ctx, dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	h := &chainview.Handler{Repo: r, TTL: u.ttl, Options: chainview.Options{Rev: u.rev, CommitURL: u.commitURL},
-		Log: func(err error) { log.Warn().Err(err).Msg("web view: cannot read the repository") }}
-	// The notifier's hardening: header, read, write and idle timeouts and
-	// a header size limit; the handler answers GET and HEAD only.
-	srv := notifier.NewServer(u.addr, h, uiRenderTimeout)
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", u.addr)
-	if err != nil {
-		return nil, nil, exitcode.Usagef("--ui-bind-address %s: %v", u.addr, err)
-	}
-	return srv, ln, nil
+	return &chainview.Handler{Repo: r, TTL: u.ttl, Options: chainview.Options{Rev: u.rev, CommitURL: u.commitURL},
+		Log: func(err error) { log.Warn().Err(err).Msg("web view: cannot read the repository") }}, nil
 }
