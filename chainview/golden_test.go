@@ -38,7 +38,7 @@ func TestGoldenPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, golden_ := range map[string]string{
+	for name, file := range map[string]string{
 		"index.html": "grid.html",
 		"promotion/checkout-production-4b7e2a91c3d5-1.html": "accepted.html",
 		"promotion/web-production-e0e0e0e0e0e0-1.html":      "halted.html",
@@ -54,7 +54,7 @@ func TestGoldenPages(t *testing.T) {
 			}
 			t.Fatalf("no page %s (pages: %s)", name, strings.Join(names, " "))
 		}
-		golden.Compare(t, "testdata/"+golden_, got)
+		golden.Compare(t, "testdata/"+file, got)
 		if bytes.Contains(got, []byte("<script")) {
 			t.Errorf("%s has a script", name)
 		}
