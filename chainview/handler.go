@@ -32,10 +32,15 @@ type Handler struct {
 	// TTL is how long a model is served before Git is asked again
 	// (default DefaultTTL).
 	TTL time.Duration
+	// Live, when set, is asked what runs at every refresh (every TTL):
+	// the grid then shows drift. A failure is logged and the grid shows
+	// none.
+	Live func(ctx context.Context) (map[string]Live, error)
 	// Log receives a load that failed (nil: silent).
 	Log func(error)
 
 	mu      sync.Mutex
+	model   *Model
 	site    *Site
 	checked time.Time
 }
@@ -128,15 +133,24 @@ func (h *Handler) current(ctx context.Context) (*Site, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.site != nil && h.site.m.Rev == commit {
+	m := h.model
+	if m == nil || m.Rev != commit {
+		opts := h.Options
+		opts.Now = now
+		if m, err = Load(ctx, h.Repo, opts); err != nil {
+			return nil, err
+		}
+		h.model = m
+	}
+	if h.Live != nil {
+		live, err := h.Live(ctx)
+		if err != nil && h.Log != nil {
+			h.Log(err)
+		}
+		m = m.WithLive(live)
+	} else if h.site != nil && h.site.m == m {
 		h.checked = now
 		return h.site, nil
-	}
-	opts := h.Options
-	opts.Now = now
-	m, err := Load(ctx, h.Repo, opts)
-	if err != nil {
-		return nil, err
 	}
 	site, err := NewSite(m)
 	if err != nil {

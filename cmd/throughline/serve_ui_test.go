@@ -23,7 +23,7 @@ func TestServeUI(t *testing.T) {
 	defer cancel()
 	var logs bytes.Buffer
 	u := uiFlags{addr: "127.0.0.1:0", ttl: time.Second}
-	if err := u.start(ctx, f.Dir, zerolog.New(&logs)); err != nil {
+	if err := u.start(ctx, nil, f.Dir, zerolog.New(&logs)); err != nil {
 		t.Fatal(err)
 	}
 	var line struct{ Address string }
@@ -52,11 +52,11 @@ func TestServeUI(t *testing.T) {
 		{addr: "127.0.0.1:0", repo: f.Dir, tlsCertFile: "tls.crt"},
 		{addr: "127.0.0.1:0", repo: f.Dir, commitURL: "https://x/%d"},
 	} {
-		if err := bad.start(ctx, "", zerolog.Nop()); exitcode.Code(err) != exitcode.Usage {
+		if err := bad.start(ctx, nil, "", zerolog.Nop()); exitcode.Code(err) != exitcode.Usage {
 			t.Errorf("%+v: %v, want a usage error", bad, err)
 		}
 	}
-	if err := (&uiFlags{}).start(ctx, "", zerolog.Nop()); err != nil {
+	if err := (&uiFlags{}).start(ctx, nil, "", zerolog.Nop()); err != nil {
 		t.Errorf("off by default: %v", err)
 	}
 }
