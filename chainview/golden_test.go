@@ -9,6 +9,7 @@ import (
 
 	"github.com/throughline-dev/throughline/chainview/chainfixture"
 	"github.com/throughline-dev/throughline/internal/golden"
+	"github.com/throughline-dev/throughline/promotion"
 )
 
 var example = filepath.Join("..", "examples", "gitops-env")
@@ -80,5 +81,34 @@ func TestInvalidRecordIsListed(t *testing.T) {
 	var buf bytes.Buffer
 	if err := s.Index(&buf); err != nil || !strings.Contains(buf.String(), "Files that cannot be read") {
 		t.Fatalf("grid: %v\n%s", err, buf.String())
+	}
+}
+
+// TestPagesEscapeAndHideSecrets: a hostile reason (HTML and script in a
+// HALTED record) is escaped, never markup; and no page shows the example's
+// Secret value (the refused-secret overlay is in the repository read).
+func TestPagesEscapeAndHideSecrets(t *testing.T) {
+	f := chainfixture.New(t, example)
+	rec := handRecord(t, f, "staging", pinned(f, "staging"), "alice@example.com") // halted by hand, markup in its reason
+	must(t, rec.Stop(promotion.Halted, `<script>alert(1)</script><a href="javascript:x">x</a>`, f.Next(), "hand"))
+	data, err := rec.Marshal()
+	must(t, err)
+	f.Commit("markup", map[string][]byte{promotion.RecordPath("api", "staging"): data})
+	m, err := Load(context.Background(), f.Repo, Options{Now: chainfixture.Now})
+	must(t, err)
+	s, err := NewSite(m)
+	must(t, err)
+	files, err := s.Files(context.Background())
+	must(t, err)
+	page := string(files["promotion/"+rec.PromotionID+".html"])
+	if !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Errorf("the reason is not shown escaped:\n%s", page)
+	}
+	for name, data := range files {
+		for _, bad := range []string{"<script", `href="javascript:`, "demo-only-not-a-real-password"} {
+			if strings.Contains(string(data), bad) {
+				t.Errorf("%s contains %q", name, bad)
+			}
+		}
 	}
 }
