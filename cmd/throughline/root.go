@@ -75,6 +75,7 @@ func newRootCommand(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		newDriftCommand(g, stdout),
 		newVerifyCommand(g, stdout),
 		newServeCommand(g),
+		newReportCommand(g, stdout),
 		newPromoteCommand(g, stdout),
 		newCheckCommand(g, stdout),
 		newRollbackCommand(g, stdout),

@@ -25,6 +25,7 @@ type serveOptions struct {
 	kf          kubeFlags
 	rf          registryFlags
 	nf          notifierFlags
+	ui          uiFlags
 	namespaces  []string
 	metricsAddr string
 	// breakglassExpiry watches paused Applications/Kustomizations.
@@ -66,6 +67,7 @@ func newServeCommand(g *globals) *cobra.Command {
 	o.kf.add(cmd)
 	o.rf.add(cmd)
 	o.nf.add(cmd)
+	o.ui.add(cmd)
 	o.addFlags(cmd.Flags())
 	return cmd
 }
@@ -102,6 +104,9 @@ func (o *serveOptions) run(ctx context.Context, g *globals) error {
 		return err
 	}
 	defer stop()
+	if err := o.ui.start(ctx, cfg, o.nf.repoDir, log); err != nil {
+		return err
+	}
 	return o.serve(ctx, cfg, reg, log)
 }
 

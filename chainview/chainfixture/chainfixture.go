@@ -1,0 +1,347 @@
+// Package chainfixture builds, for the tests of the chain view (package
+// chainview, e2e/webview) and its screenshots, a real Git repository from
+// the example GitOps environment (examples/gitops-env) whose history holds
+// one story per state the view shows, each written the way throughline
+// writes it (the overlay pinned and the record APPROVED in the desired
+// commit, RECONCILING, then the notifier's one commit of the record's
+// decision and its evidence file):
+//
+//   - checkout: ACCEPTED in staging, then promoted to production and
+//     ACCEPTED there (all nine arrows proven);
+//   - web: ACCEPTED in staging, HALTED in production at the runtime
+//     evidence (a Pod runs the old image);
+//   - cart: two digests ACCEPTED in production, then a rollback to the
+//     first, verified by its prior acceptance and ACCEPTED;
+//   - search: ACCEPTED in staging, then paused by break-glass there.
+//
+// Commit times are fixed so the commit ids (and golden pages) are stable.
+// It is for tests only.
+package chainfixture
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throughline-dev/throughline/breakglass"
+	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/rollback"
+)
+
+// T0 is when the story starts; Now is when the tests read it.
+var (
+	T0  = time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+	Now = T0.Add(50 * time.Hour)
+)
+
+// Digests of the story.
+var (
+	Checkout = "sha256:4b7e2a91c3d5f6081726354a5b6c7d8e9f0a1b2c3d4e5f60718293a4b5c6d7e8"
+	Web      = digest("e0")
+	WebOld   = digest("e1")
+	CartA    = digest("a0")
+	CartB    = digest("b0")
+	Search   = digest("50")
+)
+
+func digest(b string) string { return "sha256:" + strings.Repeat(b, 32) }
+
+// Repo is the story's repository.
+type Repo struct {
+	t    testing.TB
+	Dir  string
+	Repo *gitops.Repo
+	tick int
+}
+
+// New builds the story in a temporary directory from the example at
+// example (the path of examples/gitops-env).
+func New(t testing.TB, example string) *Repo {
+	t.Helper()
+	r := &Repo{t: t, Dir: t.TempDir()}
+	copyDir(t, example, r.Dir)
+	// The example's own record and evidence are illustrations with
+	// made-up commits: the story writes real ones.
+	for _, p := range []string{"promotion/checkout", "evidence/dev", "evidence/staging"} {
+		must(t, os.RemoveAll(filepath.Join(r.Dir, filepath.FromSlash(p))))
+	}
+	r.git("init", "-q", "-b", "main")
+	r.commit("the example environment", nil)
+	var err error
+	r.Repo, err = gitops.OpenLocal(context.Background(), r.Dir)
+	must(t, err)
+	r.story()
+	return r
+}
+
+func (r *Repo) story() {
+	stag := r.Accept("checkout", "staging", "1.5.0", Checkout, 1, r.fromDev)
+	r.Accept("checkout", "production", "1.5.0", Checkout, 1, r.from(stag))
+	stag = r.Accept("web", "staging", "2.1.0", Web, 1, r.fromDev)
+	r.Halt("web", "production", "2.1.0", Web, r.from(stag))
+	r.Accept("cart", "production", "1.0.0", CartA, 1, r.fromDev)
+	r.Accept("cart", "production", "1.1.0", CartB, 1, r.fromDev)
+	r.Accept("cart", "production", "1.0.0", CartA, 2, r.priorOf("cart", "production", CartA))
+	r.Accept("search", "staging", "3.0.0", Search, 1, r.fromDev)
+	r.Pause("search", "staging")
+}
+
+// Verifier fills a new record's VERIFIED gate.
+type Verifier func(rec *promotion.Record, at time.Time) error
+
+// Acceptance is what Accept committed.
+type Acceptance struct {
+	Record                  *promotion.Record
+	Desired, Accepted, Path string
+}
+
+// fromDev is a VERIFIED claim of a dev acceptance the repository does not
+// hold (no dev record): the first environment of most test stories.
+func (r *Repo) fromDev(rec *promotion.Record, at time.Time) error {
+	dev := strings.Repeat("d", 40)
+	return rec.Verify(promotion.VerifiedIn{Environment: "dev", DesiredRevision: dev, ObservedRevision: dev, RenderedHash: rec.Target.RenderedHash,
+		RuntimeEvidence: evidence.Path("dev", rec.App, "ci")}, at, "throughline promote verify")
+}
+
+// from is the VERIFIED claim promote verify writes from a's evidence.
+func (r *Repo) from(a Acceptance) Verifier {
+	return func(rec *promotion.Record, at time.Time) error {
+		return rec.Verify(promotion.VerifiedIn{Environment: a.Record.Target.Environment, DesiredRevision: a.Desired, ObservedRevision: a.Desired,
+			RenderedHash: a.Record.Target.RenderedHash, RuntimeEvidence: a.Path, EvidenceCommit: a.Accepted}, at, "throughline promote verify")
+	}
+}
+
+// priorOf is the VERIFIED claim throughline rollback writes: what
+// rollback.History proves env accepted for digest.
+func (r *Repo) priorOf(app, env, digest string) Verifier {
+	return func(rec *promotion.Record, at time.Time) error {
+		l, err := rollback.History(context.Background(), r.Repo, "main", app, env)
+		if err != nil {
+			return err
+		}
+		for _, a := range l.Accepted {
+			if a.Artifact.Digest == digest {
+				return rec.VerifyByPriorAcceptance(a.Prior(), a.DesiredRevision, a.ObservedRevision, a.RenderedHash, at, "throughline rollback")
+			}
+		}
+		return fmt.Errorf("%s never accepted %s", env, digest)
+	}
+}
+
+// next is the next moment of the story.
+func (r *Repo) next() time.Time {
+	r.tick++
+	return T0.Add(time.Duration(r.tick) * 10 * time.Minute)
+}
+
+// Reconcile commits the desired state of app in env (the overlay pinned,
+// the record approved) and the record RECONCILING: the record and the
+// desired commit.
+func (r *Repo) Reconcile(app, env, tag, digest string, attempt int, verify Verifier) (*promotion.Record, string) {
+	t := r.t
+	t.Helper()
+	image := "ghcr.io/throughline-dev/" + app
+	rec, err := promotion.NewCandidate(app, attempt, promotion.Artifact{Image: image + ":" + tag + "@" + digest, Digest: digest,
+		SourceCommit: strings.Repeat(digest[7:9], 20)},
+		promotion.Target{Environment: env, Path: "apps/" + app + "/overlays/" + env, Cluster: cluster(env),
+			RenderedHash: "sha256:" + strings.Repeat(digest[7:9], 31) + "ff", BaseRenderedHash: "sha256:" + strings.Repeat("0", 64), Renderer: "v0.1.0"},
+		r.next(), "throughline promote propose")
+	must(t, err)
+	must(t, verify(rec, r.next()))
+	in := rec.InputFor("v0.1.0")
+	exp := r.next().Add(48 * time.Hour)
+	if env == "production" {
+		must(t, rec.AddApproval("alice@example.com", in, exp, r.next(), 2))
+		must(t, rec.AddApproval("bob@example.com", in, exp, r.next(), 2))
+	} else {
+		must(t, rec.Approve("alice@example.com", in, exp, r.next()))
+	}
+	overlay := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: %s-%s\nresources:\n  - ../../base\n"+
+		"images:\n  - name: %s\n    newTag: \"%s@%s\"\n", app, env, image, tag, digest)
+	if app == "checkout" {
+		overlay = "" // the example's own overlays: pin by replacing the digest
+	}
+	files := map[string][]byte{promotion.RecordPath(app, env): marshal(t, rec)}
+	k := "apps/" + app + "/overlays/" + env + "/kustomization.yaml"
+	if overlay == "" {
+		overlay = r.repin(k, tag, digest)
+	}
+	files[k] = []byte(overlay)
+	desired := r.commit(fmt.Sprintf("promote %s %s to %s", app, tag, env), files)
+	must(t, rec.Reconcile(desired, r.next(), "throughline promote reconcile"))
+	r.commit(fmt.Sprintf("%s RECONCILING", rec.PromotionID), map[string][]byte{promotion.RecordPath(app, env): marshal(t, rec)})
+	return rec, desired
+}
+
+// repin replaces the image tag and digest of the example overlay k.
+func (r *Repo) repin(k, tag, digest string) string {
+	data, err := os.ReadFile(filepath.Join(r.Dir, filepath.FromSlash(k)))
+	must(r.t, err)
+	lines := strings.Split(string(data), "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "@sha256:") {
+			lead := l[:strings.Index(l, ":")+1]
+			lines[i] = lead + " \"" + tag + "@" + digest + "\""
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Accept is Reconcile and the notifier's commit of ACCEPTED evidence.
+func (r *Repo) Accept(app, env, tag, digest string, attempt int, verify Verifier) Acceptance {
+	t := r.t
+	t.Helper()
+	rec, desired := r.Reconcile(app, env, tag, digest, attempt, verify)
+	file := evidence.Path(env, app, rec.PromotionID)
+	at := r.next()
+	must(t, rec.Accept(desired, file, at, "throughline serve"))
+	ev := r.Evidence(rec, desired, at)
+	ev.Decision = promotion.Accepted
+	accepted := r.commit(fmt.Sprintf("%s ACCEPTED", rec.PromotionID), map[string][]byte{
+		promotion.RecordPath(app, env): marshal(t, rec), file: marshalEvidence(t, ev)})
+	return Acceptance{Record: rec, Desired: desired, Accepted: accepted, Path: file}
+}
+
+// Halt is Reconcile and the notifier's commit of HALTED evidence: a Pod
+// still runs WebOld.
+func (r *Repo) Halt(app, env, tag, digest string, verify Verifier) {
+	t := r.t
+	t.Helper()
+	rec, desired := r.Reconcile(app, env, tag, digest, 1, verify)
+	at := r.next()
+	ev := r.Evidence(rec, desired, at)
+	ev.Decision, ev.Class = promotion.Halted, "live"
+	ev.Pods[0].ImageID, ev.Pods[0].Outcome, ev.Pods[0].Match = "ghcr.io/throughline-dev/"+app+"@"+WebOld, "Mismatch", ""
+	pod := ev.Pods[0]
+	ev.Reason = fmt.Sprintf("Pod %s (container %s) runs imageID %s, not the declared %s", pod.Pod, pod.Container, pod.ImageID, digest)
+	must(t, rec.Stop(promotion.Halted, ev.Reason, at, "throughline serve"))
+	r.commit(fmt.Sprintf("%s HALTED", rec.PromotionID), map[string][]byte{
+		promotion.RecordPath(app, env): marshal(t, rec), evidence.Path(env, app, rec.PromotionID): marshalEvidence(t, ev)})
+}
+
+// Evidence is the notifier's evidence of rec at desired (without a
+// decision): one Pod of two running the digest.
+func (r *Repo) Evidence(rec *promotion.Record, desired string, at time.Time) *evidence.Record {
+	app, env := rec.App, rec.Target.Environment
+	verified := at.Add(-time.Minute)
+	return &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: app, Environment: env, PromotionID: rec.PromotionID,
+		Image: rec.Artifact.Image, ArtifactDigest: rec.Artifact.Digest, DesiredRevision: desired, ObservedRevision: desired,
+		RenderedHash: rec.Target.RenderedHash, DesiredRenderedHash: rec.Target.RenderedHash, Acceptance: app + "-" + env + "/" + app,
+		VerifiedAt: &verified, Time: at,
+		Pods: []evidence.Pod{{Workload: "Deployment/" + app + "-" + env + "/" + app, Container: "api", Pod: app + "-5f7c9d8b6-x2k4p", Pods: 2,
+			Declared: rec.Artifact.Digest, ImageID: "ghcr.io/throughline-dev/" + app + "@" + rec.Artifact.Digest, Outcome: "Verified", Match: "Exact",
+			Platform: "linux/amd64"}},
+		ReportedBy: evidence.Reporter{Source: "argocd", Controller: "argocd-notifications-controller", Object: "Application/argocd/" + app + "-" + env,
+			Reason: "on-deployed"}}
+}
+
+// Pause commits an active break-glass pause of app in env.
+func (r *Repo) Pause(app, env string) {
+	t := r.t
+	t.Helper()
+	at := r.next()
+	p := &breakglass.Record{SchemaVersion: breakglass.SchemaVersion, App: app, Environment: env, Controller: breakglass.ArgoCD,
+		Object: breakglass.Ref{APIVersion: "argoproj.io/v1alpha1", Kind: "Application", Namespace: "argocd", Name: app + "-" + env,
+			ResourceVersion: "4711"},
+		State: breakglass.Paused, SourceRevision: strings.Repeat("0", 40), Operator: "carol@example.com", Ticket: "INC-1234",
+		PausedAt: at, ExpiresAt: Now.Add(4 * time.Hour)}
+	data, err := p.Marshal()
+	must(t, err)
+	r.commit("break-glass: pause "+app+" in "+env, map[string][]byte{breakglass.Path(env, app): data})
+}
+
+func cluster(env string) string {
+	switch env {
+	case "production":
+		return "prod-eu-1"
+	case "staging":
+		return "staging-eu-1"
+	}
+	return "dev-eu-1"
+}
+
+func (r *Repo) git(args ...string) string {
+	r.t.Helper()
+	date := T0.Add(time.Duration(r.tick) * 10 * time.Minute).Format(time.RFC3339)
+	cmd := exec.Command("git", args...)
+	cmd.Dir = r.Dir
+	cmd.Env = append(os.Environ(), "HOME="+r.Dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=throughline", "GIT_AUTHOR_EMAIL=throughline@example.invalid",
+		"GIT_COMMITTER_NAME=throughline", "GIT_COMMITTER_EMAIL=throughline@example.invalid", "GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("git %v: %v: %s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// commit writes files (slash path -> content) and commits every change.
+func (r *Repo) commit(msg string, files map[string][]byte) string {
+	r.t.Helper()
+	for p, data := range files {
+		abs := filepath.Join(r.Dir, filepath.FromSlash(p))
+		must(r.t, os.MkdirAll(filepath.Dir(abs), 0o755))
+		must(r.t, os.WriteFile(abs, data, 0o644))
+	}
+	r.git("add", "-A")
+	r.git("commit", "-q", "--allow-empty", "-m", msg)
+	return r.git("rev-parse", "HEAD")
+}
+
+// Orphan is a commit on no branch, unrelated to main's history.
+func (r *Repo) Orphan() string {
+	r.t.Helper()
+	tree := r.git("rev-parse", "HEAD^{tree}")
+	return r.git("commit-tree", "-m", "unrelated", tree)
+}
+
+// Next is the next moment of the story.
+func (r *Repo) Next() time.Time { return r.next() }
+
+// Commit writes files and commits them on main (for tests that add their
+// own twist to the story).
+func (r *Repo) Commit(msg string, files map[string][]byte) string { return r.commit(msg, files) }
+
+func marshal(t testing.TB, rec *promotion.Record) []byte {
+	data, err := rec.Marshal()
+	must(t, err)
+	return data
+}
+
+func marshalEvidence(t testing.TB, ev *evidence.Record) []byte {
+	data, err := ev.Marshal()
+	must(t, err)
+	return data
+}
+
+func copyDir(t testing.TB, src, dst string) {
+	t.Helper()
+	must(t, filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if fi.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	}))
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,161 @@
+package chainview
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+// DefaultTTL is how long the Handler serves a model before it asks Git
+// whether the base branch moved.
+const DefaultTTL = 5 * time.Second
+
+// csp allows the page's own stylesheet and nothing else: no script, no
+// frame, no form.
+const csp = "default-src 'none'; style-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+
+// Handler serves the pages of the repository, read-only: GET and HEAD
+// only (405 otherwise). It reloads the model when the revision read moved
+// (asked at most every TTL), so that a page is never older than TTL plus
+// one load.
+type Handler struct {
+	Repo *gitops.Repo
+	// Options are passed to Load; Now is set on every load.
+	Options Options
+	// TTL is how long a model is served before Git is asked again
+	// (default DefaultTTL).
+	TTL time.Duration
+	// Live, when set, is asked what runs at every refresh (every TTL):
+	// the grid then shows drift. A failure is logged and the grid shows
+	// none.
+	Live func(ctx context.Context) (map[string]Live, error)
+	// Log receives a load that failed (nil: silent).
+	Log func(error)
+
+	mu      sync.Mutex
+	model   *Model
+	site    *Site
+	checked time.Time
+}
+
+// ServeHTTP serves /, /index.html, /style.css, /promotion/<id>.html and
+// /app/<name>.html.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hdr := w.Header()
+	hdr.Set("Content-Security-Policy", csp)
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("Referrer-Policy", "no-referrer")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		hdr.Set("Allow", "GET, HEAD")
+		http.Error(w, "read-only: GET and HEAD only", http.StatusMethodNotAllowed)
+		return
+	}
+	if r.URL.Path == "/style.css" {
+		hdr.Set("Content-Type", "text/css; charset=utf-8")
+		_, _ = w.Write(Stylesheet())
+		return
+	}
+	site, err := h.current(r.Context())
+	if err != nil {
+		if h.Log != nil {
+			h.Log(err)
+		}
+		http.Error(w, "cannot read the GitOps repository: see the server's log", http.StatusServiceUnavailable)
+		return
+	}
+	var buf bytes.Buffer
+	found, err := route(site, &buf, r.URL.Path)
+	switch {
+	case err != nil:
+		if h.Log != nil {
+			h.Log(err)
+		}
+		http.Error(w, "cannot render the page: see the server's log", http.StatusInternalServerError)
+	case !found:
+		http.NotFound(w, r)
+	default:
+		hdr.Set("Content-Type", "text/html; charset=utf-8")
+		hdr.Set("Cache-Control", "no-cache")
+		_, _ = w.Write(buf.Bytes())
+	}
+}
+
+// route writes the page of path p.
+func route(s *Site, w io.Writer, p string) (bool, error) {
+	switch {
+	case p == "/" || p == "/index.html":
+		return true, s.Index(w)
+	case strings.HasPrefix(p, "/promotion/") && strings.HasSuffix(p, ".html"):
+		id := strings.TrimSuffix(strings.TrimPrefix(p, "/promotion/"), ".html")
+		return s.Promotion(w, id)
+	case strings.HasPrefix(p, "/app/") && strings.HasSuffix(p, ".html"):
+		name := strings.TrimSuffix(strings.TrimPrefix(p, "/app/"), ".html")
+		if !promotion.ValidName(name) {
+			return false, nil
+		}
+		return s.App(w, name)
+	}
+	return false, nil
+}
+
+// Preload reads the model before the first request (a large repository
+// takes seconds: see docs/benchmarks.md).
+func (h *Handler) Preload(ctx context.Context) error {
+	_, err := h.current(ctx)
+	return err
+}
+
+// current is the site of the revision read now: the cached one while TTL
+// has not passed or the revision did not move, else a new load.
+func (h *Handler) current(ctx context.Context) (*Site, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ttl := h.TTL
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	now := time.Now()
+	if h.site != nil && now.Sub(h.checked) < ttl {
+		return h.site, nil
+	}
+	rev := h.Options.Rev
+	if rev == "" {
+		rev = h.Repo.Base
+	}
+	commit, err := h.Repo.Resolve(ctx, rev)
+	if err != nil {
+		return nil, err
+	}
+	m := h.model
+	if m == nil || m.Rev != commit {
+		opts := h.Options
+		opts.Now = now
+		if m, err = Load(ctx, h.Repo, opts); err != nil {
+			return nil, err
+		}
+		h.model = m
+	}
+	if h.Live != nil {
+		live, err := h.Live(ctx)
+		if err != nil && h.Log != nil {
+			h.Log(err)
+		}
+		m = m.WithLive(live)
+	} else if h.site != nil && h.site.m == m {
+		h.checked = now
+		return h.site, nil
+	}
+	site, err := NewSite(m)
+	if err != nil {
+		return nil, err
+	}
+	h.site, h.checked = site, now
+	return site, nil
+}

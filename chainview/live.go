@@ -1,0 +1,77 @@
+package chainview
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/throughline-dev/throughline/api/v1alpha1"
+)
+
+// LiveFromAcceptances is what runs, by Key(app, env), as the verifier
+// wrote it in the Acceptances' status: per container, the declared digest
+// where the verifier found it running (Verified), else the digest of each
+// observed imageID. An Acceptance without spec.environment, or not
+// verified yet (no workload status), says nothing.
+func LiveFromAcceptances(list []v1alpha1.Acceptance) map[string]Live {
+	out := map[string]Live{}
+	for _, a := range list {
+		if a.Spec.App == "" || a.Spec.Environment == "" || len(a.Status.Workloads) == 0 {
+			continue
+		}
+		k := Key(a.Spec.App, a.Spec.Environment)
+		l := out[k]
+		for _, w := range a.Status.Workloads {
+			for _, c := range w.Containers {
+				for _, d := range running(c) {
+					if !slices.Contains(l.Digests, d) {
+						l.Digests = append(l.Digests, d)
+					}
+				}
+			}
+		}
+		sort.Strings(l.Digests)
+		src := a.Namespace + "/" + a.Name
+		if l.Source != "" {
+			src = l.Source + ", " + src
+		}
+		l.Source = src
+		out[k] = l
+	}
+	return out
+}
+
+// running is the digests one container's status says run.
+func running(c v1alpha1.ContainerStatus) []string {
+	if c.Outcome == v1alpha1.OutcomeVerified && c.Digest != "" {
+		return []string{c.Digest}
+	}
+	var out []string
+	for _, o := range c.Observed {
+		if i := strings.LastIndex(o.ImageID, "@"); i >= 0 {
+			out = append(out, o.ImageID[i+1:])
+		} else if strings.HasPrefix(o.ImageID, "sha256:") {
+			out = append(out, o.ImageID)
+		}
+	}
+	return out
+}
+
+// WithLive is a copy of m (its apps and cells copied, the chains shared)
+// whose cells compare live with what Git declares.
+func (m *Model) WithLive(live map[string]Live) *Model {
+	c := *m
+	c.Apps = make([]*App, len(m.Apps))
+	for i, a := range m.Apps {
+		ac := *a
+		ac.Cells = make([]*Cell, len(a.Cells))
+		for j, cell := range a.Cells {
+			cc := *cell
+			cc.Live, cc.Drift = nil, ""
+			cc.drift(live)
+			ac.Cells[j] = &cc
+		}
+		c.Apps[i] = &ac
+	}
+	return &c
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/throughline-dev/throughline/chainview"
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gitops"
+)
+
+const reportLong = `Write the read-only web view of the chain as static HTML files into --out: a
+grid of every app by every environment (index.html: state, tag and digest,
+rendered hash, time in state, break-glass pause), one page per promotion record
+(promotion/<promotionId>.html: the nine arrows of the chain, each proven,
+pending or broken with the evidence it rests on, approvals with expiry, the
+transitions) and one page per app (app/<app>.html: the digests each environment
+accepted, what "rollback --to previous" picks and which targets it refuses).
+
+Everything is read from the GitOps repository at --rev (default: its base
+branch): promotion records, evidence files, break-glass pause records, the
+environment registry. Links are relative, so the directory can be published as
+a CI artifact. Each file is written atomically. Nothing is changed in Git, and
+no Secret value or token is shown. "throughline serve --ui-bind-address" serves
+the same pages.`
+
+// reportOptions are the flags of throughline report.
+type reportOptions struct {
+	repo, out, rev, commitURL string
+}
+
+func (o *reportOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.repo, "repo", ".", "the GitOps repository")
+	f.StringVar(&o.out, "out", "", "directory to write the pages to (created when missing)")
+	f.StringVar(&o.rev, "rev", "", "revision to read (default: the repository's base branch)")
+	f.StringVar(&o.commitURL, "commit-url", "", `link every commit, formatted with its id (e.g. "https://github.com/org/gitops/commit/%s")`)
+}
+
+func newReportCommand(g *globals, stdout io.Writer) *cobra.Command {
+	var o reportOptions
+	cmd := &cobra.Command{
+		Use:     "report --repo DIR --out DIR",
+		Short:   "Write the chain of every app and environment as static HTML pages",
+		Long:    reportLong,
+		Example: `  throughline report --repo . --out public/chain`,
+		Args:    noArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
+	}
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *reportOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
+	if o.out == "" {
+		return exitcode.Usagef("--out DIR is required")
+	}
+	if err := checkCommitURL(o.commitURL); err != nil {
+		return err
+	}
+	r, err := gitops.OpenLocal(ctx, o.repo)
+	if err != nil {
+		return err
+	}
+	m, err := chainview.Load(ctx, r, chainview.Options{Rev: o.rev, Now: time.Now(), CommitURL: o.commitURL})
+	if err != nil {
+		return err
+	}
+	site, err := chainview.NewSite(m)
+	if err != nil {
+		return err
+	}
+	files, err := site.WriteSite(ctx, o.out)
+	if err != nil {
+		return err
+	}
+	for _, p := range m.Problems {
+		g.log.Warn().Str("problem", p).Msg("a file cannot be read: the pages list it")
+	}
+	g.log.Info().Str("rev", m.Rev).Int("pages", len(files)).Str("out", o.out).Msg("report written")
+	_, err = fmt.Fprintf(stdout, "wrote %d files (%d promotions, %d apps) read at %s to %s\n", len(files), len(m.Promotions), len(m.Apps), m.Rev, o.out)
+	return err
+}
+
+// checkCommitURL refuses a --commit-url that does not take exactly one %s
+// (and no other verb).
+func checkCommitURL(u string) error {
+	plain := strings.ReplaceAll(u, "%%", "")
+	if u != "" && (strings.Count(plain, "%") != 1 || strings.Count(plain, "%s") != 1) {
+		return exitcode.Usagef("--commit-url %q: want exactly one %%s for the commit id", u)
+	}
+	return nil
+}
