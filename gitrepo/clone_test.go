@@ -3,7 +3,9 @@ package gitrepo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -378,6 +380,78 @@ func TestCloneOverSSH(t *testing.T) {
 		_, err := Clone(ctx, CloneOptions{URL: srv.URL(bare), Dir: filepath.Join(t.TempDir(), "c"), Credentials: tc.c})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("clone with %s: %v, want an error saying %q", name, err, tc.want)
+		}
+	}
+}
+
+// FileHistory in process lists what git log lists: changes on main, a
+// merged branch's change (not the merge that brought it), a merge that
+// resolved a conflict in the file, a deletion and a re-creation, and
+// nothing for commits that left the file alone.
+func TestCloneFileHistoryMatchesGit(t *testing.T) {
+	ctx := context.Background()
+	rr := newRemote(t)
+	const file = "promotion/shop/staging.yaml"
+	n := 0
+	commit := func(dir, msg string, files map[string]string) {
+		t.Helper()
+		for p, body := range files {
+			full := filepath.Join(dir, filepath.FromSlash(p))
+			if body == "" {
+				must(t, os.Remove(full))
+				continue
+			}
+			must(t, os.MkdirAll(filepath.Dir(full), 0o755))
+			must(t, os.WriteFile(full, []byte(body), 0o644))
+		}
+		git(t, dir, "add", "-A")
+		n++
+		date := fmt.Sprintf("GIT_COMMITTER_DATE=2026-11-01T10:%02d:00Z", n)
+		cmd := exec.Command("git", "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "-a", "-m", msg)
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), date, "GIT_AUTHOR_DATE=2026-11-01T10:00:00Z")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("commit %s: %v: %s", msg, err, out)
+		}
+	}
+	s := rr.seed
+	git(t, s, "add", "-A")
+	commit(s, "unrelated", map[string]string{"zz.yaml": "top: 2\n"})
+	commit(s, "record v2", map[string]string{file: "state: ACCEPTED\n"})
+	git(t, s, "checkout", "-q", "-b", "pr")
+	commit(s, "record v3 on a branch", map[string]string{file: "state: VERIFIED\n"})
+	git(t, s, "checkout", "-q", "main")
+	commit(s, "unrelated on main", map[string]string{"zz.yaml": "top: 3\n"})
+	merge := func(msg string) {
+		cmd := exec.Command("git", "-c", "user.name=t", "-c", "user.email=t@x", "merge", "-q", "--no-ff", "-m", msg, "pr")
+		n++
+		cmd.Dir, cmd.Env = s, append(os.Environ(), fmt.Sprintf("GIT_COMMITTER_DATE=2026-11-01T10:%02d:00Z", n))
+		_ = cmd.Run() // a conflict is resolved below
+	}
+	merge("merge pr")
+	git(t, s, "checkout", "-q", "pr")
+	commit(s, "record v4 on the branch", map[string]string{file: "state: HALTED\n"})
+	git(t, s, "checkout", "-q", "main")
+	commit(s, "record v5 on main", map[string]string{file: "state: RECONCILING\n"})
+	merge("merge pr again")
+	must(t, os.WriteFile(filepath.Join(s, filepath.FromSlash(file)), []byte("state: ACCEPTED\nresolved: true\n"), 0o644))
+	git(t, s, "add", "-A")
+	commit(s, "resolved", nil)
+	commit(s, "deleted", map[string]string{file: ""})
+	commit(s, "re-created", map[string]string{file: "state: CANDIDATE\n"})
+	git(t, s, "push", "-q", "origin", "main", "pr")
+
+	cli, err := Open(ctx, s)
+	must(t, err)
+	r := rr.clone(t, filepath.Join(t.TempDir(), "clone"))
+	tip := rr.tip(t)
+	for _, p := range []string{file, "zz.yaml", "apps/shop/base/deploy.yaml", "no/such/file"} {
+		want, err := cli.FileHistory(ctx, tip, p)
+		must(t, err)
+		got, err := r.FileHistory(ctx, tip, p)
+		must(t, err)
+		t.Logf("%s: %d commits", p, len(want))
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("FileHistory(%s):\n in process %v\n git        %v\n%s", p, got, want, git(t, s, "log", "--graph", "--format=%h %s", tip))
 		}
 	}
 }

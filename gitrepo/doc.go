@@ -2,7 +2,7 @@
 // command line for a work tree ([Open]), or in process with go-git for a
 // bare clone the notifier makes itself ([Clone]), where the release image
 // has no git. Both give the same Repo; an in-process clone does the
-// notifier's operations (read, list, ancestry, commit, fetch,
+// notifier's operations (read, list, ancestry, file history, commit, fetch,
 // compare-and-swap push) and refuses the rest with ErrNeedsGitCLI.
 //
 // Why both: the commands people run (propose, approve with SSH signatures,

@@ -96,6 +96,10 @@ func (r *Repo) ListTree(ctx context.Context, rev, dir string) ([]string, error) 
 // FileHistory lists the commits in the history of rev that changed the
 // GitOps-root-relative file p, newest first.
 func (r *Repo) FileHistory(ctx context.Context, rev, p string) ([]string, error) {
+	if r.mem != nil {
+		defer r.mem.lock()()
+		return r.mem.fileHistory(rev, r.full(p))
+	}
 	out, err := r.run(ctx, nil, "log", "--format=%H", "--end-of-options", rev, "--", r.full(p))
 	if err != nil {
 		return nil, fmt.Errorf("history of %s at %s: %w", p, rev, err)
