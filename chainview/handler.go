@@ -38,6 +38,10 @@ type Handler struct {
 	Live func(ctx context.Context) (map[string]Live, error)
 	// Log receives a load that failed (nil: silent).
 	Log func(error)
+	// Fetch makes every refresh (every TTL, on a request) fetch the
+	// repository's remote first, so that a clone nothing else updates
+	// shows what the remote has.
+	Fetch bool
 
 	mu      sync.Mutex
 	model   *Model
@@ -105,6 +109,15 @@ func route(s *Site, w io.Writer, p string) (bool, error) {
 	return false, nil
 }
 
+// revision is the commit read: Options.Rev, else the base branch as the
+// remote has it (after a fetch) when there is a remote.
+func (h *Handler) revision(ctx context.Context) (string, error) {
+	if h.Options.Rev != "" {
+		return h.Repo.Resolve(ctx, h.Options.Rev)
+	}
+	return h.Repo.BaseRev(ctx)
+}
+
 // Preload reads the model before the first request (a large repository
 // takes seconds: see docs/benchmarks.md).
 func (h *Handler) Preload(ctx context.Context) error {
@@ -125,11 +138,12 @@ func (h *Handler) current(ctx context.Context) (*Site, error) {
 	if h.site != nil && now.Sub(h.checked) < ttl {
 		return h.site, nil
 	}
-	rev := h.Options.Rev
-	if rev == "" {
-		rev = h.Repo.Base
+	if h.Fetch {
+		if err := h.Repo.Fetch(ctx); err != nil {
+			return nil, err
+		}
 	}
-	commit, err := h.Repo.Resolve(ctx, rev)
+	commit, err := h.revision(ctx)
 	if err != nil {
 		return nil, err
 	}

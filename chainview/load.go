@@ -27,11 +27,15 @@ func LoadGrid(ctx context.Context, repo *gitops.Repo, opts Options) (*Model, err
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
-	rev := opts.Rev
+	rev, commit, err := opts.Rev, "", error(nil)
 	if rev == "" {
+		// The base branch as the remote has it when there is one (a
+		// clone's local branch may be behind).
 		rev = repo.Base
+		commit, err = repo.BaseRev(ctx)
+	} else {
+		commit, err = repo.Resolve(ctx, rev)
 	}
-	commit, err := repo.Resolve(ctx, rev)
 	if err != nil {
 		return nil, fmt.Errorf("reading the chain view at %s: %w", rev, err)
 	}

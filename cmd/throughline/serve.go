@@ -104,7 +104,7 @@ func (o *serveOptions) run(ctx context.Context, g *globals) error {
 		return err
 	}
 	defer stop()
-	if err := o.ui.start(ctx, cfg, o.nf.repoDir, log); err != nil {
+	if err := o.ui.start(ctx, cfg, &o.nf, log); err != nil {
 		return err
 	}
 	return o.serve(ctx, cfg, reg, log)

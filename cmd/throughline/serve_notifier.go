@@ -15,6 +15,7 @@ import (
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/notifier"
 )
 
@@ -34,7 +35,10 @@ type notifierFlags struct {
 	tlsKeyFile    string
 	forge         forgeFlags
 	git           gitRemoteFlags
-	resync        time.Duration
+	// repo is the notifier's repository once started (nil when off): the
+	// web view reads it too.
+	repo   *gitops.Repo
+	resync time.Duration
 	// svc is the running service (nil when off), whose resync loop
 	// addResync hands to the manager.
 	svc *notifier.Service
@@ -151,6 +155,7 @@ func (n *notifierFlags) config(ctx context.Context, cfg *rest.Config) (notifier.
 	if sc.Repo, err = n.git.open(ctx, n.repoDir); err != nil {
 		return sc, err
 	}
+	n.repo = sc.Repo
 	fc, err := n.forge.client()
 	if err != nil {
 		return sc, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,12 +51,12 @@ func (u *uiFlags) add(cmd *cobra.Command) {
 // start serves the web view until ctx ends (nothing when --ui-bind-address
 // is empty); notifierRepo is the default of --ui-repo, cfg (nil: none) the
 // cluster whose Acceptances say what runs.
-func (u *uiFlags) start(ctx context.Context, cfg *rest.Config, notifierRepo string, log zerolog.Logger) error {
+func (u *uiFlags) start(ctx context.Context, cfg *rest.Config, n *notifierFlags, log zerolog.Logger) error {
 	if u.addr == "" {
 		return nil
 	}
 	log = log.With().Str("component", "ui").Logger()
-	h, err := u.handler(ctx, notifierRepo, log)
+	h, err := u.handler(ctx, n, log)
 	if err != nil {
 		return err
 	}
@@ -98,26 +99,28 @@ func (u *uiFlags) start(ctx context.Context, cfg *rest.Config, notifierRepo stri
 }
 
 // handler checks the flags and opens the repository.
-func (u *uiFlags) handler(ctx context.Context, notifierRepo string, log zerolog.Logger) (*chainview.Handler, error) {
+func (u *uiFlags) handler(ctx context.Context, n *notifierFlags, log zerolog.Logger) (*chainview.Handler, error) {
 	if (u.tlsCertFile == "") != (u.tlsKeyFile == "") {
 		return nil, exitcode.Usagef("--ui-tls-cert-file and --ui-tls-key-file go together")
 	}
 	if err := checkCommitURL(u.commitURL); err != nil {
 		return nil, err
 	}
-	dir := u.repo
-	if dir == "" {
-		dir = notifierRepo
-	}
-	if dir == "" {
-		return nil, exitcode.Usagef("--ui-bind-address needs --ui-repo (or --notifier-repo)")
-	}
-	r, err := gitops.OpenLocal(ctx, dir)
-	if err != nil {
-		return nil, err
+	// The notifier's repository when the view reads it: its clone (the
+	// in-process one of --notifier-git-url in the image, which has no git).
+	r := n.repo
+	if u.repo != "" || r == nil {
+		dir := cmp.Or(u.repo, n.repoDir)
+		if dir == "" {
+			return nil, exitcode.Usagef("--ui-bind-address needs --ui-repo (or --notifier-repo)")
+		}
+		var err error
+		if r, err = gitops.OpenLocal(ctx, dir); err != nil {
+			return nil, err
+		}
 	}
 	return &chainview.Handler{Repo: r, TTL: u.ttl, Options: chainview.Options{Rev: u.rev, CommitURL: u.commitURL},
-		Log: func(err error) { log.Warn().Err(err).Msg("web view: cannot read the repository") }}, nil
+		Fetch: r.Remote != "", Log: func(err error) { log.Warn().Err(err).Msg("web view: cannot read the repository") }}, nil
 }
 
 // liveAcceptances lists the Acceptances of the cluster (as unstructured:
