@@ -154,18 +154,29 @@ func BenchmarkGrid(b *testing.B) {
 		}
 		benchfixture.ReportCPU(b, cpu)
 	})
-	b.Run("load-grid", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := LoadGrid(ctx, repo, Options{}); err != nil {
-				b.Fatal(err)
+	// The reads through git (one process each) and in process
+	// (gitrepo.Repo.ReadInProcess, what report and serve use).
+	fast := *repo.Repo
+	if err := fast.ReadInProcess(); err != nil {
+		b.Fatal(err)
+	}
+	for _, rd := range []struct {
+		name string
+		repo *gitops.Repo
+	}{{"git", repo}, {"in-process", &gitops.Repo{Repo: &fast, Base: repo.Base}}} {
+		b.Run("load-grid/"+rd.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := LoadGrid(ctx, rd.repo, Options{}); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("load-chains", func(b *testing.B) {
-		for b.Loop() {
-			if m, err := Load(ctx, repo, Options{}); err != nil || len(m.Promotions) != apps*len(benchEnvs) {
-				b.Fatalf("%v", err)
+		})
+		b.Run("load-chains/"+rd.name, func(b *testing.B) {
+			for b.Loop() {
+				if m, err := Load(ctx, rd.repo, Options{}); err != nil || len(m.Promotions) != apps*len(benchEnvs) {
+					b.Fatalf("%v", err)
+				}
 			}
-		}
-	})
+		})
+	}
 }

@@ -249,3 +249,31 @@ func (m *inProcess) list(ctx context.Context) ([]*plumbing.Reference, error) {
 	}
 	return refs, nil
 }
+
+// ReadInProcess makes the reads of a work tree opened with Open (Resolve,
+// ReadFile, ListTree, IsAncestor, FileHistory) run in process with go-git
+// on the same repository, instead of one git process each: what a view
+// that reads thousands of files needs. Everything else still runs git; a
+// revision go-git does not parse is resolved by git. After Fetch the
+// repository is opened again (git may have written new packs).
+func (r *Repo) ReadInProcess() error {
+	if r.mem != nil {
+		return nil
+	}
+	m := &inProcess{}
+	if err := m.reopen(r.Top); err != nil {
+		return fmt.Errorf("open %s in process: %w", r.Top, err)
+	}
+	r.reads = m
+	return nil
+}
+
+// reopen opens the repository of the work tree top.
+func (m *inProcess) reopen(top string) error {
+	repo, err := gogit.PlainOpenWithOptions(top, &gogit.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if err != nil {
+		return err
+	}
+	m.repo = repo
+	return nil
+}

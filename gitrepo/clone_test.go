@@ -455,3 +455,66 @@ func TestCloneFileHistoryMatchesGit(t *testing.T) {
 		}
 	}
 }
+
+// ReadInProcess on a work tree reads what git reads, with a GitOps root in
+// a subdirectory too, and sees what a later fetch brought (a new pack).
+func TestReadInProcessMatchesGit(t *testing.T) {
+	ctx := context.Background()
+	rr := newRemote(t)
+	for _, sub := range []string{"", "apps"} {
+		cli, err := Open(ctx, filepath.Join(rr.seed, sub))
+		must(t, err)
+		fast, err := Open(ctx, filepath.Join(rr.seed, sub))
+		must(t, err)
+		must(t, fast.ReadInProcess())
+		tip, err := fast.Resolve(ctx, "origin/main")
+		must(t, err)
+		if want, _ := cli.Resolve(ctx, "origin/main"); tip != want {
+			t.Fatalf("Resolve(origin/main) = %s, git says %s", tip, want)
+		}
+		if got, err := fast.Resolve(ctx, "HEAD@{0}"); err != nil || got != tip {
+			t.Fatalf("Resolve(HEAD@{0}) (git's syntax) = %s, %v", got, err)
+		}
+		for _, dir := range []string{".", "shop", "apps/shop", "promotion"} {
+			want, err := cli.ListTree(ctx, tip, dir)
+			must(t, err)
+			got, err := fast.ListTree(ctx, tip, dir)
+			must(t, err)
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("root %q: ListTree(%s) = %v, git %v", sub, dir, got, want)
+			}
+			for _, f := range want {
+				a, err := cli.ReadFile(ctx, tip, f)
+				must(t, err)
+				b, err := fast.ReadFile(ctx, tip, f)
+				must(t, err)
+				if string(a) != string(b) {
+					t.Errorf("ReadFile(%s) differs", f)
+				}
+				ha, _ := cli.FileHistory(ctx, tip, f)
+				hb, _ := fast.FileHistory(ctx, tip, f)
+				if strings.Join(ha, " ") != strings.Join(hb, " ") {
+					t.Errorf("FileHistory(%s) = %v, git %v", f, hb, ha)
+				}
+			}
+		}
+	}
+	// Another clone pushes 150 files (git fetch stores them as a pack).
+	other := filepath.Join(t.TempDir(), "other")
+	git(t, filepath.Dir(other), "clone", "-q", strings.Replace(rr.url, "http://", "http://git:"+testToken+"@", 1), other)
+	for i := range 150 {
+		must(t, os.WriteFile(filepath.Join(other, fmt.Sprintf("f%03d.yaml", i)), []byte(fmt.Sprintf("n: %d\n", i)), 0o644))
+	}
+	git(t, other, "add", "-A")
+	git(t, other, "commit", "-q", "-m", "many")
+	git(t, other, "push", "-q", "origin", "main")
+	fast, err := Open(ctx, rr.seed)
+	must(t, err)
+	must(t, fast.ReadInProcess())
+	must(t, fast.Fetch(ctx))
+	tip, err := fast.Resolve(ctx, "origin/main")
+	must(t, err)
+	if b, err := fast.ReadFile(ctx, tip, "f149.yaml"); err != nil || string(b) != "n: 149\n" {
+		t.Fatalf("after a fetch: %q, %v", b, err)
+	}
+}

@@ -33,6 +33,17 @@ type Repo struct {
 	// mem, when set, is the in-process clone every operation runs on
 	// (see Clone); nil runs the git command line.
 	mem *inProcess
+	// reads, when set, is the work tree's repository opened with go-git:
+	// its reads run in process (see ReadInProcess).
+	reads *inProcess
+}
+
+// reader is the in-process repository reads run on (nil: git).
+func (r *Repo) reader() *inProcess {
+	if r.mem != nil {
+		return r.mem
+	}
+	return r.reads
 }
 
 // ErrNotFound is wrapped when a file or reference does not exist.
@@ -141,10 +152,14 @@ func (r *Repo) full(p string) string { return r.Prefix + strings.TrimPrefix(path
 
 // Resolve returns the commit id of rev.
 func (r *Repo) Resolve(ctx context.Context, rev string) (string, error) {
-	if r.mem != nil {
-		defer r.mem.lock()()
-		h, err := r.mem.resolve(rev)
-		return h.String(), err
+	if m := r.reader(); m != nil {
+		unlock := m.lock()
+		h, err := m.resolve(rev)
+		unlock()
+		if err == nil || r.mem != nil {
+			return h.String(), err
+		}
+		// A work tree's git parses revisions go-git does not (HEAD@{1}, ...).
 	}
 	out, err := r.run(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
 	if err != nil {
@@ -156,9 +171,9 @@ func (r *Repo) Resolve(ctx context.Context, rev string) (string, error) {
 // ReadFile reads the GitOps-root-relative file p at rev; a missing file
 // wraps ErrNotFound and fs.ErrNotExist.
 func (r *Repo) ReadFile(ctx context.Context, rev, p string) ([]byte, error) {
-	if r.mem != nil {
-		defer r.mem.lock()()
-		return r.mem.readFile(rev, r.full(p))
+	if m := r.reader(); m != nil {
+		defer m.lock()()
+		return m.readFile(rev, r.full(p))
 	}
 	spec := rev + ":" + r.full(p)
 	if strings.ContainsAny(spec, "\n\x00") {
@@ -363,6 +378,11 @@ func (r *Repo) Fetch(ctx context.Context) error {
 	}
 	if _, err := r.run(ctx, nil, "fetch", "--quiet", "--prune", r.Remote); err != nil {
 		return fmt.Errorf("fetch %s: %w", r.Remote, err)
+	}
+	if r.reads != nil {
+		// git may have written new packs: go-git lists them when opened.
+		defer r.reads.lock()()
+		return r.reads.reopen(r.Top)
 	}
 	return nil
 }

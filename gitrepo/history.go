@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,9 +19,9 @@ func (r *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
 			return false, fmt.Errorf("is %q an ancestor of %q: %q is not a revision", a, b, rev)
 		}
 	}
-	if r.mem != nil {
-		defer r.mem.lock()()
-		return r.mem.isAncestor(a, b)
+	if m := r.reader(); m != nil {
+		defer m.lock()()
+		return m.isAncestor(a, b)
 	}
 	_, err := r.run(ctx, nil, "merge-base", "--is-ancestor", a, b)
 	if err == nil {
@@ -63,9 +64,23 @@ func (r *Repo) hasCommit(ctx context.Context, rev string) (bool, error) {
 // in Git's order. Names are read NUL-separated, so any byte but NUL is
 // safe in them. A directory that does not exist lists nothing.
 func (r *Repo) ListTree(ctx context.Context, rev, dir string) ([]string, error) {
-	if r.mem != nil {
-		defer r.mem.lock()()
-		return r.mem.listTree(rev, dir)
+	if m := r.reader(); m != nil {
+		defer m.lock()()
+		d := r.full(dir)
+		if path.Clean(dir) == "." {
+			d = cmp.Or(strings.TrimSuffix(r.Prefix, "/"), ".")
+		}
+		all, err := m.listTree(rev, d)
+		if err != nil {
+			return nil, err
+		}
+		var files []string
+		for _, f := range all {
+			if rel, ok := r.Rel(f); ok {
+				files = append(files, rel)
+			}
+		}
+		return files, nil
 	}
 	d := strings.TrimSuffix(r.full(dir), "/") + "/"
 	if path.Clean(dir) == "." {
@@ -96,9 +111,9 @@ func (r *Repo) ListTree(ctx context.Context, rev, dir string) ([]string, error) 
 // FileHistory lists the commits in the history of rev that changed the
 // GitOps-root-relative file p, newest first.
 func (r *Repo) FileHistory(ctx context.Context, rev, p string) ([]string, error) {
-	if r.mem != nil {
-		defer r.mem.lock()()
-		return r.mem.fileHistory(rev, r.full(p))
+	if m := r.reader(); m != nil {
+		defer m.lock()()
+		return m.fileHistory(rev, r.full(p))
 	}
 	out, err := r.run(ctx, nil, "log", "--format=%H", "--end-of-options", rev, "--", r.full(p))
 	if err != nil {

@@ -76,6 +76,9 @@ func New(t testing.TB, example string) *Repo {
 	r.commit("the example environment", nil)
 	var err error
 	r.Repo, err = gitops.OpenLocal(context.Background(), r.Dir)
+	if err == nil {
+		err = r.Repo.ReadInProcess() // as report and serve read it
+	}
 	must(t, err)
 	r.story()
 	return r

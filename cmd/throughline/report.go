@@ -67,6 +67,9 @@ func (o *reportOptions) run(ctx context.Context, g *globals, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
+	if err := r.ReadInProcess(); err != nil { // thousands of reads: no process each
+		return err
+	}
 	m, err := chainview.Load(ctx, r, chainview.Options{Rev: o.rev, Now: time.Now(), CommitURL: o.commitURL})
 	if err != nil {
 		return err

@@ -118,6 +118,9 @@ func (u *uiFlags) handler(ctx context.Context, n *notifierFlags, log zerolog.Log
 		if r, err = gitops.OpenLocal(ctx, dir); err != nil {
 			return nil, err
 		}
+		if err = r.ReadInProcess(); err != nil { // thousands of reads per load: no process each
+			return nil, err
+		}
 	}
 	return &chainview.Handler{Repo: r, TTL: u.ttl, Options: chainview.Options{Rev: u.rev, CommitURL: u.commitURL},
 		Fetch: r.Remote != "", Log: func(err error) { log.Warn().Err(err).Msg("web view: cannot read the repository") }}, nil
