@@ -70,6 +70,7 @@ func benchRepo(b *testing.B, apps int) *gitops.Repo {
 	}
 	git("add", "-A")
 	git("commit", "-q", "-m", "records")
+	git("repack", "-a", "-d", "-q") // packed, as a clone is
 	r, err := gitops.OpenLocal(context.Background(), dir)
 	if err != nil {
 		b.Fatal(err)
