@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -109,5 +110,29 @@ func generate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
+	o.OnMiss = lazyGC()
 	return o.Run(ctx, log, cli.Version(version), stdout)
+}
+
+// hitHeapLimit bounds the heap of a cache hit, which runs without the
+// garbage collector until it gets there (a hit on 2,000 objects allocates
+// about 60 MiB).
+const hitHeapLimit = 128 << 20
+
+// lazyGC turns the garbage collector off for the cache lookup, up to
+// hitHeapLimit: the process lives for one render, and a hit frees almost
+// nothing before it exits, so collecting is wasted work (a quarter of a
+// warm hit's CPU on 2,000 objects). It returns the function that turns it
+// back on as before, called when the cache misses and the render runs. A
+// GOGC or GOMEMLIMIT in the environment wins: then it does nothing.
+func lazyGC() func() {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return nil
+	}
+	percent := debug.SetGCPercent(-1)
+	limit := debug.SetMemoryLimit(hitHeapLimit)
+	return func() {
+		debug.SetMemoryLimit(limit)
+		debug.SetGCPercent(percent)
+	}
 }

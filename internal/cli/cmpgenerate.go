@@ -22,9 +22,11 @@ const CMPGenerateShort = "Render the application in the working directory for Ar
 // CMPGenerateLong is the help of cmp generate (throughline cmp generate and
 // throughline-cmp generate).
 const CMPGenerateLong = `Run by Argo CD's plugin sidecar in the application path of the streamed
-repository. Prints the objects plus one Acceptance on stdout. On any refusal it
-exits 3 (policy) or 4 (invalid input) with every violation on stderr and nothing
-on stdout, so Argo CD shows a ComparisonError instead of pruning.
+repository. Prints the objects plus one Acceptance on stdout, each a JSON
+document on one line (the objects in their canonical RFC 8785 form; JSON is
+YAML, Argo CD reads the stream as any other). On any refusal it exits 3
+(policy) or 4 (invalid input) with every violation on stderr and nothing on
+stdout, so Argo CD shows a ComparisonError instead of pruning.
 
 Reads ARGOCD_APP_NAME, ARGOCD_APP_NAMESPACE, ARGOCD_APP_REVISION,
 ARGOCD_APP_SOURCE_PATH, ARGOCD_APP_SOURCE_REPO_URL, KUBE_VERSION,
@@ -45,6 +47,8 @@ type CMPGenerate struct {
 	NoCache     bool
 	MaxFileSize int64
 	CacheBytes  int64
+	// OnMiss is cmp.Options.OnMiss.
+	OnMiss func()
 }
 
 // AddFlags declares the flags of CMPGenerate on f.
@@ -69,6 +73,7 @@ func (o *CMPGenerate) Run(ctx context.Context, log zerolog.Logger, version strin
 		Env:         cmp.EnvFromEnviron(os.Environ()),
 		Version:     version,
 		MaxFileSize: o.MaxFileSize,
+		OnMiss:      o.OnMiss,
 	}
 	if !o.NoCache {
 		opts.Cache = &cmp.Cache{Dir: o.CacheDir, MaxBytes: o.CacheBytes}
