@@ -67,7 +67,7 @@ func TestJSONStreamRefuses(t *testing.T) {
 		"spaces":              strings.Replace(good, `"kind":`, `"kind" :`, 1),
 		"keys out of order":   strings.Replace(good, `{"apiVersion":"apps/v1","kind":"Deployment",`, `{"kind":"Deployment","apiVersion":"apps/v1",`, 1),
 		"duplicate name":      strings.Replace(good, `{"apiVersion":"apps/v1",`, `{"apiVersion":"apps/v1","apiVersion":"apps/v1",`, 1),
-		"number spelled 3.0": strings.Replace(good, `"replicas":3`, `"replicas":3.0`, 1),
+		"number spelled 3.0":  strings.Replace(good, `"replicas":3`, `"replicas":3.0`, 1),
 		"YAML document":       good + "---\nkind: Secret\n",
 		"two objects a line":  first + first + "\n",
 		"no final newline":    strings.TrimSuffix(good, "\n"),
