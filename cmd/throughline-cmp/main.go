@@ -15,6 +15,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -92,7 +93,7 @@ func generate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&format, "log-format", "console", "log format on stderr: console or json")
 	fs.DurationVar(&timeout, "timeout", 0, "give up after this long (0: no limit)")
 	if err := fs.Parse(args); err != nil {
-		if err == pflag.ErrHelp {
+		if errors.Is(err, pflag.ErrHelp) {
 			_, err = fmt.Fprintf(stdout, "%s\n\nUsage:\n  %s generate [flags]\n\nFlags:\n%s", cli.CMPGenerateLong, name, fs.FlagUsages())
 			return err
 		}

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,20 +21,16 @@ import (
 
 const pkg = "github.com/throughline-dev/throughline/cmd/throughline-cmp"
 
-// goTool is the go command of the toolchain running the test.
+// goTool is the go command on PATH (go test runs with its toolchain's
+// bin first on PATH).
 func goTool(t *testing.T) string {
 	t.Helper()
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
 	p, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command to build throughline-cmp with")
 	}
 	return p
 }
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 var build struct {
 	once sync.Once

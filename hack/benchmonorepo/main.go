@@ -43,7 +43,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: benchmonorepo gen|change|run ...")
+		return errors.New("usage: benchmonorepo gen|change|run ARGS")
 	}
 	fs := flag.NewFlagSet("benchmonorepo "+args[0], flag.ContinueOnError)
 	switch args[0] {
@@ -75,7 +75,7 @@ func run(args []string) error {
 		repo := fs.String("repo", "", "the monorepo")
 		out := fs.String("json", "", "append the summary to this file (JSON lines)")
 		if err := fs.Parse(args[1:]); err != nil || *repo == "" || fs.NArg() == 0 {
-			return errors.New("usage: benchmonorepo run -label NAME -repo DIR [-json FILE] -- COMMAND ARGS...")
+			return errors.New("usage: benchmonorepo run -label NAME -repo DIR [-json FILE] -- COMMAND [ARG]")
 		}
 		return replay(*label, *repo, *out, fs.Args())
 	}
