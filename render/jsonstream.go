@@ -15,24 +15,23 @@ import (
 // jsonStreamSep separates two documents of a JSON stream.
 var jsonStreamSep = []byte("\n---\n")
 
-// EncodeJSONStream writes objects as a stream of JSON documents, "---"
-// between them, each the object's RFC 8785 form (Canonical) on one line.
-// JSON is YAML: Argo CD and every YAML reader take the stream as they take
-// EncodeYAML's, and it costs a fraction of it to write and, with
+// EncodeJSONStream writes objects as a YAML stream of JSON documents, each
+// "---" on a line and then the object's RFC 8785 form (Canonical) on one
+// line. JSON is YAML: Argo CD and every YAML reader take the stream as they
+// take EncodeYAML's, and it costs a fraction of it to write and, with
 // DecodeJSONStream, to read back (the render cache re-checks what it
-// serves on every hit).
+// serves on every hit). The leading "---" matters: a stream that starts
+// with "{" is read as one JSON value by Argo CD (Kubernetes'
+// YAMLOrJSONDecoder), which then fails on the second document.
 func EncodeJSONStream(w io.Writer, objs []Object) error {
-	for i, o := range objs {
+	for _, o := range objs {
 		c, err := Canonical(o)
 		if err != nil {
 			return err
 		}
-		if i > 0 {
-			if _, err := io.WriteString(w, "---\n"); err != nil {
-				return fmt.Errorf("writing manifests: %w", err)
-			}
-		}
-		if _, err := w.Write(append(c, '\n')); err != nil {
+		b := make([]byte, 0, len(c)+5)
+		b = append(append(append(b, "---\n"...), c...), '\n')
+		if _, err := w.Write(b); err != nil {
 			return fmt.Errorf("writing manifests: %w", err)
 		}
 	}
@@ -51,9 +50,10 @@ func DecodeJSONStream(data []byte, file string) ([]Object, string, error) {
 	if len(data) == 0 {
 		return nil, hashEntries(nil), nil
 	}
-	body, ok := bytes.CutSuffix(data, []byte("\n"))
-	if !ok {
-		return nil, "", &exitcode.InvalidInput{File: file, Err: errors.New("JSON stream does not end with a newline")}
+	body, endsLine := bytes.CutSuffix(data, []byte("\n"))
+	body, startsDoc := bytes.CutPrefix(body, []byte("---\n"))
+	if !endsLine || !startsDoc {
+		return nil, "", &exitcode.InvalidInput{File: file, Err: errors.New("JSON stream does not start with --- or end with a newline")}
 	}
 	docs := bytes.Split(body, jsonStreamSep)
 	objs := make([]Object, len(docs))

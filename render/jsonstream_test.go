@@ -62,16 +62,17 @@ func TestJSONStreamRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := b.String()
-	first, _, _ := strings.Cut(good, "\n")
+	first, _, _ := strings.Cut(strings.TrimPrefix(good, "---\n"), "\n")
 	cases := map[string]string{
 		"spaces":              strings.Replace(good, `"kind":`, `"kind" :`, 1),
 		"keys out of order":   strings.Replace(good, `{"apiVersion":"apps/v1","kind":"Deployment",`, `{"kind":"Deployment","apiVersion":"apps/v1",`, 1),
 		"duplicate name":      strings.Replace(good, `{"apiVersion":"apps/v1",`, `{"apiVersion":"apps/v1","apiVersion":"apps/v1",`, 1),
 		"number spelled 3.0":  strings.Replace(good, `"replicas":3`, `"replicas":3.0`, 1),
 		"YAML document":       good + "---\nkind: Secret\n",
-		"two objects a line":  first + first + "\n",
+		"two objects a line":  "---\n" + first + first + "\n",
+		"no leading ---":      strings.TrimPrefix(good, "---\n"),
 		"no final newline":    strings.TrimSuffix(good, "\n"),
-		"an array":            "[1]\n",
+		"an array":            "---\n[1]\n",
 		"empty document":      good + "---\n\n",
 		"escaped differently": strings.Replace(good, `é`, `\u00e9`, 1),
 	}
@@ -92,8 +93,8 @@ func TestJSONStreamRefuses(t *testing.T) {
 // exactly what EncodeJSONStream writes for its objects, and its hash is
 // Hash's.
 func FuzzDecodeJSONStream(f *testing.F) {
-	f.Add([]byte("{\"a\":1}\n---\n{\"b\":[true,null,\"x\"]}\n"))
-	f.Add([]byte("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}\n"))
+	f.Add([]byte("---\n{\"a\":1}\n---\n{\"b\":[true,null,\"x\"]}\n"))
+	f.Add([]byte("---\n{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		objs, hash, err := render.DecodeJSONStream(data, "fuzz")
 		if err != nil {
