@@ -232,7 +232,8 @@ func checkImageContents(t *testing.T, ctx context.Context, root, repo string, ch
 			t.Fatalf("%s version (from %s) prints %q, want the stamped %q", p, ref, got, version)
 		}
 	}
-	t.Logf("image %s (linux/%s): user %s, %s version %s, plugin.yaml as in the repository", child, arch, cf.Config.User, ociimage.BinaryPath, version)
+	t.Logf("image %s (linux/%s): user %s, %s and %s version %s, plugin.yaml as in the repository", child, arch, cf.Config.User,
+		ociimage.BinaryPath, ociimage.PluginBinaryPath, version)
 }
 
 // extract reads the named files from the flattened filesystem of img.
