@@ -131,7 +131,7 @@ single() { # N RUNS
   peak "kustomize build" "" "$kz" build .
   peak "throughline-cmp generate --no-cache" "" "$lean" generate --no-cache
   peak "throughline-cmp generate (warm)" cached=true "$lean" generate
-  peak "throughline cmp generate (warm)" cached=true "$big" cmp generate
+  peak "throughline (one binary) cmp generate, warm" cached=true "$big" cmp generate
   cd "$top"
 }
 
