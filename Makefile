@@ -36,8 +36,8 @@ IMAGE_REPO ?=
 
 all: build test
 
-build: ## build ./bin/throughline
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/throughline ./cmd/throughline
+build: ## build ./bin/throughline and ./bin/throughline-cmp (the lean plugin binary plugin.yaml runs)
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/throughline ./cmd/throughline-cmp
 
 docs: ## regenerate the CLI reference docs/cli/*.md from the cobra commands
 	THROUGHLINE_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestCLIDocs$$' ./cmd/throughline/
@@ -45,10 +45,11 @@ docs: ## regenerate the CLI reference docs/cli/*.md from the cobra commands
 image: ## OCI image index (linux/amd64, linux/arm64) in bin/image; pushes when IMAGE_REPO is set
 	set -e; for arch in $(IMAGE_PLATFORMS); do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
-			-o $(BIN)/linux_$$arch/throughline ./cmd/throughline; \
+			-o $(BIN)/linux_$$arch/ ./cmd/throughline ./cmd/throughline-cmp; \
 	done
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./hack/image -out $(IMAGE_DIR) \
-		$(foreach a,$(IMAGE_PLATFORMS),-bin linux/$(a)=$(BIN)/linux_$(a)/throughline) \
+		$(foreach a,$(IMAGE_PLATFORMS),-bin linux/$(a)=$(BIN)/linux_$(a)/throughline \
+			-plugin-bin linux/$(a)=$(BIN)/linux_$(a)/throughline-cmp) \
 		-revision '$(REVISION)' -version '$(VERSION)' -repo '$(IMAGE_REPO)' \
 		-digest-file $(BIN)/image.ref
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
-	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/promotion/policyfile"
 )
 
 // resolveEnvironment checks what the Application claims against the
@@ -25,7 +25,7 @@ import (
 // empty environment parameter is then the directory name under overlays/,
 // policy.Environment); with one a directory name never chooses it.
 func resolveEnvironment(root, wd string, env Env, maxFileSize int64) (_ Env, byDirectory bool, _ error) {
-	reg, err := promotion.ReadRootRegistry(root, maxFileSize)
+	reg, err := policyfile.ReadRoot(root, maxFileSize)
 	if err != nil {
 		return env, false, err
 	}

@@ -23,6 +23,11 @@ type Options struct {
 	// Cache, when non-nil, serves and stores renders.
 	Cache       *Cache
 	MaxFileSize int64
+	// OnMiss, when set, is called once before rendering, when no cache
+	// entry could serve the render (or there is no cache): a plugin process
+	// that runs its garbage collector lazily for a cache hit restores it
+	// there.
+	OnMiss func()
 }
 
 // Result is a successful generate.
@@ -75,6 +80,9 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 			return &Result{Manifests: out, Acceptance: e.Acceptance, CacheHit: true}, nil
 		}
 	}
+	if opts.OnMiss != nil {
+		opts.OnMiss()
+	}
 	var trace *render.Trace
 	if opts.Cache != nil {
 		trace = &render.Trace{}
@@ -96,7 +104,7 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	var objs bytes.Buffer
-	if err := render.EncodeYAML(&objs, d.Objects); err != nil {
+	if err := render.EncodeJSONStream(&objs, d.Objects); err != nil {
 		return nil, err
 	}
 	out, err := assemble(objs.Bytes(), d.Acceptance)

@@ -57,7 +57,7 @@ check_counts() {
   local got
   got=$(cd "$1/$app" && "$kz" build . | grep -c '^kind: Deployment$' || true)
   [ "$got" = "$2" ] || { echo "bench-cli: kustomize build rendered $got Deployments, want $2" >&2; exit 1; }
-  got=$(cd "$1/$app" && "$tl" cmp generate --no-cache 2>/dev/null | grep -c '^kind: Deployment$' || true)
+  got=$(cd "$1/$app" && "$tl" cmp generate --no-cache 2>/dev/null | grep -c '^{"apiVersion":"apps/v1","kind":"Deployment",' || true)
   [ "$got" = "$2" ] || { echo "bench-cli: cmp generate rendered $got Deployments, want $2" >&2; exit 1; }
 }
 

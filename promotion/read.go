@@ -7,7 +7,6 @@ import (
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
-	"github.com/throughline-dev/throughline/render"
 )
 
 // AppEnv is the app and the target environment the record names (its
@@ -77,28 +76,4 @@ func ReadRegistry(ctx context.Context, repo *gitops.Repo, rev string) (*environm
 		return nil, err
 	}
 	return Registry(p)
-}
-
-// ReadRootRegistry reads the environment registry of PolicyFile in the
-// directory root (a work tree or the repository a plugin is given, not a
-// Git revision), through a filesystem confined to root with files capped
-// at maxFileSize: the empty registry when there is none. An unreadable or
-// invalid policy is invalid input naming the file.
-func ReadRootRegistry(root string, maxFileSize int64) (*environment.Registry, error) {
-	fsys, err := render.NewConfinedFS(root, maxFileSize, nil)
-	if err != nil {
-		return nil, &exitcode.InvalidInput{Err: err}
-	}
-	if !fsys.Exists(PolicyFile) {
-		return Registry(nil)
-	}
-	data, err := fsys.ReadFile(PolicyFile)
-	if err != nil {
-		return nil, exitcode.InvalidFile(PolicyFile, err)
-	}
-	pol, err := ParsePolicy(PolicyFile, data)
-	if err != nil {
-		return nil, &exitcode.InvalidInput{Err: err}
-	}
-	return Registry(pol)
 }

@@ -197,24 +197,6 @@ func ValidName(s string) bool { return nameRE.MatchString(s) }
 // RecordPath is the record of app in target environment env.
 func RecordPath(app, env string) string { return path.Join(Dir, app, env+".yaml") }
 
-// RecordError is a record that cannot be used: unparseable, refused by the
-// schema, or inconsistent. File names the record; Field the offending field
-// when one is known.
-type RecordError struct {
-	File  string
-	Field string
-	Err   error
-}
-
-func (e *RecordError) Error() string {
-	if e.Field != "" {
-		return fmt.Sprintf("promotion record %s: %s: %v", e.File, e.Field, e.Err)
-	}
-	return fmt.Sprintf("promotion record %s: %v", e.File, e.Err)
-}
-
-func (e *RecordError) Unwrap() error { return e.Err }
-
 // ErrSchemaVersion is wrapped when a record names another schemaVersion.
 var ErrSchemaVersion = errors.New("unsupported schemaVersion")
 

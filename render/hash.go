@@ -57,33 +57,31 @@ func ObjectHash(o Object) (string, error) {
 // policy refuses) are ordered by their canonical bytes so the hash stays
 // deterministic.
 func Hash(objs []Object) (string, error) {
-	type entry struct {
-		id    ID
-		canon []byte
-	}
-	entries := make([]entry, len(objs))
+	entries := make([]hashEntry, len(objs))
 	// Canonicalization is independent per object: spread it over the cores.
-	workers := min(runtime.GOMAXPROCS(0), len(objs)/64+1)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(objs); i += workers {
-				c, err := Canonical(objs[i])
-				if err != nil {
-					errs[w] = err
-					return
-				}
-				entries[i] = entry{objs[i].ID(), c}
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err := parallel(len(objs), func(i int) error {
+		c, err := Canonical(objs[i])
+		if err != nil {
+			return err
+		}
+		entries[i] = hashEntry{objs[i].ID(), c}
+		return nil
+	})
+	if err != nil {
 		return "", err
 	}
+	return hashEntries(entries), nil
+}
+
+// hashEntry is one object of a rendered hash: its identity and canonical
+// form.
+type hashEntry struct {
+	id    ID
+	canon []byte
+}
+
+// hashEntries is Hash of objects already canonicalized.
+func hashEntries(entries []hashEntry) string {
 	sort.Slice(entries, func(i, j int) bool {
 		a, b := entries[i].id, entries[j].id
 		switch {
@@ -103,5 +101,27 @@ func Hash(objs []Object) (string, error) {
 		h.Write(e.canon)
 		h.Write([]byte{'\n'})
 	}
-	return HashPrefix + hex.EncodeToString(h.Sum(nil)), nil
+	return HashPrefix + hex.EncodeToString(h.Sum(nil))
+}
+
+// parallel runs f(0..n-1) on every core (n/64+1 workers at most) and
+// joins the errors.
+func parallel(n int, f func(i int) error) error {
+	workers := min(runtime.GOMAXPROCS(0), n/64+1)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				if err := f(i); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

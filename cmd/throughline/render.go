@@ -13,6 +13,7 @@ import (
 
 	"github.com/throughline-dev/throughline/acceptance"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/cli"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -132,17 +133,7 @@ func (o *renderOptions) declare(ctx context.Context, g *globals, path string) (*
 	})
 }
 
-func logExceptions(g *globals, exs []policy.Exception) {
-	for _, ex := range exs {
-		if ex.Secret != "" {
-			g.log.Warn().Str("secret", ex.Secret).Str("object", ex.Object).Str("field", ex.Field).
-				Str("reason", ex.Reason).Msg("allow-list exception used: Secret carries values in the desired state (not shown)")
-			continue
-		}
-		g.log.Warn().Str("image", ex.Image).Str("object", ex.Object).Str("field", ex.Field).
-			Str("pattern", ex.Pattern).Str("reason", ex.Reason).Msg("allow-list exception used: image not pinned by digest")
-	}
-}
+func logExceptions(g *globals, exs []policy.Exception) { cli.LogExceptions(g.log, exs) }
 
 func printRender(w io.Writer, output string, d *acceptance.Declaration) error {
 	acc, err := acceptance.ToObject(&d.Acceptance)

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/cli"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -19,15 +20,7 @@ var version = ""
 
 // buildVersion returns the stamped version, else the module version from the
 // build info, else "dev".
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
+func buildVersion() string { return cli.Version(version) }
 
 // globals are the flags every command shares.
 type globals struct {
@@ -88,19 +81,11 @@ func newRootCommand(g *globals, stdout, stderr io.Writer) *cobra.Command {
 // setup applies the global flags before any command runs: the logger on
 // stderr and the --timeout of the command's context.
 func (g *globals) setup(cmd *cobra.Command, stderr io.Writer) error {
-	level, err := zerolog.ParseLevel(g.logLevel)
+	log, err := cli.NewLogger(g.logLevel, g.logFormat, stderr)
 	if err != nil {
-		return exitcode.Usagef("--log-level %q: %v", g.logLevel, err)
+		return err
 	}
-	w := stderr
-	switch g.logFormat {
-	case "json":
-	case "console":
-		w = zerolog.ConsoleWriter{Out: stderr, NoColor: !isTerminal(stderr), TimeFormat: time.RFC3339}
-	default:
-		return exitcode.Usagef("--log-format %q: want console or json", g.logFormat)
-	}
-	g.log = zerolog.New(w).Level(level).With().Timestamp().Logger()
+	g.log = log
 	if g.timeout > 0 {
 		ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
 		cobra.OnFinalize(cancel)
@@ -135,13 +120,4 @@ func maxArgs(n int) cobra.PositionalArgs {
 		}
 		return nil
 	}
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -208,7 +208,7 @@ func checkImageContents(t *testing.T, ctx context.Context, root, repo string, ch
 	if got := cf.Config.Labels[ociimage.LabelVersion]; got != version {
 		t.Errorf("image %s: label %s = %q, want %q", ref, ociimage.LabelVersion, got, version)
 	}
-	files, err := extract(img, ociimage.BinaryPath, ociimage.PluginPath)
+	files, err := extract(img, ociimage.BinaryPath, ociimage.PluginBinaryPath, ociimage.PluginPath)
 	if err != nil {
 		t.Fatalf("extract %s: %v", ref, err)
 	}
@@ -219,18 +219,21 @@ func checkImageContents(t *testing.T, ctx context.Context, root, repo string, ch
 	if !bytes.Equal(files[ociimage.PluginPath], plugin) {
 		t.Errorf("%s in %s differs from the repository's plugin.yaml", ociimage.PluginPath, ref)
 	}
-	bin := filepath.Join(t.TempDir(), "throughline")
-	if err := os.WriteFile(bin, files[ociimage.BinaryPath], 0o755); err != nil {
-		t.Fatal(err)
+	for _, p := range []string{ociimage.BinaryPath, ociimage.PluginBinaryPath} {
+		bin := filepath.Join(t.TempDir(), path.Base(p))
+		if err := os.WriteFile(bin, files[p], 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.CommandContext(ctx, bin, "version").Output()
+		if err != nil {
+			t.Fatalf("%s version (from %s): %v", p, ref, err)
+		}
+		if got := strings.TrimSpace(string(out)); got != version {
+			t.Fatalf("%s version (from %s) prints %q, want the stamped %q", p, ref, got, version)
+		}
 	}
-	out, err := exec.CommandContext(ctx, bin, "version").Output()
-	if err != nil {
-		t.Fatalf("%s version (from %s): %v", ociimage.BinaryPath, ref, err)
-	}
-	if got := strings.TrimSpace(string(out)); got != version {
-		t.Fatalf("%s version (from %s) prints %q, want the stamped %q", ociimage.BinaryPath, ref, got, version)
-	}
-	t.Logf("image %s (linux/%s): user %s, %s version %s, plugin.yaml as in the repository", child, arch, cf.Config.User, ociimage.BinaryPath, version)
+	t.Logf("image %s (linux/%s): user %s, %s and %s version %s, plugin.yaml as in the repository", child, arch, cf.Config.User,
+		ociimage.BinaryPath, ociimage.PluginBinaryPath, version)
 }
 
 // extract reads the named files from the flattened filesystem of img.

@@ -3,7 +3,9 @@
 // layout and, when -repo is set, pushes it. It prints the index digest.
 //
 //	go run ./hack/image -bin linux/amd64=bin/linux_amd64/throughline \
-//	    -bin linux/arm64=bin/linux_arm64/throughline -out bin/image
+//	    -plugin-bin linux/amd64=bin/linux_amd64/throughline-cmp \
+//	    -bin linux/arm64=bin/linux_arm64/throughline \
+//	    -plugin-bin linux/arm64=bin/linux_arm64/throughline-cmp -out bin/image
 package main
 
 import (
@@ -49,6 +51,8 @@ func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
 	bins := binFlags{}
 	fs.Var(bins, "bin", "linux/<arch>=<path of the binary>; repeat per platform")
+	pluginBins := binFlags{}
+	fs.Var(pluginBins, "plugin-bin", "linux/<arch>=<path of throughline-cmp>; one per -bin platform")
 	out := fs.String("out", "bin/image", "OCI layout directory to write")
 	plugin := fs.String("plugin", "plugin.yaml", "Argo CD plugin manifest")
 	cacerts := fs.String("ca-certs", "/etc/ssl/certs/ca-certificates.crt", "PEM CA bundle to ship")
@@ -72,12 +76,18 @@ func run(ctx context.Context, args []string) error {
 		return fmt.Errorf("epoch: %w", err)
 	}
 	spec := ociimage.Spec{
-		Binaries: map[string][]byte{},
-		Created:  time.Unix(secs, 0).UTC(),
-		Source:   *source, Revision: *revision, Version: *version,
+		Binaries:       map[string][]byte{},
+		PluginBinaries: map[string][]byte{},
+		Created:        time.Unix(secs, 0).UTC(),
+		Source:         *source, Revision: *revision, Version: *version,
 	}
 	for arch, p := range bins {
 		if spec.Binaries[arch], err = os.ReadFile(p); err != nil {
+			return err
+		}
+	}
+	for arch, p := range pluginBins {
+		if spec.PluginBinaries[arch], err = os.ReadFile(p); err != nil {
 			return err
 		}
 	}

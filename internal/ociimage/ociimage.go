@@ -49,12 +49,19 @@ const (
 	defaultPathEnv = "PATH=/usr/local/bin"
 )
 
+// PluginBinaryPath is throughline-cmp, the lean binary plugin.yaml runs (on
+// the image's PATH, next to BinaryPath).
+const PluginBinaryPath = "/usr/local/bin/throughline-cmp"
+
 // Spec is everything that goes into the image. Two equal Specs give the same
 // index digest.
 type Spec struct {
 	// Binaries maps an architecture (amd64, arm64) to the linux binary built
 	// for it. The OS is always linux.
 	Binaries map[string][]byte
+	// PluginBinaries maps the same architectures to throughline-cmp, the
+	// plugin binary (PluginBinaryPath).
+	PluginBinaries map[string][]byte
 	// PluginYAML is the Argo CD ConfigManagementPlugin manifest.
 	PluginYAML []byte
 	// CACerts is the PEM bundle written at CACertsPath.
@@ -72,6 +79,14 @@ func (s Spec) validate() error {
 	for arch, b := range s.Binaries {
 		if len(b) == 0 {
 			return fmt.Errorf("ociimage: empty binary for %s", arch)
+		}
+		if len(s.PluginBinaries[arch]) == 0 {
+			return fmt.Errorf("ociimage: no throughline-cmp binary for %s (plugin.yaml runs it)", arch)
+		}
+	}
+	for arch := range s.PluginBinaries {
+		if _, ok := s.Binaries[arch]; !ok {
+			return fmt.Errorf("ociimage: a throughline-cmp binary for %s but no throughline binary", arch)
 		}
 	}
 	if len(s.PluginYAML) == 0 {
@@ -138,6 +153,7 @@ func Build(spec Spec) (v1.ImageIndex, error) {
 func buildImage(spec Spec, base v1.Layer, arch string) (v1.Image, error) {
 	app, err := layerFromFiles([]file{
 		{path: BinaryPath, mode: 0o755, data: spec.Binaries[arch]},
+		{path: PluginBinaryPath, mode: 0o755, data: spec.PluginBinaries[arch]},
 		{path: PluginPath, mode: 0o444, data: spec.PluginYAML},
 	}, spec.Created)
 	if err != nil {
@@ -150,7 +166,7 @@ func buildImage(spec Spec, base v1.Layer, arch string) (v1.Image, error) {
 		mutate.Addendum{Layer: base, MediaType: types.OCILayer,
 			History: v1.History{Created: created, CreatedBy: "throughline ociimage: base (ca-certificates, passwd)"}},
 		mutate.Addendum{Layer: app, MediaType: types.OCILayer,
-			History: v1.History{Created: created, CreatedBy: "throughline ociimage: throughline binary, plugin.yaml"}},
+			History: v1.History{Created: created, CreatedBy: "throughline ociimage: throughline and throughline-cmp binaries, plugin.yaml"}},
 	)
 	if err != nil {
 		return nil, err

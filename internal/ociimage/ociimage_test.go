@@ -27,6 +27,10 @@ func testSpec() Spec {
 			"amd64": []byte("\x7fELF amd64 binary"),
 			"arm64": []byte("\x7fELF arm64 binary"),
 		},
+		PluginBinaries: map[string][]byte{
+			"amd64": []byte("\x7fELF amd64 throughline-cmp"),
+			"arm64": []byte("\x7fELF arm64 throughline-cmp"),
+		},
 		PluginYAML: []byte("apiVersion: argoproj.io/v1alpha1\nkind: ConfigManagementPlugin\n"),
 		CACerts:    []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"),
 		Created:    time.Unix(1764000000, 0).UTC(),
@@ -151,6 +155,9 @@ func TestImageContents(t *testing.T) {
 		if files["usr/local/bin/throughline"].hdr.Mode != 0o755 {
 			t.Errorf("%s: binary mode %o", want, files["usr/local/bin/throughline"].hdr.Mode)
 		}
+		if f := files["usr/local/bin/throughline-cmp"]; string(f.data) != string(spec.PluginBinaries[want]) || f.hdr.Mode != 0o755 {
+			t.Errorf("%s: throughline-cmp missing, wrong or not executable", want)
+		}
 		if string(files["home/argocd/cmp-server/config/plugin.yaml"].data) != string(spec.PluginYAML) {
 			t.Errorf("%s: plugin.yaml missing or wrong", want)
 		}
@@ -267,5 +274,20 @@ func TestPushLoopback(t *testing.T) {
 	}
 	if d, _ := got.Digest(); d != want {
 		t.Fatalf("pulled %s, pushed %s", d, want)
+	}
+}
+
+// TestBuildNeedsThePluginBinary: plugin.yaml runs throughline-cmp, so an
+// image of a platform without it would fail every render in the sidecar.
+func TestBuildNeedsThePluginBinary(t *testing.T) {
+	spec := testSpec()
+	delete(spec.PluginBinaries, "arm64")
+	if _, err := Build(spec); err == nil || !strings.Contains(err.Error(), "no throughline-cmp binary for arm64") {
+		t.Errorf("Build without arm64's throughline-cmp: %v", err)
+	}
+	spec = testSpec()
+	spec.PluginBinaries["riscv64"] = []byte("\x7fELF")
+	if _, err := Build(spec); err == nil {
+		t.Error("Build with a throughline-cmp for a platform without throughline succeeded")
 	}
 }

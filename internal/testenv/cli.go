@@ -19,7 +19,8 @@ func moduleRoot() string {
 }
 
 // MainWithThroughline is a TestMain body for suites that run the CLI as a
-// user would: it builds ./cmd/throughline once into a temporary directory,
+// user would: it builds ./cmd/throughline (and ./cmd/throughline-cmp, the
+// plugin binary) once into a temporary directory,
 // stores its path in *bin, runs the tests and removes the directory.
 func MainWithThroughline(m *testing.M, bin *string) {
 	dir, err := os.MkdirTemp("", "throughline-e2e-")
@@ -28,7 +29,8 @@ func MainWithThroughline(m *testing.M, bin *string) {
 		os.Exit(1)
 	}
 	*bin = filepath.Join(dir, "throughline")
-	build := exec.Command("go", "build", "-o", *bin, "./cmd/throughline")
+	// throughline-cmp next to it: plugin.yaml's command, found on PATH.
+	build := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/throughline", "./cmd/throughline-cmp")
 	build.Dir, build.Stdout, build.Stderr = moduleRoot(), os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building throughline:", err)

@@ -402,8 +402,9 @@ var (
 	buildErr  error
 )
 
-// Throughline builds ./cmd/throughline of the enclosing repository once per
-// test process.
+// Throughline builds ./cmd/throughline and ./cmd/throughline-cmp of the
+// enclosing repository once per test process into one directory and
+// returns throughline's path.
 func Throughline(t *testing.T) string {
 	t.Helper()
 	top := RepoRoot(t)
@@ -414,10 +415,11 @@ func Throughline(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "throughline")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/throughline")
+		// throughline-cmp next to it: plugin.yaml's command, found on PATH.
+		cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/throughline", "./cmd/throughline-cmp")
 		cmd.Dir = top
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/throughline in %s: %v\n%s", top, err, out)
+			buildErr = fmt.Errorf("go build ./cmd/throughline ./cmd/throughline-cmp in %s: %v\n%s", top, err, out)
 		}
 	})
 	if buildErr != nil {

@@ -38,12 +38,12 @@ func pluginConfig(t *testing.T, cfg []byte) []byte {
 	if len(wrap) == 0 {
 		return cfg
 	}
-	const cmd = "command: [throughline, cmp, generate]"
+	const cmd = "command: [throughline-cmp, generate]"
 	if !strings.Contains(string(cfg), cmd) {
 		t.Fatalf("%s: plugin.yaml has no %q to wrap", WrapperEnv, cmd)
 	}
-	t.Logf("%s: generate runs as %v throughline cmp generate", WrapperEnv, wrap)
-	return []byte(strings.Replace(string(cfg), cmd, "command: ["+strings.Join(wrap, ", ")+", throughline, cmp, generate]", 1))
+	t.Logf("%s: generate runs as %v throughline-cmp generate", WrapperEnv, wrap)
+	return []byte(strings.Replace(string(cfg), cmd, "command: ["+strings.Join(wrap, ", ")+", throughline-cmp, generate]", 1))
 }
 
 // recorder remembers every connection and request a server received.

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"os"
@@ -12,17 +12,17 @@ import (
 func TestDefaultCacheDir(t *testing.T) {
 	t.Setenv(EnvCacheDir, "")
 	t.Setenv("XDG_CACHE_HOME", "/home/u/.cache")
-	if got := defaultCacheDir(); got != filepath.Join("/home/u/.cache", "throughline", "render") {
+	if got := DefaultCacheDir(); got != filepath.Join("/home/u/.cache", "throughline", "render") {
 		t.Errorf("with XDG_CACHE_HOME: %q", got)
 	}
 	t.Setenv(EnvCacheDir, "/var/cache/tl")
-	if got := defaultCacheDir(); got != "/var/cache/tl" {
+	if got := DefaultCacheDir(); got != "/var/cache/tl" {
 		t.Errorf("with %s: %q", EnvCacheDir, got)
 	}
 	t.Setenv(EnvCacheDir, "")
 	t.Setenv("XDG_CACHE_HOME", "")
 	t.Setenv("HOME", "")
-	if got := defaultCacheDir(); got != "" || strings.HasPrefix(got, os.TempDir()) {
+	if got := DefaultCacheDir(); got != "" || strings.HasPrefix(got, os.TempDir()) {
 		t.Errorf("without a user cache directory: %q, want none (render uncached)", got)
 	}
 }
