@@ -128,19 +128,7 @@ images:
 		fmt.Fprintf(&o, "  - name: %s\n    newTag: \"1.4.%d@%s\"\n", im, i, Digest(i))
 	}
 	write(filepath.Join(overlay, "kustomization.yaml"), o.String())
-	write(filepath.Join(overlay, "environment.yaml"), `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: any
-spec:
-  template:
-    spec:
-      containers:
-        - name: app
-          env:
-            - name: ENVIRONMENT
-              value: production
-`)
+	write(filepath.Join(overlay, "environment.yaml"), environmentPatch("production"))
 	if werr != nil {
 		return "", werr
 	}
@@ -161,4 +149,22 @@ func CPUNow() time.Duration {
 // ReportCPU reports the CPU time used since start per iteration.
 func ReportCPU(b *testing.B, start time.Duration) {
 	b.ReportMetric(float64(CPUNow()-start)/float64(b.N), "cpu-ns/op")
+}
+
+// environmentPatch is an overlay's patch of every Deployment's app
+// container: ENVIRONMENT=env.
+func environmentPatch(env string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: any
+spec:
+  template:
+    spec:
+      containers:
+        - name: app
+          env:
+            - name: ENVIRONMENT
+              value: %s
+`, env)
 }

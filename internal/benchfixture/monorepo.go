@@ -126,19 +126,7 @@ images:
 		od := filepath.Join(dir, "overlays", env)
 		w.file(filepath.Join(od, "kustomization.yaml"), o.String())
 		w.file(filepath.Join(od, ".throughline"), "")
-		w.file(filepath.Join(od, "environment.yaml"), fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: any
-spec:
-  template:
-    spec:
-      containers:
-        - name: app
-          env:
-            - name: ENVIRONMENT
-              value: %s
-`, env))
+		w.file(filepath.Join(od, "environment.yaml"), environmentPatch(env))
 	}
 }
 
