@@ -1,9 +1,15 @@
 package chainview
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 )
@@ -74,4 +80,25 @@ func (m *Model) WithLive(live map[string]Live) *Model {
 		c.Apps[i] = &ac
 	}
 	return &c
+}
+
+// KubeLive asks the API server c reads what runs: every Acceptance, in all
+// namespaces, through LiveFromAcceptances (what serve's web view gives
+// Handler.Live). One that does not decode is skipped.
+func KubeLive(c client.Reader) func(context.Context) (map[string]Live, error) {
+	return func(ctx context.Context) (map[string]Live, error) {
+		var list unstructured.UnstructuredList
+		list.SetGroupVersionKind(v1alpha1.AcceptanceListGVK())
+		if err := c.List(ctx, &list); err != nil {
+			return nil, fmt.Errorf("web view: listing Acceptances: %w", err)
+		}
+		items := make([]v1alpha1.Acceptance, 0, len(list.Items))
+		for _, u := range list.Items {
+			var a v1alpha1.Acceptance
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &a); err == nil {
+				items = append(items, a)
+			}
+		}
+		return LiveFromAcceptances(items), nil
+	}
 }

@@ -11,12 +11,9 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/chainview"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
@@ -133,19 +130,5 @@ func liveAcceptances(cfg *rest.Config) (func(context.Context) (map[string]chainv
 	if err != nil {
 		return nil, fmt.Errorf("web view: a client for the Acceptances: %w", err)
 	}
-	return func(ctx context.Context) (map[string]chainview.Live, error) {
-		var list unstructured.UnstructuredList
-		list.SetGroupVersionKind(v1alpha1.AcceptanceListGVK())
-		if err := c.List(ctx, &list); err != nil {
-			return nil, fmt.Errorf("web view: listing Acceptances: %w", err)
-		}
-		items := make([]v1alpha1.Acceptance, 0, len(list.Items))
-		for _, u := range list.Items {
-			var a v1alpha1.Acceptance
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &a); err == nil {
-				items = append(items, a)
-			}
-		}
-		return chainview.LiveFromAcceptances(items), nil
-	}, nil
+	return chainview.KubeLive(c), nil
 }

@@ -59,7 +59,13 @@ func browser(t *testing.T) context.Context {
 // the server throughline serve --ui-bind-address builds.
 func serve(t *testing.T, f *chainfixture.Repo) string {
 	t.Helper()
-	h := &chainview.Handler{Repo: f.Repo, Options: chainview.Options{CommitURL: "https://forge.example/gitops/commit/%s"}}
+	return serveHandler(t, &chainview.Handler{Repo: f.Repo, Options: chainview.Options{CommitURL: "https://forge.example/gitops/commit/%s"}})
+}
+
+// serveHandler runs h on a real listener on loopback, behind the server
+// throughline serve --ui-bind-address builds.
+func serveHandler(t *testing.T, h *chainview.Handler) string {
+	t.Helper()
 	srv := notifier.NewServer("127.0.0.1:0", h, time.Minute)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
