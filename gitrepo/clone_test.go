@@ -518,3 +518,41 @@ func TestReadInProcessMatchesGit(t *testing.T) {
 		t.Fatalf("after a fetch: %q, %v", b, err)
 	}
 }
+
+// Ancestry in process: an unknown commit is not an ancestor, but a
+// repository that cannot be read is an error, never a "no" (the notifier
+// would HALT a good promotion as "wrong revision" on a damaged clone).
+func TestCloneAncestryOnADamagedClone(t *testing.T) {
+	ctx := context.Background()
+	rr := newRemote(t)
+	dir := filepath.Join(t.TempDir(), "clone")
+	r := rr.clone(t, dir)
+	tip := rr.tip(t)
+	if ok, err := r.IsAncestor(ctx, tip, tip); err != nil || !ok {
+		t.Fatalf("IsAncestor(tip, tip) = %t, %v", ok, err)
+	}
+	if ok, err := r.IsAncestor(ctx, strings.Repeat("ab", 20), tip); err != nil || ok {
+		t.Fatalf("an unknown commit: %t, %v; want false, nil", ok, err)
+	}
+	packs, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "*.pack"))
+	if err != nil || len(packs) == 0 {
+		t.Fatalf("no pack in the clone: %v", err)
+	}
+	for _, p := range packs {
+		data, err := os.ReadFile(p)
+		must(t, err)
+		for i := 32; i < len(data)-20; i++ { // keep the header, garble the objects
+			data[i] ^= 0x5a
+		}
+		must(t, os.WriteFile(p, data, 0o644))
+	}
+	fresh, err := Clone(ctx, CloneOptions{URL: rr.url, Dir: dir, Credentials: Credentials{Token: []byte(testToken)}})
+	if err != nil {
+		t.Logf("reopening the damaged clone: %v", err)
+		return // refusing to open it is fine too
+	}
+	ok, err := fresh.IsAncestor(ctx, tip, tip)
+	if err == nil {
+		t.Fatalf("IsAncestor on a damaged clone = %t, nil; want an error", ok)
+	}
+}

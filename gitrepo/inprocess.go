@@ -30,14 +30,29 @@ func (m *inProcess) resolve(rev string) (plumbing.Hash, error) {
 	if strings.HasPrefix(rev, "-") || rev == "" || strings.ContainsAny(rev, "\n\x00") {
 		return plumbing.ZeroHash, fmt.Errorf("revision %q: %w", rev, ErrNotFound)
 	}
-	h, err := m.repo.ResolveRevision(plumbing.Revision(rev))
-	if err != nil {
+	h := plumbing.NewHash(rev)
+	if h.String() != rev { // not a full commit id: a reference or an expression
+		r, err := m.repo.ResolveRevision(plumbing.Revision(rev))
+		if errors.Is(err, plumbing.ErrReferenceNotFound) || errors.Is(err, plumbing.ErrObjectNotFound) {
+			return plumbing.ZeroHash, fmt.Errorf("revision %s: %w", rev, ErrNotFound)
+		}
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("revision %s: %w", rev, err)
+		}
+		h = *r
+	}
+	// Only a missing object is "not found": a repository that cannot be
+	// read is an error, never a "no" (IsAncestor, FileHistory).
+	_, err := m.repo.CommitObject(h)
+	switch {
+	case errors.Is(err, plumbing.ErrObjectNotFound):
 		return plumbing.ZeroHash, fmt.Errorf("revision %s: %w", rev, ErrNotFound)
-	}
-	if _, err := m.repo.CommitObject(*h); err != nil {
+	case errors.Is(err, plumbing.ErrInvalidType):
 		return plumbing.ZeroHash, fmt.Errorf("revision %s: not a commit: %w", rev, ErrNotFound)
+	case err != nil:
+		return plumbing.ZeroHash, fmt.Errorf("revision %s: %w", rev, err)
 	}
-	return *h, nil
+	return h, nil
 }
 
 func (m *inProcess) tree(rev string) (*object.Tree, error) {
@@ -125,12 +140,18 @@ func (m *inProcess) listTree(rev, dir string) ([]string, error) {
 
 func (m *inProcess) isAncestor(a, b string) (bool, error) {
 	ha, err := m.resolve(a)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil // a commit the repository does not have is not an ancestor
+	}
 	if err != nil {
-		return false, nil
+		return false, fmt.Errorf("is %s an ancestor of %s: %w", a, b, err)
 	}
 	hb, err := m.resolve(b)
-	if err != nil {
+	if errors.Is(err, ErrNotFound) {
 		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("is %s an ancestor of %s: %w", a, b, err)
 	}
 	ca, err := m.repo.CommitObject(ha)
 	if err != nil {
