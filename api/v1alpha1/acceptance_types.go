@@ -89,6 +89,12 @@ type AcceptanceSpec struct {
 	// Exceptions are the allow-list exceptions this render used.
 	Exceptions []Exception `json:"exceptions,omitempty"`
 	Workloads  []Workload  `json:"workloads"`
+	// Checks are the runtime checks declared for the app in this
+	// environment; being in the Acceptance, they are covered by the
+	// rendered hash's object set and travel with the render.
+	Checks *RuntimeChecks `json:"checks,omitempty"`
+	// Deadlines are the environment's deadlines (environment registry).
+	Deadlines *Deadlines `json:"deadlines,omitempty"`
 }
 
 // Exception is an allow-list entry that a render used: an image let
@@ -175,6 +181,11 @@ type AcceptanceStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// Workloads is what the verifier observed per workload.
 	Workloads []WorkloadStatus `json:"workloads,omitempty"`
+	// SoakStartedAt is when the running images were verified and the checks'
+	// soak began (absent without checks).
+	SoakStartedAt *metav1.Time `json:"soakStartedAt,omitempty"`
+	// Checks is each runtime check's last evaluation.
+	Checks []CheckStatus `json:"checks,omitempty"`
 }
 
 // WorkloadStatus is one workload in status.

@@ -24,6 +24,8 @@ var enums = map[reflect.Type][]string{
 	reflect.TypeFor[v1alpha1.Outcome]():       {"Verified", "Pending", "Unverifiable", "Mismatch"},
 	reflect.TypeFor[v1alpha1.MatchKind]():     {"Exact", "IndexChild", "ConfigDigest"},
 	reflect.TypeFor[metav1.ConditionStatus](): {"True", "False", "Unknown"},
+	reflect.TypeFor[v1alpha1.Comparison]():     {"<", "<=", ">", ">=", "==", "!="},
+	reflect.TypeFor[v1alpha1.CheckVerdict]():   {"Pending", "Passed", "Failed", "Unverifiable"},
 }
 
 func readCRD(t *testing.T) *apiextv1.CustomResourceDefinition {
@@ -137,6 +139,11 @@ func compareSchema(t *testing.T, path string, typ reflect.Type, s *apiextv1.JSON
 	case typ == reflect.TypeFor[metav1.Time]():
 		if s.Type != "string" || s.Format != "date-time" {
 			t.Errorf("%s: Go %s, schema type %q format %q, want string/date-time", where, typ, s.Type, s.Format)
+		}
+		return
+	case typ == reflect.TypeFor[metav1.Duration]():
+		if s.Type != "string" {
+			t.Errorf("%s: Go %s, schema type %q, want string (a Go duration)", where, typ, s.Type)
 		}
 		return
 	case opaque[typ]:
