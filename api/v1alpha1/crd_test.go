@@ -24,8 +24,8 @@ var enums = map[reflect.Type][]string{
 	reflect.TypeFor[v1alpha1.Outcome]():       {"Verified", "Pending", "Unverifiable", "Mismatch"},
 	reflect.TypeFor[v1alpha1.MatchKind]():     {"Exact", "IndexChild", "ConfigDigest"},
 	reflect.TypeFor[metav1.ConditionStatus](): {"True", "False", "Unknown"},
-	reflect.TypeFor[v1alpha1.Comparison]():     {"<", "<=", ">", ">=", "==", "!="},
-	reflect.TypeFor[v1alpha1.CheckVerdict]():   {"Pending", "Passed", "Failed", "Unverifiable"},
+	reflect.TypeFor[v1alpha1.Comparison]():    {"<", "<=", ">", ">=", "==", "!="},
+	reflect.TypeFor[v1alpha1.CheckVerdict]():  {"Pending", "Passed", "Failed", "Unverifiable"},
 }
 
 func readCRD(t *testing.T) *apiextv1.CustomResourceDefinition {
