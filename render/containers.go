@@ -3,6 +3,8 @@ package render
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // PodSpecContainerFields are the lists of a PodSpec that hold containers.
@@ -41,9 +43,10 @@ const (
 // template is covered without a list of kinds.
 func Containers(o Object) []Container {
 	var out []Container
-	walkContainers(o.Map, "", func(path string, c map[string]any) {
+	id := o.ID()
+	w := containerWalk{visit: func(path string, c map[string]any) {
 		name, _ := c["name"].(string)
-		ct := Container{Object: o.ID(), Source: o.Source, Path: path, Name: name}
+		ct := Container{Object: id, Source: o.Source, Path: path, Name: name}
 		switch v, ok := c["image"]; {
 		case !ok:
 			ct.ImageField = ImageMissing
@@ -54,40 +57,79 @@ func Containers(o Object) []Container {
 			ct.Image = fmt.Sprint(v)
 		}
 		out = append(out, ct)
-	})
+	}}
+	w.walk(o.Map)
 	return out
 }
 
 func isString(v any) bool { _, ok := v.(string); return ok }
 
-func walkContainers(v any, path string, visit func(string, map[string]any)) {
+// containerWalk visits every container list at any depth, in the order of
+// the sorted field names. The field path is kept as a stack of segments
+// and written out only for a container found: most fields hold none.
+type containerWalk struct {
+	visit func(path string, c map[string]any)
+	path  []pathSegment
+	keys  []string
+}
+
+// pathSegment is a field name, or a list index when key is empty.
+type pathSegment struct {
+	key   string
+	index int
+}
+
+func (w *containerWalk) walk(v any) {
 	switch t := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
+		// Only maps and lists can hold a container: sort just their names.
+		start := len(w.keys)
+		for k, e := range t {
+			switch e.(type) {
+			case map[string]any, []any:
+				w.keys = append(w.keys, k)
+			}
 		}
+		keys := w.keys[start:]
 		sort.Strings(keys)
 		for _, k := range keys {
-			p := k
-			if path != "" {
-				p = path + "." + k
-			}
 			if list, ok := t[k].([]any); ok && isContainerField(k) {
 				for i, item := range list {
 					if c, ok := item.(map[string]any); ok {
-						visit(fmt.Sprintf("%s[%d]", p, i), c)
+						w.visit(w.pathOf(k, i), c)
 					}
 				}
 				continue
 			}
-			walkContainers(t[k], p, visit)
+			w.path = append(w.path, pathSegment{key: k})
+			w.walk(t[k])
+			w.path = w.path[:len(w.path)-1]
 		}
+		w.keys = w.keys[:start]
 	case []any:
 		for i, item := range t {
-			walkContainers(item, fmt.Sprintf("%s[%d]", path, i), visit)
+			w.path = append(w.path, pathSegment{index: i})
+			w.walk(item)
+			w.path = w.path[:len(w.path)-1]
 		}
 	}
+}
+
+// pathOf is the field path of item i of the list in field k of the current
+// path (spec.template.spec.containers[0]).
+func (w *containerWalk) pathOf(k string, i int) string {
+	var b strings.Builder
+	for _, s := range append(w.path, pathSegment{key: k}, pathSegment{index: i}) {
+		if s.key == "" {
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s.key)
+	}
+	return b.String()
 }
 
 func isContainerField(k string) bool {

@@ -28,6 +28,9 @@ const HashPrefix = "sha256:"
 // bytes are always those of encoding/json + RFC 8785; FuzzCanonical checks
 // that against an independent JCS implementation.
 func Canonical(o Object) ([]byte, error) {
+	if c, ok := canonicalDirect(o.Map); ok {
+		return c, nil
+	}
 	raw, err := jsonv2.Marshal(o.Map, jsonv2.FormatNilSliceAsNull(true), jsonv2.FormatNilMapAsNull(true))
 	if err != nil {
 		if raw, err = json.Marshal(o.Map); err != nil {
