@@ -118,7 +118,9 @@ type Summary struct {
 }
 
 // Samples are the measured values of figure (seconds), unsorted.
-func (f *Figures) Samples(figure Figure) []float64 { return append([]float64(nil), f.samples[figure]...) }
+func (f *Figures) Samples(figure Figure) []float64 {
+	return append([]float64(nil), f.samples[figure]...)
+}
 
 // AttemptSamples are the attempts of each promotion counted.
 func (f *Figures) AttemptSamples() []float64 { return append([]float64(nil), f.attempts...) }
