@@ -19,9 +19,6 @@ const DefaultLimit = 100
 // 30 s to a week.
 var DurationBuckets = []float64{30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 43200, 86400, 172800, 604800}
 
-// AttemptBuckets are the upper bounds of the attempts-per-promotion histogram.
-var AttemptBuckets = []float64{1, 2, 3, 5, 8}
-
 // metricClasses are the class label values; any other class is "other"
 // (the report itself keeps it as itself).
 var metricClasses = map[string]bool{ClassSource: true, ClassRender: true, ClassLive: true, ClassRuntime: true,
@@ -43,11 +40,14 @@ var (
 		ObservedToAccepted: prometheus.NewDesc("throughline_delivery_observed_to_accepted_seconds",
 			"From the evidence's verifiedAt to the record's ACCEPTED entry, per accepted attempt.", pairLabels, nil),
 	}
-	descAttemptsPer = prometheus.NewDesc("throughline_delivery_attempts_per_promotion",
-		"Attempts of each promotion (an app, an environment and a digest).", pairLabels, nil)
-	descPromotions = prometheus.NewDesc("throughline_delivery_promotions_total", "Promotions (digests) with an attempt in Git.", pairLabels, nil)
-	descAttempts   = prometheus.NewDesc("throughline_delivery_attempts_total", "Promotion attempts in Git, by their last state "+
-		"(accepted, halted, rejected, open).", append(pairLabels, "outcome"), nil)
+	descPromotions = prometheus.NewDesc("throughline_delivery_promotions_total",
+		"Promotions (an app, an environment and a digest) with an attempt in Git.", pairLabels, nil)
+	descAttempts = prometheus.NewDesc("throughline_delivery_attempts_total",
+		"Attempts of the promotions: the sum of each promotion's highest attempt number.", pairLabels, nil)
+	descDecisions = prometheus.NewDesc("throughline_delivery_decisions_total",
+		"Attempts decided, by outcome (accepted, halted, rejected).", append(pairLabels, "outcome"), nil)
+	descOpen = prometheus.NewDesc("throughline_delivery_open_attempts",
+		"Attempts not decided yet (CANDIDATE, VERIFIED, APPROVED or RECONCILING).", pairLabels, nil)
 	descHalts = prometheus.NewDesc("throughline_delivery_halts_total", "HALTED attempts by failure class (source, render, live, runtime, "+
 		"unclassified: evidence without a class, unrecorded: no usable evidence, other).", append(pairLabels, "class"), nil)
 	descInvalid = prometheus.NewDesc("throughline_delivery_invalid_files",
@@ -59,7 +59,10 @@ var (
 
 // Collector exposes the delivery metrics of a branch as Prometheus
 // metrics: cumulative over all of the branch's history (a window is
-// PromQL's increase()), read again only when the branch's tip moves, and
+// PromQL's increase()), each counter and histogram only growing while the
+// history is only appended to (an attempt's timestamps and decision are
+// final; open attempts are a gauge), read again only when the branch's
+// tip moves, and
 // labelled by app and environment for at most Limit pairs the registry
 // declares (Report.Bounded). A scrape never reads Git.
 type Collector struct {
@@ -87,7 +90,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, m := range Measured {
 		ch <- descDuration[m]
 	}
-	for _, d := range []*prometheus.Desc{descAttemptsPer, descPromotions, descAttempts, descHalts, descInvalid, descRefreshed, descErrors} {
+	for _, d := range []*prometheus.Desc{descPromotions, descAttempts, descDecisions, descOpen, descHalts, descInvalid, descRefreshed, descErrors} {
 		ch <- d
 	}
 }
@@ -100,11 +103,16 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for _, m := range Measured {
 			ch <- histogram(descDuration[m], f.Samples(m), DurationBuckets, f.App, f.Environment)
 		}
-		ch <- histogram(descAttemptsPer, f.AttemptSamples(), AttemptBuckets, f.App, f.Environment)
-		ch <- prometheus.MustNewConstMetric(descPromotions, prometheus.CounterValue, float64(f.Promotions), f.App, f.Environment)
-		for o, n := range f.Outcomes {
-			ch <- prometheus.MustNewConstMetric(descAttempts, prometheus.CounterValue, float64(n), f.App, f.Environment, o)
+		var attempts float64
+		for _, n := range f.AttemptSamples() {
+			attempts += n
 		}
+		ch <- prometheus.MustNewConstMetric(descPromotions, prometheus.CounterValue, float64(f.Promotions), f.App, f.Environment)
+		ch <- prometheus.MustNewConstMetric(descAttempts, prometheus.CounterValue, attempts, f.App, f.Environment)
+		for _, o := range []string{OutcomeAccepted, OutcomeHalted, OutcomeRejected} {
+			ch <- prometheus.MustNewConstMetric(descDecisions, prometheus.CounterValue, float64(f.Outcomes[o]), f.App, f.Environment, o)
+		}
+		ch <- prometheus.MustNewConstMetric(descOpen, prometheus.GaugeValue, float64(f.Outcomes[OutcomeOpen]), f.App, f.Environment)
 		for class, n := range metricHalts(f.Halts) {
 			ch <- prometheus.MustNewConstMetric(descHalts, prometheus.CounterValue, float64(n), f.App, f.Environment, class)
 		}

@@ -85,7 +85,9 @@ func TestServeDeliveryMetrics(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	page := scrape(`throughline_delivery_attempts_total{app="cart",environment="production",outcome="accepted"} 3`,
+	page := scrape(`throughline_delivery_decisions_total{app="cart",environment="production",outcome="accepted"} 3`,
+		`throughline_delivery_attempts_total{app="cart",environment="production"} 3`,
+		`throughline_delivery_open_attempts{app="web",environment="staging"} 0`,
 		`throughline_delivery_halts_total{app="web",class="live",environment="production"} 1`,
 		`throughline_delivery_promotions_total{app="cart",environment="production"} 2`,
 		`throughline_delivery_observed_to_accepted_seconds_bucket{app="checkout",environment="staging",le="60"} 1`,
@@ -97,8 +99,8 @@ func TestServeDeliveryMetrics(t *testing.T) {
 	}
 	// Someone else pushes search's promotion: the branch moved.
 	testenv.Git(t, ctx, env, f.Dir, "push", "-q", remote, "HEAD:refs/heads/main")
-	scrape(`throughline_delivery_attempts_total{app="search",environment="staging",outcome="accepted"} 1`,
-		`throughline_delivery_attempts_total{app="cart",environment="production",outcome="accepted"} 3`)
+	scrape(`throughline_delivery_decisions_total{app="search",environment="staging",outcome="accepted"} 1`,
+		`throughline_delivery_decisions_total{app="cart",environment="production",outcome="accepted"} 3`)
 }
 
 // freeAddr is a 127.0.0.1 address nothing listens on (now).
