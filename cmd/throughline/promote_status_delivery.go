@@ -20,14 +20,12 @@ import (
 // metrics instead of the records (docs/delivery-metrics.md).
 type deliveryOptions struct {
 	since string
-	rev   string
 	now   func() time.Time
 }
 
 func (d *deliveryOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&d.since, "since", "", `print the delivery metrics of the attempts of this window instead of the records, `+
 		`per app and environment: a duration ("720h") or days ("30d"); see docs/delivery-metrics.md`)
-	f.StringVar(&d.rev, "rev", "", "with --since: the revision read (default: the base branch as the remote has it)")
 }
 
 // runDelivery prints the delivery metrics of o.delivery's window.
@@ -50,7 +48,7 @@ func (o *promoteStatusOptions) runDelivery(ctx context.Context, stdout io.Writer
 	if err := r.ReadInProcess(); err != nil { // every version of every record: no git process each
 		return err
 	}
-	rep, err := delivery.Read(ctx, r, delivery.Options{Rev: o.delivery.rev, Since: now.Add(-window), Now: now})
+	rep, err := delivery.Read(ctx, r, delivery.Options{Since: now.Add(-window), Now: now})
 	if err != nil {
 		return err
 	}

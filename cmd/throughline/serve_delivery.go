@@ -47,8 +47,7 @@ func (d *deliveryFlags) start(ctx context.Context, metricsAddr string, n *notifi
 	if err != nil || repo == nil {
 		return err
 	}
-	c := &delivery.Collector{Reader: &delivery.Reader{Repo: repo}, Limit: d.limit, Interval: d.interval,
-		Tip:     func(ctx context.Context) (string, error) { return repo.BranchTip(ctx, branch) },
+	c := &delivery.Collector{Reader: &delivery.Reader{Repo: repo}, Limit: d.limit, Interval: d.interval, Tip: tipOf(repo, branch, n.git.url != ""),
 		OnError: func(err error) { log.Warn().Err(err).Msg("delivery metrics: cannot read the repository") }}
 	if err := reg.Register(c); err != nil {
 		return fmt.Errorf("registering the delivery metrics: %w", err)
@@ -56,6 +55,27 @@ func (d *deliveryFlags) start(ctx context.Context, metricsAddr string, n *notifi
 	log.Info().Str("branch", branch).Dur("interval", d.interval).Msg("serving the delivery metrics")
 	go c.Run(ctx)
 	return nil
+}
+
+// tipOf is how the metrics find the records branch's tip without ever
+// writing to the notifier's repository: the in-process clone (inProcess)
+// asks its remote and fetches a missing commit under the clone's lock,
+// serialized with the notifier's writes; a clone driven by the git
+// command line is only read: its remote-tracking branch, which every
+// write and resync of the notifier fetches (a concurrent fetch of ours
+// could make one of the notifier's fail on a locked ref).
+func tipOf(repo *gitops.Repo, branch string, inProcess bool) func(context.Context) (string, error) {
+	if inProcess {
+		return func(ctx context.Context) (string, error) { return repo.BranchTip(ctx, branch) }
+	}
+	return func(ctx context.Context) (string, error) {
+		if repo.Remote != "" {
+			if sha, err := repo.Resolve(ctx, "refs/remotes/"+repo.Remote+"/"+branch); err == nil {
+				return sha, nil
+			}
+		}
+		return repo.Resolve(ctx, "refs/heads/"+branch)
+	}
 }
 
 // repository is the notifier's repository and records branch, else a

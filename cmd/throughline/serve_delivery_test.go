@@ -18,10 +18,11 @@ import (
 )
 
 // TestServeDeliveryMetrics: throughline serve, started here against a real
-// kube-apiserver and a clone of a real Git remote, exposes the delivery
-// metrics on its /metrics, labelled by the registry's apps and
-// environments only, and reads them again when the records branch moves
-// (a promotion pushed by someone else).
+// kube-apiserver with the notifier's in-process clone of a real Git server
+// (the release image's configuration), exposes the delivery metrics on its
+// /metrics, labelled by the registry's apps and environments only, and
+// reads them again when the records branch moves (a promotion pushed by
+// someone else).
 func TestServeDeliveryMetrics(t *testing.T) {
 	api := testenv.StartAPIServer(t, testenv.APIServerOptions{
 		CRDPaths: []string{filepath.Join(repoRoot, "deploy", "crds", "throughline.dev_acceptances.yaml")},
@@ -33,12 +34,14 @@ func TestServeDeliveryMetrics(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f := chainfixture.New(t, exampleRepo)
+	gs := testenv.StartGitServer(t, testenv.GitServerOptions{})
+	remote, err := gs.CreateRepo(ctx, "org/gitops.git")
+	if err != nil {
+		t.Fatal(err)
+	}
 	env, dir := testenv.GitEnv(t.TempDir()), t.TempDir()
-	remote, clone := filepath.Join(dir, "remote.git"), filepath.Join(dir, "clone")
-	testenv.Git(t, ctx, env, dir, "init", "-q", "--bare", "-b", "main", remote)
 	// The story without its last promotion (search in staging) and pause.
 	testenv.Git(t, ctx, env, f.Dir, "push", "-q", remote, "HEAD~4:refs/heads/main")
-	testenv.Git(t, ctx, env, dir, "clone", "-q", remote, clone)
 	token := filepath.Join(dir, "argocd-token")
 	if err := os.WriteFile(token, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -48,9 +51,9 @@ func TestServeDeliveryMetrics(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--kubeconfig", kc, "--metrics-bind-address", metrics, "--health-probe-bind-address", freeAddr(t),
-			"--notifier-bind-address", "127.0.0.1:0", "--notifier-repo", clone, "--notifier-argocd-token-file", token,
-			"--notifier-resync-interval", "0", "--breakglass-expiry=false", "--delivery-metrics-interval", "100ms", "--log-format", "json"},
-			&logs, &logs)
+			"--notifier-bind-address", "127.0.0.1:0", "--notifier-repo", filepath.Join(dir, "clone"), "--notifier-git-url", remote,
+			"--notifier-argocd-token-file", token, "--notifier-resync-interval", "0", "--breakglass-expiry=false",
+			"--delivery-metrics-interval", "100ms", "--log-format", "json"}, &logs, &logs)
 	}()
 	defer func() {
 		cancel()
@@ -101,6 +104,34 @@ func TestServeDeliveryMetrics(t *testing.T) {
 	testenv.Git(t, ctx, env, f.Dir, "push", "-q", remote, "HEAD:refs/heads/main")
 	scrape(`throughline_delivery_decisions_total{app="search",environment="staging",outcome="accepted"} 1`,
 		`throughline_delivery_decisions_total{app="cart",environment="production",outcome="accepted"} 3`)
+}
+
+// TestServeDeliveryTipReadsOnly: on a clone driven by the git command
+// line the metrics follow its remote-tracking branch, which the notifier's
+// own fetches move, and never fetch themselves (a concurrent fetch could
+// fail one of the notifier's on a locked ref).
+func TestServeDeliveryTipReadsOnly(t *testing.T) {
+	ctx := context.Background()
+	f := chainfixture.New(t, exampleRepo)
+	env, dir := testenv.GitEnv(t.TempDir()), t.TempDir()
+	remote, clone := filepath.Join(dir, "remote.git"), filepath.Join(dir, "clone")
+	testenv.Git(t, ctx, env, dir, "init", "-q", "--bare", "-b", "main", remote)
+	testenv.Git(t, ctx, env, f.Dir, "push", "-q", remote, "HEAD~1:refs/heads/main")
+	testenv.Git(t, ctx, env, dir, "clone", "-q", remote, clone)
+	repo, err := (&gitRemoteFlags{}).open(ctx, clone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tip := tipOf(repo, "main", false)
+	before := testenv.Git(t, ctx, env, f.Dir, "rev-parse", "HEAD~1")
+	testenv.Git(t, ctx, env, f.Dir, "push", "-q", remote, "HEAD:refs/heads/main")
+	if got, err := tip(ctx); err != nil || got != before {
+		t.Fatalf("tip %s, %v: want the clone's %s (no fetch)", got, err, before)
+	}
+	testenv.Git(t, ctx, env, clone, "fetch", "-q", "origin", "refs/heads/main") // the notifier's BranchTip
+	if got, err := tip(ctx); err != nil || got != testenv.Git(t, ctx, env, f.Dir, "rev-parse", "HEAD") {
+		t.Fatalf("tip %s, %v: want the fetched tip", got, err)
+	}
 }
 
 // freeAddr is a 127.0.0.1 address nothing listens on (now).
