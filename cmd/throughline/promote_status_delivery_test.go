@@ -41,6 +41,13 @@ func TestPromoteStatusDelivery(t *testing.T) {
 	if len(rep.Apps) != 1 || rep.Apps[0].App != "cart" || rep.Apps[0].Attempts != 3 {
 		t.Fatalf("--app cart: %+v", rep.Apps)
 	}
+	// A file it cannot use is named, never fatal.
+	bad := "evidence/production/checkout/checkout-production-4b7e2a91c3d5-1.json"
+	f.Commit("broken evidence", map[string][]byte{bad: []byte("{")})
+	r = runCLI(t, "promote", "status", "--repo", f.Dir, "--since", "36500d")
+	if r.code != exitcode.OK || !strings.Contains(r.stdout, "skipped "+bad+": ") {
+		t.Fatalf("exit %d, the broken evidence not named:\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	for _, args := range [][]string{
 		{"--since", "3x"}, {"--since", "-30d"}, {"--since", "0d"}, {"--since", "30d", "--all"}, {"--since", "30d", "-o", "yaml"},
 	} {
