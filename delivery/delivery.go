@@ -125,6 +125,8 @@ func (f *Figures) Samples(figure Figure) []float64 {
 // AttemptSamples are the attempts of each promotion counted.
 func (f *Figures) AttemptSamples() []float64 { return append([]float64(nil), f.attempts...) }
 
+// newFigures are the empty figures of app in env, every outcome and known
+// class listed at 0.
 func newFigures(app, env string) *Figures {
 	f := &Figures{App: app, Environment: env, Outcomes: map[string]int{}, Halts: map[string]int{}, samples: map[Figure][]float64{}}
 	for _, o := range []string{OutcomeAccepted, OutcomeHalted, OutcomeRejected, OutcomeOpen} {
@@ -136,6 +138,7 @@ func newFigures(app, env string) *Figures {
 	return f
 }
 
+// add is one sample of figure.
 func (f *Figures) add(figure Figure, d time.Duration) {
 	f.samples[figure] = append(f.samples[figure], d.Seconds())
 }
@@ -149,6 +152,7 @@ func (f *Figures) summarize() {
 	f.AttemptsPerPromotion = Summary{Median: d.Median, P90: d.P90, Max: d.Max}
 }
 
+// durations summarizes samples (seconds).
 func durations(samples []float64) Durations {
 	if len(samples) == 0 {
 		return Durations{}
@@ -196,6 +200,7 @@ func (r *Report) Bounded(limit int) []*Figures {
 	return out
 }
 
+// merge adds o's counts and samples to f (summarize after).
 func (f *Figures) merge(o *Figures) {
 	f.Promotions += o.Promotions
 	f.Attempts += o.Attempts

@@ -94,6 +94,7 @@ func (rd *Reader) durations(ctx context.Context, rep *Report, f *Figures, a *att
 	return nil
 }
 
+// evidencePath is the evidence file of a.
 func evidencePath(a *attempt) string {
 	return promotion.PriorEvidencePath(a.rec.Target.Environment, a.rec.App, a.rec.PromotionID)
 }
@@ -119,6 +120,7 @@ func lastEvent(a *attempt) time.Time {
 	return last
 }
 
+// outcome is the outcome of an attempt in state s.
 func outcome(s promotion.State) string {
 	switch s {
 	case promotion.Accepted:

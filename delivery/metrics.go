@@ -167,6 +167,7 @@ func (c *Collector) Refresh(ctx context.Context) error {
 	return err
 }
 
+// refresh is Refresh without counting the error.
 func (c *Collector) refresh(ctx context.Context) error {
 	tip, err := c.Tip(ctx)
 	if err != nil {

@@ -123,6 +123,7 @@ func (rd *Reader) Read(ctx context.Context, opts Options) (*Report, error) {
 	return rep, nil
 }
 
+// revision is the commit of rev ("": the base branch as the remote has it).
 func (rd *Reader) revision(ctx context.Context, rev string) (string, error) {
 	var commit string
 	var err error
