@@ -396,6 +396,7 @@ func parseExpiry(s string, now time.Time) (time.Time, error) {
 type promoteStatusOptions struct {
 	repo, app, output string
 	all               bool
+	delivery          deliveryOptions
 }
 
 const promoteStatusLong = `List the promotion records on the base branch and on the open attempt
@@ -412,6 +413,7 @@ func (o *promoteStatusOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.app, "app", "", "only this application")
 	f.BoolVar(&o.all, "all", false, "also list merged and closed attempt branches")
 	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
+	o.delivery.addFlags(f)
 }
 
 func newPromoteStatusCommand(stdout io.Writer) *cobra.Command {
@@ -430,6 +432,9 @@ func newPromoteStatusCommand(stdout io.Writer) *cobra.Command {
 func (o *promoteStatusOptions) run(ctx context.Context, stdout io.Writer) error {
 	if err := checkOutput(o.output); err != nil {
 		return err
+	}
+	if o.delivery.since != "" {
+		return o.runDelivery(ctx, stdout)
 	}
 	r, err := gitops.Open(ctx, o.repo)
 	if err != nil {

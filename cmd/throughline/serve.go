@@ -26,6 +26,7 @@ type serveOptions struct {
 	rf          registryFlags
 	nf          notifierFlags
 	ui          uiFlags
+	dm          deliveryFlags
 	namespaces  []string
 	metricsAddr string
 	// breakglassExpiry watches paused Applications/Kustomizations.
@@ -68,6 +69,7 @@ func newServeCommand(g *globals) *cobra.Command {
 	o.rf.add(cmd)
 	o.nf.add(cmd)
 	o.ui.add(cmd)
+	o.dm.add(cmd)
 	o.addFlags(cmd.Flags())
 	return cmd
 }
@@ -105,6 +107,9 @@ func (o *serveOptions) run(ctx context.Context, g *globals) error {
 	}
 	defer stop()
 	if err := o.ui.start(ctx, cfg, &o.nf, log); err != nil {
+		return err
+	}
+	if err := o.dm.start(ctx, o.metricsAddr, &o.nf, crmetrics.Registry, log); err != nil {
 		return err
 	}
 	return o.serve(ctx, cfg, reg, log)

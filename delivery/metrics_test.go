@@ -1,0 +1,68 @@
+package delivery
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/throughline-dev/throughline/chainview/chainfixture"
+)
+
+// TestDeliveryMetricsCollector: a class outside the known ones is counted
+// as "other" (the label values stay bounded), and a refresh of a tip that
+// did not move reads nothing again.
+func TestDeliveryMetricsCollector(t *testing.T) {
+	f := chainfixture.New(t, example)
+	halt(t, f, "quota", "sha256:"+strings.Repeat("71", 32), "made-up-class")
+	ctx := context.Background()
+	tips := 0
+	c := &Collector{Reader: &Reader{Repo: f.Repo}, Tip: func(ctx context.Context) (string, error) {
+		tips++
+		return f.Repo.BaseRev(ctx)
+	}}
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := c.refreshed
+	if err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if tips != 2 || !c.refreshed.Equal(first) {
+		t.Fatalf("tip asked %d times; an unmoved tip was read again", tips)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	halts := map[string]float64{}
+	classes := map[string]bool{}
+	for _, mf := range mfs {
+		if mf.GetName() != "throughline_delivery_halts_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			classes[l["class"]] = true
+			if l["app"] == "quota" {
+				halts[l["class"]] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	if halts[ClassOther] != 1 || halts[ClassLive] != 0 || len(halts) != 5 {
+		t.Fatalf("quota's halts: %v", halts)
+	}
+	for c := range classes {
+		if !metricClasses[c] && c != ClassOther {
+			t.Fatalf("class label %q", c)
+		}
+	}
+}

@@ -1,0 +1,330 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/throughline-dev/throughline/environment"
+	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+// Options say what Read reads.
+type Options struct {
+	// Rev is the revision read ("": the base branch as the remote has it).
+	Rev string
+	// Since starts the window: an attempt counts when its last event (its
+	// last history entry, or its evidence's time) is at or after it. Zero:
+	// all of the history.
+	Since time.Time
+	// Now is the report's time (zero: time.Now()).
+	Now time.Time
+}
+
+// Reader reads reports from a repository. It remembers every record
+// version and commit time it read (Git's history does not change under
+// a commit id), so that a report of a later revision reads only what is
+// new: what serve needs when the branch moves. It is safe for concurrent
+// use; a zero Reader (with Repo set) is ready.
+type Reader struct {
+	Repo *gitops.Repo
+
+	mu       sync.Mutex
+	versions map[versionKey]version
+	times    map[string]time.Time
+}
+
+type versionKey struct{ commit, file string }
+
+// version is a record as one commit holds it: rec, or why it cannot be
+// used (rec nil, problem set), or deleted (both empty).
+type version struct {
+	rec     *promotion.Record
+	problem string
+}
+
+// maxCached bounds the versions remembered (then forgotten all at once).
+const maxCached = 200000
+
+// Read is (&Reader{Repo: repo}).Read.
+func Read(ctx context.Context, repo *gitops.Repo, opts Options) (*Report, error) {
+	return (&Reader{Repo: repo}).Read(ctx, opts)
+}
+
+// attempt is the furthest version of one attempt's record, its file and
+// its evidence.
+type attempt struct {
+	rec  *promotion.Record
+	file string
+	ev   *evidence.Record
+}
+
+// Read reads the report of opts.Rev: every version of every record at
+// that revision in its history, and the evidence files there. A file
+// that cannot be used is listed in the report's Problems; a git that
+// fails is an error.
+func (rd *Reader) Read(ctx context.Context, opts Options) (*Report, error) {
+	rev, err := rd.revision(ctx, opts.Rev)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	rep := &Report{SchemaVersion: SchemaVersion, Revision: rev, Until: opts.Now.UTC().Truncate(time.Second), Apps: []*Figures{}}
+	if !opts.Since.IsZero() {
+		s := opts.Since.UTC()
+		rep.Since = &s
+	}
+	reg, err := promotion.ReadRegistry(ctx, rd.Repo, rev)
+	if err != nil {
+		if exitcode.Code(err) != exitcode.Invalid {
+			return nil, err
+		}
+		rep.problem(nil, Problem{File: promotion.PolicyFile, Reason: err.Error()})
+		reg, _ = promotion.Registry(nil)
+	}
+	rep.Registry = reg.Configured()
+	pairs := map[[2]string]*Figures{}
+	fig := func(app, env string) *Figures {
+		k := [2]string{app, env}
+		if pairs[k] == nil {
+			pairs[k] = newFigures(app, env)
+		}
+		return pairs[k]
+	}
+	attempts, err := rd.attempts(ctx, rev, rep, fig)
+	if err != nil {
+		return nil, err
+	}
+	if err := rd.evidence(ctx, rev, rep, attempts, fig); err != nil {
+		return nil, err
+	}
+	if err := rd.measure(ctx, rep, reg, attempts, opts.Since, fig); err != nil {
+		return nil, err
+	}
+	for _, f := range pairs {
+		f.summarize()
+		rep.Apps = append(rep.Apps, f)
+	}
+	sort.Slice(rep.Apps, func(i, j int) bool {
+		a, b := rep.Apps[i], rep.Apps[j]
+		return a.App < b.App || a.App == b.App && a.Environment < b.Environment
+	})
+	return rep, nil
+}
+
+// revision is the commit of rev ("": the base branch as the remote has it).
+func (rd *Reader) revision(ctx context.Context, rev string) (string, error) {
+	var commit string
+	var err error
+	if rev == "" {
+		rev = rd.Repo.Base
+		commit, err = rd.Repo.BaseRev(ctx)
+	} else {
+		commit, err = rd.Repo.Resolve(ctx, rev)
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the delivery metrics at %s: %w", rev, err)
+	}
+	return commit, nil
+}
+
+// problem lists p, counting it for f (nil: for no app).
+func (r *Report) problem(f *Figures, p Problem) {
+	r.Invalid++
+	r.Problems = append(r.Problems, p)
+	if f != nil {
+		f.Invalid++
+	}
+}
+
+// attempts reads every version of every record at rev in its history and
+// keeps, per promotionId, the version that went furthest (the longest
+// history).
+func (rd *Reader) attempts(ctx context.Context, rev string, rep *Report, fig func(app, env string) *Figures) (map[string]*attempt, error) {
+	files, err := rd.Repo.ListTree(ctx, rev, promotion.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s at %s: %w", promotion.Dir, rev, err)
+	}
+	out := map[string]*attempt{}
+	for _, file := range files {
+		app, env, ok := names(file, promotion.Dir, ".yaml")
+		if !ok {
+			continue
+		}
+		commits, err := rd.Repo.FileHistory(ctx, rev, file)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range commits {
+			v, err := rd.version(ctx, c, file, app, env)
+			if err != nil {
+				return nil, err
+			}
+			if v.problem != "" {
+				rep.problem(fig(app, env), Problem{File: file, Commit: c, Reason: v.problem})
+				continue
+			}
+			if v.rec == nil {
+				continue // deleted in this commit
+			}
+			if a := out[v.rec.PromotionID]; a == nil || len(v.rec.History) > len(a.rec.History) {
+				out[v.rec.PromotionID] = &attempt{rec: v.rec, file: file}
+			}
+		}
+	}
+	return out, nil
+}
+
+// version reads file at commit (remembered).
+func (rd *Reader) version(ctx context.Context, commit, file, app, env string) (version, error) {
+	k := versionKey{commit, file}
+	rd.mu.Lock()
+	v, ok := rd.versions[k]
+	rd.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	rec, err := promotion.ReadRecord(ctx, rd.Repo, commit, app, env)
+	switch {
+	case exitcode.Code(err) == exitcode.Invalid:
+		v = version{problem: err.Error()}
+	case err != nil:
+		return version{}, err
+	default:
+		v = version{rec: rec}
+	}
+	rd.mu.Lock()
+	if rd.versions == nil || len(rd.versions) >= maxCached {
+		rd.versions = map[versionKey]version{}
+	}
+	rd.versions[k] = v
+	rd.mu.Unlock()
+	return v, nil
+}
+
+// commitTime is the committer time of commit (remembered); ok is false
+// when the repository does not hold it.
+func (rd *Reader) commitTime(ctx context.Context, commit string) (time.Time, bool, error) {
+	rd.mu.Lock()
+	t, ok := rd.times[commit]
+	rd.mu.Unlock()
+	if ok {
+		return t, true, nil
+	}
+	t, err := rd.Repo.CommitTime(ctx, commit)
+	if errors.Is(err, gitrepo.ErrNotFound) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	rd.mu.Lock()
+	if rd.times == nil || len(rd.times) >= maxCached {
+		rd.times = map[string]time.Time{}
+	}
+	rd.times[commit] = t
+	rd.mu.Unlock()
+	return t, true, nil
+}
+
+// evidence reads every evidence file at rev and gives it to its attempt.
+// A file that does not parse, names another promotion than its file name,
+// belongs to no attempt or disagrees with the attempt's record is listed.
+func (rd *Reader) evidence(ctx context.Context, rev string, rep *Report, attempts map[string]*attempt,
+	fig func(app, env string) *Figures) error {
+	files, err := rd.Repo.ListTree(ctx, rev, evidence.Dir)
+	if err != nil {
+		return fmt.Errorf("listing %s at %s: %w", evidence.Dir, rev, err)
+	}
+	for _, file := range files {
+		env, app, id, ok := evidenceName(file)
+		if !ok {
+			continue
+		}
+		ev, found, err := gitops.ReadNamed(ctx, rd.Repo, rev, file, app, env, evidence.Parse)
+		if exitcode.Code(err) == exitcode.Invalid {
+			rep.problem(nil, Problem{File: file, Reason: err.Error()})
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s at %s: %w", file, rev, err)
+		}
+		if !found {
+			continue
+		}
+		a := attempts[ev.PromotionID]
+		var why string
+		switch {
+		case ev.PromotionID != id:
+			why = fmt.Sprintf("it is the evidence of %s, its file names %s", ev.PromotionID, id)
+		case a == nil:
+			why = fmt.Sprintf("no version of %s in the history of %s is promotion %s", promotion.RecordPath(app, env), rev, id)
+		default:
+			why = consistent(ev, a.rec)
+		}
+		if why != "" {
+			var f *Figures
+			if a != nil {
+				f = fig(a.rec.App, a.rec.Target.Environment)
+			}
+			rep.problem(f, Problem{File: file, Reason: why})
+			continue
+		}
+		a.ev = ev
+	}
+	return nil
+}
+
+// consistent says why ev is not the evidence of rec's decision ("" when
+// it is).
+func consistent(ev *evidence.Record, rec *promotion.Record) string {
+	switch {
+	case ev.ArtifactDigest != rec.Artifact.Digest:
+		return fmt.Sprintf("it is for digest %s, the record promotes %s", ev.ArtifactDigest, rec.Artifact.Digest)
+	case ev.Decision != rec.State:
+		return fmt.Sprintf("it decides %s, the record of %s is %s", ev.Decision, rec.PromotionID, rec.State)
+	case rec.State == promotion.Accepted:
+		return ev.Accepts(rec)
+	}
+	return ""
+}
+
+// names is the two names of dir/<a>/<b><ext> (ok false for any other
+// file, or invalid app or environment names).
+func names(f, dir, ext string) (string, string, bool) {
+	parts := strings.Split(f, "/")
+	if len(parts) != 3 || parts[0] != dir || path.Ext(parts[2]) != ext {
+		return "", "", false
+	}
+	a, b := parts[1], strings.TrimSuffix(parts[2], ext)
+	return a, b, promotion.ValidName(a) && promotion.ValidName(b)
+}
+
+// evidenceName is the environment, app and promotionId of
+// evidence/<env>/<app>/<promotionId>.json.
+func evidenceName(f string) (env, app, id string, ok bool) {
+	parts := strings.Split(f, "/")
+	if len(parts) != 4 || parts[0] != evidence.Dir || path.Ext(parts[3]) != ".json" {
+		return "", "", "", false
+	}
+	env, app, id = parts[1], parts[2], strings.TrimSuffix(parts[3], ".json")
+	return env, app, id, promotion.ValidName(env) && promotion.ValidName(app) && id != ""
+}
+
+// registered reports whether reg declares rec's overlay path as its app's
+// in its environment.
+func registered(reg *environment.Registry, rec *promotion.Record) bool {
+	app, env, _, ok := reg.Locate(rec.Target.Path)
+	return ok && app == rec.App && env == rec.Target.Environment
+}
