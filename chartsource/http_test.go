@@ -11,6 +11,7 @@ import (
 
 	"github.com/throughline-dev/throughline/chartsource"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/chartfixture"
 )
 
 // TestHTTPChartPinnedByDigest: an HTTP chart repository's version resolves
@@ -19,9 +20,9 @@ import (
 // the package (index updated or not) is refused naming both digests.
 func TestHTTPChartPinnedByDigest(t *testing.T) {
 	ctx := context.Background()
-	repo := startChartRepo(t)
+	repo := chartfixture.StartRepo(t)
 	pkg := chartTgz(t, "web", "1.2.3", "first")
-	repo.publish(t, [][]byte{pkg}, "", "")
+	repo.Publish(t, [][]byte{pkg}, "", "")
 	ref := chartsource.Ref{Repo: repo.URL(), Name: "web", Version: "1.2.3"}
 	cacheDir := t.TempDir()
 	res, err := fetcher(cacheDir).Resolve(ctx, ref)
@@ -36,22 +37,22 @@ func TestHTTPChartPinnedByDigest(t *testing.T) {
 	if got, err := (chartsource.Source{FS: fsys, Fetcher: fetcher(t.TempDir())}).Chart(ctx, "apps/web", ref); err != nil || !bytes.Equal(got, pkg) {
 		t.Fatalf("cold Chart: %v", err)
 	}
-	before := repo.hits.Load()
+	before := repo.Hits.Load()
 	if got, err := (chartsource.Source{FS: fsys, Fetcher: fetcher(cacheDir)}).Chart(ctx, "apps/web", ref); err != nil || !bytes.Equal(got, pkg) {
 		t.Fatalf("warm Chart: %v", err)
 	}
-	if n := repo.hits.Load() - before; n != 0 {
+	if n := repo.Hits.Load() - before; n != 0 {
 		t.Fatalf("warm fetch made %d requests, want 0", n)
 	}
 
 	// The attack: the repository replaces the package of 1.2.3 and its index.
 	evil := chartTgz(t, "web", "1.2.3", "replaced")
-	repo.publish(t, [][]byte{evil}, "", "")
+	repo.Publish(t, [][]byte{evil}, "", "")
 	_, err = fetcher(t.TempDir()).Fetch(ctx, e)
 	wantRefusal(t, err, chartsource.RuleChartDigestMismatch, sha(pkg), sha(evil))
 	// ... or only the package, the index still naming the old digest.
-	repo.set("/stable/index.yaml", indexFor(t, pkg))
-	repo.set("/stable/charts/web-1.2.3.tgz", evil)
+	repo.Set("/stable/index.yaml", chartfixture.IndexFor(t, pkg))
+	repo.Set("/stable/charts/web-1.2.3.tgz", evil)
 	_, err = fetcher(t.TempDir()).Fetch(ctx, e)
 	wantRefusal(t, err, chartsource.RuleChartDigestMismatch, sha(evil), sha(pkg))
 	rep := chartsource.CheckDrift(ctx, []chartsource.SourcedRecord{{Record: chartsource.NewRecord(res, res2time()), File: "r.yaml"}},
@@ -59,14 +60,6 @@ func TestHTTPChartPinnedByDigest(t *testing.T) {
 	if len(rep.Drifts) != 1 {
 		t.Fatalf("drift check of a replaced package: %+v", rep)
 	}
-}
-
-// indexFor is an index.yaml whose one entry names pkg's digest.
-func indexFor(t *testing.T, pkg []byte) []byte {
-	t.Helper()
-	r := &chartRepo{files: map[string][]byte{}}
-	r.publish(t, [][]byte{pkg}, "", "")
-	return r.files["/stable/index.yaml"]
 }
 
 // TestHTTPRefusals: a repository may serve its packages only from its own
@@ -82,34 +75,34 @@ func TestHTTPRefusals(t *testing.T) {
 
 	for _, tc := range []struct {
 		name  string
-		setup func(r *chartRepo)
+		setup func(r *chartfixture.Repo)
 		opts  func(*chartsource.Options)
 		rule  string
 		code  int
 		part  string
 	}{
 		{name: "index url on another host", rule: chartsource.RuleChartForeignHost, part: foreign.URL,
-			setup: func(r *chartRepo) { r.publish(t, [][]byte{pkg}, foreign.URL+"/web-1.2.3.tgz", "") }},
+			setup: func(r *chartfixture.Repo) { r.Publish(t, [][]byte{pkg}, foreign.URL+"/web-1.2.3.tgz", "") }},
 		{name: "index url with another scheme", rule: chartsource.RuleChartForeignHost, part: "file:///etc/passwd",
-			setup: func(r *chartRepo) { r.publish(t, [][]byte{pkg}, "file:///etc/passwd", "") }},
+			setup: func(r *chartfixture.Repo) { r.Publish(t, [][]byte{pkg}, "file:///etc/passwd", "") }},
 		{name: "package redirected to another host", rule: chartsource.RuleChartForeignHost, part: "refused",
-			setup: func(r *chartRepo) {
-				r.publish(t, [][]byte{pkg}, "", "")
-				r.srv.Config.Handler = redirectPackages(r.srv.Config.Handler, foreign.URL)
+			setup: func(r *chartfixture.Repo) {
+				r.Publish(t, [][]byte{pkg}, "", "")
+				r.Server.Config.Handler = redirectPackages(r.Server.Config.Handler, foreign.URL)
 			}},
 		{name: "package bigger than the cap", rule: chartsource.RuleChartTooLarge, part: "byte limit",
-			setup: func(r *chartRepo) { r.publish(t, [][]byte{pkg}, "", "") },
+			setup: func(r *chartfixture.Repo) { r.Publish(t, [][]byte{pkg}, "", "") },
 			opts:  func(o *chartsource.Options) { o.MaxChartSize = 64 }},
 		{name: "index bigger than the cap", rule: chartsource.RuleChartTooLarge, part: "index.yaml",
-			setup: func(r *chartRepo) { r.publish(t, [][]byte{pkg}, "", "") },
+			setup: func(r *chartfixture.Repo) { r.Publish(t, [][]byte{pkg}, "", "") },
 			opts:  func(o *chartsource.Options) { o.MaxIndexSize = 64 }},
 		{name: "index with a bogus digest", rule: chartsource.RuleChartDigestMismatch, part: "index.yaml says",
-			setup: func(r *chartRepo) { r.publish(t, [][]byte{pkg}, "", "0") }},
+			setup: func(r *chartfixture.Repo) { r.Publish(t, [][]byte{pkg}, "", "0") }},
 		{name: "version not in the index", code: exitcode.Invalid, part: "no version 1.2.3",
-			setup: func(r *chartRepo) { r.publish(t, [][]byte{chartTgz(t, "web", "1.2.4", "x")}, "", "") }},
+			setup: func(r *chartfixture.Repo) { r.Publish(t, [][]byte{chartTgz(t, "web", "1.2.4", "x")}, "", "") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			repo := startChartRepo(t)
+			repo := chartfixture.StartRepo(t)
 			tc.setup(repo)
 			f := fetcher(t.TempDir())
 			if tc.opts != nil {

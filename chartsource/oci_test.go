@@ -3,10 +3,10 @@ package chartsource_test
 import (
 	"bytes"
 	"context"
-	"time"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
