@@ -120,10 +120,8 @@ func (o *pinOptions) run(ctx context.Context, g *globals, args []string, stdout 
 	in.log(g)
 	o.pol.Environment, o.pol.DirectoryEnvironment = in.env, in.byDirectory
 	opts := render.Options{Root: root, Path: abs}
-	if len(o.set.sets) == 0 {
-		if done, err := o.pinCharts(ctx, root, abs, path, stdout); err != nil || done {
-			return err
-		}
+	if done, err := o.pinCharts(ctx, root, abs, path, stdout); err != nil || done {
+		return err
 	}
 	if len(o.set.sets) > 0 {
 		if o.check {

@@ -87,8 +87,11 @@ func hasKustomization(dir string) bool {
 // pinCharts pins the remote charts of the application at abs into their
 // lock files (with check: lists the unpinned ones and refuses them). done
 // says that nothing is left for the image pin: --charts, or a Helm-style
-// app.
+// app. With --set it does nothing (--set writes one image).
 func (o *pinOptions) pinCharts(ctx context.Context, root, abs, arg string, stdout io.Writer) (done bool, err error) {
+	if len(o.set.sets) > 0 {
+		return false, nil
+	}
 	uses, isChart, err := findCharts(ctx, root, abs)
 	if err != nil || (len(uses) == 0 && !isChart && !o.chartsOnly) {
 		return false, err

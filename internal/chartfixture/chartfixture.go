@@ -69,12 +69,13 @@ func Counter(h http.Handler, n *atomic.Int64) http.Handler {
 }
 
 // Push pushes a chart package with Helm's own registry client (plain HTTP:
-// a registry on 127.0.0.1) to host/path/<name>:<version> and returns the
-// manifest digest.
-func Push(t testing.TB, host, path string, tgz []byte) string {
+// a registry on 127.0.0.1; opts may add helmregistry.ClientOptBasicAuth) to
+// host/path/<name>:<version> and returns the manifest digest.
+func Push(t testing.TB, host, path string, tgz []byte, opts ...helmregistry.ClientOption) string {
 	t.Helper()
-	c, err := helmregistry.NewClient(helmregistry.ClientOptPlainHTTP(), helmregistry.ClientOptWriter(io.Discard),
-		helmregistry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "config.json")))
+	opts = append([]helmregistry.ClientOption{helmregistry.ClientOptPlainHTTP(), helmregistry.ClientOptWriter(io.Discard),
+		helmregistry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "config.json"))}, opts...)
+	c, err := helmregistry.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
