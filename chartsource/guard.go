@@ -48,7 +48,8 @@ func (g *hostGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 func (g *hostGuard) allow(req *http.Request, host string) error {
-	if req.URL.Scheme != "https" && !(req.URL.Scheme == "http" && (g.insecure || isLoopback(host))) {
+	plainOK := req.URL.Scheme == "http" && (g.insecure || isLoopback(host))
+	if req.URL.Scheme != "https" && !plainOK {
 		return fmt.Errorf("%w: %s://%s (plain HTTP only to a loopback host)", errForeignHost, req.URL.Scheme, req.URL.Host)
 	}
 	if host == g.host {

@@ -107,8 +107,11 @@ type scalarEdit struct {
 // charts list, as text.
 func editLock(file string, data []byte, edits []scalarEdit, added []Entry) ([]byte, error) {
 	var doc yaml.Node
-	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil || len(doc.Content) != 1 {
-		return nil, &exitcode.InvalidInput{File: file, Err: fmt.Errorf("not one YAML document: %v", err)}
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
+		return nil, &exitcode.InvalidInput{File: file, Err: fmt.Errorf("not one YAML document: %w", err)}
+	}
+	if len(doc.Content) != 1 {
+		return nil, &exitcode.InvalidInput{File: file, Err: errors.New("not one YAML document")}
 	}
 	root := doc.Content[0]
 	var charts *yaml.Node

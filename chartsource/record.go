@@ -37,7 +37,7 @@ type Record struct {
 
 // NewRecord makes the record of a resolution.
 func NewRecord(r *Resolved, at time.Time) Record {
-	return Record{APIVersion: LockAPIVersion, Kind: RecordKind, Reference: r.Ref.String(),
+	return Record{APIVersion: LockAPIVersion, Kind: RecordKind, Reference: r.String(),
 		Repo: r.Repo, Name: r.Name, Version: r.Version, Digest: r.Digest, ResolvedAt: at.UTC()}
 }
 
