@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/throughline-dev/throughline/chartsource"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/registry"
 )
@@ -19,7 +20,9 @@ const driftLong = `A tag is a pointer that a registry can move at any time. "dri
 what a tag resolved to and when; "drift check" compares the recorded resolutions
 of each tag with each other and with the registry now, and refuses (exit 3) a
 tag that resolved to two digests. A promotion carries the recorded digest and
-never resolves the tag again.`
+never resolves the tag again. Helm chart versions (oci://host/path/name:version,
+https://host/path/name:version) are recorded and checked the same way: a version
+whose package changed is REJECTED naming both digests (docs/charts.md).`
 
 func newDriftCommand(g *globals, stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
@@ -67,6 +70,9 @@ func newDriftRecordCommand(g *globals, stdout io.Writer) *cobra.Command {
 func (o *driftRecordOptions) run(ctx context.Context, g *globals, stdout io.Writer, image string) error {
 	if o.out == "" {
 		return exitcode.Usagef("--out FILE is required")
+	}
+	if chartsource.IsRemote(image) {
+		return o.recordChart(ctx, g, stdout, image)
 	}
 	if strings.Contains(image, "@") {
 		return exitcode.Usagef("%s is a digest reference: a digest cannot move, record a tag", image)
@@ -130,16 +136,12 @@ func newDriftCheckCommand(g *globals, stdout io.Writer) *cobra.Command {
 }
 
 func (o *driftCheckOptions) run(ctx context.Context, g *globals, stdout io.Writer, files []string) error {
-	var records []registry.SourcedRecord
-	for _, f := range files {
-		r, err := registry.ReadRecordFile(f)
-		if err != nil {
-			return err
-		}
-		records = append(records, registry.SourcedRecord{Record: r, File: f})
+	records, charts, err := readDriftFiles(files)
+	if err != nil {
+		return err
 	}
 	var now registry.DigestResolver
-	if !o.offline {
+	if !o.offline && len(records) > 0 {
 		c, err := o.rf.client()
 		if err != nil {
 			return err
@@ -159,16 +161,22 @@ func (o *driftCheckOptions) run(ctx context.Context, g *globals, stdout io.Write
 			g.log.Debug().Str("tag", r.Reference).Str("digest", r.Digest).Str("file", r.File).Msg("resolution agrees")
 		}
 	}
-	if len(lines) > 0 {
-		return &exitcode.Refusal{Rule: "moved-tag", Reason: fmt.Sprintf("%d of %d tags moved:\n%s", len(lines), rep.Tags, strings.Join(lines, "\n"))}
+	chartLines, versions, chartPending := o.checkCharts(ctx, stdout, charts)
+	if len(lines)+len(chartLines) > 0 {
+		rule := "moved-tag"
+		if len(lines) == 0 {
+			rule = chartsource.RuleChartVersionMoved
+		}
+		return &exitcode.Refusal{Rule: rule, Reason: fmt.Sprintf("%d of %d tags and %d of %d chart versions moved:\n%s",
+			len(lines), rep.Tags, len(chartLines), versions, strings.Join(append(lines, chartLines...), "\n"))}
 	}
-	if len(rep.Unverifiable) > 0 {
-		return exitcode.NotDecided(errors.Join(rep.Unverifiable...))
+	if pending := append(rep.Unverifiable, chartPending...); len(pending) > 0 {
+		return exitcode.NotDecided(errors.Join(pending...))
 	}
 	what := "recorded resolutions agree with each other and with the registry now"
 	if o.offline {
 		what = "recorded resolutions agree with each other (offline: the registry was not asked)"
 	}
-	_, err := fmt.Fprintf(stdout, "OK %d tags in %d records: %s\n", rep.Tags, len(records), what)
+	_, err = fmt.Fprintf(stdout, "OK %d tags and %d chart versions in %d records: %s\n", rep.Tags, versions, len(records)+len(charts), what)
 	return err
 }

@@ -44,11 +44,22 @@ release re-pins). The reference is validated as the policy validates images
 and the application is rendered again to check that every container of NAME
 carries the new reference. NAME=NEWNAME:TAG@sha256:<digest> also writes
 newName (the image moves to another repository). Repeat --set for several
-images. Exit 2 for a malformed --set, 4 when no container uses NAME.`
+images. Exit 2 for a malformed --set, 4 when no container uses NAME.
+
+Remote Helm charts are pinned first (docs/charts.md): every oci:// or https://
+chart of a kustomization's helmCharts, or of the dependencies of PATH/Chart.yaml
+(an Argo CD Helm-style app), is resolved (OCI: the tag's manifest digest; HTTP:
+index.yaml's digest, verified by downloading the .tgz) and written into
+throughline-charts.lock.yaml beside the file that names it, in place. A version
+range is refused (exit 3, floating-chart-version); a pinned version whose
+package changed is refused naming both digests (exit 3, chart-version-moved).
+With --check, an unpinned chart is listed and refused (exit 3, unpinned-chart).
+--charts pins only the charts.`
 
 const pinExample = `  throughline pin apps/checkout/overlays/staging
   throughline pin --check apps/checkout/overlays/staging   # PR job
-  throughline pin --set ghcr.io/throughline-dev/throughline=v0.2.0@sha256:<digest> deploy/serve`
+  throughline pin --set ghcr.io/throughline-dev/throughline=v0.2.0@sha256:<digest> deploy/serve
+  throughline pin --charts apps/web/overlays/staging   # remote Helm charts only`
 
 // pinOptions are the flags of pin.
 type pinOptions struct {
@@ -57,6 +68,8 @@ type pinOptions struct {
 	check bool
 	set   imageSetFlag
 	pol   overlay.PinPolicy
+	// chartsOnly: pin the remote Helm charts, not the images.
+	chartsOnly bool
 }
 
 func (o *pinOptions) addFlags(f *pflag.FlagSet) {
@@ -66,6 +79,7 @@ func (o *pinOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.pol.Environment, "environment", "", "environment the allow-list is matched in "+
 		"(default: the registry's environment of PATH, none for a path it does not list; "+
 		"without a registry the directory name under overlays/); with a registry must be PATH's")
+	f.BoolVar(&o.chartsOnly, "charts", false, "pin only the remote Helm charts (into throughline-charts.lock.yaml), not the images")
 	f.Var(&o.set, "set", "write TAG@sha256:<digest> (and NEWNAME) into the images: entry of NAME (repeatable; no registry is asked)")
 }
 
@@ -106,6 +120,9 @@ func (o *pinOptions) run(ctx context.Context, g *globals, args []string, stdout 
 	in.log(g)
 	o.pol.Environment, o.pol.DirectoryEnvironment = in.env, in.byDirectory
 	opts := render.Options{Root: root, Path: abs}
+	if done, err := o.pinCharts(ctx, root, abs, path, stdout); err != nil || done {
+		return err
+	}
 	if len(o.set.sets) > 0 {
 		if o.check {
 			return exitcode.Usagef("--set and --check exclude each other")

@@ -91,6 +91,11 @@ Credentials come from the Docker config ($DOCKER_CONFIG or ~/.docker/config.json
 credential helpers included). Plain HTTP is used only for loopback registries
 or with --insecure.
 
+A Helm chart is named repo/name:version (oci://host/path/name:version or
+https://host/path/name:version for an HTTP chart repository): resolve prints
+its digest (the OCI manifest digest, or the sha256 of the .tgz that index.yaml
+names, verified by downloading it) and the package's sha256 (docs/charts.md).
+
 Exit codes: 4 when a reference is malformed or names nothing, 5 when a
 registry cannot be reached (try again), 1 for any other failure.`
 
@@ -111,7 +116,8 @@ func newResolveCommand(g *globals, stdout io.Writer) *cobra.Command {
 		Short: "Resolve image references to digests, with the children of multi-arch indexes",
 		Long:  resolveLong,
 		Example: `  throughline resolve ghcr.io/throughline-dev/checkout:1.4.2
-  throughline resolve -o json nginx:1.27 localhost:5000/app:v1`,
+  throughline resolve -o json nginx:1.27 localhost:5000/app:v1
+  throughline resolve oci://ghcr.io/stefanprodan/charts/podinfo:6.7.1`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return exitcode.Usagef("%s needs at least one IMAGE", cmd.CommandPath())
@@ -128,6 +134,12 @@ func newResolveCommand(g *globals, stdout io.Writer) *cobra.Command {
 func (o *resolveOptions) run(ctx context.Context, g *globals, stdout io.Writer, images []string) error {
 	if o.output != "table" && o.output != "json" {
 		return exitcode.Usagef("-o %q: want table or json", o.output)
+	}
+	if charts, rest := splitChartArgs(images); len(charts) > 0 {
+		if len(rest) > 0 {
+			return exitcode.Usagef("resolve charts (%s) and images (%s) in separate calls", charts[0], rest[0])
+		}
+		return o.resolveCharts(ctx, g, stdout, charts)
 	}
 	c, err := o.rf.client()
 	if err != nil {
