@@ -2,6 +2,8 @@ package render
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -223,6 +225,13 @@ func (a *App) fetchCharts(ctx context.Context) error {
 			a.fetched = map[string][]byte{}
 		}
 		a.fetched[n.key()] = data
+		if a.FS.trace != nil {
+			// The lock file that pins the chart is read by the ChartSource,
+			// not through this filesystem: a probe no replay reproduces
+			// keeps a cached render of the app from outliving a new pin.
+			sum := sha256.Sum256(data)
+			a.FS.trace.add("chart", n.Dir+" "+n.Ref.Repo+" "+n.Ref.Name+" "+n.Ref.Version, hex.EncodeToString(sum[:]))
+		}
 	}
 	return nil
 }

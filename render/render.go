@@ -355,7 +355,11 @@ func (a *App) Build(ctx context.Context) ([]Object, error) {
 		if err = a.fetchCharts(ctx); err != nil {
 			break
 		}
-		if w := a.renderWorker(); w != nil {
+		var w *Worker
+		if w, err = a.renderWorker(); err != nil {
+			break
+		}
+		if w != nil {
 			objs, err = a.buildInWorker(ctx, w)
 		} else {
 			objs, err = a.buildKustomization(ctx)
@@ -364,7 +368,11 @@ func (a *App) Build(ctx context.Context) ([]Object, error) {
 		if err = a.fetchCharts(ctx); err != nil {
 			break
 		}
-		if w := a.renderWorker(); w != nil {
+		var w *Worker
+		if w, err = a.renderWorker(); err != nil {
+			break
+		}
+		if w != nil {
 			objs, err = a.buildInWorker(ctx, w)
 		} else {
 			objs, err = a.buildChartApp(ctx)

@@ -100,15 +100,18 @@ const workerWaitDelay = 10 * time.Second
 
 // renderWorker is the worker a Build of a starts, nil for in-process: the
 // process-wide one, started from HelmPath for an app with charts when this
-// process links no Helm engine.
-func (a *App) renderWorker() *Worker {
+// process links no Helm engine (a HelmPath that is not there is ErrNoHelm).
+func (a *App) renderWorker() (*Worker, error) {
 	w := worker.Load()
 	if w == nil || w.HelmPath == "" || !a.needsHelm() || linkedHelm() != nil {
-		return w
+		return w, nil
+	}
+	if _, err := os.Stat(w.HelmPath); err != nil {
+		return nil, &exitcode.InvalidInput{File: a.RelDir(), Err: fmt.Errorf("%w: %s renders the charts of this app: %w", ErrNoHelm, w.HelmPath, err)}
 	}
 	c := *w
 	c.Path = w.HelmPath
-	return &c
+	return &c, nil
 }
 
 // buildInWorker runs krusty for the app in a child process (see Worker).
