@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/blang/semver/v4"
 	"helm.sh/helm/v4/pkg/ignore"
 
 	"github.com/throughline-dev/throughline/exitcode"
@@ -24,6 +25,10 @@ import (
 // https://) whose package digest the repository does not pin (the chart lock
 // file beside the kustomization or Chart.yaml: package chartsource).
 const RuleUnpinnedChart = "unpinned-chart"
+
+// RuleFloatingChartVersion refuses a remote dependency of a chart app whose
+// version is a range (the policy's rule of the same name for helmCharts).
+const RuleFloatingChartVersion = "floating-chart-version"
 
 // ModeHelm renders a directory holding Chart.yaml as Argo CD's Helm source
 // does.
@@ -302,6 +307,10 @@ func (a *App) missingDependencies(dir string) ([]chartNeed, error) {
 		if !chartRepoURL(d.Repository) {
 			return nil, &exitcode.InvalidInput{File: a.FS.Rel(file), Err: fmt.Errorf("%s: %q: throughline fetches charts only from "+
 				"oci://, https:// or http:// chart repositories (pinned by digest); vendor the chart into charts/", field, d.Repository)}
+		}
+		if _, err := semver.Parse(strings.TrimPrefix(d.Version, "v")); err != nil {
+			return nil, &exitcode.Refusal{Rule: RuleFloatingChartVersion, File: a.FS.Rel(file), Field: fmt.Sprintf("dependencies[%d].version", i),
+				Reason: fmt.Sprintf("chart %q version %q is not an exact semantic version (ranges float)", d.Name, d.Version)}
 		}
 		out = append(out, chartNeed{File: a.FS.Rel(file), Field: field, Dir: a.FS.Rel(dir),
 			Ref: ChartRef{Repo: d.Repository, Name: d.Name, Version: d.Version}})

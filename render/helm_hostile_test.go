@@ -151,6 +151,9 @@ func TestChartAppAttacks(t *testing.T) {
 		{name: "unpinned remote dependency", files: map[string]string{"Chart.yaml": hostileChart +
 			"dependencies: [{name: dep, version: 1.0.0, repository: \"oci://registry.example.test/charts\"}]\n"},
 			code: exitcode.Refused, want: []string{"app/Chart.yaml", "dependencies[0].repository", "not pinned"}},
+		{name: "remote dependency with a version range", files: map[string]string{"Chart.yaml": hostileChart +
+			"dependencies: [{name: dep, version: \"~1.0.0\", repository: \"oci://registry.example.test/charts\"}]\n"},
+			code: exitcode.Refused, want: []string{"app/Chart.yaml", "dependencies[0].version", "ranges float"}},
 		{name: "dependency from a git repository", files: map[string]string{"Chart.yaml": hostileChart +
 			"dependencies: [{name: dep, version: 1.0.0, repository: \"git::https://git.example.test/charts\"}]\n"},
 			code: exitcode.Invalid, want: []string{"app/Chart.yaml", "dependencies[0].repository"}},
