@@ -470,10 +470,13 @@ func (a *App) renderChart(ctx context.Context, chartDir string, req *ChartRender
 		_, rest, _ := strings.Cut(m.Name, "/")
 		src := path.Join(chartDir, rest)
 		data := []byte(m.Content)
-		_, n, err := scanYAML(data, false, max(0, MaxYAMLAliasNodes-int(a.FS.aliasNodes.Load())))
+		vals, n, err := scanYAML(data, true, max(0, MaxYAMLAliasNodes-int(a.FS.aliasNodes.Load())))
 		if err != nil {
 			return nil, &exitcode.InvalidInput{File: src, Err: fmt.Errorf("rendered: %w", err)}
 		}
+		// The values of Secrets the chart renders are redacted from every
+		// message, as those of the Secrets the render reads.
+		a.FS.secrets.add(vals...)
 		if err := a.FS.addAliasNodes(src, n); err != nil {
 			return nil, err
 		}

@@ -277,3 +277,24 @@ func TestRemoteChartsComeFromTheChartSource(t *testing.T) {
 		})
 	}
 }
+
+// TestChartSecretValuesNeverInErrors: a Secret a chart renders is redacted
+// from the messages of what fails after it, as a Secret the render reads:
+// here kustomize's identity clash with a Secret of the kustomization, whose
+// message dumps both objects.
+func TestChartSecretValuesNeverInErrors(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"app/kustomization.yaml":  "resources: [s.yaml]\nhelmCharts: [{name: c, version: 0.1.0}]\n",
+		"app/s.yaml":              "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {password: the-repository-one}\n",
+		"app/charts/c/Chart.yaml": hostileChart,
+		"app/charts/c/templates/s.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n" +
+			"stringData: {password: chart-rendered-hunter2}\n",
+	})
+	_, err := renderOpts(render.Options{Root: root, Path: "app"})
+	if err == nil {
+		t.Fatal("two Secrets with one identity rendered")
+	}
+	if strings.Contains(err.Error(), "chart-rendered-hunter2") || strings.Contains(err.Error(), "the-repository-one") {
+		t.Errorf("a Secret value is in the message: %v", err)
+	}
+}
