@@ -46,8 +46,11 @@ func chartRepo(t *testing.T) string {
 	return root
 }
 
-func generateChart(t *testing.T, root, path string, env ...string) (*cmp.Result, error) {
+// generateChart generates the chart app apps/shop of root as Argo CD
+// would, with env added.
+func generateChart(t *testing.T, root string, env ...string) (*cmp.Result, error) {
 	t.Helper()
+	const path = "apps/shop"
 	return cmp.Generate(context.Background(), cmp.Options{
 		WorkDir: filepath.Join(root, path),
 		Env: cmp.EnvFromEnviron(append([]string{
@@ -66,7 +69,7 @@ func generateChart(t *testing.T, root, path string, env ...string) (*cmp.Result,
 // image digests, as for any app.
 func TestGenerateChartApp(t *testing.T) {
 	root := chartRepo(t)
-	res, err := generateChart(t, root, "apps/shop",
+	res, err := generateChart(t, root,
 		`ARGOCD_APP_PARAMETERS=[{"name":"environment","string":"staging"},{"name":"valueFiles","array":["values-staging.yaml"]},`+
 			`{"name":"parameters","map":{"replicaCount":"4"}}]`)
 	if err != nil {
@@ -106,7 +109,7 @@ func TestGenerateChartRefusesUnpinnedImage(t *testing.T) {
 	if err := os.WriteFile(tpl, []byte(tagged), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, err := generateChart(t, root, "apps/shop", `ARGOCD_APP_PARAMETERS=[{"name":"parameters","map":{"image.tag":"latest"}}]`)
+	res, err := generateChart(t, root, `ARGOCD_APP_PARAMETERS=[{"name":"parameters","map":{"image.tag":"latest"}}]`)
 	var refusal *policy.Refusal
 	if !errors.As(err, &refusal) || res != nil || exitcode.Code(err) != exitcode.Refused {
 		t.Fatalf("got %v, %v; want a refusal and no result", res, err)
@@ -119,7 +122,7 @@ func TestGenerateChartRefusesUnpinnedImage(t *testing.T) {
 // TestGenerateChartSchemaViolation: values the chart's values.schema.json
 // rejects are exit 4 naming it.
 func TestGenerateChartSchemaViolation(t *testing.T) {
-	_, err := generateChart(t, chartRepo(t), "apps/shop", `ARGOCD_APP_PARAMETERS=[{"name":"parameters","map":{"image.digest":"latest"}}]`)
+	_, err := generateChart(t, chartRepo(t), `ARGOCD_APP_PARAMETERS=[{"name":"parameters","map":{"image.digest":"latest"}}]`)
 	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), "apps/shop/values.schema.json") ||
 		!strings.Contains(err.Error(), "/image/digest") {
 		t.Errorf("got %v", err)
@@ -136,7 +139,7 @@ func TestGenerateChartBadParameters(t *testing.T) {
 		`ARGOCD_APP_PARAMETERS=[{"name":"valueFiles","array":["../../../../../etc/passwd"]}]`,
 		`ARGOCD_APP_PARAMETERS=[{"name":"skipCrds","string":"maybe"}]`,
 	} {
-		_, err := generateChart(t, root, "apps/shop", p)
+		_, err := generateChart(t, root, p)
 		if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), "ARGOCD_APP_PARAMETERS") {
 			t.Errorf("%s: got %v", p, err)
 		}

@@ -421,7 +421,8 @@ func (f fileInfo) Sys() any           { return nil }
 // a path inside the repository (never a URL: Argo CD would fetch it).
 func (a *App) valueFile(file, field, dir, entry string) (ChartFile, error) {
 	if KustomizeRemote(entry) || chartRepoURL(entry) {
-		return ChartFile{}, &exitcode.InvalidInput{File: file, Err: fmt.Errorf("%s: %q: throughline reads value files only from the repository", field, entry)}
+		return ChartFile{}, &exitcode.InvalidInput{File: file,
+			Err: fmt.Errorf("%s: %q: throughline reads value files only from the repository", field, entry)}
 	}
 	if filepath.IsAbs(entry) {
 		return ChartFile{}, &exitcode.InvalidInput{File: file, Err: fmt.Errorf("%s: %q is an absolute path; name a file of the repository, "+
