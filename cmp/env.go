@@ -3,6 +3,8 @@ package cmp
 import (
 	"sort"
 	"strings"
+
+	"github.com/throughline-dev/throughline/render"
 )
 
 // Argo CD's build environment, as set by argocd-repo-server for plugins.
@@ -14,6 +16,9 @@ const (
 	EnvAppSourceRepo   = "ARGOCD_APP_SOURCE_REPO_URL"
 	EnvKubeVersion     = "KUBE_VERSION"
 	EnvKubeAPIVersions = "KUBE_API_VERSIONS"
+	// EnvAppParameters holds the plugin parameters as JSON (the Helm
+	// parameters of a chart app are read from it: render.ParseHelmParameters).
+	EnvAppParameters = render.EnvAppParameters
 	// EnvPluginPrefix prefixes the Application's spec.source.plugin.env.
 	EnvPluginPrefix = "ARGOCD_ENV_"
 	// EnvParamPrefix prefixes the Application's plugin parameters.
@@ -37,6 +42,8 @@ type Env struct {
 	RepoURL         string
 	KubeVersion     string
 	KubeAPIVersions string
+	// AppParameters is ARGOCD_APP_PARAMETERS as given.
+	AppParameters string
 	// Params holds the plugin env and parameters, prefix stripped, names
 	// upper-cased. A parameter wins over a plugin env entry of the same name.
 	Params map[string]string
@@ -67,6 +74,8 @@ func EnvFromEnviron(environ []string) Env {
 			e.KubeVersion = v
 		case k == EnvKubeAPIVersions:
 			e.KubeAPIVersions = v
+		case k == EnvAppParameters:
+			e.AppParameters = v
 		case strings.HasPrefix(k, EnvPluginPrefix):
 			plugin[strings.ToUpper(strings.TrimPrefix(k, EnvPluginPrefix))] = v
 		case strings.HasPrefix(k, EnvParamPrefix):
@@ -96,6 +105,7 @@ func (e Env) fingerprint() []string {
 		EnvAppSourceRepo + "=" + e.RepoURL,
 		EnvKubeVersion + "=" + e.KubeVersion,
 		EnvKubeAPIVersions + "=" + e.KubeAPIVersions,
+		EnvAppParameters + "=" + e.AppParameters,
 	}
 	keys := make([]string, 0, len(e.Params))
 	for k := range e.Params {
@@ -106,4 +116,33 @@ func (e Env) fingerprint() []string {
 		out = append(out, "param:"+k+"="+e.Params[k])
 	}
 	return out
+}
+
+// Helm is the parameters of a chart app as Argo CD's Helm source would take
+// them: the plugin parameters (ARGOCD_APP_PARAMETERS), the release named
+// after the Application and in its destination namespace unless they say
+// otherwise, and the cluster's KUBE_VERSION and KUBE_API_VERSIONS for the
+// chart's .Capabilities.
+func (e Env) Helm() (render.HelmOptions, error) {
+	h, err := render.ParseHelmParameters([]byte(e.AppParameters))
+	if err != nil {
+		return h, err
+	}
+	if h.ReleaseName == "" {
+		h.ReleaseName = e.AppName
+	}
+	if h.Namespace == "" {
+		h.Namespace = e.AppNamespace
+	}
+	if h.KubeVersion == "" {
+		h.KubeVersion = e.KubeVersion
+	}
+	if len(h.APIVersions) == 0 {
+		for v := range strings.SplitSeq(e.KubeAPIVersions, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				h.APIVersions = append(h.APIVersions, v)
+			}
+		}
+	}
+	return h, nil
 }

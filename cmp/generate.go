@@ -23,6 +23,9 @@ type Options struct {
 	// Cache, when non-nil, serves and stores renders.
 	Cache       *Cache
 	MaxFileSize int64
+	// Charts gives the packages of remote charts (nil: every remote chart
+	// is refused, rule unpinned-chart).
+	Charts render.ChartSource
 	// OnMiss, when set, is called once before rendering, when no cache
 	// entry could serve the render (or there is no cache): a plugin process
 	// that runs its garbage collector lazily for a cache hit restores it
@@ -87,12 +90,17 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Cache != nil {
 		trace = &render.Trace{}
 	}
+	helm, err := opts.Env.Helm()
+	if err != nil {
+		return nil, err
+	}
 	app := opts.Env.Param(ParamApp)
 	if app == "" {
 		app = opts.Env.AppName
 	}
 	d, err := acceptance.Declare(ctx, acceptance.Request{
-		Render:               render.Options{Root: root, Path: wd, MaxFileSize: opts.MaxFileSize, Trace: trace},
+		Render: render.Options{Root: root, Path: wd, MaxFileSize: opts.MaxFileSize, Trace: trace,
+			Charts: opts.Charts, Helm: helm},
 		App:                  app,
 		Environment:          opts.Env.Param(ParamEnvironment),
 		DirectoryEnvironment: byDirectory,

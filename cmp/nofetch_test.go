@@ -169,7 +169,7 @@ var remoteForms = []struct {
 // something; %s is the entry. field is how the refusal names it.
 var loadingFields = []struct {
 	field, yaml string
-	always4     bool // helm is off: refused as invalid input whatever the entry
+	chartRepo   bool // a chart repository: an http(s) one is refused unpinned (no chart source), anything else invalid
 }{
 	{"resources[1]", "resources: [../../base, %q]\n", false},
 	{"components[0]", "resources: [../../base]\ncomponents: [%q]\n", false},
@@ -220,8 +220,11 @@ func TestRemoteEntriesAreNeverFetched(t *testing.T) {
 				files[kfile] = fmt.Sprintf(f.yaml, entry)
 				_, err := generateApp(t, writeRepo(t, files), "rev", nil)
 				want := exitcode.Refused
-				if form.pinned || f.always4 {
+				if form.pinned || f.chartRepo {
 					want = exitcode.Invalid
+				}
+				if l := strings.ToLower(entry); f.chartRepo && (strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")) {
+					want = exitcode.Refused
 				}
 				if got := exitcode.Code(err); got != want {
 					t.Errorf("exit %d, want %d: %v", got, want, err)

@@ -3,9 +3,13 @@
 // rendered hash of that set.
 //
 // An application is either a kustomization (rendered with krusty, plugins
-// and Helm off, load restrictions root-only, in a child process of the
+// and kustomize's Helm off, load restrictions root-only, in a child process of the
 // binary when UseWorker says so, as the CLI does; see "The render child"
-// below) or a directory of plain YAML/JSON manifests. Every file access goes through a filesystem confined to
+// below), a Helm chart (a directory holding Chart.yaml, rendered as Argo
+// CD's Helm source does) or a directory of plain YAML/JSON manifests.
+// Charts, of a chart app or of a kustomization's helmCharts, are rendered
+// by throughline with Helm's SDK from files read through the confined
+// filesystem (helm.go, helmkustomize.go, render/helmrender; docs/helm.md). Every file access goes through a filesystem confined to
 // the repository root: paths and symlinks that resolve outside it are refused,
 // files above a size cap are refused, and nothing is ever written. Remote
 // kustomize resources are never fetched.
@@ -33,9 +37,11 @@
 //     policy (floating-remote-resource, exit 3) and Build refuses every one
 //     before krusty runs (exit 4, naming the kustomization file and the
 //     field). Every other entry must be a relative path that resolves inside
-//     the root and exists there, else Build refuses it before krusty runs;
-//     Helm charts are refused there too (Helm is off, a chart is never
-//     fetched). Tests: cmp TestRemoteEntriesAreNeverFetched (every field x
+//     the root and exists there, else Build refuses it before krusty runs.
+//     A helmCharts entry whose chart is not in the repository comes only
+//     from the ChartSource (pinned by digest; none: rule unpinned-chart,
+//     exit 3), fetched by the parent before the render starts; kustomize
+//     itself never sees helmCharts. Tests: cmp TestRemoteEntriesAreNeverFetched (every field x
 //     http, HTTP, https, HtTpS, git::, scp-form, file://, github.com/...?ref=,
 //     ssh://, pinned forms, against an HTTP server and git's smart-HTTP server
 //     on 127.0.0.1 that record every connection, an ssh stand-in that records

@@ -39,6 +39,14 @@ type Options struct {
 	MaxFileSize int64
 	// Trace, when set, records every filesystem probe (for caching).
 	Trace *Trace
+	// Charts gives the packages of remote charts (helm.go); nil refuses
+	// every remote chart (rule unpinned-chart).
+	Charts ChartSource
+	// Helm are the parameters of a chart app (ModeHelm).
+	Helm HelmOptions
+	// fetched are remote chart packages the parent fetched (the render
+	// child's request).
+	fetched map[string][]byte
 }
 
 // App is an application directory opened for rendering.
@@ -52,6 +60,14 @@ type App struct {
 	// openAPI is set when the app's kustomization has an openapi field
 	// (runKrusty resets kustomize's schema after it).
 	openAPI bool
+	// charts, helm and fetched are the chart source, the chart app's
+	// parameters and the remote chart packages fetched (helm.go).
+	charts  ChartSource
+	helm    HelmOptions
+	fetched map[string][]byte
+	// helmNamespace is the namespace a kustomization's helmCharts inherit
+	// from the kustomizations above it, by directory (as kustomize's).
+	helmNamespace map[string]string
 }
 
 // RelDir is the application directory relative to the repository root.
@@ -66,6 +82,12 @@ type Kustomization struct {
 	// problems are local entries Build refuses before krusty runs: absolute,
 	// outside the root, missing.
 	problems []error
+	// dir is the kustomization's directory (absolute); helm, helmGlobals
+	// and namespace what its chart renders read (helmkustomize.go).
+	dir         string
+	helm        []types.HelmChart
+	helmGlobals types.HelmGlobals
+	namespace   string
 }
 
 // RemoteResource is an entry of any field that makes kustomize load
@@ -111,8 +133,10 @@ func Open(ctx context.Context, opts Options) (*App, error) {
 		return nil, &exitcode.InvalidInput{File: fsys.Rel(dir), Err: errors.New("application path is not a directory")}
 	}
 	fsys.bind(ctx)
-	app := &App{FS: fsys, Dir: dir, Mode: ModeDirectory}
-	if kfile := findKustomizationFile(fsys, dir); kfile != "" {
+	app := &App{FS: fsys, Dir: dir, Mode: ModeDirectory, charts: opts.Charts, helm: opts.Helm, fetched: opts.fetched}
+	if kfile := findKustomizationFile(fsys, dir); kfile == "" && fsys.Exists(filepath.Join(dir, "Chart.yaml")) {
+		app.Mode = ModeHelm
+	} else if kfile != "" {
 		app.Mode = ModeKustomize
 		seen := map[string]bool{}
 		if err := app.inspect(ctx, dir, seen); err != nil {
@@ -199,6 +223,7 @@ func (a *App) inspect(ctx context.Context, dir string, seen map[string]bool) err
 			Field: fmt.Sprintf("helmCharts[%d]", i), Name: h.Name, Repo: h.Repo, Version: h.Version,
 		})
 	}
+	a.keepHelm(&a.Kustomizations[idx], dir, &k, dirs)
 	for _, d := range dirs {
 		if err := a.inspect(ctx, d, seen); err != nil {
 			return err
@@ -327,10 +352,30 @@ func (a *App) Build(ctx context.Context) ([]Object, error) {
 		if err = a.refuseBeforeKrusty(); err != nil {
 			break
 		}
-		if w := worker.Load(); w != nil {
+		if err = a.fetchCharts(ctx); err != nil {
+			break
+		}
+		var w *Worker
+		if w, err = a.renderWorker(); err != nil {
+			break
+		}
+		if w != nil {
 			objs, err = a.buildInWorker(ctx, w)
 		} else {
 			objs, err = a.buildKustomization(ctx)
+		}
+	case ModeHelm:
+		if err = a.fetchCharts(ctx); err != nil {
+			break
+		}
+		var w *Worker
+		if w, err = a.renderWorker(); err != nil {
+			break
+		}
+		if w != nil {
+			objs, err = a.buildInWorker(ctx, w)
+		} else {
+			objs, err = a.buildChartApp(ctx)
 		}
 	default:
 		objs, err = a.readDirectory(ctx)
@@ -342,8 +387,9 @@ func (a *App) Build(ctx context.Context) ([]Object, error) {
 }
 
 // refuseBeforeKrusty refuses, before krusty sees the tree, every entry that
-// would make it fetch, clone or read outside the repository, and Helm charts
-// (Helm is off: a chart is never fetched).
+// would make it fetch, clone or read outside the repository, and helmCharts
+// entries throughline cannot render (checkHelmCharts); kustomize's own Helm
+// stays off: throughline renders the charts (helmkustomize.go).
 func (a *App) refuseBeforeKrusty() error {
 	for _, k := range a.Kustomizations {
 		for _, r := range k.Remote {
@@ -356,23 +402,7 @@ func (a *App) refuseBeforeKrusty() error {
 			return &exitcode.InvalidInput{File: k.File, Err: p}
 		}
 	}
-	for _, k := range a.Kustomizations {
-		for _, h := range k.HelmCharts {
-			return &exitcode.InvalidInput{File: k.File, Err: helmChartError(h)}
-		}
-	}
-	return nil
-}
-
-// helmChartError is the refusal of the Helm chart h: throughline does not
-// run Helm, and never fetches a chart from a repository.
-func helmChartError(h HelmChart) error {
-	if h.Repo != "" {
-		return fmt.Errorf("%s.repo: Helm chart %q from %q: "+
-			"throughline does not run Helm and never fetches charts; render the chart into the repository", h.Field, h.Name, h.Repo)
-	}
-	return fmt.Errorf("%s: Helm chart %q: throughline does not run Helm; "+
-		"render the chart into the repository", h.Field, h.Name)
+	return a.checkHelmCharts()
 }
 
 func (a *App) buildKustomization(ctx context.Context) (objs []Object, err error) {
@@ -385,7 +415,11 @@ func (a *App) buildKustomization(ctx context.Context) (objs []Object, err error)
 	opts := krusty.MakeDefaultOptions()
 	opts.LoadRestrictions = types.LoadRestrictionsRootOnly
 	opts.PluginConfig = types.DisabledPluginConfig()
-	resMap, err := runKrusty(opts, a.FS, a.Dir, a.openAPI)
+	fsys, err := a.helmOverlay(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resMap, err := runKrusty(opts, fsys, a.Dir, a.openAPI)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, fmt.Errorf("rendering %s: %w", kfile, cerr)

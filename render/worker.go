@@ -35,6 +35,10 @@ type Worker struct {
 	// MemoryLimit caps the child's data segment (RLIMIT_DATA, the Go heap
 	// included); <= 0 means DefaultMaxMemory.
 	MemoryLimit int64
+	// HelmPath is the executable that renders apps with Helm charts when
+	// this process links no Helm engine (UseHelm): the lean plugin binary
+	// names the throughline binary beside it. "" means Path.
+	HelmPath string
 }
 
 // worker is the process-wide choice of UseWorker: nil renders in-process.
@@ -52,6 +56,10 @@ type workerRequest struct {
 	MaxFileSize int64  `json:"maxFileSize"`
 	Trace       bool   `json:"trace"`
 	MemoryLimit int64  `json:"memoryLimit"`
+	// Helm and Charts: a chart app's parameters and the remote chart
+	// packages the parent fetched (the child fetches nothing).
+	Helm   HelmOptions       `json:"helm"`
+	Charts map[string][]byte `json:"charts,omitempty"`
 }
 
 // workerResponse is what the child writes on stdout: the objects or the
@@ -90,11 +98,30 @@ var ErrMemoryBudget = errors.New("render exceeded its memory budget")
 // copy, and can be generous.
 const workerWaitDelay = 10 * time.Second
 
+// renderWorker is the worker a Build of a starts, nil for in-process: the
+// process-wide one, started from HelmPath for an app with charts when this
+// process links no Helm engine (a HelmPath that is not there is ErrNoHelm).
+func (a *App) renderWorker() (*Worker, error) {
+	w := worker.Load()
+	if w == nil || w.HelmPath == "" || !a.needsHelm() || linkedHelm() != nil {
+		return w, nil
+	}
+	if _, err := os.Stat(w.HelmPath); err != nil {
+		return nil, &exitcode.InvalidInput{File: a.RelDir(), Err: fmt.Errorf("%w: %s renders the charts of this app: %w", ErrNoHelm, w.HelmPath, err)}
+	}
+	c := *w
+	c.Path = w.HelmPath
+	return &c, nil
+}
+
 // buildInWorker runs krusty for the app in a child process (see Worker).
 func (a *App) buildInWorker(ctx context.Context, w *Worker) ([]Object, error) {
 	kfile := a.FS.Rel(findKustomizationFile(a.FS, a.Dir))
+	if a.Mode == ModeHelm {
+		kfile = a.FS.Rel(filepath.Join(a.Dir, "Chart.yaml"))
+	}
 	req, err := json.Marshal(workerRequest{Root: a.FS.Root(), Path: a.RelDir(), MaxFileSize: a.FS.maxFileSize,
-		Trace: a.FS.trace != nil, MemoryLimit: w.MemoryLimit})
+		Trace: a.FS.trace != nil, MemoryLimit: w.MemoryLimit, Helm: a.helm, Charts: a.fetched})
 	if err != nil {
 		return nil, fmt.Errorf("encoding the render request for %s: %w", kfile, err)
 	}
@@ -259,7 +286,8 @@ func ServeWorker(ctx context.Context, in io.Reader, out io.Writer) error {
 		trace = &Trace{}
 	}
 	resp := workerResponse{}
-	objs, err := buildInProcess(ctx, Options{Root: req.Root, Path: req.Path, MaxFileSize: req.MaxFileSize, Trace: trace})
+	objs, err := buildInProcess(ctx, Options{Root: req.Root, Path: req.Path, MaxFileSize: req.MaxFileSize, Trace: trace,
+		Helm: req.Helm, fetched: req.Charts})
 	if err != nil {
 		resp.Error = newWorkerError(err)
 	}
@@ -290,7 +318,7 @@ func memoryLimit(limit int64) int64 {
 
 // buildInProcess opens the app (for the Secret values its messages
 // redact, and the alias budget its kustomization files take) and runs
-// krusty in this process. The parent refused every remote entry, local
+// krusty, or Helm for a chart app, in this process. The parent refused every remote entry, local
 // problem and Helm chart before it started the child; the child does not
 // decide again, and what the decision does not know (a field a later
 // kustomize loads) meets the child's sandbox: no git, no ssh, no proxy.
@@ -299,11 +327,16 @@ func buildInProcess(ctx context.Context, opts Options) ([]Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	if app.Mode != ModeKustomize {
-		return nil, &exitcode.InvalidInput{File: app.RelDir(), Err: errors.New("no kustomization to render")}
-	}
 	app.FS.bind(ctx)
-	objs, err := app.buildKustomization(ctx)
+	var objs []Object
+	switch app.Mode {
+	case ModeKustomize:
+		objs, err = app.buildKustomization(ctx)
+	case ModeHelm:
+		objs, err = app.buildChartApp(ctx)
+	default:
+		return nil, &exitcode.InvalidInput{File: app.RelDir(), Err: errors.New("no kustomization or chart to render")}
+	}
 	if err != nil {
 		return nil, app.FS.secrets.redactErr(err)
 	}

@@ -59,7 +59,7 @@ Run "throughline-cmp generate --help" for the flags.
 // run dispatches args and returns the exit code; errors go to stderr as
 // throughline prints them (cli.ExitCode).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	render.UseWorker(&render.Worker{Args: []string{render.WorkerCommand}})
+	render.UseWorker(&render.Worker{Args: []string{render.WorkerCommand}, HelmPath: render.Beside("throughline")})
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return cli.ExitCode(exitcode.Usagef("%s needs a command", name), stderr)

@@ -13,6 +13,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/internal/cli"
 	"github.com/throughline-dev/throughline/render"
+	"github.com/throughline-dev/throughline/render/helmrender"
 )
 
 // version is stamped at build time (-ldflags "-X main.version=...").
@@ -33,6 +34,7 @@ type globals struct {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	g := &globals{}
 	render.UseWorker(renderWorker)
+	render.UseHelm(helmrender.Engine{})
 	root := newRootCommand(g, stdout, stderr)
 	root.SetArgs(args)
 	root.SetOut(stdout)

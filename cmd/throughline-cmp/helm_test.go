@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// throughlineBeside builds the throughline binary next to throughline-cmp,
+// as the image ships them: the lean plugin links no Helm (client-go comes
+// with Helm's chart packages, see TestLeanImports) and renders charts in a
+// child process of that binary (render.Worker.HelmPath).
+func throughlineBeside(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(filepath.Dir(binary(t)), "throughline")
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	cmd := exec.Command(goTool(t), "build", "-trimpath", "-ldflags", "-X main.version="+testVersion, "-o", bin,
+		"github.com/throughline-dev/throughline/cmd/throughline")
+	cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building throughline: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestChartAppThroughThroughline: throughline-cmp generate renders a chart
+// app (the Helm parameters from ARGOCD_APP_PARAMETERS) in a child process
+// of the throughline binary beside it; without that binary it refuses the
+// chart (exit 4) instead of rendering it as plain files.
+func TestChartAppThroughThroughline(t *testing.T) {
+	repo, err := filepath.Abs("../../render/testdata/helm/repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "HOME="+t.TempDir(), "ARGOCD_APP_NAME=shop", "ARGOCD_APP_NAMESPACE=shop-staging",
+		"ARGOCD_APP_SOURCE_PATH=apps/shop", "ARGOCD_ENV_ENVIRONMENT=staging", "KUBE_VERSION=1.31.2",
+		`ARGOCD_APP_PARAMETERS=[{"name":"valueFiles","array":["values-staging.yaml"]}]`)
+	run := func(bin string) (string, string, int) {
+		cmd := exec.Command(bin, "generate", "--no-cache", "--log-level", "error")
+		cmd.Dir, cmd.Env = filepath.Join(repo, "apps/shop"), env
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		code := 0
+		if err := cmd.Run(); err != nil {
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				t.Fatal(err)
+			}
+			code = ee.ExitCode()
+		}
+		return stdout.String(), stderr.String(), code
+	}
+	throughlineBeside(t)
+	out, stderr, code := run(binary(t))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{`"name":"shop-shop"`, `"greeting":"hello from staging"`, `"kubeVersion":"v1.31.2"`, `"kind":"Acceptance"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s not in the output:\n%s", want, out)
+		}
+	}
+	alone := filepath.Join(t.TempDir(), "throughline-cmp")
+	data, err := os.ReadFile(binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code = run(alone)
+	if code != 4 || out != "" || !strings.Contains(stderr, "does not link Helm") || !strings.Contains(stderr, "apps/shop") {
+		t.Errorf("without throughline beside it: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}

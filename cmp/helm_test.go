@@ -1,0 +1,182 @@
+package cmp_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/throughline-dev/throughline/cmp"
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/policy"
+	"github.com/throughline-dev/throughline/render"
+	"github.com/throughline-dev/throughline/render/helmrender"
+)
+
+// These tests render charts in-process with Helm's SDK, as the throughline
+// binary does.
+func init() { render.UseHelm(helmrender.Engine{}) }
+
+// chartRepo is render's golden repository (a chart app, apps/shop, and a
+// kustomization with helmCharts), copied so that a test can change a file.
+func chartRepo(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	src := "../render/testdata/helm/repo"
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// generateChart generates the chart app apps/shop of root as Argo CD
+// would, with env added.
+func generateChart(t *testing.T, root string, env ...string) (*cmp.Result, error) {
+	t.Helper()
+	const path = "apps/shop"
+	return cmp.Generate(context.Background(), cmp.Options{
+		WorkDir: filepath.Join(root, path),
+		Env: cmp.EnvFromEnviron(append([]string{
+			"ARGOCD_APP_NAME=shop", "ARGOCD_APP_NAMESPACE=shop-staging", "ARGOCD_APP_REVISION=1",
+			"ARGOCD_APP_SOURCE_PATH=" + path, "ARGOCD_APP_SOURCE_REPO_URL=https://git.example.test/gitops.git",
+			"ARGOCD_ENV_ENVIRONMENT=staging", "KUBE_VERSION=1.31.2", "KUBE_API_VERSIONS=v1,apps/v1,monitoring.coreos.com/v1",
+		}, env...)),
+		Version: "v0.0.0-test",
+	})
+}
+
+// TestGenerateChartApp: a chart app renders with Argo CD's Helm
+// parameters (ARGOCD_APP_PARAMETERS), the release named after the
+// Application in its namespace, the cluster's versions in .Capabilities;
+// the Acceptance carries the hash of the chart's objects and the workloads'
+// image digests, as for any app.
+func TestGenerateChartApp(t *testing.T) {
+	root := chartRepo(t)
+	res, err := generateChart(t, root,
+		`ARGOCD_APP_PARAMETERS=[{"name":"environment","string":"staging"},{"name":"valueFiles","array":["values-staging.yaml"]},`+
+			`{"name":"parameters","map":{"replicaCount":"4"}}]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := render.DecodeManifests(res.Manifests, "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(res.Manifests)
+	for _, want := range []string{`"name":"shop-shop"`, `"replicas":4`, `"greeting":"hello from staging"`, `"releaseNamespace":"shop-staging"`,
+		`"kubeVersion":"v1.31.2"`, `"hasServiceMonitor":"true"`, `"helm.sh/hook":"test"`, `"kind":"CustomResourceDefinition"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s not in the output:\n%s", want, out)
+		}
+	}
+	hash, _ := render.Hash(objs[:len(objs)-1])
+	a := res.Acceptance
+	if a.Spec.RenderedHash != hash || a.Spec.Environment != "staging" || a.Spec.App != "shop" {
+		t.Errorf("Acceptance %+v (hash %s)", a.Spec, hash)
+	}
+	if len(a.Spec.Workloads) == 0 || a.Spec.Workloads[0].Containers[0].Digest != "sha256:"+strings.Repeat("a", 64) {
+		t.Errorf("workloads %+v", a.Spec.Workloads)
+	}
+}
+
+// TestGenerateChartRefusesUnpinnedImage: an image a chart template
+// produces from a tag is refused by the pin rule as any other (exit 3).
+func TestGenerateChartRefusesUnpinnedImage(t *testing.T) {
+	root := chartRepo(t)
+	tpl := filepath.Join(root, "apps/shop/templates/deployment.yaml")
+	data, err := os.ReadFile(tpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tagged := strings.Replace(string(data), "@{{ .Values.image.digest }}", ":{{ .Values.image.tag }}", 1)
+	if err := os.WriteFile(tpl, []byte(tagged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := generateChart(t, root, `ARGOCD_APP_PARAMETERS=[{"name":"parameters","map":{"image.tag":"latest"}}]`)
+	var refusal *policy.Refusal
+	if !errors.As(err, &refusal) || res != nil || exitcode.Code(err) != exitcode.Refused {
+		t.Fatalf("got %v, %v; want a refusal and no result", res, err)
+	}
+	if !strings.Contains(err.Error(), "registry.example.test/shop:latest") || !strings.Contains(err.Error(), "apps/shop/templates/deployment.yaml") {
+		t.Errorf("the refusal does not name the image and the template: %v", err)
+	}
+}
+
+// TestGenerateChartSchemaViolation: values the chart's values.schema.json
+// rejects are exit 4 naming it.
+func TestGenerateChartSchemaViolation(t *testing.T) {
+	_, err := generateChart(t, chartRepo(t), `ARGOCD_APP_PARAMETERS=[{"name":"parameters","map":{"image.digest":"latest"}}]`)
+	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), "apps/shop/values.schema.json") ||
+		!strings.Contains(err.Error(), "/image/digest") {
+		t.Errorf("got %v", err)
+	}
+}
+
+// TestGenerateChartBadParameters: parameters that are not Argo CD's JSON
+// list, or name a value file outside the repository, are exit 4 naming
+// ARGOCD_APP_PARAMETERS.
+func TestGenerateChartBadParameters(t *testing.T) {
+	root := chartRepo(t)
+	for _, p := range []string{
+		`ARGOCD_APP_PARAMETERS={"valueFiles": "x"}`,
+		`ARGOCD_APP_PARAMETERS=[{"name":"valueFiles","array":["../../../../../etc/passwd"]}]`,
+		`ARGOCD_APP_PARAMETERS=[{"name":"skipCrds","string":"maybe"}]`,
+	} {
+		_, err := generateChart(t, root, p)
+		if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), "ARGOCD_APP_PARAMETERS") {
+			t.Errorf("%s: got %v", p, err)
+		}
+	}
+}
+
+// TestChartAppCache: a chart app's render is cached like any other: the
+// same files hit, a changed value file (read through the confined
+// filesystem, so in the trace) misses and renders the change.
+func TestChartAppCache(t *testing.T) {
+	root := chartRepo(t)
+	cache := &cmp.Cache{Dir: t.TempDir()}
+	params := `ARGOCD_APP_PARAMETERS=[{"name":"valueFiles","array":["values-staging.yaml"]}]`
+	gen := func() *cmp.Result {
+		t.Helper()
+		res, err := cmp.Generate(context.Background(), cmp.Options{
+			WorkDir: filepath.Join(root, "apps/shop"),
+			Env: cmp.EnvFromEnviron([]string{"ARGOCD_APP_NAME=shop", "ARGOCD_APP_NAMESPACE=shop-staging",
+				"ARGOCD_APP_SOURCE_PATH=apps/shop", "ARGOCD_ENV_ENVIRONMENT=staging", params}),
+			Version: "v0.0.0-test", Cache: cache,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.CacheErr != nil {
+			t.Fatal(res.CacheErr)
+		}
+		return res
+	}
+	if gen().CacheHit || !gen().CacheHit {
+		t.Fatal("the second render of the same chart app must hit the cache, the first must not")
+	}
+	if err := os.WriteFile(filepath.Join(root, "apps/shop/values-staging.yaml"), []byte("replicaCount: 7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := gen()
+	if res.CacheHit || !strings.Contains(string(res.Manifests), `"replicas":7`) {
+		t.Errorf("a changed value file served from the cache (hit %v)", res.CacheHit)
+	}
+}
