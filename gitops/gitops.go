@@ -31,6 +31,9 @@ type Repo struct {
 	// Base is the branch promotions start from (the remote's default
 	// branch, else the current one).
 	Base string
+	// Charts gives the remote Helm charts that the trees of this repository
+	// pin (render.Options.Charts); nil refuses every remote chart.
+	Charts render.ChartSource
 }
 
 // Open opens the GitOps repository at dir and fetches its remote, so that
@@ -154,8 +157,9 @@ type Tree struct {
 	// Rev is the commit.
 	Rev string
 	// Root is the GitOps root in the exported tree.
-	Root string
-	tmp  string
+	Root   string
+	tmp    string
+	charts render.ChartSource
 }
 
 // Tree exports rev to a temporary directory; Close removes it.
@@ -169,7 +173,7 @@ func (r *Repo) Tree(ctx context.Context, rev string) (*Tree, error) {
 		_ = os.RemoveAll(tmp)
 		return nil, err
 	}
-	return &Tree{Rev: rev, Root: root, tmp: tmp}, nil
+	return &Tree{Rev: rev, Root: root, tmp: tmp, charts: r.Charts}, nil
 }
 
 // Close removes the exported tree.
@@ -181,7 +185,7 @@ func (t *Tree) Path(p string) string { return filepath.Join(t.Root, filepath.Fro
 // Render renders the app at the GitOps-root-relative path p without policy:
 // the objects (any Acceptance left out) and their rendered hash.
 func (t *Tree) Render(ctx context.Context, p string) ([]render.Object, string, error) {
-	app, err := render.Open(ctx, render.Options{Root: t.Root, Path: t.Path(p)})
+	app, err := render.Open(ctx, render.Options{Root: t.Root, Path: t.Path(p), Charts: t.charts})
 	if err != nil {
 		return nil, "", err
 	}
@@ -206,7 +210,7 @@ func (t *Tree) Render(ctx context.Context, p string) ([]render.Object, string, e
 // *policy.Refusal on refusal); renderer is throughline's version.
 func (t *Tree) Declare(ctx context.Context, p, env, renderer string) (*acceptance.Declaration, error) {
 	return acceptance.Declare(ctx, acceptance.Request{
-		Render:      render.Options{Root: t.Root, Path: t.Path(p)},
+		Render:      render.Options{Root: t.Root, Path: t.Path(p), Charts: t.charts},
 		Environment: env, Renderer: renderer,
 	})
 }

@@ -2,8 +2,6 @@ package render
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -51,9 +49,16 @@ const (
 // repository. The implementation is package chartsource's.
 type ChartSource interface {
 	// Chart returns the chart package (.tgz bytes) of ref, pinned by the lock file in dir (the directory of
-	// the kustomization or Chart.yaml, relative to the root); a chart not pinned is a *exitcode.Refusal with
-	// rule "unpinned-chart" (exit 3).
-	Chart(ctx context.Context, dir string, ref ChartRef) ([]byte, error)
+	// the kustomization or Chart.yaml, relative to the root), which it reads through files (the render's
+	// confined filesystem: a cached render is reused exactly while the lock file is unchanged); a chart not
+	// pinned is a *exitcode.Refusal with rule "unpinned-chart" (exit 3).
+	Chart(ctx context.Context, files ChartFiles, dir string, ref ChartRef) ([]byte, error)
+}
+
+// ChartFiles reads files of the repository for a ChartSource (a
+// *ConfinedFS).
+type ChartFiles interface {
+	ReadFile(path string) ([]byte, error)
 }
 
 // ChartRef names a chart in a chart repository.
@@ -213,7 +218,7 @@ func (a *App) fetchCharts(ctx context.Context) error {
 				Reason: fmt.Sprintf("chart %q %s from %q is not pinned by digest in the repository: pin it (throughline pin) "+
 					"so the render can fetch and verify it", n.Ref.Name, n.Ref.Version, n.Ref.Repo)}
 		}
-		data, err := a.charts.Chart(ctx, n.Dir, n.Ref)
+		data, err := a.charts.Chart(ctx, a.FS, n.Dir, n.Ref)
 		if err != nil {
 			var r *exitcode.Refusal
 			if errors.As(err, &r) && r.File == "" {
@@ -230,13 +235,6 @@ func (a *App) fetchCharts(ctx context.Context) error {
 			a.fetched = map[string][]byte{}
 		}
 		a.fetched[n.key()] = data
-		if a.FS.trace != nil {
-			// The lock file that pins the chart is read by the ChartSource,
-			// not through this filesystem: a probe no replay reproduces
-			// keeps a cached render of the app from outliving a new pin.
-			sum := sha256.Sum256(data)
-			a.FS.trace.add("chart", n.Dir+" "+n.Ref.Repo+" "+n.Ref.Name+" "+n.Ref.Version, hex.EncodeToString(sum[:]))
-		}
 	}
 	return nil
 }

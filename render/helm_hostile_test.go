@@ -57,7 +57,7 @@ type testCharts struct {
 	asked    []string
 }
 
-func (s *testCharts) Chart(_ context.Context, dir string, ref render.ChartRef) ([]byte, error) {
+func (s *testCharts) Chart(_ context.Context, _ render.ChartFiles, dir string, ref render.ChartRef) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.asked = append(s.asked, dir+" "+ref.Repo+" "+ref.Name+" "+ref.Version)

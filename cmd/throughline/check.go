@@ -109,6 +109,7 @@ func (o *checkOptions) run(ctx context.Context, g *globals, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
+	r.Charts = chartSource()
 	v, err := o.verdict(ctx, r)
 	if err != nil {
 		return err

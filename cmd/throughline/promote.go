@@ -121,6 +121,7 @@ func (o *promoteProposeOptions) run(ctx context.Context, g *globals, stdout io.W
 	if err != nil {
 		return err
 	}
+	r.Charts = chartSource()
 	p, err := promote.Propose(ctx, r, promote.ProposeRequest{App: o.app, From: o.from, To: o.to, Path: o.targetPath, Cluster: o.cluster,
 		Renderer: buildVersion()})
 	if err != nil {
@@ -234,6 +235,7 @@ func (o *promoteVerifyOptions) run(ctx context.Context, g *globals, stdout io.Wr
 	if err != nil {
 		return err
 	}
+	r.Charts = chartSource()
 	t, err := promote.Verify(ctx, r, promote.VerifyRequest{App: o.app, From: o.from, To: o.to, Branch: o.branch, Now: time.Now()})
 	if err != nil {
 		return err
@@ -306,6 +308,7 @@ func (o *promoteApproveOptions) run(ctx context.Context, g *globals, stdout io.W
 	if err != nil {
 		return err
 	}
+	r.Charts = chartSource()
 	t, err := promote.Approve(ctx, r, promote.ApproveRequest{App: o.app, To: o.to, Branch: o.branch, Approver: o.approver,
 		Expires: exp, Now: now, Renderer: buildVersion()})
 	if err != nil {
@@ -364,6 +367,7 @@ func (o *promoteRejectOptions) run(ctx context.Context, g *globals, stdout io.Wr
 	if err != nil {
 		return err
 	}
+	r.Charts = chartSource()
 	t, err := promote.Reject(ctx, r, promote.RejectRequest{App: o.app, To: o.to, Branch: o.branch, Reason: o.reason, By: o.by, Now: time.Now()})
 	if err != nil {
 		return err
@@ -440,6 +444,7 @@ func (o *promoteStatusOptions) run(ctx context.Context, stdout io.Writer) error 
 	if err != nil {
 		return err
 	}
+	r.Charts = chartSource()
 	status := promote.Status
 	if o.all {
 		status = promote.StatusAll

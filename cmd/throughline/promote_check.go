@@ -79,6 +79,7 @@ func (o *promoteCheckOptions) run(ctx context.Context, g *globals, stdout io.Wri
 	if err != nil {
 		return err
 	}
+	r.Charts = chartSource()
 	rep, err := promote.Check(ctx, r, promote.CheckRequest{Base: o.base, Head: o.head, DriftFiles: o.driftFiles, Now: time.Now(),
 		Renderer: buildVersion()})
 	if err != nil {

@@ -123,7 +123,7 @@ func (o *renderOptions) declare(ctx context.Context, g *globals, path string) (*
 	}
 	in.log(g)
 	return acceptance.Declare(ctx, acceptance.Request{
-		Render:               render.Options{Root: root, Path: abs, MaxFileSize: o.maxFileSize},
+		Render:               render.Options{Root: root, Path: abs, MaxFileSize: o.maxFileSize, Charts: chartSource()},
 		AllowListFile:        o.allowList,
 		App:                  cmp.Or(o.app, in.app),
 		Environment:          in.env,

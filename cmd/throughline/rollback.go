@@ -101,6 +101,7 @@ func (o *rollbackOptions) run(ctx context.Context, g *globals, stdout io.Writer)
 	if err != nil {
 		return err
 	}
+	r.Charts = chartSource()
 	exists := func(ctx context.Context, ref string) (bool, error) {
 		ok, err := rc.Exists(ctx, ref)
 		return ok, registryError(err)

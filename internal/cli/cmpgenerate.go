@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"github.com/throughline-dev/throughline/chartsource"
 	"github.com/throughline-dev/throughline/cmp"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -75,9 +76,12 @@ func (o *CMPGenerate) Run(ctx context.Context, log zerolog.Logger, version strin
 		MaxFileSize: o.MaxFileSize,
 		OnMiss:      o.OnMiss,
 	}
+	charts := chartsource.Options{UserAgent: "throughline/" + version}
 	if !o.NoCache {
 		opts.Cache = &cmp.Cache{Dir: o.CacheDir, MaxBytes: o.CacheBytes}
+		charts.CacheDir = DefaultChartCacheDir()
 	}
+	opts.Charts = chartsource.ForRender{Fetcher: chartsource.NewFetcher(charts)}
 	res, err := cmp.Generate(ctx, opts)
 	if err != nil {
 		return err
@@ -98,11 +102,25 @@ func (o *CMPGenerate) Run(ctx context.Context, log zerolog.Logger, version strin
 // never a predictable path in the shared temporary directory (cmp.Cache then
 // renders uncached with a warning).
 func DefaultCacheDir() string {
+	return defaultCacheDir("render")
+}
+
+// DefaultChartCacheDir is where remote Helm chart packages are kept by
+// digest: $THROUGHLINE_CACHE_DIR/charts, else the user's cache
+// directory/throughline/charts (the place `throughline pin` fills).
+func DefaultChartCacheDir() string {
 	if d := os.Getenv(EnvCacheDir); d != "" {
+		return filepath.Join(d, "charts")
+	}
+	return defaultCacheDir("charts")
+}
+
+func defaultCacheDir(kind string) string {
+	if d := os.Getenv(EnvCacheDir); d != "" && kind == "render" {
 		return d
 	}
 	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "throughline", "render")
+		return filepath.Join(d, "throughline", kind)
 	}
 	return ""
 }

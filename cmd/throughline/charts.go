@@ -1,0 +1,17 @@
+package main
+
+import (
+	"github.com/throughline-dev/throughline/chartsource"
+	"github.com/throughline-dev/throughline/internal/cli"
+	"github.com/throughline-dev/throughline/render"
+)
+
+// chartSource is the source of the remote Helm charts a render meets: the
+// packages the repository's lock files pin, fetched by digest with the
+// Docker keychain's credentials and kept in the chart cache (the one `pin`
+// fills), as the plugin does.
+func chartSource() render.ChartSource {
+	return chartsource.ForRender{Fetcher: chartsource.NewFetcher(chartsource.Options{
+		CacheDir: cli.DefaultChartCacheDir(), UserAgent: "throughline/" + buildVersion(),
+	})}
+}
