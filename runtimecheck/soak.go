@@ -129,8 +129,8 @@ func Decide(spec v1alpha1.RuntimeChecks, statuses []v1alpha1.CheckStatus, soakSt
 			end.UTC().Format(time.RFC3339), strings.Join(waiting, "; "))}
 	}
 	if now.Before(end) {
-		return Decision{Reason: v1alpha1.ReasonSoaking, Message: fmt.Sprintf("images verified, %d checks green; soak until %s (%s left)",
-			len(spec.Checks), end.UTC().Format(time.RFC3339), end.Sub(now).Round(time.Second))}
+		return Decision{Reason: v1alpha1.ReasonSoaking, Message: fmt.Sprintf("images verified, %d checks green; soak until %s",
+			len(spec.Checks), end.UTC().Format(time.RFC3339))}
 	}
 	return Decision{Reason: v1alpha1.ReasonVerified, Message: fmt.Sprintf("%d checks green through a soak of %s",
 		len(spec.Checks), spec.Soak.Duration)}

@@ -94,7 +94,7 @@ func TestDecide(t *testing.T) {
 	}{
 		{"nothing evaluated", nil, t0, v1alpha1.ReasonSoaking, "not evaluated yet"},
 		{"green, soak running", []v1alpha1.CheckStatus{st("errors", v1alpha1.CheckPassed, 0, t0), st("latency", v1alpha1.CheckPassed, 0, t0)},
-			t0.Add(time.Minute), v1alpha1.ReasonSoaking, "4m0s left"},
+			t0.Add(time.Minute), v1alpha1.ReasonSoaking, "2 checks green; soak until 2027-01-15T08:05:00Z"},
 		{"green after the soak", green, after, v1alpha1.ReasonVerified, "2 checks green"},
 		{"soak over, one check never evaluated", green[:1], after, v1alpha1.ReasonSoaking, "latency not evaluated yet"},
 		{"soak over, a pass from before the soak began", []v1alpha1.CheckStatus{green[0], st("latency", v1alpha1.CheckPassed, 0, t0.Add(-time.Minute))},
