@@ -5,8 +5,14 @@ package runtimechecks
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,10 +20,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,7 +63,7 @@ func TestRuntimeChecks(t *testing.T) {
 	defer cancel()
 	api := testenv.StartAPIServer(t, testenv.APIServerOptions{CRDPaths: []string{filepath.Join(root, "deploy", "crds", "throughline.dev_acceptances.yaml")}})
 	testenv.StartControllerManager(ctx, t, api) // the real deployment and replicaset controllers
-	namespaces := []string{"red", "green", "down", "smoke"}
+	namespaces := []string{"red", "green", "down", "smoke", "web"}
 	for _, ns := range namespaces {
 		if err := api.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
@@ -74,6 +83,7 @@ func TestRuntimeChecks(t *testing.T) {
 	t.Run("error ratio rises during the soak: CheckFailed", l.errorRatioRises)
 	t.Run("green through the soak: Verified after it", l.greenSoak)
 	t.Run("failing smoke-test Job: CheckFailed", l.failingJob)
+	t.Run("HTTP probe of a Service that starts failing: CheckFailed", l.httpProbe)
 	t.Run("Prometheus stopped: Unverifiable", l.prometheusDown)
 }
 
@@ -284,5 +294,76 @@ func (l *lab) prometheusDown(t *testing.T) {
 	if o.ready.Status != metav1.ConditionUnknown || o.kstatus != status.InProgressStatus || o.argo != "Progressing" ||
 		o.status.Checks[0].Verdict != v1alpha1.CheckUnverifiable || !strings.Contains(o.ready.Message, "querying Prometheus") {
 		t.Fatalf("arrow down: Ready %s %q, kstatus %s, Argo CD %s, checks %+v", o.ready.Status, o.ready.Message, o.kstatus, o.argo, o.status.Checks)
+	}
+}
+
+// podIP is the address of the played Pod serving HTTP: EndpointSlices may
+// not name a loopback address, so the test adds this one to lo in its
+// private network namespace (hack/netns-exec.sh).
+const podIP = "10.250.0.1"
+
+// httpProbe: a Service (port 80, named http, targetPort 8080) whose
+// EndpointSlice names a real HTTP server; the probe passes while it answers
+// 200 with the expected body, then the server answers 503 and the check
+// halts after its threshold.
+func (l *lab) httpProbe(t *testing.T) {
+	if os.Getenv("THROUGHLINE_PRIVATE_NETNS") != "1" {
+		if testenv.InCI() {
+			t.Fatal("CI=true and not in a private network namespace (run with -exec hack/netns-exec.sh)")
+		}
+		t.Skip("needs a private network namespace (go test -exec hack/netns-exec.sh) to add a Pod address to lo")
+	}
+	if out, err := exec.Command("ip", "addr", "add", podIP+"/32", "dev", "lo").CombinedOutput(); err != nil {
+		t.Fatalf("ip addr add %s: %v %s", podIP, err, out)
+	}
+	ln, err := net.Listen("tcp", podIP+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var broken atomic.Bool
+	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if broken.Load() || r.URL.Path != "/healthz" {
+			http.Error(w, "upstream down", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	port := int32(ln.Addr().(*net.TCPAddr).Port)
+	must(t, l.c.Create(l.ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "checkout"}, Spec: corev1.ServiceSpec{
+		Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
+	}}))
+	// No endpointslice controller runs here: the test writes the slice it
+	// would, with the server as the one ready endpoint.
+	must(t, l.c.Create(l.ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "checkout-1", Labels: map[string]string{
+			discoveryv1.LabelServiceName: "checkout", discoveryv1.LabelManagedBy: "e2e.throughline.dev"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{podIP}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}))
+	l.release("web", map[string]any{"soak": "10m", "checks": []any{map[string]any{
+		"name": "healthz", "interval": "1s", "failureThreshold": int64(2),
+		"http": map[string]any{"service": map[string]any{"name": "checkout", "port": int64(80)}, "path": "/healthz",
+			"bodyMatch": `"status":\s*"ok"`, "maxLatency": "2s"},
+	}}})
+	o := l.wait("web", "arrow web probe passes", time.Minute, func(o observed) bool {
+		return o.ready.Reason == v1alpha1.ReasonSoaking && len(o.status.Checks) == 1 && o.status.Checks[0].Verdict == v1alpha1.CheckPassed
+	})
+	if !strings.HasPrefix(o.status.Checks[0].Value, "200 in ") || !strings.Contains(o.status.Checks[0].Message, "1 ready endpoints answered 200") {
+		t.Fatalf("arrow web probe passes: %+v", o.status.Checks[0])
+	}
+	broken.Store(true)
+	o = l.wait("web", "arrow web probe halts", 30*time.Second, reason(v1alpha1.ReasonCheckFailed))
+	if !strings.Contains(o.ready.Message, net.JoinHostPort(podIP, strconv.Itoa(int(port)))+": status 503, want 200") || !strings.HasPrefix(o.status.Checks[0].Value, "503 in ") || o.argo != "Degraded" {
+		t.Fatalf("arrow web probe halts: %q %+v, Argo CD %s", o.ready.Message, o.status.Checks[0], o.argo)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
