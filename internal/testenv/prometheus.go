@@ -54,6 +54,27 @@ func RequirePrometheus(t testing.TB) string {
 // when the test ends (or by Stop).
 func StartPrometheus(t testing.TB, scrapeTargets ...string) *PrometheusServer {
 	t.Helper()
+	return StartPrometheusTSDB(t, "", scrapeTargets...)
+}
+
+// Backfill turns an OpenMetrics file into TSDB blocks with promtool (the
+// same Debian package: `promtool tsdb create-blocks-from openmetrics`) and
+// returns their directory, for [StartPrometheusTSDB].
+func Backfill(t testing.TB, openMetrics string) string {
+	t.Helper()
+	bin := RequirePrometheus(t)
+	dir := t.TempDir()
+	out, err := exec.Command(filepath.Join(filepath.Dir(bin), "promtool"), "tsdb", "create-blocks-from", "openmetrics", openMetrics, dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool tsdb create-blocks-from openmetrics: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// StartPrometheusTSDB is [StartPrometheus] on an existing TSDB directory
+// (blocks from [Backfill]); "" is a fresh one.
+func StartPrometheusTSDB(t testing.TB, tsdb string, scrapeTargets ...string) *PrometheusServer {
+	t.Helper()
 	bin := RequirePrometheus(t)
 	dir := t.TempDir()
 	quoted := make([]string, len(scrapeTargets))
@@ -66,7 +87,7 @@ func StartPrometheus(t testing.TB, scrapeTargets ...string) *PrometheusServer {
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
 		port, err := freePort()
@@ -74,8 +95,12 @@ func StartPrometheus(t testing.TB, scrapeTargets ...string) *PrometheusServer {
 			t.Fatal(err)
 		}
 		url := "http://127.0.0.1:" + strconv.Itoa(port)
+		data := tsdb
+		if data == "" {
+			data = filepath.Join(dir, fmt.Sprintf("data-%d", attempt))
+		}
 		p, err := startProcess(t, "prometheus", bin, []string{
-			"--config.file=" + cfgPath, "--storage.tsdb.path=" + filepath.Join(dir, fmt.Sprintf("data-%d", attempt)),
+			"--config.file=" + cfgPath, "--storage.tsdb.path=" + data, "--storage.tsdb.retention.time=30d",
 			"--web.listen-address=127.0.0.1:" + strconv.Itoa(port), "--log.level=warn",
 		}, environ(nil))
 		if err != nil {
@@ -99,6 +124,12 @@ func StartPrometheus(t testing.TB, scrapeTargets ...string) *PrometheusServer {
 
 // Stop stops Prometheus (a test of an unreachable Prometheus).
 func (s *PrometheusServer) Stop() { s.p.stop() }
+
+// CPU is the CPU time Prometheus has used (its process_cpu_seconds_total).
+func (s *PrometheusServer) CPU(ctx context.Context) (time.Duration, error) {
+	v, err := metric(ctx, "prometheus", s.URL+"/metrics", "process_cpu_seconds_total")
+	return time.Duration(v * float64(time.Second)), err
+}
 
 func httpOK(ctx context.Context, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
