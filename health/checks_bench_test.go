@@ -136,7 +136,12 @@ func BenchmarkCheckRound(b *testing.B) {
 	r.Checks = counter
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Error(err)
+		}
+	}()
 	waitEvals := func(n int64) {
 		for counter.n.Load() < n {
 			time.Sleep(10 * time.Millisecond)

@@ -89,7 +89,9 @@ func (p *Prober) transport() http.RoundTripper {
 }
 
 // probeOne GETs one endpoint; msg is empty when it passed.
-func probeOne(ctx context.Context, hc *http.Client, addr, path string, want int, re *regexp.Regexp, timeout time.Duration) (string, time.Duration, string) {
+func probeOne(
+	ctx context.Context, hc *http.Client, addr, path string, want int, re *regexp.Regexp, timeout time.Duration,
+) (value string, took time.Duration, msg string) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
 	if err != nil {
 		return "", 0, err.Error()
@@ -101,8 +103,8 @@ func probeOne(ctx context.Context, hc *http.Client, addr, path string, want int,
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody))
 	_ = resp.Body.Close()
-	took := time.Since(start)
-	value := fmt.Sprintf("%d in %s", resp.StatusCode, took.Round(time.Millisecond))
+	took = time.Since(start)
+	value = fmt.Sprintf("%d in %s", resp.StatusCode, took.Round(time.Millisecond))
 	switch {
 	case err != nil:
 		return value, took, fmt.Sprintf("reading the body: %v", err)

@@ -66,7 +66,7 @@ func TestHTTPProbe(t *testing.T) {
 		}
 		_, _ = w.Write([]byte(`{"status":"ok"}`))
 	})
-	broken := server(t, func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "db down", 503) })
+	broken := server(t, func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "db down", http.StatusServiceUnavailable) })
 	redirect := server(t, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, ok+"/healthz", http.StatusFound) })
 	late := server(t, func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(strings.Repeat("x", MaxBody) + `"status":"ok"`))

@@ -288,9 +288,9 @@ func (l *lab) prometheusDown(t *testing.T) {
 	l.exp.Gauge(t, "checkout_error_ratio", prometheus.Labels{"ns": "down"}).Set(0.001)
 	l.prom.Stop()
 	l.release("down", promChecks("1s", "down", 1))
-	o := l.wait("down", "arrow down unverifiable", time.Minute, reason(v1alpha1.ReasonUnverifiable))
+	l.wait("down", "arrow down unverifiable", time.Minute, reason(v1alpha1.ReasonUnverifiable))
 	time.Sleep(3 * time.Second)
-	o = l.wait("down", "arrow down still unverifiable after the soak", time.Second, reason(v1alpha1.ReasonUnverifiable))
+	o := l.wait("down", "arrow down still unverifiable after the soak", time.Second, reason(v1alpha1.ReasonUnverifiable))
 	if o.ready.Status != metav1.ConditionUnknown || o.kstatus != status.InProgressStatus || o.argo != "Progressing" ||
 		o.status.Checks[0].Verdict != v1alpha1.CheckUnverifiable || !strings.Contains(o.ready.Message, "querying Prometheus") {
 		t.Fatalf("arrow down: Ready %s %q, kstatus %s, Argo CD %s, checks %+v", o.ready.Status, o.ready.Message, o.kstatus, o.argo, o.status.Checks)

@@ -64,7 +64,8 @@ func Backfill(t testing.TB, openMetrics string) string {
 	t.Helper()
 	bin := RequirePrometheus(t)
 	dir := t.TempDir()
-	out, err := exec.Command(filepath.Join(filepath.Dir(bin), "promtool"), "tsdb", "create-blocks-from", "openmetrics", openMetrics, dir).CombinedOutput()
+	promtool := filepath.Join(filepath.Dir(bin), "promtool")
+	out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", openMetrics, dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool tsdb create-blocks-from openmetrics: %v\n%s", err, out)
 	}
