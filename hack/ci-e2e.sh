@@ -10,7 +10,7 @@ export CI=true
 # git (smart-HTTP server), iproute2 + util-linux (private network namespace),
 # gcc (the race detector needs cgo), redis-server (Argo CD's repo-server and
 # application controller cache, e2e/argocdcontrol), chromium + a font (the headless
-# browser of e2e/webview). docker-registry comes with hack/registry.sh.
+# browser of e2e/webview), prometheus (e2e/runtimechecks). docker-registry comes with hack/registry.sh.
 missing=()
 command -v git >/dev/null || missing+=(git)
 command -v ip >/dev/null || missing+=(iproute2)
@@ -19,6 +19,7 @@ command -v flock >/dev/null || missing+=(util-linux)
 command -v gcc >/dev/null || missing+=(gcc libc6-dev)
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v chromium >/dev/null || missing+=(chromium fonts-liberation)
+command -v prometheus >/dev/null || missing+=(prometheus)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "ci-e2e.sh: installing ${missing[*]}" >&2
   apt-get update -qq

@@ -49,6 +49,9 @@ type Reconciler struct {
 	// MinBackoff and MaxBackoff bound the exponential requeue of an
 	// Unverifiable Acceptance (registry unreachable).
 	MinBackoff, MaxBackoff time.Duration
+	// Checks evaluates the runtime checks (nil: every check is
+	// Unverifiable).
+	Checks CheckEvaluator
 	// OnResult is called after each reconcile with the report (nil on error).
 	OnResult func(ctx context.Context, key types.NamespacedName, rep *Report, requeue time.Duration, err error)
 
@@ -152,7 +155,9 @@ func (r *Reconciler) reconcile(ctx context.Context, key types.NamespacedName) (*
 	if r.Now != nil {
 		now = r.Now
 	}
-	changed, err := SetStatus(acc, NewStatus(rep, prev, now()))
+	t := now()
+	due := r.applyRuntime(ctx, acc, rep, prev, t)
+	changed, err := SetStatus(acc, NewStatus(rep, prev, t))
 	if err != nil {
 		return rep, 0, err
 	}
@@ -161,7 +166,11 @@ func (r *Reconciler) reconcile(ctx context.Context, key types.NamespacedName) (*
 			return rep, 0, fmt.Errorf("writing status of Acceptance %s: %w", key, err)
 		}
 	}
-	return rep, r.requeue(key, rep.Outcome, rep.Reason), nil
+	requeue := r.requeue(key, rep.Outcome, rep.Reason)
+	if due > 0 && (requeue == 0 || due < requeue) {
+		requeue = due
+	}
+	return rep, requeue, nil
 }
 
 func (r *Reconciler) requeue(key types.NamespacedName, o Outcome, reason string) time.Duration {

@@ -22,6 +22,14 @@
 //     observedGeneration, renderedHash, verifiedAt and the observed imageIDs.
 //     Argo CD reads the same status through the Lua health script shipped
 //     in deploy/argocd/argocd-cm-health.yaml.
+//   - Once the images are verified, the Reconciler evaluates the runtime
+//     checks of spec.checks (package runtimecheck) on their intervals: Ready
+//     stays Unknown (Soaking) until the soak passed with every check green,
+//     turns False (CheckFailed, Stalled) when a check reaches its failure
+//     threshold and stays Unknown (Unverifiable) while a check cannot be
+//     measured; spec.deadlines.rollout passed before the images verify is
+//     DeadlineExceeded. The state (soakStartedAt, each check's last
+//     evaluation) is in the status, so a restarted verifier resumes.
 //
 // The package does not log: the Reconciler reports each outcome to its
 // OnResult hook.

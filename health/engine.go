@@ -62,6 +62,12 @@ type Report struct {
 	Reason       string           `json:"reason"`
 	Message      string           `json:"message"`
 	Workloads    []WorkloadReport `json:"workloads,omitempty"`
+	// CheckPhase: the images are verified and the verdict is the runtime
+	// checks' (Soaking and an Unverifiable check leave Ready Unknown).
+	CheckPhase bool `json:"checkPhase,omitempty"`
+	// SoakStartedAt and Checks are the runtime checks' state (status).
+	SoakStartedAt *metav1.Time           `json:"soakStartedAt,omitempty"`
+	Checks        []v1alpha1.CheckStatus `json:"checks,omitempty"`
 }
 
 // WorkloadReport is the verdict on one workload.

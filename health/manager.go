@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/throughline-dev/throughline/runtimecheck"
 )
 
 // ManagerOptions configures [NewManager].
@@ -37,6 +39,10 @@ type ManagerOptions struct {
 	LeaderElectionNamespace string
 	// Registry resolves declared digests.
 	Registry Resolver
+	// Prometheus evaluates the runtime checks' queries (nil: they are
+	// Unverifiable). HTTP checks read Services and EndpointSlices, Job
+	// checks create Jobs, through the manager's client.
+	Prometheus *runtimecheck.Prometheus
 	// Workers is how many Acceptances are verified concurrently (default 4).
 	Workers int
 	// Requeue delays, see [Reconciler].
@@ -86,6 +92,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, o ManagerOptions) (ctrl.M
 		MinBackoff:  o.MinBackoff,
 		MaxBackoff:  o.MaxBackoff,
 		OnResult:    o.OnResult,
+		Checks: &runtimecheck.Evaluator{
+			Prometheus: o.Prometheus, HTTP: &runtimecheck.Prober{Client: mgr.GetClient()}, Jobs: &runtimecheck.Jobs{Client: mgr.GetClient()},
+		},
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return nil, nil, err

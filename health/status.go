@@ -63,7 +63,11 @@ func NewStatus(rep *Report, prev v1alpha1.AcceptanceStatus, now time.Time) v1alp
 		stalled.Status, stalled.Message = metav1.ConditionTrue, ready.Message
 	default: // Pending, Unverifiable: not decided, the verifier tries again.
 		reconciling.Status, reconciling.Message = metav1.ConditionTrue, ready.Message
+		if rep.CheckPhase {
+			ready.Status = metav1.ConditionUnknown // the images are verified, the checks not decided
+		}
 	}
+	s.SoakStartedAt, s.Checks = rep.SoakStartedAt, rep.Checks
 	for _, c := range []metav1.Condition{ready, reconciling, stalled} {
 		meta.SetStatusCondition(&s.Conditions, c)
 	}

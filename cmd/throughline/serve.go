@@ -27,6 +27,7 @@ type serveOptions struct {
 	nf          notifierFlags
 	ui          uiFlags
 	dm          deliveryFlags
+	ck          checkFlags
 	namespaces  []string
 	metricsAddr string
 	// breakglassExpiry watches paused Applications/Kustomizations.
@@ -50,6 +51,14 @@ the declared digest and writes the Acceptance status: conditions Ready
 Invalid), Reconciling and Stalled (kstatus), observedGeneration, the rendered
 hash seen, verifiedAt, and per container the observed imageIDs with their match.
 
+Once the images are verified, the runtime checks the Acceptance declares
+(spec.checks: Prometheus queries through --prometheus-url, HTTP probes of
+in-cluster Services, smoke-test Jobs) run on their intervals: Ready stays
+Unknown (Soaking) until the soak passed with every check green, turns False
+(CheckFailed) when a check fails its threshold, and False (DeadlineExceeded)
+when spec.deadlines.rollout passed before the images verified. A check that
+cannot be measured (Prometheus unreachable) is Unverifiable, never Verified.
+
 Argo CD reads the status through the Lua health script of
 deploy/argocd/argocd-cm-health.yaml, Flux through kstatus.
 Registry lookups are cached by digest (memory and --registry-cache-dir).`
@@ -70,6 +79,7 @@ func newServeCommand(g *globals) *cobra.Command {
 	o.nf.add(cmd)
 	o.ui.add(cmd)
 	o.dm.add(cmd)
+	o.ck.add(cmd.Flags())
 	o.addFlags(cmd.Flags())
 	return cmd
 }
@@ -97,6 +107,9 @@ func (o *serveOptions) run(ctx context.Context, g *globals) error {
 	}
 	reg, err := o.rf.client()
 	if err != nil {
+		return err
+	}
+	if err := o.ck.load(ctx, cfg); err != nil {
 		return err
 	}
 	log := g.log.With().Str("component", "serve").Logger()
@@ -127,6 +140,7 @@ func (o *serveOptions) serve(ctx context.Context, cfg *rest.Config, reg health.R
 		LeaderElection:          o.leaderElect,
 		LeaderElectionNamespace: o.leaderNS,
 		Registry:                reg,
+		Prometheus:              o.ck.prom,
 		Workers:                 o.workers,
 		Resync:                  o.resync,
 		PendingWait:             o.pendingWait,

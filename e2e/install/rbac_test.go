@@ -109,6 +109,7 @@ func TestShippedRBAC(t *testing.T) {
 	for _, r := range []struct{ group, resource string }{
 		{"throughline.dev", "acceptances"}, {"", "pods"}, {"", "nodes"}, {"apps", "deployments"}, {"apps", "replicasets"},
 		{"apps", "statefulsets"}, {"apps", "daemonsets"}, {"apps", "controllerrevisions"}, {"batch", "jobs"},
+		{"", "services"}, {"discovery.k8s.io", "endpointslices"},
 	} {
 		for _, v := range []string{"get", "list", "watch"} {
 			want = append(want, access{v, r.group, r.resource, "", true})
@@ -130,11 +131,22 @@ func TestShippedRBAC(t *testing.T) {
 		access{"patch", "throughline.dev", "acceptances", "shop", false},
 		access{"create", "throughline.dev", "acceptances", "shop", false},
 		access{"get", "", "secrets", "shop", false},
+		access{"create", "batch", "jobs", "shop", true}, // runtime checks' smoke tests
+		access{"delete", "batch", "jobs", "shop", true},
+		access{"update", "batch", "jobs", "shop", false},
+		access{"get", "", "secrets", namespace, false}, // only the Prometheus Secret, by name (below)
 		access{"list", "", "secrets", "", false},
 		access{"create", "coordination.k8s.io", "leases", "shop", false},
 	)
 	for _, a := range want {
 		review(t, ctx, c, serve, saGroups, a)
+	}
+	for name, allowed := range map[string]bool{"throughline-prometheus": true, "throughline-registry-credentials": false} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: serve, Groups: saGroups,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: namespace, Name: name}}}
+		if err := c.Create(ctx, sar); err != nil || sar.Status.Allowed != allowed {
+			t.Errorf("serve may get Secret %s/%s: %t (%v), want %t", namespace, name, sar.Status.Allowed, err, allowed)
+		}
 	}
 
 	// The tenant: Flux impersonates shop's flux-apply ServiceAccount, bound

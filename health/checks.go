@@ -1,0 +1,145 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/throughline-dev/throughline/api/v1alpha1"
+	"github.com/throughline-dev/throughline/runtimecheck"
+)
+
+// CheckEvaluator evaluates one runtime check of an Acceptance;
+// *runtimecheck.Evaluator is one.
+type CheckEvaluator interface {
+	Evaluate(ctx context.Context, o runtimecheck.Owner, c v1alpha1.RuntimeCheck) runtimecheck.Result
+}
+
+// applyRuntime folds the runtime checks and the rollout deadline into the
+// image verdict rep, from the previous status prev (the state: soak start,
+// each check's last evaluation, so that a restarted verifier resumes). It
+// returns how long until a check is due or a deadline passes (0: nothing
+// to wait for).
+//
+//   - Images not verified: a spec.deadlines.rollout passed since the
+//     generation's rollout began (the Reconciling condition's transition)
+//     turns Ready False, reason DeadlineExceeded, until the images verify.
+//   - Images verified, checks declared: the soak starts (status.soakStartedAt,
+//     kept for the generation); due checks are evaluated; the verdict is
+//     runtimecheck.Decide's: Soaking (Ready Unknown), Verified (Ready True),
+//     CheckFailed (Ready False, Stalled; kept for the generation, it halts)
+//     or Unverifiable (Ready Unknown). Once Verified, the checks are done
+//     for the generation.
+func (r *Reconciler) applyRuntime(ctx context.Context, acc *unstructured.Unstructured, rep *Report,
+	prev v1alpha1.AcceptanceStatus, now time.Time,
+) time.Duration {
+	if rep.Reason == v1alpha1.ReasonInvalid {
+		return 0
+	}
+	spec, err := DecodeSpec(acc)
+	if err != nil {
+		return 0
+	}
+	same := prev.ObservedGeneration == rep.Generation && prev.RenderedHash == rep.RenderedHash
+	prevReason := ""
+	if ready := meta.FindStatusCondition(prev.Conditions, v1alpha1.ConditionReady); same && ready != nil {
+		prevReason = ready.Reason
+	}
+	hasChecks := spec.Checks != nil && len(spec.Checks.Checks) > 0
+	if same && prev.SoakStartedAt != nil {
+		rep.SoakStartedAt, rep.Checks = prev.SoakStartedAt, prev.Checks
+	}
+	halted := func(reason string) bool {
+		if prevReason != reason || rep.Outcome == Mismatch {
+			return false
+		}
+		ready := meta.FindStatusCondition(prev.Conditions, v1alpha1.ConditionReady)
+		rep.Outcome, rep.Reason, rep.Message, rep.CheckPhase = Mismatch, reason, ready.Message, reason == v1alpha1.ReasonCheckFailed
+		return true
+	}
+	if halted(v1alpha1.ReasonCheckFailed) {
+		return 0
+	}
+	if rep.Outcome != Verified {
+		if rep.Outcome == Mismatch || rep.SoakStartedAt != nil || halted(v1alpha1.ReasonDeadlineExceeded) {
+			return 0
+		}
+		return rolloutDeadline(spec.Deadlines, rep, prev, now)
+	}
+	if !hasChecks {
+		return 0
+	}
+	if rep.SoakStartedAt == nil {
+		t := metav1.NewTime(now.UTC().Truncate(time.Second))
+		rep.SoakStartedAt, rep.Checks = &t, nil
+	}
+	rep.CheckPhase = true
+	if prevReason == v1alpha1.ReasonVerified && readyTrue(prev) {
+		rep.Message += "; runtime checks passed through the soak"
+		return 0 // the soak passed: the verdict is kept for the generation
+	}
+	return r.evaluateChecks(ctx, acc, rep, *spec.Checks, now)
+}
+
+// evaluateChecks evaluates the due checks and decides.
+func (r *Reconciler) evaluateChecks(ctx context.Context, acc *unstructured.Unstructured, rep *Report, spec v1alpha1.RuntimeChecks,
+	now time.Time,
+) time.Duration {
+	ev := r.Checks
+	if ev == nil {
+		ev = &runtimecheck.Evaluator{}
+	}
+	owner := runtimecheck.Owner{Namespace: acc.GetNamespace(), Name: acc.GetName(), UID: acc.GetUID(), Generation: acc.GetGeneration()}
+	statuses := make([]v1alpha1.CheckStatus, 0, len(spec.Checks))
+	for _, c := range spec.Checks {
+		prev := runtimecheck.Find(rep.Checks, c.Name)
+		if !runtimecheck.Due(c, prev, now) {
+			statuses = append(statuses, *prev)
+			continue
+		}
+		statuses = append(statuses, runtimecheck.Record(c, prev, ev.Evaluate(ctx, owner, c), now))
+	}
+	rep.Checks = statuses
+	soak := rep.SoakStartedAt.Time
+	d := runtimecheck.Decide(spec, statuses, soak, now)
+	switch d.Reason {
+	case v1alpha1.ReasonVerified:
+		rep.Message += "; " + d.Message
+	case v1alpha1.ReasonCheckFailed:
+		rep.Outcome, rep.Reason, rep.Message = Mismatch, d.Reason, d.Message
+		return 0
+	case v1alpha1.ReasonUnverifiable:
+		rep.Outcome, rep.Reason, rep.Message = Unverifiable, d.Reason, d.Message
+	default:
+		rep.Outcome, rep.Reason, rep.Message = Pending, d.Reason, d.Message
+	}
+	if d.Reason == v1alpha1.ReasonVerified {
+		return 0
+	}
+	return runtimecheck.NextDue(spec, statuses, soak, now)
+}
+
+// rolloutDeadline turns a rollout that was not verified within the
+// environment's rollout deadline into DeadlineExceeded. The rollout began
+// when the Reconciling condition last turned True (now, if it is not).
+func rolloutDeadline(dl *v1alpha1.Deadlines, rep *Report, prev v1alpha1.AcceptanceStatus, now time.Time) time.Duration {
+	if dl == nil || dl.Rollout == nil || dl.Rollout.Duration <= 0 {
+		return 0
+	}
+	start := now
+	if c := meta.FindStatusCondition(prev.Conditions, v1alpha1.ConditionReconciling); c != nil && c.Status == metav1.ConditionTrue {
+		start = c.LastTransitionTime.Time
+	}
+	left := start.Add(dl.Rollout.Duration).Sub(now)
+	if left > 0 {
+		return max(left, time.Second)
+	}
+	rep.Message = fmt.Sprintf("not verified within the rollout deadline %s (rollout began %s): %s: %s",
+		dl.Rollout.Duration, start.UTC().Format(time.RFC3339), rep.Reason, rep.Message)
+	rep.Outcome, rep.Reason = Mismatch, v1alpha1.ReasonDeadlineExceeded
+	return 0
+}

@@ -1,0 +1,232 @@
+package health
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/throughline-dev/throughline/api/v1alpha1"
+	"github.com/throughline-dev/throughline/runtimecheck"
+)
+
+// scripted plays the evaluation of checks: each check answers the next
+// result of its script (the real evaluations are runtimecheck's tests);
+// calls counts them.
+type scripted struct {
+	mu     sync.Mutex
+	script map[string][]runtimecheck.Result
+	calls  map[string]int
+}
+
+func (s *scripted) Evaluate(_ context.Context, _ runtimecheck.Owner, c v1alpha1.RuntimeCheck) runtimecheck.Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.calls == nil {
+		s.calls = map[string]int{}
+	}
+	rs := s.script[c.Name]
+	r := rs[min(s.calls[c.Name], len(rs)-1)]
+	s.calls[c.Name]++
+	return r
+}
+
+func pass(v string) runtimecheck.Result {
+	return runtimecheck.Result{Verdict: v1alpha1.CheckPassed, Value: v}
+}
+func fail(v string) runtimecheck.Result {
+	return runtimecheck.Result{Verdict: v1alpha1.CheckFailed, Value: v, Message: "over"}
+}
+
+// checkLab is an Acceptance without workloads (its images verify at once)
+// declaring checks, in a fake API server, and a Reconciler on a clock.
+type checkLab struct {
+	t   *testing.T
+	c   client.Client
+	r   *Reconciler
+	now time.Time
+	key types.NamespacedName
+}
+
+func newCheckLab(t *testing.T, spec map[string]any, ev CheckEvaluator) *checkLab {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	acc := testAcceptance("checkout", spec)
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(acc).WithStatusSubresource(acc).Build()
+	l := &checkLab{t: t, c: c, now: time.Date(2027, 1, 15, 8, 0, 0, 0, time.UTC), key: types.NamespacedName{Namespace: "shop", Name: "checkout"}}
+	l.r = &Reconciler{Client: c, Verifier: &Verifier{Client: c}, Checks: ev, Now: func() time.Time { return l.now }}
+	return l
+}
+
+// at reconciles at t0+d and returns the status, the requeue and the
+// Acceptance.
+func (l *checkLab) at(d time.Duration) (v1alpha1.AcceptanceStatus, time.Duration, *unstructured.Unstructured) {
+	l.t.Helper()
+	l.now = time.Date(2027, 1, 15, 8, 0, 0, 0, time.UTC).Add(d)
+	res, err := l.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: l.key})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	acc := NewAcceptance()
+	if err := l.c.Get(context.Background(), l.key, acc); err != nil {
+		l.t.Fatal(err)
+	}
+	st, err := ReadStatus(acc)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return st, res.RequeueAfter, acc
+}
+
+func checksSpec(soak string, checks ...map[string]any) map[string]any {
+	cs := make([]any, 0, len(checks))
+	for _, c := range checks {
+		cs = append(cs, c)
+	}
+	return map[string]any{"app": "checkout", "renderedHash": dg('1'), "objectCount": int64(1), "workloads": []any{},
+		"checks": map[string]any{"soak": soak, "checks": cs}}
+}
+
+func prom(name, interval string, threshold int64) map[string]any {
+	return map[string]any{"name": name, "interval": interval, "failureThreshold": threshold,
+		"prometheus": map[string]any{"query": "q", "op": "<", "threshold": 0.05}}
+}
+
+// expect checks Ready (status, reason), Reconciling and Stalled, and what
+// kstatus makes of it.
+func expect(t *testing.T, when string, st v1alpha1.AcceptanceStatus, acc *unstructured.Unstructured, ready metav1.ConditionStatus, reason string,
+	ks status.Status,
+) {
+	t.Helper()
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+	if c == nil || c.Status != ready || c.Reason != reason {
+		t.Fatalf("%s: Ready = %+v; want %s %s", when, c, ready, reason)
+	}
+	res, err := status.Compute(acc)
+	if err != nil || res.Status != ks {
+		t.Fatalf("%s: kstatus %v (%v); want %s", when, res, err, ks)
+	}
+}
+
+// TestSoakGreen: Ready stays Unknown (Soaking, Reconciling) until the soak is
+// over with every check passed; each check runs on its own interval (no
+// evaluation between), the requeue is the next due check; after the soak
+// the checks stop and Ready is True.
+func TestSoakGreen(t *testing.T) {
+	ev := &scripted{script: map[string][]runtimecheck.Result{"errors": {pass("0.01")}, "latency": {pass("0.2")}}}
+	l := newCheckLab(t, checksSpec("1m", prom("errors", "10s", 3), prom("latency", "30s", 1)), ev)
+	st, requeue, acc := l.at(0)
+	expect(t, "t0", st, acc, metav1.ConditionUnknown, v1alpha1.ReasonSoaking, status.InProgressStatus)
+	if st.SoakStartedAt == nil || len(st.Checks) != 2 || st.Checks[0].Value != "0.01" || requeue != 10*time.Second || st.VerifiedAt != nil {
+		t.Fatalf("t0: %+v requeue %s", st, requeue)
+	}
+	l.at(5 * time.Second)
+	if ev.calls["errors"] != 1 || ev.calls["latency"] != 1 {
+		t.Fatalf("evaluated before due: %v", ev.calls)
+	}
+	_, requeue, _ = l.at(10 * time.Second)
+	if ev.calls["errors"] != 2 || ev.calls["latency"] != 1 || requeue != 10*time.Second {
+		t.Fatalf("t0+10s: calls %v requeue %s", ev.calls, requeue)
+	}
+	// A restarted verifier resumes from status: nothing is due yet.
+	l.r = &Reconciler{Client: l.c, Verifier: l.r.Verifier, Checks: ev, Now: l.r.Now}
+	l.at(15 * time.Second)
+	if ev.calls["errors"] != 2 {
+		t.Fatalf("a restarted verifier evaluated before due: %v", ev.calls)
+	}
+	st, _, acc = l.at(59 * time.Second)
+	expect(t, "t0+59s", st, acc, metav1.ConditionUnknown, v1alpha1.ReasonSoaking, status.InProgressStatus)
+	st, _, acc = l.at(61 * time.Second)
+	expect(t, "after the soak", st, acc, metav1.ConditionTrue, v1alpha1.ReasonVerified, status.CurrentStatus)
+	if st.VerifiedAt == nil || !st.VerifiedAt.Time.Equal(l.now) {
+		t.Fatalf("verifiedAt %v, want the end of the soak", st.VerifiedAt)
+	}
+	calls := ev.calls["errors"]
+	l.at(10 * time.Minute)
+	if ev.calls["errors"] != calls {
+		t.Fatal("checks evaluated after the soak passed")
+	}
+}
+
+// TestSoakFails: a check that fails its threshold in a row halts (Ready
+// False CheckFailed, Stalled: kstatus Failed) with its value, and stays
+// halted for the generation even if it passes later.
+func TestSoakFails(t *testing.T) {
+	ev := &scripted{script: map[string][]runtimecheck.Result{"errors": {pass("0.01"), fail("0.2"), pass("0.01"), fail("0.3"), fail("0.4"), pass("0")}}}
+	l := newCheckLab(t, checksSpec("10m", prom("errors", "10s", 2)), ev)
+	for i, want := range []string{"Soaking", "Soaking", "Soaking", "Soaking", "CheckFailed", "CheckFailed"} {
+		st, _, acc := l.at(time.Duration(i) * 10 * time.Second)
+		c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+		if c.Reason != want {
+			t.Fatalf("round %d: %s %s, want %s", i, c.Reason, c.Message, want)
+		}
+		if want == "CheckFailed" {
+			expect(t, "halted", st, acc, metav1.ConditionFalse, v1alpha1.ReasonCheckFailed, status.FailedStatus)
+			if !strings.Contains(c.Message, "value 0.4") || st.Checks[0].ConsecutiveFailures != 2 {
+				t.Fatalf("halted: %s %+v", c.Message, st.Checks)
+			}
+		}
+	}
+	if ev.calls["errors"] != 5 {
+		t.Fatalf("evaluated a halted check: %d", ev.calls["errors"])
+	}
+}
+
+// TestSoakUnverifiable: Prometheus down is never Verified, whatever the
+// soak; Ready Unknown reason Unverifiable.
+func TestSoakUnverifiable(t *testing.T) {
+	down := runtimecheck.Result{Verdict: v1alpha1.CheckUnverifiable, Message: "querying Prometheus: connection refused"}
+	ev := &scripted{script: map[string][]runtimecheck.Result{"errors": {pass("0"), down}}}
+	l := newCheckLab(t, checksSpec("30s", prom("errors", "10s", 1)), ev)
+	l.at(0)
+	for _, d := range []time.Duration{10 * time.Second, time.Minute, time.Hour} {
+		st, requeue, acc := l.at(d)
+		expect(t, d.String(), st, acc, metav1.ConditionUnknown, v1alpha1.ReasonUnverifiable, status.InProgressStatus)
+		if requeue <= 0 || requeue > 10*time.Second {
+			t.Fatalf("%s: requeue %s, want at most the interval", d, requeue)
+		}
+	}
+	// Without an evaluator (serve built without checks) the same.
+	l2 := newCheckLab(t, checksSpec("0s", prom("errors", "10s", 1)), nil)
+	st, _, acc := l2.at(time.Hour)
+	expect(t, "no evaluator", st, acc, metav1.ConditionUnknown, v1alpha1.ReasonUnverifiable, status.InProgressStatus)
+}
+
+// TestRolloutDeadline: a workload that never verifies within
+// spec.deadlines.rollout turns Ready False DeadlineExceeded (kstatus
+// Failed), and stays so.
+func TestRolloutDeadline(t *testing.T) {
+	spec := map[string]any{"app": "web", "renderedHash": dg('1'), "objectCount": int64(1),
+		"deadlines": map[string]any{"rollout": "1m"},
+		"workloads": []any{map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+			"containers": []any{map[string]any{"name": "app", "path": "spec.template.spec.containers[0]", "image": "r/web@" + dg('2'), "digest": dg('2')}}}}}
+	l := newCheckLab(t, spec, nil)
+	st, requeue, acc := l.at(0)
+	expect(t, "t0", st, acc, metav1.ConditionFalse, v1alpha1.ReasonWorkloadNotFound, status.InProgressStatus)
+	if requeue > time.Minute {
+		t.Fatalf("requeue %s, want at most the deadline", requeue)
+	}
+	st, _, acc = l.at(30 * time.Second)
+	expect(t, "t0+30s", st, acc, metav1.ConditionFalse, v1alpha1.ReasonWorkloadNotFound, status.InProgressStatus)
+	for _, d := range []time.Duration{61 * time.Second, 5 * time.Minute} {
+		st, _, acc = l.at(d)
+		expect(t, d.String(), st, acc, metav1.ConditionFalse, v1alpha1.ReasonDeadlineExceeded, status.FailedStatus)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); !strings.Contains(c.Message, "WorkloadNotFound") {
+		t.Fatalf("message %q does not say what was pending", c.Message)
+	}
+}
