@@ -23,6 +23,9 @@ func judge(ctx context.Context, pol *Policy, img name.Digest, ds []v1.Hash, opts
 		if err != nil {
 			return nil, err
 		}
+		if c.fail != nil && c.fail.Rule == RuleEvidenceMissing {
+			return nil, c.fail // recorded (or listed) evidence the registry lost: never judged without it
+		}
 		cands = append(cands, c)
 	}
 	j := &judgement{pol: pol, img: img.String(), cands: cands, opts: opts, ev: &Evidence{Image: img.String()}}

@@ -73,6 +73,10 @@ func Verify(ctx context.Context, pol *Policy, image string, opts Options) (*Evid
 	if err != nil || !pol.Requires() {
 		return &Evidence{Image: image}, err
 	}
+	opts.Remote, err = reuse(opts.Remote)
+	if err != nil {
+		return nil, err
+	}
 	found, err := discover(ctx, img, opts.Remote)
 	if err != nil {
 		return nil, err
@@ -98,7 +102,20 @@ func VerifyRecorded(ctx context.Context, pol *Policy, image string, digests []st
 		}
 		hs = append(hs, h)
 	}
+	if opts.Remote, err = reuse(opts.Remote); err != nil {
+		return nil, err
+	}
 	return judge(ctx, pol, img, hs, opts)
+}
+
+// reuse adds one shared puller to the registry options: one
+// authentication handshake for every request of a verification.
+func reuse(opts []remote.Option) ([]remote.Option, error) {
+	p, err := remote.NewPuller(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("registry options: %w", err)
+	}
+	return append(slices.Clip(opts), remote.Reuse(p)), nil
 }
 
 func parseImage(image string) (name.Digest, error) {

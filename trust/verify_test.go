@@ -85,11 +85,11 @@ func wantRefusal(t *testing.T, err error, rule string, img name.Digest, evidence
 // one with only cosign's tags.
 func TestVerifyRefusesAttacks(t *testing.T) {
 	type cas struct {
-		name     string
-		edit     func(w *world, img name.Digest, e *evidence) []byte // the evidence the refusal names (nil: none)
-		policy   func() *v1alpha1.TrustPolicy
-		commit   string
-		rule     string // "": accepted
+		name   string
+		edit   func(w *world, img name.Digest, e *evidence) []byte // the evidence the refusal names (nil: none)
+		policy func() *v1alpha1.TrustPolicy
+		commit string
+		rule   string // "": accepted
 	}
 	staging := func() *v1alpha1.TrustPolicy { return keyPolicy(stagingAge) }
 	production := func() *v1alpha1.TrustPolicy { return keyPolicy(productionAge) }

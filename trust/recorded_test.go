@@ -1,0 +1,194 @@
+package trust
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/promotion/policyfile"
+)
+
+// TestVerifyRecordedUsesTheRecordedEvidence: staging accepts an image
+// whose scan is two days old; CI then attaches a fresh scan. Production
+// re-verifies the evidence recorded at candidacy and refuses its old scan,
+// though a fresh one now sits next to the image: never a newer one found
+// by tag. Verify (discovery) would take the fresh one.
+func TestVerifyRecordedUsesTheRecordedEvidence(t *testing.T) {
+	for _, referrers := range []bool{true, false} {
+		w := newWorld(t, referrers)
+		img := w.image("checkout")
+		e := w.ciEvidence(img)
+		old := w.signKey(w.key, scan(img, w.now.Add(-48*time.Hour), nil))
+		e.scan = old
+		w.attach(img, e.all()...)
+		ctx := context.Background()
+		staged, err := Verify(ctx, w.policy("staging", keyPolicy(stagingAge)), img.String(), Options{SourceCommit: sourceCommit, Now: w.now})
+		if err != nil {
+			t.Fatalf("staging: %v", err)
+		}
+		if !slices.Contains(staged.Digests(), digestOf(old)) || staged.SourceCommit != sourceCommit {
+			t.Fatalf("staging evidence %+v: want the old scan %s and commit %s", staged, digestOf(old), sourceCommit)
+		}
+		fresh := w.signKey(w.key, scan(img, w.now.Add(-time.Hour), nil))
+		e.scan = fresh
+		w.attach(img, e.all()...) // the tag scheme: the .att tag now holds the fresh scan, not the old one
+		prod := w.policy("production", keyPolicy(productionAge))
+		_, err = VerifyRecorded(ctx, prod, img.String(), staged.Digests(), Options{Now: w.now})
+		wantRefusal(t, err, RuleScanTooOld, img, old)
+		now, err := Verify(ctx, prod, img.String(), Options{Now: w.now})
+		if err != nil || !slices.Contains(now.Digests(), digestOf(fresh)) {
+			t.Fatalf("production discovery: %v, %+v: want the fresh scan", err, now)
+		}
+	}
+}
+
+// TestVerifyRecordedRefusals: recorded evidence the registry lost, and
+// recorded digests that do not cover the target's requirements.
+func TestVerifyRecordedRefusals(t *testing.T) {
+	w := newWorld(t, true)
+	img := w.image("checkout")
+	e := w.ciEvidence(img)
+	w.attach(img, e.all()...)
+	ctx := context.Background()
+	pol := w.policy("production", keyPolicy(productionAge))
+	lost := "sha256:" + strings.Repeat("0", 64)
+	_, err := VerifyRecorded(ctx, pol, img.String(), []string{digestOf(e.sig), lost}, Options{})
+	var r *exitcode.Refusal
+	if !errors.As(err, &r) || r.Rule != RuleEvidenceMissing || !strings.Contains(err.Error(), lost) {
+		t.Fatalf("lost evidence: %v", err)
+	}
+	_, err = VerifyRecorded(ctx, pol, img.String(), []string{digestOf(e.prov), digestOf(e.sbom), digestOf(e.scan)}, Options{})
+	wantRefusal(t, err, RuleSignatureMissing, img, nil)
+	// Another image's evidence, recorded for this one: refused by subject.
+	other := w.image("other")
+	oe := w.ciEvidence(other)
+	w.attach(other, oe.all()...)
+	_, err = VerifyRecorded(ctx, pol, other.String(), []string{digestOf(oe.sig), digestOf(e.prov), digestOf(oe.sbom), digestOf(oe.scan)},
+		Options{})
+	if !errors.As(err, &r) || r.Rule != RuleEvidenceMissing && r.Rule != RuleAttestationSubject {
+		t.Fatalf("another image's provenance: %v", err)
+	}
+	if _, err := VerifyRecorded(ctx, pol, img.String(), []string{"sha256:nothex"}, Options{}); exitcode.Code(err) != exitcode.Invalid {
+		t.Fatalf("bad recorded digest: exit %d: %v", exitcode.Code(err), err)
+	}
+	if _, err := Verify(ctx, pol, w.host+"/checkout:latest", Options{}); exitcode.Code(err) != exitcode.Invalid {
+		t.Fatalf("tag reference: exit %d: %v", exitcode.Code(err), err)
+	}
+}
+
+// TestCacheMakesNoRequest: after a cold verification, re-verifying the
+// recorded evidence (same signers, another environment's predicate rules)
+// makes no registry request, yet judges the scan's age at the new time.
+func TestCacheMakesNoRequest(t *testing.T) {
+	w := newWorld(t, true)
+	img := w.image("checkout")
+	e := w.ciEvidence(img)
+	w.attach(img, e.all()...)
+	ctx := context.Background()
+	opts := Options{CacheDir: t.TempDir(), Now: w.now, SourceCommit: sourceCommit}
+	before := w.requests.Load()
+	ev, err := Verify(ctx, w.policy("staging", keyPolicy(stagingAge)), img.String(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cold := w.requests.Load() - before
+	t.Logf("cold: %d requests for %d bundles", cold, len(ev.Items))
+
+	before = w.requests.Load()
+	prod := w.policy("production", keyPolicy(productionAge))
+	if _, err := VerifyRecorded(ctx, prod, img.String(), ev.Digests(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.requests.Load() - before; n != 0 {
+		t.Fatalf("warm re-verification made %d registry requests, want 0", n)
+	}
+	later := opts
+	later.Now = w.now.Add(2 * productionAge)
+	_, err = VerifyRecorded(ctx, prod, img.String(), ev.Digests(), later)
+	wantRefusal(t, err, RuleScanTooOld, img, e.scan)
+	if n := w.requests.Load() - before; n != 0 {
+		t.Fatalf("warm re-verification made %d registry requests, want 0", n)
+	}
+
+	// Another signer set is another policy hash: the cache does not apply.
+	w.files["keys/other.pub"] = mustPEM(t, w)
+	tp := keyPolicy(productionAge)
+	tp.Signatures[0].PublicKey = "keys/other.pub"
+	_, err = VerifyRecorded(ctx, w.policy("production", tp), img.String(), ev.Digests(), opts)
+	wantRefusal(t, err, RuleSignatureInvalid, img, nil)
+	if w.requests.Load() == before {
+		t.Fatal("a policy with another key was answered from the cache")
+	}
+}
+
+func mustPEM(t *testing.T, w *world) []byte {
+	pem, err := w.otherKey.GetPublicKeyPem()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []byte(pem)
+}
+
+// TestCompileRefusesBadFiles: a key or trusted root the repository does
+// not have, or that is not what it claims, is invalid input naming it.
+func TestCompileRefusesBadFiles(t *testing.T) {
+	w := newWorld(t, false)
+	w.files["keys/garbage.pub"] = []byte("not a key")
+	w.files["sigstore/garbage.json"] = []byte("{}")
+	for _, c := range []struct{ file, key, root string }{
+		{"keys/missing.pub", "keys/missing.pub", ""},
+		{"keys/garbage.pub", "keys/garbage.pub", ""},
+		{"sigstore/missing.json", "", "sigstore/missing.json"},
+		{"sigstore/garbage.json", "", "sigstore/garbage.json"},
+	} {
+		tp := keylessPolicy(stagingAge)
+		if c.key != "" {
+			tp = keyPolicy(stagingAge)
+			tp.Signatures[0].PublicKey = c.key
+		} else {
+			tp.Signatures[0].Keyless.TrustedRoot = c.root
+		}
+		_, err := Compile(context.Background(), "staging", tp, w.read)
+		if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), c.file) ||
+			!strings.Contains(err.Error(), "environments.staging.trust.signatures[0]") {
+			t.Errorf("%s: exit %d: %v", c.file, exitcode.Code(err), err)
+		}
+	}
+}
+
+// TestExamplePolicyCompiles: the example repository's trust policies
+// parse and their files load.
+func TestExamplePolicyCompiles(t *testing.T) {
+	dir := filepath.Join("..", "examples", "gitops-env")
+	data, err := os.ReadFile(filepath.Join(dir, policyfile.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policyfile.Parse(policyfile.File, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(_ context.Context, p string) ([]byte, error) {
+		return os.ReadFile(filepath.Join(dir, filepath.FromSlash(p)))
+	}
+	for _, env := range []string{"staging", "production"} {
+		tp := pol.Environments[env].Trust
+		if tp == nil {
+			t.Fatalf("%s: no trust policy", env)
+		}
+		p, err := Compile(context.Background(), env, tp, read)
+		if err != nil || !p.Requires() {
+			t.Fatalf("%s: %v", env, err)
+		}
+	}
+	s, p := pol.Environments["staging"].Trust, pol.Environments["production"].Trust
+	if p.Attestations.VulnerabilityScan.MaxAge.Duration >= s.Attestations.VulnerabilityScan.MaxAge.Duration {
+		t.Error("production's scan max age is not shorter than staging's")
+	}
+}
