@@ -101,6 +101,15 @@ func TestCacheMakesNoRequest(t *testing.T) {
 	t.Logf("cold: %d requests for %d bundles", cold, len(ev.Items))
 
 	before = w.requests.Load()
+	if _, err := VerifyRecorded(ctx, w.policy("staging", keyPolicy(stagingAge)), img.String(), ev.Digests(),
+		Options{Now: w.now}); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.requests.Load() - before; n > int64(len(ev.Items))+1 {
+		t.Errorf("cold re-verification made %d registry requests for %d bundles, want at most one each and a handshake", n, len(ev.Items))
+	}
+
+	before = w.requests.Load()
 	prod := w.policy("production", keyPolicy(productionAge))
 	if _, err := VerifyRecorded(ctx, prod, img.String(), ev.Digests(), opts); err != nil {
 		t.Fatal(err)
