@@ -16,6 +16,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
+	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
 )
 
@@ -138,4 +139,15 @@ func keyVerifier(data []byte) (*verify.Verifier, error) {
 	key := root.NewExpiringKey(sv, time.Time{}, time.Time{})
 	tm := root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) { return key, nil })
 	return verify.NewVerifier(tm, verify.WithNoObserverTimestamps())
+}
+
+// ForEnvironment compiles the trust policy of env in the registry reg
+// (refusing an environment reg does not list, rule environment-unknown),
+// reading its files through read: the policy a gate into env verifies.
+func ForEnvironment(ctx context.Context, reg *environment.Registry, env string, read ReadFile) (*Policy, error) {
+	e, err := reg.Lookup(env)
+	if err != nil {
+		return nil, err
+	}
+	return Compile(ctx, env, e.Trust, read)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/promotion/policyfile"
+	"github.com/throughline-dev/throughline/trust/trusttest"
 )
 
 // TestVerifyRecordedUsesTheRecordedEvidence: staging accepts an image
@@ -21,28 +22,28 @@ import (
 // by tag. Verify (discovery) would take the fresh one.
 func TestVerifyRecordedUsesTheRecordedEvidence(t *testing.T) {
 	for _, referrers := range []bool{true, false} {
-		w := newWorld(t, referrers)
-		img := w.image("checkout")
-		e := w.ciEvidence(img)
-		old := w.signKey(w.key, scan(img, w.now.Add(-48*time.Hour), nil))
-		e.scan = old
-		w.attach(img, e.all()...)
+		w := trusttest.New(t, referrers)
+		img := w.Image("checkout")
+		e := w.CIEvidence(img)
+		old := w.SignKey(w.Key, trusttest.Scan(img, w.Now.Add(-48*time.Hour), nil))
+		e.Scan = old
+		w.Attach(img, e.All()...)
 		ctx := context.Background()
-		staged, err := Verify(ctx, w.policy("staging", keyPolicy(stagingAge)), img.String(), Options{SourceCommit: sourceCommit, Now: w.now})
+		staged, err := Verify(ctx, policyOf(w, "staging", trusttest.KeyPolicy(stagingAge)), img.String(), Options{SourceCommit: trusttest.SourceCommit, Now: w.Now})
 		if err != nil {
 			t.Fatalf("staging: %v", err)
 		}
-		if !slices.Contains(staged.Digests(), digestOf(old)) || staged.SourceCommit != sourceCommit {
-			t.Fatalf("staging evidence %+v: want the old scan %s and commit %s", staged, digestOf(old), sourceCommit)
+		if !slices.Contains(staged.Digests(), trusttest.DigestOf(old)) || staged.SourceCommit != trusttest.SourceCommit {
+			t.Fatalf("staging evidence %+v: want the old scan %s and commit %s", staged, trusttest.DigestOf(old), trusttest.SourceCommit)
 		}
-		fresh := w.signKey(w.key, scan(img, w.now.Add(-time.Hour), nil))
-		e.scan = fresh
-		w.attach(img, e.all()...) // the tag scheme: the .att tag now holds the fresh scan, not the old one
-		prod := w.policy("production", keyPolicy(productionAge))
-		_, err = VerifyRecorded(ctx, prod, img.String(), staged.Digests(), Options{Now: w.now})
+		fresh := w.SignKey(w.Key, trusttest.Scan(img, w.Now.Add(-time.Hour), nil))
+		e.Scan = fresh
+		w.Attach(img, e.All()...) // the tag scheme: the .att tag now holds the fresh scan, not the old one
+		prod := policyOf(w, "production", trusttest.KeyPolicy(productionAge))
+		_, err = VerifyRecorded(ctx, prod, img.String(), staged.Digests(), Options{Now: w.Now})
 		wantRefusal(t, err, RuleScanTooOld, img, old)
-		now, err := Verify(ctx, prod, img.String(), Options{Now: w.now})
-		if err != nil || !slices.Contains(now.Digests(), digestOf(fresh)) {
+		now, err := Verify(ctx, prod, img.String(), Options{Now: w.Now})
+		if err != nil || !slices.Contains(now.Digests(), trusttest.DigestOf(fresh)) {
 			t.Fatalf("production discovery: %v, %+v: want the fresh scan", err, now)
 		}
 	}
@@ -51,25 +52,25 @@ func TestVerifyRecordedUsesTheRecordedEvidence(t *testing.T) {
 // TestVerifyRecordedRefusals: recorded evidence the registry lost, and
 // recorded digests that do not cover the target's requirements.
 func TestVerifyRecordedRefusals(t *testing.T) {
-	w := newWorld(t, true)
-	img := w.image("checkout")
-	e := w.ciEvidence(img)
-	w.attach(img, e.all()...)
+	w := trusttest.New(t, true)
+	img := w.Image("checkout")
+	e := w.CIEvidence(img)
+	w.Attach(img, e.All()...)
 	ctx := context.Background()
-	pol := w.policy("production", keyPolicy(productionAge))
+	pol := policyOf(w, "production", trusttest.KeyPolicy(productionAge))
 	lost := "sha256:" + strings.Repeat("0", 64)
-	_, err := VerifyRecorded(ctx, pol, img.String(), []string{digestOf(e.sig), lost}, Options{})
+	_, err := VerifyRecorded(ctx, pol, img.String(), []string{trusttest.DigestOf(e.Sig), lost}, Options{})
 	var r *exitcode.Refusal
 	if !errors.As(err, &r) || r.Rule != RuleEvidenceMissing || !strings.Contains(err.Error(), lost) {
 		t.Fatalf("lost evidence: %v", err)
 	}
-	_, err = VerifyRecorded(ctx, pol, img.String(), []string{digestOf(e.prov), digestOf(e.sbom), digestOf(e.scan)}, Options{})
+	_, err = VerifyRecorded(ctx, pol, img.String(), []string{trusttest.DigestOf(e.Prov), trusttest.DigestOf(e.SBOM), trusttest.DigestOf(e.Scan)}, Options{})
 	wantRefusal(t, err, RuleSignatureMissing, img, nil)
 	// Another image's evidence, recorded for this one: refused by subject.
-	other := w.image("other")
-	oe := w.ciEvidence(other)
-	w.attach(other, oe.all()...)
-	_, err = VerifyRecorded(ctx, pol, other.String(), []string{digestOf(oe.sig), digestOf(e.prov), digestOf(oe.sbom), digestOf(oe.scan)},
+	other := w.Image("other")
+	oe := w.CIEvidence(other)
+	w.Attach(other, oe.All()...)
+	_, err = VerifyRecorded(ctx, pol, other.String(), []string{trusttest.DigestOf(oe.Sig), trusttest.DigestOf(e.Prov), trusttest.DigestOf(oe.SBOM), trusttest.DigestOf(oe.Scan)},
 		Options{})
 	if !errors.As(err, &r) || r.Rule != RuleEvidenceMissing && r.Rule != RuleAttestationSubject {
 		t.Fatalf("another image's provenance: %v", err)
@@ -77,7 +78,7 @@ func TestVerifyRecordedRefusals(t *testing.T) {
 	if _, err := VerifyRecorded(ctx, pol, img.String(), []string{"sha256:nothex"}, Options{}); exitcode.Code(err) != exitcode.Invalid {
 		t.Fatalf("bad recorded digest: exit %d: %v", exitcode.Code(err), err)
 	}
-	if _, err := Verify(ctx, pol, w.host+"/checkout:latest", Options{}); exitcode.Code(err) != exitcode.Invalid {
+	if _, err := Verify(ctx, pol, w.Host+"/checkout:latest", Options{}); exitcode.Code(err) != exitcode.Invalid {
 		t.Fatalf("tag reference: exit %d: %v", exitcode.Code(err), err)
 	}
 }
@@ -86,58 +87,58 @@ func TestVerifyRecordedRefusals(t *testing.T) {
 // recorded evidence (same signers, another environment's predicate rules)
 // makes no registry request, yet judges the scan's age at the new time.
 func TestCacheMakesNoRequest(t *testing.T) {
-	w := newWorld(t, true)
-	img := w.image("checkout")
-	e := w.ciEvidence(img)
-	w.attach(img, e.all()...)
+	w := trusttest.New(t, true)
+	img := w.Image("checkout")
+	e := w.CIEvidence(img)
+	w.Attach(img, e.All()...)
 	ctx := context.Background()
-	opts := Options{CacheDir: t.TempDir(), Now: w.now, SourceCommit: sourceCommit}
-	before := w.requests.Load()
-	ev, err := Verify(ctx, w.policy("staging", keyPolicy(stagingAge)), img.String(), opts)
+	opts := Options{CacheDir: t.TempDir(), Now: w.Now, SourceCommit: trusttest.SourceCommit}
+	before := w.Requests.Load()
+	ev, err := Verify(ctx, policyOf(w, "staging", trusttest.KeyPolicy(stagingAge)), img.String(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cold := w.requests.Load() - before
+	cold := w.Requests.Load() - before
 	t.Logf("cold: %d requests for %d bundles", cold, len(ev.Items))
 
-	before = w.requests.Load()
-	if _, err := VerifyRecorded(ctx, w.policy("staging", keyPolicy(stagingAge)), img.String(), ev.Digests(),
-		Options{Now: w.now}); err != nil {
+	before = w.Requests.Load()
+	if _, err := VerifyRecorded(ctx, policyOf(w, "staging", trusttest.KeyPolicy(stagingAge)), img.String(), ev.Digests(),
+		Options{Now: w.Now}); err != nil {
 		t.Fatal(err)
 	}
-	if n := w.requests.Load() - before; n > int64(len(ev.Items))+1 {
+	if n := w.Requests.Load() - before; n > int64(len(ev.Items))+1 {
 		t.Errorf("cold re-verification made %d registry requests for %d bundles, want at most one each and a handshake", n, len(ev.Items))
 	}
 
-	before = w.requests.Load()
-	prod := w.policy("production", keyPolicy(productionAge))
+	before = w.Requests.Load()
+	prod := policyOf(w, "production", trusttest.KeyPolicy(productionAge))
 	if _, err := VerifyRecorded(ctx, prod, img.String(), ev.Digests(), opts); err != nil {
 		t.Fatal(err)
 	}
-	if n := w.requests.Load() - before; n != 0 {
+	if n := w.Requests.Load() - before; n != 0 {
 		t.Fatalf("warm re-verification made %d registry requests, want 0", n)
 	}
 	later := opts
-	later.Now = w.now.Add(2 * productionAge)
+	later.Now = w.Now.Add(2 * productionAge)
 	_, err = VerifyRecorded(ctx, prod, img.String(), ev.Digests(), later)
-	wantRefusal(t, err, RuleScanTooOld, img, e.scan)
-	if n := w.requests.Load() - before; n != 0 {
+	wantRefusal(t, err, RuleScanTooOld, img, e.Scan)
+	if n := w.Requests.Load() - before; n != 0 {
 		t.Fatalf("warm re-verification made %d registry requests, want 0", n)
 	}
 
 	// Another signer set is another policy hash: the cache does not apply.
-	w.files["keys/other.pub"] = mustPEM(t, w)
-	tp := keyPolicy(productionAge)
+	w.Files["keys/other.pub"] = mustPEM(t, w)
+	tp := trusttest.KeyPolicy(productionAge)
 	tp.Signatures[0].PublicKey = "keys/other.pub"
-	_, err = VerifyRecorded(ctx, w.policy("production", tp), img.String(), ev.Digests(), opts)
+	_, err = VerifyRecorded(ctx, policyOf(w, "production", tp), img.String(), ev.Digests(), opts)
 	wantRefusal(t, err, RuleSignatureInvalid, img, nil)
-	if w.requests.Load() == before {
+	if w.Requests.Load() == before {
 		t.Fatal("a policy with another key was answered from the cache")
 	}
 }
 
-func mustPEM(t *testing.T, w *world) []byte {
-	pem, err := w.otherKey.GetPublicKeyPem()
+func mustPEM(t testing.TB, w *trusttest.World) []byte {
+	pem, err := w.OtherKey.GetPublicKeyPem()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,23 +148,23 @@ func mustPEM(t *testing.T, w *world) []byte {
 // TestCompileRefusesBadFiles: a key or trusted root the repository does
 // not have, or that is not what it claims, is invalid input naming it.
 func TestCompileRefusesBadFiles(t *testing.T) {
-	w := newWorld(t, false)
-	w.files["keys/garbage.pub"] = []byte("not a key")
-	w.files["sigstore/garbage.json"] = []byte("{}")
+	w := trusttest.New(t, false)
+	w.Files["keys/garbage.pub"] = []byte("not a key")
+	w.Files["sigstore/garbage.json"] = []byte("{}")
 	for _, c := range []struct{ file, key, root string }{
 		{"keys/missing.pub", "keys/missing.pub", ""},
 		{"keys/garbage.pub", "keys/garbage.pub", ""},
 		{"sigstore/missing.json", "", "sigstore/missing.json"},
 		{"sigstore/garbage.json", "", "sigstore/garbage.json"},
 	} {
-		tp := keylessPolicy(stagingAge)
+		tp := trusttest.KeylessPolicy(stagingAge)
 		if c.key != "" {
-			tp = keyPolicy(stagingAge)
+			tp = trusttest.KeyPolicy(stagingAge)
 			tp.Signatures[0].PublicKey = c.key
 		} else {
 			tp.Signatures[0].Keyless.TrustedRoot = c.root
 		}
-		_, err := Compile(context.Background(), "staging", tp, w.read)
+		_, err := Compile(context.Background(), "staging", tp, w.Read)
 		if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), c.file) ||
 			!strings.Contains(err.Error(), "environments.staging.trust.signatures[0]") {
 			t.Errorf("%s: exit %d: %v", c.file, exitcode.Code(err), err)

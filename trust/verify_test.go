@@ -13,6 +13,7 @@ import (
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/trust/trusttest"
 )
 
 const (
@@ -20,33 +21,9 @@ const (
 	productionAge = 24 * time.Hour
 )
 
-// evidence is a CI run's bundles for one image, each replaceable by a case.
-type evidence struct {
-	sig, prov, sbom, scan []byte
-}
-
-func (w *world) ciEvidence(img name.Digest) *evidence {
-	return &evidence{
-		sig:  w.signKey(w.key, signatureOf(img)),
-		prov: w.signKey(w.key, provenance(img, builderID, sourceRepo, sourceCommit)),
-		sbom: w.signKey(w.key, sbom(img, PredicateCycloneDX+"/v1.5")),
-		scan: w.signKey(w.key, scan(img, w.now.Add(-2*time.Hour), map[string]string{"CVE-2026-0001": "medium"})),
-	}
-}
-
-func (e *evidence) all() [][]byte {
-	var out [][]byte
-	for _, b := range [][]byte{e.sig, e.prov, e.sbom, e.scan} {
-		if b != nil {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
 // tamper replaces the DSSE payload of bundle b by payload, keeping its
 // signature.
-func tamper(t *testing.T, b, payload []byte) []byte {
+func tamper(t testing.TB, b, payload []byte) []byte {
 	t.Helper()
 	var pb protobundle.Bundle
 	if err := protojson.Unmarshal(b, &pb); err != nil {
@@ -74,8 +51,8 @@ func wantRefusal(t *testing.T, err error, rule string, img name.Digest, evidence
 	if !strings.Contains(err.Error(), img.String()) {
 		t.Errorf("refusal %q does not name the image %s", err, img)
 	}
-	if evidence != nil && !strings.Contains(err.Error(), digestOf(evidence)) {
-		t.Errorf("refusal %q does not name the evidence %s", err, digestOf(evidence))
+	if evidence != nil && !strings.Contains(err.Error(), trusttest.DigestOf(evidence)) {
+		t.Errorf("refusal %q does not name the evidence %s", err, trusttest.DigestOf(evidence))
 	}
 }
 
@@ -86,116 +63,116 @@ func wantRefusal(t *testing.T, err error, rule string, img name.Digest, evidence
 func TestVerifyRefusesAttacks(t *testing.T) {
 	type cas struct {
 		name   string
-		edit   func(w *world, img name.Digest, e *evidence) []byte // the evidence the refusal names (nil: none)
+		edit   func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte // the evidence the refusal names (nil: none)
 		policy func() *v1alpha1.TrustPolicy
 		commit string
 		rule   string // "": accepted
 	}
-	staging := func() *v1alpha1.TrustPolicy { return keyPolicy(stagingAge) }
-	production := func() *v1alpha1.TrustPolicy { return keyPolicy(productionAge) }
-	keyless := func() *v1alpha1.TrustPolicy { return keylessPolicy(stagingAge) }
+	staging := func() *v1alpha1.TrustPolicy { return trusttest.KeyPolicy(stagingAge) }
+	production := func() *v1alpha1.TrustPolicy { return trusttest.KeyPolicy(productionAge) }
+	keyless := func() *v1alpha1.TrustPolicy { return trusttest.KeylessPolicy(stagingAge) }
 	other, _ := name.NewDigest("example.com/other@sha256:" + strings.Repeat("ab", 32))
 	cases := []cas{
-		{"complete evidence", func(*world, name.Digest, *evidence) []byte { return nil }, staging, sourceCommit, ""},
-		{"no signature", func(_ *world, _ name.Digest, e *evidence) []byte { e.sig = nil; return nil },
+		{"complete evidence", func(*trusttest.World, name.Digest, *trusttest.Evidence) []byte { return nil }, staging, trusttest.SourceCommit, ""},
+		{"no signature", func(_ *trusttest.World, _ name.Digest, e *trusttest.Evidence) []byte { e.Sig = nil; return nil },
 			staging, "", RuleSignatureMissing},
-		{"tampered signature", func(w *world, img name.Digest, e *evidence) []byte {
-			e.sig = tamper(w.t, e.sig, statement(hexOf(img), PredicateSignature, map[string]any{"forged": true}))
-			return e.sig
+		{"tampered signature", func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte {
+			e.Sig = tamper(w.T, e.Sig, trusttest.Statement(trusttest.Hex(img), PredicateSignature, map[string]any{"forged": true}))
+			return e.Sig
 		}, staging, "", RuleSignatureInvalid},
-		{"signature by another key", func(w *world, img name.Digest, e *evidence) []byte {
-			e.sig = w.signKey(w.otherKey, signatureOf(img))
-			return e.sig
+		{"signature by another key", func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte {
+			e.Sig = w.SignKey(w.OtherKey, trusttest.Signature(img))
+			return e.Sig
 		}, staging, "", RuleSignatureInvalid},
-		{"signature of another image", func(w *world, _ name.Digest, e *evidence) []byte {
-			e.sig = w.signKey(w.key, signatureOf(other))
-			return e.sig
+		{"signature of another image", func(w *trusttest.World, _ name.Digest, e *trusttest.Evidence) []byte {
+			e.Sig = w.SignKey(w.Key, trusttest.Signature(other))
+			return e.Sig
 		}, staging, "", RuleAttestationSubject},
-		{"swapped attestation", func(w *world, _ name.Digest, e *evidence) []byte {
-			e.prov = w.signKey(w.key, provenance(other, builderID, sourceRepo, sourceCommit))
-			return e.prov
+		{"swapped attestation", func(w *trusttest.World, _ name.Digest, e *trusttest.Evidence) []byte {
+			e.Prov = w.SignKey(w.Key, trusttest.Provenance(other, trusttest.BuilderID, trusttest.SourceRepo, trusttest.SourceCommit))
+			return e.Prov
 		}, staging, "", RuleAttestationSubject},
-		{"attestation by another key", func(w *world, img name.Digest, e *evidence) []byte {
-			e.prov = w.signKey(w.otherKey, provenance(img, builderID, sourceRepo, sourceCommit))
-			return e.prov
+		{"attestation by another key", func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte {
+			e.Prov = w.SignKey(w.OtherKey, trusttest.Provenance(img, trusttest.BuilderID, trusttest.SourceRepo, trusttest.SourceCommit))
+			return e.Prov
 		}, staging, "", RuleSignatureInvalid},
-		{"provenance from another commit", func(*world, name.Digest, *evidence) []byte { return nil },
+		{"provenance from another commit", func(*trusttest.World, name.Digest, *trusttest.Evidence) []byte { return nil },
 			staging, strings.Repeat("f", 40), RuleProvenanceSource},
-		{"provenance from another repository", func(w *world, img name.Digest, e *evidence) []byte {
-			e.prov = w.signKey(w.key, provenance(img, builderID, "https://github.com/attacker/checkout", sourceCommit))
-			return e.prov
+		{"provenance from another repository", func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte {
+			e.Prov = w.SignKey(w.Key, trusttest.Provenance(img, trusttest.BuilderID, "https://github.com/attacker/checkout", trusttest.SourceCommit))
+			return e.Prov
 		}, staging, "", RuleProvenanceSource},
-		{"provenance from a look-alike repository", func(w *world, img name.Digest, e *evidence) []byte {
-			e.prov = w.signKey(w.key, provenance(img, builderID, sourceRepo+"-fork", sourceCommit))
-			return e.prov
+		{"provenance from a look-alike repository", func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte {
+			e.Prov = w.SignKey(w.Key, trusttest.Provenance(img, trusttest.BuilderID, trusttest.SourceRepo+"-fork", trusttest.SourceCommit))
+			return e.Prov
 		}, staging, "", RuleProvenanceSource},
-		{"provenance by another builder", func(w *world, img name.Digest, e *evidence) []byte {
-			e.prov = w.signKey(w.key, provenance(img, "https://attacker.example/builder", sourceRepo, sourceCommit))
-			return e.prov
-		}, staging, sourceCommit, RuleProvenanceBuilder},
-		{"no provenance", func(_ *world, _ name.Digest, e *evidence) []byte { e.prov = nil; return nil },
+		{"provenance by another builder", func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte {
+			e.Prov = w.SignKey(w.Key, trusttest.Provenance(img, "https://attacker.example/builder", trusttest.SourceRepo, trusttest.SourceCommit))
+			return e.Prov
+		}, staging, trusttest.SourceCommit, RuleProvenanceBuilder},
+		{"no provenance", func(_ *trusttest.World, _ name.Digest, e *trusttest.Evidence) []byte { e.Prov = nil; return nil },
 			staging, "", RuleAttestationMissing},
-		{"no SBOM", func(_ *world, _ name.Digest, e *evidence) []byte { e.sbom = nil; return nil },
+		{"no SBOM", func(_ *trusttest.World, _ name.Digest, e *trusttest.Evidence) []byte { e.SBOM = nil; return nil },
 			staging, "", RuleAttestationMissing},
-		{"SPDX SBOM accepted", func(w *world, img name.Digest, e *evidence) []byte {
-			e.sbom = w.signKey(w.key, sbom(img, PredicateSPDX))
+		{"SPDX SBOM accepted", func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte {
+			e.SBOM = w.SignKey(w.Key, trusttest.SBOM(img, PredicateSPDX))
 			return nil
 		}, staging, "", ""},
-		{"SPDX SBOM where only CycloneDX is", func(w *world, img name.Digest, e *evidence) []byte {
-			e.sbom = w.signKey(w.key, sbom(img, PredicateSPDX))
-			return e.sbom
+		{"SPDX SBOM where only CycloneDX is", func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte {
+			e.SBOM = w.SignKey(w.Key, trusttest.SBOM(img, PredicateSPDX))
+			return e.SBOM
 		}, func() *v1alpha1.TrustPolicy {
 			tp := staging()
 			tp.Attestations.SBOM.Formats = []string{"cyclonedx"}
 			return tp
 		}, "", RuleSBOMFormat},
-		{"scan two days old: fine for staging", func(w *world, img name.Digest, e *evidence) []byte {
-			e.scan = w.signKey(w.key, scan(img, w.now.Add(-48*time.Hour), nil))
+		{"scan two days old: fine for staging", func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte {
+			e.Scan = w.SignKey(w.Key, trusttest.Scan(img, w.Now.Add(-48*time.Hour), nil))
 			return nil
 		}, staging, "", ""},
-		{"scan two days old: too old for production", func(w *world, img name.Digest, e *evidence) []byte {
-			e.scan = w.signKey(w.key, scan(img, w.now.Add(-48*time.Hour), nil))
-			return e.scan
+		{"scan two days old: too old for production", func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte {
+			e.Scan = w.SignKey(w.Key, trusttest.Scan(img, w.Now.Add(-48*time.Hour), nil))
+			return e.Scan
 		}, production, "", RuleScanTooOld},
-		{"scan dated in the future", func(w *world, img name.Digest, e *evidence) []byte {
-			e.scan = w.signKey(w.key, scan(img, w.now.Add(48*time.Hour), nil))
-			return e.scan
+		{"scan dated in the future", func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte {
+			e.Scan = w.SignKey(w.Key, trusttest.Scan(img, w.Now.Add(48*time.Hour), nil))
+			return e.Scan
 		}, production, "", RuleScanTooOld},
-		{"critical finding", func(w *world, img name.Digest, e *evidence) []byte {
-			e.scan = w.signKey(w.key, scan(img, w.now, map[string]string{"CVE-2026-0002": "CRITICAL"}))
-			return e.scan
+		{"critical finding", func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte {
+			e.Scan = w.SignKey(w.Key, trusttest.Scan(img, w.Now, map[string]string{"CVE-2026-0002": "CRITICAL"}))
+			return e.Scan
 		}, staging, "", RuleScanFindings},
-		{"CVSS score above the threshold", func(w *world, img name.Digest, e *evidence) []byte {
-			e.scan = w.signKey(w.key, scan(img, w.now, map[string]string{"CVE-2026-0003": "7.5"}))
-			return e.scan
+		{"CVSS score above the threshold", func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte {
+			e.Scan = w.SignKey(w.Key, trusttest.Scan(img, w.Now, map[string]string{"CVE-2026-0003": "7.5"}))
+			return e.Scan
 		}, staging, "", RuleScanFindings},
-		{"unreadable severity counts as critical", func(w *world, img name.Digest, e *evidence) []byte {
-			e.scan = w.signKey(w.key, scan(img, w.now, map[string]string{"CVE-2026-0004": "whatever"}))
-			return e.scan
+		{"unreadable severity counts as critical", func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte {
+			e.Scan = w.SignKey(w.Key, trusttest.Scan(img, w.Now, map[string]string{"CVE-2026-0004": "whatever"}))
+			return e.Scan
 		}, staging, "", RuleScanFindings},
-		{"no scan", func(_ *world, _ name.Digest, e *evidence) []byte { e.scan = nil; return nil },
+		{"no scan", func(_ *trusttest.World, _ name.Digest, e *trusttest.Evidence) []byte { e.Scan = nil; return nil },
 			staging, "", RuleAttestationMissing},
-		{"keyless signature and attestations", func(w *world, img name.Digest, e *evidence) []byte {
-			w.keyless(img, e, ciIdentity, ciIssuer)
+		{"keyless signature and attestations", func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte {
+			*e = *w.KeylessEvidence(img, trusttest.CIIdentity, trusttest.CIIssuer)
 			return nil
-		}, keyless, sourceCommit, ""},
-		{"keyless: another identity", func(w *world, img name.Digest, e *evidence) []byte {
-			w.keyless(img, e, "https://github.com/attacker/checkout/.github/workflows/release.yaml@refs/heads/main", ciIssuer)
-			return e.sig
+		}, keyless, trusttest.SourceCommit, ""},
+		{"keyless: another identity", func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte {
+			*e = *w.KeylessEvidence(img, "https://github.com/attacker/checkout/.github/workflows/release.yaml@refs/heads/main", trusttest.CIIssuer)
+			return e.Sig
 		}, keyless, "", RuleSignatureIdentity},
-		{"keyless: another issuer", func(w *world, img name.Digest, e *evidence) []byte {
-			w.keyless(img, e, ciIdentity, "https://accounts.attacker.example")
-			return e.sig
+		{"keyless: another issuer", func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte {
+			*e = *w.KeylessEvidence(img, trusttest.CIIdentity, "https://accounts.attacker.example")
+			return e.Sig
 		}, keyless, "", RuleSignatureIdentity},
-		{"keyless: certificate of another root", func(w *world, img name.Digest, e *evidence) []byte {
-			w.keyless(img, e, ciIdentity, ciIssuer)
-			e.sig = w.signKeyless(w.rogue, ciIdentity, ciIssuer, signatureOf(img))
-			return e.sig
+		{"keyless: certificate of another root", func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte {
+			*e = *w.KeylessEvidence(img, trusttest.CIIdentity, trusttest.CIIssuer)
+			e.Sig = w.SignKeyless(w.Rogue, trusttest.CIIdentity, trusttest.CIIssuer, trusttest.Signature(img))
+			return e.Sig
 		}, keyless, "", RuleSignatureInvalid},
-		{"keyless: a key signature where the policy wants an identity", func(*world, name.Digest, *evidence) []byte { return nil },
+		{"keyless: a key signature where the policy wants an identity", func(*trusttest.World, name.Digest, *trusttest.Evidence) []byte { return nil },
 			keyless, "", RuleSignatureInvalid},
-		{"keyless: identity regexp", func(w *world, img name.Digest, e *evidence) []byte {
-			w.keyless(img, e, ciIdentity, ciIssuer)
+		{"keyless: identity regexp", func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) []byte {
+			*e = *w.KeylessEvidence(img, trusttest.CIIdentity, trusttest.CIIssuer)
 			return nil
 		}, func() *v1alpha1.TrustPolicy {
 			tp := keyless()
@@ -211,13 +188,13 @@ func TestVerifyRefusesAttacks(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
-					w := newWorld(t, mode.referrers)
-					img := w.image("checkout")
-					e := w.ciEvidence(img)
+					w := trusttest.New(t, mode.referrers)
+					img := w.Image("checkout")
+					e := w.CIEvidence(img)
 					named := c.edit(w, img, e)
-					w.attach(img, e.all()...)
-					ev, err := Verify(context.Background(), w.policy("staging", c.policy()), img.String(),
-						Options{SourceCommit: c.commit, Now: w.now})
+					w.Attach(img, e.All()...)
+					ev, err := Verify(context.Background(), policyOf(w, "staging", c.policy()), img.String(),
+						Options{SourceCommit: c.commit, Now: w.Now})
 					if c.rule == "" {
 						if err != nil {
 							t.Fatalf("refused: %v", err)
@@ -232,12 +209,4 @@ func TestVerifyRefusesAttacks(t *testing.T) {
 			}
 		})
 	}
-}
-
-// keyless replaces e by bundles of the keyless identity and issuer.
-func (w *world) keyless(img name.Digest, e *evidence, identity, issuer string) {
-	e.sig = w.signKeyless(w.sigstore, identity, issuer, signatureOf(img))
-	e.prov = w.signKeyless(w.sigstore, identity, issuer, provenance(img, builderID, sourceRepo, sourceCommit))
-	e.sbom = w.signKeyless(w.sigstore, identity, issuer, sbom(img, PredicateCycloneDX))
-	e.scan = w.signKeyless(w.sigstore, identity, issuer, scan(img, w.now.Add(-time.Hour), nil))
 }
