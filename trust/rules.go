@@ -39,9 +39,10 @@ const (
 )
 
 // refuse is a refusal of rule naming the image and the evidence digest
-// (empty: none found).
+// (empty: none found); its message names the rule too:
+// "<image>: evidence <digest>: <rule>: <err>".
 func refuse(rule, image, evidence string, err error) *exitcode.Refusal {
-	r := &exitcode.Refusal{Rule: rule, Object: image, Err: err}
+	r := &exitcode.Refusal{Rule: rule, Object: image, Reason: rule, Err: err}
 	if evidence != "" {
 		r.Field = "evidence " + evidence
 	}

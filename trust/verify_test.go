@@ -48,6 +48,9 @@ func wantRefusal(t *testing.T, err error, rule string, img name.Digest, evidence
 	if r.Rule != rule || exitcode.Code(err) != exitcode.Refused {
 		t.Fatalf("rule %s (exit %d), want %s: %v", r.Rule, exitcode.Code(err), rule, err)
 	}
+	if !strings.Contains(err.Error(), ": "+rule+": ") {
+		t.Errorf("refusal %q does not name its rule %s", err, rule)
+	}
 	if !strings.Contains(err.Error(), img.String()) {
 		t.Errorf("refusal %q does not name the image %s", err, img)
 	}
