@@ -72,14 +72,14 @@ func checkAttestations(field string, a *v1alpha1.AttestationPolicy) error {
 	}
 	if s := a.SBOM; s != nil {
 		for i, f := range s.Formats {
-			if !slices.Contains(v1alpha1.SBOMFormats, f) {
-				return fmt.Errorf("%s.sbom.formats[%d]: %q: one of %s", field, i, f, strings.Join(v1alpha1.SBOMFormats, ", "))
+			if !slices.Contains(v1alpha1.SBOMFormats(), f) {
+				return fmt.Errorf("%s.sbom.formats[%d]: %q: one of %s", field, i, f, strings.Join(v1alpha1.SBOMFormats(), ", "))
 			}
 		}
 	}
 	if v := a.VulnerabilityScan; v != nil {
-		if !slices.Contains(v1alpha1.Severities, v.MaxSeverity) {
-			return fmt.Errorf("%s.vulnerabilityScan.maxSeverity: %q: one of %s", field, v.MaxSeverity, strings.Join(v1alpha1.Severities, ", "))
+		if !slices.Contains(v1alpha1.Severities(), v.MaxSeverity) {
+			return fmt.Errorf("%s.vulnerabilityScan.maxSeverity: %q: one of %s", field, v.MaxSeverity, strings.Join(v1alpha1.Severities(), ", "))
 		}
 		if v.MaxAge.Duration <= 0 {
 			return fmt.Errorf("%s.vulnerabilityScan.maxAge: %s: must be positive", field, v.MaxAge.Duration)

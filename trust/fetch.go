@@ -28,9 +28,6 @@ const AnnotationPredicateType = "dev.sigstore.bundle.predicateType"
 // maxBundleSize caps a bundle read from the registry.
 const maxBundleSize = 4 << 20
 
-// The cosign tag suffixes of the tag scheme (sha256-<hex>.sig, .att).
-var cosignSuffixes = []string{".sig", ".att"}
-
 // discover lists the digests of the Sigstore bundles attached to img: the
 // layers of media type BundleMediaType of its OCI 1.1 referrers (the
 // registry's referrers API, or ggcr's fallback tag sha256-<hex>), and the
@@ -56,7 +53,7 @@ func discover(ctx context.Context, img name.Digest, opts []remote.Option) ([]v1.
 		}
 	}
 	h := strings.Replace(img.DigestStr(), ":", "-", 1)
-	for _, suffix := range cosignSuffixes {
+	for _, suffix := range []string{".sig", ".att"} { // cosign's tags
 		if err := bundleLayers(ctx, img.Context().Tag(h+suffix), opts, seen); err != nil {
 			return nil, err
 		}

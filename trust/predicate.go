@@ -158,7 +158,7 @@ type Scan struct {
 	// Finished is metadata.scanFinishedOn.
 	Finished time.Time
 	// Worst is the highest severity of its findings (an index into
-	// v1alpha1.Severities), and WorstID the finding that has it.
+	// v1alpha1.Severities()), and WorstID the finding that has it.
 	Worst   int
 	WorstID string
 	// Findings is how many findings it lists.
@@ -188,7 +188,7 @@ func ReadScan(predicate []byte) (*Scan, error) {
 			worst = max(worst, severityOf(s.GetScore()))
 		}
 		if worst < 0 {
-			worst = len(v1alpha1.Severities) - 1
+			worst = len(v1alpha1.Severities()) - 1
 		}
 		if worst > sc.Worst || sc.WorstID == "" && worst == sc.Worst {
 			sc.Worst, sc.WorstID = worst, r.GetId()
@@ -197,7 +197,7 @@ func ReadScan(predicate []byte) (*Scan, error) {
 	return sc, nil
 }
 
-// severityOf is the index in v1alpha1.Severities of a score (-1: unreadable).
+// severityOf is the index in v1alpha1.Severities() of a score (-1: unreadable).
 func severityOf(score string) int {
 	word := strings.ToLower(strings.TrimSpace(score))
 	switch word {
@@ -246,10 +246,10 @@ func checkScan(s *intoto.Statement, pol *v1alpha1.ScanPolicy, now time.Time) (st
 	case age < -5*time.Minute:
 		return RuleScanTooOld, fmt.Errorf("the scan finished in the future (%s)", sc.Finished.UTC().Format(time.RFC3339))
 	}
-	limit := slices.Index(v1alpha1.Severities, pol.MaxSeverity)
+	limit := slices.Index(v1alpha1.Severities(), pol.MaxSeverity)
 	if sc.Findings > 0 && (sc.Worst > limit || pol.MaxSeverity == "none") {
 		return RuleScanFindings, fmt.Errorf("finding %s is %s, above the policy's maximum %s",
-			sc.WorstID, v1alpha1.Severities[sc.Worst], pol.MaxSeverity)
+			sc.WorstID, v1alpha1.Severities()[sc.Worst], pol.MaxSeverity)
 	}
 	return "", nil
 }

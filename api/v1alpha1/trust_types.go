@@ -88,7 +88,7 @@ type ScanPolicy struct {
 
 // Severities are the scan severities from lowest to highest: the values of
 // ScanPolicy.MaxSeverity.
-var Severities = []string{"none", "low", "medium", "high", "critical"}
+func Severities() []string { return []string{"none", "low", "medium", "high", "critical"} }
 
 // SBOMFormats are the values of SBOMPolicy.Formats.
-var SBOMFormats = []string{"cyclonedx", "spdx"}
+func SBOMFormats() []string { return []string{"cyclonedx", "spdx"} }
