@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/promotion/policyfile"
 	"github.com/throughline-dev/throughline/trust/trusttest"
@@ -200,5 +202,41 @@ func TestExamplePolicyCompiles(t *testing.T) {
 	s, p := pol.Environments["staging"].Trust, pol.Environments["production"].Trust
 	if p.Attestations.VulnerabilityScan.MaxAge.Duration >= s.Attestations.VulnerabilityScan.MaxAge.Duration {
 		t.Error("production's scan max age is not shorter than staging's")
+	}
+}
+
+// TestDiscoveryLayouts: the bundles are found wherever cosign and
+// registries put them: the signature under .sig and the attestations under
+// .att; referrers on a registry without the referrers API (the referrers
+// tag sha256-<hex>); some as referrers, some under cosign's tags.
+func TestDiscoveryLayouts(t *testing.T) {
+	for name, layout := range map[string]func(w *trusttest.World, img name.Digest, e *trusttest.Evidence){
+		"sig and att tags": func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) {
+			w.AttachTag(img, ".sig", e.Sig)
+			w.AttachTag(img, ".att", e.Prov, e.SBOM, e.Scan)
+		},
+		"referrers tag without the API": func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) {
+			w.AttachReferrers(img, e.All()...)
+		},
+		"referrers and tags": func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) {
+			w.AttachTag(img, ".sig", e.Sig)
+			w.AttachReferrers(img, e.Prov, e.SBOM, e.Scan)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := trusttest.New(t, false)
+			img := w.Image("checkout")
+			e := w.CIEvidence(img)
+			layout(w, img, e)
+			ev, err := Verify(context.Background(), policyOf(w, "staging", trusttest.KeyPolicy(stagingAge)), img.String(), Options{Now: w.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range e.All() {
+				if !slices.Contains(ev.Digests(), trusttest.DigestOf(b)) {
+					t.Errorf("evidence %v lacks %s", ev.Digests(), trusttest.DigestOf(b))
+				}
+			}
+		})
 	}
 }

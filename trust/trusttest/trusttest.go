@@ -350,6 +350,14 @@ func (w *World) Attach(img name.Digest, bundles ...[]byte) {
 		w.AttachTag(img, ".att", bundles...)
 		return
 	}
+	w.AttachReferrers(img, bundles...)
+}
+
+// AttachReferrers stores each bundle as an OCI 1.1 referrer of img (on a
+// registry without the referrers API, go-containerregistry keeps the
+// referrers tag sha256-<hex> instead).
+func (w *World) AttachReferrers(img name.Digest, bundles ...[]byte) {
+	w.T.Helper()
 	desc, err := remote.Head(img)
 	if err != nil {
 		w.T.Fatal(err)
