@@ -54,6 +54,9 @@ func checkEnvironment(name string, e v1alpha1.EnvironmentPolicy) error {
 	if err := checkPatterns(e.Controllers, true); err != nil {
 		return fmt.Errorf("%s.controllers%w", field, err)
 	}
+	if err := checkTrust(field, e.Trust); err != nil {
+		return err
+	}
 	return checkApprovals(field, e)
 }
 

@@ -65,6 +65,11 @@ type EnvironmentPolicy struct {
 	// the notifier halts it, naming the revision the controller is stuck
 	// on (none: no deadline).
 	ReconcileDeadline *metav1.Duration `json:"reconcileDeadline,omitempty"`
+
+	// Trust is the supply-chain evidence (signatures, attestations) every
+	// gate into this environment verifies of the image (none: no
+	// evidence required).
+	Trust *TrustPolicy `json:"trust,omitempty"`
 }
 
 // Cluster is env's cluster: the policy's, else the environment's name.

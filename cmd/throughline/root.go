@@ -75,6 +75,7 @@ func newRootCommand(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		newCheckCommand(g, stdout),
 		newRollbackCommand(g, stdout),
 		newBreakglassCommand(g, stdout),
+		newTrustCommand(stdout),
 		newRenderWorkerCommand(os.Stdin, stdout),
 	)
 	return root

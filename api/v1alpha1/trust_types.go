@@ -1,0 +1,94 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// TrustPolicy is the supply-chain evidence an environment requires of an
+// image (package trust verifies it): who must have signed the image's
+// digest, and which attestations about that digest must exist, signed by
+// one of those signers. Every file it names is a repository-relative path
+// read at the base revision, like allowedSigners.
+type TrustPolicy struct {
+	// Signatures are the required signatures: the image needs one valid
+	// signature by EACH entry (a typical policy lists one signer, the CI).
+	Signatures []SignerPolicy `json:"signatures,omitempty"`
+	// Attestations are the in-toto attestations the image needs, each
+	// signed by one of Signatures' signers with the image digest as its
+	// subject.
+	Attestations *AttestationPolicy `json:"attestations,omitempty"`
+}
+
+// SignerPolicy is one signer: a public key, or a keyless (Fulcio
+// certificate) identity. Exactly one of PublicKey and Keyless is set.
+type SignerPolicy struct {
+	// PublicKey is the repository-relative path of the signer's PEM public
+	// key (cosign.pub).
+	PublicKey string `json:"publicKey,omitempty"`
+	// Keyless is the signer's certificate identity.
+	Keyless *KeylessSigner `json:"keyless,omitempty"`
+}
+
+// KeylessSigner is a keyless signer: the certificate's subject alternative
+// name (Identity exactly, or IdentityRegexp), its OIDC issuer, and the
+// Sigstore trusted root (CA, transparency log, timestamp authorities) the
+// certificate must chain to.
+type KeylessSigner struct {
+	// Identity is the exact subject alternative name (a workflow URI, an
+	// e-mail address).
+	Identity string `json:"identity,omitempty"`
+	// IdentityRegexp matches the subject alternative name (RE2, anchor it:
+	// ^https://github\.com/example/app/).
+	IdentityRegexp string `json:"identityRegexp,omitempty"`
+	// Issuer is the exact OIDC issuer of the certificate
+	// (https://token.actions.githubusercontent.com).
+	Issuer string `json:"issuer"`
+	// TrustedRoot is the repository-relative path of the Sigstore trusted
+	// root (trusted_root.json); nothing is fetched from the network.
+	TrustedRoot string `json:"trustedRoot"`
+}
+
+// AttestationPolicy names the required attestations; a nil entry is not
+// required.
+type AttestationPolicy struct {
+	// Provenance requires a SLSA provenance v1 attestation
+	// (https://slsa.dev/provenance/v1).
+	Provenance *ProvenancePolicy `json:"provenance,omitempty"`
+	// SBOM requires a software bill of materials attestation.
+	SBOM *SBOMPolicy `json:"sbom,omitempty"`
+	// VulnerabilityScan requires a vulnerability scan attestation
+	// (https://in-toto.io/attestation/vulns/v0.2).
+	VulnerabilityScan *ScanPolicy `json:"vulnerabilityScan,omitempty"`
+}
+
+// ProvenancePolicy is what the SLSA provenance must say.
+type ProvenancePolicy struct {
+	// Builders are the accepted builder ids (runDetails.builder.id), exactly.
+	Builders []string `json:"builders"`
+	// SourceRepositories are the accepted source repositories: one of the
+	// provenance's resolved dependencies is one of them (git+ prefix and
+	// @ref suffix ignored) at the candidate's source commit.
+	SourceRepositories []string `json:"sourceRepositories"`
+}
+
+// SBOMPolicy is the SBOM requirement.
+type SBOMPolicy struct {
+	// Formats are the accepted formats: cyclonedx, spdx (empty: either).
+	Formats []string `json:"formats,omitempty"`
+}
+
+// ScanPolicy is what the vulnerability scan must say.
+type ScanPolicy struct {
+	// MaxSeverity is the highest severity a finding may have: none, low,
+	// medium, high or critical ("high": a critical finding refuses the
+	// image; "none": any finding does).
+	MaxSeverity string `json:"maxSeverity"`
+	// MaxAge is how long ago the scan may have finished
+	// (metadata.scanFinishedOn) when a gate checks it.
+	MaxAge metav1.Duration `json:"maxAge"`
+}
+
+// Severities are the scan severities from lowest to highest: the values of
+// ScanPolicy.MaxSeverity.
+func Severities() []string { return []string{"none", "low", "medium", "high", "critical"} }
+
+// SBOMFormats are the values of SBOMPolicy.Formats.
+func SBOMFormats() []string { return []string{"cyclonedx", "spdx"} }

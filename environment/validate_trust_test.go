@@ -1,0 +1,93 @@
+package environment
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/throughline-dev/throughline/api/v1alpha1"
+	"github.com/throughline-dev/throughline/exitcode"
+)
+
+// trusted is a valid trust policy: a key signer, a keyless signer and
+// every attestation.
+func trusted() *v1alpha1.TrustPolicy {
+	return &v1alpha1.TrustPolicy{
+		Signatures: []v1alpha1.SignerPolicy{
+			{PublicKey: "keys/ci.pub"},
+			{Keyless: &v1alpha1.KeylessSigner{Identity: "https://ci.example/release", Issuer: "https://issuer.example",
+				TrustedRoot: "sigstore/trusted_root.json"}},
+		},
+		Attestations: &v1alpha1.AttestationPolicy{
+			Provenance:        &v1alpha1.ProvenancePolicy{Builders: []string{"https://ci.example/builder"}, SourceRepositories: []string{"https://git.example/app"}},
+			SBOM:              &v1alpha1.SBOMPolicy{Formats: []string{"cyclonedx"}},
+			VulnerabilityScan: &v1alpha1.ScanPolicy{MaxSeverity: "medium", MaxAge: metav1.Duration{Duration: 24 * time.Hour}},
+		},
+	}
+}
+
+func TestTrustPolicyValidation(t *testing.T) {
+	tests := []struct {
+		name  string
+		edit  func(tp *v1alpha1.TrustPolicy)
+		field string // "": valid
+	}{
+		{"valid", func(*v1alpha1.TrustPolicy) {}, ""},
+		{"key outside the repository", func(tp *v1alpha1.TrustPolicy) { tp.Signatures[0].PublicKey = "../../etc/key.pub" },
+			"environments.production.trust.signatures[0].publicKey"},
+		{"absolute key path", func(tp *v1alpha1.TrustPolicy) { tp.Signatures[0].PublicKey = "/etc/key.pub" },
+			"environments.production.trust.signatures[0].publicKey"},
+		{"key and keyless", func(tp *v1alpha1.TrustPolicy) { tp.Signatures[1].PublicKey = "keys/ci.pub" },
+			"environments.production.trust.signatures[1]"},
+		{"neither key nor keyless", func(tp *v1alpha1.TrustPolicy) { tp.Signatures[0] = v1alpha1.SignerPolicy{} },
+			"environments.production.trust.signatures[0]"},
+		{"identity and regexp", func(tp *v1alpha1.TrustPolicy) { tp.Signatures[1].Keyless.IdentityRegexp = "^x" },
+			"environments.production.trust.signatures[1].keyless"},
+		{"bad identity regexp", func(tp *v1alpha1.TrustPolicy) {
+			tp.Signatures[1].Keyless.Identity, tp.Signatures[1].Keyless.IdentityRegexp = "", "^(x"
+		}, "environments.production.trust.signatures[1].keyless.identityRegexp"},
+		{"no issuer", func(tp *v1alpha1.TrustPolicy) { tp.Signatures[1].Keyless.Issuer = "" },
+			"environments.production.trust.signatures[1].keyless.issuer"},
+		{"no trusted root", func(tp *v1alpha1.TrustPolicy) { tp.Signatures[1].Keyless.TrustedRoot = "" },
+			"environments.production.trust.signatures[1].keyless.trustedRoot"},
+		{"attestations without signer", func(tp *v1alpha1.TrustPolicy) { tp.Signatures = nil },
+			"environments.production.trust.signatures"},
+		{"no builder", func(tp *v1alpha1.TrustPolicy) { tp.Attestations.Provenance.Builders = nil },
+			"environments.production.trust.attestations.provenance.builders"},
+		{"no source repository", func(tp *v1alpha1.TrustPolicy) { tp.Attestations.Provenance.SourceRepositories = []string{""} },
+			"environments.production.trust.attestations.provenance.sourceRepositories"},
+		{"unknown sbom format", func(tp *v1alpha1.TrustPolicy) { tp.Attestations.SBOM.Formats = []string{"swid"} },
+			"environments.production.trust.attestations.sbom.formats[0]"},
+		{"unknown severity", func(tp *v1alpha1.TrustPolicy) { tp.Attestations.VulnerabilityScan.MaxSeverity = "severe" },
+			"environments.production.trust.attestations.vulnerabilityScan.maxSeverity"},
+		{"no scan age", func(tp *v1alpha1.TrustPolicy) { tp.Attestations.VulnerabilityScan.MaxAge.Duration = 0 },
+			"environments.production.trust.attestations.vulnerabilityScan.maxAge"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := example()
+			e := p.Environments["production"]
+			e.Trust = trusted()
+			tt.edit(e.Trust)
+			p.Environments["production"] = e
+			_, err := New(file, p)
+			if tt.field == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if exitcode.Code(err) != exitcode.Invalid {
+				t.Errorf("exit %d, want %d: %v", exitcode.Code(err), exitcode.Invalid, err)
+			}
+			if !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), tt.field+":") {
+				t.Errorf("error %q does not name %s and %s", err, file, tt.field)
+			}
+		})
+	}
+}

@@ -1,0 +1,27 @@
+// Package trust verifies an image's supply-chain evidence against an
+// environment's trust policy (api/v1alpha1.TrustPolicy): the signatures of
+// its digest and the in-toto attestations about it (SLSA provenance, SBOM,
+// vulnerability scan), stored next to the image in its registry as
+// Sigstore bundles (OCI 1.1 referrers, or the cosign tags
+// sha256-<hex>.sig and sha256-<hex>.att).
+//
+// Compile reads a policy's keys and trusted roots (repository files, read
+// by the caller at the base revision) into a *Policy. Verify discovers the
+// evidence of an image digest and returns the *Evidence that satisfies the
+// policy: the digest of every signature and attestation bundle it relied
+// on, what a promotion record stores. VerifyRecorded re-verifies exactly
+// those digests (fetched by digest, never a newer bundle found by tag)
+// against another environment's policy. Every refusal is an
+// *exitcode.Refusal (exit 3) whose rule is one of the Rule constants,
+// naming the image and the evidence digest.
+//
+// Cryptography is sigstore-go's (bundle, certificate chain, transparency log
+// and timestamp verification); this package checks what the verified
+// statements say: subject digest, builder, source repository and commit,
+// scan age and findings. A verified bundle's statement is cached on disk
+// (Options.CacheDir) under the image digest, the bundle digest and the
+// policy's signer hash, so a warm VerifyRecorded makes no registry request;
+// what depends on the clock or the caller (scan age, source commit) is
+// checked on every call. It does not read Git, sign anything, or talk to a
+// Sigstore service: trusted roots are files.
+package trust

@@ -1,0 +1,208 @@
+package trust
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	intoto "github.com/in-toto/attestation/go/v1"
+	"github.com/sigstore/sigstore-go/pkg/bundle"
+
+	"github.com/throughline-dev/throughline/exitcode"
+)
+
+// Options are a verification's inputs besides the policy and the image.
+type Options struct {
+	// Remote are the registry options (authentication, transport).
+	Remote []remote.Option
+	// CacheDir is the verification cache's directory (empty: no cache).
+	CacheDir string
+	// SourceCommit is the commit the provenance must name as its source
+	// (empty: any commit of an allowed source repository).
+	SourceCommit string
+	// Now is the time scan ages are measured at (zero: time.Now()).
+	Now time.Time
+}
+
+// Evidence is the verified evidence of one image: what a promotion record
+// stores and every later gate re-verifies by digest.
+type Evidence struct {
+	// Image is the image, repository@sha256:<hex>.
+	Image string `json:"image"`
+	// SourceCommit is the source commit the verified provenance names.
+	SourceCommit string `json:"sourceCommit,omitempty"`
+	// Items are the verified bundles the policy's requirements rest on.
+	Items []Item `json:"items"`
+}
+
+// Item is one verified signature or attestation bundle.
+type Item struct {
+	// Kind is signature, provenance, sbom or vulnerability-scan.
+	Kind string `json:"kind"`
+	// Digest is the bundle's digest (sha256:<hex> of its JSON).
+	Digest string `json:"digest"`
+	// PredicateType is the in-toto statement's predicate type.
+	PredicateType string `json:"predicateType"`
+	// Signer is the policy signer that verified it.
+	Signer string `json:"signer"`
+}
+
+// Digests are the bundle digests of e, in order: what VerifyRecorded takes.
+func (e *Evidence) Digests() []string {
+	var out []string
+	for _, it := range e.Items {
+		if !slices.Contains(out, it.Digest) {
+			out = append(out, it.Digest)
+		}
+	}
+	return out
+}
+
+// Verify discovers the Sigstore bundles attached to image (a digest
+// reference) in its registry, verifies them against pol and returns the
+// evidence that satisfies each of pol's requirements. A missing or failing
+// requirement is an *exitcode.Refusal naming the image and the evidence
+// digest; an image without a digest is invalid input.
+func Verify(ctx context.Context, pol *Policy, image string, opts Options) (*Evidence, error) {
+	img, err := parseImage(image)
+	if err != nil || !pol.Requires() {
+		return &Evidence{Image: image}, err
+	}
+	opts.Remote, err = reuse(opts.Remote)
+	if err != nil {
+		return nil, err
+	}
+	found, err := discover(ctx, img, opts.Remote)
+	if err != nil {
+		return nil, err
+	}
+	return judge(ctx, pol, img, found, opts)
+}
+
+// VerifyRecorded re-verifies exactly the bundles recorded at candidacy
+// (digests, from Evidence.Digests), fetched by digest, against pol (the
+// target environment's policy): it never looks for newer evidence. A
+// recorded bundle the registry no longer has is refused (rule
+// evidence-missing).
+func VerifyRecorded(ctx context.Context, pol *Policy, image string, digests []string, opts Options) (*Evidence, error) {
+	img, err := parseImage(image)
+	if err != nil || !pol.Requires() {
+		return &Evidence{Image: image}, err
+	}
+	hs := make([]v1.Hash, 0, len(digests))
+	for _, d := range digests {
+		h, err := v1.NewHash(d)
+		if err != nil {
+			return nil, &exitcode.InvalidInput{Err: fmt.Errorf("recorded evidence digest %q: %w", d, err)}
+		}
+		hs = append(hs, h)
+	}
+	if opts.Remote, err = reuse(opts.Remote); err != nil {
+		return nil, err
+	}
+	return judge(ctx, pol, img, hs, opts)
+}
+
+// reuse adds one shared puller to the registry options: one
+// authentication handshake for every request of a verification.
+func reuse(opts []remote.Option) ([]remote.Option, error) {
+	p, err := remote.NewPuller(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("registry options: %w", err)
+	}
+	return append(slices.Clip(opts), remote.Reuse(p)), nil
+}
+
+func parseImage(image string) (name.Digest, error) {
+	d, err := name.NewDigest(image, name.StrictValidation)
+	if err != nil {
+		return name.Digest{}, &exitcode.InvalidInput{Err: fmt.Errorf("image %q: a digest reference (repository@sha256:...) is required: %w", image, err)}
+	}
+	return d, nil
+}
+
+// candidate is one bundle and what verifying it gave.
+type candidate struct {
+	digest string
+	kind   string // of the verified statement, else of the unverified claim
+	v      *verified
+	stmt   *intoto.Statement
+	fail   *exitcode.Refusal
+}
+
+func (c *candidate) ok() bool { return c.fail == nil }
+
+// load verifies bundle d of img (from the cache when it holds it).
+func load(ctx context.Context, pol *Policy, img name.Digest, d v1.Hash, opts Options) (*candidate, error) {
+	imgHash, err := v1.NewHash(img.DigestStr())
+	if err != nil {
+		return nil, &exitcode.InvalidInput{Err: fmt.Errorf("image %s: %w", img, err)}
+	}
+	c := &candidate{digest: d.String()}
+	ch := cache{dir: opts.CacheDir}
+	v := ch.get(imgHash, d, pol.Hash())
+	if v == nil {
+		data, err := fetchBundle(ctx, img, d, opts.Remote)
+		if errors.Is(err, errNoBlob) {
+			c.fail = refuse(RuleEvidenceMissing, img.String(), c.digest, err)
+			return c, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var rule string
+		v, rule, err = verifyBundle(pol, data)
+		if err != nil {
+			c.kind = kindOf(claimedType(data))
+			c.fail = refuse(rule, img.String(), c.digest, err)
+			return c, nil
+		}
+		if err := ch.put(imgHash, d, pol.Hash(), v); err != nil {
+			return nil, err
+		}
+	}
+	c.v = v
+	if c.stmt, err = parseStatement(v.Statement); err != nil {
+		c.fail = refuse(RuleSignatureInvalid, img.String(), c.digest, err)
+		return c, nil
+	}
+	c.kind = kindOf(c.stmt.GetPredicateType())
+	if !hasSubject(c.stmt, imgHash.Hex) {
+		c.fail = refusef(RuleAttestationSubject, img.String(), c.digest,
+			"its %s statement is about %s, not about this image", c.stmt.GetPredicateType(), subjects(c.stmt))
+	}
+	return c, nil
+}
+
+// claimedType is the predicate type a bundle claims, unverified (for
+// naming the kind of a bundle that failed).
+func claimedType(data []byte) string {
+	var b bundle.Bundle
+	if b.UnmarshalJSON(data) != nil {
+		return ""
+	}
+	env, err := b.Envelope()
+	if err != nil || env == nil {
+		return ""
+	}
+	s, err := env.Statement()
+	if err != nil {
+		return ""
+	}
+	return s.GetPredicateType()
+}
+
+func subjects(s *intoto.Statement) []string {
+	var out []string
+	for _, sub := range s.GetSubject() {
+		for alg, hex := range sub.GetDigest() {
+			out = append(out, alg+":"+hex)
+		}
+	}
+	return out
+}
