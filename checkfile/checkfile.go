@@ -12,8 +12,9 @@ import (
 	"github.com/throughline-dev/throughline/render"
 )
 
-// File is the declaration file's name in an app's overlay directory.
-const File = "throughline-checks.yaml"
+// File is the declaration file's name in an app's overlay directory (a
+// plain-directory render skips it: it is no manifest).
+const File = render.ChecksFile
 
 // Kind is the file's kind (apiVersion v1alpha1.APIVersion).
 const Kind = "RuntimeChecks"
