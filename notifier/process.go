@@ -17,9 +17,9 @@ import (
 
 // Failure classes, as counted in metrics and written in evidence.
 const (
-	ClassSource  = "source"  // wrong revision, unusable promotion record
-	ClassRender  = "render"  // the live render is not the one proposed
-	ClassLive    = "live"    // image mismatch, degraded application
+	ClassSource = "source" // wrong revision, unusable promotion record
+	ClassRender = "render" // the live render is not the one proposed
+	ClassLive   = "live"   // image mismatch, degraded application
 	// ClassRuntime is a runtime check that failed (evidence.ClassRuntime);
 	// the notifier's failure metric also counts Git, the API server or the
 	// forge unreachable, and internal failures, under it.
