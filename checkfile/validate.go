@@ -1,6 +1,7 @@
 package checkfile
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -141,7 +142,8 @@ func checkPath(p string) error {
 func checkJob(file, field string, j *v1alpha1.JobCheck) error {
 	if _, err := policy.CheckImage(j.Image); err != nil {
 		reason := err.Error()
-		if ie, ok := err.(*policy.ImageError); ok {
+		var ie *policy.ImageError
+		if errors.As(err, &ie) {
 			reason = ie.Reason
 		}
 		return &policy.Refusal{Violations: []policy.Violation{{

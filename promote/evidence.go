@@ -105,7 +105,8 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 		if err != nil {
 			return nil, err
 		}
-		return nil, &exitcode.Refusal{Rule: RuleChecksNotPassed, File: want, Reason: fmt.Sprintf("runtime checks of %s in %s not passed: ", digest, env) + why}
+		return nil, &exitcode.Refusal{Rule: RuleChecksNotPassed, File: want,
+			Reason: fmt.Sprintf("runtime checks of %s in %s not passed: ", digest, env) + why}
 	}
 	pol, err := promotion.ReadPolicy(ctx, r, base)
 	if err != nil {
