@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
+	"github.com/throughline-dev/throughline/checkfile"
+	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
@@ -44,6 +46,14 @@ type Request struct {
 	SourceRepoURL string
 	// Renderer is throughline's version, stamped into the Acceptance.
 	Renderer string
+	// Registry is the environment registry the Acceptance's deadlines and
+	// its checks' namespaces come from; nil means the one at the root
+	// (policyfile.File), read through the render's filesystem.
+	Registry *environment.Registry
+	// ParseQuery checks the PromQL of the runtime checks; nil means
+	// checkfile.LexQuery (the lean plugin path). The full binary passes
+	// Prometheus's parser (package checkfile/promql).
+	ParseQuery checkfile.QueryParser
 }
 
 // Declaration is a successful render that passed policy.
@@ -97,6 +107,9 @@ func Declare(ctx context.Context, req Request) (*Declaration, error) {
 		return nil, &exitcode.InvalidInput{File: app.RelDir(), Err: err}
 	}
 	d.Acceptance = d.build(req)
+	if err := d.runtime(req); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 

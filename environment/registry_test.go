@@ -74,6 +74,9 @@ func TestNewRefusesInvalidRegistries(t *testing.T) {
 		{"negative deadline", func(p *v1alpha1.PromotionPolicy) {
 			p.Environments["qa"] = v1alpha1.EnvironmentPolicy{ReconcileDeadline: d(-time.Minute)}
 		}, "environments.qa.reconcileDeadline"},
+		{"zero rollout deadline", func(p *v1alpha1.PromotionPolicy) {
+			p.Environments["qa"] = v1alpha1.EnvironmentPolicy{RolloutDeadline: d(0)}
+		}, "environments.qa.rolloutDeadline"},
 		{"zero evidence age", func(p *v1alpha1.PromotionPolicy) { p.EvidenceMaxAge = d(0) }, "evidenceMaxAge"},
 		{"allowed signers outside", func(p *v1alpha1.PromotionPolicy) { p.AllowedSigners = "../keys" }, "allowedSigners"},
 	}

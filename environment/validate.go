@@ -78,6 +78,8 @@ func checkApprovals(field string, e v1alpha1.EnvironmentPolicy) error {
 		return fmt.Errorf("%s.minApprovals: %d, but %d approvers are listed", field, e.MinApprovals, len(e.Approvers))
 	case e.ReconcileDeadline != nil && e.ReconcileDeadline.Duration <= 0:
 		return fmt.Errorf("%s.reconcileDeadline: %s: must be positive", field, e.ReconcileDeadline.Duration)
+	case e.RolloutDeadline != nil && e.RolloutDeadline.Duration <= 0:
+		return fmt.Errorf("%s.rolloutDeadline: %s: must be positive", field, e.RolloutDeadline.Duration)
 	}
 	return nil
 }

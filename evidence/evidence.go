@@ -38,7 +38,8 @@ type Record struct {
 	// Reason says why a HALTED decision was taken, or why a later commit
 	// than the desired one counts for an ACCEPTED one.
 	Reason string `json:"reason,omitempty"`
-	// Class is the failure class of a HALTED decision: source, render or live.
+	// Class is the failure class of a HALTED decision: source, render, live
+	// or runtime (a runtime check failed, ClassRuntime).
 	Class            string `json:"class,omitempty"`
 	Image            string `json:"image"`
 	ArtifactDigest   string `json:"artifactDigest"`
@@ -52,9 +53,18 @@ type Record struct {
 	Acceptance string `json:"acceptance,omitempty"`
 	// VerifiedAt is the verifier's verifiedAt.
 	VerifiedAt *time.Time `json:"verifiedAt,omitempty"`
-	Pods       []Pod      `json:"pods,omitempty"`
-	ReportedBy Reporter   `json:"reportedBy"`
-	Time       time.Time  `json:"time"`
+	// SoakStartedAt is when the images were verified and the soak of the
+	// runtime checks began; Soak its declared length (a Go duration), the
+	// Acceptance's spec.checks.soak. VerifiedAt at least Soak after
+	// SoakStartedAt is a completed soak.
+	SoakStartedAt *time.Time `json:"soakStartedAt,omitempty"`
+	Soak          string     `json:"soak,omitempty"`
+	// Checks are the runtime checks the Acceptance declared, each with its
+	// last evaluation (evidence.Checks).
+	Checks     []Check   `json:"checks,omitempty"`
+	Pods       []Pod     `json:"pods,omitempty"`
+	ReportedBy Reporter  `json:"reportedBy"`
+	Time       time.Time `json:"time"`
 }
 
 // Pod is one observed imageID of a declared container.
@@ -106,6 +116,9 @@ func (r *Record) Validate() error {
 			"(renderedHash %q, desired %q) and says so in reason", r.ObservedRevision, r.DesiredRevision, r.RenderedHash, r.DesiredRenderedHash)
 	case r.Time.IsZero():
 		return fail("time", "missing")
+	}
+	if err := r.validateChecks(); err != nil {
+		return fail("checks", "%v", err)
 	}
 	return nil
 }

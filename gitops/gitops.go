@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/kustomize/api/konfig"
 
 	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/checkfile/promql"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/render"
@@ -211,7 +212,7 @@ func (t *Tree) Render(ctx context.Context, p string) ([]render.Object, string, e
 func (t *Tree) Declare(ctx context.Context, p, env, renderer string) (*acceptance.Declaration, error) {
 	return acceptance.Declare(ctx, acceptance.Request{
 		Render:      render.Options{Root: t.Root, Path: t.Path(p), Charts: t.charts},
-		Environment: env, Renderer: renderer,
+		Environment: env, Renderer: renderer, ParseQuery: promql.Parse,
 	})
 }
 

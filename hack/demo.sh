@@ -26,6 +26,12 @@ for o in json.load(sys.stdin)["items"]:
     for w in o["spec"]["workloads"]:
         for c in w["containers"]:
             print("declared digest: %s  %s/%s %s (%s)" % (c["digest"], w["kind"], w["name"], c["name"], c["image"].split("@")[0]))
+    rc = o["spec"].get("checks") or {}
+    for c in rc.get("checks", []):
+        kind = next(k for k in ("prometheus", "http", "job") if k in c)
+        what = {"prometheus": lambda p: "%s %s" % (p["op"], p["threshold"]), "http": lambda h: "%s:%s%s" % (h["service"]["name"], h["service"]["port"], h["path"]),
+                "job": lambda j: j["image"]}[kind](c[kind])
+        print("runtime check:   %-12s %-10s %s (soak %s)" % (c["name"], kind, what, rc.get("soak", "0s")))
 '
 done
 

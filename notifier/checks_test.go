@@ -6,46 +6,101 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
+	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/health"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
-// TestRuntimeChecksWait (issue 20): while the verifier soaks the runtime
-// checks, or cannot measure one (Prometheus down: Ready Unknown, reason
-// Unverifiable), the images are verified but the notifier decides nothing:
-// it answers 503 and writes nothing, whatever Argo CD's health says.
-func TestRuntimeChecksWait(t *testing.T) {
-	soak := metav1.NewTime(t0.Add(20 * time.Minute))
-	checkPhase := func(reason, msg string, check v1alpha1.CheckStatus) *Live {
-		l := liveWith("checkout", metav1.ConditionUnknown, reason, msg, health.Verified)
-		l.Status.VerifiedAt, l.Status.SoakStartedAt, l.Status.Checks = nil, &soak, []v1alpha1.CheckStatus{check}
-		return l
+// withChecks is live declaring an error-ratio query and an HTTP probe, with
+// the verifier's statuses of them (value of the query, verdicts) and a soak
+// of 10m started at t0.
+func withChecks(live *Live, ratio string, verdict v1alpha1.CheckVerdict) *Live {
+	at := metav1.NewTime(t0.Add(20 * time.Minute))
+	soak := metav1.NewTime(t0.Add(10 * time.Minute))
+	live.Checks = &v1alpha1.RuntimeChecks{Soak: metav1.Duration{Duration: 10 * time.Minute}, Checks: []v1alpha1.RuntimeCheck{
+		{Name: "error-ratio", Prometheus: &v1alpha1.PrometheusCheck{Query: `sum(rate(errors[5m]))`, Op: v1alpha1.ComparisonLess, Threshold: 0.01}},
+		{Name: "healthz", HTTP: &v1alpha1.HTTPCheck{Service: v1alpha1.ServiceReference{Namespace: "shop", Name: "checkout", Port: 8080}, Path: "/healthz"}},
+	}}
+	live.Status.SoakStartedAt = &soak
+	live.Status.Checks = []v1alpha1.CheckStatus{
+		{Name: "error-ratio", Verdict: verdict, Value: ratio, LastEvaluated: at, ConsecutiveFailures: map[bool]int32{true: 3}[verdict == v1alpha1.CheckFailed]},
+		{Name: "healthz", Verdict: v1alpha1.CheckPassed, Value: "200 in 4ms", LastEvaluated: at},
 	}
+	return live
+}
+
+// TestRuntimeCheckDecisions: a failing runtime check HALTS with class
+// runtime, naming the check and its value; the soak is waited for; the
+// ACCEPTED evidence carries every check with its value and the soak window;
+// a passed rollout deadline halts (class live).
+func TestRuntimeCheckDecisions(t *testing.T) {
 	for _, c := range []struct {
-		name, health, reason string
-		live                 *Live
+		name   string
+		live   *Live
+		code   int
+		result string
+		state  promotion.State
+		class  string
+		want   []string // in the evidence file
 	}{
-		{"Prometheus down", "Progressing", "Unverifiable", checkPhase(v1alpha1.ReasonUnverifiable,
-			"check error-ratio: querying Prometheus: connection refused",
-			v1alpha1.CheckStatus{Name: "error-ratio", Verdict: v1alpha1.CheckUnverifiable, LastEvaluated: soak, Message: "querying Prometheus: connection refused"})},
-		{"Prometheus down, Argo CD says Healthy", "Healthy", "Unverifiable", checkPhase(v1alpha1.ReasonUnverifiable, "check error-ratio: querying Prometheus",
-			v1alpha1.CheckStatus{Name: "error-ratio", Verdict: v1alpha1.CheckUnverifiable, LastEvaluated: soak})},
-		{"soaking", "Progressing", "Soaking", checkPhase(v1alpha1.ReasonSoaking, "images verified, 1 checks green; soak until 2027-01-15T09:00:00Z",
-			v1alpha1.CheckStatus{Name: "error-ratio", Verdict: v1alpha1.CheckPassed, Value: "0.001", LastEvaluated: soak})},
+		{"check failed", withChecks(liveWith("checkout", metav1.ConditionFalse, v1alpha1.ReasonCheckFailed, "error-ratio failed 3 times", health.Verified),
+			"0.07", v1alpha1.CheckFailed), 200, resultHalted, promotion.Halted, evidence.ClassRuntime,
+			[]string{`"reason": "runtime check failed: Acceptance shop/checkout: error-ratio (prometheus \"sum(rate(errors[5m]))\" \u003c 0.01) is Failed with value 0.07"`,
+				`"class": "runtime"`, `"value": "0.07"`, `"threshold": 0.01`}},
+		{"soaking", withChecks(liveWith("checkout", metav1.ConditionUnknown, v1alpha1.ReasonSoaking, "soak 5m of 10m", health.Verified),
+			"0.001", v1alpha1.CheckPassed), 503, resultWait, promotion.Reconciling, "", nil},
+		{"accepted after the soak", withChecks(verified("checkout"), "0.001", v1alpha1.CheckPassed), 200, resultAccepted, promotion.Accepted, "",
+			[]string{`"soakStartedAt": "2026-`, `"soak": "10m0s"`, `"name": "healthz"`, `"service": "shop/checkout:8080"`, `"value": "200 in 4ms"`,
+				`"verdict": "Passed"`, `"evaluatedAt": "2026-`}},
+		{"rollout deadline exceeded", liveWith("checkout", metav1.ConditionFalse, v1alpha1.ReasonDeadlineExceeded, "not verified within 10m", health.Pending),
+			200, resultHalted, promotion.Halted, ClassLive, []string{"rollout deadline exceeded"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, "checkout")
 			f.live.set("checkout", c.live)
-			tip := f.tip()
-			code, rep := f.argo(argoBody(f.desired["checkout"], c.health))
-			if code != 503 || rep.Result != resultWait || !strings.Contains(rep.Reason, c.reason) {
-				t.Fatalf("%d %+v; want 503 wait naming %s", code, rep, c.reason)
+			code, rep := f.argo(argoBody(f.desired["checkout"], "Healthy"))
+			if code != c.code || rep.Result != c.result {
+				t.Fatalf("%d %+v", code, rep)
 			}
-			if f.tip() != tip || f.checkoutRecord().State != promotion.Reconciling {
-				t.Fatalf("written %v, state %s", f.tip() != tip, f.checkoutRecord().State)
+			rec := f.checkoutRecord()
+			if rec.State != c.state {
+				t.Fatalf("state %s", rec.State)
+			}
+			if c.want == nil {
+				return
+			}
+			data := f.show(evidence.Path("production", "checkout", rec.PromotionID))
+			ev, err := evidence.Parse("x", []byte(data))
+			must(t, err)
+			if ev.Class != c.class {
+				t.Errorf("class %q, want %q", ev.Class, c.class)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(data, w) {
+					t.Errorf("evidence lacks %s:\n%s", w, data)
+				}
 			}
 		})
+	}
+}
+
+// TestSpecChecksFromObject: the notifier reads spec.checks of the
+// Acceptance object as the render wrote it.
+func TestSpecChecksFromObject(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "throughline.dev/v1alpha1", "kind": "Acceptance",
+		"metadata": map[string]any{"name": "checkout", "namespace": "shop"},
+		"spec": map[string]any{"renderedHash": hashA, "checks": map[string]any{"soak": "10m", "checks": []any{
+			map[string]any{"name": "error-ratio", "prometheus": map[string]any{"query": "up", "op": "<", "threshold": 0.5}}}}}}}
+	live, err := LiveFrom(u)
+	must(t, err)
+	if live.Checks == nil || live.Checks.Soak.Duration != 10*time.Minute || live.Checks.Checks[0].Prometheus.Threshold != 0.5 {
+		t.Fatalf("checks %+v", live.Checks)
+	}
+	u.Object["spec"].(map[string]any)["checks"] = "not a mapping"
+	if _, err := LiveFrom(u); err == nil {
+		t.Fatal("a spec.checks that does not decode is read")
 	}
 }

@@ -189,5 +189,9 @@ func LiveFrom(u *unstructured.Unstructured) (*Live, error) {
 		return nil, err
 	}
 	hash, _, _ := unstructured.NestedString(u.Object, "spec", "renderedHash")
-	return &Live{Namespace: u.GetNamespace(), Name: u.GetName(), Generation: u.GetGeneration(), RenderedHash: hash, Status: st}, nil
+	checks, err := specChecks(u)
+	if err != nil {
+		return nil, err
+	}
+	return &Live{Namespace: u.GetNamespace(), Name: u.GetName(), Generation: u.GetGeneration(), RenderedHash: hash, Status: st, Checks: checks}, nil
 }

@@ -17,10 +17,13 @@ import (
 
 // Failure classes, as counted in metrics and written in evidence.
 const (
-	ClassSource  = "source"  // wrong revision, unusable promotion record
-	ClassRender  = "render"  // the live render is not the one proposed
-	ClassLive    = "live"    // image mismatch, degraded application
-	ClassRuntime = "runtime" // Git, API server or forge unreachable, internal
+	ClassSource = "source" // wrong revision, unusable promotion record
+	ClassRender = "render" // the live render is not the one proposed
+	ClassLive   = "live"   // image mismatch, degraded application
+	// ClassRuntime is a runtime check that failed (evidence.ClassRuntime);
+	// the notifier's failure metric also counts Git, the API server or the
+	// forge unreachable, and internal failures, under it.
+	ClassRuntime = evidence.ClassRuntime
 )
 
 // Live is an Acceptance as read from the API server.
@@ -30,6 +33,8 @@ type Live struct {
 	// RenderedHash is spec.renderedHash.
 	RenderedHash string
 	Status       v1alpha1.AcceptanceStatus
+	// Checks is spec.checks: the runtime checks the Acceptance declares.
+	Checks *v1alpha1.RuntimeChecks
 }
 
 // ErrNoAcceptance is wrapped when no Acceptance exists for an app in the
@@ -165,6 +170,7 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 	out.Acceptance = live.Namespace + "/" + live.Name
 	out.RenderedHash = live.RenderedHash
 	out.Pods = pods(live.Status)
+	runtimeEvidence(out, live)
 	if live.Status.VerifiedAt != nil {
 		t := live.Status.VerifiedAt.UTC()
 		out.VerifiedAt = &t
@@ -192,6 +198,10 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 	}
 	verdict, ready := Judge(live)
 	switch {
+	case verdict == VerdictHalt && ready.Reason == v1alpha1.ReasonCheckFailed:
+		return halt(evidence.ClassRuntime, "runtime check failed: Acceptance %s: %s", out.Acceptance, failedChecks(out))
+	case verdict == VerdictHalt && ready.Reason == v1alpha1.ReasonDeadlineExceeded:
+		return halt(ClassLive, "rollout deadline exceeded: Acceptance %s is %s: %s", out.Acceptance, ready.Reason, ready.Message)
 	case verdict == VerdictHalt:
 		return halt(ClassLive, "image mismatch: Acceptance %s is %s: %s", out.Acceptance, ready.Reason, ready.Message)
 	case ev.Degraded:
@@ -233,16 +243,18 @@ func (v Verdict) String() string {
 
 // Judge decides from an Acceptance's status: wait unless the status is for
 // the current generation and rendered hash and has a Ready condition (the
-// first one); then halt on reason ImageMismatch or Invalid whatever its
-// status, accept on Ready=True with reason Verified, else wait (a rollout in
-// progress, an unverifiable digest, a workload not found yet: the verifier
+// first one); then halt on reason ImageMismatch, Invalid, CheckFailed or
+// DeadlineExceeded whatever its status, accept on Ready=True with reason
+// Verified (after the soak of any runtime checks), else wait (a rollout in
+// progress, the soak going on, an unverifiable digest, a workload not found yet: the verifier
 // reports these as pending). It returns the Ready condition it read.
 func Judge(live *Live) (Verdict, *metav1.Condition) {
 	ready := meta.FindStatusCondition(live.Status.Conditions, v1alpha1.ConditionReady)
 	switch {
 	case ready == nil || !live.current():
 		return VerdictWait, ready
-	case ready.Reason == v1alpha1.ReasonImageMismatch || ready.Reason == v1alpha1.ReasonInvalid:
+	case ready.Reason == v1alpha1.ReasonImageMismatch || ready.Reason == v1alpha1.ReasonInvalid ||
+		ready.Reason == v1alpha1.ReasonCheckFailed || ready.Reason == v1alpha1.ReasonDeadlineExceeded:
 		return VerdictHalt, ready
 	case ready.Status == metav1.ConditionTrue && ready.Reason == v1alpha1.ReasonVerified:
 		return VerdictAccept, ready

@@ -43,8 +43,10 @@ func (s *SourceEvidence) VerifiedIn() promotion.VerifiedIn {
 // revision the desired one or a later commit rendering the approved
 // objects (the notifier's rule); the file unchanged at base since; every Pod of the digest running it (the
 // verifier's imageID match); no older than the policy's evidenceMaxAge at
-// base. What does not prove it is a refusal (exit 3, rule
-// source-evidence); an evidence file that is not evidence/v1 is invalid
+// base; when the source overlay declared runtime checks at the observed
+// revision, every one Passed in the evidence after a completed soak (rule
+// checks-not-passed). What does not prove it is a refusal (exit 3, rule
+// source-evidence or checks-not-passed); an evidence file that is not evidence/v1 is invalid
 // input (exit 4 naming the file and field). Propose and Verify both call it.
 func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, digest string, now time.Time) (*SourceEvidence, error) {
 	file := promotion.RecordPath(app, env)
@@ -98,6 +100,13 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 	}
 	if why != "" {
 		return nil, refuse("%s at %s: %s", want, short(commit), why)
+	}
+	if why, err := checksPassed(ctx, r, rec, ev); err != nil || why != "" {
+		if err != nil {
+			return nil, err
+		}
+		return nil, &exitcode.Refusal{Rule: RuleChecksNotPassed, File: want,
+			Reason: fmt.Sprintf("runtime checks of %s in %s not passed: ", digest, env) + why}
 	}
 	pol, err := promotion.ReadPolicy(ctx, r, base)
 	if err != nil {

@@ -50,8 +50,9 @@ func (f *fixture) acceptStaging(desired string, at time.Time) {
 	sink := &evidence.GitSink{Repo: f.repo.Repo, Branch: "main"}
 	_, err := sink.Write(context.Background(), "checkout", "staging", desired,
 		func(_ context.Context, rec *promotion.Record, _ string) (*evidence.Record, error) {
+			checks, soakStarted := f.passedChecks("apps/checkout/overlays/staging", at)
 			return &evidence.Record{Decision: promotion.Accepted, ObservedRevision: desired, RenderedHash: rec.Target.RenderedHash,
-				Acceptance: "checkout-staging/checkout", Time: at,
+				Acceptance: "checkout-staging/checkout", Time: at, Checks: checks, SoakStartedAt: soakStarted, VerifiedAt: &at,
 				Pods: []evidence.Pod{{Workload: "Deployment/checkout-staging/checkout", Container: "checkout", Pod: "checkout-7d9f-x1", Pods: 2,
 					Declared: newDigest, ImageID: "ghcr.io/throughline-dev/checkout@" + newDigest, Outcome: "Verified", Match: "Exact"}},
 				ReportedBy: evidence.Reporter{Source: "argocd", Object: "Application/argocd/checkout-staging"}}, nil

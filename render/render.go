@@ -446,6 +446,10 @@ func (a *App) buildKustomization(ctx context.Context) (objs []Object, err error)
 // manifestExtensions are the files a plain directory app renders.
 var manifestExtensions = map[string]bool{".yaml": true, ".yml": true, ".json": true}
 
+// ChecksFile is the app's runtime checks (package checkfile reads it): a
+// declaration beside the manifests, never rendered as one.
+const ChecksFile = "throughline-checks.yaml"
+
 func (a *App) readDirectory(ctx context.Context) ([]Object, error) {
 	names, err := a.FS.ReadDir(a.Dir)
 	if err != nil {
@@ -459,7 +463,7 @@ func (a *App) readDirectory(ctx context.Context) ([]Object, error) {
 			return nil, err
 		}
 		p := filepath.Join(a.Dir, n)
-		if strings.HasPrefix(n, ".") || !manifestExtensions[strings.ToLower(filepath.Ext(n))] || a.FS.IsDir(p) {
+		if strings.HasPrefix(n, ".") || n == ChecksFile || !manifestExtensions[strings.ToLower(filepath.Ext(n))] || a.FS.IsDir(p) {
 			continue
 		}
 		data, err := a.FS.ReadFile(p)

@@ -120,7 +120,7 @@ func (p *Prometheus) Evaluate(ctx context.Context, c *v1alpha1.PrometheusCheck, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	val, warnings, err := p.API.Query(ctx, c.Query, now(), promv1.WithTimeout(timeout))
+	val, warnings, _, err := p.API.Query(ctx, c.Query, now(), promv1.WithTimeout(timeout)) // infos are informational
 	if err != nil {
 		return unverifiable("querying Prometheus: " + err.Error())
 	}

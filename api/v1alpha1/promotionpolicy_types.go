@@ -65,6 +65,12 @@ type EnvironmentPolicy struct {
 	// the notifier halts it, naming the revision the controller is stuck
 	// on (none: no deadline).
 	ReconcileDeadline *metav1.Duration `json:"reconcileDeadline,omitempty"`
+	// RolloutDeadline is how long, from the generation's first
+	// observation, the running images may take to be verified before the
+	// Acceptance turns Ready False with reason DeadlineExceeded (none: no
+	// deadline). The render copies it into the Acceptance's
+	// spec.deadlines.rollout.
+	RolloutDeadline *metav1.Duration `json:"rolloutDeadline,omitempty"`
 
 	// Trust is the supply-chain evidence (signatures, attestations) every
 	// gate into this environment verifies of the image (none: no

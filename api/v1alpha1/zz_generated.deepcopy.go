@@ -360,6 +360,11 @@ func (in *EnvironmentPolicy) DeepCopyInto(out *EnvironmentPolicy) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.RolloutDeadline != nil {
+		in, out := &in.RolloutDeadline, &out.RolloutDeadline
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.Trust != nil {
 		in, out := &in.Trust, &out.Trust
 		*out = new(TrustPolicy)

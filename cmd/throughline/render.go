@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/checkfile/promql"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/internal/cli"
 	"github.com/throughline-dev/throughline/policy"
@@ -130,6 +131,7 @@ func (o *renderOptions) declare(ctx context.Context, g *globals, path string) (*
 		DirectoryEnvironment: in.byDirectory,
 		Namespace:            o.namespace,
 		Renderer:             buildVersion(),
+		ParseQuery:           promql.Parse,
 	})
 }
 
