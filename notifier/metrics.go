@@ -35,7 +35,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Evidence commits pushed, by decision (ACCEPTED, HALTED)."}, []string{"decision"}),
 		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throughline_notifier_failures_total",
 			Help: "Failures by class: source (wrong revision, bad record), render (rendered hash), " +
-				"live (image mismatch, degraded), runtime (Git, API server, forge)."}, []string{"class"}),
+				"live (image mismatch, degraded), runtime (a runtime check failed), internal (Git, API server, forge unreachable)."}, []string{"class"}),
 		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throughline_notifier_deliveries_refused_total",
 			Help: "Deliveries refused before processing, by reason (unauthorized, too-large, malformed, rate-limited)."}, []string{"source", "reason"}),
 		Ignored: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throughline_notifier_deliveries_ignored_total",
@@ -59,7 +59,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			return nil, fmt.Errorf("registering notifier metrics: %w", err)
 		}
 	}
-	for _, c := range []string{ClassSource, ClassRender, ClassLive, ClassRuntime} {
+	for _, c := range []string{ClassSource, ClassRender, ClassLive, ClassRuntime, ClassInternal} {
 		m.Failures.WithLabelValues(c)
 	}
 	for _, o := range resyncOutcomes {

@@ -20,10 +20,12 @@ const (
 	ClassSource = "source" // wrong revision, unusable promotion record
 	ClassRender = "render" // the live render is not the one proposed
 	ClassLive   = "live"   // image mismatch, degraded application
-	// ClassRuntime is a runtime check that failed (evidence.ClassRuntime);
-	// the notifier's failure metric also counts Git, the API server or the
-	// forge unreachable, and internal failures, under it.
+	// ClassRuntime is a runtime check that failed (evidence.ClassRuntime).
 	ClassRuntime = evidence.ClassRuntime
+	// ClassInternal counts, in the failure metric only, what kept the
+	// notifier from deciding: Git, the API server or the forge unreachable,
+	// an internal error. It is never written in evidence.
+	ClassInternal = "internal"
 )
 
 // Live is an Acceptance as read from the API server.

@@ -267,7 +267,7 @@ func (r *Resyncer) outcome(w *evidence.Written, err error) (string, string, erro
 		return ResyncRefused, "the promotion record cannot be used", err
 	}
 	if r.Metrics != nil {
-		r.Metrics.Failures.WithLabelValues(ClassRuntime).Inc()
+		r.Metrics.Failures.WithLabelValues(ClassInternal).Inc()
 	}
 	return ResyncError, "evidence not written; retried next pass", err
 }

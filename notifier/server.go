@@ -327,7 +327,7 @@ func (h *Handler) receive(source string, auth func(r *http.Request, body []byte)
 			h.metrics.Failures.WithLabelValues(ClassSource).Inc()
 			answer(http.StatusInternalServerError, reply{Result: resultError, Reason: "the promotion record cannot be used"})
 		default:
-			h.metrics.Failures.WithLabelValues(ClassRuntime).Inc()
+			h.metrics.Failures.WithLabelValues(ClassInternal).Inc()
 			answer(http.StatusServiceUnavailable, reply{Result: resultError, Reason: "evidence not written; retry"})
 		}
 	}
