@@ -3,6 +3,7 @@ package repocheck
 import (
 	"context"
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/render"
 )
 
 // Rules of the repository check's findings (Finding.Rule).
@@ -70,7 +72,10 @@ type Overlay struct {
 	// the promotion gate.
 	Promotion bool               `json:"promotion,omitempty"`
 	Changes   []promotion.Change `json:"changes"`
-	Classes   map[string]int     `json:"classes"`
+	// Checks says how the overlay's runtime checks file changed: changed,
+	// added or removed ("" when it did not).
+	Checks  string         `json:"checks,omitempty"`
+	Classes map[string]int `json:"classes"`
 }
 
 // Environment is the differences of one registered environment.
@@ -104,6 +109,9 @@ func (rep *Report) Changes() int {
 	for _, e := range rep.Environments {
 		for _, o := range e.Overlays {
 			n += len(o.Changes)
+			if o.Checks != "" {
+				n++ // the runtime checks file
+			}
 		}
 	}
 	return n
@@ -230,7 +238,8 @@ func (c *check) differences() {
 			for cl, n := range promotion.Classes(o.Changes) {
 				o.Classes[string(cl)] = n
 			}
-			if env.Protected && !o.Promotion && len(o.Changes) > 0 {
+			o.Checks = checksChange(b, h)
+			if env.Protected && !o.Promotion && (len(o.Changes) > 0 || o.Checks != "") {
 				c.protected(name, o)
 			}
 			e.Overlays = append(e.Overlays, o)
@@ -242,6 +251,12 @@ func (c *check) differences() {
 // protected refuses every difference of o, an overlay of the protected
 // environment env that the change does not promote.
 func (c *check) protected(env string, o Overlay) {
+	if o.Checks != "" {
+		file := path.Join(o.Path, render.ChecksFile)
+		c.rep.refuse(Finding{Rule: RuleProtected, Environment: env, File: file,
+			Reason: fmt.Sprintf("%s: runtime checks %s (%s is protected: the checks that judge its releases change only by a promotion, %s)",
+				file, o.Checks, env, promotion.RecordPath(o.App, env))})
+	}
 	for _, ch := range o.Changes {
 		c.rep.refuse(Finding{Rule: RuleProtected, Environment: env, File: o.Path, Object: ch.Object.String(), Field: ch.Field,
 			Reason: fmt.Sprintf("%s: %s (%s is protected: changed only by a promotion, %s)", o.Path, ch.String(), env,

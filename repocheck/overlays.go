@@ -1,8 +1,12 @@
 package repocheck
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path"
 	"slices"
 	"sort"
@@ -11,6 +15,7 @@ import (
 	"sigs.k8s.io/kustomize/api/konfig"
 
 	"github.com/throughline-dev/throughline/environment"
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -22,6 +27,10 @@ type overlayKey struct{ env, app, path string }
 type rendered struct {
 	objs []render.Object
 	hash string
+	// checks is the overlay's runtime checks file (render.ChecksFile), nil
+	// when it has none: the bar the environment judges a release by, which
+	// the render carries only in the Acceptance.
+	checks []byte
 }
 
 // objects are r's objects (none for a nil r: no overlay at that revision).
@@ -65,11 +74,56 @@ func (c *check) load(ctx context.Context, t *gitops.Tree) (*revision, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rendering %s (app %s, environment %s) at %s: %w", dir, app, env, t.Rev, err)
 		}
-		rd := &rendered{objs: objs, hash: hash}
+		checks, err := checksFile(t, dir)
+		if err != nil {
+			return nil, err
+		}
+		rd := &rendered{objs: objs, hash: hash, checks: checks}
 		rv.overlays[overlayKey{env: env, app: app, path: dir}] = rd
 		rv.byPath[dir] = rd
 	}
 	return rv, nil
+}
+
+// checksFile reads the runtime checks file of the overlay at dir (nil when
+// there is none); a symlink or anything but a regular file is refused.
+func checksFile(t *gitops.Tree, dir string) ([]byte, error) {
+	p := t.Path(path.Join(dir, render.ChecksFile))
+	fi, err := os.Lstat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading %s at %s: %w", path.Join(dir, render.ChecksFile), t.Rev, err)
+	case !fi.Mode().IsRegular():
+		return nil, exitcode.InvalidFile(path.Join(dir, render.ChecksFile), errors.New("not a regular file"))
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s at %s: %w", path.Join(dir, render.ChecksFile), t.Rev, err)
+	}
+	return data, nil
+}
+
+// checksChange says how the runtime checks file changed from b to h
+// ("changed", "added", "removed"; "" when it did not).
+func checksChange(b, h *rendered) string {
+	var before, after []byte
+	if b != nil {
+		before = b.checks
+	}
+	if h != nil {
+		after = h.checks
+	}
+	switch {
+	case bytes.Equal(before, after):
+		return ""
+	case before == nil:
+		return "added"
+	case after == nil:
+		return "removed"
+	}
+	return "changed"
 }
 
 // overlayKeys are the overlays of env at either revision, sorted by path.

@@ -155,6 +155,9 @@ func changes(rep *Report, env string) string {
 			for _, c := range o.Changes {
 				b.WriteString(o.Path + ": " + c.String() + "\n")
 			}
+			if o.Checks != "" {
+				b.WriteString(o.Path + "/throughline-checks.yaml: runtime checks " + o.Checks + "\n")
+			}
 		}
 	}
 	return b.String()
@@ -251,6 +254,19 @@ func TestCheck(t *testing.T) {
 		{"multi-source Application rendering one object twice", func(f *fixture) {
 			f.write(map[string]string{"clusters/staging/checkout-twice.yaml": multiSource})
 		}, []string{RuleMultiSource}, []string{"sources[0]", "sources[1]", "Deployment.apps checkout-staging/checkout"}},
+		{"production runtime checks loosened outside a promotion", func(f *fixture) {
+			p := production + "/throughline-checks.yaml"
+			f.write(map[string]string{p: strings.Replace(f.read(p), "soak: 30m", "soak: 1s", 1)})
+		}, []string{RuleProtected}, []string{production + "/throughline-checks.yaml", "runtime checks changed", "production is protected"}},
+		{"production runtime checks deleted outside a promotion", func(f *fixture) {
+			if err := os.Remove(filepath.Join(f.root, production, "throughline-checks.yaml")); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{RuleProtected}, []string{production + "/throughline-checks.yaml", "runtime checks removed"}},
+		{"staging runtime checks changed: reported, not refused", func(f *fixture) {
+			p := staging + "/throughline-checks.yaml"
+			f.write(map[string]string{p: strings.Replace(f.read(p), "soak: 10m", "soak: 5m", 1)})
+		}, nil, []string{staging + "/throughline-checks.yaml: runtime checks changed"}},
 		{"README only", func(f *fixture) {
 			f.write(map[string]string{"README.md": "hello\n"})
 		}, nil, nil},

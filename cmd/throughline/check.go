@@ -13,6 +13,7 @@ import (
 	"github.com/throughline-dev/throughline/forge"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/promote"
+	"github.com/throughline-dev/throughline/render"
 	"github.com/throughline-dev/throughline/repocheck"
 )
 
@@ -206,10 +207,13 @@ func printRepoCheck(w io.Writer, rep *repocheck.Report) {
 		n := 0
 		for _, o := range e.Overlays {
 			n += len(o.Changes)
+			if o.Checks != "" {
+				n++
+			}
 		}
 		fmt.Fprintf(w, "environment %s (%scluster %s): %d overlay(s), %d difference(s)\n", e.Name, prot, e.Cluster, len(e.Overlays), n)
 		for _, o := range e.Overlays {
-			if len(o.Changes) == 0 {
+			if len(o.Changes) == 0 && o.Checks == "" {
 				continue
 			}
 			note := ""
@@ -219,6 +223,9 @@ func printRepoCheck(w io.Writer, rep *repocheck.Report) {
 			fmt.Fprintf(w, "  %s (app %s%s):\n", o.Path, o.App, note)
 			for _, c := range o.Changes {
 				fmt.Fprintln(w, "    "+c.String())
+			}
+			if o.Checks != "" {
+				fmt.Fprintf(w, "    runtime checks %s (%s)\n", o.Checks, render.ChecksFile)
 			}
 		}
 	}
