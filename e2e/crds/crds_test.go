@@ -30,6 +30,8 @@ var enumValue = map[reflect.Type]string{
 	reflect.TypeFor[v1alpha1.Outcome]():       string(v1alpha1.OutcomeMismatch),
 	reflect.TypeFor[v1alpha1.MatchKind]():     string(v1alpha1.MatchIndexChild),
 	reflect.TypeFor[metav1.ConditionStatus](): string(metav1.ConditionTrue),
+	reflect.TypeFor[v1alpha1.Comparison]():    string(v1alpha1.ComparisonLessEqual),
+	reflect.TypeFor[v1alpha1.CheckVerdict]():  string(v1alpha1.CheckFailed),
 }
 
 // patterned are fields whose schema constrains the string; the fill writes a
@@ -51,6 +53,9 @@ func fill(t *testing.T, v reflect.Value, path string) {
 		return
 	case v.Type() == reflect.TypeFor[metav1.TypeMeta](), v.Type() == reflect.TypeFor[metav1.ObjectMeta]():
 		return // set by the test
+	case v.Type() == reflect.TypeFor[metav1.Duration]():
+		v.Set(reflect.ValueOf(metav1.Duration{Duration: time.Duration(7+len(path)) * time.Second}))
+		return
 	}
 	switch v.Kind() {
 	case reflect.Pointer:
@@ -69,6 +74,8 @@ func fill(t *testing.T, v reflect.Value, path string) {
 		v.SetBool(true)
 	case reflect.Int, reflect.Int32, reflect.Int64:
 		v.SetInt(int64(7 + len(path)))
+	case reflect.Float64:
+		v.SetFloat(0.25 + float64(len(path)))
 	case reflect.Slice:
 		s := reflect.MakeSlice(v.Type(), 2, 2)
 		for i := range 2 {

@@ -172,6 +172,7 @@ func newGitOps(ctx context.Context, t *testing.T, gs *testenv.GitServer, root st
 	g := &gitops{t: t, ctx: ctx, env: testenv.GitEnv(home), remote: remote, dir: filepath.Join(home, "gitops-env")}
 	testenv.Git(t, ctx, g.env, home, "clone", "-q", remote, g.dir)
 	must(t, os.CopyFS(g.dir, os.DirFS(filepath.Join(root, "examples", "gitops-env"))))
+	testenv.RemoveRuntimeChecks(t, g.dir) // no app serves and no Prometheus runs here
 	return g
 }
 
