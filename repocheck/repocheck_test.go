@@ -3,6 +3,7 @@ package repocheck
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 )
 
@@ -337,4 +339,24 @@ func TestCheckPreexisting(t *testing.T) {
 
 func openRepo(root string) (*gitops.Repo, error) {
 	return gitops.OpenLocal(context.Background(), root)
+}
+
+// TestCheckChecksSymlink: production's runtime checks file replaced by a
+// symlink to staging's (looser) file is neither followed nor compared as
+// text: the check fails with exit 4 naming the file.
+func TestCheckChecksSymlink(t *testing.T) {
+	f := newFixture(t)
+	f.branch("pr", func() {
+		p := filepath.Join(f.root, production, "throughline-checks.yaml")
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("../staging/throughline-checks.yaml", p); err != nil {
+			t.Fatal(err)
+		}
+	})
+	_, err := Check(context.Background(), f.repo, Request{Base: "main", Head: "pr"})
+	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(fmt.Sprint(err), production+"/throughline-checks.yaml") {
+		t.Fatalf("a symlinked checks file: %v (exit %d), want exit 4 naming the file", err, exitcode.Code(err))
+	}
 }
