@@ -9,6 +9,7 @@ import (
 	"path"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -80,6 +81,100 @@ type Artifact struct {
 	Image        string `json:"image"`
 	Digest       string `json:"digest"`
 	SourceCommit string `json:"sourceCommit"`
+	// Evidence is the supply-chain evidence (signatures and attestations,
+	// by bundle digest) verified when the artifact became a candidate. It
+	// is recorded once, by `promote candidate`, and every later record of
+	// the same artifact carries the same reference: gates re-verify these
+	// digests, never newer evidence found by tag.
+	Evidence *SupplyChain `json:"evidence,omitempty"`
+	// Charts are the Helm chart packages the target renders, pinned by
+	// digest: promoted together with the image.
+	Charts []Chart `json:"charts,omitempty"`
+}
+
+// Equal reports whether a and b name the same artifact, evidence and charts.
+func (a Artifact) Equal(b Artifact) bool {
+	if a.Image != b.Image || a.Digest != b.Digest || a.SourceCommit != b.SourceCommit {
+		return false
+	}
+	if (a.Evidence == nil) != (b.Evidence == nil) || a.Evidence != nil && !a.Evidence.Equal(b.Evidence) {
+		return false
+	}
+	return slices.EqualFunc(a.Charts, b.Charts, func(x, y Chart) bool { return x.Equal(y) })
+}
+
+// SupplyChain references the evidence verified at candidacy.
+type SupplyChain struct {
+	// Candidacy is the promotion id of the CANDIDATE record that verified
+	// the evidence first (in Environment).
+	Candidacy string `json:"candidacy"`
+	// Environment is the first environment, whose trust policy the
+	// evidence satisfied at candidacy.
+	Environment string `json:"environment"`
+	// Items are the verified bundles, by digest.
+	Items []EvidenceItem `json:"items"`
+}
+
+// Equal reports whether s and o reference the same evidence.
+func (s *SupplyChain) Equal(o *SupplyChain) bool {
+	return s.Candidacy == o.Candidacy && s.Environment == o.Environment && slices.Equal(s.Items, o.Items)
+}
+
+// Digests are the bundle digests of s, in order, each once.
+func (s *SupplyChain) Digests() []string {
+	var out []string
+	for _, it := range s.Items {
+		if !slices.Contains(out, it.Digest) {
+			out = append(out, it.Digest)
+		}
+	}
+	return out
+}
+
+// EvidenceItem is one verified signature or attestation bundle.
+type EvidenceItem struct {
+	// Kind is signature, provenance, sbom or vulnerability-scan.
+	Kind string `json:"kind"`
+	// Digest is the bundle's digest, sha256:<hex>.
+	Digest string `json:"digest"`
+	// PredicateType is the attestation's in-toto predicate type (empty
+	// for a signature).
+	PredicateType string `json:"predicateType,omitempty"`
+	// Signer names the trust policy's signer that verified it.
+	Signer string `json:"signer,omitempty"`
+}
+
+// Chart is one Helm chart package the target renders.
+type Chart struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// Digest is the package's digest: the OCI manifest digest, or the
+	// sha256 of the .tgz of an HTTP chart repository.
+	Digest string `json:"digest"`
+	// Source is where the package comes from: oci://host/repo, an HTTP
+	// repository's URL, or a path in the repository for a vendored chart.
+	Source string `json:"source"`
+	// ValuesSchema is the chart's values.schema.json (nil: none).
+	ValuesSchema *ValuesSchema `json:"valuesSchema,omitempty"`
+}
+
+// Equal reports whether c and o are the same package and values schema.
+func (c Chart) Equal(o Chart) bool {
+	if c.Name != o.Name || c.Version != o.Version || c.Digest != o.Digest || c.Source != o.Source {
+		return false
+	}
+	return (c.ValuesSchema == nil) == (o.ValuesSchema == nil) && (c.ValuesSchema == nil || *c.ValuesSchema == *o.ValuesSchema)
+}
+
+// ValuesSchema identifies a chart's values.schema.json.
+type ValuesSchema struct {
+	// Digest is the sha256 of the file as packaged.
+	Digest string `json:"digest"`
+	// ID is the schema's $id, when it has one.
+	ID string `json:"id,omitempty"`
+	// Version is the schema's version (its "version" keyword), when it
+	// has one.
+	Version string `json:"version,omitempty"`
 }
 
 // VerifiedIn is the evidence of the VERIFIED gate. Of kind

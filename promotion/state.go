@@ -252,7 +252,7 @@ func CheckUpdate(prev, next *Record) error {
 		// Another attempt replaces the record (its own history starts anew).
 		return nil
 	}
-	if prev.Target != next.Target || prev.Artifact != next.Artifact {
+	if prev.Target != next.Target || !prev.Artifact.Equal(next.Artifact) {
 		return &TransitionError{ID: next.PromotionID, From: prev.State, To: next.State,
 			Reason: "changed target or artifact under the same attempt key: a change makes a new attempt"}
 	}
