@@ -144,6 +144,17 @@ func TestCandidate(t *testing.T) {
 	if p2.Existing || p2.Branch == p.Branch || p2.Record.Artifact.Evidence.Candidacy != p2.Record.PromotionID {
 		t.Fatalf("another digest: %+v", p2)
 	}
+	// Production re-verifies exactly the recorded bundles with its own
+	// policy: the first candidate's, not the second's (its scan is too old).
+	reg, err := promotion.ReadRegistry(ctx, f.repo, "main")
+	must(t, err)
+	prod, err := trust.ForEnvironment(ctx, reg, "production", func(ctx context.Context, p string) ([]byte, error) { return f.repo.ReadFile(ctx, "main", p) })
+	must(t, err)
+	if _, err := trust.VerifyRecorded(ctx, prod, rec.Artifact.Image, ev.Digests(), trust.Options{Now: w.Now}); err != nil {
+		t.Fatalf("production re-verifies the first candidate's evidence: %v", err)
+	}
+	_, err = trust.VerifyRecorded(ctx, prod, p2.Record.Artifact.Image, p2.Record.Artifact.Evidence.Digests(), trust.Options{Now: w.Now})
+	wantCandidateRefusal(t, err, trust.RuleScanTooOld, ref(next), ne.Scan)
 }
 
 // TestCandidateWithoutTrust: an environment whose policy requires no
@@ -179,6 +190,7 @@ func TestCandidateRefusals(t *testing.T) {
 		evidence func(img name.Digest, e *trusttest.Evidence) []byte
 		commit   string
 		image    func(img name.Digest) string
+		path     string
 		code     int
 		rule     string
 	}{
@@ -211,6 +223,7 @@ func TestCandidateRefusals(t *testing.T) {
 			e.Scan = w.SignKey(w.Key, trusttest.Scan(img, w.Now.Add(-100*time.Hour), nil))
 			return e.Scan
 		}},
+		{name: "dev's candidate in production's overlay", rule: "environment-mismatch", path: production},
 		{name: "tag without digest", code: exitcode.Invalid, image: func(img name.Digest) string { return img.Context().String() + ":1.5.0" }},
 		{name: "digest the registry does not have", rule: RuleImageUnknown, image: func(img name.Digest) string {
 			return img.Context().String() + ":1.5.0@sha256:" + strings.Repeat("0", 64)
@@ -237,7 +250,8 @@ func TestCandidateRefusals(t *testing.T) {
 				env = tt.env
 			}
 			before := f.git("for-each-ref")
-			_, err := f.candidate(w, env, image, commit)
+			_, err := Candidate(context.Background(), f.repo, CandidateRequest{App: "checkout", Environment: env, Image: image, SourceCommit: commit,
+				Path: tt.path, Renderer: renderer, Trust: trust.Options{Now: w.Now}})
 			t.Log(err)
 			if tt.code == exitcode.Invalid {
 				if exitcode.Code(err) != exitcode.Invalid {
