@@ -73,8 +73,10 @@ func (o *promoteCandidateOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.targetPath, "path", "", "target overlay, relative to the repository (default: the environment registry's); must be TO's")
 	f.StringVar(&o.cluster, "cluster", "", "target cluster (default: the environment registry's); must be the environment's")
 	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
-	f.StringVar(&o.cacheDir, "cache-dir", defaultTrustCacheDir(), "verification cache (env "+EnvCacheDir+"/trust)")
-	f.BoolVar(&o.noCache, "no-cache", false, "keep no verification cache")
+	// The names of the later gates' trust flags (propose, verify, check).
+	f.StringVar(&o.cacheDir, "trust-cache-dir", defaultTrustCacheDir(),
+		"cache of verified supply-chain evidence, by image and bundle digest (env "+EnvCacheDir+"/trust)")
+	f.BoolVar(&o.noCache, "no-trust-cache", false, "keep no cache of verified evidence")
 	o.ff.addFlags(f)
 }
 
@@ -108,7 +110,7 @@ func (o *promoteCandidateOptions) run(ctx context.Context, g *globals, stdout io
 		return err
 	}
 	r.Charts = chartSource()
-	opts := trust.Options{Remote: []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}}
+	opts := trust.Options{Remote: []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithUserAgent("throughline/" + buildVersion())}}
 	if !o.noCache {
 		opts.CacheDir = o.cacheDir
 	}

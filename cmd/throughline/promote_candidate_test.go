@@ -65,7 +65,7 @@ func TestPromoteCandidate(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("THROUGHLINE_FORGE_TOKEN", "tok")
 	args := []string{"promote", "candidate", "--repo", root, "--app", "checkout", "--to", "staging", "--image", image,
-		"--source-commit", trusttest.SourceCommit, "--cache-dir", t.TempDir(), "--forge", "github", "--forge-url", srv.URL, "--forge-repo", "p/g"}
+		"--source-commit", trusttest.SourceCommit, "--trust-cache-dir", t.TempDir(), "--forge", "github", "--forge-url", srv.URL, "--forge-repo", "p/g"}
 	r := runCLI(t, args...)
 	branch := "throughline/promote/checkout/staging/" + trusttest.Hex(img)[:12] + "-1"
 	if r.code != exitcode.OK || !strings.Contains(r.stdout, "candidate checkout-staging-") || !strings.Contains(r.stdout, "evidence provenance "+trusttest.DigestOf(e.Prov)) ||
@@ -93,7 +93,7 @@ func TestPromoteCandidateRefusals(t *testing.T) {
 	e := w.CIEvidence(img)
 	e.Scan = w.SignKey(w.Key, trusttest.Scan(img, time.Now().Add(-200*time.Hour), nil))
 	w.Attach(img, e.All()...)
-	base := []string{"promote", "candidate", "--repo", root, "--app", "checkout", "--no-cache", "--source-commit", trusttest.SourceCommit}
+	base := []string{"promote", "candidate", "--repo", root, "--app", "checkout", "--no-trust-cache", "--source-commit", trusttest.SourceCommit}
 	for name, tc := range map[string]struct {
 		args []string
 		code int
