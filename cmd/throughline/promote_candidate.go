@@ -110,7 +110,8 @@ func (o *promoteCandidateOptions) run(ctx context.Context, g *globals, stdout io
 		return err
 	}
 	r.Charts = chartSource()
-	opts := trust.Options{Remote: []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithUserAgent("throughline/" + buildVersion())}}
+	opts := trust.Options{Remote: []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain),
+		remote.WithUserAgent("throughline/" + buildVersion())}}
 	if !o.noCache {
 		opts.CacheDir = o.cacheDir
 	}
@@ -134,7 +135,8 @@ func (o *promoteCandidateOptions) run(ctx context.Context, g *globals, stdout io
 		verb = "existing attempt"
 	}
 	a := p.Record.Artifact
-	fmt.Fprintf(stdout, "%s %s: %s %s -> %s, state %s, source commit %s\n", verb, p.Record.PromotionID, o.app, a.Digest, o.to, p.Record.State, a.SourceCommit)
+	fmt.Fprintf(stdout, "%s %s: %s %s -> %s, state %s, source commit %s\n",
+		verb, p.Record.PromotionID, o.app, a.Digest, o.to, p.Record.State, a.SourceCommit)
 	if a.Evidence != nil {
 		for _, it := range a.Evidence.Items {
 			fmt.Fprintf(stdout, "  evidence %s %s (%s)\n", it.Kind, it.Digest, it.Signer)
