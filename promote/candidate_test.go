@@ -88,8 +88,9 @@ func ref(img name.Digest) string {
 	return img.Context().String() + ":1.5.0@" + img.DigestStr()
 }
 
-func (f *fixture) candidate(w *trusttest.World, env, image, commit string) (*Proposal, error) {
-	return Candidate(context.Background(), f.repo, CandidateRequest{App: "checkout", Environment: env, Image: image, SourceCommit: commit,
+// candidate makes image, built from commit, a candidate of dev.
+func (f *fixture) candidate(w *trusttest.World, image, commit string) (*Proposal, error) {
+	return Candidate(context.Background(), f.repo, CandidateRequest{App: "checkout", Environment: "dev", Image: image, SourceCommit: commit,
 		Renderer: renderer, Trust: trust.Options{Now: w.Now}})
 }
 
@@ -104,7 +105,7 @@ func TestCandidate(t *testing.T) {
 	img := w.Image("checkout")
 	e := w.CIEvidence(img)
 	w.Attach(img, e.All()...)
-	p, err := f.candidate(w, "dev", ref(img), trusttest.SourceCommit)
+	p, err := f.candidate(w, ref(img), trusttest.SourceCommit)
 	must(t, err)
 	rec := p.Record
 	if p.Existing || rec.State != promotion.Candidate || rec.Target.Environment != "dev" || rec.Target.Cluster != "dev-eu-1" ||
@@ -128,7 +129,7 @@ func TestCandidate(t *testing.T) {
 		t.Fatalf("dev's overlay on %s does not pin the digest:\n%s", p.Branch, k)
 	}
 	tip := f.git("rev-parse", p.Branch)
-	again, err := f.candidate(w, "dev", ref(img), trusttest.SourceCommit)
+	again, err := f.candidate(w, ref(img), trusttest.SourceCommit)
 	must(t, err)
 	if !again.Existing || again.Record.PromotionID != rec.PromotionID || again.Branch != p.Branch || f.git("rev-parse", p.Branch) != tip {
 		t.Fatalf("the same input again: %+v (branch tip %s, was %s)", again, f.git("rev-parse", p.Branch), tip)
@@ -139,7 +140,7 @@ func TestCandidate(t *testing.T) {
 	ne := w.CIEvidence(next)
 	ne.Scan = w.SignKey(w.Key, trusttest.Scan(next, w.Now.Add(-48*time.Hour), nil))
 	w.Attach(next, ne.All()...)
-	p2, err := f.candidate(w, "dev", ref(next), trusttest.SourceCommit)
+	p2, err := f.candidate(w, ref(next), trusttest.SourceCommit)
 	must(t, err)
 	if p2.Existing || p2.Branch == p.Branch || p2.Record.Artifact.Evidence.Candidacy != p2.Record.PromotionID {
 		t.Fatalf("another digest: %+v", p2)
@@ -165,14 +166,14 @@ func TestCandidateWithoutTrust(t *testing.T) {
 	w := trusttest.New(t, true)
 	f := newCandidateFixture(t, w, candidatePolicy(""))
 	img := w.Image("checkout")
-	p, err := f.candidate(w, "dev", ref(img), trusttest.SourceCommit)
+	p, err := f.candidate(w, ref(img), trusttest.SourceCommit)
 	must(t, err)
 	ev := p.Record.Artifact.Evidence
 	if ev == nil || ev.Candidacy != p.Record.PromotionID || ev.Environment != "dev" || len(ev.Items) != 0 || ev.Items == nil ||
 		p.Record.Artifact.SourceCommit != trusttest.SourceCommit {
 		t.Fatalf("record %+v, evidence %+v", p.Record, ev)
 	}
-	_, err = f.candidate(w, "dev", ref(img), strings.Repeat("e", 40))
+	_, err = f.candidate(w, ref(img), strings.Repeat("e", 40))
 	wantCandidateRefusal(t, err, RuleCandidateSourceCommit, ref(img), nil)
 }
 
