@@ -97,7 +97,7 @@ func Candidate(ctx context.Context, r *gitops.Repo, req CandidateRequest) (*Prop
 	if err != nil {
 		return nil, err
 	}
-	art := promotion.Artifact{Image: req.Image, Digest: img.DigestStr(), SourceCommit: req.SourceCommit, Evidence: supplyChain(req.Environment, ev)}
+	art := promotion.Artifact{Image: req.Image, Digest: img.DigestStr(), SourceCommit: req.SourceCommit, Evidence: candidacyEvidence(req.Environment, ev)}
 	if err := sameSource(ctx, r, baseRev, req, art); err != nil {
 		return nil, err
 	}
@@ -175,10 +175,10 @@ func resolveDigest(ctx context.Context, img name.Digest, opts []remote.Option) e
 	return nil
 }
 
-// supplyChain is the evidence reference of a candidacy in env (the
+// candidacyEvidence is the evidence reference of a candidacy in env (the
 // candidacy, its promotion id, is set once the attempt is numbered): the
 // verified bundles, none when env's policy requires none.
-func supplyChain(env string, ev *trust.Evidence) *promotion.SupplyChain {
+func candidacyEvidence(env string, ev *trust.Evidence) *promotion.SupplyChain {
 	s := &promotion.SupplyChain{Environment: env, Items: []promotion.EvidenceItem{}}
 	for _, it := range ev.Items {
 		s.Items = append(s.Items, promotion.EvidenceItem{Kind: it.Kind, Digest: it.Digest, PredicateType: it.PredicateType, Signer: it.Signer})
