@@ -72,7 +72,9 @@ func LoadKey(pemData, password []byte) (*Key, error) {
 func (k *Key) GetHashAlgorithm() protocommon.HashAlgorithm { return k.alg.GetProtoHashType() }
 
 // GetSigningAlgorithm is the key's algorithm (sign.Keypair).
-func (k *Key) GetSigningAlgorithm() protocommon.PublicKeyDetails { return k.alg.GetSignatureAlgorithm() }
+func (k *Key) GetSigningAlgorithm() protocommon.PublicKeyDetails {
+	return k.alg.GetSignatureAlgorithm()
+}
 
 // GetHint is the public key's fingerprint (sign.Keypair).
 func (k *Key) GetHint() []byte { return k.hint }
