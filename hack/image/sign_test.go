@@ -81,6 +81,7 @@ func TestReleaseSignedAndVerified(t *testing.T) {
 	for _, it := range ev.Items {
 		kinds = append(kinds, it.Kind)
 	}
+	t.Logf("throughline trust verify %s:\n%s", ref, res.Stdout)
 	if strings.Join(kinds, ",") != "signature,sbom" {
 		t.Fatalf("verified evidence %s: want a signature and an SBOM", res.Stdout)
 	}
