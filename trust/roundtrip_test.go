@@ -5,6 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +24,9 @@ import (
 
 // gate is n images, each in its own repository of a real registry
 // (Debian's docker-registry, CNCF distribution 2.8: no referrers API) with
-// CI's four bundles attached, and a client that counts its requests.
+// CI's four bundles attached, and a client that counts its requests;
+// bearer: the client reaches the registry through a proxy playing a
+// registry's token service (every request needs a bearer token).
 type gate struct {
 	w       *trusttest.World
 	imgs    []name.Digest
@@ -29,18 +35,53 @@ type gate struct {
 	prod    *Policy
 }
 
-func newGate(tb testing.TB, n int, referrers bool) *gate {
+func newGate(tb testing.TB, n int, referrers, bearer bool) *gate {
 	tb.Helper()
 	reg := testenv.StartRegistry(tb, testenv.RegistryOptions{})
 	g := &gate{w: trusttest.NewAt(tb, reg.Host, referrers), counter: &trusttest.Counter{}}
+	host := reg.Host
+	if bearer {
+		host = bearerProxy(tb, reg.Host)
+	}
 	for i := range n {
 		img := g.w.Image(fmt.Sprintf("app%02d", i))
 		g.w.Attach(img, g.w.CIEvidence(img).All()...)
-		g.imgs = append(g.imgs, img)
+		ref, err := name.NewDigest(strings.Replace(img.String(), reg.Host, host, 1))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		g.imgs = append(g.imgs, ref)
 	}
 	g.staging = policyOf(g.w, "staging", trusttest.KeyPolicy(stagingAge))
 	g.prod = policyOf(g.w, "production", trusttest.KeyPolicy(productionAge))
 	return g
+}
+
+// bearerProxy plays a registry's token service in front of the registry
+// at target (a test stand-in: it grants any scope): a request without its
+// bearer token gets 401 with a Bearer challenge naming its /token, which
+// issues the token. It returns the proxy's host:port.
+func bearerProxy(tb testing.TB, target string) string {
+	tb.Helper()
+	const token = "gate-token"
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: target})
+	var realm string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/token":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprintf(w, `{"token": %q}`, token)
+		case r.Header.Get("Authorization") != "Bearer "+token:
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm=%q,service="gate"`, realm))
+			w.WriteHeader(http.StatusUnauthorized)
+		default:
+			r.Header.Del("Authorization")
+			rp.ServeHTTP(w, r)
+		}
+	}))
+	tb.Cleanup(srv.Close)
+	realm = srv.URL + "/token"
+	return strings.TrimPrefix(srv.URL, "http://")
 }
 
 // opts are counted registry options with cache dir (empty: none).
@@ -49,8 +90,8 @@ func (g *gate) opts(cacheDir string) Options {
 		SourceCommit: trusttest.SourceCommit}
 }
 
-// candidacy discovers and verifies every image against staging (sealed:
-// an evidence manifest pushed per image) and returns the evidence.
+// candidacy discovers and verifies every image against staging and
+// returns the evidence (sealed with opts.Seal).
 func (g *gate) candidacy(tb testing.TB, opts Options) []*Evidence {
 	tb.Helper()
 	out := make([]*Evidence, 0, len(g.imgs))
@@ -65,19 +106,24 @@ func (g *gate) candidacy(tb testing.TB, opts Options) []*Evidence {
 }
 
 // recheck re-verifies every image's recorded evidence against production,
-// as a gate does: one puller shared by the gate when shared, the evidence
-// manifest when withManifest.
-func (g *gate) recheck(tb testing.TB, evs []*Evidence, opts Options, shared, withManifest bool) {
+// as a gate does: through one Session for the gate when session, with the
+// evidence manifest when withManifest.
+func (g *gate) recheck(tb testing.TB, evs []*Evidence, opts Options, session, withManifest bool) {
 	tb.Helper()
-	if shared {
-		p, err := remote.NewPuller(opts.Remote...)
-		if err != nil {
+	var s *Session
+	if session {
+		refs := make([]string, 0, len(g.imgs))
+		for _, img := range g.imgs {
+			refs = append(refs, img.String())
+		}
+		var err error
+		if s, err = NewSession(refs, nil, g.counter); err != nil {
 			tb.Fatal(err)
 		}
-		opts.Puller = p
 	}
 	for i, img := range g.imgs {
 		o := opts
+		o.Session = s
 		if withManifest {
 			o.Manifest = evs[i].Manifest
 		}
@@ -97,20 +143,28 @@ func (g *gate) perImage(tb testing.TB) float64 {
 	return n
 }
 
+type layout struct {
+	name      string
+	referrers bool
+	bearer    bool
+}
+
+var layouts = []layout{
+	{"referrers", true, false}, {"tags", false, false}, {"referrers+bearer", true, true}, {"tags+bearer", false, true},
+}
+
 // TestGateRoundTrips counts the registry requests of candidacy (Verify)
 // and of a later gate (VerifyRecorded) per image, cold and warm, for
 // bundles attached as referrers (cosign's bundle format) and under
-// cosign's tags. A gate re-verifying the recorded evidence with its
-// evidence manifest makes at most 2 requests per image cold (the
-// repository's handshake and the manifest) and none warm.
+// cosign's tags, on an anonymous registry and behind a bearer token
+// service. A gate re-verifying the recorded evidence through one Session
+// with its evidence manifest makes at most 2 requests per image cold (the
+// manifest, and its share of the registry's handshake) and none warm.
 func TestGateRoundTrips(t *testing.T) {
-	for _, layout := range []struct {
-		name      string
-		referrers bool
-	}{{"referrers", true}, {"cosign tags", false}} {
-		t.Run(layout.name, func(t *testing.T) {
+	for _, l := range layouts {
+		t.Run(l.name, func(t *testing.T) {
 			const n = 5
-			g := newGate(t, n, layout.referrers)
+			g := newGate(t, n, l.referrers, l.bearer)
 			cand := g.opts(t.TempDir())
 			g.candidacy(t, cand)
 			t.Logf("candidacy, discovery cold: %.1f requests/image", g.perImage(t))
@@ -127,17 +181,19 @@ func TestGateRoundTrips(t *testing.T) {
 			}
 
 			g.recheck(t, evs, g.opts(""), false, false)
-			blobs := g.perImage(t)
-			t.Logf("gate, recorded digests cold (a blob each): %.1f requests/image", blobs)
-			if blobs > 1+4 {
+			handshake := 1.0
+			if l.bearer {
+				handshake = 2
+			}
+			if blobs := g.perImage(t); blobs > handshake+4 {
 				t.Errorf("gate by recorded digests: %.1f requests/image cold, want at most a handshake and one per bundle", blobs)
 			}
 			cache := t.TempDir()
 			g.recheck(t, evs, g.opts(cache), true, true)
 			cold := g.perImage(t)
-			t.Logf("gate, recorded digests + evidence manifest cold: %.1f requests/image", cold)
+			t.Logf("gate, recorded digests + evidence manifest, one session, cold: %.2f requests/image", cold)
 			if cold > 2 {
-				t.Errorf("gate with the evidence manifest: %.1f requests/image cold, want at most 2", cold)
+				t.Errorf("gate with the evidence manifest: %.2f requests/image cold, want at most 2", cold)
 			}
 			g.recheck(t, evs, g.opts(cache), true, true)
 			if warm := g.perImage(t); warm != 0 {
@@ -149,24 +205,15 @@ func TestGateRoundTrips(t *testing.T) {
 
 // BenchmarkGateRoundTrips times a gate over 50 images on a real registry
 // and reports its registry requests per image (requests/image): candidacy
-// (discovery) and a later gate (recorded digests, with and without the
-// evidence manifest), cold (no cache, a new puller) and warm (the cache
-// of the previous run).
+// (discovery, on the bundles as CI attached them) and a later gate
+// (recorded digests, with and without the evidence manifest candidacy
+// sealed, with and without one Session for the gate), cold (no cache) and
+// warm (the cache of a previous run).
 func BenchmarkGateRoundTrips(b *testing.B) {
 	const n = 50
-	for _, layout := range []struct {
-		name      string
-		referrers bool
-	}{{"referrers", true}, {"tags", false}} {
-		g := newGate(b, n, layout.referrers)
+	for _, l := range layouts {
+		g := newGate(b, n, l.referrers, l.bearer)
 		var evs []*Evidence
-		// Discovery first, on the bundles as CI attached them; then
-		// candidacy seals each image's evidence manifest for the gates.
-		seal := func(Options) {
-			o := g.opts("")
-			o.Seal = true
-			evs = g.candidacy(b, o)
-		}
 		for _, c := range []struct {
 			name string
 			warm bool
@@ -174,17 +221,22 @@ func BenchmarkGateRoundTrips(b *testing.B) {
 		}{
 			{"verify=discover/cache=cold", false, func(o Options) { g.candidacy(b, o) }},
 			{"verify=discover/cache=warm", true, func(o Options) { g.candidacy(b, o) }},
-			{"seal", false, seal},
+			{"seal", false, func(Options) {
+				o := g.opts("")
+				o.Seal = true
+				evs = g.candidacy(b, o)
+			}},
+			{"verify=recorded/session=none/cache=cold", false, func(o Options) { g.recheck(b, evs, o, false, false) }},
 			{"verify=recorded/cache=cold", false, func(o Options) { g.recheck(b, evs, o, true, false) }},
 			{"verify=recorded+manifest/cache=cold", false, func(o Options) { g.recheck(b, evs, o, true, true) }},
 			{"verify=recorded+manifest/cache=warm", true, func(o Options) { g.recheck(b, evs, o, true, true) }},
 		} {
-			if c.name == "seal" {
+			if c.name == "seal" { // candidacy seals the evidence manifests the gates read
 				c.run(Options{})
 				g.counter.Reset()
 				continue
 			}
-			b.Run(fmt.Sprintf("layout=%s/%s", layout.name, c.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("layout=%s/%s", l.name, c.name), func(b *testing.B) {
 				warm := b.TempDir()
 				if c.warm {
 					c.run(g.opts(warm))

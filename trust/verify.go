@@ -20,6 +20,10 @@ import (
 type Options struct {
 	// Remote are the registry options (authentication, transport).
 	Remote []remote.Option
+	// Session, when set, is the gate's registry connections: one
+	// authentication handshake per registry for every image of the gate
+	// (its transport replaces one given in Remote).
+	Session *Session
 	// CacheDir is the verification cache's directory (empty: no cache).
 	CacheDir string
 	// SourceCommit is the commit the provenance must name as its source
@@ -27,10 +31,6 @@ type Options struct {
 	SourceCommit string
 	// Now is the time scan ages are measured at (zero: time.Now()).
 	Now time.Time
-	// Puller, when set, is shared by every verification of a gate
-	// (remote.NewPuller of the same Remote options): one authentication
-	// handshake per repository for all its images; nil: one per call.
-	Puller *remote.Puller
 	// Manifest is the digest of the evidence manifest recorded with the
 	// evidence (Evidence.Manifest): VerifyRecorded reads the recorded
 	// bundles it embeds with one request instead of one per bundle (a
@@ -91,8 +91,7 @@ func Verify(ctx context.Context, pol *Policy, image string, opts Options) (*Evid
 	if err != nil || !pol.Requires() {
 		return &Evidence{Image: image}, err
 	}
-	opts.Remote, err = reuse(opts.Remote, opts.Puller)
-	if err != nil {
+	if err := opts.connect(ctx, img); err != nil {
 		return nil, err
 	}
 	found, held, err := discover(ctx, img, opts.Remote)
@@ -147,13 +146,15 @@ func VerifyRecorded(ctx context.Context, pol *Policy, image string, digests []st
 		}
 		hs = append(hs, h)
 	}
-	if opts.Remote, err = reuse(opts.Remote, opts.Puller); err != nil {
-		return nil, err
-	}
 	held := map[v1.Hash][]byte{}
-	if opts.Manifest != "" && !cached(pol, img, hs, opts) {
-		if held, err = fetchEvidenceManifest(ctx, img, opts.Manifest, opts.Remote); err != nil {
+	if !cached(pol, img, hs, opts) { // else no registry request at all
+		if err := opts.connect(ctx, img); err != nil {
 			return nil, err
+		}
+		if opts.Manifest != "" {
+			if held, err = fetchEvidenceManifest(ctx, img, opts.Manifest, opts.Remote); err != nil {
+				return nil, err
+			}
 		}
 	}
 	ev, err := judge(ctx, pol, img, hs, held, opts)
@@ -178,16 +179,24 @@ func cached(pol *Policy, img name.Digest, hs []v1.Hash, opts Options) bool {
 	return true
 }
 
-// reuse adds one shared puller to the registry options (p, else a new
-// one): one authentication handshake per repository for every request.
-func reuse(opts []remote.Option, p *remote.Puller) ([]remote.Option, error) {
-	if p == nil {
-		var err error
-		if p, err = remote.NewPuller(opts...); err != nil {
-			return nil, fmt.Errorf("registry options: %w", err)
+// connect completes o.Remote for img's registry: the session's
+// transport (its handshake made once per registry), and one shared puller
+// (without a session: one handshake for every request of a verification).
+func (o *Options) connect(ctx context.Context, img name.Digest) error {
+	opts := slices.Clip(o.Remote)
+	if o.Session != nil {
+		r, err := o.Session.remote(ctx, img.Context())
+		if err != nil {
+			return err
 		}
+		opts = append(opts, r...)
 	}
-	return append(slices.Clip(opts), remote.Reuse(p)), nil
+	p, err := remote.NewPuller(opts...)
+	if err != nil {
+		return fmt.Errorf("registry options: %w", err)
+	}
+	o.Remote = append(opts, remote.Reuse(p))
+	return nil
 }
 
 func parseImage(image string) (name.Digest, error) {
