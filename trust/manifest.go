@@ -168,7 +168,8 @@ func (r rawManifest) MediaType() (types.MediaType, error) { return types.OCIMani
 // bundle is then fetched by digest and checked).
 func embedded(m *v1.Manifest, held map[v1.Hash][]byte) {
 	for _, l := range m.Layers {
-		if l.MediaType != types.MediaType(BundleMediaType) || l.Data == nil || l.Digest.Algorithm != "sha256" {
+		if l.MediaType != types.MediaType(BundleMediaType) || l.Data == nil || len(l.Data) > maxBundleSize ||
+			l.Digest.Algorithm != "sha256" {
 			continue
 		}
 		if fmt.Sprintf("%x", sha256.Sum256(l.Data)) == l.Digest.Hex {
