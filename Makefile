@@ -31,6 +31,10 @@ IMAGE_DIR := $(BIN)/image
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE_REPO ?=
+# make release SIGNING_KEY=path: sign the index and attest its SBOM with this
+# PEM private key (cosign's encrypted keys too: SIGNING_KEY_PASSWORD or
+# COSIGN_PASSWORD); pushed next to the index with IMAGE_REPO (docs/release.md).
+SIGNING_KEY ?=
 
 .PHONY: all build docs image release test unit lint fmt vet tidy-check generate generate-check golangci demo bench bench-cli tools compat fuzz clean
 
@@ -53,8 +57,8 @@ image: ## OCI image index (linux/amd64, linux/arm64) in bin/image; pushes when I
 		-revision '$(REVISION)' -version '$(VERSION)' -repo '$(IMAGE_REPO)' \
 		-digest-file $(BIN)/image.ref
 
-release: image build ## pin deploy/ bundles to the index in bin/image.ref and render each through policy
-	./hack/release.sh $(BIN)/throughline $(BIN)/image.ref '$(VERSION)'
+release: image build ## pin deploy/ bundles to the index in bin/image.ref, render each through policy; sign it with SIGNING_KEY
+	GO='$(GO)' IMAGE_DIR='$(IMAGE_DIR)' SIGNING_KEY='$(SIGNING_KEY)' ./hack/release.sh $(BIN)/throughline $(BIN)/image.ref '$(VERSION)'
 
 test: lint unit ## the gate: lint + unit tests with -race
 

@@ -11,6 +11,13 @@
 # first asks that registry for the tag (`throughline resolve`) and refuses when
 # its digest is not the one in IMAGE_REF; the bundles then name host/repo
 # (newName) with that tag and digest.
+#
+# With SIGNING_KEY=path (a PEM private key; cosign's encrypted keys with
+# SIGNING_KEY_PASSWORD or COSIGN_PASSWORD) the release then signs the index
+# and attests its CycloneDX SBOM (`go run ./hack/image sign`): the Sigstore
+# bundles land in IMAGE_DIR (default bin/image) and, with IMAGE_REPO, next to
+# the index in its registry (OCI 1.1 referrers and cosign's tags). Without
+# SIGNING_KEY it says so and signs nothing (docs/release.md).
 set -euo pipefail
 tl=$1 ref_file=$2 version=$3 deploy=${4:-deploy}
 image=ghcr.io/throughline-dev/throughline
@@ -64,3 +71,13 @@ printf 'resources: [../serve]\ncomponents: [../serve/servicemonitor]\n' >"$tmp/m
 out=$("$tl" render --root "$tmp" "$tmp/monitored")
 grep -qF "kind: ServiceMonitor" <<<"$out" || { echo "release: $deploy/serve/servicemonitor renders no ServiceMonitor" >&2; exit 1; }
 echo "rendered $deploy/serve with components: [servicemonitor]: passes policy"
+
+# Sign the index and attest its SBOM: last, once everything above passed.
+if [[ -z ${SIGNING_KEY:-} ]]; then
+	echo "release: no SIGNING_KEY: $ref is NOT signed and carries no SBOM attestation (make release SIGNING_KEY=path/to/key)" >&2
+	exit 0
+fi
+[[ -r $SIGNING_KEY ]] || { echo "release: SIGNING_KEY=$SIGNING_KEY: no such readable file" >&2; exit 1; }
+push=()
+[[ -n ${IMAGE_REPO:-} ]] && push=(-push)
+"${GO:-go}" run ./hack/image sign -key "$SIGNING_KEY" -ref "$ref_file" -dir "${IMAGE_DIR:-$(dirname "$ref_file")/image}" "${push[@]}"

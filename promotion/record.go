@@ -113,11 +113,16 @@ type SupplyChain struct {
 	Environment string `json:"environment"`
 	// Items are the verified bundles, by digest.
 	Items []EvidenceItem `json:"items"`
+	// Manifest is the digest of the evidence manifest (an OCI artifact in
+	// the image's repository whose layers embed the items' bundles): a
+	// later gate reads every bundle with one request. It decides nothing:
+	// each bundle is checked against its item's digest.
+	Manifest string `json:"manifest,omitempty"`
 }
 
 // Equal reports whether s and o reference the same evidence.
 func (s *SupplyChain) Equal(o *SupplyChain) bool {
-	return s.Candidacy == o.Candidacy && s.Environment == o.Environment && slices.Equal(s.Items, o.Items)
+	return s.Candidacy == o.Candidacy && s.Environment == o.Environment && slices.Equal(s.Items, o.Items) && s.Manifest == o.Manifest
 }
 
 // Digests are the bundle digests of s, in order, each once.

@@ -22,6 +22,14 @@
 // (Options.CacheDir) under the image digest, the bundle digest and the
 // policy's signer hash, so a warm VerifyRecorded makes no registry request;
 // what depends on the clock or the caller (scan age, source commit) is
-// checked on every call. It does not read Git, sign anything, or talk to a
-// Sigstore service: trusted roots are files.
+// checked on every call. It does not read Git, sign anything (trust/signing
+// does), or talk to a Sigstore service: trusted roots are files.
+//
+// A gate over many images needs few registry requests: Options.Seal (at
+// candidacy) pushes one evidence manifest per image whose layer
+// descriptors embed the verified bundles, recorded as Evidence.Manifest;
+// VerifyRecorded with Options.Manifest reads every recorded bundle from it
+// with one request (each still checked against its recorded digest), and
+// one Session per gate shakes hands once per registry. Attach and
+// AttachTag push bundles next to an image (what `make release` does).
 package trust

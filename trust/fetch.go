@@ -32,30 +32,31 @@ const maxBundleSize = 4 << 20
 // layers of media type BundleMediaType of its OCI 1.1 referrers (the
 // registry's referrers API, or ggcr's fallback tag sha256-<hex>), and the
 // bundle layers of the cosign tags sha256-<hex>.sig and .att. Sorted,
-// without duplicates.
-func discover(ctx context.Context, img name.Digest, opts []remote.Option) ([]v1.Hash, error) {
-	seen := map[v1.Hash]bool{}
+// without duplicates; held are the bundles those manifests embed (the
+// descriptor's data field), which need no blob request.
+func discover(ctx context.Context, img name.Digest, opts []remote.Option) ([]v1.Hash, map[v1.Hash][]byte, error) {
+	seen, held := map[v1.Hash]bool{}, map[v1.Hash][]byte{}
 	idx, err := remote.Referrers(img, append(opts, remote.WithContext(ctx))...)
 	if err != nil && !isNotFound(err) {
-		return nil, fmt.Errorf("listing the referrers of %s: %w", img, err)
+		return nil, nil, fmt.Errorf("listing the referrers of %s: %w", img, err)
 	}
 	if idx != nil {
 		im, err := idx.IndexManifest()
 		if err != nil {
-			return nil, fmt.Errorf("reading the referrers of %s: %w", img, err)
+			return nil, nil, fmt.Errorf("reading the referrers of %s: %w", img, err)
 		}
 		// Every referrer: registries disagree on a referrer's artifactType
 		// (the manifest's artifactType, or its config's media type).
 		for _, d := range im.Manifests {
-			if err := bundleLayers(ctx, img.Context().Digest(d.Digest.String()), opts, seen); err != nil {
-				return nil, err
+			if err := bundleLayers(ctx, img.Context().Digest(d.Digest.String()), opts, seen, held); err != nil {
+				return nil, nil, err
 			}
 		}
 	}
 	h := strings.Replace(img.DigestStr(), ":", "-", 1)
 	for _, suffix := range []string{".sig", ".att"} { // cosign's tags
-		if err := bundleLayers(ctx, img.Context().Tag(h+suffix), opts, seen); err != nil {
-			return nil, err
+		if err := bundleLayers(ctx, img.Context().Tag(h+suffix), opts, seen, held); err != nil {
+			return nil, nil, err
 		}
 	}
 	out := make([]v1.Hash, 0, len(seen))
@@ -63,12 +64,13 @@ func discover(ctx context.Context, img name.Digest, opts []remote.Option) ([]v1.
 		out = append(out, h)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-	return out, nil
+	return out, held, nil
 }
 
 // bundleLayers adds the digests of ref's layers of media type
-// BundleMediaType to seen (a missing ref adds none).
-func bundleLayers(ctx context.Context, ref name.Reference, opts []remote.Option, seen map[v1.Hash]bool) error {
+// BundleMediaType to seen, and the bundles they embed to held (a missing
+// ref adds none).
+func bundleLayers(ctx context.Context, ref name.Reference, opts []remote.Option, seen map[v1.Hash]bool, held map[v1.Hash][]byte) error {
 	desc, err := remote.Get(ref, append(opts, remote.WithContext(ctx))...)
 	if isNotFound(err) {
 		return nil
@@ -85,6 +87,7 @@ func bundleLayers(ctx context.Context, ref name.Reference, opts []remote.Option,
 			seen[l.Digest] = true
 		}
 	}
+	embedded(m, held)
 	return nil
 }
 
@@ -92,8 +95,12 @@ func bundleLayers(ctx context.Context, ref name.Reference, opts []remote.Option,
 var errNoBlob = errors.New("the registry has no such blob")
 
 // fetchBundle reads the bundle blob d of img's repository, by digest,
-// checking its content hashes to d.
-func fetchBundle(ctx context.Context, img name.Digest, d v1.Hash, opts []remote.Option) ([]byte, error) {
+// checking its content hashes to d; a bundle in held (embedded in a
+// manifest already read, its content checked) needs no request.
+func fetchBundle(ctx context.Context, img name.Digest, d v1.Hash, held map[v1.Hash][]byte, opts []remote.Option) ([]byte, error) {
+	if data, ok := held[d]; ok {
+		return data, nil
+	}
 	l, err := remote.Layer(img.Context().Digest(d.String()), append(opts, remote.WithContext(ctx))...)
 	if err != nil {
 		return nil, fmt.Errorf("fetching bundle %s of %s: %w", d, img, err)

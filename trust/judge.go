@@ -16,10 +16,10 @@ import (
 // pol, the first bundle (in ds's order) that satisfies it. An unmet
 // requirement is refused with the failure of a bundle of its kind, else as
 // missing.
-func judge(ctx context.Context, pol *Policy, img name.Digest, ds []v1.Hash, opts Options) (*Evidence, error) {
+func judge(ctx context.Context, pol *Policy, img name.Digest, ds []v1.Hash, held map[v1.Hash][]byte, opts Options) (*Evidence, error) {
 	cands := make([]*candidate, 0, len(ds))
 	for _, d := range ds {
-		c, err := load(ctx, pol, img, d, opts)
+		c, err := load(ctx, pol, img, d, held, opts)
 		if err != nil {
 			return nil, err
 		}

@@ -20,6 +20,10 @@ import (
 type Options struct {
 	// Remote are the registry options (authentication, transport).
 	Remote []remote.Option
+	// Session, when set, is the gate's registry connections: one
+	// authentication handshake per registry for every image of the gate
+	// (its transport replaces one given in Remote).
+	Session *Session
 	// CacheDir is the verification cache's directory (empty: no cache).
 	CacheDir string
 	// SourceCommit is the commit the provenance must name as its source
@@ -27,6 +31,17 @@ type Options struct {
 	SourceCommit string
 	// Now is the time scan ages are measured at (zero: time.Now()).
 	Now time.Time
+	// Manifest is the digest of the evidence manifest recorded with the
+	// evidence (Evidence.Manifest): VerifyRecorded reads the recorded
+	// bundles it embeds with one request instead of one per bundle (a
+	// bundle it lacks is fetched by digest). It decides nothing: each
+	// bundle is checked against its recorded digest. Not read when the
+	// cache holds every recorded bundle.
+	Manifest string
+	// Seal: Verify pushes the verified bundles as one evidence manifest
+	// next to the image (EvidenceArtifactType; push access needed) and
+	// names it in Evidence.Manifest, for the later gates.
+	Seal bool
 }
 
 // Evidence is the verified evidence of one image: what a promotion record
@@ -38,6 +53,9 @@ type Evidence struct {
 	SourceCommit string `json:"sourceCommit,omitempty"`
 	// Items are the verified bundles the policy's requirements rest on.
 	Items []Item `json:"items"`
+	// Manifest is the digest of the evidence manifest that embeds the
+	// items' bundles (Options.Seal, Options.Manifest), if any.
+	Manifest string `json:"manifest,omitempty"`
 }
 
 // Item is one verified signature or attestation bundle.
@@ -73,15 +91,41 @@ func Verify(ctx context.Context, pol *Policy, image string, opts Options) (*Evid
 	if err != nil || !pol.Requires() {
 		return &Evidence{Image: image}, err
 	}
-	opts.Remote, err = reuse(opts.Remote)
+	if err := opts.connect(ctx, img); err != nil {
+		return nil, err
+	}
+	found, held, err := discover(ctx, img, opts.Remote)
 	if err != nil {
 		return nil, err
 	}
-	found, err := discover(ctx, img, opts.Remote)
+	ev, err := judge(ctx, pol, img, found, held, opts)
+	if err != nil || !opts.Seal {
+		return ev, err
+	}
+	return seal(ctx, img, ev, held, opts)
+}
+
+// seal pushes ev's bundles (held, or fetched by digest) as one evidence
+// manifest of img and names it in ev.
+func seal(ctx context.Context, img name.Digest, ev *Evidence, held map[v1.Hash][]byte, opts Options) (*Evidence, error) {
+	var bundles [][]byte
+	for _, d := range ev.Digests() {
+		h, err := v1.NewHash(d)
+		if err != nil {
+			return nil, fmt.Errorf("evidence %s of %s: %w", d, img, err)
+		}
+		data, err := fetchBundle(ctx, img, h, held, opts.Remote)
+		if err != nil {
+			return nil, err
+		}
+		bundles = append(bundles, data)
+	}
+	m, err := Attach(ctx, img.String(), EvidenceArtifactType, nil, bundles, opts.Remote)
 	if err != nil {
 		return nil, err
 	}
-	return judge(ctx, pol, img, found, opts)
+	ev.Manifest = m
+	return ev, nil
 }
 
 // VerifyRecorded re-verifies exactly the bundles recorded at candidacy
@@ -102,20 +146,57 @@ func VerifyRecorded(ctx context.Context, pol *Policy, image string, digests []st
 		}
 		hs = append(hs, h)
 	}
-	if opts.Remote, err = reuse(opts.Remote); err != nil {
-		return nil, err
+	held := map[v1.Hash][]byte{}
+	if !cached(pol, img, hs, opts) { // else no registry request at all
+		if err := opts.connect(ctx, img); err != nil {
+			return nil, err
+		}
+		if opts.Manifest != "" {
+			if held, err = fetchEvidenceManifest(ctx, img, opts.Manifest, opts.Remote); err != nil {
+				return nil, err
+			}
+		}
 	}
-	return judge(ctx, pol, img, hs, opts)
+	ev, err := judge(ctx, pol, img, hs, held, opts)
+	if ev != nil {
+		ev.Manifest = opts.Manifest
+	}
+	return ev, err
 }
 
-// reuse adds one shared puller to the registry options: one
-// authentication handshake for every request of a verification.
-func reuse(opts []remote.Option) ([]remote.Option, error) {
+// cached reports whether the cache holds the verification of every bundle
+// of hs (then no registry request is needed).
+func cached(pol *Policy, img name.Digest, hs []v1.Hash, opts Options) bool {
+	imgHash, err := v1.NewHash(img.DigestStr())
+	if err != nil {
+		return false
+	}
+	for _, h := range hs {
+		if (cache{dir: opts.CacheDir}).get(imgHash, h, pol.Hash()) == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// connect completes o.Remote for img's registry: the session's
+// transport (its handshake made once per registry), and one shared puller
+// (without a session: one handshake for every request of a verification).
+func (o *Options) connect(ctx context.Context, img name.Digest) error {
+	opts := slices.Clip(o.Remote)
+	if o.Session != nil {
+		r, err := o.Session.remote(ctx, img.Context())
+		if err != nil {
+			return err
+		}
+		opts = append(opts, r...)
+	}
 	p, err := remote.NewPuller(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("registry options: %w", err)
+		return fmt.Errorf("registry options: %w", err)
 	}
-	return append(slices.Clip(opts), remote.Reuse(p)), nil
+	o.Remote = append(opts, remote.Reuse(p))
+	return nil
 }
 
 func parseImage(image string) (name.Digest, error) {
@@ -137,8 +218,9 @@ type candidate struct {
 
 func (c *candidate) ok() bool { return c.fail == nil }
 
-// load verifies bundle d of img (from the cache when it holds it).
-func load(ctx context.Context, pol *Policy, img name.Digest, d v1.Hash, opts Options) (*candidate, error) {
+// load verifies bundle d of img (from the cache when it holds it, else
+// from held or the registry; what it fetches is added to held).
+func load(ctx context.Context, pol *Policy, img name.Digest, d v1.Hash, held map[v1.Hash][]byte, opts Options) (*candidate, error) {
 	imgHash, err := v1.NewHash(img.DigestStr())
 	if err != nil {
 		return nil, &exitcode.InvalidInput{Err: fmt.Errorf("image %s: %w", img, err)}
@@ -147,7 +229,7 @@ func load(ctx context.Context, pol *Policy, img name.Digest, d v1.Hash, opts Opt
 	ch := cache{dir: opts.CacheDir}
 	v := ch.get(imgHash, d, pol.Hash())
 	if v == nil {
-		data, err := fetchBundle(ctx, img, d, opts.Remote)
+		data, err := fetchBundle(ctx, img, d, held, opts.Remote)
 		if errors.Is(err, errNoBlob) {
 			c.fail = refuse(RuleEvidenceMissing, img.String(), c.digest, err)
 			return c, nil
@@ -155,6 +237,7 @@ func load(ctx context.Context, pol *Policy, img name.Digest, d v1.Hash, opts Opt
 		if err != nil {
 			return nil, err
 		}
+		held[d] = data
 		var rule string
 		v, rule, err = verifyBundle(pol, data)
 		if err != nil {

@@ -6,6 +6,8 @@
 //	    -plugin-bin linux/amd64=bin/linux_amd64/throughline-cmp \
 //	    -bin linux/arm64=bin/linux_arm64/throughline \
 //	    -plugin-bin linux/arm64=bin/linux_arm64/throughline-cmp -out bin/image
+//
+// `image sign -key KEY` signs the index and attests its SBOM (sign.go).
 package main
 
 import (
@@ -41,7 +43,11 @@ func (b binFlags) Set(v string) error {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
+	do := run
+	if len(os.Args) > 1 && os.Args[1] == "sign" {
+		do, os.Args = runSign, os.Args[1:]
+	}
+	if err := do(ctx, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}

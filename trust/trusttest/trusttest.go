@@ -109,6 +109,14 @@ func New(t testing.TB, referrers bool) *World {
 	}))
 	t.Cleanup(srv.Close)
 	w.Host = strings.TrimPrefix(srv.URL, "http://")
+	w.keys()
+	return w
+}
+
+// keys makes w's keys, Sigstores and policy files.
+func (w *World) keys() {
+	t := w.T
+	t.Helper()
 	var err error
 	if w.Key, err = sign.NewEphemeralKeypair(nil); err != nil {
 		t.Fatal(err)
@@ -128,7 +136,6 @@ func New(t testing.TB, referrers bool) *World {
 	}
 	w.Files["keys/ci.pub"] = []byte(pem)
 	w.Files["sigstore/trusted_root.json"] = TrustedRootJSON(t, w.Sigstore)
-	return w
 }
 
 // TrustedRootJSON is vs as a trusted_root.json file.
