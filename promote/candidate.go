@@ -93,6 +93,9 @@ func Candidate(ctx context.Context, r *gitops.Repo, req CandidateRequest) (*Prop
 	}
 	opts := req.Trust
 	opts.SourceCommit = req.SourceCommit
+	// Seal: the verified bundles go to the registry as one evidence
+	// manifest, which every later gate reads in one request.
+	opts.Seal = true
 	ev, err := trust.Verify(ctx, pol, req.Image, opts)
 	if err != nil {
 		return nil, err
@@ -179,7 +182,7 @@ func resolveDigest(ctx context.Context, img name.Digest, opts []remote.Option) e
 // candidacy, its promotion id, is set once the attempt is numbered): the
 // verified bundles, none when env's policy requires none.
 func candidacyEvidence(env string, ev *trust.Evidence) *promotion.SupplyChain {
-	s := &promotion.SupplyChain{Environment: env, Items: []promotion.EvidenceItem{}}
+	s := &promotion.SupplyChain{Environment: env, Items: []promotion.EvidenceItem{}, Manifest: ev.Manifest}
 	for _, it := range ev.Items {
 		s.Items = append(s.Items, promotion.EvidenceItem{Kind: it.Kind, Digest: it.Digest, PredicateType: it.PredicateType, Signer: it.Signer})
 	}

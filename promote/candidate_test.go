@@ -118,6 +118,9 @@ func TestCandidate(t *testing.T) {
 	if ev == nil || ev.Candidacy != rec.PromotionID || ev.Environment != "dev" || !slices.Equal(ev.Digests(), want) {
 		t.Fatalf("evidence %+v, want candidacy %s in dev with %q", ev, rec.PromotionID, want)
 	}
+	if !strings.HasPrefix(ev.Manifest, "sha256:") {
+		t.Fatalf("evidence %+v names no evidence manifest: later gates would fetch every bundle", ev)
+	}
 	onBranch, err := promotion.ReadRecord(ctx, f.repo, p.Branch, "checkout", "dev")
 	must(t, err)
 	if onBranch == nil || !onBranch.Artifact.Equal(rec.Artifact) || onBranch.PromotionID != rec.PromotionID {
