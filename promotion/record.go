@@ -191,10 +191,10 @@ type VerifiedIn struct {
 	// Kind is KindEnvironment (omitted) or KindPriorAcceptance.
 	Kind             VerificationKind `json:"kind,omitempty"`
 	Environment      string           `json:"environment"`
-	DesiredRevision  string           `json:"desiredRevision"`
-	ObservedRevision string           `json:"observedRevision"`
-	RenderedHash     string           `json:"renderedHash"`
-	RuntimeEvidence  string           `json:"runtimeEvidence"`
+	DesiredRevision  string           `json:"desiredRevision,omitempty"`
+	ObservedRevision string           `json:"observedRevision,omitempty"`
+	RenderedHash     string           `json:"renderedHash,omitempty"`
+	RuntimeEvidence  string           `json:"runtimeEvidence,omitempty"`
 	// EvidenceCommit is the commit of the base branch whose tree holds
 	// RuntimeEvidence and the source record ACCEPTED (the notifier's
 	// commit): promote verify read the evidence there.
@@ -215,6 +215,11 @@ const (
 	// KindPriorAcceptance: the target environment itself accepted the
 	// artifact before (a rollback).
 	KindPriorAcceptance VerificationKind = "prior-acceptance"
+	// KindCandidacy: the artifact entered the chain here, in a first
+	// environment; its supply-chain evidence, recorded at candidacy in
+	// this very record and re-verified by promote verify, is the
+	// verification. No other environment ran it before.
+	KindCandidacy VerificationKind = "candidacy"
 )
 
 // PriorAcceptance is the claim of a rollback: the attempt PromotionID of
@@ -238,6 +243,16 @@ const EvidenceDir = "evidence"
 // PriorEvidencePath is the evidence file of promotionID of app in env.
 func PriorEvidencePath(env, app, promotionID string) string {
 	return path.Join(EvidenceDir, env, app, promotionID+".json")
+}
+
+// IsCandidacy reports whether v is a first environment's verification by
+// the evidence recorded at candidacy.
+func (v *VerifiedIn) IsCandidacy() bool { return v != nil && v.Kind == KindCandidacy }
+
+// IsCandidacy reports whether r is the record where its artifact became a
+// candidate: its evidence names r's own attempt.
+func (r *Record) IsCandidacy() bool {
+	return r.Artifact.Evidence != nil && r.Artifact.Evidence.Candidacy == r.PromotionID
 }
 
 // IsPriorAcceptance reports whether v is a rollback's verification.
@@ -636,8 +651,19 @@ func (r *Record) validateVerifiedIn(fail func(field, format string, args ...any)
 		if !ValidRevision(p.Commit) {
 			return fail("verifiedIn.priorAcceptance.commit", "%q is not a full commit id", p.Commit)
 		}
+	case KindCandidacy:
+		if v.Environment != r.Target.Environment {
+			return fail("verifiedIn.environment", "%q: a candidacy is verified in the target environment itself (%q)", v.Environment, r.Target.Environment)
+		}
+		if !r.IsCandidacy() {
+			return fail("verifiedIn.kind", "%s, but artifact.evidence does not name this attempt as its candidacy: "+
+				"only the record where CI's candidate entered the chain is verified by its evidence", KindCandidacy)
+		}
+		if v.PriorAcceptance != nil || v.DesiredRevision != "" || v.ObservedRevision != "" || v.RenderedHash != "" || v.RuntimeEvidence != "" {
+			return fail("verifiedIn", "kind %s cites no environment's runtime evidence: no other environment ran the artifact", KindCandidacy)
+		}
 	default:
-		return fail("verifiedIn.kind", "%q: want %s or %s", v.Kind, KindEnvironment, KindPriorAcceptance)
+		return fail("verifiedIn.kind", "%q: want %s, %s or %s", v.Kind, KindEnvironment, KindPriorAcceptance, KindCandidacy)
 	}
 	return nil
 }

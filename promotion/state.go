@@ -103,6 +103,20 @@ func (r *Record) clone() *Record {
 	return &c
 }
 
+// VerifyByCandidacy records the VERIFIED gate of a candidacy: the record
+// of a first environment where CI's artifact entered the chain, verified by
+// its own supply-chain evidence (which the caller re-verified against the
+// environment's trust policy).
+func (r *Record) VerifyByCandidacy(at time.Time, by string) error {
+	if !r.IsCandidacy() {
+		return &TransitionError{ID: r.PromotionID, From: r.State, To: Verified,
+			Reason: "artifact.evidence does not name this attempt as its candidacy"}
+	}
+	return r.advance(Verified, at, by, "", func() {
+		r.VerifiedIn = &VerifiedIn{Kind: KindCandidacy, Environment: r.Target.Environment}
+	})
+}
+
 // Verify records the VERIFIED gate: the source environment's evidence for
 // this artifact.
 func (r *Record) Verify(ev VerifiedIn, at time.Time, by string) error {
