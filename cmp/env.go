@@ -118,31 +118,18 @@ func (e Env) fingerprint() []string {
 	return out
 }
 
-// Helm is the parameters of a chart app as Argo CD's Helm source would take
-// them: the plugin parameters (ARGOCD_APP_PARAMETERS), the release named
-// after the Application and in its destination namespace unless they say
-// otherwise, and the cluster's KUBE_VERSION and KUBE_API_VERSIONS for the
-// chart's .Capabilities.
+// Helm is what the Application says about the Helm parameters of a chart
+// app: its plugin parameters (ARGOCD_APP_PARAMETERS) named as Argo CD's Helm
+// source names them, and its destination namespace. The render takes the
+// parameters from the app's file in Git (render.HelmParametersFile) and
+// refuses these when they disagree with it; the Application's name and
+// the cluster's KUBE_VERSION and KUBE_API_VERSIONS are not used, so the
+// plugin renders what `throughline render` and the gates render.
 func (e Env) Helm() (render.HelmOptions, error) {
 	h, err := render.ParseHelmParameters([]byte(e.AppParameters))
 	if err != nil {
 		return h, err
 	}
-	if h.ReleaseName == "" {
-		h.ReleaseName = e.AppName
-	}
-	if h.Namespace == "" {
-		h.Namespace = e.AppNamespace
-	}
-	if h.KubeVersion == "" {
-		h.KubeVersion = e.KubeVersion
-	}
-	if len(h.APIVersions) == 0 {
-		for v := range strings.SplitSeq(e.KubeAPIVersions, ",") {
-			if v = strings.TrimSpace(v); v != "" {
-				h.APIVersions = append(h.APIVersions, v)
-			}
-		}
-	}
+	h.Destination = e.AppNamespace
 	return h, nil
 }

@@ -46,6 +46,16 @@ func chartRepo(t *testing.T) string {
 	return root
 }
 
+// shopParams writes the parameters file of apps/shop in root: the
+// release shop in shop-staging (the Applications' destination), then body.
+func shopParams(t *testing.T, root, body string) {
+	t.Helper()
+	data := "apiVersion: throughline.dev/v1alpha1\nkind: HelmParameters\nreleaseName: shop\nnamespace: shop-staging\n" + body
+	if err := os.WriteFile(filepath.Join(root, "apps/shop", render.HelmParametersFile), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // generateChart generates the chart app apps/shop of root as Argo CD
 // would, with env added.
 func generateChart(t *testing.T, root string, env ...string) (*cmp.Result, error) {
@@ -62,16 +72,16 @@ func generateChart(t *testing.T, root string, env ...string) (*cmp.Result, error
 	})
 }
 
-// TestGenerateChartApp: a chart app renders with Argo CD's Helm
-// parameters (ARGOCD_APP_PARAMETERS), the release named after the
-// Application in its namespace, the cluster's versions in .Capabilities;
-// the Acceptance carries the hash of the chart's objects and the workloads'
-// image digests, as for any app.
+// TestGenerateChartApp: a chart app renders with the Helm parameters of
+// its file in Git (value files, --set, release, namespace, versions for
+// .Capabilities), named as Argo CD's Helm source names them, not with the
+// cluster's KUBE_VERSION; the Acceptance carries the hash of the chart's
+// objects and the workloads' image digests, as for any app.
 func TestGenerateChartApp(t *testing.T) {
 	root := chartRepo(t)
-	res, err := generateChart(t, root,
-		`ARGOCD_APP_PARAMETERS=[{"name":"environment","string":"staging"},{"name":"valueFiles","array":["values-staging.yaml"]},`+
-			`{"name":"parameters","map":{"replicaCount":"4"}}]`)
+	shopParams(t, root, "valueFiles: [values-staging.yaml]\nparameters: [{name: replicaCount, value: \"4\"}]\n"+
+		"kubeVersion: \"1.31.2\"\napiVersions: [v1, apps/v1, monitoring.coreos.com/v1]\n")
+	res, err := generateChart(t, root, `ARGOCD_APP_PARAMETERS=[{"name":"environment","string":"staging"}]`, "KUBE_VERSION=1.34.0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +119,8 @@ func TestGenerateChartRefusesUnpinnedImage(t *testing.T) {
 	if err := os.WriteFile(tpl, []byte(tagged), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, err := generateChart(t, root, `ARGOCD_APP_PARAMETERS=[{"name":"parameters","map":{"image.tag":"latest"}}]`)
+	shopParams(t, root, "parameters: [{name: image.tag, value: latest}]\n")
+	res, err := generateChart(t, root)
 	var refusal *policy.Refusal
 	if !errors.As(err, &refusal) || res != nil || exitcode.Code(err) != exitcode.Refused {
 		t.Fatalf("got %v, %v; want a refusal and no result", res, err)
@@ -122,21 +133,23 @@ func TestGenerateChartRefusesUnpinnedImage(t *testing.T) {
 // TestGenerateChartSchemaViolation: values the chart's values.schema.json
 // rejects are exit 4 naming it.
 func TestGenerateChartSchemaViolation(t *testing.T) {
-	_, err := generateChart(t, chartRepo(t), `ARGOCD_APP_PARAMETERS=[{"name":"parameters","map":{"image.digest":"latest"}}]`)
+	root := chartRepo(t)
+	shopParams(t, root, "parameters: [{name: image.digest, value: latest}]\n")
+	_, err := generateChart(t, root)
 	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), "apps/shop/values.schema.json") ||
 		!strings.Contains(err.Error(), "/image/digest") {
 		t.Errorf("got %v", err)
 	}
 }
 
-// TestGenerateChartBadParameters: parameters that are not Argo CD's JSON
-// list, or name a value file outside the repository, are exit 4 naming
-// ARGOCD_APP_PARAMETERS.
+// TestGenerateChartBadParameters: plugin parameters that are not Argo CD's
+// JSON list are exit 4 naming ARGOCD_APP_PARAMETERS; a parameters file
+// naming a value file outside the repository is exit 4 naming the file.
 func TestGenerateChartBadParameters(t *testing.T) {
 	root := chartRepo(t)
+	shopParams(t, root, "")
 	for _, p := range []string{
 		`ARGOCD_APP_PARAMETERS={"valueFiles": "x"}`,
-		`ARGOCD_APP_PARAMETERS=[{"name":"valueFiles","array":["../../../../../etc/passwd"]}]`,
 		`ARGOCD_APP_PARAMETERS=[{"name":"skipCrds","string":"maybe"}]`,
 	} {
 		_, err := generateChart(t, root, p)
@@ -144,14 +157,21 @@ func TestGenerateChartBadParameters(t *testing.T) {
 			t.Errorf("%s: got %v", p, err)
 		}
 	}
+	shopParams(t, root, "valueFiles: [../../../../../etc/passwd]\n")
+	_, err := generateChart(t, root)
+	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), "apps/shop/"+render.HelmParametersFile) ||
+		!strings.Contains(err.Error(), "valueFiles[0]") {
+		t.Errorf("a value file outside the repository: got %v", err)
+	}
 }
 
 // TestChartAppCache: a chart app's render is cached like any other: the
-// same files hit, a changed value file (read through the confined
-// filesystem, so in the trace) misses and renders the change.
+// same files hit, a changed value file or parameters file (read through the
+// confined filesystem, so in the trace) misses and renders the change.
 func TestChartAppCache(t *testing.T) {
 	root := chartRepo(t)
 	cache := &cmp.Cache{Dir: t.TempDir()}
+	shopParams(t, root, "valueFiles: [values-staging.yaml]\n")
 	params := `ARGOCD_APP_PARAMETERS=[{"name":"valueFiles","array":["values-staging.yaml"]}]`
 	gen := func() *cmp.Result {
 		t.Helper()
@@ -178,5 +198,10 @@ func TestChartAppCache(t *testing.T) {
 	res := gen()
 	if res.CacheHit || !strings.Contains(string(res.Manifests), `"replicas":7`) {
 		t.Errorf("a changed value file served from the cache (hit %v)", res.CacheHit)
+	}
+	shopParams(t, root, "valueFiles: [values-staging.yaml]\nparameters: [{name: replicaCount, value: \"8\"}]\n")
+	res = gen()
+	if res.CacheHit || !strings.Contains(string(res.Manifests), `"replicas":8`) {
+		t.Errorf("a changed parameters file served from the cache (hit %v)", res.CacheHit)
 	}
 }

@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # The README's first command: render the example environments, print their
 # rendered hashes and declared digests, then show the refusals of the bad
-# overlays: unpinned images, and a plaintext Secret (whose value is never shown).
+# overlays: unpinned images, and a plaintext Secret (whose value is never shown);
+# then the second app, storefront, a Helm chart pinned by digest, and a refused
+# unpinned chart. No network, no cluster: the pinned chart comes from a
+# throwaway chart cache seeded with the OCI layout committed beside the
+# example (CHARTS, default REPO/../charts/oci; examples/charts/README.md).
 set -uo pipefail
-tl=${1:?usage: demo.sh THROUGHLINE REPO}
-repo=${2:?usage: demo.sh THROUGHLINE REPO}
+tl=${1:?usage: demo.sh THROUGHLINE REPO [CHARTS]}
+repo=${2:?usage: demo.sh THROUGHLINE REPO [CHARTS]}
+charts=${3:-$(dirname "$repo")/charts/oci}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 say() { printf '\n%s\n' "$*"; }
 # digests ENV prints the sorted, unique digests the ENV overlay declares.
 digests() {
@@ -59,10 +66,73 @@ echo "exit code: $code (3 = refused by policy: a Secret with stringData; the val
 [ "$code" -eq 3 ] || { echo "demo: expected exit 3 for $sec" >&2; exit 1; }
 case $errs in *"$needle"*) echo "demo: the refusal printed the Secret's value" >&2; exit 1 ;; esac
 
+# The chart cache (keyed by digest, verified on every read) seeded from the
+# committed OCI layout: the render verifies the pinned manifest digest and the
+# chart layer's digest as after a pull from the registry, and fetches nothing.
+export THROUGHLINE_CACHE_DIR=$work/cache
+python3 - "$charts" "$THROUGHLINE_CACHE_DIR/charts" <<'PY' || exit 1
+import json, os, shutil, sys
+src, cache = sys.argv[1], sys.argv[2]
+manifests = {m["digest"] for m in json.load(open(os.path.join(src, "index.json")))["manifests"]}
+for name in os.listdir(os.path.join(src, "blobs", "sha256")):
+    kind = "manifests" if "sha256:" + name in manifests else "blobs"
+    os.makedirs(os.path.join(cache, kind, "sha256"), exist_ok=True)
+    shutil.copy(os.path.join(src, "blobs", "sha256", name), os.path.join(cache, kind, "sha256", name))
+PY
+for env in staging production; do
+  app=$repo/apps/storefront/overlays/$env
+  say "== storefront (a Helm chart app) in $env: throughline render --root $repo $app"
+  hash=$("$tl" render --log-level warn --root "$repo" --hash "$app") || exit 1
+  echo "rendered hash:   $hash"
+  python3 - "$app" <<'PY'
+import json, os, re, sys
+app = sys.argv[1]
+lock = open(os.path.join(app, "throughline-charts.lock.yaml")).read()
+get = lambda k: re.search(r"^\s*-?\s*%s: (\S+)" % k, lock, re.M).group(1)
+print("chart:           %s %s from %s, pinned %s" % (get("name"), get("version"), get("repo"), get("digest")))
+params = open(os.path.join(app, "throughline-helm.yaml")).read()
+print("parameters:      " + ", ".join(l.split("#")[0].strip() for l in params.splitlines()
+      if re.match(r"^(releaseName|namespace|valueFiles):", l)) + " (throughline-helm.yaml, in Git)")
+PY
+  "$tl" render --log-level warn --root "$repo" -o json "$app" | python3 -c '
+import json, sys
+for o in json.load(sys.stdin)["items"]:
+    if o["kind"] == "Acceptance":
+        for w in o["spec"]["workloads"]:
+            for c in w["containers"]:
+                print("declared digest: %s  %s/%s %s (%s)" % (c["digest"], w["kind"], w["name"], c["name"], c["image"].split("@")[0]))
+' || exit 1
+done
+
+app=$repo/apps/storefront/overlays/staging
+say "== the Argo CD plugin renders the same chart app to the same hash (throughline cmp generate, as the sidecar runs it)"
+plugin() {
+  (cd "$app" && env ARGOCD_APP_NAME=storefront-staging ARGOCD_APP_NAMESPACE=storefront-staging ARGOCD_APP_SOURCE_PATH=apps/storefront/overlays/staging \
+    ARGOCD_APP_SOURCE_REPO_URL=https://git.example.test/platform/gitops-env.git KUBE_VERSION=1.31.0 PARAM_ENVIRONMENT=staging PARAM_APP=storefront \
+    "$@" "$tl" cmp generate --log-level warn)
+}
+phash=$(plugin | python3 -c 'import json,sys; print(json.loads(sys.stdin.read().split("\n---\n")[-1])["spec"]["renderedHash"])') || exit 1
+echo "plugin's hash:   $phash"
+[ "$phash" = "$("$tl" render --log-level warn --root "$repo" --hash "$app")" ] || { echo "demo: the plugin's hash differs from the CLI's" >&2; exit 1; }
+echo "the CLI's hash:  the same (every gate renders what Argo CD applies)"
+say "== refused: an Application whose Helm parameters disagree with throughline-helm.yaml"
+echo 'spec.source.plugin.parameters: [{name: valueFiles, array: [values-production.yaml]}]'
+errs=$(plugin ARGOCD_APP_PARAMETERS='[{"name":"valueFiles","array":["values-production.yaml"]}]' 2>&1 >/dev/null)
+code=$?
+printf '%s\n' "$errs"
+echo "exit code: $code (3 = refused, rule chart-parameters-disagree: the parameters live in Git)"
+[ "$code" -eq 3 ] || { echo "demo: expected exit 3 for the disagreeing parameters" >&2; exit 1; }
+
+bad=$repo/apps/storefront/overlays/refused-unpinned-chart
+say "== refused: throughline render --root $repo $bad (a chart version the repository does not pin)"
+errs=$("$tl" render --log-level warn --root "$repo" "$bad" 2>&1 >/dev/null)
+code=$?
+printf '%s\n' "$errs"
+echo "exit code: $code (3 = refused, rule unpinned-chart: nothing was fetched)"
+[ "$code" -eq 3 ] || { echo "demo: expected exit 3 for $bad" >&2; exit 1; }
+
 # The promotion gates work on a Git repository: a throwaway one made from
 # the example (no remote, nothing pushed).
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 cp -r "$repo" "$work/gitops"
 g() { git -C "$work/gitops" -c user.name=demo -c user.email=demo@example.test -c commit.gpgsign=false "$@"; }
 g init -q -b main && g add -A && g commit -q -m "the example" || exit 1

@@ -65,8 +65,10 @@ type ChartFiles interface {
 type ChartRef struct{ Repo, Name, Version string } // Repo: "oci://host/path" or "https://host/path"
 
 // HelmOptions are the parameters of an Argo CD Helm-style app, named as
-// Argo CD's Helm source names them (spec.source.helm): the plugin reads them
-// from its parameters (ParseHelmParameters).
+// Argo CD's Helm source names them (spec.source.helm). A render takes them
+// from the app's parameters file in Git (HelmParametersFile,
+// ParseHelmParametersFile); what the plugin is given in its parameters
+// (ParseHelmParameters) is only checked against the file (Options.Helm).
 type HelmOptions struct {
 	// ReleaseName is .Release.Name; "" means the chart directory's name
 	// (the plugin passes the Argo CD application's name, as Argo CD does).
@@ -89,6 +91,12 @@ type HelmOptions struct {
 	SkipCRDs, SkipTests bool
 	// From names where the parameters came from, for messages.
 	From string
+	// Given names the parameters the source set (releaseName, valueFiles,
+	// ...): those a plugin's parameters must agree on with the file.
+	Given []string `json:",omitempty"`
+	// Destination is the namespace the Application deploys to
+	// (ARGOCD_APP_NAMESPACE), "" when unknown: it must be the release's.
+	Destination string `json:",omitempty"`
 }
 
 // HelmParameter is one --set parameter.
@@ -371,7 +379,7 @@ func (a *App) chartFiles(dir string) ([]ChartFile, error) {
 		for _, n := range names {
 			p, r := filepath.Join(d, n), path.Join(rel, n)
 			isDir := a.FS.IsDir(p)
-			if rules.Ignore(r, fileInfo{name: n, dir: isDir}) || (rel == "" && n == ignore.HelmIgnore) {
+			if rules.Ignore(r, fileInfo{name: n, dir: isDir}) || (rel == "" && (n == ignore.HelmIgnore || n == HelmParametersFile)) {
 				continue
 			}
 			if isDir {
@@ -532,16 +540,13 @@ func (a *App) buildChartApp(ctx context.Context) ([]Object, error) {
 		}
 		files = append(files, ChartFile{Name: "charts/" + d.Ref.Name + "-" + d.Ref.Version + ".tgz", Data: data})
 	}
-	h := a.helm
+	h := a.effectiveHelm()
 	from := h.From
 	if from == "" {
 		from = "parameters"
 	}
 	req := &ChartRender{Files: files, ParametersFrom: from, ReleaseName: h.ReleaseName, Namespace: h.Namespace,
 		KubeVersion: h.KubeVersion, APIVersions: h.APIVersions, IncludeCRDs: !h.SkipCRDs}
-	if req.ReleaseName == "" {
-		req.ReleaseName = filepath.Base(a.Dir)
-	}
 	for i, v := range h.ValueFiles {
 		f, err := a.valueFile(from, fmt.Sprintf("valueFiles[%d]", i), a.Dir, v)
 		if err != nil {

@@ -99,19 +99,19 @@ func TestChartAppAttacks(t *testing.T) {
 		name    string
 		files   map[string]string
 		links   map[string]string // app-relative link -> target
-		helm    render.HelmOptions
+		params  string            // the body of the app's parameters file
 		maxFile int64
 		code    int      // 0: renders
 		want    []string // in the error, or in the output when it renders
 	}{
-		{name: "valueFiles ../ out of the root", helm: render.HelmOptions{ValueFiles: []string{"../../../../../../../../etc/passwd"}},
+		{name: "valueFiles ../ out of the root", params: "valueFiles: [../../../../../../../../etc/passwd]",
 			code: exitcode.Invalid, want: []string{"valueFiles[0]", render.ErrOutsideRoot.Error()}},
-		{name: "valueFiles absolute", helm: render.HelmOptions{ValueFiles: []string{"/etc/passwd"}},
+		{name: "valueFiles absolute", params: "valueFiles: [/etc/passwd]",
 			code: exitcode.Invalid, want: []string{"valueFiles[0]", "absolute"}},
-		{name: "valueFiles URL", helm: render.HelmOptions{ValueFiles: []string{"https://values.example.test/v.yaml"}},
+		{name: "valueFiles URL", params: "valueFiles: [\"https://values.example.test/v.yaml\"]",
 			code: exitcode.Invalid, want: []string{"valueFiles[0]", "only from the repository"}},
 		{name: "valueFiles symlink out", links: map[string]string{"evil.yaml": secret},
-			helm: render.HelmOptions{ValueFiles: []string{"evil.yaml"}}, code: exitcode.Invalid, want: []string{"app/evil.yaml", "outside"}},
+			params: "valueFiles: [evil.yaml]", code: exitcode.Invalid, want: []string{"app/evil.yaml", "outside"}},
 		{name: "template symlink out", links: map[string]string{"templates/leak.yaml": secret},
 			code: exitcode.Invalid, want: []string{"app/templates/leak.yaml", "outside"}},
 		{name: "charts directory symlink out", links: map[string]string{"charts": outside},
@@ -139,13 +139,13 @@ func TestChartAppAttacks(t *testing.T) {
 		{name: "alias bomb in the output", files: map[string]string{"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\n" +
 			"metadata: {name: cm}\nbomb:\n" + indent(aliasBomb(9, 7))}, code: exitcode.Invalid, want: []string{"app/templates/cm.yaml", "alias"}},
 		{name: "alias bomb in a values file", files: map[string]string{"bomb.yaml": aliasBomb(9, 7)},
-			helm: render.HelmOptions{ValueFiles: []string{"bomb.yaml"}}, code: exitcode.Invalid, want: []string{"app/bomb.yaml", "alias"}},
+			params: "valueFiles: [bomb.yaml]", code: exitcode.Invalid, want: []string{"app/bomb.yaml", "alias"}},
 		{name: "template error", files: map[string]string{"templates/cm.yaml": fmt.Sprintf(configMapTpl, `{{ fail "no database configured" }}`)},
 			code: exitcode.Invalid, want: []string{"app/templates/cm.yaml", "no database configured"}},
 		{name: "values schema violation", files: map[string]string{
 			"values.schema.json": `{"type": "object", "properties": {"replicas": {"type": "integer"}}}`,
 			"values-bad.yaml":    "replicas: two\n"},
-			helm: render.HelmOptions{ValueFiles: []string{"values-bad.yaml"}}, code: exitcode.Invalid, want: []string{"app/values.schema.json", "replicas"}},
+			params: "valueFiles: [values-bad.yaml]", code: exitcode.Invalid, want: []string{"app/values.schema.json", "replicas"}},
 		{name: "missing dependency", files: map[string]string{"Chart.yaml": hostileChart + "dependencies: [{name: dep, version: 1.0.0}]\n"},
 			code: exitcode.Invalid, want: []string{"app/Chart.yaml", "missing in charts/"}},
 		{name: "unpinned remote dependency", files: map[string]string{"Chart.yaml": hostileChart +
@@ -161,8 +161,8 @@ func TestChartAppAttacks(t *testing.T) {
 			code: exitcode.Invalid, want: []string{"app/Chart.yaml", "illegally references parent directory"}},
 		{name: "compressed bomb in charts/", files: map[string]string{"charts/bomb-1.0.0.tgz": zeros.String()},
 			code: exitcode.Invalid, want: []string{"app/charts/bomb-1.0.0.tgz", "unpacks to more than"}},
-		{name: "bad parameter", helm: render.HelmOptions{Parameters: []render.HelmParameter{{Name: "list[x]", Value: "b"}}, From: "ARGOCD_APP_PARAMETERS"},
-			code: exitcode.Invalid, want: []string{"ARGOCD_APP_PARAMETERS", "list[x]"}},
+		{name: "bad parameter", params: "parameters: [{name: \"list[x]\", value: b}]",
+			code: exitcode.Invalid, want: []string{"app/" + render.HelmParametersFile, "list[x]"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,13 +173,16 @@ func TestChartAppAttacks(t *testing.T) {
 			for n, b := range tc.files {
 				files["app/"+n] = b
 			}
+			if tc.params != "" {
+				files["app/"+render.HelmParametersFile] = helmParams(tc.params + "\n")
+			}
 			root := writeTree(t, files)
 			for l, target := range tc.links {
 				if err := os.Symlink(target, filepath.Join(root, "app", l)); err != nil {
 					t.Fatal(err)
 				}
 			}
-			objs, err := renderOpts(render.Options{Root: root, Path: "app", Helm: tc.helm, MaxFileSize: tc.maxFile})
+			objs, err := renderOpts(render.Options{Root: root, Path: "app", MaxFileSize: tc.maxFile})
 			if got := exitcode.Code(err); got != tc.code {
 				t.Fatalf("exit %d, want %d: %v", got, tc.code, err)
 			}

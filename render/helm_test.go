@@ -17,9 +17,9 @@ import (
 func init() { render.UseHelm(helmrender.Engine{}) }
 
 // TestHelmGolden renders every testdata/helm/<case> (the repository
-// testdata/helm/repo at the path in <case>/path, with the plugin parameters
-// of <case>/params.json for a chart app) and compares the objects and the
-// hash with expected.yaml and expected.hash.
+// testdata/helm/repo at the path in <case>/path, for a chart app with
+// <case>/throughline-helm.yaml as its parameters file) and compares the
+// objects and the hash with expected.yaml and expected.hash.
 func TestHelmGolden(t *testing.T) {
 	cases, err := os.ReadDir("testdata/helm")
 	if err != nil {
@@ -35,13 +35,12 @@ func TestHelmGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var helm render.HelmOptions
-			if params, err := os.ReadFile(filepath.Join(dir, "params.json")); err == nil {
-				if helm, err = render.ParseHelmParameters(params); err != nil {
-					t.Fatal(err)
-				}
+			path := strings.TrimSpace(string(rel))
+			root := "testdata/helm/repo"
+			if params, err := os.ReadFile(filepath.Join(dir, render.HelmParametersFile)); err == nil {
+				root = withHelmParameters(t, root, path, string(params))
 			}
-			objs := buildOpts(t, render.Options{Root: "testdata/helm/repo", Path: strings.TrimSpace(string(rel)), Helm: helm})
+			objs := buildOpts(t, render.Options{Root: root, Path: path})
 			var got bytes.Buffer
 			if err := render.EncodeYAML(&got, objs); err != nil {
 				t.Fatal(err)
@@ -71,4 +70,30 @@ func renderOpts(opts render.Options) ([]render.Object, error) {
 		return nil, err
 	}
 	return app.Build(context.Background())
+}
+
+// withHelmParameters is a copy of the repository src with params as the
+// parameters file of the chart app at path.
+func withHelmParameters(t *testing.T, src, path, params string) string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(src, p)
+		files[filepath.ToSlash(rel)] = string(data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files[path+"/"+render.HelmParametersFile] = params
+	return writeTree(t, files)
+}
+
+// helmParams is a parameters file with body after its apiVersion and kind.
+func helmParams(body string) string {
+	return "apiVersion: " + render.HelmParametersAPIVersion + "\nkind: " + render.HelmParametersKind + "\n" + body
 }

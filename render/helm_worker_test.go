@@ -31,17 +31,19 @@ func TestHelmInWorkerAsInProcess(t *testing.T) {
 		"bad/templates/cm.yaml":  fmt.Sprintf(configMapTpl, `{{ fail "boom" }}`),
 	})
 	charts := &testCharts{packages: map[render.ChartRef][]byte{{Repo: "oci://registry.example.test/charts", Name: "web", Version: "2.0.0"}: web}}
+	// The plugin's parameters, which agree with the file.
 	staging, err := render.ParseHelmParameters([]byte(`[{"name":"valueFiles","array":["values-staging.yaml"]},{"name":"releaseName","string":"shop"}]`))
 	if err != nil {
 		t.Fatal(err)
 	}
+	shop := withHelmParameters(t, "testdata/helm/repo", "apps/shop", helmParams("releaseName: shop\nvalueFiles: [values-staging.yaml]\n"))
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	lean := &render.Worker{Path: filepath.Join(t.TempDir(), "no-such-binary"), Args: []string{render.WorkerCommand}, HelmPath: self}
 	cases := []render.Options{
-		{Root: "testdata/helm/repo", Path: "apps/shop", Helm: staging},
+		{Root: shop, Path: "apps/shop", Helm: staging},
 		{Root: "testdata/helm/repo", Path: "apps/web/overlays/staging"},
 		{Root: remote, Path: "app", Charts: charts},
 		{Root: remote, Path: "bad"},

@@ -40,7 +40,8 @@ type appParameter struct {
 //     YAML or JSON), or an array of "name=value";
 //   - skipCrds, skipTests: "true" or "false".
 //
-// Other parameters (throughline's environment and app) are left alone. An
+// Given lists the Helm parameters present. Other parameters (throughline's
+// environment and app) are left alone. An
 // empty input is no parameters. Bad input is an *exitcode.InvalidInput naming
 // ARGOCD_APP_PARAMETERS and the parameter.
 func ParseHelmParameters(data []byte) (HelmOptions, error) {
@@ -73,6 +74,9 @@ func ParseHelmParameters(data []byte) (HelmOptions, error) {
 		seen[p.Name] = true
 		if err := opts.set(p); err != nil {
 			return opts, bad(p.Name, err)
+		}
+		if helmParameterValue(HelmOptions{}, p.Name, "") != "" {
+			opts.Given = append(opts.Given, p.Name)
 		}
 	}
 	return opts, nil

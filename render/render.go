@@ -42,7 +42,12 @@ type Options struct {
 	// Charts gives the packages of remote charts (helm.go); nil refuses
 	// every remote chart (rule unpinned-chart).
 	Charts ChartSource
-	// Helm are the parameters of a chart app (ModeHelm).
+	// Helm are the Helm parameters a plugin was given for a chart app
+	// (ModeHelm; ParseHelmParameters, Given and Destination set): the render
+	// takes the app's parameters from HelmParametersFile in the repository
+	// and refuses any of these that disagrees with it
+	// (RuleChartParametersDisagree). Without Given and Destination they are
+	// not used.
 	Helm HelmOptions
 	// fetched are remote chart packages the parent fetched (the render
 	// child's request).
@@ -61,9 +66,11 @@ type App struct {
 	// (runKrusty resets kustomize's schema after it).
 	openAPI bool
 	// charts, helm and fetched are the chart source, the chart app's
-	// parameters and the remote chart packages fetched (helm.go).
+	// parameters (its HelmParametersFile) and the remote chart packages
+	// fetched (helm.go); given is Options.Helm, for the render child.
 	charts  ChartSource
 	helm    HelmOptions
+	given   HelmOptions
 	fetched map[string][]byte
 	// helmNamespace is the namespace a kustomization's helmCharts inherit
 	// from the kustomizations above it, by directory (as kustomize's).
@@ -133,9 +140,12 @@ func Open(ctx context.Context, opts Options) (*App, error) {
 		return nil, &exitcode.InvalidInput{File: fsys.Rel(dir), Err: errors.New("application path is not a directory")}
 	}
 	fsys.bind(ctx)
-	app := &App{FS: fsys, Dir: dir, Mode: ModeDirectory, charts: opts.Charts, helm: opts.Helm, fetched: opts.fetched}
+	app := &App{FS: fsys, Dir: dir, Mode: ModeDirectory, charts: opts.Charts, given: opts.Helm, fetched: opts.fetched}
 	if kfile := findKustomizationFile(fsys, dir); kfile == "" && fsys.Exists(filepath.Join(dir, "Chart.yaml")) {
 		app.Mode = ModeHelm
+		if err := app.chartParameters(opts.Helm); err != nil {
+			return nil, err
+		}
 	} else if kfile != "" {
 		app.Mode = ModeKustomize
 		seen := map[string]bool{}
@@ -463,7 +473,7 @@ func (a *App) readDirectory(ctx context.Context) ([]Object, error) {
 			return nil, err
 		}
 		p := filepath.Join(a.Dir, n)
-		if strings.HasPrefix(n, ".") || n == ChecksFile || !manifestExtensions[strings.ToLower(filepath.Ext(n))] || a.FS.IsDir(p) {
+		if strings.HasPrefix(n, ".") || n == ChecksFile || n == HelmParametersFile || !manifestExtensions[strings.ToLower(filepath.Ext(n))] || a.FS.IsDir(p) {
 			continue
 		}
 		data, err := a.FS.ReadFile(p)

@@ -121,7 +121,7 @@ func (a *App) buildInWorker(ctx context.Context, w *Worker) ([]Object, error) {
 		kfile = a.FS.Rel(filepath.Join(a.Dir, "Chart.yaml"))
 	}
 	req, err := json.Marshal(workerRequest{Root: a.FS.Root(), Path: a.RelDir(), MaxFileSize: a.FS.maxFileSize,
-		Trace: a.FS.trace != nil, MemoryLimit: w.MemoryLimit, Helm: a.helm, Charts: a.fetched})
+		Trace: a.FS.trace != nil, MemoryLimit: w.MemoryLimit, Helm: a.given, Charts: a.fetched})
 	if err != nil {
 		return nil, fmt.Errorf("encoding the render request for %s: %w", kfile, err)
 	}

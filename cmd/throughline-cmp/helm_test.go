@@ -29,13 +29,40 @@ func throughlineBeside(t *testing.T) string {
 	return bin
 }
 
-// TestChartAppThroughThroughline: throughline-cmp generate renders a chart
-// app (the Helm parameters from ARGOCD_APP_PARAMETERS) in a child process
-// of the throughline binary beside it; without that binary it refuses the
-// chart (exit 4) instead of rendering it as plain files.
-func TestChartAppThroughThroughline(t *testing.T) {
-	repo, err := filepath.Abs("../../render/testdata/helm/repo")
+// copyTree copies the directory src to a new temporary directory.
+func copyTree(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TestChartAppThroughThroughline: throughline-cmp generate renders a chart
+// app (the Helm parameters from its throughline-helm.yaml, which the
+// plugin's parameters agree with) in a child process of the throughline
+// binary beside it; without that binary it refuses the chart (exit 4)
+// instead of rendering it as plain files.
+func TestChartAppThroughThroughline(t *testing.T) {
+	repo := copyTree(t, "../../render/testdata/helm/repo")
+	params := "apiVersion: throughline.dev/v1alpha1\nkind: HelmParameters\nreleaseName: shop\nnamespace: shop-staging\n" +
+		"valueFiles: [values-staging.yaml]\nkubeVersion: \"1.31.2\"\n"
+	if err := os.WriteFile(filepath.Join(repo, "apps/shop/throughline-helm.yaml"), []byte(params), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), "HOME="+t.TempDir(), "ARGOCD_APP_NAME=shop", "ARGOCD_APP_NAMESPACE=shop-staging",

@@ -32,7 +32,10 @@ func TestOwnArtifactsArePinned(t *testing.T) {
 	checked := 0
 	for _, dir := range []string{"examples", "deploy", "plugin.yaml"} {
 		err := filepath.Walk(filepath.Join(repoRoot, dir), func(p string, fi os.FileInfo, err error) error {
-			if err != nil || fi.IsDir() || !strings.HasSuffix(p, ".yaml") || strings.Contains(p, "refused-unpinned") {
+			// A chart's templates are no YAML until rendered: TestRenderChartExample
+			// renders the example's chart through policy.
+			if err != nil || fi.IsDir() || !strings.HasSuffix(p, ".yaml") || strings.Contains(p, "refused-unpinned") ||
+				strings.Contains(filepath.ToSlash(p), "/templates/") {
 				return err
 			}
 			data, err := os.ReadFile(p)

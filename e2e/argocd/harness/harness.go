@@ -215,16 +215,27 @@ func Run(t *testing.T, d Driver, start StartFunc, hostile bool) {
 		if len(apps) == 0 {
 			t.Skip("no app with a .throughline marker under examples/gitops-env")
 		}
+		// The example's chart app pulls its chart from an OCI registry by
+		// the pinned digest: the plugin and the CLI find it in the chart
+		// cache (THROUGHLINE_CACHE_DIR/charts), seeded from the layout
+		// committed beside the example, as make demo does.
+		seedChartCache(t, filepath.Join(top, "examples", "charts", "oci"), filepath.Join(base, "cache", "charts"))
+		charts := 0
 		for _, a := range apps {
 			rel, _ := filepath.Rel(exRoot, a)
 			t.Run(rel, func(t *testing.T) {
-				env := Env(exRoot, rel)
+				// The Application of apps/<app>/overlays/<env> is named after
+				// the app (the registry's name of the path).
+				env := Env(exRoot, rel, "ARGOCD_APP_NAME="+strings.Split(filepath.ToSlash(rel), "/")[1])
 				got, err := d.Generate(ctx, a, exRoot, exRoot, "", env)
 				_, hashErr := throughline(t, "render", "--hash", "--root", exRoot, a)
 				switch code := exitCode(hashErr); code {
 				case 0:
 					Must(t, err)
 					checkAccepted(t, got, exRoot, rel, nil)
+					if _, err := os.Stat(filepath.Join(a, "Chart.yaml")); err == nil {
+						charts++
+					}
 				case 3:
 					if err == nil || len(got) != 0 || !strings.Contains(err.Error(), "exit status 3") {
 						t.Errorf("render refuses %s, but GenerateManifest returned %d manifests, err %v", rel, len(got), err)
@@ -233,6 +244,9 @@ func Run(t *testing.T, d Driver, start StartFunc, hostile bool) {
 					t.Errorf("throughline render --hash %s: exit %d: %v", rel, code, hashErr)
 				}
 			})
+		}
+		if charts < 2 {
+			t.Errorf("%d chart apps of examples/gitops-env rendered through the CMP server, want the storefront's staging and production", charts)
 		}
 	})
 
@@ -281,14 +295,39 @@ func overrideEnv(env, extra []string) []string {
 	return env
 }
 
-// kustomizationNamespace is the namespace: of the kustomization in dir
-// ("" when there is none).
+// kustomizationNamespace is the namespace: of the kustomization in dir, or
+// of a chart app's Helm parameters file ("" when there is none).
 func kustomizationNamespace(dir string) string {
-	data, _ := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
-	if m := regexp.MustCompile(`(?m)^namespace:\s*(\S+)\s*$`).FindSubmatch(data); m != nil {
-		return string(m[1])
+	for _, f := range []string{"kustomization.yaml", "throughline-helm.yaml"} {
+		data, _ := os.ReadFile(filepath.Join(dir, f))
+		if m := regexp.MustCompile(`(?m)^namespace:\s*(\S+)\s*(#.*)?$`).FindSubmatch(data); m != nil {
+			return string(m[1])
+		}
 	}
 	return ""
+}
+
+// seedChartCache copies the blobs of the OCI image layout src into the
+// chart cache dir: the manifests index.json lists under manifests/, the
+// others under blobs/ (the cache is keyed by digest and verified on read).
+func seedChartCache(t *testing.T, src, dir string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(src, "index.json"))
+	Must(t, err)
+	var index struct{ Manifests []struct{ Digest string } }
+	Must(t, json.Unmarshal(data, &index))
+	blobs, err := os.ReadDir(filepath.Join(src, "blobs", "sha256"))
+	Must(t, err)
+	for _, b := range blobs {
+		kind := "blobs"
+		if slices.ContainsFunc(index.Manifests, func(m struct{ Digest string }) bool { return m.Digest == "sha256:"+b.Name() }) {
+			kind = "manifests"
+		}
+		data, err := os.ReadFile(filepath.Join(src, "blobs", "sha256", b.Name()))
+		Must(t, err)
+		Must(t, os.MkdirAll(filepath.Join(dir, kind, "sha256"), 0o755))
+		Must(t, os.WriteFile(filepath.Join(dir, kind, "sha256", b.Name()), data, 0o644))
+	}
 }
 
 // checkAccepted checks a GenerateManifest result: the objects `throughline
