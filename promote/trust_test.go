@@ -427,3 +427,36 @@ func TestGatesCarryAndReverifyTheSameEvidence(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyRefusesEditedEvidence: a contributor who edits the attempt's
+// record on its branch to reference other evidence than staging's record
+// (a fresher scan attached later, which verifies) is refused at VERIFIED.
+func TestVerifyRefusesEditedEvidence(t *testing.T) {
+	ctx := context.Background()
+	var e *trusttest.Evidence
+	all := func(tf *trustFixture) [][]byte {
+		if e == nil {
+			e = tf.w.CIEvidence(tf.img)
+		}
+		return e.All()
+	}
+	tf := newTrustFixture(t, trusttest.KeyPolicy(productionScanAge), all, all)
+	p, err := Propose(ctx, tf.repo, tf.proposeReq())
+	must(t, err)
+	fresh := tf.w.SignKey(tf.w.Key, trusttest.Scan(tf.img, time.Now(), nil))
+	tf.w.AttachTag(tf.img, ".att", append(e.All(), fresh)...)
+	file := promotion.RecordPath("checkout", "production")
+	tf.amend(p.Branch, func() {
+		rec, err := promotion.Parse(file, []byte(tf.read(file)))
+		must(t, err)
+		rec.Artifact.Evidence.Items[3].Digest = trusttest.DigestOf(fresh)
+		data, err := rec.Marshal()
+		must(t, err)
+		tf.write(map[string]string{file: string(data)})
+	})
+	_, err = Verify(ctx, tf.repo, tf.verifyReq(time.Now()))
+	wantTrustRefusal(t, "verify", err, RuleEvidenceDiffers, "")
+	if !strings.Contains(err.Error(), trusttest.DigestOf(fresh)) || !strings.Contains(err.Error(), trusttest.DigestOf(e.Scan)) {
+		t.Fatalf("verify: the refusal names neither evidence: %v", err)
+	}
+}
