@@ -64,6 +64,9 @@ func build(file string, p *v1alpha1.PromotionPolicy) (*Registry, error) {
 	if err := r.checkOverlaps(); err != nil {
 		return nil, err
 	}
+	if err := r.checkOrder(); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 

@@ -40,24 +40,28 @@ func (r Result) Err() error {
 // is known: only exceptions scoped to no environment hold) and returns every
 // violation at once.
 func CheckObjects(objs []render.Object, allow *AllowList, env string) Result {
-	var res Result
-	seen := map[string]render.Object{}
+	// An object holds a pod template or two: room for two containers
+	// each saves growing the list of thousands.
+	res := Result{Containers: make([]DeclaredContainer, 0, 2*len(objs))}
+	type identity struct{ group, kind, namespace, name string } // the version does not make another object
+	seen := make(map[identity]int, len(objs))
 	images := map[string]ImageDecision{}
-	for _, o := range objs {
+	var walker render.ContainerWalker
+	check := func(c render.Container) { res.checkContainer(c, allow, env, images) }
+	for i, o := range objs {
 		id := o.ID()
-		key := strings.Join([]string{id.Group, id.Kind, id.Namespace, id.Name}, "\x00")
-		if first, dup := seen[key]; dup {
+		key := identity{id.Group, id.Kind, id.Namespace, id.Name}
+		if j, dup := seen[key]; dup {
+			first := objs[j]
 			res.Violations = append(res.Violations, Violation{
 				Rule: RuleDuplicateObject, File: o.Source, Object: id.String(),
 				Reason: fmt.Sprintf("appears more than once in the render (also as %s in %s)", first.ID().APIVersion(), first.Source),
 			})
 		} else {
-			seen[key] = o
+			seen[key] = i
 		}
-		res.checkSecret(o, allow, env)
-		for _, c := range render.Containers(o) {
-			res.checkContainer(c, allow, env, images)
-		}
+		res.checkSecret(o, id, allow, env)
+		walker.Each(o, id, check)
 	}
 	sortViolations(res.Violations)
 	return res

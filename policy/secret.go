@@ -21,8 +21,7 @@ var secretFields = []string{"data", "stringData"}
 // ExternalSecret, SealedSecret, an encrypted file), unless the allow-list
 // names it for env. The violation names the fields and their keys, never a
 // value.
-func (r *Result) checkSecret(o render.Object, allow *AllowList, env string) {
-	id := o.ID()
+func (r *Result) checkSecret(o render.Object, id render.ID, allow *AllowList, env string) {
 	if !IsSecret(id) {
 		return
 	}

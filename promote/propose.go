@@ -106,6 +106,9 @@ type proposeOptions struct {
 	// before it is written (a rollback: the environment's own earlier
 	// acceptance).
 	Verify func(rec *promotion.Record) error
+	// Candidacy: the new record is the artifact's candidacy (promote
+	// candidate): its Artifact.Evidence.Candidacy is its own promotion id.
+	Candidacy bool
 }
 
 // edit is the target overlay at the base revision with the artifact's
@@ -204,6 +207,9 @@ func proposeArtifact(ctx context.Context, r *gitops.Repo, baseRev string, art pr
 	rec, err := promotion.NewCandidate(app, maxAttempt+1, art, e.target, time.Now(), o.By)
 	if err != nil {
 		return nil, err
+	}
+	if o.Candidacy && rec.Artifact.Evidence != nil {
+		rec.Artifact.Evidence.Candidacy = rec.PromotionID
 	}
 	if o.Verify != nil {
 		if err := o.Verify(rec); err != nil {

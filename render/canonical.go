@@ -1,9 +1,9 @@
 package render
 
 import (
-	"bytes"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -12,85 +12,99 @@ import (
 )
 
 // canonicalEncoders reuses encoders (and their buffers) across objects.
-var canonicalEncoders = sync.Pool{New: func() any {
-	b := new(bytes.Buffer)
-	// Names come from a Go map: they cannot repeat, so the encoder need not
-	// track them.
-	return &canonicalEncoder{buf: b, enc: jsontext.NewEncoder(b, jsontext.AllowDuplicateNames(true))}
-}}
+var canonicalEncoders = sync.Pool{New: func() any { return new(canonicalEncoder) }}
 
+// canonicalEncoder appends the canonical form to buf: JSON's structure
+// characters directly, strings through jsontext.AppendQuote and numbers in
+// jsontext's ECMAScript form (jsontext.Value.Canonicalize writes both the
+// same way), without an encoder's per-token state machine.
 type canonicalEncoder struct {
-	buf  *bytes.Buffer
-	enc  *jsontext.Encoder
+	buf  []byte
 	keys []string
 }
 
 // canonicalDirect writes the RFC 8785 form of a decoded object in one pass:
-// the object's maps walked with their names in UTF-16 order, every token
-// written by jsontext (its string escaping and ECMAScript number formatting
-// are those of jsontext.Value.Canonicalize). It reports false for anything
-// it does not handle (a Go type other than those a JSON or YAML decoder
-// produces, invalid UTF-8, NaN or infinity), and Canonical then takes the
-// marshal-and-canonicalize path, which decides.
+// the object's maps walked with their names in UTF-16 order. It reports
+// false for anything it does not handle (a Go type other than those a JSON
+// or YAML decoder produces, invalid UTF-8, NaN or infinity), and Canonical
+// then takes the marshal-and-canonicalize path, which decides.
 func canonicalDirect(m map[string]any) ([]byte, bool) {
 	ce := canonicalEncoders.Get().(*canonicalEncoder)
 	defer canonicalEncoders.Put(ce)
-	ce.buf.Reset()
-	ce.enc.Reset(ce.buf, jsontext.AllowDuplicateNames(true))
+	ce.buf = ce.buf[:0]
 	if !ce.value(m) {
 		return nil, false
 	}
-	out := bytes.TrimSuffix(ce.buf.Bytes(), []byte{'\n'})
-	return slices.Clone(out), true
+	return slices.Clone(ce.buf), true
 }
 
 func (ce *canonicalEncoder) value(v any) bool {
-	var tok jsontext.Token
 	switch v := v.(type) {
 	case map[string]any:
 		return ce.object(v)
 	case []any:
 		if v == nil {
-			return ce.enc.WriteToken(jsontext.Null) == nil // as encoding/json writes a nil slice
+			ce.buf = append(ce.buf, "null"...) // as encoding/json writes a nil slice
+			return true
 		}
-		if ce.enc.WriteToken(jsontext.BeginArray) != nil {
-			return false
-		}
-		for _, e := range v {
+		ce.buf = append(ce.buf, '[')
+		for i, e := range v {
+			if i > 0 {
+				ce.buf = append(ce.buf, ',')
+			}
 			if !ce.value(e) {
 				return false
 			}
 		}
-		return ce.enc.WriteToken(jsontext.EndArray) == nil
+		ce.buf = append(ce.buf, ']')
+		return true
 	case string:
-		tok = jsontext.String(v)
+		return ce.str(v)
 	case bool:
-		tok = jsontext.Bool(v)
+		ce.buf = strconv.AppendBool(ce.buf, v)
+		return true
 	case nil:
-		tok = jsontext.Null
+		ce.buf = append(ce.buf, "null"...)
+		return true
 	// RFC 8785 numbers are IEEE 754 doubles in ECMAScript form: an integer
 	// is written as the double it becomes (2^53+1 is 9007199254740992).
 	case float64:
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return false // jsontext writes them as strings; JSON has no such number
-		}
-		if v == 0 {
-			v = 0 // RFC 8785 writes -0 as 0
-		}
-		tok = jsontext.Float(v)
+		return ce.number(v)
 	case int64:
-		tok = jsontext.Float(float64(v))
+		return ce.number(float64(v))
 	case int:
-		tok = jsontext.Float(float64(v))
-	default:
-		return false
+		return ce.number(float64(v))
 	}
-	return ce.enc.WriteToken(tok) == nil
+	return false
+}
+
+func (ce *canonicalEncoder) str(s string) bool {
+	var err error
+	ce.buf, err = jsontext.AppendQuote(ce.buf, s) // an error is invalid UTF-8
+	return err == nil
+}
+
+func (ce *canonicalEncoder) number(f float64) bool {
+	switch {
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return false // JSON has no such number
+	case f == 0:
+		ce.buf = append(ce.buf, '0') // RFC 8785 writes -0 as 0
+	case f == math.Trunc(f) && math.Abs(f) < 1<<53:
+		// An integral double below 2^53 is its integer in ECMAScript
+		// form (it switches to exponents at 1e21): most numbers of a
+		// manifest (replicas, ports) take this path, without allocating.
+		ce.buf = strconv.AppendInt(ce.buf, int64(f), 10)
+	default:
+		ce.buf = append(ce.buf, jsontext.Float(f).String()...)
+	}
+	return true
 }
 
 func (ce *canonicalEncoder) object(m map[string]any) bool {
 	if m == nil {
-		return ce.enc.WriteToken(jsontext.Null) == nil
+		ce.buf = append(ce.buf, "null"...)
+		return true
 	}
 	start := len(ce.keys)
 	for k := range m {
@@ -98,15 +112,23 @@ func (ce *canonicalEncoder) object(m map[string]any) bool {
 	}
 	keys := ce.keys[start:]
 	slices.SortFunc(keys, compareUTF16)
-	ok := ce.enc.WriteToken(jsontext.BeginObject) == nil
-	for _, k := range keys {
-		if !ok {
+	ce.buf = append(ce.buf, '{')
+	ok := true
+	for i, k := range keys {
+		if i > 0 {
+			ce.buf = append(ce.buf, ',')
+		}
+		if ok = ce.str(k); !ok {
 			break
 		}
-		ok = ce.enc.WriteToken(jsontext.String(k)) == nil && ce.value(m[k])
+		ce.buf = append(ce.buf, ':')
+		if ok = ce.value(m[k]); !ok {
+			break
+		}
 	}
 	ce.keys = ce.keys[:start]
-	return ok && ce.enc.WriteToken(jsontext.EndObject) == nil
+	ce.buf = append(ce.buf, '}')
+	return ok
 }
 
 // compareUTF16 orders names by their UTF-16 code units (RFC 8785 3.2.3),

@@ -72,6 +72,12 @@ type EnvironmentPolicy struct {
 	// spec.deadlines.rollout.
 	RolloutDeadline *metav1.Duration `json:"rolloutDeadline,omitempty"`
 
+	// PromotesFrom are the environments whose accepted artifacts are
+	// promoted into this one (the promotion order). An environment that
+	// lists none is a first environment: the only kind `promote candidate`
+	// (CI) may write a candidate into.
+	PromotesFrom []string `json:"promotesFrom,omitempty"`
+
 	// Trust is the supply-chain evidence (signatures, attestations) every
 	// gate into this environment verifies of the image (none: no
 	// evidence required).

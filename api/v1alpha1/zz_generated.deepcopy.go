@@ -365,6 +365,11 @@ func (in *EnvironmentPolicy) DeepCopyInto(out *EnvironmentPolicy) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.PromotesFrom != nil {
+		in, out := &in.PromotesFrom, &out.PromotesFrom
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Trust != nil {
 		in, out := &in.Trust, &out.Trust
 		*out = new(TrustPolicy)

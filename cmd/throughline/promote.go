@@ -24,6 +24,8 @@ to the next through the promotion/v1 record at promotion/<app>/<env>.yaml:
   CANDIDATE -> VERIFIED -> APPROVED -> RECONCILING -> ACCEPTED
   (any failed gate -> HALTED or REJECTED, with the reason)
 
+  candidate CI's entry point: verify a new image's signatures and attestations
+            and propose it as a CANDIDATE of the first environment
   propose   write the source environment's accepted digest into the target
             overlay and a CANDIDATE record, on a branch named from the attempt
             key; push it and open a PR/MR when a forge is configured
@@ -43,6 +45,7 @@ func newPromoteCommand(g *globals, stdout io.Writer) *cobra.Command {
 	}
 	cmd.AddCommand(
 		newPromoteProposeCommand(g, stdout),
+		newPromoteCandidateCommand(g, stdout),
 		newPromoteVerifyCommand(g, stdout),
 		newPromoteApproveCommand(g, stdout),
 		newPromoteRejectCommand(g, stdout),

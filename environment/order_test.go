@@ -1,0 +1,55 @@
+package environment
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/throughline-dev/throughline/exitcode"
+)
+
+// TestPromotionOrder: promotesFrom names other environments of the
+// registry; an environment that lists none is a first environment.
+func TestPromotionOrder(t *testing.T) {
+	tests := []struct {
+		name  string
+		from  map[string][]string
+		field string // "": valid
+		first []string
+	}{
+		{"none declared: every environment is first", nil, "", []string{"dev", "production", "staging"}},
+		{"a chain", map[string][]string{"staging": {"dev"}, "production": {"staging"}}, "", []string{"dev"}},
+		{"two sources", map[string][]string{"production": {"dev", "staging"}}, "", []string{"dev", "staging"}},
+		{"unknown source", map[string][]string{"production": {"staging", "qa"}}, "environments.production.promotesFrom[1]", nil},
+		{"itself", map[string][]string{"staging": {"staging"}}, "environments.staging.promotesFrom[0]", nil},
+		{"twice", map[string][]string{"production": {"staging", "staging"}}, "environments.production.promotesFrom[1]", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := example()
+			for env, from := range tt.from {
+				e := p.Environments[env]
+				e.PromotesFrom = from
+				p.Environments[env] = e
+			}
+			reg, err := New(file, p)
+			if tt.field != "" {
+				if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), tt.field+":") {
+					t.Fatalf("exit %d, want %d naming %s and %s: %v", exitcode.Code(err), exitcode.Invalid, file, tt.field, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var first []string
+			for _, n := range reg.Names() {
+				if e, _ := reg.Get(n); e.First() {
+					first = append(first, n)
+				}
+			}
+			if strings.Join(first, " ") != strings.Join(tt.first, " ") {
+				t.Fatalf("first environments %q, want %q", first, tt.first)
+			}
+		})
+	}
+}

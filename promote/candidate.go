@@ -1,0 +1,222 @@
+package promote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/throughline-dev/throughline/environment"
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/trust"
+)
+
+// The refusal rules of promote candidate (besides the registry's
+// environment-unknown and package trust's rules).
+const (
+	// RuleCandidateNotFirst: the environment is promoted into from another
+	// (its promotesFrom lists one): its artifacts come from there, not
+	// from CI.
+	RuleCandidateNotFirst = "candidate-not-first"
+	// RuleImageUnknown: the image's registry has no manifest or index of
+	// that digest.
+	RuleImageUnknown = "image-unknown"
+	// RuleCandidateSourceCommit: the digest is already a candidate of the
+	// environment built from another source commit.
+	RuleCandidateSourceCommit = "candidate-source-commit"
+)
+
+// CandidateRequest asks to make Image, built by CI from SourceCommit, a
+// candidate of App in the first environment Environment.
+type CandidateRequest struct {
+	App, Environment string
+	// Image is the digest reference CI pushed: repository[:tag]@sha256:<hex>.
+	Image string
+	// SourceCommit is the full id of the commit CI built Image from.
+	SourceCommit string
+	// Path and Cluster are the target overlay and cluster ("" for the
+	// environment registry's); they must be Environment's.
+	Path, Cluster string
+	// Renderer is throughline's version, recorded in the target.
+	Renderer string
+	// Trust are the registry options, the verification cache and the
+	// clock of the evidence's verification (SourceCommit is set from the
+	// request).
+	Trust trust.Options
+}
+
+// Candidate is CI's entry point: it checks that req.Environment is a
+// first environment of the registry at the base branch, that the image's
+// registry has its digest, and verifies the image's signatures and
+// attestations against the environment's trust policy (the provenance's
+// subject must be this digest and its source req.SourceCommit). It then
+// proposes the digest as Propose does (the same attempt branch,
+// compare-and-swap and idempotency rules): the environment's overlay with
+// the digest pinned and a CANDIDATE record whose artifact carries the
+// source commit and the verified evidence by bundle digest (an empty list
+// when the policy requires none), with the record's own promotion id as
+// the candidacy. The same request again returns the existing attempt.
+func Candidate(ctx context.Context, r *gitops.Repo, req CandidateRequest) (*Proposal, error) {
+	img, err := name.NewDigest(req.Image, name.StrictValidation)
+	if err != nil {
+		return nil, &exitcode.InvalidInput{Err: fmt.Errorf("image %q: a digest reference (repository[:tag]@sha256:...) is required: %w", req.Image, err)}
+	}
+	if !promotion.ValidRevision(req.SourceCommit) {
+		return nil, &exitcode.InvalidInput{Err: fmt.Errorf("source commit %q: not a full commit id", req.SourceCommit)}
+	}
+	baseRev, err := r.BaseRev(ctx)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := promotion.ReadRegistry(ctx, r, baseRev)
+	if err != nil {
+		return nil, err
+	}
+	res, err := candidateTarget(reg, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := resolveDigest(ctx, img, req.Trust.Remote); err != nil {
+		return nil, err
+	}
+	read := func(ctx context.Context, p string) ([]byte, error) { return r.ReadFile(ctx, baseRev, p) }
+	pol, err := trust.ForEnvironment(ctx, reg, req.Environment, read)
+	if err != nil {
+		return nil, err
+	}
+	opts := req.Trust
+	opts.SourceCommit = req.SourceCommit
+	ev, err := trust.Verify(ctx, pol, req.Image, opts)
+	if err != nil {
+		return nil, err
+	}
+	art := promotion.Artifact{Image: req.Image, Digest: img.DigestStr(), SourceCommit: req.SourceCommit, Evidence: candidacyEvidence(req.Environment, ev)}
+	if err := sameSource(ctx, r, baseRev, req, art); err != nil {
+		return nil, err
+	}
+	p, err := proposeArtifact(ctx, r, baseRev, art, ProposeRequest{App: req.App, To: req.Environment, Path: res.Path, Cluster: res.Cluster,
+		Renderer: req.Renderer}, proposeOptions{By: "throughline promote candidate", Message: candidateMessage, Candidacy: true})
+	if err != nil {
+		return nil, err
+	}
+	if p.Existing && p.Record.Artifact.SourceCommit != req.SourceCommit {
+		return nil, sourceConflict(req, p.Record)
+	}
+	return p, nil
+}
+
+// candidateTarget refuses an environment the registry does not know or
+// that is not a first environment, and resolves req's target in it.
+func candidateTarget(reg *environment.Registry, req CandidateRequest) (*environment.Resolved, error) {
+	env, err := reg.Lookup(req.Environment)
+	if err != nil {
+		return nil, aboutImage(err, req.Image)
+	}
+	if !env.First() {
+		var first []string
+		for _, n := range reg.Names() {
+			if e, _ := reg.Get(n); e.First() {
+				first = append(first, n)
+			}
+		}
+		return nil, &exitcode.Refusal{Rule: RuleCandidateNotFirst, File: reg.File(), Object: req.Image,
+			Field: "environments." + req.Environment + ".promotesFrom", Reason: RuleCandidateNotFirst,
+			Err: fmt.Errorf("%s is promoted into from %s: a candidate from CI goes into a first environment (%s)",
+				req.Environment, strings.Join(env.PromotesFrom, ", "), strings.Join(first, ", "))}
+	}
+	res, err := resolveTarget(reg, req.App, req.Environment, req.Path, req.Cluster)
+	if err != nil {
+		return nil, aboutImage(err, req.Image)
+	}
+	return res, nil
+}
+
+// aboutImage is err, a refusal that names no object, naming image and its
+// rule.
+func aboutImage(err error, image string) error {
+	var re *exitcode.Refusal
+	if !errors.As(err, &re) || re.Object != "" {
+		return err
+	}
+	c := *re
+	c.Object, c.Reason = image, re.Rule
+	if re.Reason != "" {
+		c.Err = errors.New(re.Reason)
+		if re.Err != nil {
+			c.Err = fmt.Errorf("%s: %w", re.Reason, re.Err)
+		}
+	}
+	return &c
+}
+
+// resolveDigest checks that img's registry has a manifest or index of
+// img's digest.
+func resolveDigest(ctx context.Context, img name.Digest, opts []remote.Option) error {
+	desc, err := remote.Head(img, append(opts, remote.WithContext(ctx))...)
+	var te *transport.Error
+	if errors.As(err, &te) && te.StatusCode == http.StatusNotFound {
+		return &exitcode.Refusal{Rule: RuleImageUnknown, Object: img.String(), Reason: RuleImageUnknown,
+			Err: fmt.Errorf("the registry %s has no manifest or index %s in %s", img.RegistryStr(), img.DigestStr(), img.Context().RepositoryStr())}
+	}
+	if err != nil {
+		return fmt.Errorf("resolving %s in its registry: %w", img, err)
+	}
+	if desc.Digest.String() != img.DigestStr() {
+		return &exitcode.Refusal{Rule: RuleImageUnknown, Object: img.String(), Reason: RuleImageUnknown,
+			Err: fmt.Errorf("the registry answers digest %s for %s", desc.Digest, img.DigestStr())}
+	}
+	return nil
+}
+
+// candidacyEvidence is the evidence reference of a candidacy in env (the
+// candidacy, its promotion id, is set once the attempt is numbered): the
+// verified bundles, none when env's policy requires none.
+func candidacyEvidence(env string, ev *trust.Evidence) *promotion.SupplyChain {
+	s := &promotion.SupplyChain{Environment: env, Items: []promotion.EvidenceItem{}}
+	for _, it := range ev.Items {
+		s.Items = append(s.Items, promotion.EvidenceItem{Kind: it.Kind, Digest: it.Digest, PredicateType: it.PredicateType, Signer: it.Signer})
+	}
+	return s
+}
+
+// sameSource refuses a candidate of a digest the environment's record at
+// the base already holds from another source commit: one digest, one
+// source.
+func sameSource(ctx context.Context, r *gitops.Repo, baseRev string, req CandidateRequest, art promotion.Artifact) error {
+	cur, err := promotion.ReadRecord(ctx, r, baseRev, req.App, req.Environment)
+	if err != nil {
+		return err
+	}
+	if cur != nil && cur.Artifact.Digest == art.Digest && cur.Artifact.SourceCommit != req.SourceCommit {
+		return sourceConflict(req, cur)
+	}
+	return nil
+}
+
+func sourceConflict(req CandidateRequest, rec *promotion.Record) error {
+	return &exitcode.Refusal{Rule: RuleCandidateSourceCommit, File: promotion.RecordPath(req.App, req.Environment), Object: req.Image,
+		Field: "artifact.sourceCommit", Reason: RuleCandidateSourceCommit,
+		Err: fmt.Errorf("attempt %s records the digest as built from %s, not %s", rec.PromotionID, rec.Artifact.SourceCommit, req.SourceCommit)}
+}
+
+// candidateMessage is the commit message of a new candidate record.
+func candidateMessage(rec *promotion.Record) string {
+	a := rec.Artifact
+	var b strings.Builder
+	fmt.Fprintf(&b, "candidate %s %s for %s\n\nPromotion: %s\nAttempt-Key: %s %s %s %d\nImage: %s\nSource-Commit: %s\n",
+		rec.App, ShortDigest(a.Digest), rec.Target.Environment, rec.PromotionID, rec.App, a.Digest, rec.Target.Environment, rec.Attempt,
+		a.Image, a.SourceCommit)
+	if a.Evidence != nil {
+		for _, it := range a.Evidence.Items {
+			fmt.Fprintf(&b, "Evidence: %s %s\n", it.Kind, it.Digest)
+		}
+	}
+	return b.String()
+}
