@@ -4,8 +4,9 @@
 // repository served over smart HTTP, real clones): a "CI" step pushes an
 // image and attaches its signature and attestations (SLSA provenance, an
 // SBOM, a vulnerability scan: Sigstore bundles signed with a generated key,
-// under cosign's tags), the candidacy verifies them against staging's trust
-// policy and records them by digest, staging accepts the image (the
+// under cosign's tags), `throughline promote candidate` (CI's entry point)
+// verifies them against staging's trust policy and records them by digest
+// on the candidacy's branch, which is merged; staging accepts the image (the
 // reconciler, the kubelet and the notifier are PLAYED: their record and
 // evidence file are written on main), and every gate on the way to
 // production re-verifies exactly the recorded bundles against production's

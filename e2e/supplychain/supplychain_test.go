@@ -109,28 +109,29 @@ func (w *world) build(scanAge time.Duration) (image string, scan []byte) {
 	return img.Context().String() + ":1.5.0@" + img.DigestStr(), e.Scan
 }
 
-// candidate makes image a candidate of staging from CI's source commit
-// and returns the evidence recorded: the bundles verified against
-// staging's trust policy, by digest. (promote candidate, CI's entry
-// point, is being built on another branch: until it lands the candidacy
-// is `trust verify` against staging's policy and the record API.)
+// candidate is CI's entry point, promote candidate: image becomes a
+// CANDIDATE of staging, its evidence verified against staging's trust
+// policy and recorded by bundle digest on the attempt branch, which is
+// merged (the candidacy's PR). It returns the evidence recorded.
 func (w *world) candidate(image string) *promotion.SupplyChain {
 	w.t.Helper()
 	dir := w.clone()
-	ref := digestRef(w.t, image)
-	r := w.run(dir, "trust", "verify", "--repo", dir, "--rev", "origin/main", "--environment", "staging",
-		"--source-commit", trusttest.SourceCommit, "--cache-dir", w.cache, ref)
+	r := w.run(dir, "promote", "candidate", "--repo", dir, "--app", "checkout", "--to", "staging", "--image", image,
+		"--source-commit", trusttest.SourceCommit, "--trust-cache-dir", w.cache, "-o", "json")
 	if r.Code != 0 {
-		w.t.Fatalf("arrow CI -> staging candidacy: trust verify exit %d: %s", r.Code, r.Stderr)
+		w.t.Fatalf("arrow CI -> staging candidacy: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
-	var ev trust.Evidence
-	must(w.t, json.Unmarshal([]byte(r.Stdout), &ev))
-	digest := ref[strings.Index(ref, "@")+1:]
-	sc := &promotion.SupplyChain{Candidacy: promotion.AttemptKey{App: "checkout", Digest: digest, Environment: "staging", Attempt: 1}.ID(),
-		Environment: "staging"}
-	for _, it := range ev.Items {
-		sc.Items = append(sc.Items, promotion.EvidenceItem{Kind: it.Kind, Digest: it.Digest, PredicateType: it.PredicateType, Signer: it.Signer})
+	var p struct {
+		Record promotion.Record `json:"record"`
+		Branch string           `json:"branch"`
 	}
+	must(w.t, json.Unmarshal([]byte(r.Stdout), &p))
+	sc := p.Record.Artifact.Evidence
+	if p.Record.State != promotion.Candidate || sc == nil || sc.Candidacy != p.Record.PromotionID || len(sc.Items) != 4 {
+		w.t.Fatalf("arrow CI -> staging candidacy: record %+v, evidence %+v", p.Record, sc)
+	}
+	w.git(dir, "merge", "-q", "--ff-only", "origin/"+p.Branch)
+	w.git(dir, "push", "-q", "origin", "main")
 	return sc
 }
 
