@@ -8,11 +8,12 @@ import (
 	"github.com/throughline-dev/throughline/trust"
 )
 
-// trustGateFlags are the flags of a gate that re-verifies the supply-chain
-// evidence a promotion record carries (promote propose, verify, check,
-// rollback, check): the registry is reached with the user's registry
-// credentials (the Docker config, as trust verify), verified bundles are
-// cached on disk so that a warm gate makes no registry request.
+// trustGateFlags are the flags of a command that verifies supply-chain
+// evidence (promote candidate verifies it first; promote propose, verify,
+// check, check and rollback re-verify what a record carries): the registry
+// is reached with the user's registry credentials (the Docker config, as
+// trust verify), verified bundles are cached on disk so that a warm gate
+// makes no registry request.
 type trustGateFlags struct {
 	cacheDir string
 	noCache  bool
@@ -21,7 +22,7 @@ type trustGateFlags struct {
 func (t *trustGateFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&t.cacheDir, "trust-cache-dir", defaultTrustCacheDir(),
 		"cache of verified supply-chain evidence, by image and bundle digest (env "+EnvCacheDir+"/trust)")
-	f.BoolVar(&t.noCache, "no-trust-cache", false, "keep no cache of verified evidence: fetch the recorded bundles again")
+	f.BoolVar(&t.noCache, "no-trust-cache", false, "keep no cache of verified evidence: fetch and verify every bundle again")
 }
 
 // options are the registry options and cache the gate verifies with.
