@@ -2,6 +2,7 @@ package promote
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ import (
 // evidence record (nil: none) references, then B; then today's policy
 // (production requires the CI's key, provenance, an SBOM and a scan no
 // older than 24h; key: the PEM the policy trusts) is committed.
-func newTrustRollbackFixture(t *testing.T, w *trusttest.World, record [][]byte, key []byte) *gitops.Repo {
+func newTrustRollbackFixture(t *testing.T, record [][]byte, key []byte) *fixture {
 	f := &fixture{t: t, top: t.TempDir()}
 	f.root = f.top
 	f.write(map[string]string{
@@ -53,7 +54,7 @@ func newTrustRollbackFixture(t *testing.T, w *trusttest.World, record [][]byte, 
 	f.commit("today's trust policy")
 	f.repo, err = gitops.Open(context.Background(), f.root)
 	must(t, err)
-	return f.repo
+	return f
 }
 
 // TestRollbackReverifiesEvidence: the rollback target's own earlier
@@ -101,15 +102,16 @@ func TestRollbackReverifiesEvidence(t *testing.T) {
 				must(t, err)
 				key = []byte(pem)
 			}
-			repo := newTrustRollbackFixture(t, w, record, key)
-			res, err := Rollback(ctx, repo, RollbackRequest{App: "web", Env: "production", To: rollback.Previous, Path: webOverlay, Renderer: renderer,
-				Exists: func(context.Context, string) (bool, error) { return true, nil },
-				Trust:  trust.Options{Remote: []remote.Option{remote.WithTransport(registryAs{w.Host})}}})
+			f := newTrustRollbackFixture(t, record, key)
+			opts := trust.Options{Remote: []remote.Option{remote.WithTransport(registryAs{w.Host})}}
+			res, err := Rollback(ctx, f.repo, RollbackRequest{App: "web", Env: "production", To: rollback.Previous, Path: webOverlay, Renderer: renderer,
+				Exists: func(context.Context, string) (bool, error) { return true, nil }, Trust: opts})
 			if tc.rule == "" {
 				must(t, err)
 				if got := res.Proposal.Record.Artifact.Evidence; got == nil || !got.Equal(supplyChain(record)) {
 					t.Fatalf("the rollback's record carries %+v, not A's evidence", got)
 				}
+				wantRollbackPRGate(t, f, res.Proposal.Branch, opts)
 				return
 			}
 			img := webImage + "@" + digestA
@@ -126,5 +128,32 @@ func TestRollbackReverifiesEvidence(t *testing.T) {
 				t.Fatalf("rollback: want refusal %s naming %s and %q, got exit %d: %v", tc.rule, img, blame, exitcode.Code(err), err)
 			}
 		})
+	}
+}
+
+// wantRollbackPRGate: the PR gate of the rollback finds no supply-chain
+// refusal; once a contributor drops the evidence from the rollback's
+// record, it refuses it: the record must carry the prior acceptance's.
+func wantRollbackPRGate(t *testing.T, f *fixture, branch string, opts trust.Options) {
+	t.Helper()
+	req := CheckRequest{Base: "main", Head: branch, Now: time.Now(), Renderer: renderer, Trust: opts}
+	rep, err := Check(context.Background(), f.repo, req)
+	must(t, err)
+	if r := rules(rep); slices.Contains(r, RuleEvidenceDiffers) || slices.Contains(r, RuleEvidenceUnrecorded) {
+		t.Fatalf("check of the rollback: %v\n%s", r, strings.Join(rep.Refusals, "\n"))
+	}
+	file := promotion.RecordPath("web", "production")
+	f.amend(branch, func() {
+		rec, err := promotion.Parse(file, []byte(f.read(file)))
+		must(t, err)
+		rec.Artifact.Evidence = nil
+		data, err := rec.Marshal()
+		must(t, err)
+		f.write(map[string]string{file: string(data)})
+	})
+	rep, err = Check(context.Background(), f.repo, req)
+	must(t, err)
+	if r := rules(rep); !slices.Contains(r, RuleEvidenceDiffers) || !slices.Contains(r, RuleEvidenceUnrecorded) {
+		t.Fatalf("check of the rollback without its evidence: %v\n%s", r, strings.Join(rep.Refusals, "\n"))
 	}
 }

@@ -360,7 +360,8 @@ func TestCheckReverifiesEvidence(t *testing.T) {
 // record carries staging's evidence as recorded at candidacy (not copied
 // from elsewhere, not rebuilt); a warm gate makes no registry request;
 // a record whose evidence a contributor edits on the branch (a fresher scan
-// attached later, or none) is refused by verify and by the PR gate.
+// attached later, or none) or whose source commit they edit is refused by
+// the PR gate.
 func TestGatesCarryAndReverifyTheSameEvidence(t *testing.T) {
 	ctx := context.Background()
 	var e *trusttest.Evidence
@@ -400,12 +401,13 @@ func TestGatesCarryAndReverifyTheSameEvidence(t *testing.T) {
 
 	fresh := tf.w.SignKey(tf.w.Key, trusttest.Scan(tf.img, time.Now(), nil))
 	tf.w.AttachTag(tf.img, ".att", append(e.All(), fresh)...)
-	for name, edit := range map[string]func(sc *promotion.SupplyChain) *promotion.SupplyChain{
-		"a fresher scan swapped in": func(sc *promotion.SupplyChain) *promotion.SupplyChain {
-			sc.Items[3].Digest = trusttest.DigestOf(fresh)
-			return sc
-		},
-		"the evidence dropped": func(*promotion.SupplyChain) *promotion.SupplyChain { return nil },
+	for name, tc := range map[string]struct {
+		edit func(rec *promotion.Record)
+		rule string
+	}{
+		"a fresher scan swapped in": {func(rec *promotion.Record) { rec.Artifact.Evidence.Items[3].Digest = trusttest.DigestOf(fresh) }, RuleEvidenceDiffers},
+		"the evidence dropped":      {func(rec *promotion.Record) { rec.Artifact.Evidence = nil }, RuleEvidenceDiffers},
+		"another source commit":     {func(rec *promotion.Record) { rec.Artifact.SourceCommit = strings.Repeat("f", 40) }, trust.RuleProvenanceSource},
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := "edited-" + strings.ReplaceAll(name, " ", "-")
@@ -414,15 +416,15 @@ func TestGatesCarryAndReverifyTheSameEvidence(t *testing.T) {
 			tf.amend(b, func() {
 				rec, err := promotion.Parse(file, []byte(tf.read(file)))
 				must(t, err)
-				rec.Artifact.Evidence = edit(rec.Artifact.Evidence)
+				tc.edit(rec)
 				data, err := rec.Marshal()
 				must(t, err)
 				tf.write(map[string]string{file: string(data)})
 			})
 			rep, err := Check(ctx, tf.repo, tf.checkReq(b, now))
 			must(t, err)
-			if !slices.Contains(rules(rep), RuleEvidenceDiffers) {
-				t.Fatalf("check: no %s finding: %v\n%s", RuleEvidenceDiffers, rules(rep), strings.Join(rep.Refusals, "\n"))
+			if !slices.Contains(rules(rep), tc.rule) {
+				t.Fatalf("check: no %s finding: %v\n%s", tc.rule, rules(rep), strings.Join(rep.Refusals, "\n"))
 			}
 		})
 	}
