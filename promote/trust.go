@@ -147,8 +147,8 @@ func (c *check) supplyChain(ctx context.Context) error {
 		return err
 	}
 	if src != nil {
-		if err := sameEvidence(c.rec, src); err != nil {
-			c.trustFinding(err)
+		if err := c.trustFinding(sameEvidence(c.rec, src)); err != nil {
+			return err
 		}
 	}
 	return c.trustFinding(g.reverify(ctx, c.rec.Artifact, c.rep.Environment, c.req.Now))

@@ -167,13 +167,12 @@ func TestCandidateToProduction(t *testing.T) {
 	w.acceptInStaging(image, w.candidate(image))
 
 	dir := w.clone()
-	gate := func(arrow string, args ...string) testenv.CLIResult {
+	gate := func(arrow string, args ...string) {
 		t.Helper()
 		r := w.run(dir, append(args, "--repo", dir)...)
 		if r.Code != 0 {
 			t.Fatalf("arrow %s: exit %d\n%s\n%s", arrow, r.Code, r.Stdout, r.Stderr)
 		}
-		return r
 	}
 	gate("staging -> production propose", "promote", "propose", "--app", "checkout", "--from", "staging", "--to", "production",
 		"--trust-cache-dir", w.cache)
