@@ -15,6 +15,7 @@ import (
 	"github.com/throughline-dev/throughline/render"
 	"github.com/throughline-dev/throughline/repocheck"
 	"github.com/throughline-dev/throughline/rollback"
+	"github.com/throughline-dev/throughline/trust"
 )
 
 // Rules of the PR gate's findings (Finding.Rule).
@@ -113,6 +114,9 @@ type CheckRequest struct {
 	Now        time.Time
 	// Renderer is throughline's version.
 	Renderer string
+	// Trust are the registry options and cache the supply-chain gate
+	// re-verifies the recorded evidence with (trust.go).
+	Trust trust.Options
 }
 
 // check is one run of Check: the revisions, the record and both trees.
@@ -154,7 +158,7 @@ func Check(ctx context.Context, r *gitops.Repo, req CheckRequest) (*Report, erro
 	}
 	defer func() { _ = c.ht.Close() }()
 	for _, step := range []func(context.Context) error{c.registry, c.files, c.renderDiff, c.policy, c.acceptance, c.evidence, c.approval,
-		c.signedApprovals, c.drift} {
+		c.signedApprovals, c.drift, c.supplyChain} {
 		if err := step(ctx); err != nil {
 			return nil, err
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/repocheck"
 )
@@ -114,6 +115,7 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{t: t, top: t.TempDir()}
 	f.root = filepath.Join(f.top, "gitops")
 	copyDir(t, exampleRepo, f.root)
+	testenv.RemoveTrust(t, f.root) // made-up digests, no evidence: the trust gates are trust_test.go's
 	k := "apps/checkout/overlays/staging/kustomization.yaml"
 	f.write(map[string]string{k: strings.Replace(f.read(k), "1.4.2@"+oldDigest, "1.5.0@"+newDigest, 1)})
 	f.git("init", "-q", "-b", "main")

@@ -16,6 +16,7 @@ import (
 	"github.com/throughline-dev/throughline/overlay"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/trust"
 )
 
 // Proposal is what Propose (or Rollback) did.
@@ -39,6 +40,9 @@ type ProposeRequest struct {
 	Cluster string
 	// Renderer is throughline's version, recorded in the target.
 	Renderer string
+	// Trust are the registry options and cache the supply-chain gate
+	// re-verifies the recorded evidence with (trust.go).
+	Trust trust.Options
 }
 
 // Propose reads the digest ACCEPTED in req.From's record on the base
@@ -66,6 +70,9 @@ func Propose(ctx context.Context, r *gitops.Repo, req ProposeRequest) (*Proposal
 			promotion.RecordPath(app, from), src.State, src.Artifact.Digest, from)
 	}
 	if _, err := ReadSourceEvidence(ctx, r, baseRev, app, from, src.Artifact.Digest, time.Now()); err != nil {
+		return nil, err
+	}
+	if err := proposeTrust(ctx, r, baseRev, src, to, req.Trust); err != nil {
 		return nil, err
 	}
 	return proposeArtifact(ctx, r, baseRev, src.Artifact, req, proposeOptions{

@@ -12,6 +12,7 @@ import (
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
 	"github.com/throughline-dev/throughline/rollback"
+	"github.com/throughline-dev/throughline/trust"
 )
 
 // RollbackResult is what Rollback did.
@@ -44,6 +45,9 @@ type RollbackRequest struct {
 	Exists func(ctx context.Context, ref string) (bool, error)
 	// Renderer is throughline's version.
 	Renderer string
+	// Trust are the registry options and cache the supply-chain gate
+	// re-verifies the rollback target's recorded evidence with (trust.go).
+	Trust trust.Options
 }
 
 // Rollback proposes, as a new attempt through the propose path, a digest
@@ -79,6 +83,9 @@ func Rollback(ctx context.Context, r *gitops.Repo, req RollbackRequest) (*Rollba
 		return nil, err
 	}
 	if err := stillInRegistry(ctx, req, pick); err != nil {
+		return nil, err
+	}
+	if err := rollbackTrust(ctx, r, baseRev, pick, env, req.Trust); err != nil {
 		return nil, err
 	}
 	marked, err := irreversible(ctx, r, baseRev, req, cur.Artifact.Digest)

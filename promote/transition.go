@@ -11,6 +11,7 @@ import (
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/trust"
 )
 
 // Transition is a record moved and committed.
@@ -74,6 +75,9 @@ type VerifyRequest struct {
 	// Branch is the attempt branch ("" for the only open one of App/To).
 	Branch string
 	Now    time.Time
+	// Trust are the registry options and cache the supply-chain gate
+	// re-verifies the recorded evidence with (trust.go).
+	Trust trust.Options
 }
 
 // Verify moves the attempt's record from CANDIDATE to VERIFIED on its
@@ -98,6 +102,9 @@ func Verify(ctx context.Context, r *gitops.Repo, req VerifyRequest) (*Transition
 		}
 		src, err := ReadSourceEvidence(ctx, r, base, req.App, from, rec.Artifact.Digest, req.Now)
 		if err != nil {
+			return "", err
+		}
+		if err := verifyTrust(ctx, r, base, rec, src.Record, req.Trust, req.Now); err != nil {
 			return "", err
 		}
 		v := src.VerifiedIn()

@@ -59,6 +59,7 @@ type checkOptions struct {
 	json                     bool
 	driftFiles               []string
 	ff                       forgeFlags
+	tg                       trustGateFlags
 }
 
 func (o *checkOptions) addFlags(f *pflag.FlagSet) {
@@ -69,6 +70,7 @@ func (o *checkOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
 	f.BoolVar(&o.json, "json", false, "same as --output json")
 	o.ff.addFlags(f)
+	o.tg.addFlags(f)
 }
 
 func newCheckCommand(g *globals, stdout io.Writer) *cobra.Command {
@@ -143,7 +145,7 @@ func (o *checkOptions) verdict(ctx context.Context, r *gitops.Repo) (*checkVerdi
 	v := &checkVerdict{Repository: rc, OK: rc.OK}
 	if rc.Promotion != nil {
 		v.Promotion, err = promote.Check(ctx, r, promote.CheckRequest{Base: rc.Base, Head: rc.Head, DriftFiles: o.driftFiles, Now: time.Now(),
-			Renderer: buildVersion()})
+			Renderer: buildVersion(), Trust: o.tg.options()})
 		if err != nil {
 			return nil, err
 		}

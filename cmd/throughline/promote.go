@@ -61,6 +61,16 @@ const promoteProposeLong = `Read the digest ACCEPTED in the source environment's
 the target overlay's images: entry (replicas, hosts, resources and every other
 parameter of the target stay), write the target's CANDIDATE record, and commit
 both on the branch throughline/promote/<app>/<to>/<digest12>-<attempt>.
+The new record carries the source record's supply-chain evidence as recorded.
+
+Supply-chain evidence: when the target environment's trust policy requires
+evidence, the signatures and attestations recorded at candidacy (by bundle
+digest, in the record's artifact.evidence) are re-verified against that policy
+at the base branch, fetched by digest (never newer evidence found by tag);
+refused (exit 3 naming the rule, the image and the evidence digest) are a record
+without evidence, a signature or attestation that does not verify, and a scan
+too old or with findings above the policy's (docs/supply-chain.md). Verified
+bundles are cached under --trust-cache-dir.
 
 The environment registry of throughline-policy.yaml (read at the base branch)
 gives the target's overlay path and cluster; --path and --cluster, when given,
@@ -79,6 +89,7 @@ is opened with the classified diff as its body; otherwise the branch is printed.
 type promoteProposeOptions struct {
 	repo, app, from, to, targetPath, cluster, output string
 	ff                                               forgeFlags
+	tg                                               trustGateFlags
 }
 
 func (o *promoteProposeOptions) addFlags(f *pflag.FlagSet) {
@@ -91,6 +102,7 @@ func (o *promoteProposeOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.cluster, "cluster", "", "target cluster (default: the environment registry's, else the environment name); must be the environment's")
 	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
 	o.ff.addFlags(f)
+	o.tg.addFlags(f)
 }
 
 func newPromoteProposeCommand(g *globals, stdout io.Writer) *cobra.Command {
@@ -126,7 +138,7 @@ func (o *promoteProposeOptions) run(ctx context.Context, g *globals, stdout io.W
 	}
 	r.Charts = chartSource()
 	p, err := promote.Propose(ctx, r, promote.ProposeRequest{App: o.app, From: o.from, To: o.to, Path: o.targetPath, Cluster: o.cluster,
-		Renderer: buildVersion()})
+		Renderer: buildVersion(), Trust: o.tg.options()})
 	if err != nil {
 		return err
 	}
@@ -194,13 +206,24 @@ since; when it is not an ACCEPTED decision for that attempt, digest and
 revisions; when the observed revision is neither the desired commit nor a later
 commit of the branch rendering the approved objects; when a Pod of the digest
 runs another imageID; when it is older than the policy's evidenceMaxAge. A file
-that is not evidence/v1 is invalid input (exit 4). The push is a
-compare-and-swap: on a non-fast-forward it fetches, re-applies and retries; it
-never forces.`
+that is not evidence/v1 is invalid input (exit 4). Refused (rule
+evidence-differs) too when the attempt's record carries other supply-chain
+evidence than the source record. The push is a compare-and-swap: on a
+non-fast-forward it fetches, re-applies and retries; it never forces.
+
+Supply-chain evidence: when the target environment's trust policy requires
+evidence, the signatures and attestations recorded at candidacy (by bundle
+digest, in the record's artifact.evidence) are re-verified against that policy
+at the base branch, fetched by digest (never newer evidence found by tag);
+refused (exit 3 naming the rule, the image and the evidence digest) are a record
+without evidence, a signature or attestation that does not verify, and a scan
+too old or with findings above the policy's (docs/supply-chain.md). Verified
+bundles are cached under --trust-cache-dir.`
 
 // promoteVerifyOptions are the flags of promote verify.
 type promoteVerifyOptions struct {
 	repo, app, from, to, branch, evidence string
+	tg                                    trustGateFlags
 }
 
 func (o *promoteVerifyOptions) addFlags(f *pflag.FlagSet) {
@@ -211,6 +234,7 @@ func (o *promoteVerifyOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.branch, "branch", "", "attempt branch (default: the only open one of APP/TO)")
 	f.StringVar(&o.evidence, "evidence", "", "removed: the evidence is read from Git")
 	_ = f.MarkHidden("evidence")
+	o.tg.addFlags(f)
 }
 
 func newPromoteVerifyCommand(g *globals, stdout io.Writer) *cobra.Command {
@@ -239,7 +263,8 @@ func (o *promoteVerifyOptions) run(ctx context.Context, g *globals, stdout io.Wr
 		return err
 	}
 	r.Charts = chartSource()
-	t, err := promote.Verify(ctx, r, promote.VerifyRequest{App: o.app, From: o.from, To: o.to, Branch: o.branch, Now: time.Now()})
+	t, err := promote.Verify(ctx, r, promote.VerifyRequest{App: o.app, From: o.from, To: o.to, Branch: o.branch, Now: time.Now(),
+		Trust: o.tg.options()})
 	if err != nil {
 		return err
 	}

@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/promote"
-	"github.com/throughline-dev/throughline/trust"
 )
 
 const promoteCandidateLong = `The CI entry point: make the image CI just built a CANDIDATE of the first
@@ -59,9 +56,9 @@ const promoteCandidateExample = `  throughline promote candidate --repo . --app 
 
 // promoteCandidateOptions are the flags of promote candidate.
 type promoteCandidateOptions struct {
-	repo, app, to, image, sourceCommit, targetPath, cluster, output, cacheDir string
-	noCache                                                                   bool
-	ff                                                                        forgeFlags
+	repo, app, to, image, sourceCommit, targetPath, cluster, output string
+	ff                                                              forgeFlags
+	tg                                                              trustGateFlags
 }
 
 func (o *promoteCandidateOptions) addFlags(f *pflag.FlagSet) {
@@ -73,10 +70,7 @@ func (o *promoteCandidateOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.targetPath, "path", "", "target overlay, relative to the repository (default: the environment registry's); must be TO's")
 	f.StringVar(&o.cluster, "cluster", "", "target cluster (default: the environment registry's); must be the environment's")
 	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
-	// The names of the later gates' trust flags (propose, verify, check).
-	f.StringVar(&o.cacheDir, "trust-cache-dir", defaultTrustCacheDir(),
-		"cache of verified supply-chain evidence, by image and bundle digest (env "+EnvCacheDir+"/trust)")
-	f.BoolVar(&o.noCache, "no-trust-cache", false, "keep no cache of verified evidence")
+	o.tg.addFlags(f) // the later gates' trust flags (propose, verify, check, rollback)
 	o.ff.addFlags(f)
 }
 
@@ -110,13 +104,8 @@ func (o *promoteCandidateOptions) run(ctx context.Context, g *globals, stdout io
 		return err
 	}
 	r.Charts = chartSource()
-	opts := trust.Options{Remote: []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain),
-		remote.WithUserAgent("throughline/" + buildVersion())}}
-	if !o.noCache {
-		opts.CacheDir = o.cacheDir
-	}
 	p, err := promote.Candidate(ctx, r, promote.CandidateRequest{App: o.app, Environment: o.to, Image: o.image, SourceCommit: o.sourceCommit,
-		Path: o.targetPath, Cluster: o.cluster, Renderer: buildVersion(), Trust: opts})
+		Path: o.targetPath, Cluster: o.cluster, Renderer: buildVersion(), Trust: o.tg.options()})
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,18 @@ that attempt and digest, or its evidence file is missing or disagrees), a
 digest that is not the verified one, a tag (any unpinned image), a rendered
 hash other than the approved one, an approval that is missing, expired or
 bound to other inputs, a target that moved on, a moved tag (drift records
-under drift/ and --drift-record).
+under drift/ and --drift-record), supply-chain evidence other than the source
+record's (or, for a rollback, the prior acceptance's record's; rule
+evidence-differs).
+
+Supply-chain evidence: when the target environment's trust policy requires
+evidence, the signatures and attestations recorded at candidacy (by bundle
+digest, in the record's artifact.evidence) are re-verified against that policy
+at the base branch, fetched by digest (never newer evidence found by tag);
+refused (exit 3 naming the rule, the image and the evidence digest) are a record
+without evidence, a signature or attestation that does not verify, and a scan
+too old or with findings above the policy's (docs/supply-chain.md). Verified
+bundles are cached under --trust-cache-dir.
 
 Exit codes: 0 pass; 3 refused (every reason listed); 4 a record, policy or
 manifest is invalid.`
@@ -45,6 +56,7 @@ manifest is invalid.`
 type promoteCheckOptions struct {
 	repo, base, head, output string
 	driftFiles               []string
+	tg                       trustGateFlags
 }
 
 func (o *promoteCheckOptions) addFlags(f *pflag.FlagSet) {
@@ -53,6 +65,7 @@ func (o *promoteCheckOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.head, "head", "", "the PR's head revision")
 	f.StringArrayVar(&o.driftFiles, "drift-record", nil, "a drift record (throughline drift record) to check the artifact's tag against (repeatable)")
 	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
+	o.tg.addFlags(f)
 }
 
 func newPromoteCheckCommand(g *globals, stdout io.Writer) *cobra.Command {
@@ -81,7 +94,7 @@ func (o *promoteCheckOptions) run(ctx context.Context, g *globals, stdout io.Wri
 	}
 	r.Charts = chartSource()
 	rep, err := promote.Check(ctx, r, promote.CheckRequest{Base: o.base, Head: o.head, DriftFiles: o.driftFiles, Now: time.Now(),
-		Renderer: buildVersion()})
+		Renderer: buildVersion(), Trust: o.tg.options()})
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/promote"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
@@ -100,6 +101,7 @@ func promoteFixture(t *testing.T) (top, root string) {
 	if err := os.Rename(copyTree(t, exampleRepo), root); err != nil {
 		t.Fatal(err)
 	}
+	testenv.RemoveTrust(t, root) // made-up digests, no evidence: the trust gates are trust_gates_test.go's
 	k := filepath.Join(root, "apps/checkout/overlays/staging/kustomization.yaml")
 	writeTree(t, root, map[string]string{"apps/checkout/overlays/staging/kustomization.yaml": strings.Replace(readFile(t, k), "1.4.2@"+promOldDigest, "1.5.0@"+promNewDigest, 1)})
 	stagingAccepted(t, root, promNewDigest)

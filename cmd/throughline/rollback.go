@@ -44,7 +44,13 @@ from Git; approve, check, merge and reconcile then go as for any promotion.
 When a workload of the current artifact carries the annotation
 throughline.dev/irreversible-migration: "true", the rollback is refused unless
 --accept-irreversible-migration is given: the older artifact may not read the
-migrated data.`
+migrated data.
+
+The rollback target's own earlier record's supply-chain evidence is
+re-verified against TODAY's trust policy of ENV (at the base branch): a target
+that policy no longer accepts (no evidence recorded, a signer's key rotated
+out, a scan now too old) is refused (exit 3 naming the rule, the image and the
+evidence digest). Verified bundles are cached under --trust-cache-dir.`
 
 // rollbackOptions are the flags of rollback.
 type rollbackOptions struct {
@@ -52,6 +58,7 @@ type rollbackOptions struct {
 	acceptIrreversible                              bool
 	ff                                              forgeFlags
 	rf                                              registryFlags
+	tg                                              trustGateFlags
 }
 
 func (o *rollbackOptions) addFlags(f *pflag.FlagSet) {
@@ -66,6 +73,7 @@ func (o *rollbackOptions) addFlags(f *pflag.FlagSet) {
 		"roll back although the current artifact's workload is marked "+rollback.AnnotationIrreversible)
 	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
 	o.ff.addFlags(f)
+	o.tg.addFlags(f)
 }
 
 func newRollbackCommand(g *globals, stdout io.Writer) *cobra.Command {
@@ -107,7 +115,8 @@ func (o *rollbackOptions) run(ctx context.Context, g *globals, stdout io.Writer)
 		return ok, registryError(err)
 	}
 	res, err := promote.Rollback(ctx, r, promote.RollbackRequest{App: o.app, Env: o.env, To: o.to, Path: o.targetPath, Cluster: o.cluster,
-		AcceptIrreversible: o.acceptIrreversible, Exists: exists, Renderer: buildVersion()})
+		AcceptIrreversible: o.acceptIrreversible, Exists: exists, Renderer: buildVersion(),
+		Trust: o.tg.options()})
 	if err != nil {
 		return err
 	}

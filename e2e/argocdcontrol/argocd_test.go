@@ -138,6 +138,7 @@ func (e *env) seedGit(root string) string {
 	e.work = filepath.Join(e.t.TempDir(), "gitops-env")
 	must(e.t, os.CopyFS(e.work, os.DirFS(filepath.Join(root, "examples", "gitops-env"))))
 	testenv.RemoveRuntimeChecks(e.t, e.work) // no app serves and no Prometheus runs here
+	testenv.RemoveTrust(e.t, e.work)         // made-up digests without evidence: e2e/supplychain's subject
 	// Production's approvers sign with keys of the test.
 	e.alice, e.bob = sshkey.New(e.t, "alice@example.com"), sshkey.New(e.t, "bob@example.com")
 	must(e.t, os.WriteFile(filepath.Join(e.work, "allowed-signers"), []byte(sshkey.Signers(e.alice, e.bob)), 0o644))

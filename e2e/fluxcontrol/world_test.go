@@ -173,6 +173,7 @@ func newGitOps(ctx context.Context, t *testing.T, gs *testenv.GitServer, root st
 	testenv.Git(t, ctx, g.env, home, "clone", "-q", remote, g.dir)
 	must(t, os.CopyFS(g.dir, os.DirFS(filepath.Join(root, "examples", "gitops-env"))))
 	testenv.RemoveRuntimeChecks(t, g.dir) // no app serves and no Prometheus runs here
+	testenv.RemoveTrust(t, g.dir)         // made-up digests without evidence: e2e/supplychain's subject
 	return g
 }
 

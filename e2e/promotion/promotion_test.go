@@ -75,6 +75,7 @@ func seed(t *testing.T, ctx context.Context, remote string) (alice, bob sshkey.K
 	t.Helper()
 	work := t.TempDir()
 	copyDir(t, filepath.Join(testenv.RepoRoot(t), "examples", "gitops-env"), work)
+	testenv.RemoveTrust(t, work) // made-up digests without evidence: e2e/supplychain's subject
 	alice, bob = sshkey.New(t, "alice@example.com"), sshkey.New(t, "bob@example.com")
 	must(t, os.WriteFile(filepath.Join(work, "allowed-signers"), []byte(sshkey.Signers(alice, bob)), 0o644))
 	k := filepath.Join(work, "apps/checkout/overlays/staging/kustomization.yaml")

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/spf13/pflag"
+
+	"github.com/throughline-dev/throughline/trust"
+)
+
+// trustGateFlags are the flags of a command that verifies supply-chain
+// evidence (promote candidate verifies it first; promote propose, verify,
+// check, check and rollback re-verify what a record carries): the registry
+// is reached with the user's registry credentials (the Docker config, as
+// trust verify), verified bundles are cached on disk so that a warm gate
+// makes no registry request.
+type trustGateFlags struct {
+	cacheDir string
+	noCache  bool
+}
+
+func (t *trustGateFlags) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&t.cacheDir, "trust-cache-dir", defaultTrustCacheDir(),
+		"cache of verified supply-chain evidence, by image and bundle digest (env "+EnvCacheDir+"/trust)")
+	f.BoolVar(&t.noCache, "no-trust-cache", false, "keep no cache of verified evidence: fetch and verify every bundle again")
+}
+
+// options are the registry options and cache the gate verifies with.
+func (t *trustGateFlags) options() trust.Options {
+	o := trust.Options{Remote: []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain),
+		remote.WithUserAgent("throughline/" + buildVersion())}}
+	if !t.noCache {
+		o.CacheDir = t.cacheDir
+	}
+	return o
+}
