@@ -62,7 +62,13 @@ func remoteChart(c promotion.Chart) bool { return chartsource.IsRemote(c.Source)
 // chartKey is a chart's identity in a comparison: name, version, digest
 // (a chart of the repository may sit in another directory per
 // environment; its digest is its content).
-func chartKey(c promotion.Chart) string { return c.Name + " " + c.Version + "@" + c.Digest }
+func chartKey(c promotion.Chart) string {
+	k := c.Name + " " + c.Version + "@" + c.Digest
+	if c.ValuesSchema != nil {
+		k += " values schema " + c.ValuesSchema.Digest
+	}
+	return k
+}
 
 // chartDiff lists, one line each, the charts of got that want lacks and
 // those of want that got lacks.
