@@ -9,7 +9,9 @@ import (
 // ChartID is the identity a chart's Change names: Kind Chart of group
 // helm.sh, named after the chart (its source in Namespace's place is not
 // used: a chart is one per name in a render).
-func ChartID(name string) render.ID { return render.ID{Group: "helm.sh", Version: "v2", Kind: "Chart", Name: name} }
+func ChartID(name string) render.ID {
+	return render.ID{Group: "helm.sh", Version: "v2", Kind: "Chart", Name: name}
+}
 
 // ClassifyCharts compares the charts a target renders before and after a
 // change, by name: a changed version, digest, source or values schema, an
