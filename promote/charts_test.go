@@ -35,6 +35,9 @@ type chartFixture struct {
 	d100, d110   string // the pinned manifest digests
 	source       chartsource.ForRender
 	stagingChart promotion.Chart
+	// unrecorded: staging's record carries no artifact.charts (a record
+	// written before charts were recorded).
+	unrecorded bool
 }
 
 // chartEntry is the helmCharts entry of an overlay; lockFor its lock file.
@@ -48,10 +51,10 @@ func lockFor(repo, version, digest string) string {
 		"\"\n    digest: " + digest + "\n"
 }
 
-func newChartFixture(t *testing.T) *chartFixture {
+func newChartFixture(t *testing.T, unrecorded ...bool) *chartFixture {
 	t.Helper()
 	host := chartfixture.StartRegistry(t)
-	c := &chartFixture{fixture: &fixture{t: t, top: t.TempDir()}, repoURL: "oci://" + host + "/charts"}
+	c := &chartFixture{fixture: &fixture{t: t, top: t.TempDir()}, repoURL: "oci://" + host + "/charts", unrecorded: len(unrecorded) > 0 && unrecorded[0]}
 	c.d100 = chartfixture.Push(t, host, "charts", chartfixture.SchemaTgz(t, "web", "1.0.0", "first"))
 	c.d110 = chartfixture.Push(t, host, "charts", chartfixture.SchemaTgz(t, "web", "1.1.0", "second"))
 	c.source = chartsource.ForRender{Fetcher: chartsource.NewFetcher(chartsource.Options{CacheDir: t.TempDir()})}
@@ -95,6 +98,9 @@ func (c *chartFixture) stagingReconciling(desired string) {
 		t.Fatalf("staging renders charts %+v, want web", charts)
 	}
 	c.stagingChart = charts[0]
+	if c.unrecorded {
+		charts = nil
+	}
 	t0 := time.Now().Add(-time.Hour)
 	rec, err := promotion.NewCandidate("checkout", 1,
 		promotion.Artifact{Image: "ghcr.io/throughline-dev/checkout:1.5.0@" + newDigest, Digest: newDigest, SourceCommit: strings.Repeat("1", 40),
@@ -307,5 +313,27 @@ func TestRollbackChartStillServed(t *testing.T) {
 	// A chart of the repository needs no source.
 	if err := chartsStillServed(ctx, nil, []promotion.Chart{{Name: "web", Version: "1.0.0", Digest: first, Source: "apps/web/chart"}}); err != nil {
 		t.Fatalf("a chart of the repository: %v", err)
+	}
+}
+
+// TestChartSourceRecordWithoutCharts: staging's record was written before
+// charts were recorded. Propose takes staging's charts from its render at
+// the base, when that render is the one staging accepted; once staging's
+// overlay renders something else, what staging verified is unknown and
+// propose refuses (chart-unverified).
+func TestChartSourceRecordWithoutCharts(t *testing.T) {
+	c := newChartFixture(t, true)
+	p := c.propose()
+	if len(p.Record.Artifact.Charts) != 1 || !p.Record.Artifact.Charts[0].Equal(c.stagingChart) {
+		t.Fatalf("proposed charts %+v, want staging's %+v", p.Record.Artifact.Charts, c.stagingChart)
+	}
+	c.git("branch", "-D", p.Branch)
+	ks := stagingOverlay + "/kustomization.yaml"
+	c.write(map[string]string{ks: strings.Replace(c.read(ks), "size: 2", "size: 3", 1)})
+	c.commit("staging changed after its acceptance")
+	_, err := Propose(context.Background(), c.repo, ProposeRequest{App: "checkout", From: "staging", To: "production", Path: production, Renderer: renderer})
+	var re *exitcode.Refusal
+	if !errors.As(err, &re) || re.Rule != RuleChartUnverified || !strings.Contains(err.Error(), "not the render staging accepted") {
+		t.Fatalf("propose from a staging that renders other charts than it accepted: %v", err)
 	}
 }
