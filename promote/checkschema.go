@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sort"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -242,6 +243,12 @@ func violations(schema []byte, layers []valuesLayer) []violation {
 		out = append(out, violation{file: l.file, field: field, msg: e.ErrorKind.LocalizedString(printer)})
 	}
 	walk(ve)
+	sort.Slice(out, func(i, j int) bool { // the validator's causes come in map order
+		if out[i].field != out[j].field {
+			return out[i].field < out[j].field
+		}
+		return out[i].msg < out[j].msg
+	})
 	return out
 }
 

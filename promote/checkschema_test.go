@@ -27,7 +27,7 @@ func TestValuesViolations(t *testing.T) {
 		{"values file", []valuesLayer{defaults, layer("values-production.yaml", "", "size: 30\n")}, []string{"values-production.yaml size"}},
 		{"inline over the file", []valuesLayer{defaults, layer("values-production.yaml", "", "size: 30\n"),
 			layer("kustomization.yaml", "helmCharts[0].valuesInline", "note: 7\n")},
-			[]string{"values-production.yaml size", "kustomization.yaml helmCharts[0].valuesInline.note"}},
+			[]string{"kustomization.yaml helmCharts[0].valuesInline.note", "values-production.yaml size"}},
 		{"null removes the default", []valuesLayer{layer("chart values.yaml", "", "size: 1000\n"), layer("v.yaml", "", "size: null\n")}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
