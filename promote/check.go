@@ -153,8 +153,8 @@ func Check(ctx context.Context, r *gitops.Repo, req CheckRequest) (*Report, erro
 		return nil, err
 	}
 	defer func() { _ = c.ht.Close() }()
-	for _, step := range []func(context.Context) error{c.registry, c.files, c.valuesSchema, c.renderDiff, c.policy, c.charts, c.acceptance, c.evidence, c.approval,
-		c.signedApprovals, c.drift} {
+	for _, step := range []func(context.Context) error{c.registry, c.files, c.valuesSchema, c.renderDiff, c.policy, c.charts, c.acceptance,
+		c.evidence, c.approval, c.signedApprovals, c.drift} {
 		if err := step(ctx); errors.Is(err, errStopCheck) {
 			break
 		} else if err != nil {

@@ -20,8 +20,8 @@ import (
 	"github.com/throughline-dev/throughline/render"
 )
 
-// RuleChartValuesSchema: a chart's values.schema.json rejects the values
-// the target gives it.
+// RuleChartValuesSchema is the rule of a chart whose values.schema.json
+// rejects the values the target gives it.
 const RuleChartValuesSchema = "chart-values-schema"
 
 // errStopCheck ends Check's steps early: what follows would only fail on

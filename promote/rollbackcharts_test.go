@@ -23,7 +23,7 @@ import (
 // acceptWithChart is accept for web's production overlay rendering the chart
 // web version from repoURL, pinned to chartDigest: the record carries the
 // chart.
-func (f *fixture) acceptWithChart(src render.ChartSource, tag, digest, repoURL, version, chartDigest string) string {
+func (f *fixture) acceptWithChart(src render.ChartSource, tag, digest, repoURL, version, chartDigest string) {
 	t := f.t
 	ctx := context.Background()
 	f.write(map[string]string{
@@ -63,7 +63,7 @@ func (f *fixture) acceptWithChart(src render.ChartSource, tag, digest, repoURL, 
 	evData, err := ev.Marshal()
 	must(t, err)
 	f.write(map[string]string{promotion.RecordPath("web", "production"): string(data), evidence.Path("production", "web", rec.PromotionID): string(evData)})
-	return f.commit("accepted " + tag + " with chart " + version)
+	f.commit("accepted " + tag + " with chart " + version)
 }
 
 // TestRollbackChart: web accepted A with chart 1.0.0, then B with chart
