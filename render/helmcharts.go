@@ -13,6 +13,7 @@ import (
 	"io"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -159,11 +160,7 @@ func (a *App) remoteUsed(ctx context.Context, n chartNeed) (UsedChart, error) {
 // each as its name, a NUL, its length in decimal, a NUL and its bytes.
 func TreeDigest(files []ChartFile) string {
 	sorted := append([]ChartFile(nil), files...)
-	for i := 1; i < len(sorted); i++ { // insertion sort: a chart holds few files, and the order must be total
-		for j := i; j > 0 && sorted[j].Name < sorted[j-1].Name; j-- {
-			sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
-		}
-	}
+	slices.SortStableFunc(sorted, func(x, y ChartFile) int { return strings.Compare(x.Name, y.Name) })
 	h := sha256.New()
 	for _, f := range sorted {
 		fmt.Fprintf(h, "%s\x00%d\x00", f.Name, len(f.Data))
