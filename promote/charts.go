@@ -246,11 +246,11 @@ type ChartResolver interface {
 	ResolveChart(ctx context.Context, ref render.ChartRef) (string, error)
 }
 
-// chartsStillServed refuses a rollback whose remote charts are no longer
+// ChartsServed refuses a rollback whose remote charts are no longer
 // served as accepted: a version its source no longer serves (rule
 // chart-gone), or serves with another digest (re-pushed: rule
 // chart-version-moved, naming both digests).
-func chartsStillServed(ctx context.Context, charts render.ChartSource, cs []promotion.Chart) error {
+func ChartsServed(ctx context.Context, charts render.ChartSource, cs []promotion.Chart) error {
 	var remote []promotion.Chart
 	for _, c := range cs {
 		if remoteChart(c) {

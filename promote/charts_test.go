@@ -283,16 +283,16 @@ func TestRollbackChartStillServed(t *testing.T) {
 	first := chartfixture.Push(t, host, "charts", chartfixture.SchemaTgz(t, "web", "1.0.0", "first"))
 	src := chartsource.ForRender{Fetcher: chartsource.NewFetcher(chartsource.Options{CacheDir: t.TempDir()})}
 	accepted := []promotion.Chart{{Name: "web", Version: "1.0.0", Digest: first, Source: oci}}
-	if err := chartsStillServed(ctx, src, accepted); err != nil {
+	if err := ChartsServed(ctx, src, accepted); err != nil {
 		t.Fatalf("the accepted package, still served: %v", err)
 	}
 	repushed := chartfixture.Push(t, host, "charts", chartfixture.SchemaTgz(t, "web", "1.0.0", "repushed"))
-	err := chartsStillServed(ctx, src, accepted)
+	err := ChartsServed(ctx, src, accepted)
 	var re *exitcode.Refusal
 	if !errors.As(err, &re) || re.Rule != RuleChartVersionMoved || !strings.Contains(err.Error(), first) || !strings.Contains(err.Error(), repushed) {
 		t.Fatalf("OCI version re-pushed (%s -> %s): %v", first, repushed, err)
 	}
-	if err := chartsStillServed(ctx, src, []promotion.Chart{{Name: "web", Version: "9.9.9", Digest: first, Source: oci}}); !errors.As(err, &re) ||
+	if err := ChartsServed(ctx, src, []promotion.Chart{{Name: "web", Version: "9.9.9", Digest: first, Source: oci}}); !errors.As(err, &re) ||
 		re.Rule != RuleChartGone {
 		t.Fatalf("a version the registry does not serve: %v", err)
 	}
@@ -301,17 +301,17 @@ func TestRollbackChartStillServed(t *testing.T) {
 	v1 := chartfixture.SchemaTgz(t, "web", "2.0.0", "http-first")
 	repo.Publish(t, [][]byte{v1}, "", "")
 	httpAccepted := []promotion.Chart{{Name: "web", Version: "2.0.0", Digest: chartfixture.Digest(v1), Source: repo.URL()}}
-	if err := chartsStillServed(ctx, src, httpAccepted); err != nil {
+	if err := ChartsServed(ctx, src, httpAccepted); err != nil {
 		t.Fatalf("the accepted HTTP package, still served: %v", err)
 	}
 	v2 := chartfixture.SchemaTgz(t, "web", "2.0.0", "http-repushed")
 	repo.Publish(t, [][]byte{v2}, "", "")
-	if err := chartsStillServed(ctx, src, httpAccepted); !errors.As(err, &re) || re.Rule != RuleChartVersionMoved ||
+	if err := ChartsServed(ctx, src, httpAccepted); !errors.As(err, &re) || re.Rule != RuleChartVersionMoved ||
 		!strings.Contains(err.Error(), chartfixture.Digest(v1)) || !strings.Contains(err.Error(), chartfixture.Digest(v2)) {
 		t.Fatalf("HTTP version re-published with another package: %v", err)
 	}
 	// A chart of the repository needs no source.
-	if err := chartsStillServed(ctx, nil, []promotion.Chart{{Name: "web", Version: "1.0.0", Digest: first, Source: "apps/web/chart"}}); err != nil {
+	if err := ChartsServed(ctx, nil, []promotion.Chart{{Name: "web", Version: "1.0.0", Digest: first, Source: "apps/web/chart"}}); err != nil {
 		t.Fatalf("a chart of the repository: %v", err)
 	}
 }

@@ -81,7 +81,7 @@ func Rollback(ctx context.Context, r *gitops.Repo, req RollbackRequest) (*Rollba
 	if err := stillInRegistry(ctx, req, pick); err != nil {
 		return nil, err
 	}
-	if err := chartsStillServed(ctx, r.Charts, pick.Artifact.Charts); err != nil {
+	if err := ChartsServed(ctx, r.Charts, pick.Artifact.Charts); err != nil {
 		return nil, err
 	}
 	marked, err := irreversible(ctx, r, baseRev, req, cur.Artifact.Digest)
