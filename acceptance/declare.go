@@ -107,6 +107,9 @@ func Declare(ctx context.Context, req Request) (*Declaration, error) {
 		return nil, &exitcode.InvalidInput{File: app.RelDir(), Err: err}
 	}
 	d.Acceptance = d.build(req)
+	if d.Acceptance.Spec.Charts, err = Charts(ctx, app); err != nil {
+		return nil, err
+	}
 	if err := d.runtime(req); err != nil {
 		return nil, err
 	}

@@ -157,9 +157,11 @@ func Check(ctx context.Context, r *gitops.Repo, req CheckRequest) (*Report, erro
 		return nil, err
 	}
 	defer func() { _ = c.ht.Close() }()
-	for _, step := range []func(context.Context) error{c.registry, c.files, c.renderDiff, c.policy, c.acceptance, c.evidence, c.approval,
-		c.signedApprovals, c.drift, c.supplyChain} {
-		if err := step(ctx); err != nil {
+	for _, step := range []func(context.Context) error{c.registry, c.files, c.valuesSchema, c.renderDiff, c.policy, c.charts, c.acceptance,
+		c.evidence, c.approval, c.signedApprovals, c.drift, c.supplyChain} {
+		if err := step(ctx); errors.Is(err, errStopCheck) {
+			break
+		} else if err != nil {
 			return nil, err
 		}
 	}
@@ -234,6 +236,7 @@ func (c *check) files(ctx context.Context) error {
 		switch {
 		case inside && rel == c.recFile:
 		case inside && c.isCommittedAcceptance(rel):
+		case inside && chartLockChanged(rel, kfile): // judged by the charts step (checkcharts.go)
 		case inside && rel == kfile:
 			for _, k := range kustomizationChanges(ctx, c.bt, c.ht, kfile) {
 				if !c.pol.Allows(k) {

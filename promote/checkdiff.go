@@ -46,7 +46,7 @@ func kustomizationChanges(ctx context.Context, bt, ht *gitops.Tree, kfile string
 }
 
 // loadKustomization reads the kustomization at file with its images:
-// digests masked (nil when it cannot be read).
+// digests and its helmCharts versions masked (nil when it cannot be read).
 func loadKustomization(file string) map[string]any {
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -70,6 +70,7 @@ func loadKustomization(file string) map[string]any {
 			em["digest"] = "<digest>"
 		}
 	}
+	maskChartVersions(m)
 	return m
 }
 

@@ -75,7 +75,11 @@ func Propose(ctx context.Context, r *gitops.Repo, req ProposeRequest) (*Proposal
 	if err := proposeTrust(ctx, r, baseRev, src, to, req.Trust); err != nil {
 		return nil, err
 	}
-	return proposeArtifact(ctx, r, baseRev, src.Artifact, req, proposeOptions{
+	art := src.Artifact
+	if art.Charts, err = sourceCharts(ctx, r, baseRev, src); err != nil {
+		return nil, err
+	}
+	return proposeArtifact(ctx, r, baseRev, art, req, proposeOptions{
 		By: "throughline promote propose",
 		Message: func(rec *promotion.Record) string {
 			return fmt.Sprintf("promote %s %s to %s\n\nPromotion: %s\nAttempt-Key: %s %s %s %d\nSource: %s (%s)\n",
@@ -123,6 +127,8 @@ type edit struct {
 	// refreshed to acc ("" when it commits none).
 	accFile string
 	acc     []byte
+	// charts are the target's chart pins written for art.Charts.
+	charts *chartEdit
 }
 
 // editTarget writes art's digest into the target overlay of req in an
@@ -151,6 +157,15 @@ func editTarget(ctx context.Context, r *gitops.Repo, baseRev string, art promoti
 	if e.edited, e.changed, err = overlay.SetImageDigest(data, kfile, name, tag, art.Digest); err != nil {
 		return nil, err
 	}
+	if e.charts, err = writeCharts(tree, kfile, e.edited, art.Charts); err != nil {
+		return nil, err
+	}
+	e.edited, e.changed = e.charts.kdata, e.changed || e.charts.kchanged || e.charts.locked
+	if e.charts.locked {
+		if err := os.WriteFile(tree.Path(e.charts.lockFile), e.charts.lockData, 0o644); err != nil {
+			return nil, fmt.Errorf("writing %s: %w", e.charts.lockFile, err)
+		}
+	}
 	if err := os.WriteFile(tree.Path(kfile), e.edited, 0o644); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", kfile, err)
 	}
@@ -161,6 +176,9 @@ func editTarget(ctx context.Context, r *gitops.Repo, baseRev string, art promoti
 	if _, others, n := ArtifactImages(d, art.Image); n == 0 || len(others) > 0 {
 		return nil, exitcode.Refuse(RulePromotion, "after writing %s into %s, the target does not run only that digest of %s: %d container(s), others: %s",
 			art.Digest, kfile, name, n, strings.Join(others, "; "))
+	}
+	if err := verifyTargetCharts(d, art.Charts); err != nil {
+		return nil, err
 	}
 	after, _, err := tree.Render(ctx, req.Path)
 	if err != nil {
@@ -261,6 +279,9 @@ func commitAttempt(ctx context.Context, r *gitops.Repo, baseRev string, rec *pro
 	}
 	if e.accFile != "" {
 		files[e.accFile] = e.acc
+	}
+	if e.charts != nil && e.charts.locked {
+		files[e.charts.lockFile] = e.charts.lockData
 	}
 	sha, err := r.Commit(ctx, baseRev, files, msg)
 	if err != nil {

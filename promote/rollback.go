@@ -88,6 +88,9 @@ func Rollback(ctx context.Context, r *gitops.Repo, req RollbackRequest) (*Rollba
 	if err := rollbackTrust(ctx, r, baseRev, pick, env, req.Trust); err != nil {
 		return nil, err
 	}
+	if err := ChartsServed(ctx, r.Charts, pick.Artifact.Charts); err != nil {
+		return nil, err
+	}
 	marked, err := irreversible(ctx, r, baseRev, req, cur.Artifact.Digest)
 	if err != nil {
 		return nil, err

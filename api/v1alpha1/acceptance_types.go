@@ -95,6 +95,38 @@ type AcceptanceSpec struct {
 	Checks *RuntimeChecks `json:"checks,omitempty"`
 	// Deadlines are the environment's deadlines (environment registry).
 	Deadlines *Deadlines `json:"deadlines,omitempty"`
+	// Charts are the Helm charts the render used, each pinned by digest
+	// (a chart of the repository by the digest of its files): promoted
+	// with the image digests (docs/helm.md, "Promoting a chart").
+	Charts []Chart `json:"charts,omitempty"`
+}
+
+// Chart is one Helm chart a render used.
+type Chart struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// Digest is the OCI manifest digest or the sha256 of the .tgz (a
+	// remote chart, as its lock file pins it), or the sha256 of a chart's
+	// files in the repository (render.TreeDigest).
+	// +kubebuilder:validation:Pattern=`^sha256:[0-9a-f]{64}$`
+	Digest string `json:"digest"`
+	// Source is the chart repository (oci://host/path, https://host/path)
+	// or the chart's directory in the repository.
+	Source string `json:"source"`
+	// ValuesSchema identifies the chart's values.schema.json (none: the
+	// chart has no values schema).
+	ValuesSchema *ChartValuesSchema `json:"valuesSchema,omitempty"`
+}
+
+// ChartValuesSchema identifies a chart's values.schema.json.
+type ChartValuesSchema struct {
+	// Digest is the sha256 of the file as packaged.
+	// +kubebuilder:validation:Pattern=`^sha256:[0-9a-f]{64}$`
+	Digest string `json:"digest"`
+	// ID is the schema's $id, when it has one.
+	ID string `json:"id,omitempty"`
+	// Version is the schema's "version" keyword, when it has one.
+	Version string `json:"version,omitempty"`
 }
 
 // Exception is an allow-list entry that a render used: an image let

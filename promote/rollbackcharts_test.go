@@ -1,0 +1,121 @@
+package promote
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/chartsource"
+	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/internal/chartfixture"
+	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/render"
+	"github.com/throughline-dev/throughline/rollback"
+)
+
+// acceptWithChart is accept for web's production overlay rendering the chart
+// web version from repoURL, pinned to chartDigest: the record carries the
+// chart.
+func (f *fixture) acceptWithChart(src render.ChartSource, tag, digest, repoURL, version, chartDigest string) {
+	t := f.t
+	ctx := context.Background()
+	f.write(map[string]string{
+		webOverlay + "/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n" +
+			"namespace: web-production\nresources:\n  - ../../base\nimages:\n  - name: " + webImage + "\n    newTag: \"" + tag + "@" + digest + "\"\n" +
+			chartEntry(repoURL, version, "3"),
+		webOverlay + "/" + chartsource.LockFile: lockFor(repoURL, version, chartDigest),
+	})
+	app, err := render.Open(ctx, render.Options{Root: f.root, Path: filepath.Join(f.root, webOverlay), Charts: src})
+	must(t, err)
+	objs, err := app.Build(ctx)
+	must(t, err)
+	hash, err := render.Hash(slices.DeleteFunc(objs, acceptance.IsAcceptance))
+	must(t, err)
+	cs, err := acceptance.Charts(ctx, app)
+	must(t, err)
+	t0 := time.Now().Add(-time.Hour)
+	rec, err := promotion.NewCandidate("web", 1, promotion.Artifact{Image: webImage + ":" + tag + "@" + digest, Digest: digest,
+		SourceCommit: strings.Repeat("1", 40), Charts: RecordCharts(cs)},
+		promotion.Target{Environment: "production", Path: webOverlay, Cluster: "production", RenderedHash: hash, BaseRenderedHash: hash, Renderer: renderer}, t0, "test")
+	must(t, err)
+	rev := strings.Repeat("a", 40)
+	for _, err := range []error{
+		rec.Verify(promotion.VerifiedIn{Environment: "staging", DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40),
+			RenderedHash: hash, RuntimeEvidence: "evidence/staging/web/x.json"}, t0, "test"),
+		rec.Approve("alice", rec.InputFor(renderer), t0.Add(48*time.Hour), t0),
+		rec.Reconcile(rev, t0, "test"),
+		rec.Accept(rev, evidence.Path("production", "web", rec.PromotionID), t0, "test"),
+	} {
+		must(t, err)
+	}
+	data, err := rec.Marshal()
+	must(t, err)
+	ev := &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: "web", Environment: "production", PromotionID: rec.PromotionID,
+		Decision: promotion.Accepted, Image: rec.Artifact.Image, ArtifactDigest: digest, DesiredRevision: rev, ObservedRevision: rev,
+		DesiredRenderedHash: hash, RenderedHash: hash, ReportedBy: evidence.Reporter{Source: "flux"}, Time: t0}
+	evData, err := ev.Marshal()
+	must(t, err)
+	f.write(map[string]string{promotion.RecordPath("web", "production"): string(data), evidence.Path("production", "web", rec.PromotionID): string(evData)})
+	f.commit("accepted " + tag + " with chart " + version)
+}
+
+// TestRollbackChart: web accepted A with chart 1.0.0, then B with chart
+// 1.1.0. A rollback to A writes chart 1.0.0 pinned to the digest accepted
+// then; once 1.0.0 was re-pushed with another package, the rollback is
+// refused naming both digests and makes no branch.
+func TestRollbackChart(t *testing.T) {
+	ctx := context.Background()
+	host := chartfixture.StartRegistry(t)
+	repoURL := "oci://" + host + "/charts"
+	d100 := chartfixture.Push(t, host, "charts", chartfixture.SchemaTgz(t, "web", "1.0.0", "first"))
+	d110 := chartfixture.Push(t, host, "charts", chartfixture.SchemaTgz(t, "web", "1.1.0", "second"))
+	src := chartsource.ForRender{Fetcher: chartsource.NewFetcher(chartsource.Options{CacheDir: t.TempDir()})}
+	f := &fixture{t: t, top: t.TempDir()}
+	f.root = f.top
+	f.write(map[string]string{
+		"apps/web/base/kustomization.yaml": "resources:\n  - deployment.yaml\n",
+		"apps/web/base/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n" +
+			"  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n" +
+			"      containers:\n        - name: web\n          image: " + webImage + ":1.0.0\n",
+	})
+	f.git("init", "-q", "-b", "main")
+	f.acceptWithChart(src, "1.0.0", digestA, repoURL, "1.0.0", d100)
+	f.acceptWithChart(src, "1.1.0", digestB, repoURL, "1.1.0", d110)
+	var err error
+	f.repo, err = gitops.Open(ctx, f.root)
+	must(t, err)
+	f.repo.Charts = src
+	req := RollbackRequest{App: "web", Env: "production", To: rollback.Previous, Path: webOverlay, Renderer: renderer,
+		Exists: func(context.Context, string) (bool, error) { return true, nil }}
+
+	res, err := Rollback(ctx, f.repo, req)
+	must(t, err)
+	if cs := res.Proposal.Record.Artifact.Charts; len(cs) != 1 || cs[0].Version != "1.0.0" || cs[0].Digest != d100 {
+		t.Fatalf("rollback record's charts %+v, want web 1.0.0 %s", cs, d100)
+	}
+	lock := f.git("show", res.Proposal.Branch+":"+webOverlay+"/"+chartsource.LockFile)
+	if !strings.Contains(lock, `version: "1.0.0"`) || !strings.Contains(lock, d100) {
+		t.Fatalf("the rollback's lock does not pin web 1.0.0 to %s:\n%s", d100, lock)
+	}
+	if rep := f.check(res.Proposal.Branch, time.Now()); strings.Join(rules(rep), " ") != RuleNotApproved {
+		t.Fatalf("check of the chart rollback: %v %q", rules(rep), rep.Refusals)
+	}
+	f.git("branch", "-D", res.Proposal.Branch)
+
+	repushed := chartfixture.Push(t, host, "charts", chartfixture.SchemaTgz(t, "web", "1.0.0", "repushed"))
+	_, err = Rollback(ctx, f.repo, req)
+	var re *exitcode.Refusal
+	if !errors.As(err, &re) || re.Rule != RuleChartVersionMoved || !strings.Contains(err.Error(), d100) || !strings.Contains(err.Error(), repushed) {
+		t.Fatalf("rollback to chart 1.0.0 re-pushed as %s: %v", repushed, err)
+	}
+	if b := f.git("branch", "--list", "throughline/*"); b != "" {
+		t.Fatalf("a refused rollback made branches: %s", b)
+	}
+}
