@@ -77,6 +77,10 @@ func (g trustGate) reverify(ctx context.Context, art promotion.Artifact, env str
 	}
 	opts := g.opts
 	opts.SourceCommit, opts.Now = art.SourceCommit, now
+	// The evidence manifest sealed at candidacy holds every recorded
+	// bundle: one request instead of one per bundle. It decides nothing:
+	// a bundle counts only when its bytes hash to a recorded digest.
+	opts.Manifest = art.Evidence.Manifest
 	if _, err := trust.VerifyRecorded(ctx, pol, image, art.Evidence.Digests(), opts); err != nil {
 		return fmt.Errorf("re-verifying the evidence recorded at candidacy %s against the trust policy of %s: %w",
 			art.Evidence.Candidacy, env, err)
