@@ -33,14 +33,18 @@ func RevisionKind(rev string) string {
 
 // IsOCI reports whether the record's target reads an OCI artifact: its
 // desired revision is a digest.
-func (r *Record) IsOCI() bool { return r.Reconciling != nil && ValidOCIRevision(r.Reconciling.DesiredRevision) }
+func (r *Record) IsOCI() bool {
+	return r.Reconciling != nil && ValidOCIRevision(r.Reconciling.DesiredRevision)
+}
 
 // ReconcileOCI records RECONCILING for an OCI environment: digest is the
 // manifest digest of the artifact that carries the merged commit's content,
 // commit that merged commit, as the artifact's revision annotation names it
 // (the caller read it from the registry).
 func (r *Record) ReconcileOCI(digest, commit string, at time.Time, by string) error {
-	fail := func(why string) error { return &TransitionError{ID: r.PromotionID, From: r.State, To: Reconciling, Reason: why} }
+	fail := func(why string) error {
+		return &TransitionError{ID: r.PromotionID, From: r.State, To: Reconciling, Reason: why}
+	}
 	switch {
 	case !ValidOCIRevision(digest):
 		return fail(fmt.Sprintf("desiredRevision %q is not an OCI manifest digest (sha256:<hex>)", digest))
