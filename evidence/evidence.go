@@ -40,9 +40,9 @@ type Record struct {
 	Reason string `json:"reason,omitempty"`
 	// Class is the failure class of a HALTED decision: source, render, live
 	// or runtime (a runtime check failed, ClassRuntime).
-	Class            string `json:"class,omitempty"`
-	Image            string `json:"image"`
-	ArtifactDigest   string `json:"artifactDigest"`
+	Class          string `json:"class,omitempty"`
+	Image          string `json:"image"`
+	ArtifactDigest string `json:"artifactDigest"`
 	// DesiredRevision and ObservedRevision are commit ids, or in an OCI
 	// environment manifest digests (sha256:<hex>, evidence/oci.go).
 	DesiredRevision  string `json:"desiredRevision"`

@@ -83,7 +83,9 @@ func TestOCIEvidence(t *testing.T) {
 // TestOCICheckRevisions: promote verify's rule on OCI evidence is equality;
 // git is never asked about a digest.
 func TestOCICheckRevisions(t *testing.T) {
-	noGit := func(context.Context, string, string) (bool, error) { return false, errors.New("git asked about an OCI digest") }
+	noGit := func(context.Context, string, string) (bool, error) {
+		return false, errors.New("git asked about an OCI digest")
+	}
 	r := ociRecord()
 	if why, err := r.CheckRevisions(context.Background(), noGit); why != "" || err != nil {
 		t.Fatalf("the desired artifact: %q %v", why, err)
