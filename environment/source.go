@@ -83,3 +83,64 @@ func checkSource(field string, s *v1alpha1.SourcePolicy) error {
 	}
 	return nil
 }
+
+// sourceOf is the source kind a controller object's spec reads: a
+// Kustomization's spec.sourceRef.kind (OCIRepository, GitRepository; ""
+// for another kind such as Bucket), an Application's spec.source.repoURL
+// or, when every one of spec.sources agrees, theirs (oci:// is OCI).
+func sourceOf(kind string, spec map[string]any) SourceKind {
+	if kind == "Kustomization" {
+		ref, _ := spec["sourceRef"].(map[string]any)
+		switch k, _ := ref["kind"].(string); k {
+		case "OCIRepository":
+			return SourceOCI
+		case "GitRepository":
+			return SourceGit
+		}
+		return ""
+	}
+	of := func(src any) SourceKind {
+		m, _ := src.(map[string]any)
+		u, _ := m["repoURL"].(string)
+		switch {
+		case u == "":
+			return ""
+		case strings.HasPrefix(strings.ToLower(u), "oci://"):
+			return SourceOCI
+		}
+		return SourceGit
+	}
+	if src, ok := spec["source"]; ok {
+		return of(src)
+	}
+	srcs, _ := spec["sources"].([]any)
+	var k SourceKind
+	for i, s := range srcs {
+		if sk := of(s); i == 0 {
+			k = sk
+		} else if sk != k {
+			return ""
+		}
+	}
+	return k
+}
+
+// checkSource says why controller c does not read env's kind of source
+// ("" when it does, or does not say): an OCI source for a Git environment
+// or a Git source for an OCI one. The revisions it reports would be read
+// as the wrong kind (a SHA-256 commit as a digest, or the reverse).
+func (r *Registry) checkSource(env string, c Controller) string {
+	want := r.SourceKindOf(env)
+	if c.Source == "" || c.Source == want {
+		return ""
+	}
+	return fmt.Sprintf("%s reads %s source, but environment %s's source is %s in %s", c.Object, c.Source.described(), env, want.described(), r.file)
+}
+
+// described is "an OCI" or "a Git".
+func (k SourceKind) described() string {
+	if k == SourceOCI {
+		return "an OCI"
+	}
+	return "a Git"
+}

@@ -63,3 +63,57 @@ func TestSourceValidation(t *testing.T) {
 		t.Error("an empty registry is not Git")
 	}
 }
+
+// TestCheckControllerSource: a controller reading the other kind of source
+// than its environment's is refused: its revisions would be read as the
+// wrong kind (a SHA-256 commit taken for an artifact digest, or the
+// reverse).
+func TestCheckControllerSource(t *testing.T) {
+	p := example()
+	e := p.Environments["staging"]
+	e.Source = &v1alpha1.SourcePolicy{OCI: &v1alpha1.OCISourcePolicy{Repository: "registry.example/gitops/staging", Tag: "staging"}}
+	p.Environments["staging"] = e
+	r, err := New(file, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := func(kind, path string) map[string]any {
+		return map[string]any{"kind": "Kustomization", "metadata": map[string]any{"namespace": "flux-system", "name": "checkout"},
+			"spec": map[string]any{"path": path, "sourceRef": map[string]any{"kind": kind, "name": "src"}}}
+	}
+	app := func(repoURL, path string) map[string]any {
+		return map[string]any{"kind": "Application", "metadata": map[string]any{"namespace": "argocd", "name": "checkout"},
+			"spec": map[string]any{"source": map[string]any{"repoURL": repoURL, "path": path}}}
+	}
+	for _, tc := range []struct {
+		name string
+		obj  map[string]any
+		env  string
+		want string // "": accepted
+	}{
+		{"flux oci staging", ks("OCIRepository", "./apps/checkout/overlays/staging"), "staging", ""},
+		{"flux git production", ks("GitRepository", "./apps/checkout/overlays/production"), "production", ""},
+		{"argocd oci staging", app("oci://registry.example/gitops/staging", "apps/checkout/overlays/staging"), "staging", ""},
+		{"argocd git production", app("https://git.example/gitops.git", "apps/checkout/overlays/production"), "production", ""},
+		{"flux git source for an oci environment", ks("GitRepository", "./apps/checkout/overlays/staging"), "staging",
+			"reads a Git source, but environment staging's source is an OCI"},
+		{"flux oci source for a git environment", ks("OCIRepository", "./apps/checkout/overlays/production"), "production",
+			"reads an OCI source, but environment production's source is a Git"},
+		{"argocd oci source for a git environment", app("OCI://registry.example/x", "apps/checkout/overlays/production"), "production",
+			"environment production's source is a Git"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := r.CheckController("checkout", tc.env, ControllerOf(tc.obj, ""))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if exitcode.Code(err) != exitcode.Refused || !strings.Contains(err.Error(), tc.want) ||
+				!strings.Contains(err.Error(), "environments."+tc.env+".source") {
+				t.Fatalf("got %v, want a refusal naming environments.%s.source saying %q", err, tc.env, tc.want)
+			}
+		})
+	}
+}

@@ -21,14 +21,14 @@ func (r *Record) validateRevisions() (field string, err error) {
 		return "desiredRevision", fmt.Errorf("%q is neither a full commit id nor an OCI digest (sha256:<hex>)", r.DesiredRevision)
 	case !promotion.ValidSourceRevision(r.ObservedRevision):
 		return "observedRevision", fmt.Errorf("%q is neither a full commit id nor an OCI digest (sha256:<hex>)", r.ObservedRevision)
-	case oci != promotion.ValidOCIRevision(r.ObservedRevision):
-		return "observedRevision", fmt.Errorf("%q is an %s, the desired %s an %s: one environment reads one kind of source",
+	case oci != promotion.ValidOCIRevision(r.ObservedRevision) && r.Decision == promotion.Accepted:
+		return "observedRevision", fmt.Errorf("%q is %s, the desired %s %s: one environment reads one kind of source",
 			r.ObservedRevision, promotion.RevisionKind(r.ObservedRevision), r.DesiredRevision, promotion.RevisionKind(r.DesiredRevision))
 	case oci && !promotion.ValidRevision(r.DesiredCommit):
 		return "desiredCommit", fmt.Errorf("%q: an OCI desired revision names the full commit id its artifact was built from", r.DesiredCommit)
 	case !oci && r.DesiredCommit != "":
 		return "desiredCommit", fmt.Errorf("%q: only an OCI desired revision names a commit", r.DesiredCommit)
-	case !oci && r.ObservedCommit != "":
+	case !promotion.ValidOCIRevision(r.ObservedRevision) && r.ObservedCommit != "":
 		return "observedCommit", fmt.Errorf("%q: only an OCI observed revision names the commit it was built from", r.ObservedCommit)
 	case r.ObservedCommit != "" && !promotion.ValidRevision(r.ObservedCommit):
 		return "observedCommit", fmt.Errorf("%q is not a full commit id", r.ObservedCommit)

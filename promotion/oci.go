@@ -22,13 +22,13 @@ func ValidOCIRevision(rev string) bool { return ValidDigest(rev) }
 // full commit id or an OCI manifest digest.
 func ValidSourceRevision(rev string) bool { return ValidRevision(rev) || ValidOCIRevision(rev) }
 
-// RevisionKind names the kind of a revision for messages: "OCI artifact"
-// or "commit".
+// RevisionKind names the kind of a revision for messages: "an OCI
+// artifact" or "a commit".
 func RevisionKind(rev string) string {
 	if ValidOCIRevision(rev) {
-		return "OCI artifact"
+		return "an OCI artifact"
 	}
-	return "commit"
+	return "a commit"
 }
 
 // IsOCI reports whether the record's target reads an OCI artifact: its
@@ -93,7 +93,7 @@ func checkPair(fail func(field, format string, args ...any) error, df, desired, 
 	case !ValidSourceRevision(observed):
 		return fail(of, "%q is neither a full commit id nor an OCI digest (sha256:<hex>)", observed)
 	case ValidOCIRevision(desired) != ValidOCIRevision(observed):
-		return fail(of, "%q is an %s, the desired %s is an %s: one environment reads one kind of source", observed,
+		return fail(of, "%q is %s, the desired %s is %s: one environment reads one kind of source", observed,
 			RevisionKind(observed), desired, RevisionKind(desired))
 	case ValidOCIRevision(desired) && observed != desired:
 		return fail(of, "%s is not the desired OCI artifact %s: another digest is another artifact", observed, desired)
