@@ -50,3 +50,13 @@ func (r *Record) checkOCIRevisions() string {
 	}
 	return ""
 }
+
+// ObservedTree is the Git commit whose content the controller applied: the
+// observed revision, or in an OCI environment (where only the desired
+// artifact is ever ACCEPTED) the commit the desired artifact was built from.
+func (r *Record) ObservedTree() string {
+	if promotion.ValidOCIRevision(r.ObservedRevision) && r.ObservedRevision == r.DesiredRevision && r.DesiredCommit != "" {
+		return r.DesiredCommit
+	}
+	return r.ObservedRevision
+}

@@ -63,13 +63,7 @@ func validSHA256(h string) bool { return len(h) == 64 && validCommit(h) }
 // annotation, as flux push artifact --revision writes it: "<ref>@sha1:<hex>",
 // "<ref>@sha256:<hex>", or a bare commit id) as the commit it names; "" when
 // it names none.
-func parseOrigin(rev string) string {
-	git, _, ok := parseRevision(rev)
-	if !ok {
-		return ""
-	}
-	return git
-}
+func parseOrigin(rev string) string { return promotion.RevisionCommit(rev) }
 
 // resolveRevision settles ev.Revision by the environment's source kind: the
 // OCI reading in an OCI environment, the Git reading in a Git one; when the

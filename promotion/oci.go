@@ -2,6 +2,7 @@ package promotion
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -99,4 +100,38 @@ func checkPair(fail func(field, format string, args ...any) error, df, desired, 
 		return fail(of, "%s is not the desired OCI artifact %s: another digest is another artifact", observed, desired)
 	}
 	return nil
+}
+
+// RevisionCommit is the commit a source revision annotation names (an OCI
+// artifact's org.opencontainers.image.revision, Flux's originRevision):
+// "<ref>@sha1:<hex>", "<ref>@sha256:<hex>", "sha1:<hex>", "sha256:<hex>"
+// or a bare full commit id; "" when it names none.
+func RevisionCommit(rev string) string {
+	if i := strings.LastIndex(rev, "@"); i >= 0 {
+		rev = rev[i+1:]
+	}
+	switch {
+	case strings.HasPrefix(rev, "sha1:"):
+		if h := rev[len("sha1:"):]; len(h) == 40 && ValidRevision(h) {
+			return h
+		}
+		return ""
+	case strings.HasPrefix(rev, "sha256:"):
+		if h := rev[len("sha256:"):]; len(h) == 64 && ValidRevision(h) {
+			return h
+		}
+		return ""
+	case ValidRevision(rev):
+		return rev
+	}
+	return ""
+}
+
+// Commit is the desired Git commit: the desired revision, or for an OCI
+// environment the commit the desired artifact was built from.
+func (c *Reconciliation) Commit() string {
+	if c.DesiredCommit != "" {
+		return c.DesiredCommit
+	}
+	return c.DesiredRevision
 }
