@@ -65,7 +65,7 @@ func (l *lab) chain(t *testing.T) {
 		ok    bool
 		got   any
 	}{
-		{"source commit -> B", prod.Artifact == stag.Artifact && prod.Artifact.Digest == l.b, prod.Artifact},
+		{"source commit -> B", prod.Artifact.Equal(stag.Artifact) && prod.Artifact.Digest == l.b, prod.Artifact},
 		{"B -> staging desired", v != nil && v.Environment == "staging" && v.DesiredRevision == stagingDesired, v},
 		{"staging desired -> staging observed", v != nil && v.ObservedRevision == stagingApplied && stag.Accepted.ObservedRevision == stagingApplied, v},
 		{"staging observed -> staging evidence", v != nil && v.RuntimeEvidence == evidence.Path("staging", accName, stagingID) && v.EvidenceCommit == stTip, v},
