@@ -129,7 +129,10 @@ func TestFluxOCIRepository(t *testing.T) {
 	merged := testenv.Git(t, ctx, env, seed, "rev-parse", "HEAD")
 	repoRef := reg.Host + "/gitops/staging"
 	// Arrow "merged commit -> artifact": CI pushes the overlay naming the commit.
-	digest := pushFluxArtifact(t, repoRef+":staging", "main@sha1:"+merged, map[string]string{"configmap.yaml": cm})
+	// It pushes the repository root (flux push artifact --path=.), so the
+	// Kustomization's path is the overlay's path in the repository, which
+	// the environment registry checks as for a Git source.
+	digest := pushFluxArtifact(t, repoRef+":staging", "main@sha1:"+merged, map[string]string{overlay + "/configmap.yaml": cm})
 	rec := ociStagingRecord(t, digest, merged)
 	y, err := rec.Marshal()
 	must(t, err)
@@ -173,7 +176,7 @@ func TestFluxOCIRepository(t *testing.T) {
 	must(t, c.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": ksAPI, "kind": "Kustomization",
 		"metadata": map[string]any{"name": ksName, "namespace": fluxNS},
-		"spec": map[string]any{"interval": "1m", "path": "./", "prune": true, "targetNamespace": appNS,
+		"spec": map[string]any{"interval": "1m", "path": "./" + overlay, "prune": true, "targetNamespace": appNS,
 			"sourceRef": map[string]any{"kind": "OCIRepository", "name": "gitops-staging"}},
 	}}))
 
