@@ -121,3 +121,16 @@ func TestParseOCIRecordAttacks(t *testing.T) {
 		})
 	}
 }
+
+// FuzzRevisionCommit: a revision annotation comes from a registry (any
+// string): RevisionCommit never panics and returns "" or a full commit id.
+func FuzzRevisionCommit(f *testing.F) {
+	for _, s := range []string{"main@sha1:" + rev1, "main@sha256:" + sha256Rev, "sha1:" + rev1, rev1, "v1.2.0", "@", "a@b@sha1:" + rev1, ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if c := RevisionCommit(s); c != "" && !ValidRevision(c) {
+			t.Fatalf("RevisionCommit(%q) = %q", s, c)
+		}
+	})
+}
