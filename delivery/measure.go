@@ -67,7 +67,7 @@ func (rd *Reader) durations(ctx context.Context, rep *Report, f *Figures, a *att
 		observed = a.ev.VerifiedAt.UTC()
 	}
 	if !observed.IsZero() && rec.Reconciling != nil {
-		merged, ok, err := rd.commitTime(ctx, rec.Reconciling.DesiredRevision)
+		merged, ok, err := rd.commitTime(ctx, rec.Reconciling.Commit())
 		if err != nil {
 			return fmt.Errorf("reading the merge time of %s: %w", rec.PromotionID, err)
 		}

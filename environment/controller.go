@@ -16,6 +16,11 @@ type Controller struct {
 	Paths []string
 	// Namespaces are its destination namespaces.
 	Namespaces []string
+	// Source is the kind of source it reads ("" when it does not say):
+	// OCI for a Kustomization whose spec.sourceRef.kind is OCIRepository
+	// or an Application whose repoURL is oci://, Git for a GitRepository
+	// or another repoURL (sourceOf).
+	Source SourceKind
 }
 
 // ControllerOf reads a controller object's content (an unstructured
@@ -40,6 +45,7 @@ func ControllerOf(obj map[string]any, prefix string) Controller {
 			c.Namespaces = append(c.Namespaces, s)
 		}
 	}
+	c.Source = sourceOf(kind, spec)
 	if kind == "Kustomization" {
 		addPath(spec)
 		addNS(spec["targetNamespace"])
@@ -84,6 +90,9 @@ func (r *Registry) CheckController(app, env string, c Controller) error {
 	}
 	if _, err := r.Lookup(env); err != nil {
 		return err
+	}
+	if why := r.checkSource(env, c); why != "" {
+		return r.mismatch("environments."+env+".source", "%s", why)
 	}
 	if len(c.Paths) == 0 {
 		return r.mismatch("environments", "%s names no source path: it deploys no environment of %s", c.Object, r.file)

@@ -57,6 +57,9 @@ func checkEnvironment(name string, e v1alpha1.EnvironmentPolicy) error {
 	if err := checkTrust(field, e.Trust); err != nil {
 		return err
 	}
+	if err := checkSource(field, e.Source); err != nil {
+		return err
+	}
 	return checkApprovals(field, e)
 }
 

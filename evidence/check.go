@@ -41,6 +41,9 @@ func Relate(ctx context.Context, isAncestor Ancestry, desired, observed string) 
 	if observed == desired {
 		return Desired, nil
 	}
+	if promotion.ValidOCIRevision(observed) || promotion.ValidOCIRevision(desired) {
+		return Unrelated, nil // an artifact digest has no history: another one is another artifact
+	}
 	earlier, err := isAncestor(ctx, observed, desired)
 	if err != nil {
 		return Unrelated, err
@@ -64,6 +67,9 @@ func Relate(ctx context.Context, isAncestor Ancestry, desired, observed string) 
 // that renders the approved objects (Relate, and the renderedHash equal to
 // the desiredRenderedHash that Validate already requires for it).
 func (r *Record) CheckRevisions(ctx context.Context, isAncestor Ancestry) (string, error) {
+	if promotion.ValidOCIRevision(r.DesiredRevision) || promotion.ValidOCIRevision(r.ObservedRevision) {
+		return r.checkOCIRevisions(), nil
+	}
 	rel, err := Relate(ctx, isAncestor, r.DesiredRevision, r.ObservedRevision)
 	if err != nil {
 		return "", fmt.Errorf("evidence %s: relating observed %s to desired %s: %w", Path(r.Environment, r.App, r.PromotionID),

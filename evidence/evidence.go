@@ -40,11 +40,20 @@ type Record struct {
 	Reason string `json:"reason,omitempty"`
 	// Class is the failure class of a HALTED decision: source, render, live
 	// or runtime (a runtime check failed, ClassRuntime).
-	Class            string `json:"class,omitempty"`
-	Image            string `json:"image"`
-	ArtifactDigest   string `json:"artifactDigest"`
+	Class          string `json:"class,omitempty"`
+	Image          string `json:"image"`
+	ArtifactDigest string `json:"artifactDigest"`
+	// DesiredRevision and ObservedRevision are commit ids, or in an OCI
+	// environment manifest digests (sha256:<hex>, evidence/oci.go).
 	DesiredRevision  string `json:"desiredRevision"`
 	ObservedRevision string `json:"observedRevision"`
+	// DesiredCommit is, in an OCI environment, the commit the desired
+	// artifact was built from (the record's reconciling.desiredCommit);
+	// ObservedCommit the commit the observed artifact's revision
+	// annotation names, as the controller reported it (Flux's
+	// originRevision), when it did.
+	DesiredCommit  string `json:"desiredCommit,omitempty"`
+	ObservedCommit string `json:"observedCommit,omitempty"`
 	// RenderedHash is the rendered hash the Acceptance declares (and the
 	// verifier saw); DesiredRenderedHash the one the record proposed.
 	RenderedHash        string `json:"renderedHash,omitempty"`
@@ -110,12 +119,15 @@ func (r *Record) Validate() error {
 		return fail("reason", "missing: a HALTED decision says why")
 	case !promotion.ValidDigest(r.ArtifactDigest):
 		return fail("artifactDigest", "%q is not sha256:<hex>", r.ArtifactDigest)
-	case r.Decision == promotion.Accepted && r.ObservedRevision != r.DesiredRevision &&
+	case r.Decision == promotion.Accepted && r.ObservedRevision != r.DesiredRevision && !promotion.ValidOCIRevision(r.DesiredRevision) &&
 		(r.Reason == "" || r.RenderedHash == "" || r.RenderedHash != r.DesiredRenderedHash):
 		return fail("observedRevision", "%q is not the desired %s: ACCEPTED only for a later commit that renders the approved objects "+
 			"(renderedHash %q, desired %q) and says so in reason", r.ObservedRevision, r.DesiredRevision, r.RenderedHash, r.DesiredRenderedHash)
 	case r.Time.IsZero():
 		return fail("time", "missing")
+	}
+	if field, err := r.validateRevisions(); err != nil {
+		return fail(field, "%v", err)
 	}
 	if err := r.validateChecks(); err != nil {
 		return fail("checks", "%v", err)

@@ -151,7 +151,7 @@ func (s *GitSink) Write(ctx context.Context, app, env, observedRevision string, 
 		ev.SchemaVersion = SchemaVersion
 		ev.App, ev.Environment, ev.PromotionID = app, env, rec.PromotionID
 		ev.Image, ev.ArtifactDigest = rec.Artifact.Image, rec.Artifact.Digest
-		ev.DesiredRevision = rec.Reconciling.DesiredRevision
+		ev.DesiredRevision, ev.DesiredCommit = rec.Reconciling.DesiredRevision, rec.Reconciling.DesiredCommit
 		ev.DesiredRenderedHash = rec.Target.RenderedHash
 		ev.Time = ev.Time.UTC().Truncate(time.Second)
 		switch ev.Decision {
@@ -228,12 +228,16 @@ type StatusSink struct {
 // Context is the commit status context of app in env.
 func Context(env, app string) string { return "throughline/" + env + "/" + app }
 
-// Post sets the status (success for ACCEPTED, failure for HALTED, pending
+// Post sets the status, on the desired commit (for an OCI environment the
+// commit the desired artifact was built from) (success for ACCEPTED, failure for HALTED, pending
 // for a promotion still RECONCILING that waits for its controller),
 // retrying transport errors, rate limits and server
 // errors with exponential backoff.
 func (s *StatusSink) Post(ctx context.Context, ev *Record) error {
 	st := forge.CommitStatus{SHA: ev.DesiredRevision, Context: Context(ev.Environment, ev.App)}
+	if ev.DesiredCommit != "" {
+		st.SHA = ev.DesiredCommit // an OCI environment: the status goes on the commit the artifact was built from
+	}
 	switch ev.Decision {
 	case promotion.Accepted:
 		st.State, st.Description = forge.StatusSuccess, fmt.Sprintf("ACCEPTED: %s runs %s", ev.Environment, ev.ArtifactDigest)

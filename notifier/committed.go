@@ -37,20 +37,24 @@ func (p *Processor) committedAcceptance(ctx context.Context, ev Event, rec *prom
 		}
 		return "", fmt.Errorf("no Acceptance in %s", file)
 	}
-	committed, found, err := gitops.Read(ctx, &gitops.Repo{Repo: p.Git.Repo}, ev.Revision, file, parse)
+	at := ev.Revision
+	if rec.IsOCI() {
+		at = rec.Reconciling.DesiredCommit // the observed artifact is the desired one, built from this commit
+	}
+	committed, found, err := gitops.Read(ctx, &gitops.Repo{Repo: p.Git.Repo}, at, file, parse)
 	switch {
 	case exitcode.Code(err) == exitcode.Invalid:
-		return fmt.Sprintf("the committed Acceptance %s at %s cannot be read: %v", file, ev.Revision, err), nil
+		return fmt.Sprintf("the committed Acceptance %s at %s cannot be read: %v", file, at, err), nil
 	case err != nil:
-		return "", fmt.Errorf("reading the committed Acceptance %s at %s: %w", file, ev.Revision, err)
+		return "", fmt.Errorf("reading the committed Acceptance %s at %s: %w", file, at, err)
 	case !found:
 		return "", nil
 	case rec.Target.RenderedHash != "" && committed != rec.Target.RenderedHash:
 		return fmt.Sprintf("rendered hash mismatch: the committed Acceptance %s at %s declares %s, the promotion proposed %s "+
-			"(stale: propose and rollback refresh it, promote check refuses it stale)", file, ev.Revision, committed, rec.Target.RenderedHash), nil
+			"(stale: propose and rollback refresh it, promote check refuses it stale)", file, at, committed, rec.Target.RenderedHash), nil
 	case live.RenderedHash != committed:
 		return fmt.Sprintf("rendered hash mismatch: the live Acceptance %s/%s declares %s, the one committed in %s at %s declares %s: "+
-			"Flux did not apply the committed Acceptance", live.Namespace, live.Name, live.RenderedHash, file, ev.Revision, committed), nil
+			"Flux did not apply the committed Acceptance", live.Namespace, live.Name, live.RenderedHash, file, at, committed), nil
 	}
 	return "", nil
 }

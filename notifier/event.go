@@ -16,8 +16,17 @@ type Event struct {
 	Source      string
 	App         string
 	Environment string
-	// Revision is the full commit id the controller observed.
+	// Revision is what the controller observed: a full commit id, or in an
+	// OCI environment the artifact's manifest digest (sha256:<hex>). The
+	// decoders set the Git reading; Process settles it by the
+	// environment's source kind (resolveRevision).
 	Revision string
+	// OCI is the revision's OCI reading, "" when its form has none
+	// (parseRevision).
+	OCI string
+	// Origin is the commit an OCI artifact names in its revision
+	// annotation, as Flux reported it (originRevision), "" when it did not.
+	Origin string
 	// Degraded is set when the controller reports a failed or degraded
 	// application (Flux severity error, Argo CD health Degraded).
 	Degraded bool
@@ -89,11 +98,16 @@ func fluxEvent(fe eventv1.Event) (Event, error) {
 	if rev == "" {
 		return ev, fmt.Errorf("flux event %s %s: %w: no revision in metadata", ev.Object, fe.Reason, ErrIrrelevant)
 	}
-	r, ok := fluxRevision(rev)
-	if !ok {
-		return ev, fmt.Errorf("flux event %s: %w: revision %q is not <ref>@sha1:<commit>", ev.Object, ErrMalformed, rev)
+	var ok bool
+	if ev.Revision, ev.OCI, ok = parseRevision(rev); !ok {
+		return ev, fmt.Errorf("flux event %s: %w: revision %q is neither <ref>@sha1:<commit> nor <ref|tag>@sha256:<commit|digest>",
+			ev.Object, ErrMalformed, rev)
 	}
-	ev.Revision = r
+	if o := fe.Metadata[FluxMetaOriginRevision]; o != "" {
+		if ev.Origin = parseOrigin(o); ev.Origin == "" {
+			return ev, fmt.Errorf("flux event %s: %w: originRevision %q names no full commit id", ev.Object, ErrMalformed, o)
+		}
+	}
 	switch {
 	case fe.Severity == eventv1.EventSeverityError:
 		ev.Degraded = true
@@ -108,21 +122,6 @@ func fluxEvent(fe eventv1.Event) (Event, error) {
 			ev.Object, ErrMalformed, FluxMetaEnvironment)
 	}
 	return ev, nil
-}
-
-// fluxRevision extracts the commit of a Flux revision: "main@sha1:<hex>",
-// "sha1:<hex>", "main/<hex>" (old format) or a bare commit id.
-func fluxRevision(rev string) (string, bool) {
-	if i := strings.LastIndex(rev, "@"); i >= 0 {
-		rev = rev[i+1:]
-	}
-	if i := strings.LastIndex(rev, "/"); i >= 0 {
-		rev = rev[i+1:]
-	}
-	for _, p := range []string{"sha1:", "sha256:"} {
-		rev = strings.TrimPrefix(rev, p)
-	}
-	return rev, validCommit(rev)
 }
 
 func validCommit(rev string) bool {
@@ -190,10 +189,19 @@ func argoCDEvent(p ArgoCDPayload) (Event, error) {
 	if rev == "" {
 		return ev, fmt.Errorf("argocd notification %s: %w: no revision", ev.Object, ErrIrrelevant)
 	}
-	if !validCommit(rev) {
-		return ev, fmt.Errorf("argocd notification %s: %w: revision %q is not a full commit id", ev.Object, ErrMalformed, rev)
+	var ok bool
+	if ev.Revision, ev.OCI, ok = parseRevision(rev); !ok {
+		return ev, fmt.Errorf("argocd notification %s: %w: revision %q is neither a full commit id nor an OCI digest (sha256:<hex>)",
+			ev.Object, ErrMalformed, rev)
 	}
-	ev.Revision = rev
+	if ev.Revision != rev {
+		// Argo CD writes a Git revision as the bare commit id: a
+		// sha256:<hex> is an OCI source's digest, nothing else is Argo CD's.
+		if ev.Revision = ""; ev.OCI == "" {
+			return ev, fmt.Errorf("argocd notification %s: %w: revision %q is neither a full commit id nor an OCI digest (sha256:<hex>)",
+				ev.Object, ErrMalformed, rev)
+		}
+	}
 	ev.Degraded = templ(p.Health) == "Degraded" || templ(p.Phase) == "Failed" || templ(p.Phase) == "Error"
 	if ev.Degraded {
 		what := fmt.Sprintf("health %s, operation %s", orNone(templ(p.Health)), orNone(templ(p.Phase)))

@@ -3,6 +3,8 @@ package notifier
 import (
 	"errors"
 	"testing"
+
+	"github.com/throughline-dev/throughline/promotion"
 )
 
 // FuzzDecode: webhook bodies are untrusted until their signature or token
@@ -16,6 +18,11 @@ func FuzzDecode(f *testing.F) {
 		`{"application":"checkout","namespace":"argocd","app":"checkout","environment":"production","revision":"0123456789abcdef0123456789abcdef01234567","health":"Healthy"}`,
 		`{"involvedObject":{"kind":"K","name":"n"},"metadata":{"revision":"x@sha1:zz"}}`,
 		`{"application":"<no value>"}`,
+		`{"involvedObject":{"kind":"Kustomization","namespace":"flux-system","name":"checkout"},"severity":"info","reason":"ReconciliationSucceeded",` +
+			`"metadata":{"revision":"latest@sha256:` + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" +
+			`","originRevision":"main@sha1:0123456789abcdef0123456789abcdef01234567","environment":"production"}}`,
+		`{"application":"checkout","namespace":"argocd","environment":"production","revision":"sha256:` +
+			"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" + `","health":"Healthy"}`,
 		`[]`, `{`, ``,
 	} {
 		f.Add([]byte(seed))
@@ -29,7 +36,9 @@ func FuzzDecode(f *testing.F) {
 				}
 				continue
 			}
-			if !validCommit(ev.Revision) || ev.App == "" || ev.Environment == "" || ev.Source != name {
+			usable := (ev.Revision != "" || ev.OCI != "") && (ev.Revision == "" || validCommit(ev.Revision)) &&
+				(ev.OCI == "" || promotion.ValidOCIRevision(ev.OCI)) && (ev.Origin == "" || validCommit(ev.Origin))
+			if !usable || ev.App == "" || ev.Environment == "" || ev.Source != name {
 				t.Fatalf("%s: decoded an event the processing cannot use: %+v", name, ev)
 			}
 		}

@@ -85,6 +85,10 @@ type Processor struct {
 	// reason changes.
 	Status func(ev *evidence.Record)
 	Now    func() time.Time
+	// Registry, when set, is the environment registry whose source kinds
+	// settle an event's revision (resolveRevision): an OCI environment's
+	// revisions are artifact digests, a Git one's commit ids.
+	Registry RegistryFunc
 
 	waitMu sync.Mutex
 	waited map[string]string // app/env/promotionId -> the last waiting reason posted
@@ -99,6 +103,11 @@ type Result struct {
 // *WaitError, wraps evidence.ErrUnknownApp or evidence.ErrNotApplicable,
 // or is a failure to read or write (the sender should retry).
 func (p *Processor) Process(ctx context.Context, ev Event) (*evidence.Written, error) {
+	kind, err := p.sourceKind(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	resolveRevision(&ev, kind)
 	decide := func(ctx context.Context, rec *promotion.Record, tip string) (*evidence.Record, error) {
 		return p.decide(ctx, ev, rec, tip)
 	}
@@ -133,6 +142,9 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 		out.Decision, out.Class, out.Reason = promotion.Halted, class, fmt.Sprintf(format, args...)
 		return out, nil
 	}
+	if why := sourceMismatch(ev, rec); why != "" {
+		return halt(ClassSource, "%s", why)
+	}
 	// The observed revision has caught up when it is the desired commit or
 	// a later commit of the branch: in a busy repository the controller
 	// syncs whatever is newest (another app's promotion, this record's own
@@ -141,6 +153,17 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 	rel, err := evidence.Relate(ctx, p.Git.IsAncestor, desired, ev.Revision)
 	if err != nil {
 		return nil, err
+	}
+	earlier := fmt.Sprintf("the controller observed %s, an ancestor of the desired %s", ev.Revision, desired)
+	if rec.IsOCI() {
+		out.ObservedCommit = ev.Origin
+		var why string
+		if rel, earlier, why, err = p.relateOCI(ctx, ev, rec); err != nil || why != "" {
+			if err != nil {
+				return nil, err
+			}
+			return halt(ClassSource, "%s", why)
+		}
 	}
 	switch rel {
 	case evidence.Earlier:
@@ -153,7 +176,7 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 		if why != "" {
 			return halt(ClassSource, "%s", why)
 		}
-		return nil, &WaitError{Reason: fmt.Sprintf("the controller observed %s, an ancestor of the desired %s", ev.Revision, desired)}
+		return nil, &WaitError{Reason: earlier}
 	case evidence.Unrelated:
 		return halt(ClassSource, "wrong revision: the controller observed %s, neither the desired commit %s nor a later commit of the branch",
 			ev.Revision, desired)

@@ -345,10 +345,13 @@ func applicationEvent(u unstructured.Unstructured, app, env string) (Event, erro
 
 func kustomizationEvent(u unstructured.Unstructured, app, env string) (Event, error) {
 	var st struct {
-		ObservedGeneration    int64              `json:"observedGeneration"`
-		LastAppliedRevision   string             `json:"lastAppliedRevision"`
-		LastAttemptedRevision string             `json:"lastAttemptedRevision"`
-		Conditions            []metav1.Condition `json:"conditions"`
+		ObservedGeneration  int64  `json:"observedGeneration"`
+		LastAppliedRevision string `json:"lastAppliedRevision"`
+		// LastAppliedOriginRevision is the applied OCI artifact's revision
+		// annotation (the event's originRevision).
+		LastAppliedOriginRevision string             `json:"lastAppliedOriginRevision"`
+		LastAttemptedRevision     string             `json:"lastAttemptedRevision"`
+		Conditions                []metav1.Condition `json:"conditions"`
 	}
 	if m, ok := u.Object["status"].(map[string]any); ok {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &st); err != nil {
@@ -371,6 +374,9 @@ func kustomizationEvent(u unstructured.Unstructured, app, env string) (Event, er
 	switch {
 	case ready.Status == metav1.ConditionTrue:
 		fe.Reason, fe.Metadata[FluxMetaRevision] = "ReconciliationSucceeded", st.LastAppliedRevision
+		if st.LastAppliedOriginRevision != "" {
+			fe.Metadata[FluxMetaOriginRevision] = st.LastAppliedOriginRevision
+		}
 	case ready.Status == metav1.ConditionFalse && slices.Contains([]string{"ReconciliationFailed", "HealthCheckFailed", "BuildFailed"}, ready.Reason):
 		fe.Severity, fe.Metadata[FluxMetaRevision] = eventv1.EventSeverityError, st.LastAttemptedRevision
 	default:

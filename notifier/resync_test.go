@@ -64,7 +64,7 @@ func TestStatusEvent(t *testing.T) {
 			wait: "neither Succeeded nor Degraded"},
 		{name: "argo never synced", obj: resyncApp("checkout", p, nil, nil), wait: "neither Succeeded nor Degraded"},
 		{name: "argo degraded", obj: resyncApp("checkout", p, nil, argoStatus("Running", "Degraded", srcRev, stgRev)), revision: stgRev, degraded: true},
-		{name: "argo short revision", obj: resyncApp("checkout", p, nil, argoStatus("Succeeded", "Healthy", "abc", "abc")), wait: "not a full commit id"},
+		{name: "argo short revision", obj: resyncApp("checkout", p, nil, argoStatus("Succeeded", "Healthy", "abc", "abc")), wait: "neither a full commit id nor an OCI digest"},
 		{name: "flux ready", obj: resyncKs(3, p, map[string]any{"observedGeneration": int64(3), "lastAppliedRevision": "main@sha1:" + stgRev,
 			"conditions": readyCond("True", "ReconciliationSucceeded")}), revision: stgRev},
 		{name: "flux stale status", obj: resyncKs(4, p, map[string]any{"observedGeneration": int64(3), "lastAppliedRevision": "main@sha1:" + stgRev,
@@ -75,7 +75,7 @@ func TestStatusEvent(t *testing.T) {
 			"lastAttemptedRevision": "main@sha1:" + stgRev, "conditions": readyCond("False", "HealthCheckFailed")}), revision: stgRev, degraded: true},
 		{name: "flux no ready", obj: resyncKs(3, p, map[string]any{"observedGeneration": int64(3)}), wait: "no Ready condition"},
 		{name: "flux bad revision", obj: resyncKs(3, p, map[string]any{"observedGeneration": int64(3), "lastAppliedRevision": "main@sha1:xyz",
-			"conditions": readyCond("True", "ReconciliationSucceeded")}), wait: "is not <ref>@sha1:<commit>"},
+			"conditions": readyCond("True", "ReconciliationSucceeded")}), wait: "is neither <ref>@sha1:<commit>"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ev, why := StatusEvent(tc.obj, "checkout", "production")

@@ -257,6 +257,9 @@ func (h *Handler) receive(source string, auth func(r *http.Request, body []byte)
 		}
 		ev, err := decode(body)
 		d.App, d.Environment, d.Revision = ev.App, ev.Environment, ev.Revision
+		if ev.OCI != "" {
+			d.Revision = ev.OCI // the sha256 form as reported: Process settles whether it is a digest or a SHA-256 commit
+		}
 		if errors.Is(err, ErrIrrelevant) {
 			d.Err = err
 			h.metrics.Ignored.WithLabelValues(source, IgnoredIrrelevant).Inc()
@@ -271,7 +274,11 @@ func (h *Handler) receive(source string, auth func(r *http.Request, body []byte)
 		}
 		// A delivery whose evidence this replica already saw in Git needs
 		// no slot: it is answered at once.
-		if known := h.proc.Git.Known(ev.App, ev.Environment, ev.Revision); known != nil {
+		known := h.proc.Git.Known(ev.App, ev.Environment, ev.Revision)
+		if known == nil && ev.OCI != "" { // an OCI environment's evidence is keyed by the digest
+			known = h.proc.Git.Known(ev.App, ev.Environment, ev.OCI)
+		}
+		if known != nil {
 			h.metrics.Duplicates.WithLabelValues(source).Inc()
 			answer(http.StatusOK, reply{Result: resultDuplicate, PromotionID: known.PromotionID})
 			return

@@ -96,6 +96,8 @@ func Start(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 	proc := &Processor{
 		Git:  &evidence.GitSink{Repo: cfg.Repo.Repo, Branch: branch, Attempts: DefaultGitAttempts},
 		Live: &KubeAcceptances{Client: dyn, Namespace: cfg.Namespace, Registry: BaseRegistry(cfg.Repo), Prefix: cfg.Repo.Prefix},
+		// The registry settles whether a sha256 revision is an artifact's digest or a SHA-256 commit.
+		Registry: BaseRegistry(cfg.Repo),
 	}
 	h, err := New(cfg.Handler, proc, prometheus.NewRegistry())
 	if err != nil {

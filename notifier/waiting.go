@@ -40,6 +40,7 @@ func (p *Processor) controllerFailed(
 	w.App, w.Environment, w.PromotionID = rec.App, rec.Target.Environment, rec.PromotionID
 	w.Image, w.ArtifactDigest = rec.Artifact.Image, rec.Artifact.Digest
 	w.DesiredRevision, w.DesiredRenderedHash = rec.Reconciling.DesiredRevision, rec.Target.RenderedHash
+	w.DesiredCommit = rec.Reconciling.DesiredCommit
 	return nil, &WaitError{Reason: reason, Waiting: &w}
 }
 

@@ -28,7 +28,7 @@ const RuleChecksNotPassed = "checks-not-passed"
 // that started and lasted the declared soak before the verification.
 func checksPassed(ctx context.Context, r *gitops.Repo, rec *promotion.Record, ev *evidence.Record) (string, error) {
 	file := path.Join(rec.Target.Path, checkfile.File)
-	data, err := r.ReadFile(ctx, ev.ObservedRevision, file)
+	data, err := r.ReadFile(ctx, ev.ObservedTree(), file)
 	if errors.Is(err, gitrepo.ErrNotFound) {
 		return "", nil
 	}

@@ -92,6 +92,9 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 		return nil, refuse("%s at %s: %s", want, short(commit), why)
 	}
 	why, err := ev.CheckRevisions(ctx, r.IsAncestor)
+	if err == nil && why == "" {
+		why, err = checkSourceKind(ctx, r, base, env, ev)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -284,6 +284,8 @@ type ReconcileRequest struct {
 	By       string
 	Now      time.Time
 	Renderer string
+	// Artifacts resolves an OCI environment's source (DesiredArtifact).
+	Artifacts Artifacts
 }
 
 // Reconcile renders the target at the merged revision, checks that the
@@ -308,6 +310,14 @@ func Reconcile(ctx context.Context, r *gitops.Repo, req ReconcileRequest) (t *Tr
 	if err != nil {
 		return nil, "", err
 	}
+	base, err := r.BaseRev(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	digest, err := DesiredArtifact(ctx, r, req.Artifacts, base, req.To, revision)
+	if err != nil {
+		return nil, "", err
+	}
 	t, err = updateRecord(ctx, r, records, req.App, req.To, ": merge the promotion PR first", func(_ context.Context, _ string,
 		rec *promotion.Record) (string, error) {
 		in := rec.InputFor(req.Renderer)
@@ -315,8 +325,8 @@ func Reconcile(ctx context.Context, r *gitops.Repo, req ReconcileRequest) (t *Tr
 		if why := rec.ApprovalVoid(in, "", req.Now); why != "" {
 			return "", exitcode.Refuse(RuleApproval, "%s at %s: %s", rec.PromotionID, revision, why)
 		}
-		return fmt.Sprintf("promotion %s: RECONCILING %s\n", rec.PromotionID, revision), exitcode.RefuseErr(RuleTransition,
-			rec.Reconcile(revision, req.Now, req.By))
+		return fmt.Sprintf("promotion %s: RECONCILING %s\n", rec.PromotionID, desiredNote(digest, revision)), exitcode.RefuseErr(RuleTransition,
+			reconcileTo(rec, digest, revision, req.Now, req.By))
 	})
 	return t, revision, err
 }

@@ -285,6 +285,9 @@ type Approval struct {
 // Reconciliation is the RECONCILING gate: the target's desired commit.
 type Reconciliation struct {
 	DesiredRevision string `json:"desiredRevision"`
+	// DesiredCommit is, for an OCI environment (DesiredRevision a digest),
+	// the commit the artifact was built from (promotion/oci.go).
+	DesiredCommit string `json:"desiredCommit,omitempty"`
 }
 
 // Acceptance is the ACCEPTED gate: the target observed the desired commit
@@ -556,6 +559,9 @@ func (r *Record) Validate() error {
 		return fail("reason", "missing: a %s record says why", r.State)
 	}
 	if err := r.validateVerifiedIn(fail); err != nil {
+		return err
+	}
+	if err := r.validateRevisions(fail); err != nil {
 		return err
 	}
 	if r.Approval != nil && !r.Approval.ExpiresAt.After(r.Approval.ApprovedAt) {

@@ -127,8 +127,8 @@ func (r *Record) Verify(ev VerifiedIn, at time.Time, by string) error {
 		}
 	}
 	for f, v := range map[string]string{"desiredRevision": ev.DesiredRevision, "observedRevision": ev.ObservedRevision} {
-		if !ValidRevision(v) {
-			errs = append(errs, fmt.Errorf("verifiedIn.%s %q is not a full commit id", f, v))
+		if !ValidSourceRevision(v) {
+			errs = append(errs, fmt.Errorf("verifiedIn.%s %q is neither a full commit id nor an OCI digest", f, v))
 		}
 	}
 	if !ValidDigest(ev.RenderedHash) {
@@ -227,8 +227,8 @@ func (r *Record) Accept(observedRevision, runtimeEvidence string, at time.Time, 
 	switch {
 	case r.Reconciling == nil:
 		return fail("not RECONCILING")
-	case !ValidRevision(observedRevision):
-		return fail(fmt.Sprintf("observed revision %q is not a full commit id", observedRevision))
+	case !ValidSourceRevision(observedRevision):
+		return fail(fmt.Sprintf("observed revision %q is neither a full commit id nor an OCI digest", observedRevision))
 	case strings.TrimSpace(runtimeEvidence) == "":
 		return fail("runtime evidence is missing")
 	}

@@ -82,6 +82,9 @@ type EnvironmentPolicy struct {
 	// gate into this environment verifies of the image (none: no
 	// evidence required).
 	Trust *TrustPolicy `json:"trust,omitempty"`
+	// Source is what the environment's controllers read: Git (nil) or an
+	// OCI artifact pushed from it (docs/oci-sources.md).
+	Source *SourcePolicy `json:"source,omitempty"`
 }
 
 // Cluster is env's cluster: the policy's, else the environment's name.

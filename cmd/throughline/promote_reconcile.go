@@ -28,11 +28,21 @@ record's own commits) whose Acceptance declares exactly the approved rendered
 hash; a later commit rendering other objects, or a revision off the branch,
 halts the promotion. A failure of the controller itself (an apply error, a
 health check timing out) is waited for until the environment's
-reconcileDeadline.`
+reconcileDeadline.
+
+When the environment's source is an OCI artifact (environments.<env>.source.oci
+in throughline-policy.yaml), the desired revision is the manifest digest its
+repository:tag resolves to, recorded with REV as reconciling.desiredCommit,
+provided the artifact's org.opencontainers.image.revision annotation names REV
+(flux push artifact --revision <branch>@sha1:<commit>). An artifact of an
+earlier commit is exit 5 (run again once CI has pushed); one naming no commit,
+a later or an unrelated one is refused (exit 3, rule oci-artifact). The
+notifier then accepts that digest only (docs/oci-sources.md).`
 
 // promoteReconcileOptions are the flags of promote reconcile.
 type promoteReconcileOptions struct {
 	repo, app, to, revision, records, by string
+	reg                                  registryFlags
 }
 
 func (o *promoteReconcileOptions) addFlags(f *pflag.FlagSet) {
@@ -56,6 +66,7 @@ func newPromoteReconcileCommand(g *globals, stdout io.Writer) *cobra.Command {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
 	}
 	o.addFlags(cmd.Flags())
+	o.reg.add(cmd)
 	return cmd
 }
 
@@ -67,8 +78,12 @@ func (o *promoteReconcileOptions) run(ctx context.Context, g *globals, stdout io
 	if err != nil {
 		return err
 	}
+	arts, err := o.reg.client()
+	if err != nil {
+		return err
+	}
 	t, revision, err := promote.Reconcile(ctx, r, promote.ReconcileRequest{App: o.app, To: o.to, Revision: o.revision,
-		RecordsBranch: o.records, By: o.by, Now: time.Now(), Renderer: buildVersion()})
+		RecordsBranch: o.records, By: o.by, Now: time.Now(), Renderer: buildVersion(), Artifacts: arts})
 	if err != nil {
 		return err
 	}

@@ -75,25 +75,7 @@ func startNotifier(ctx context.Context, t *testing.T, api *testenv.APIServer, g 
 	must(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	c := api.Client
-	for _, f := range []string{"notifier-secret.yaml", "notifier-provider.yaml", "notifier-alert.yaml"} {
-		objs := readYAML(t, filepath.Join(root, "deploy", "flux", f))
-		if len(objs) != 1 {
-			t.Fatalf("deploy/flux/%s: %d objects, want 1", f, len(objs))
-		}
-		u := objs[0]
-		switch u.GetKind() {
-		case "Secret":
-			must(t, unstructured.SetNestedField(u.Object, string(key), "stringData", "token"))
-		case "Provider":
-			must(t, unstructured.SetNestedField(u.Object, srv.URL+"/v1/flux", "spec", "address"))
-		case "Alert": // the shipped Alert names production: point it at staging
-			u.SetName("throughline-checkout-staging")
-			must(t, unstructured.SetNestedSlice(u.Object, []any{map[string]any{"kind": "Kustomization", "name": ksName}}, "spec", "eventSources"))
-			must(t, unstructured.SetNestedField(u.Object, "staging", "spec", "eventMetadata", "environment"))
-		}
-		must(t, c.Create(ctx, u))
-	}
+	installAlert(ctx, t, api.Client, root, srv.URL+"/v1/flux", key, ksName, "staging")
 	return got
 }
 
