@@ -118,27 +118,37 @@ func Candidate(ctx context.Context, r *gitops.Repo, req CandidateRequest) (*Prop
 // candidateTarget refuses an environment the registry does not know or
 // that is not a first environment, and resolves req's target in it.
 func candidateTarget(reg *environment.Registry, req CandidateRequest) (*environment.Resolved, error) {
-	env, err := reg.Lookup(req.Environment)
-	if err != nil {
-		return nil, aboutImage(err, req.Image)
-	}
-	if !env.First() {
-		var first []string
-		for _, n := range reg.Names() {
-			if e, _ := reg.Get(n); e.First() {
-				first = append(first, n)
-			}
-		}
-		return nil, &exitcode.Refusal{Rule: RuleCandidateNotFirst, File: reg.File(), Object: req.Image,
-			Field: "environments." + req.Environment + ".promotesFrom", Reason: RuleCandidateNotFirst,
-			Err: fmt.Errorf("%s is promoted into from %s: a candidate from CI goes into a first environment (%s)",
-				req.Environment, strings.Join(env.PromotesFrom, ", "), strings.Join(first, ", "))}
+	if err := firstEnvironment(reg, req.Environment, req.Image); err != nil {
+		return nil, err
 	}
 	res, err := resolveTarget(reg, req.App, req.Environment, req.Path, req.Cluster)
 	if err != nil {
 		return nil, aboutImage(err, req.Image)
 	}
 	return res, nil
+}
+
+// firstEnvironment refuses an environment the registry does not know
+// (environment-unknown) or that another environment promotes into
+// (candidate-not-first), naming image.
+func firstEnvironment(reg *environment.Registry, name, image string) error {
+	env, err := reg.Lookup(name)
+	if err != nil {
+		return aboutImage(err, image)
+	}
+	if env.First() {
+		return nil
+	}
+	var first []string
+	for _, n := range reg.Names() {
+		if e, _ := reg.Get(n); e.First() {
+			first = append(first, n)
+		}
+	}
+	return &exitcode.Refusal{Rule: RuleCandidateNotFirst, File: reg.File(), Object: image,
+		Field: "environments." + name + ".promotesFrom", Reason: RuleCandidateNotFirst,
+		Err: fmt.Errorf("%s is promoted into from %s: a candidate from CI goes into a first environment (%s)",
+			name, strings.Join(env.PromotesFrom, ", "), strings.Join(first, ", "))}
 }
 
 // aboutImage is err, a refusal that names no object, naming image and its

@@ -323,6 +323,11 @@ func (c *check) evidence(ctx context.Context) error {
 	case rec.VerifiedIn == nil:
 		c.rep.refuse(Finding{Rule: RuleEvidence, File: c.recFile, Field: "verifiedIn"},
 			"no staging evidence for digest %s: %s is %s, not VERIFIED", rec.Artifact.Digest, c.recFile, rec.State)
+	case rec.VerifiedIn.IsCandidacy():
+		// The first environment: the evidence recorded at candidacy, in a
+		// first environment of the base's registry (supplyChain re-verifies
+		// the evidence).
+		return c.trustFinding(candidacyClaim(ctx, c.r, c.rep.Base, rec))
 	case rec.VerifiedIn.IsPriorAcceptance():
 		// A rollback: the claim must be backed by the base's history.
 		var re *exitcode.Refusal

@@ -96,6 +96,9 @@ func Verify(ctx context.Context, r *gitops.Repo, req VerifyRequest) (*Transition
 		return nil, err
 	}
 	return updateRecord(ctx, r, b, req.App, req.To, "", func(ctx context.Context, _ string, rec *promotion.Record) (string, error) {
+		if rec.IsCandidacy() && (req.From == "" || req.From == req.To) {
+			return verifyCandidacy(ctx, r, base, rec, req)
+		}
 		from, err := sourceEnvironment(ctx, r, base, req.From, rec)
 		if err != nil {
 			return "", err

@@ -164,7 +164,7 @@ func (c *check) supplyChain(ctx context.Context) error {
 func (c *check) trustSource(ctx context.Context) (*promotion.Record, error) {
 	v, rec := c.rec.VerifiedIn, c.rec
 	switch {
-	case v == nil:
+	case v == nil || v.IsCandidacy():
 		return nil, nil
 	case v.IsPriorAcceptance():
 		p := v.PriorAcceptance

@@ -1,0 +1,83 @@
+package promote
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/trust"
+	"github.com/throughline-dev/throughline/trust/trusttest"
+)
+
+// TestCandidacyVerified: CI's candidate in the first environment is
+// VERIFIED by the evidence recorded at its candidacy (re-verified against
+// dev's trust policy), approved, and passes the PR gate, which reads the
+// same claim. No other environment ran the artifact before: without the
+// candidacy kind, a first environment could never leave CANDIDATE.
+func TestCandidacyVerified(t *testing.T) {
+	ctx := context.Background()
+	w := trusttest.New(t, true)
+	f := newCandidateFixture(t, w, candidatePolicy(candidateTrust("72h")))
+	img := w.Image("checkout")
+	w.Attach(img, w.CIEvidence(img).All()...)
+	p, err := f.candidate(w, ref(img), trusttest.SourceCommit)
+	must(t, err)
+	tr, err := Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "dev", Now: w.Now, Trust: trust.Options{Now: w.Now}})
+	must(t, err)
+	if tr.Record.State != promotion.Verified || !tr.Record.VerifiedIn.IsCandidacy() || tr.Record.VerifiedIn.Environment != "dev" {
+		t.Fatalf("candidacy verified as %s: %+v", tr.Record.State, tr.Record.VerifiedIn)
+	}
+	if msg := f.git("log", "-1", "--format=%B", p.Branch); !strings.Contains(msg, "VERIFIED by its candidacy in dev") ||
+		!strings.Contains(msg, trusttest.Hex(img)) && !strings.Contains(msg, "sha256:") {
+		t.Fatalf("commit message does not say what verified it:\n%s", msg)
+	}
+	_, err = Approve(ctx, f.repo, ApproveRequest{App: "checkout", To: "dev", Approver: "alice", Expires: w.Now.Add(2 * time.Hour), Now: w.Now,
+		Renderer: renderer})
+	must(t, err)
+	rep, err := Check(ctx, f.repo, CheckRequest{Base: "main", Head: p.Branch, Now: w.Now, Renderer: renderer, Trust: trust.Options{Now: w.Now}})
+	must(t, err)
+	if len(rep.Refusals) != 0 {
+		t.Fatalf("the PR gate refuses the verified candidacy: %q %+v", rep.Refusals, rep.Findings)
+	}
+}
+
+// TestCandidacyRefused attacks the candidacy kind: a record of a
+// non-first environment that names itself as its candidacy (to skip the
+// environment before it), and a candidacy whose recorded scan has grown
+// too old for the environment by the time it is verified.
+func TestCandidacyRefused(t *testing.T) {
+	ctx := context.Background()
+	w := trusttest.New(t, true)
+	f := newCandidateFixture(t, w, candidatePolicy(candidateTrust("72h")))
+	img := w.Image("checkout")
+	e := w.CIEvidence(img)
+	w.Attach(img, e.All()...)
+	p, err := f.candidate(w, ref(img), trusttest.SourceCommit)
+	must(t, err)
+
+	_, err = Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "dev", Now: w.Now.Add(100 * time.Hour),
+		Trust: trust.Options{Now: w.Now.Add(100 * time.Hour)}})
+	wantCandidateRefusal(t, err, trust.RuleScanTooOld, ref(img), e.Scan)
+
+	// Staging is promoted into from dev: a hand-made staging record that
+	// names itself as the candidacy is not verified by it.
+	orig, err := p.Record.Marshal()
+	must(t, err)
+	rec, err := promotion.Parse("copy", orig)
+	must(t, err)
+	rec.Target.Environment, rec.Target.Path, rec.Target.Cluster = "staging", "apps/checkout/overlays/staging", "staging-eu-1"
+	rec.PromotionID = promotion.AttemptKey{App: "checkout", Digest: rec.Artifact.Digest, Environment: "staging", Attempt: 1}.ID()
+	rec.Artifact.Evidence.Candidacy, rec.Artifact.Evidence.Environment = rec.PromotionID, "staging"
+	data, err := rec.Marshal()
+	must(t, err)
+	branch := fmt.Sprintf("throughline/promote/checkout/staging/%s-1", trusttest.Hex(img)[:12])
+	f.git("checkout", "-q", "-b", branch, "main")
+	f.write(map[string]string{promotion.RecordPath("checkout", "staging"): string(data)})
+	f.commit("a staging record claiming its own candidacy")
+	f.git("checkout", "-q", "main")
+	_, err = Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "staging", Now: w.Now, Trust: trust.Options{Now: w.Now}})
+	wantCandidateRefusal(t, err, RuleCandidateNotFirst, ref(img), nil)
+}
