@@ -20,4 +20,7 @@ const (
 	// RuleMismatch refuses a path, app, cluster or namespace that the
 	// registry gives to another environment (or to none).
 	RuleMismatch = "environment-mismatch"
+	// RuleOrder refuses a promotion from an environment the target's
+	// promotesFrom does not list.
+	RuleOrder = "promotion-order"
 )

@@ -3,12 +3,27 @@ package environment
 import (
 	"fmt"
 	"slices"
+
+	"github.com/throughline-dev/throughline/exitcode"
 )
 
 // First reports whether e is a first environment: one that no other
 // environment's artifacts are promoted into (its promotesFrom is empty),
 // where a candidate comes from CI (promote candidate).
 func (e *Environment) First() bool { return len(e.PromotesFrom) == 0 }
+
+// CheckOrder refuses (rule promotion-order) a promotion into the
+// environment to from the environment from when to declares its sources
+// (promotesFrom) and from is not one of them. An environment that declares
+// none takes promotions as before the order existed.
+func (r *Registry) CheckOrder(from, to string) error {
+	e, ok := r.Get(to)
+	if !ok || e.First() || slices.Contains(e.PromotesFrom, from) {
+		return nil
+	}
+	return &exitcode.Refusal{Rule: RuleOrder, File: r.File(), Field: "environments." + to + ".promotesFrom",
+		Reason: fmt.Sprintf("%s: %s is promoted into from %v only, not from %s", RuleOrder, to, e.PromotesFrom, from)}
+}
 
 // checkOrder checks the promotion order: every promotesFrom entry is
 // another environment of r, listed once.

@@ -53,3 +53,33 @@ func TestPromotionOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckOrder: a promotion into an environment that declares its
+// sources comes from one of them; an environment that declares none takes
+// any (as before the order existed).
+func TestCheckOrder(t *testing.T) {
+	p := example()
+	prod := p.Environments["production"]
+	prod.PromotesFrom = []string{"staging"}
+	p.Environments["production"] = prod
+	reg, err := New(file, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		from, to string
+		refused  bool
+	}{
+		{"staging", "production", false},
+		{"dev", "production", true}, // skipping staging
+		{"production", "production", true},
+		{"dev", "staging", false}, // staging declares no sources
+		{"dev", "qa", false},      // unknown: the registry step refuses it
+	} {
+		err := reg.CheckOrder(tt.from, tt.to)
+		if got := err != nil; got != tt.refused || tt.refused && (exitcode.Code(err) != exitcode.Refused ||
+			!strings.Contains(err.Error(), RuleOrder) || !strings.Contains(err.Error(), "environments."+tt.to+".promotesFrom")) {
+			t.Fatalf("%s -> %s: %v, want refused %v by %s", tt.from, tt.to, err, tt.refused, RuleOrder)
+		}
+	}
+}

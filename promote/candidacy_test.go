@@ -2,11 +2,14 @@ package promote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/throughline-dev/throughline/environment"
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/trust"
 	"github.com/throughline-dev/throughline/trust/trusttest"
@@ -80,4 +83,21 @@ func TestCandidacyRefused(t *testing.T) {
 	f.git("checkout", "-q", "main")
 	_, err = Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "staging", Now: w.Now, Trust: trust.Options{Now: w.Now}})
 	wantCandidateRefusal(t, err, RuleCandidateNotFirst, ref(img), nil)
+}
+
+// TestProposeFollowsOrder: production is promoted into from staging only;
+// a proposal from dev (skipping staging) is refused before anything is
+// read or written.
+func TestProposeFollowsOrder(t *testing.T) {
+	w := trusttest.New(t, true)
+	f := newCandidateFixture(t, w, candidatePolicy(""))
+	tip := f.git("rev-parse", "main")
+	_, err := Propose(context.Background(), f.repo, ProposeRequest{App: "checkout", From: "dev", To: "production", Renderer: renderer})
+	var re *exitcode.Refusal
+	if !errors.As(err, &re) || re.Rule != environment.RuleOrder || !strings.Contains(err.Error(), "environments.production.promotesFrom") {
+		t.Fatalf("dev -> production: %v, want a refusal by %s", err, environment.RuleOrder)
+	}
+	if branches := f.git("branch", "--list", "throughline/*"); branches != "" || f.git("rev-parse", "main") != tip {
+		t.Fatalf("a refused proposal wrote: branches %q", branches)
+	}
 }

@@ -51,6 +51,9 @@ func resolveRequest(ctx context.Context, r *gitops.Repo, rev string, req Propose
 		if _, err := reg.Lookup(req.From); err != nil {
 			return req, err
 		}
+		if err := reg.CheckOrder(req.From, req.To); err != nil {
+			return req, err
+		}
 	}
 	res, err := resolveTarget(reg, req.App, req.To, req.Path, req.Cluster)
 	if err != nil {
@@ -86,8 +89,11 @@ func recordTarget(reg *environment.Registry, rec *promotion.Record, env string) 
 	case t.Cluster == "":
 		return recordRefusal(rec, env, "target.cluster", fmt.Errorf("target.cluster is empty, %s names %q", reg.File(), res.Cluster))
 	}
-	if v := rec.VerifiedIn; v != nil && !v.IsPriorAcceptance() {
+	if v := rec.VerifiedIn; v != nil && !v.IsPriorAcceptance() && !v.IsCandidacy() {
 		if _, err := reg.Lookup(v.Environment); err != nil {
+			return recordRefusal(rec, env, "verifiedIn.environment", err)
+		}
+		if err := reg.CheckOrder(v.Environment, env); err != nil {
 			return recordRefusal(rec, env, "verifiedIn.environment", err)
 		}
 	}
