@@ -100,7 +100,8 @@ func Candidate(ctx context.Context, r *gitops.Repo, req CandidateRequest) (*Prop
 	if err != nil {
 		return nil, err
 	}
-	art := promotion.Artifact{Image: req.Image, Digest: img.DigestStr(), SourceCommit: req.SourceCommit, Evidence: candidacyEvidence(req.Environment, ev)}
+	art := promotion.Artifact{Image: req.Image, Digest: img.DigestStr(), SourceCommit: req.SourceCommit,
+		Evidence: candidacyEvidence(req.Environment, ev)}
 	if err := sameSource(ctx, r, baseRev, req, art); err != nil {
 		return nil, err
 	}

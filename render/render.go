@@ -473,7 +473,8 @@ func (a *App) readDirectory(ctx context.Context) ([]Object, error) {
 			return nil, err
 		}
 		p := filepath.Join(a.Dir, n)
-		if strings.HasPrefix(n, ".") || n == ChecksFile || n == HelmParametersFile || !manifestExtensions[strings.ToLower(filepath.Ext(n))] || a.FS.IsDir(p) {
+		if strings.HasPrefix(n, ".") || n == ChecksFile || n == HelmParametersFile || !manifestExtensions[strings.ToLower(filepath.Ext(n))] ||
+			a.FS.IsDir(p) {
 			continue
 		}
 		data, err := a.FS.ReadFile(p)

@@ -89,11 +89,11 @@ func build(src string) (map[string][]byte, []byte, error) {
 		Name, Version string
 	}
 	if err := sigyaml.Unmarshal(meta, &chart); err != nil {
-		return nil, nil, fmt.Errorf("Chart.yaml: %w", err)
+		return nil, nil, fmt.Errorf("reading Chart.yaml: %w", err)
 	}
 	config, err := sigyaml.YAMLToJSON(meta)
 	if err != nil {
-		return nil, nil, fmt.Errorf("Chart.yaml: %w", err)
+		return nil, nil, fmt.Errorf("reading Chart.yaml: %w", err)
 	}
 	tgz, err := pack(src, chart.Name)
 	if err != nil {

@@ -119,7 +119,7 @@ func helmTemplate(b *testing.B, dir string) int {
 	if err != nil {
 		b.Fatal(err)
 	}
-	files, err := engine.Engine{}.Render(chrt, vals)
+	files, err := engine.Engine{}.RenderWithContext(context.Background(), chrt, vals)
 	if err != nil {
 		b.Fatal(err)
 	}
