@@ -116,7 +116,7 @@ func chartsAt(ctx context.Context, r *gitops.Repo, tree *gitops.Tree, p string) 
 // one it accepted.
 func sourceCharts(ctx context.Context, r *gitops.Repo, baseRev string, src *promotion.Record) ([]promotion.Chart, error) {
 	if len(src.Artifact.Charts) > 0 {
-		return src.Artifact.Charts, nil
+		return artifactCharts(src.Artifact.Charts, src.Target.Path), nil
 	}
 	tree, err := r.Tree(ctx, baseRev)
 	if err != nil {
@@ -131,11 +131,22 @@ func sourceCharts(ctx context.Context, r *gitops.Repo, baseRev string, src *prom
 		return nil, exitcode.Refuse(RuleChartUnverified, "%s renders charts at %s with rendered hash %s, not the render %s accepted (%s): "+
 			"what it verified is unknown", src.Target.Path, short(baseRev), hash, src.Target.Environment, src.Target.RenderedHash)
 	}
-	return charts, nil
+	return artifactCharts(charts, src.Target.Path), nil
+}
+
+// artifactCharts is cs without the chart of a chart app at appPath itself
+// (a chart of the repository whose source is that directory): it is the
+// environment's configuration, judged as its files are; its dependencies
+// are the promoted charts.
+func artifactCharts(cs []promotion.Chart, appPath string) []promotion.Chart {
+	return slices.DeleteFunc(slices.Clone(cs), func(c promotion.Chart) bool {
+		return !remoteChart(c) && path.Clean(c.Source) == path.Clean(appPath)
+	})
 }
 
 // chartEdit is the target's chart pins written for the promoted charts:
-// the kustomization's helmCharts versions and the lock file beside it.
+// the chart versions of its kustomization (helmCharts) or Chart.yaml
+// (dependencies) and the lock file beside it.
 type chartEdit struct {
 	kdata            []byte
 	lockFile         string
@@ -143,11 +154,32 @@ type chartEdit struct {
 	kchanged, locked bool
 }
 
+// chartList names where a file of the target sets remote chart versions:
+// the sequence key and the repository key of its entries.
+type chartList struct{ seq, repo string }
+
+var (
+	// helmChartsList: a kustomization's helmCharts entries.
+	helmChartsList = chartList{seq: "helmCharts", repo: "repo"}
+	// dependenciesList: a chart app's Chart.yaml dependencies.
+	dependenciesList = chartList{seq: "dependencies", repo: "repository"}
+)
+
+// chartListOf is where the target file file sets chart versions: the
+// dependencies of a Chart.yaml, else a kustomization's helmCharts.
+func chartListOf(file string) chartList {
+	if path.Base(file) == "Chart.yaml" {
+		return dependenciesList
+	}
+	return helmChartsList
+}
+
 // writeCharts writes the version of every remote chart of charts into the
-// helmCharts entries of the kustomization kfile (data) that name its
-// repository and name, and pins each such version to the chart's digest in
-// the lock file beside kfile, as `pin --charts` writes it (in place). A
-// lock that pins that version to another digest is refused (rule
+// entries of the target file kfile (data) that name its repository and
+// name (a kustomization's helmCharts, a chart app's Chart.yaml
+// dependencies: chartListOf), and pins each such version to the chart's
+// digest in the lock file beside kfile, as `pin --charts` writes it (in
+// place). A lock that pins that version to another digest is refused (rule
 // chart-version-moved, naming both digests).
 func writeCharts(tree *gitops.Tree, kfile string, data []byte, charts []promotion.Chart) (*chartEdit, error) {
 	e := &chartEdit{kdata: data}
@@ -155,10 +187,11 @@ func writeCharts(tree *gitops.Tree, kfile string, data []byte, charts []promotio
 	if err != nil {
 		return nil, err
 	}
+	list := chartListOf(kfile)
 	var pins []chartsource.Entry
 	if docs := f.Documents(); len(docs) == 1 && len(docs[0].Content) == 1 {
-		for _, entry := range seqOf(docs[0].Content[0], "helmCharts") {
-			name, repo, version := scalarOf(entry, "name"), scalarOf(entry, "repo"), scalarOf(entry, "version")
+		for _, entry := range seqOf(docs[0].Content[0], list.seq) {
+			name, repo, version := scalarOf(entry, "name"), scalarOf(entry, list.repo), scalarOf(entry, "version")
 			if name == nil || repo == nil || version == nil {
 				continue
 			}
@@ -202,6 +235,23 @@ func writeCharts(tree *gitops.Tree, kfile string, data []byte, charts []promotio
 	return e, nil
 }
 
+// targetFile is the file of the target overlay p that a promotion edits:
+// its kustomization, or the Chart.yaml of a chart app (a directory holding
+// Chart.yaml and no kustomization), whose remote dependencies' versions
+// propose writes. A chart app's image digest is set in its values, which
+// propose does not write: the target must already run the promoted digest.
+func targetFile(ctx context.Context, tree *gitops.Tree, p string) (string, error) {
+	kfile, err := tree.KustomizationFile(ctx, p)
+	if err == nil {
+		return kfile, nil
+	}
+	chart := path.Join(p, "Chart.yaml")
+	if fi, serr := os.Lstat(tree.Path(chart)); serr == nil && fi.Mode().IsRegular() {
+		return chart, nil
+	}
+	return "", err
+}
+
 // seqOf is the items of the block sequence at key of mapping m.
 func seqOf(m *yaml.Node, key string) []*yaml.Node {
 	if m.Kind != yaml.MappingNode {
@@ -230,8 +280,8 @@ func scalarOf(m *yaml.Node, key string) *yaml.Node {
 
 // verifyTargetCharts refuses a target that, with the promotion written,
 // does not render exactly the charts the source verified.
-func verifyTargetCharts(d *acceptance.Declaration, want []promotion.Chart) error {
-	got := RecordCharts(d.Acceptance.Spec.Charts)
+func verifyTargetCharts(d *acceptance.Declaration, target string, want []promotion.Chart) error {
+	got := artifactCharts(RecordCharts(d.Acceptance.Spec.Charts), target)
 	if diff := chartDiff(want, got); len(diff) > 0 {
 		return exitcode.Refuse(RuleChartUnverified, "after writing the promotion, %s does not render the charts the source environment verified: %s "+
 			"(a chart set in a base shared with other environments cannot be promoted: rule %s)", d.App.RelDir(), strings.Join(diff, "; "),

@@ -14,6 +14,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/chartfixture"
+	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
 	"github.com/throughline-dev/throughline/render/helmrender"
@@ -61,6 +62,7 @@ func newChartFixture(t *testing.T, unrecorded ...bool) *chartFixture {
 	f := c.fixture
 	f.root = filepath.Join(f.top, "gitops")
 	copyDir(t, exampleRepo, f.root)
+	testenv.RemoveTrust(t, f.root) // made-up digests, no evidence: the trust gates are trust_test.go's
 	ks, kp := stagingOverlay+"/kustomization.yaml", production+"/kustomization.yaml"
 	f.write(map[string]string{
 		ks: strings.Replace(f.read(ks), "1.4.2@"+oldDigest, "1.5.0@"+newDigest, 1) + chartEntry(c.repoURL, "1.1.0", "2"),

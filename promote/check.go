@@ -227,7 +227,7 @@ func (c *check) record(ctx context.Context) (stop bool, err error) {
 // kustomization, and any kustomization key but the digest the policy does
 // not allow.
 func (c *check) files(ctx context.Context) error {
-	kfile, err := c.ht.KustomizationFile(ctx, c.rec.Target.Path)
+	kfile, err := targetFile(ctx, c.ht, c.rec.Target.Path)
 	if err != nil {
 		return err
 	}
@@ -237,6 +237,11 @@ func (c *check) files(ctx context.Context) error {
 		case inside && rel == c.recFile:
 		case inside && c.isCommittedAcceptance(rel):
 		case inside && chartLockChanged(rel, kfile): // judged by the charts step (checkcharts.go)
+		case inside && rel == kfile && chartListOf(kfile) == dependenciesList:
+			for _, k := range chartFileChanges(ctx, c.bt, c.ht, kfile) {
+				c.rep.refuse(Finding{Rule: RuleParameter, File: kfile, Field: k}, "%s: %s changed: a promotion changes only the exact version of "+
+					"a remote dependency of a chart app's Chart.yaml", kfile, k)
+			}
 		case inside && rel == kfile:
 			for _, k := range kustomizationChanges(ctx, c.bt, c.ht, kfile) {
 				if !c.pol.Allows(k) {

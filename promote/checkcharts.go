@@ -3,10 +3,17 @@ package promote
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
 	"strings"
+
+	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/throughline-dev/throughline/chartsource"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -19,16 +26,17 @@ func (c *check) charts(ctx context.Context) error {
 	if c.declared == nil { // policy refused the render: nothing to compare
 		return nil
 	}
-	head := RecordCharts(c.declared.Acceptance.Spec.Charts)
+	head := artifactCharts(RecordCharts(c.declared.Acceptance.Spec.Charts), c.rec.Target.Path)
 	base, _, err := chartsAt(ctx, c.r, c.bt, c.rec.Target.Path)
 	if err != nil {
 		return err
 	}
+	base = artifactCharts(base, c.rec.Target.Path)
 	for _, ch := range promotion.ClassifyCharts(base, head) {
 		c.rep.Changes = append(c.rep.Changes, ch)
 		c.rep.Classes[string(ch.Class)]++
 	}
-	if diff := chartDiff(c.rec.Artifact.Charts, head); len(diff) > 0 {
+	if diff := chartDiff(artifactCharts(c.rec.Artifact.Charts, c.rec.Target.Path), head); len(diff) > 0 {
 		c.rep.refuse(Finding{Rule: RuleChartUnrecorded, File: c.recFile, Field: "artifact.charts"},
 			"the charts %s renders are not the record's artifact.charts: %s (a chart is promoted with its record: throughline promote propose)",
 			c.rec.Target.Path, strings.Join(diff, "; "))
@@ -50,7 +58,7 @@ func (c *check) charts(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if diff := chartDiff(want, c.rec.Artifact.Charts); len(diff) > 0 {
+	if diff := chartDiff(want, artifactCharts(c.rec.Artifact.Charts, c.rec.Target.Path)); len(diff) > 0 {
 		c.rep.refuse(Finding{Rule: RuleChartUnverified, File: c.recFile, Field: "artifact.charts"},
 			"the record's artifact.charts are not what %s verified (%s): the record %s", v.Environment, promotion.RecordPath(src.App, v.Environment),
 			strings.Join(diff, "; "))
@@ -86,4 +94,84 @@ func maskChartVersions(m map[string]any) {
 			}
 		}
 	}
+}
+
+// chartFileChanges lists the fields of the chart app's Chart.yaml file
+// that differ between the two trees, the version of a remote dependency
+// left out when head sets an exact version (a chart version change, judged
+// by the charts step against the record). Any other field, a dependency
+// added, removed or renamed, its repository, alias or condition changed, or
+// a version range is a change the gate refuses.
+func chartFileChanges(ctx context.Context, bt, ht *gitops.Tree, file string) []string {
+	if ctx.Err() != nil {
+		return []string{"<cancelled>"}
+	}
+	a, b := loadChartFile(bt.Path(file)), loadChartFile(ht.Path(file))
+	ad, _ := a["dependencies"].([]any)
+	bd, _ := b["dependencies"].([]any)
+	var out []string
+	if len(ad) != len(bd) {
+		out = append(out, "dependencies")
+	} else {
+		for i := range bd {
+			am, _ := ad[i].(map[string]any)
+			bm, _ := bd[i].(map[string]any)
+			if am == nil || bm == nil {
+				if !reflect.DeepEqual(ad[i], bd[i]) {
+					out = append(out, fmt.Sprintf("dependencies[%d]", i))
+				}
+				continue
+			}
+			out = append(out, mapChanges(fmt.Sprintf("dependencies[%d].", i), am, bm, promotableVersion(am, bm))...)
+		}
+	}
+	delete(a, "dependencies")
+	delete(b, "dependencies")
+	return append(out, mapChanges("", a, b, false)...)
+}
+
+// promotableVersion reports whether the version change of dependency a ->
+// b is one a promotion writes: a remote dependency (same repository and
+// name) moved to an exact version.
+func promotableVersion(a, b map[string]any) bool {
+	repo, _ := b["repository"].(string)
+	v, ok := b["version"].(string)
+	return ok && chartsource.IsRemote(repo) && chartsource.ExactVersion(v) == nil &&
+		reflect.DeepEqual(a["repository"], b["repository"]) && reflect.DeepEqual(a["name"], b["name"])
+}
+
+// mapChanges lists prefix+key for each key whose value differs between a
+// and b, the key version left out when skipVersion.
+func mapChanges(prefix string, a, b map[string]any, skipVersion bool) []string {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	var out []string
+	for k := range keys {
+		if k == "version" && skipVersion {
+			continue
+		}
+		if !reflect.DeepEqual(a[k], b[k]) {
+			out = append(out, prefix+k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// loadChartFile reads the Chart.yaml at file (nil when it cannot be read).
+func loadChartFile(file string) map[string]any {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if sigyaml.Unmarshal(data, &m) != nil {
+		return map[string]any{"<unparseable>": string(data)}
+	}
+	return m
 }

@@ -144,7 +144,7 @@ func editTarget(ctx context.Context, r *gitops.Repo, baseRev string, art promoti
 	if err != nil {
 		return nil, err
 	}
-	kfile, err := tree.KustomizationFile(ctx, req.Path)
+	kfile, err := targetFile(ctx, tree, req.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -153,9 +153,11 @@ func editTarget(ctx context.Context, r *gitops.Repo, baseRev string, art promoti
 		return nil, fmt.Errorf("reading %s: %w", kfile, err)
 	}
 	name, tag := overlay.SplitImage(art.Image)
-	e := &edit{kfile: kfile}
-	if e.edited, e.changed, err = overlay.SetImageDigest(data, kfile, name, tag, art.Digest); err != nil {
-		return nil, err
+	e := &edit{kfile: kfile, edited: data}
+	if chartListOf(kfile) == helmChartsList {
+		if e.edited, e.changed, err = overlay.SetImageDigest(data, kfile, name, tag, art.Digest); err != nil {
+			return nil, err
+		}
 	}
 	if e.charts, err = writeCharts(tree, kfile, e.edited, art.Charts); err != nil {
 		return nil, err
@@ -177,7 +179,7 @@ func editTarget(ctx context.Context, r *gitops.Repo, baseRev string, art promoti
 		return nil, exitcode.Refuse(RulePromotion, "after writing %s into %s, the target does not run only that digest of %s: %d container(s), others: %s",
 			art.Digest, kfile, name, n, strings.Join(others, "; "))
 	}
-	if err := verifyTargetCharts(d, art.Charts); err != nil {
+	if err := verifyTargetCharts(d, req.Path, art.Charts); err != nil {
 		return nil, err
 	}
 	after, _, err := tree.Render(ctx, req.Path)
