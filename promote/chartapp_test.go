@@ -26,7 +26,7 @@ func chartAppYAML(repo, version string) string {
 
 // chartAppDeployment is the chart app's own template: checkout already
 // running the promoted digest (a chart app's image digest is set in its
-// values, which propose does not write).
+// values: chartvalues_test.go has one whose values set it).
 const chartAppDeployment = `apiVersion: apps/v1
 kind: Deployment
 metadata:

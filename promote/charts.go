@@ -238,8 +238,8 @@ func writeCharts(tree *gitops.Tree, kfile string, data []byte, charts []promotio
 // targetFile is the file of the target overlay p that a promotion edits:
 // its kustomization, or the Chart.yaml of a chart app (a directory holding
 // Chart.yaml and no kustomization), whose remote dependencies' versions
-// propose writes. A chart app's image digest is set in its values, which
-// propose does not write: the target must already run the promoted digest.
+// propose writes. A chart app's image digest is set in its values, where
+// propose writes it (chartvalues.go).
 func targetFile(ctx context.Context, tree *gitops.Tree, p string) (string, error) {
 	kfile, err := tree.KustomizationFile(ctx, p)
 	if err == nil {

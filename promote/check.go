@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -231,6 +232,12 @@ func (c *check) files(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var values []string // a chart app's own value files, as the base lists them
+	if chartListOf(kfile) == dependenciesList {
+		if values, err = chartValueFiles(c.bt, c.rec.Target.Path); err != nil {
+			return err
+		}
+	}
 	for _, f := range c.rep.Files {
 		rel, inside := c.r.Rel(f)
 		switch {
@@ -241,6 +248,11 @@ func (c *check) files(ctx context.Context) error {
 			for _, k := range chartFileChanges(ctx, c.bt, c.ht, kfile) {
 				c.rep.refuse(Finding{Rule: RuleParameter, File: kfile, Field: k}, "%s: %s changed: a promotion changes only the exact version of "+
 					"a remote dependency of a chart app's Chart.yaml", kfile, k)
+			}
+		case inside && slices.Contains(values, rel):
+			if why := c.chartValuesChange(rel); why != "" {
+				c.rep.refuse(Finding{Rule: RuleParameter, File: rel}, "%s: %s: a promotion changes only the digest of the artifact %s in a chart "+
+					"app's values", rel, why, c.rec.Artifact.Digest)
 			}
 		case inside && rel == kfile:
 			for _, k := range kustomizationChanges(ctx, c.bt, c.ht, kfile) {
@@ -254,6 +266,20 @@ func (c *check) files(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// chartValuesChange is what else than the artifact's digest changed in a
+// chart app's value file rel ("" for nothing).
+func (c *check) chartValuesChange(rel string) string {
+	base, err := readRegular(c.bt, rel)
+	if err != nil {
+		return err.Error()
+	}
+	head, err := readRegular(c.ht, rel)
+	if err != nil {
+		return err.Error()
+	}
+	return chartValuesChange(base, head, c.rec.Artifact.Digest)
 }
 
 // renderDiff renders the target before and after, classifies the

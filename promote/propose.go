@@ -129,6 +129,8 @@ type edit struct {
 	acc     []byte
 	// charts are the target's chart pins written for art.Charts.
 	charts *chartEdit
+	// values are a chart app's value files with the digest written.
+	values map[string][]byte
 }
 
 // editTarget writes art's digest into the target overlay of req in an
@@ -154,8 +156,13 @@ func editTarget(ctx context.Context, r *gitops.Repo, baseRev string, art promoti
 	}
 	name, tag := overlay.SplitImage(art.Image)
 	e := &edit{kfile: kfile, edited: data}
-	if chartListOf(kfile) == helmChartsList {
+	switch chartListOf(kfile) {
+	case helmChartsList:
 		if e.edited, e.changed, err = overlay.SetImageDigest(data, kfile, name, tag, art.Digest); err != nil {
+			return nil, err
+		}
+	case dependenciesList:
+		if e.values, err = writeChartValuesDigest(tree, req.Path, before, name, art.Digest); err != nil {
 			return nil, err
 		}
 	}
@@ -284,6 +291,9 @@ func commitAttempt(ctx context.Context, r *gitops.Repo, baseRev string, rec *pro
 	}
 	if e.charts != nil && e.charts.locked {
 		files[e.charts.lockFile] = e.charts.lockData
+	}
+	for f, data := range e.values {
+		files[f] = data
 	}
 	sha, err := r.Commit(ctx, baseRev, files, msg)
 	if err != nil {
