@@ -104,18 +104,80 @@ func (c *chainer) sourceArrows(ctx context.Context, rec *promotion.Record, ch *C
 		return arrows, nil
 	}
 	var err error
-	if arrows[0], err = c.inHistory(ctx, arrows[0].Name, "verifiedIn.desiredRevision", v.DesiredRevision); err != nil {
-		return nil, err
-	}
-	if arrows[1], err = c.relation(ctx, arrows[1].Name, v.DesiredRevision, v.ObservedRevision, false); err != nil {
-		return nil, err
-	}
 	if v.IsPriorAcceptance() {
 		arrows[2], err = c.priorEvidence(ctx, arrows[2].Name, rec)
 	} else {
 		arrows[2], err = c.sourceEvidence(ctx, arrows[2].Name, rec)
 	}
+	if err != nil {
+		return nil, err
+	}
+	if c.oci(v.Environment) || promotion.ValidOCIRevision(v.DesiredRevision) {
+		arrows[0].Name = env + " desired artifact"
+		err = c.sourceArtifact(ctx, rec, arrows)
+		return arrows, err
+	}
+	if arrows[0], err = c.inHistory(ctx, arrows[0].Name, "verifiedIn.desiredRevision", v.DesiredRevision); err != nil {
+		return nil, err
+	}
+	arrows[1], err = c.relation(ctx, arrows[1].Name, v.DesiredRevision, v.ObservedRevision, false)
 	return arrows, err
+}
+
+// sourceArtifact judges the desired and observed arrows (arrows[0],
+// arrows[1]) of a VERIFIED claim whose environment reads an OCI artifact:
+// revisions of the registry's kind, the observed digest the desired one,
+// and the commit the artifact was built from (the evidence's
+// desiredCommit) in the history of rev. An artifact digest has no
+// history: the claim rests on the evidence, arrows[2].
+func (c *chainer) sourceArtifact(ctx context.Context, rec *promotion.Record, arrows []Arrow) error {
+	v := rec.VerifiedIn
+	d, o := v.DesiredRevision, v.ObservedRevision
+	arrows[0].Facts = []Fact{revisionFact("verifiedIn.desiredRevision", d)}
+	arrows[1].Facts = []Fact{revisionFact("desired", d), revisionFact("observed", o)}
+	why := c.kindMismatch("verifiedIn.desiredRevision", d, v.Environment)
+	if why == "" {
+		why = c.kindMismatch("verifiedIn.observedRevision", o, v.Environment)
+	}
+	if why == "" {
+		pair := &evidence.Record{DesiredRevision: d, ObservedRevision: o}
+		var err error
+		if why, err = pair.CheckRevisions(ctx, c.repo.IsAncestor); err != nil {
+			return err
+		}
+	}
+	if why == "" && arrows[2].Status != Proven {
+		why = "the digests rest on the runtime evidence, which does not prove them: " + arrows[2].Summary
+	}
+	if why != "" {
+		for i := range 2 {
+			arrows[i].Status, arrows[i].Summary = Broken, why
+		}
+		return nil
+	}
+	file, at := v.RuntimeEvidence, c.rev
+	switch {
+	case v.IsPriorAcceptance():
+		file, at = v.PriorAcceptance.Evidence, v.PriorAcceptance.Commit
+	case v.EvidenceCommit != "":
+		at = v.EvidenceCommit
+	}
+	ev, found, err := gitops.ReadNamed(ctx, c.repo, at, file, rec.App, v.Environment, evidence.Parse)
+	if why, err := refusal(err); err != nil || why != "" || !found {
+		for i := range 2 {
+			arrows[i].Status, arrows[i].Summary = Broken, fmt.Sprintf("%s at %s cannot be read: %s", file, short(at), orDash(why))
+		}
+		return err
+	}
+	in, err := c.inHistory(ctx, arrows[0].Name, "evidence desiredCommit", ev.DesiredCommit)
+	if err != nil {
+		return err
+	}
+	arrows[0].Facts, arrows[0].Status = append(arrows[0].Facts, in.Facts...), in.Status
+	arrows[0].Summary = fmt.Sprintf("the artifact %s, built from %s: %s", short(d), short(ev.DesiredCommit), in.Summary)
+	arrows[1].Status = Proven
+	arrows[1].Summary = fmt.Sprintf("the controller pulled the desired artifact, as %s says", v.RuntimeEvidence)
+	return nil
 }
 
 // inHistory proves a commit the record names is in the history of rev.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/throughline-dev/throughline/chainview/chainfixture"
 	"github.com/throughline-dev/throughline/evidence"
@@ -14,18 +15,20 @@ import (
 
 // The arrows of a record's target, in the chain's order.
 const (
+	sourceDesired  = 2
 	targetDesired  = 6
 	targetObserved = 7
 	targetRuntime  = 8
 )
 
-// TestOCIChain: production's controllers pull an OCI artifact (the
-// registry's source.oci). An ACCEPTED promotion there has all nine arrows
-// proven, its desired arrow showing the artifact's digest and the commit
-// it was built from (golden page). The attacks stay broken, with the
-// gates' reasons: the controller pulled another digest (HALTED evidence);
-// a record claiming an OCI revision in a Git environment (staging), or a
-// commit in the OCI one.
+// TestOCIChain: the controllers of staging and production pull an OCI
+// artifact (the registry's source.oci). An ACCEPTED promotion from
+// staging to production has all nine arrows proven, its desired arrows
+// showing the artifact's digest and the commit it was built from (golden
+// page). The attacks stay broken, with the gates' reasons: the controller
+// pulled another digest, or the desired digest naming another commit
+// (HALTED evidence); ACCEPTED without the evidence; a record claiming an
+// OCI revision in a Git environment (dev), or a commit in an OCI one.
 func TestOCIChain(t *testing.T) {
 	type want struct {
 		status Status
@@ -94,15 +97,38 @@ func TestOCIChain(t *testing.T) {
 			},
 		},
 		{
-			name: "an OCI revision in a Git environment",
+			name: "a commit claimed verified in an OCI environment",
 			twist: func(t *testing.T, f *chainfixture.Repo) string {
-				f.OCI["staging"] = true
-				return f.Accept("web", "staging", "2.1.0", chainfixture.Web, 1, f.FromDev).Record.PromotionID
+				stag := mustRecord(t, f, "checkout", "staging")
+				fromStaging := func(rec *promotion.Record, at time.Time) error {
+					c := stag.Reconciling.DesiredCommit
+					return rec.Verify(promotion.VerifiedIn{Environment: "staging", DesiredRevision: c, ObservedRevision: c,
+						RenderedHash: stag.Target.RenderedHash, RuntimeEvidence: stag.Accepted.RuntimeEvidence}, at, "throughline promote verify")
+				}
+				rec, _ := f.Reconcile("checkout", "production", "1.5.0", chainfixture.Checkout, 2, fromStaging)
+				return rec.PromotionID
 			},
 			want: map[int]want{
-				targetDesired:  {Broken, "is an OCI artifact, but environment staging's source is Git"},
-				targetObserved: {Broken, "is an OCI artifact, but environment staging's source is Git"},
-				targetRuntime:  {Broken, "is an OCI artifact, but environment staging's source is Git"},
+				sourceDesired:     {Broken, "is a commit, but environment staging's source is an OCI artifact"},
+				sourceDesired + 1: {Broken, "is a commit, but environment staging's source is an OCI artifact"},
+				sourceDesired + 2: {Broken, "verifiedIn is not what the evidence in Git proves"},
+			},
+		},
+		{
+			name: "an OCI revision in a Git environment",
+			twist: func(t *testing.T, f *chainfixture.Repo) string {
+				f.OCI["dev"] = true
+				fromCI := func(rec *promotion.Record, at time.Time) error {
+					ci := strings.Repeat("c", 40)
+					return rec.Verify(promotion.VerifiedIn{Environment: "ci", DesiredRevision: ci, ObservedRevision: ci,
+						RenderedHash: rec.Target.RenderedHash, RuntimeEvidence: evidence.Path("ci", rec.App, "ci")}, at, "throughline promote verify")
+				}
+				return f.Accept("web", "dev", "2.1.0", chainfixture.Web, 1, fromCI).Record.PromotionID
+			},
+			want: map[int]want{
+				targetDesired:  {Broken, "is an OCI artifact, but environment dev's source is Git"},
+				targetObserved: {Broken, "is an OCI artifact, but environment dev's source is Git"},
+				targetRuntime:  {Broken, "is an OCI artifact, but environment dev's source is Git"},
 			},
 		},
 		{
@@ -149,6 +175,14 @@ func TestOCIChain(t *testing.T) {
 			for _, v := range []string{rec.Reconciling.DesiredRevision, rec.Reconciling.DesiredCommit} {
 				if !strings.Contains(facts, v) {
 					t.Errorf("the desired arrow does not show %s: %s", v, facts)
+				}
+			}
+			stag, err := promotion.ReadRecord(context.Background(), f.Repo, "main", "checkout", "staging")
+			must(t, err)
+			facts = fmt.Sprint(ch.Arrows[sourceDesired].Facts)
+			for _, v := range []string{stag.Reconciling.DesiredRevision, stag.Reconciling.DesiredCommit} {
+				if !strings.Contains(facts, v) {
+					t.Errorf("the staging desired arrow does not show %s: %s", v, facts)
 				}
 			}
 			s, err := NewSite(m)

@@ -14,10 +14,10 @@
 //     first, verified by its prior acceptance and ACCEPTED;
 //   - search: ACCEPTED in staging, then paused by break-glass there.
 //
-// NewOCI builds another story, in which production's controllers pull an
-// OCI artifact (the registry's source.oci): checkout ACCEPTED in staging
-// (Git), then in production, whose revisions are the artifact's digest
-// and the commit it was built from.
+// NewOCI builds another story, in which the controllers of staging and
+// production pull an OCI artifact (the registry's source.oci): checkout
+// ACCEPTED in staging, then in production, whose revisions are the
+// artifact's digest and the commit it was built from (dev reads Git).
 //
 // Commit times are fixed so the commit ids (and golden pages) are stable.
 // It is for tests only.
@@ -81,9 +81,11 @@ func New(t testing.TB, example string) *Repo {
 	return r
 }
 
-// OCIPolicy is the source production's controllers pull in NewOCI's
+// OCIPolicy is the source the controllers of env pull in NewOCI's
 // registry.
-const OCIPolicy = "    source:\n      oci:\n        repository: registry.example.com/gitops/production\n        tag: production\n"
+func OCIPolicy(env string) string {
+	return "    source:\n      oci:\n        repository: registry.example.com/gitops/" + env + "\n        tag: " + env + "\n"
+}
 
 // NewOCI builds the OCI story (see the package comment) from the example
 // at example, whose registry NewOCI gives production an OCI source.
@@ -93,10 +95,13 @@ func NewOCI(t testing.TB, example string) *Repo {
 		f := filepath.Join(dir, "throughline-policy.yaml")
 		data, err := os.ReadFile(f)
 		must(t, err)
-		s := strings.Replace(string(data), "  production:\n", "  production:\n"+OCIPolicy, 1)
+		s := string(data)
+		for _, env := range []string{"staging", "production"} {
+			s = strings.Replace(s, "  "+env+":\n", "  "+env+":\n"+OCIPolicy(env), 1)
+		}
 		must(t, os.WriteFile(f, []byte(s), 0o644))
 	})
-	r.OCI["production"] = true
+	r.OCI["staging"], r.OCI["production"] = true, true
 	stag := r.Accept("checkout", "staging", "1.5.0", Checkout, 1, r.fromDev)
 	r.Accept("checkout", "production", "1.5.0", Checkout, 1, r.from(stag))
 	return r
@@ -166,10 +171,12 @@ func (r *Repo) fromDev(rec *promotion.Record, at time.Time) error {
 // not hold (for tests that add their own records).
 func (r *Repo) FromDev(rec *promotion.Record, at time.Time) error { return r.fromDev(rec, at) }
 
-// from is the VERIFIED claim promote verify writes from a's evidence.
+// from is the VERIFIED claim promote verify writes from a's evidence (its
+// revisions are digests when a's environment reads an OCI artifact).
 func (r *Repo) from(a Acceptance) Verifier {
 	return func(rec *promotion.Record, at time.Time) error {
-		return rec.Verify(promotion.VerifiedIn{Environment: a.Record.Target.Environment, DesiredRevision: a.Desired, ObservedRevision: a.Desired,
+		d := a.Record.Reconciling.DesiredRevision
+		return rec.Verify(promotion.VerifiedIn{Environment: a.Record.Target.Environment, DesiredRevision: d, ObservedRevision: d,
 			RenderedHash: a.Record.Target.RenderedHash, RuntimeEvidence: a.Path, EvidenceCommit: a.Accepted}, at, "throughline promote verify")
 	}
 }
