@@ -8,6 +8,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
@@ -22,6 +23,9 @@ type chainer struct {
 	repo *gitops.Repo
 	rev  string
 	now  time.Time
+	// reg is the environment registry at rev: it says which environments
+	// read an OCI artifact (nil: every one reads Git).
+	reg *environment.Registry
 }
 
 // kustomizationNames are the file names kustomize recognizes (konfig's
@@ -45,7 +49,7 @@ func (c *chainer) chain(ctx context.Context, rec *promotion.Record, required int
 	if err != nil {
 		return nil, err
 	}
-	observed, err := c.observedArrow(ctx, rec, ev)
+	observed, err := c.observedArrow(ctx, rec, ev, evProblem)
 	if err != nil {
 		return nil, err
 	}
@@ -100,18 +104,80 @@ func (c *chainer) sourceArrows(ctx context.Context, rec *promotion.Record, ch *C
 		return arrows, nil
 	}
 	var err error
-	if arrows[0], err = c.inHistory(ctx, arrows[0].Name, "verifiedIn.desiredRevision", v.DesiredRevision); err != nil {
-		return nil, err
-	}
-	if arrows[1], err = c.relation(ctx, arrows[1].Name, v.DesiredRevision, v.ObservedRevision, false); err != nil {
-		return nil, err
-	}
 	if v.IsPriorAcceptance() {
 		arrows[2], err = c.priorEvidence(ctx, arrows[2].Name, rec)
 	} else {
 		arrows[2], err = c.sourceEvidence(ctx, arrows[2].Name, rec)
 	}
+	if err != nil {
+		return nil, err
+	}
+	if c.oci(v.Environment) || promotion.ValidOCIRevision(v.DesiredRevision) {
+		arrows[0].Name = env + " desired artifact"
+		err = c.sourceArtifact(ctx, rec, arrows)
+		return arrows, err
+	}
+	if arrows[0], err = c.inHistory(ctx, arrows[0].Name, "verifiedIn.desiredRevision", v.DesiredRevision); err != nil {
+		return nil, err
+	}
+	arrows[1], err = c.relation(ctx, arrows[1].Name, v.DesiredRevision, v.ObservedRevision, false)
 	return arrows, err
+}
+
+// sourceArtifact judges the desired and observed arrows (arrows[0],
+// arrows[1]) of a VERIFIED claim whose environment reads an OCI artifact:
+// revisions of the registry's kind, the observed digest the desired one,
+// and the commit the artifact was built from (the evidence's
+// desiredCommit) in the history of rev. An artifact digest has no
+// history: the claim rests on the evidence, arrows[2].
+func (c *chainer) sourceArtifact(ctx context.Context, rec *promotion.Record, arrows []Arrow) error {
+	v := rec.VerifiedIn
+	d, o := v.DesiredRevision, v.ObservedRevision
+	arrows[0].Facts = []Fact{revisionFact("verifiedIn.desiredRevision", d)}
+	arrows[1].Facts = []Fact{revisionFact("desired", d), revisionFact("observed", o)}
+	why := c.kindMismatch("verifiedIn.desiredRevision", d, v.Environment)
+	if why == "" {
+		why = c.kindMismatch("verifiedIn.observedRevision", o, v.Environment)
+	}
+	if why == "" {
+		pair := &evidence.Record{DesiredRevision: d, ObservedRevision: o}
+		var err error
+		if why, err = pair.CheckRevisions(ctx, c.repo.IsAncestor); err != nil {
+			return err
+		}
+	}
+	if why == "" && arrows[2].Status != Proven {
+		why = "the digests rest on the runtime evidence, which does not prove them: " + arrows[2].Summary
+	}
+	if why != "" {
+		for i := range 2 {
+			arrows[i].Status, arrows[i].Summary = Broken, why
+		}
+		return nil
+	}
+	file, at := v.RuntimeEvidence, c.rev
+	switch {
+	case v.IsPriorAcceptance():
+		file, at = v.PriorAcceptance.Evidence, v.PriorAcceptance.Commit
+	case v.EvidenceCommit != "":
+		at = v.EvidenceCommit
+	}
+	ev, found, err := gitops.ReadNamed(ctx, c.repo, at, file, rec.App, v.Environment, evidence.Parse)
+	if why, err := refusal(err); err != nil || why != "" || !found {
+		for i := range 2 {
+			arrows[i].Status, arrows[i].Summary = Broken, fmt.Sprintf("%s at %s cannot be read: %s", file, short(at), orDash(why))
+		}
+		return err
+	}
+	in, err := c.inHistory(ctx, arrows[0].Name, "evidence desiredCommit", ev.DesiredCommit)
+	if err != nil {
+		return err
+	}
+	arrows[0].Facts, arrows[0].Status = append(arrows[0].Facts, in.Facts...), in.Status
+	arrows[0].Summary = fmt.Sprintf("the artifact %s, built from %s: %s", short(d), short(ev.DesiredCommit), in.Summary)
+	arrows[1].Status = Proven
+	arrows[1].Summary = fmt.Sprintf("the controller pulled the desired artifact, as %s says", v.RuntimeEvidence)
+	return nil
 }
 
 // inHistory proves a commit the record names is in the history of rev.
@@ -319,28 +385,72 @@ func approvalArrow(rec *promotion.Record, required int, now time.Time) Arrow {
 }
 
 // desiredArrow: the target's desired commit is in the history of rev and
-// its overlay pins the digest there.
+// its overlay pins the digest there. In an OCI environment the desired
+// revision is the artifact's digest and the commit judged is the one it was
+// built from (reconciling.desiredCommit); a revision of the other kind than
+// the registry gives the environment is broken.
 func (c *chainer) desiredArrow(ctx context.Context, rec *promotion.Record) (Arrow, error) {
-	name := rec.Target.Environment + " desired commit"
+	env := rec.Target.Environment
+	name := env + " desired commit"
+	if c.oci(env) {
+		name = env + " desired artifact"
+	}
 	if rec.Reconciling == nil {
 		return Arrow{Name: name, Status: Pending, Summary: fmt.Sprintf("not merged yet (state %s)", rec.State)}, nil
 	}
 	d := rec.Reconciling.DesiredRevision
-	a, err := c.inHistory(ctx, name, "reconciling.desiredRevision", d)
+	if why := c.kindMismatch("reconciling.desiredRevision", d, env); why != "" {
+		return Arrow{Name: name, Status: Broken, Summary: why, Facts: []Fact{revisionFact("reconciling.desiredRevision", d)}}, nil
+	}
+	commit, field := d, "reconciling.desiredRevision"
+	if promotion.ValidOCIRevision(d) {
+		commit, field = rec.Reconciling.DesiredCommit, "reconciling.desiredCommit"
+	}
+	a, err := c.inHistory(ctx, name, field, commit)
+	if commit != d {
+		a.Facts = append([]Fact{revisionFact("reconciling.desiredRevision", d)}, a.Facts...)
+	}
 	if err != nil || a.Status != Proven {
 		return a, err
 	}
-	file, pins, err := c.pins(ctx, d, rec.Target.Path, rec.Artifact.Digest)
+	file, pins, err := c.pins(ctx, commit, rec.Target.Path, rec.Artifact.Digest)
 	if err != nil {
 		return a, err
 	}
 	a.Facts = append(a.Facts, Fact{Label: "overlay", Value: file})
 	if !pins {
-		a.Status, a.Summary = Broken, fmt.Sprintf("%s at %s does not pin %s", file, short(d), rec.Artifact.Digest)
+		a.Status, a.Summary = Broken, fmt.Sprintf("%s at %s does not pin %s", file, short(commit), rec.Artifact.Digest)
 		return a, nil
 	}
 	a.Summary = fmt.Sprintf("%s, in the history of %s, where %s pins the digest", short(d), short(c.rev), file)
+	if commit != d {
+		a.Summary = fmt.Sprintf("the artifact %s, built from %s, in the history of %s, where %s pins the digest", short(d), short(commit),
+			short(c.rev), file)
+	}
 	return a, nil
+}
+
+// oci reports whether env reads an OCI artifact by the registry at rev.
+func (c *chainer) oci(env string) bool {
+	return c.reg != nil && c.reg.SourceKindOf(env) == environment.SourceOCI
+}
+
+// kindMismatch says why rev, the record's field, is not of the kind of
+// source the registry gives env ("" when it is), as the gates say it: a
+// digest for an OCI environment, a commit id for a Git one.
+func (c *chainer) kindMismatch(field, rev, env string) string {
+	oci := c.oci(env)
+	if oci == promotion.ValidOCIRevision(rev) {
+		return ""
+	}
+	kind := map[bool]string{true: "an OCI artifact", false: "Git"}[oci]
+	return fmt.Sprintf("%s %s is %s, but environment %s's source is %s in %s", field, rev, promotion.RevisionKind(rev), env, kind,
+		promotion.PolicyFile)
+}
+
+// revisionFact shows a revision: a commit links to it, a digest does not.
+func revisionFact(label, rev string) Fact {
+	return Fact{Label: label, Value: rev, Commit: !promotion.ValidOCIRevision(rev)}
 }
 
 // pins reports whether the kustomization of the overlay dir at rev names
@@ -376,19 +486,79 @@ func (c *chainer) targetEvidence(ctx context.Context, rec *promotion.Record) (*e
 
 // observedArrow: the revision the target's controller observed, by the
 // notifier's rule, from the record (ACCEPTED) or the evidence (HALTED).
-func (c *chainer) observedArrow(ctx context.Context, rec *promotion.Record, ev *evidence.Record) (Arrow, error) {
-	name := rec.Target.Environment + " observed revision"
+// problem says why the evidence file is unusable.
+func (c *chainer) observedArrow(ctx context.Context, rec *promotion.Record, ev *evidence.Record, problem string) (Arrow, error) {
+	env := rec.Target.Environment
+	name := env + " observed revision"
 	if rec.Reconciling == nil {
 		return Arrow{Name: name, Status: Pending, Summary: "no desired commit yet"}, nil
+	}
+	if ev != nil && ev.PromotionID != rec.PromotionID {
+		ev = nil
 	}
 	observed := ""
 	switch {
 	case rec.Accepted != nil:
 		observed = rec.Accepted.ObservedRevision
-	case ev != nil && ev.PromotionID == rec.PromotionID:
+	case ev != nil:
 		observed = ev.ObservedRevision
 	}
-	return c.relation(ctx, name, rec.Reconciling.DesiredRevision, observed, rec.State == promotion.Reconciling)
+	d := rec.Reconciling.DesiredRevision
+	if why := c.kindMismatch("reconciling.desiredRevision", d, env); why != "" {
+		return Arrow{Name: name, Status: Broken, Summary: why, Facts: []Fact{revisionFact("desired", d), revisionFact("observed", observed)}}, nil
+	}
+	if promotion.ValidOCIRevision(d) {
+		return c.observedArtifact(ctx, name, rec, observed, ev, problem)
+	}
+	return c.relation(ctx, name, d, observed, rec.State == promotion.Reconciling)
+}
+
+// observedArtifact judges the artifact an OCI environment's controller
+// pulled: proven only when it is the desired digest and the notifier's
+// evidence of the attempt says so (another digest is another artifact,
+// evidence.Record.CheckRevisions; an artifact naming another commit than
+// the desired one is halted by the notifier as a wrong source).
+func (c *chainer) observedArtifact(ctx context.Context, name string, rec *promotion.Record, observed string, ev *evidence.Record,
+	problem string) (Arrow, error) {
+	want := rec.Reconciling
+	a := Arrow{Name: name, Facts: []Fact{revisionFact("desired", want.DesiredRevision),
+		{Label: "desiredCommit", Value: want.DesiredCommit, Commit: true}}}
+	if observed == "" {
+		a.Status, a.Summary = Pending, "no artifact observed yet"
+		return a, nil
+	}
+	a.Facts = append(a.Facts, revisionFact("observed", observed))
+	if ev != nil && ev.ObservedCommit != "" {
+		a.Facts = append(a.Facts, Fact{Label: "evidence observedCommit", Value: ev.ObservedCommit, Commit: true})
+	}
+	if why := c.kindMismatch("observed", observed, rec.Target.Environment); why != "" {
+		a.Status, a.Summary = Broken, why
+		return a, nil
+	}
+	pair := &evidence.Record{DesiredRevision: want.DesiredRevision, DesiredCommit: want.DesiredCommit, ObservedRevision: observed}
+	why, err := pair.CheckRevisions(ctx, c.repo.IsAncestor)
+	if err != nil {
+		return a, err
+	}
+	file := evidence.Path(rec.Target.Environment, rec.App, rec.PromotionID)
+	switch {
+	case why != "":
+	case problem != "":
+		why = problem
+	case ev == nil:
+		why = fmt.Sprintf("the record says the desired artifact was observed, but there is no evidence %s", file)
+	case ev.DesiredRevision != want.DesiredRevision || ev.DesiredCommit != want.DesiredCommit || ev.ObservedRevision != observed:
+		why = fmt.Sprintf("%s records desired %s (built from %s) and observed %s, not the record's revisions", file, ev.DesiredRevision,
+			orDash(ev.DesiredCommit), ev.ObservedRevision)
+	case ev.ObservedCommit != "" && ev.ObservedCommit != want.DesiredCommit:
+		why = fmt.Sprintf("the observed artifact names commit %s, not the desired %s: another source", ev.ObservedCommit, want.DesiredCommit)
+	}
+	if why != "" {
+		a.Status, a.Summary = Broken, why
+		return a, nil
+	}
+	a.Status, a.Summary = Proven, fmt.Sprintf("the controller pulled the desired artifact (built from %s), as %s says", short(want.DesiredCommit), file)
+	return a, nil
 }
 
 // runtimeArrow: the target's runtime evidence, proven as the next
@@ -463,6 +633,9 @@ func orDash(s string) string {
 }
 
 func short(sha string) string {
+	if promotion.ValidOCIRevision(sha) {
+		return sha[:len("sha256:")+12]
+	}
 	if len(sha) > 12 {
 		return sha[:12]
 	}

@@ -78,7 +78,7 @@ func Load(ctx context.Context, repo *gitops.Repo, opts Options) (*Model, error) 
 	if err != nil && exitcode.Code(err) != exitcode.Invalid {
 		return nil, err
 	}
-	c := &chainer{repo: repo, rev: m.Rev, now: m.Now}
+	c := &chainer{repo: repo, rev: m.Rev, now: m.Now, reg: reg}
 	var cells []*Cell
 	for _, app := range m.Apps {
 		for _, row := range rows {

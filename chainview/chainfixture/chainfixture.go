@@ -14,12 +14,18 @@
 //     first, verified by its prior acceptance and ACCEPTED;
 //   - search: ACCEPTED in staging, then paused by break-glass there.
 //
+// NewOCI builds another story, in which the controllers of staging and
+// production pull an OCI artifact (the registry's source.oci): checkout
+// ACCEPTED in staging, then in production, whose revisions are the
+// artifact's digest and the commit it was built from (dev reads Git).
+//
 // Commit times are fixed so the commit ids (and golden pages) are stable.
 // It is for tests only.
 package chainfixture
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -60,14 +66,62 @@ type Repo struct {
 	Dir  string
 	Repo *gitops.Repo
 	tick int
+	// OCI are the environments whose records Reconcile writes as an OCI
+	// environment's (promote reconcile with source.oci): the desired
+	// revision ArtifactOf(the desired commit), the commit the desiredCommit.
+	OCI map[string]bool
 }
 
 // New builds the story in a temporary directory from the example at
 // example (the path of examples/gitops-env).
 func New(t testing.TB, example string) *Repo {
 	t.Helper()
-	r := &Repo{t: t, Dir: t.TempDir()}
+	r := open(t, example, nil)
+	r.story()
+	return r
+}
+
+// OCIPolicy is the source the controllers of env pull in NewOCI's
+// registry.
+func OCIPolicy(env string) string {
+	return "    source:\n      oci:\n        repository: registry.example.com/gitops/" + env + "\n        tag: " + env + "\n"
+}
+
+// NewOCI builds the OCI story (see the package comment) from the example
+// at example, whose registry NewOCI gives production an OCI source.
+func NewOCI(t testing.TB, example string) *Repo {
+	t.Helper()
+	r := open(t, example, func(dir string) {
+		f := filepath.Join(dir, "throughline-policy.yaml")
+		data, err := os.ReadFile(f)
+		must(t, err)
+		s := string(data)
+		for _, env := range []string{"staging", "production"} {
+			s = strings.Replace(s, "  "+env+":\n", "  "+env+":\n"+OCIPolicy(env), 1)
+		}
+		must(t, os.WriteFile(f, []byte(s), 0o644))
+	})
+	r.OCI["staging"], r.OCI["production"] = true, true
+	stag := r.Accept("checkout", "staging", "1.5.0", Checkout, 1, r.fromDev)
+	r.Accept("checkout", "production", "1.5.0", Checkout, 1, r.from(stag))
+	return r
+}
+
+// ArtifactOf is the manifest digest of the OCI artifact CI pushed from
+// commit in the stories (a made-up, stable digest).
+func ArtifactOf(commit string) string {
+	return fmt.Sprintf("sha256:%x", sha256.Sum256([]byte("artifact of "+commit)))
+}
+
+// open commits the example at example, changed by edit, in a temporary
+// directory and opens it as report and serve do.
+func open(t testing.TB, example string, edit func(dir string)) *Repo {
+	t.Helper()
+	r := &Repo{t: t, Dir: t.TempDir(), OCI: map[string]bool{}}
 	copyDir(t, example, r.Dir)
+	if edit != nil {
+		edit(r.Dir)
+	}
 	// The example's own record and evidence are illustrations with
 	// made-up commits: the story writes real ones.
 	for _, p := range []string{"promotion/checkout", "evidence/dev", "evidence/staging"} {
@@ -81,7 +135,6 @@ func New(t testing.TB, example string) *Repo {
 		err = r.Repo.ReadInProcess() // as report and serve read it
 	}
 	must(t, err)
-	r.story()
 	return r
 }
 
@@ -114,10 +167,16 @@ func (r *Repo) fromDev(rec *promotion.Record, at time.Time) error {
 		RuntimeEvidence: evidence.Path("dev", rec.App, "ci")}, at, "throughline promote verify")
 }
 
-// from is the VERIFIED claim promote verify writes from a's evidence.
+// FromDev is the VERIFIED claim of a dev acceptance the repository does
+// not hold (for tests that add their own records).
+func (r *Repo) FromDev(rec *promotion.Record, at time.Time) error { return r.fromDev(rec, at) }
+
+// from is the VERIFIED claim promote verify writes from a's evidence (its
+// revisions are digests when a's environment reads an OCI artifact).
 func (r *Repo) from(a Acceptance) Verifier {
 	return func(rec *promotion.Record, at time.Time) error {
-		return rec.Verify(promotion.VerifiedIn{Environment: a.Record.Target.Environment, DesiredRevision: a.Desired, ObservedRevision: a.Desired,
+		d := a.Record.Reconciling.DesiredRevision
+		return rec.Verify(promotion.VerifiedIn{Environment: a.Record.Target.Environment, DesiredRevision: d, ObservedRevision: d,
 			RenderedHash: a.Record.Target.RenderedHash, RuntimeEvidence: a.Path, EvidenceCommit: a.Accepted}, at, "throughline promote verify")
 	}
 }
@@ -179,7 +238,11 @@ func (r *Repo) Reconcile(app, env, tag, digest string, attempt int, verify Verif
 	}
 	files[k] = []byte(overlay)
 	desired := r.commit(fmt.Sprintf("promote %s %s to %s", app, tag, env), files)
-	must(t, rec.Reconcile(desired, r.next(), "throughline promote reconcile"))
+	if r.OCI[env] {
+		must(t, rec.ReconcileOCI(ArtifactOf(desired), desired, r.next(), "throughline promote reconcile"))
+	} else {
+		must(t, rec.Reconcile(desired, r.next(), "throughline promote reconcile"))
+	}
 	r.commit(fmt.Sprintf("%s RECONCILING", rec.PromotionID), map[string][]byte{promotion.RecordPath(app, env): marshal(t, rec)})
 	return rec, desired
 }
@@ -205,7 +268,7 @@ func (r *Repo) Accept(app, env, tag, digest string, attempt int, verify Verifier
 	rec, desired := r.Reconcile(app, env, tag, digest, attempt, verify)
 	file := evidence.Path(env, app, rec.PromotionID)
 	at := r.next()
-	must(t, rec.Accept(desired, file, at, "throughline serve"))
+	must(t, rec.Accept(rec.Reconciling.DesiredRevision, file, at, "throughline serve"))
 	ev := r.Evidence(rec, desired, at)
 	ev.Decision = promotion.Accepted
 	accepted := r.commit(fmt.Sprintf("%s ACCEPTED", rec.PromotionID), map[string][]byte{
@@ -244,6 +307,11 @@ func (r *Repo) Evidence(rec *promotion.Record, desired string, at time.Time) *ev
 			Platform: "linux/amd64"}},
 		ReportedBy: evidence.Reporter{Source: "argocd", Controller: "argocd-notifications-controller", Object: "Application/argocd/" + app + "-" + env,
 			Reason: "on-deployed"}}
+	if rec.IsOCI() { // the notifier's OCI evidence: the artifact, and the commit its annotation names
+		c := rec.Reconciling
+		ev.DesiredRevision, ev.ObservedRevision, ev.DesiredCommit, ev.ObservedCommit = c.DesiredRevision, c.DesiredRevision, c.DesiredCommit,
+			c.DesiredCommit
+	}
 	r.passedChecks(ev, rec.Target.Path)
 	return ev
 }
@@ -318,6 +386,9 @@ func (r *Repo) commit(msg string, files map[string][]byte) string {
 	r.git("commit", "-q", "--allow-empty", "-m", msg)
 	return r.git("rev-parse", "HEAD")
 }
+
+// Git runs git in the repository (for tests that add their own twist).
+func (r *Repo) Git(args ...string) string { return r.git(args...) }
 
 // Orphan is a commit on no branch, unrelated to main's history.
 func (r *Repo) Orphan() string {
