@@ -37,8 +37,10 @@ var enumValue = map[reflect.Type]string{
 // patterned are fields whose schema constrains the string; the fill writes a
 // value that matches.
 var patterned = map[string]string{
-	"spec.renderedHash":   "sha256:" + strings.Repeat("ab", 32),
-	"status.renderedHash": "sha256:" + strings.Repeat("cd", 32),
+	"spec.renderedHash":                 "sha256:" + strings.Repeat("ab", 32),
+	"status.renderedHash":               "sha256:" + strings.Repeat("cd", 32),
+	"spec.charts[].digest":              "sha256:" + strings.Repeat("ef", 32),
+	"spec.charts[].valuesSchema.digest": "sha256:" + strings.Repeat("01", 32),
 }
 
 // fill sets every field reachable from v to a distinct non-zero value (two
