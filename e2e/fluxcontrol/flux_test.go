@@ -3,8 +3,8 @@
 package fluxcontrol
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
