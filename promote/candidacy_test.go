@@ -34,7 +34,7 @@ func TestCandidacyVerified(t *testing.T) {
 		t.Fatalf("candidacy verified as %s: %+v", tr.Record.State, tr.Record.VerifiedIn)
 	}
 	if msg := f.git("log", "-1", "--format=%B", p.Branch); !strings.Contains(msg, "VERIFIED by its candidacy in dev") ||
-		!strings.Contains(msg, trusttest.Hex(img)) && !strings.Contains(msg, "sha256:") {
+		!strings.Contains(msg, p.Record.Artifact.Evidence.Items[0].Digest) {
 		t.Fatalf("commit message does not say what verified it:\n%s", msg)
 	}
 	_, err = Approve(ctx, f.repo, ApproveRequest{App: "checkout", To: "dev", Approver: "alice", Expires: w.Now.Add(2 * time.Hour), Now: w.Now,
