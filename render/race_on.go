@@ -12,3 +12,9 @@ const raceMemoryScale = 8
 // which made every render of the race-built tests a second slower; a race
 // found in the child still fails it (halt_on_error).
 var raceEnv = []string{"GORACE=atexit_sleep_ms=0 halt_on_error=1"}
+
+// raceTimeScale multiplies the render child's default time budget in a
+// binary built with the race detector, which runs Go code 2-20x slower
+// (Go's race detector documentation): the tests' renders keep the default
+// budget's margin.
+const raceTimeScale = 4

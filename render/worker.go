@@ -12,10 +12,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/sandbox"
 )
 
 // WorkerCommand is the hidden subcommand of the throughline binary that runs
@@ -39,7 +42,39 @@ type Worker struct {
 	// this process links no Helm engine (UseHelm): the lean plugin binary
 	// names the throughline binary beside it. "" means Path.
 	HelmPath string
+	// Budget bounds one render's wall time (the parent kills the child's
+	// process group when it is spent) and its CPU time (RLIMIT_CPU in the
+	// child); a render that spends it is refused (exit 4) naming it.
+	// <= 0 means DefaultBudget.
+	Budget time.Duration
+	// OnUnconfined is called once per process, with the child's report,
+	// when the kernel could not give the child one of the sandbox's
+	// guarantees (a kernel without Landlock, or an older ABI): the caller
+	// says so (a library does not log).
+	OnUnconfined func(sandbox.Report)
 }
+
+// DefaultBudget is a render's wall and CPU budget when Worker.Budget is
+// not set: below Argo CD's 60 s for a whole generate (its default
+// --plugin-... exec timeout), so that a hostile render ends with the
+// plugin's own refusal naming the budget instead of Argo CD's timeout.
+const DefaultBudget = 45 * time.Second
+
+// ErrTimeBudget is wrapped by the refusal of a render that spent its wall
+// or CPU budget (Worker.Budget).
+var ErrTimeBudget = errors.New("render exceeded its time budget")
+
+// budget is b, or DefaultBudget when b <= 0 (raceTimeScale times that in
+// a race-detector build).
+func budget(b time.Duration) time.Duration {
+	if b <= 0 {
+		return DefaultBudget * raceTimeScale
+	}
+	return b
+}
+
+// unconfinedOnce reports a missing guarantee once per process.
+var unconfinedOnce sync.Once
 
 // worker is the process-wide choice of UseWorker: nil renders in-process.
 var worker atomic.Pointer[Worker]
@@ -60,6 +95,11 @@ type workerRequest struct {
 	// packages the parent fetched (the child fetches nothing).
 	Helm   HelmOptions       `json:"helm"`
 	Charts map[string][]byte `json:"charts,omitempty"`
+	// CPU is the child's CPU budget (RLIMIT_CPU).
+	CPU time.Duration `json:"cpu"`
+	// Escape, when set, makes the child try these escapes after it
+	// confined itself instead of rendering (ProbeSandbox).
+	Escape *EscapeAttempts `json:"escape,omitempty"`
 }
 
 // workerResponse is what the child writes on stdout: the objects or the
@@ -68,6 +108,10 @@ type workerResponse struct {
 	Objects []workerObject `json:"objects,omitempty"`
 	Probes  []Probe        `json:"probes,omitempty"`
 	Error   *workerError   `json:"error,omitempty"`
+	// Sandbox is what the child's confinement enforced.
+	Sandbox sandbox.Report `json:"sandbox"`
+	// Escaped holds the outcome of each of the request's Escape attempts.
+	Escaped map[string]string `json:"escaped,omitempty"`
 }
 
 type workerObject struct {
@@ -120,41 +164,10 @@ func (a *App) buildInWorker(ctx context.Context, w *Worker) ([]Object, error) {
 	if a.Mode == ModeHelm {
 		kfile = a.FS.Rel(filepath.Join(a.Dir, "Chart.yaml"))
 	}
-	req, err := json.Marshal(workerRequest{Root: a.FS.Root(), Path: a.RelDir(), MaxFileSize: a.FS.maxFileSize,
+	resp, err := runWorker(ctx, w, kfile, workerRequest{Root: a.FS.Root(), Path: a.RelDir(), MaxFileSize: a.FS.maxFileSize,
 		Trace: a.FS.trace != nil, MemoryLimit: w.MemoryLimit, Helm: a.given, Charts: a.fetched})
 	if err != nil {
-		return nil, fmt.Errorf("encoding the render request for %s: %w", kfile, err)
-	}
-	path := w.Path
-	if path == "" {
-		if path, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("finding the executable to render %s in: %w", kfile, err)
-		}
-	}
-	sandbox, err := os.MkdirTemp("", "throughline-render-")
-	if err != nil {
-		return nil, fmt.Errorf("creating the render sandbox for %s: %w", kfile, err)
-	}
-	defer func() { _ = os.RemoveAll(sandbox) }() // best effort: a temporary directory
-	env, err := workerEnv(sandbox)
-	if err != nil {
-		return nil, fmt.Errorf("creating the render sandbox for %s: %w", kfile, err)
-	}
-	var stdout bytes.Buffer
-	stderr := &headBuffer{max: 4096}
-	cmd := exec.CommandContext(ctx, path, w.Args...)
-	cmd.Env, cmd.Dir = env, sandbox
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(req), &stdout, stderr
-	cmd.SysProcAttr = workerSysProcAttr()
-	cmd.Cancel = func() error { return killWorker(cmd.Process.Pid) }
-	cmd.WaitDelay = workerWaitDelay
-	runErr := cmd.Run()
-	if cerr := ctx.Err(); cerr != nil {
-		return nil, fmt.Errorf("rendering %s: %w", kfile, cerr)
-	}
-	var resp workerResponse
-	if runErr != nil || json.Unmarshal(stdout.Bytes(), &resp) != nil {
-		return nil, workerFailure(kfile, memoryLimit(w.MemoryLimit), runErr, stderr.String())
+		return nil, err
 	}
 	if a.FS.trace != nil {
 		for _, p := range resp.Probes {
@@ -165,6 +178,70 @@ func (a *App) buildInWorker(ctx context.Context, w *Worker) ([]Object, error) {
 		return nil, resp.Error.err()
 	}
 	return decodeWorkerObjects(resp.Objects)
+}
+
+// runWorker starts the child for req (what names the render in errors),
+// bounded by w's budget, and returns its response.
+func runWorker(ctx context.Context, w *Worker, what string, req workerRequest) (*workerResponse, error) {
+	b := budget(w.Budget)
+	req.CPU = b
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the render request for %s: %w", what, err)
+	}
+	path := w.Path
+	if path == "" {
+		if path, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("finding the executable to render %s in: %w", what, err)
+		}
+	}
+	sandboxDir, err := os.MkdirTemp("", "throughline-render-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the render sandbox for %s: %w", what, err)
+	}
+	defer func() { _ = os.RemoveAll(sandboxDir) }() // best effort: a temporary directory
+	env, err := workerEnv(sandboxDir)
+	if err != nil {
+		return nil, fmt.Errorf("creating the render sandbox for %s: %w", what, err)
+	}
+	bctx, cancel := context.WithTimeout(ctx, b)
+	defer cancel()
+	var stdout bytes.Buffer
+	stderr := &headBuffer{max: 4096}
+	cmd := exec.CommandContext(bctx, path, w.Args...)
+	cmd.Env, cmd.Dir = env, sandboxDir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(body), &stdout, stderr
+	cmd.SysProcAttr = workerSysProcAttr()
+	cmd.Cancel = func() error { return killWorker(cmd.Process.Pid) }
+	cmd.WaitDelay = workerWaitDelay
+	runErr := cmd.Run()
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, fmt.Errorf("rendering %s: %w", what, cerr)
+	}
+	if bctx.Err() != nil || cpuSpent(cmd.ProcessState, b) {
+		return nil, &exitcode.InvalidInput{File: what, Err: fmt.Errorf("%w (%s: THROUGHLINE_RENDER_BUDGET)", ErrTimeBudget, b)}
+	}
+	var resp workerResponse
+	if runErr != nil || json.Unmarshal(stdout.Bytes(), &resp) != nil {
+		return nil, workerFailure(what, memoryLimit(w.MemoryLimit), runErr, stderr.String())
+	}
+	if len(resp.Sandbox.Missing) > 0 && w.OnUnconfined != nil {
+		unconfinedOnce.Do(func() { w.OnUnconfined(resp.Sandbox) })
+	}
+	return &resp, nil
+}
+
+// cpuSpent reports whether the child was killed by a signal after it used
+// its CPU budget (the kernel's SIGKILL at RLIMIT_CPU).
+func cpuSpent(ps *os.ProcessState, b time.Duration) bool {
+	if ps == nil {
+		return false
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() {
+		return false
+	}
+	return ps.UserTime()+ps.SystemTime() >= b.Truncate(time.Second)
 }
 
 // workerEnv prepares the child's environment in sandbox: PATH an empty
@@ -268,44 +345,80 @@ func fromJSONNumbers(v any) any {
 	return v
 }
 
-// ServeWorker is the child's side (WorkerCommand): it caps its memory,
-// reads a request from in, renders it in-process (Open, then krusty) and
-// writes the objects or the typed error to out. It returns an error only
-// when it cannot read the request or write the response.
+// ServeWorker is the child's side (WorkerCommand): it reads a request from
+// in, confines itself (sandbox.Confine: Landlock read-only on the request's
+// root minus .git, writes only to its TMPDIR and HOME, no network, no
+// sockets, its memory and CPU budget) before it reads a byte of the
+// repository, renders in-process (Open, then krusty or Helm) and writes the
+// objects or the typed error to out. It returns an error only when it
+// cannot read the request, confine itself or write the response.
 func ServeWorker(ctx context.Context, in io.Reader, out io.Writer) error {
 	var req workerRequest
 	if err := json.NewDecoder(in).Decode(&req); err != nil {
 		return fmt.Errorf("reading the render request: %w", err)
 	}
-	limit := memoryLimit(req.MemoryLimit)
-	if err := limitMemory(limit * raceMemoryScale); err != nil {
-		return fmt.Errorf("capping the render's memory at %d bytes: %w", limit, err)
-	}
-	var trace *Trace
-	if req.Trace {
-		trace = &Trace{}
-	}
-	resp := workerResponse{}
-	objs, err := buildInProcess(ctx, Options{Root: req.Root, Path: req.Path, MaxFileSize: req.MaxFileSize, Trace: trace,
-		Helm: req.Helm, fetched: req.Charts})
+	rep, err := confineWorker(req)
 	if err != nil {
-		resp.Error = newWorkerError(err)
+		return err
 	}
-	for _, o := range objs {
-		raw, err := json.Marshal(o.Map)
-		if err != nil {
-			resp.Objects, resp.Error = nil, newWorkerError(&exitcode.InvalidInput{File: o.Source, Err: fmt.Errorf("encoding %s: %w", o.ID(), err)})
-			break
-		}
-		resp.Objects = append(resp.Objects, workerObject{Object: raw, Source: o.Source})
-	}
-	if trace != nil {
-		resp.Probes = trace.Probes
+	resp := workerResponse{Sandbox: rep}
+	if req.Escape != nil {
+		resp.Escaped = req.Escape.try()
+	} else {
+		resp.Objects, resp.Probes, resp.Error = serveRender(ctx, req)
 	}
 	if err := json.NewEncoder(out).Encode(&resp); err != nil {
 		return fmt.Errorf("writing the render response: %w", err)
 	}
 	return nil
+}
+
+// confineWorker confines the child: the request's root readable except
+// its .git, TMPDIR and HOME (the sandbox's own, workerEnv) writable.
+func confineWorker(req workerRequest) (sandbox.Report, error) {
+	readable, err := sandbox.TreeExcept(req.Root, ".git")
+	if err != nil {
+		return sandbox.Report{}, fmt.Errorf("confining the render: %w", err)
+	}
+	var writable []string
+	for _, k := range []string{"TMPDIR", "HOME"} {
+		if d := os.Getenv(k); d != "" {
+			writable = append(writable, d)
+		}
+	}
+	limit := memoryLimit(req.MemoryLimit)
+	rep, err := sandbox.Confine(sandbox.Rules{ReadOnly: readable, ReadWrite: writable,
+		Memory: limit * raceMemoryScale, CPU: req.CPU})
+	if err != nil {
+		return rep, fmt.Errorf("confining the render (memory %d MiB, CPU %s): %w", limit>>20, req.CPU, err)
+	}
+	return rep, nil
+}
+
+// serveRender renders the request in the confined child.
+func serveRender(ctx context.Context, req workerRequest) ([]workerObject, []Probe, *workerError) {
+	var trace *Trace
+	if req.Trace {
+		trace = &Trace{}
+	}
+	objs, err := buildInProcess(ctx, Options{Root: req.Root, Path: req.Path, MaxFileSize: req.MaxFileSize, Trace: trace,
+		Helm: req.Helm, fetched: req.Charts})
+	var probes []Probe
+	if trace != nil {
+		probes = trace.Probes
+	}
+	if err != nil {
+		return nil, probes, newWorkerError(err)
+	}
+	out := make([]workerObject, 0, len(objs))
+	for _, o := range objs {
+		raw, err := json.Marshal(o.Map)
+		if err != nil {
+			return nil, probes, newWorkerError(&exitcode.InvalidInput{File: o.Source, Err: fmt.Errorf("encoding %s: %w", o.ID(), err)})
+		}
+		out = append(out, workerObject{Object: raw, Source: o.Source})
+	}
+	return out, probes, nil
 }
 
 // memoryLimit is limit, or DefaultMaxMemory when limit <= 0.

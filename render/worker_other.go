@@ -7,9 +7,6 @@ import (
 	"syscall"
 )
 
-// limitMemory is a no-op where RLIMIT_DATA is not enforced the same way.
-func limitMemory(int64) error { return nil }
-
 // workerSysProcAttr is the default elsewhere.
 func workerSysProcAttr() *syscall.SysProcAttr { return nil }
 

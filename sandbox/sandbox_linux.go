@@ -1,0 +1,131 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// landlockConfig is the newest Landlock ABI this package asks for; on an
+// older kernel it is downgraded to what the kernel has (BestEffort), and
+// Report says what that leaves out.
+var landlockConfig = landlock.V7.BestEffort()
+
+// deniedSyscalls fail with EPERM in a confined process: every way to a
+// socket (Landlock covers only TCP below ABI 9/10), io_uring (which does
+// I/O beside the system calls a filter sees), and what reaches other
+// processes, the kernel's keyring or its mounts.
+var deniedSyscalls = []string{
+	"socket", "socketpair",
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
+	"ptrace", "process_vm_readv", "process_vm_writev",
+	"bpf", "perf_event_open", "userfaultfd",
+	"keyctl", "add_key", "request_key",
+	"mount", "umount2", "open_tree", "move_mount", "fsopen", "pivot_root", "chroot",
+	"unshare", "setns",
+}
+
+// Confine confines this process as r says (see the package doc) and
+// reports what it enforced. An error means a restriction the kernel has
+// could not be applied (a path in r that does not exist, a failed system
+// call): the process must not go on to interpret untrusted content. A
+// kernel without Landlock or seccomp is no error: Report.Missing says so.
+func Confine(r Rules) (Report, error) {
+	rep := Report{Missing: map[Guarantee]string{}}
+	if err := limits(r); err != nil {
+		return rep, err
+	}
+	abi, err := llsys.LandlockGetABIVersion()
+	if err != nil {
+		abi = 0
+	}
+	rep.LandlockABI = abi
+	if abi > 0 {
+		if err := landlockConfig.Restrict(rules(r)...); err != nil {
+			return rep, fmt.Errorf("confining the process with Landlock (ABI %d): %w", abi, err)
+		}
+	} else if err := llsys.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		// Landlock sets no_new_privs on every thread; seccomp's TSYNC
+		// needs it where Landlock did not run.
+		return rep, fmt.Errorf("setting no_new_privs: %w", err)
+	}
+	for _, g := range []Guarantee{Files, TCP, IPC} {
+		if abi >= landlockABI[g] {
+			rep.Enforced = append(rep.Enforced, g)
+			continue
+		}
+		rep.Missing[g] = fmt.Sprintf("needs Landlock ABI %d, the kernel has %d", landlockABI[g], abi)
+	}
+	if err := filterSyscalls(); err != nil {
+		if !errors.Is(err, syscall.ENOSYS) && !errors.Is(err, syscall.EINVAL) {
+			return rep, err
+		}
+		rep.Missing[Sockets] = "the kernel has no seccomp filter"
+	} else {
+		rep.Enforced = append(rep.Enforced, Sockets)
+	}
+	if len(rep.Missing) == 0 {
+		rep.Missing = nil
+	}
+	return rep, nil
+}
+
+// limits sets RLIMIT_DATA and RLIMIT_CPU (soft = hard: at the CPU limit
+// the kernel sends SIGKILL, which nothing can catch).
+func limits(r Rules) error {
+	if r.Memory > 0 {
+		lim := &syscall.Rlimit{Cur: uint64(r.Memory), Max: uint64(r.Memory)}
+		if err := syscall.Setrlimit(syscall.RLIMIT_DATA, lim); err != nil {
+			return fmt.Errorf("capping the data segment at %d bytes: %w", r.Memory, err)
+		}
+	}
+	if r.CPU > 0 {
+		s := uint64((r.CPU + time.Second - 1) / time.Second)
+		if err := syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: s, Max: s}); err != nil {
+			return fmt.Errorf("capping the CPU time at %d s: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// rules are r's paths as Landlock rules: a directory's whole tree, a
+// file alone.
+func rules(r Rules) []landlock.Rule {
+	var out []landlock.Rule
+	add := func(paths []string, dir, file func(...string) landlock.FSRule) {
+		for _, p := range paths {
+			if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+				out = append(out, file(p))
+				continue
+			}
+			out = append(out, dir(p)) // a missing path fails Restrict, naming it
+		}
+	}
+	add(r.ReadOnly, landlock.RODirs, landlock.ROFiles)
+	add(r.ReadWrite, landlock.RWDirs, landlock.RWFiles)
+	return out
+}
+
+// filterSyscalls installs the seccomp filter on every thread (TSYNC).
+func filterSyscalls() error {
+	f := seccomp.Filter{
+		Flag: seccomp.FilterFlagTSync,
+		Policy: seccomp.Policy{
+			DefaultAction: seccomp.ActionAllow,
+			Syscalls:      []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, Names: deniedSyscalls}},
+		},
+	}
+	if err := seccomp.LoadFilter(f); err != nil {
+		return fmt.Errorf("installing the seccomp filter: %w", err)
+	}
+	return nil
+}
