@@ -44,8 +44,10 @@ const (
 	// render, with its parent (about 70 MB) and argocd-cmp-server, under
 	// the plugin sidecar's 512Mi container limit, so a render that grows
 	// past it fails alone (exit 4) instead of the container being
-	// OOM-killed.
-	DefaultMaxMemory = 384 << 20
+	// OOM-killed; and the largest process of a generate under 300 MiB
+	// resident whatever the input (the cap counts the heap, not the
+	// binary's code). THROUGHLINE_RENDER_MEMORY_MIB sets another.
+	DefaultMaxMemory = 256 << 20
 )
 
 // ErrYAMLLimit is wrapped by every refusal of a file that exceeds the

@@ -58,6 +58,8 @@ type Report struct {
 	Enforced []Guarantee `json:"enforced"`
 	// Missing says, per guarantee not in force, why.
 	Missing map[Guarantee]string `json:"missing,omitempty"`
+	// Took is how long Confine took (the sandbox's cost to a render).
+	Took time.Duration `json:"took"`
 }
 
 // Has reports whether g is in force.

@@ -40,7 +40,9 @@ var deniedSyscalls = []string{
 // call): the process must not go on to interpret untrusted content. A
 // kernel without Landlock or seccomp is no error: Report.Missing says so.
 func Confine(r Rules) (Report, error) {
+	start := time.Now()
 	rep := Report{Missing: map[Guarantee]string{}}
+	defer func() { rep.Took = time.Since(start) }()
 	if err := limits(r); err != nil {
 		return rep, err
 	}
@@ -76,6 +78,7 @@ func Confine(r Rules) (Report, error) {
 	if len(rep.Missing) == 0 {
 		rep.Missing = nil
 	}
+	rep.Took = time.Since(start)
 	return rep, nil
 }
 

@@ -106,6 +106,11 @@ func generate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	w, err := cli.RenderWorker(render.Worker{Args: []string{render.WorkerCommand}, HelmPath: render.Beside("throughline")}, log)
+	if err != nil {
+		return err
+	}
+	render.UseWorker(w)
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)

@@ -89,6 +89,11 @@ func (g *globals) setup(cmd *cobra.Command, stderr io.Writer) error {
 		return err
 	}
 	g.log = log
+	w, err := cli.RenderWorker(*renderWorker, log)
+	if err != nil {
+		return err
+	}
+	render.UseWorker(w)
 	if g.timeout > 0 {
 		ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
 		cobra.OnFinalize(cancel)
