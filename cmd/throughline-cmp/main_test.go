@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -307,4 +309,63 @@ func parseInitTrace(stderr string) []initTrace {
 		out = append(out, initTrace{pkg: m[1], clockMs: clock, bytes: b, allocs: a})
 	}
 	return out
+}
+
+// diamond writes a kustomization of levels levels where each level includes
+// the next twice under two name prefixes: 2^levels copies of one
+// ConfigMap from about 3*levels small files (12 levels ran for a minute
+// and exited 0 before renders had a budget).
+func diamond(t *testing.T, levels int) string {
+	t.Helper()
+	root := t.TempDir()
+	write := func(rel, s string) {
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("app/kustomization.yaml", "resources: [../l0]\n")
+	for i := range levels {
+		write(fmt.Sprintf("l%d/kustomization.yaml", i), "resources: [a, b]\n")
+		for _, side := range []string{"a", "b"} {
+			write(fmt.Sprintf("l%d/%s/kustomization.yaml", i, side),
+				fmt.Sprintf("namePrefix: %s-\nresources: [../../l%d]\n", side, i+1))
+		}
+	}
+	write(fmt.Sprintf("l%d/kustomization.yaml", levels), "resources: [cm.yaml]\n")
+	write(fmt.Sprintf("l%d/cm.yaml", levels), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {k: v}\n")
+	return root
+}
+
+// TestHostileRenderEndsInBudget: a render that would run for minutes ends
+// at the render budget (THROUGHLINE_RENDER_BUDGET) with exit 4 naming it,
+// nothing on stdout and no child left.
+func TestHostileRenderEndsInBudget(t *testing.T) {
+	bin := binary(t)
+	root := diamond(t, 14)
+	cmd := exec.Command(bin, "generate", "--no-cache")
+	cmd.Dir = filepath.Join(root, "app")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "ARGOCD_APP_NAME=diamond", "ARGOCD_APP_SOURCE_PATH=app",
+		"THROUGHLINE_RENDER_BUDGET=3s")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	took := time.Since(start)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 4 {
+		t.Fatalf("exit %v, want 4; stderr: %s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "render exceeded its time budget (3s") || !strings.Contains(stderr.String(), "app/kustomization.yaml") {
+		t.Errorf("the refusal does not name the budget and the kustomization: %s", stderr.String())
+	}
+	if stdout.Len() > 0 {
+		t.Errorf("output on stdout: %.200s", stdout.String())
+	}
+	if took > 30*time.Second {
+		t.Errorf("ended after %s with a 3s budget", took)
+	}
 }
