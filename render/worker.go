@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -47,11 +46,11 @@ type Worker struct {
 	// child); a render that spends it is refused (exit 4) naming it.
 	// <= 0 means DefaultBudget.
 	Budget time.Duration
-	// OnUnconfined is called once per process, with the child's report,
-	// when the kernel could not give the child one of the sandbox's
-	// guarantees (a kernel without Landlock, or an older ABI): the caller
-	// says so (a library does not log).
-	OnUnconfined func(sandbox.Report)
+	// OnSandbox is called with the child's sandbox report after every
+	// render: what the kernel enforced, what it could not give (a kernel
+	// without Landlock, or an older ABI) and what confining cost; the
+	// caller says so (a library does not log).
+	OnSandbox func(sandbox.Report)
 }
 
 // DefaultBudget is a render's wall and CPU budget when Worker.Budget is
@@ -73,8 +72,6 @@ func budget(b time.Duration) time.Duration {
 	return b
 }
 
-// unconfinedOnce reports a missing guarantee once per process.
-var unconfinedOnce sync.Once
 
 // worker is the process-wide choice of UseWorker: nil renders in-process.
 var worker atomic.Pointer[Worker]
@@ -225,8 +222,8 @@ func runWorker(ctx context.Context, w *Worker, what string, req workerRequest) (
 	if runErr != nil || json.Unmarshal(stdout.Bytes(), &resp) != nil {
 		return nil, workerFailure(what, memoryLimit(w.MemoryLimit), runErr, stderr.String())
 	}
-	if len(resp.Sandbox.Missing) > 0 && w.OnUnconfined != nil {
-		unconfinedOnce.Do(func() { w.OnUnconfined(resp.Sandbox) })
+	if w.OnSandbox != nil {
+		w.OnSandbox(resp.Sandbox)
 	}
 	return &resp, nil
 }

@@ -1,9 +1,9 @@
 package cli
 
 import (
-	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -28,7 +28,8 @@ const MaxRenderBudget = 30 * time.Minute
 const EnvRenderMemory = "THROUGHLINE_RENDER_MEMORY_MIB"
 
 // RenderWorker is w with its budget from EnvRenderBudget, its memory from
-// EnvRenderMemory, and a warning,
+// EnvRenderMemory, the child's sandbox report logged at debug level, and a
+// warning,
 // logged once per process, when the kernel cannot give the render child
 // one of the sandbox's guarantees. A budget that does not parse is a usage
 // error naming the variable.
@@ -47,12 +48,23 @@ func RenderWorker(w render.Worker, log zerolog.Logger) (*render.Worker, error) {
 		}
 		w.MemoryLimit = int64(mib) << 20
 	}
-	w.OnUnconfined = func(rep sandbox.Report) {
-		ev := log.Warn().Int("landlockABI", rep.LandlockABI)
-		for g, why := range rep.Missing {
-			ev = ev.Str(string(g), why)
+	w.OnSandbox = func(rep sandbox.Report) {
+		log.Debug().Int("landlockABI", rep.LandlockABI).Dur("took", rep.Took).Msg("render sandbox: " + rep.String())
+		if len(rep.Missing) > 0 {
+			unconfinedOnce.Do(func() { warnUnconfined(log, rep) })
 		}
-		ev.Msg(fmt.Sprintf("this kernel cannot confine renders fully; the render child keeps its other guards (%s)", rep))
 	}
 	return &w, nil
+}
+
+// unconfinedOnce says once per process that the kernel cannot confine
+// renders fully.
+var unconfinedOnce sync.Once
+
+func warnUnconfined(log zerolog.Logger, rep sandbox.Report) {
+	ev := log.Warn().Int("landlockABI", rep.LandlockABI)
+	for g, why := range rep.Missing {
+		ev = ev.Str(string(g), why)
+	}
+	ev.Msg("this kernel cannot confine renders fully; the render child keeps its other guards")
 }

@@ -60,7 +60,7 @@ func TestRenderWorkerWarnsUnconfined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.OnUnconfined(sandbox.Report{LandlockABI: 3, Enforced: []sandbox.Guarantee{sandbox.Files, sandbox.Sockets},
+	w.OnSandbox(sandbox.Report{LandlockABI: 3, Enforced: []sandbox.Guarantee{sandbox.Files, sandbox.Sockets},
 		Missing: map[sandbox.Guarantee]string{sandbox.TCP: "needs Landlock ABI 4, the kernel has 3"}})
 	out := buf.String()
 	for _, want := range []string{`"level":"warn"`, `"landlockABI":3`, `"tcp":"needs Landlock ABI 4, the kernel has 3"`} {
