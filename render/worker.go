@@ -72,7 +72,6 @@ func budget(b time.Duration) time.Duration {
 	return b
 }
 
-
 // worker is the process-wide choice of UseWorker: nil renders in-process.
 var worker atomic.Pointer[Worker]
 
