@@ -30,7 +30,7 @@
 //
 // Every request goes through remotelimit: an OCI manifest is bounded at
 // 4 MiB, a chart package or layer at Options.MaxChartSize, an index.yaml at
-// Options.MaxIndexSize (64 MiB), token responses at 1 MiB, on the wire and
+// Options.MaxIndexSize (64 MiB), token responses at 64 KiB, on the wire and
 // before go-containerregistry buffers anything (rule chart-too-large).
 //
 // An index.yaml is not parsed where it is downloaded: it is streamed to a

@@ -28,7 +28,7 @@ const (
 
 // remoteOptions are go-containerregistry's options for one operation on
 // registry host, every request through the host guard and bounded
-// (remotelimit: manifests 4 MiB, the chart layer MaxChartSize, tokens 1 MiB)
+// (remotelimit: manifests 4 MiB, the chart layer MaxChartSize, tokens 64 KiB)
 // before go-containerregistry buffers anything.
 func (f *Fetcher) remoteOptions(ctx context.Context, host string) []remote.Option {
 	return []remote.Option{

@@ -18,7 +18,7 @@
 // [Manifest] (4 MiB), blobs the given blob limit, everything else (the
 // /v2/ ping, the bearer token endpoint named by the registry's
 // WWW-Authenticate realm, whose path cannot be known in advance) [Token]
-// (1 MiB). A redirected request keeps the kind of the request that was
+// (64 KiB). A redirected request keeps the kind of the request that was
 // redirected (a blob served from storage elsewhere is still a blob).
 //
 // The limits of the project are the variables of this package ([Manifest],

@@ -25,8 +25,10 @@ var (
 	// Manifest bounds an OCI image manifest, index or referrers list.
 	Manifest = Limit{Kind: "OCI manifest", Max: 4 * MiB}
 	// Token bounds a registry's token response, its /v2/ ping and any
-	// request of a registry client that is not a manifest or a blob.
-	Token = Limit{Kind: "registry token or API response", Max: 1 * MiB}
+	// request of a registry client that is not a manifest or a blob
+	// (go-containerregistry caps a token at 64 KiB too, with an untyped
+	// error; this limit answers first and holds for every client).
+	Token = Limit{Kind: "registry token or API response", Max: 64 << 10}
 	// ChartIndex bounds an HTTP chart repository's index.yaml on the wire.
 	// It is stored to a file, never held in memory whole, and parsed where
 	// memory is capped (chartsource.Options.LookupIndex).
