@@ -157,9 +157,9 @@ func (f *Fetcher) fetchHTTP(ctx context.Context, ref Ref) ([]byte, *Resolved, er
 	e, err := f.opts.LookupIndex(ctx, file, ref.Name, ref.Version)
 	_ = os.Remove(file) // our own temporary file
 	if err != nil {
-		var r *exitcode.Refusal
-		if errors.As(err, &r) && r.Object == "" {
+		if r, ok := errors.AsType[*exitcode.Refusal](err); ok && r.Object == "" {
 			r.Object = ref.String()
+			return nil, nil, err
 		}
 		return nil, nil, fmt.Errorf("chart %s: %w", ref, err)
 	}
