@@ -28,6 +28,19 @@
 // *exitcode.InvalidInput (exit 4) naming the file and field; a source that
 // cannot be reached is not decided (exit 5).
 //
+// Every request goes through remotelimit: an OCI manifest is bounded at
+// 4 MiB, a chart package or layer at Options.MaxChartSize, an index.yaml at
+// Options.MaxIndexSize (64 MiB), token responses at 64 KiB, on the wire and
+// before go-containerregistry buffers anything (rule chart-too-large).
+//
+// An index.yaml is not parsed where it is downloaded: it is streamed to a
+// file (Options.IndexDir) and handed to Options.LookupIndex, the seam
+// between the unbounded parent and the memory-capped render child. The
+// default, [LookupIndexFile], parses in the calling process and refuses an
+// index above [MaxInProcessIndexSize] (8 MiB; [ErrIndexTooLarge]); the
+// renderer's child runs LookupIndexFile itself on any index up to
+// MaxIndexSize.
+//
 // The package does not log and does not import the renderer: the caller
 // hands it the render's confined filesystem as a [FileReader].
 package chartsource

@@ -11,14 +11,18 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/remotelimit"
 )
 
 // Defaults of [Options].
 const (
 	DefaultMaxChartSize = 20 << 20
+	// DefaultMaxIndexSize is remotelimit.ChartIndex's limit: an index.yaml
+	// is stored to a file on the way in, never held in memory whole.
 	DefaultMaxIndexSize = 64 << 20
 	DefaultTimeout      = 60 * time.Second
-	// maxManifestSize caps an OCI manifest.
+	// maxManifestSize caps an OCI manifest (remotelimit.Manifest, on the
+	// wire; here for the cache).
 	maxManifestSize = 4 << 20
 )
 
@@ -48,6 +52,15 @@ type Options struct {
 	Transport http.RoundTripper
 	// UserAgent is sent with every request.
 	UserAgent string
+	// LookupIndex finds a chart version in an HTTP repository's index.yaml,
+	// stored in indexFile (at most MaxIndexSize bytes; removed after the
+	// call). Default: LookupIndexFile, which parses in this process and
+	// only up to MaxInProcessIndexSize; the renderer sets it to a lookup in
+	// its memory-capped child, which parses any index up to MaxIndexSize.
+	LookupIndex func(ctx context.Context, indexFile, name, version string) (IndexEntry, error)
+	// IndexDir is where a downloaded index.yaml is stored for LookupIndex
+	// (default os.TempDir()); LookupIndex must be able to read it.
+	IndexDir string
 }
 
 // Fetcher fetches chart packages by digest and resolves versions to
@@ -76,6 +89,9 @@ func NewFetcher(opts Options) *Fetcher {
 	}
 	if opts.UserAgent == "" {
 		opts.UserAgent = "throughline"
+	}
+	if opts.LookupIndex == nil {
+		opts.LookupIndex = LookupIndexFile
 	}
 	return &Fetcher{opts: opts, cache: cache{dir: opts.CacheDir}}
 }
@@ -184,9 +200,13 @@ func (f *Fetcher) offline(ref Ref, digest string) error {
 // the host guard stays a refusal, no answer (network, timeout, 5xx, 429) is
 // not decided (exit 5), a 404 is invalid input (the lock names a package
 // its source does not serve), anything else is an error (exit 1).
+// A response over its limit (remotelimit) is refused (chart-too-large).
 func sourceError(ref Ref, what string, status int, err error) error {
 	if r := foreignRefusal(ref, err); r != nil {
 		return r
+	}
+	if te, ok := errors.AsType[*remotelimit.TooLargeError](err); ok {
+		return &exitcode.Refusal{Rule: RuleChartTooLarge, Object: ref.String(), Err: te}
 	}
 	var ne net.Error
 	switch {

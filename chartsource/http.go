@@ -1,93 +1,29 @@
 package chartsource
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/remotelimit"
 )
 
-// IndexEntry is the part of an index.yaml chart version this package uses.
-type IndexEntry struct {
-	Name    string   `json:"name"`
-	Version string   `json:"version"`
-	URLs    []string `json:"urls"`
-	Digest  string   `json:"digest"`
-}
-
-// Index is the part of an HTTP chart repository's index.yaml this package
-// uses (other fields are ignored: they are the repository's business).
-type Index struct {
-	APIVersion string                  `json:"apiVersion"`
-	Entries    map[string][]IndexEntry `json:"entries"`
-}
-
-// ParseIndex reads an index.yaml (YAML or JSON): apiVersion v1 and entries
-// are required, each entry of a chart must carry its name.
-func ParseIndex(data []byte) (*Index, error) {
-	js := data
-	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
-		var err error
-		if js, err = sigyaml.YAMLToJSON(data); err != nil {
-			return nil, fmt.Errorf("index.yaml: not YAML: %w", err)
-		}
-	}
-	var idx Index
-	if err := json.Unmarshal(js, &idx); err != nil {
-		return nil, fmt.Errorf("index.yaml: %w", err)
-	}
-	if idx.APIVersion != "v1" {
-		return nil, fmt.Errorf("index.yaml: apiVersion %q, want v1", idx.APIVersion)
-	}
-	if idx.Entries == nil {
-		return nil, errors.New("index.yaml: no entries")
-	}
-	for n, vs := range idx.Entries {
-		for i, v := range vs {
-			if v.Name != n {
-				return nil, fmt.Errorf("index.yaml: entries.%s[%d]: name %q", n, i, v.Name)
-			}
-		}
-	}
-	return &idx, nil
-}
-
-// Find returns the entry of name at exactly version.
-func (idx *Index) Find(name, version string) (IndexEntry, bool) {
-	for _, v := range idx.Entries[name] {
-		if v.Version == version {
-			return v, true
-		}
-	}
-	return IndexEntry{}, false
-}
-
-// indexDigest normalizes index.yaml's digest (Helm writes the bare hex).
-func indexDigest(d string) string {
-	if d != "" && !strings.Contains(d, ":") {
-		return "sha256:" + strings.ToLower(d)
-	}
-	return d
-}
-
-// httpSource is one HTTP chart repository: its URL and a client that can
-// reach only its host.
+// httpSource is one HTTP chart repository: its URL and the guard that
+// lets its clients reach only its host.
 type httpSource struct {
-	f      *Fetcher
-	ref    Ref
-	base   *url.URL
-	client *http.Client
+	f     *Fetcher
+	ref   Ref
+	base  *url.URL
+	guard http.RoundTripper
 }
 
 func (f *Fetcher) httpSource(ref Ref) (*httpSource, error) {
@@ -96,24 +32,31 @@ func (f *Fetcher) httpSource(ref Ref) (*httpSource, error) {
 		return nil, &exitcode.InvalidInput{Err: fmt.Errorf("chart %s: repo: %w", ref, err)}
 	}
 	guard := newHostGuard(f.opts.Transport, base.Host, false, f.opts.Insecure)
-	client := &http.Client{Transport: guard, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+	return &httpSource{f: f, ref: ref, base: base, guard: guard}, nil
+}
+
+// client reaches only the repository's host (redirects included) and
+// reads at most l.Max bytes of a response: one client per kind of read.
+func (s *httpSource) client(l remotelimit.Limit) *http.Client {
+	return &http.Client{Transport: remotelimit.New(s.guard, remotelimit.Fixed(l)), CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		if len(via) >= 5 {
 			return errors.New("more than 5 redirects")
 		}
-		if !sameOrigin(req.URL, base) {
+		if !sameOrigin(req.URL, s.base) {
 			return fmt.Errorf("%w: redirected to %s", errForeignHost, req.URL.Redacted())
 		}
 		return nil
 	}}
-	return &httpSource{f: f, ref: ref, base: base, client: client}, nil
 }
 
 func sameOrigin(u, base *url.URL) bool {
 	return strings.EqualFold(u.Scheme, base.Scheme) && strings.EqualFold(u.Host, base.Host)
 }
 
-// get GETs u (on the repository's host), at most limit bytes.
-func (s *httpSource) get(ctx context.Context, u *url.URL, what string, limit int64) ([]byte, error) {
+// open GETs u (on the repository's host) and returns its body, bounded
+// by l on the wire (remotelimit): a larger Content-Length is refused before
+// the body is read, a body that runs over fails while read.
+func (s *httpSource) open(ctx context.Context, u *url.URL, what string, l remotelimit.Limit) (io.ReadCloser, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("chart %s: %s: %w", s.ref, what, err)
@@ -122,25 +65,53 @@ func (s *httpSource) get(ctx context.Context, u *url.URL, what string, limit int
 	if err := s.auth(req); err != nil {
 		return nil, err
 	}
-	resp, err := s.client.Do(req)
+	resp, err := s.client(l).Do(req)
 	if err != nil {
 		return nil, sourceError(s.ref, what, 0, err)
 	}
-	defer func() { _ = resp.Body.Close() }() // read-only
 	if resp.StatusCode != http.StatusOK {
+		_ = resp.Body.Close() // read-only
 		return nil, sourceError(s.ref, what, resp.StatusCode, nil)
 	}
-	if resp.ContentLength > limit {
-		return nil, tooLarge(s.ref, fmt.Sprintf("%s (%d bytes)", what, resp.ContentLength), limit)
+	return resp.Body, nil
+}
+
+// get GETs u into memory, at most l.Max bytes.
+func (s *httpSource) get(ctx context.Context, u *url.URL, what string, l remotelimit.Limit) ([]byte, error) {
+	body, err := s.open(ctx, u, what, l)
+	if err != nil {
+		return nil, err
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	defer func() { _ = body.Close() }() // read-only
+	data, err := io.ReadAll(body)
 	if err != nil {
 		return nil, sourceError(s.ref, what, 0, err)
 	}
-	if int64(len(data)) > limit {
-		return nil, tooLarge(s.ref, what, limit)
-	}
 	return data, nil
+}
+
+// download GETs u into a new file of dir (empty: os.TempDir()), at most
+// l.Max bytes, never holding the body in memory; the caller removes the
+// file.
+func (s *httpSource) download(ctx context.Context, u *url.URL, what string, l remotelimit.Limit, dir string) (string, error) {
+	body, err := s.open(ctx, u, what, l)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = body.Close() }() // read-only
+	f, err := os.CreateTemp(dir, "chart-index-*.yaml")
+	if err != nil {
+		return "", fmt.Errorf("chart %s: storing %s: %w", s.ref, what, err)
+	}
+	_, err = io.Copy(f, body)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("chart %s: storing %s: %w", s.ref, what, cerr)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name()) // our own temporary file
+		return "", sourceError(s.ref, what, 0, err)
+	}
+	return f.Name(), nil
 }
 
 // auth adds basic credentials from the keychain, only over https or to a
@@ -178,18 +149,19 @@ func (f *Fetcher) fetchHTTP(ctx context.Context, ref Ref) ([]byte, *Resolved, er
 	if err != nil {
 		return nil, nil, err
 	}
-	raw, err := s.get(ctx, s.base.JoinPath("index.yaml"), "index.yaml", f.opts.MaxIndexSize)
+	file, err := s.download(ctx, s.base.JoinPath("index.yaml"), "index.yaml",
+		remotelimit.Limit{Kind: remotelimit.ChartIndex.Kind, Max: f.opts.MaxIndexSize}, f.opts.IndexDir)
 	if err != nil {
 		return nil, nil, err
 	}
-	idx, err := ParseIndex(raw)
+	e, err := f.opts.LookupIndex(ctx, file, ref.Name, ref.Version)
+	_ = os.Remove(file) // our own temporary file
 	if err != nil {
-		return nil, nil, &exitcode.InvalidInput{Err: fmt.Errorf("chart repository %s: %w", ref.Repo, err)}
-	}
-	e, ok := idx.Find(ref.Name, ref.Version)
-	if !ok {
-		return nil, nil, &exitcode.InvalidInput{Err: fmt.Errorf("chart %s: the repository's index.yaml has no version %s of %s",
-			ref, ref.Version, ref.Name)}
+		if r, ok := errors.AsType[*exitcode.Refusal](err); ok && r.Object == "" {
+			r.Object = ref.String()
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("chart %s: %w", ref, err)
 	}
 	if len(e.URLs) == 0 {
 		return nil, nil, &exitcode.InvalidInput{Err: fmt.Errorf("chart %s: index.yaml gives no url", ref)}
@@ -199,7 +171,7 @@ func (f *Fetcher) fetchHTTP(ctx context.Context, ref Ref) ([]byte, *Resolved, er
 		return nil, nil, &exitcode.Refusal{Rule: RuleChartForeignHost, Object: ref.String(), Field: "urls[0]",
 			Reason: fmt.Sprintf("index.yaml points the package to %q, not on the repository's own %s://%s", e.URLs[0], s.base.Scheme, s.base.Host)}
 	}
-	data, err := s.get(ctx, u, "package "+u.Redacted(), f.opts.MaxChartSize)
+	data, err := s.get(ctx, u, "package "+u.Redacted(), remotelimit.Limit{Kind: "chart package", Max: f.opts.MaxChartSize})
 	if err != nil {
 		return nil, nil, err
 	}

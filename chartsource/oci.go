@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/remotelimit"
 )
 
 // Media types of a Helm chart in an OCI registry (helm.sh/helm/v4/pkg/registry).
@@ -26,11 +27,14 @@ const (
 )
 
 // remoteOptions are go-containerregistry's options for one operation on
-// registry host, every request through the host guard.
+// registry host, every request through the host guard and bounded
+// (remotelimit: manifests 4 MiB, the chart layer MaxChartSize, tokens 64 KiB)
+// before go-containerregistry buffers anything.
 func (f *Fetcher) remoteOptions(ctx context.Context, host string) []remote.Option {
 	return []remote.Option{
 		remote.WithContext(ctx),
-		remote.WithTransport(newHostGuard(f.opts.Transport, host, true, f.opts.Insecure)),
+		remote.WithTransport(remotelimit.New(newHostGuard(f.opts.Transport, host, true, f.opts.Insecure),
+			remotelimit.Registry(remotelimit.Limit{Kind: "chart layer", Max: f.opts.MaxChartSize}))),
 		remote.WithAuthFromKeychain(f.opts.Keychain),
 		remote.WithUserAgent(f.opts.UserAgent),
 		remote.WithRetryPredicate(func(error) bool { return false }),
@@ -173,6 +177,9 @@ func (f *Fetcher) getBlob(ctx context.Context, ref Ref, layer v1.Descriptor) ([]
 	}
 	defer func() { _ = rc.Close() }() // read-only
 	data, err := io.ReadAll(io.LimitReader(rc, f.opts.MaxChartSize+1))
+	if errors.Is(err, remotelimit.ErrTooLarge) {
+		return nil, ociError(ref, "chart layer "+layer.Digest.String(), err)
+	}
 	if int64(len(data)) > f.opts.MaxChartSize {
 		return nil, tooLarge(ref, "chart layer "+layer.Digest.String(), f.opts.MaxChartSize)
 	}

@@ -83,7 +83,7 @@ func Candidate(ctx context.Context, r *gitops.Repo, req CandidateRequest) (*Prop
 	if err != nil {
 		return nil, err
 	}
-	if err := resolveDigest(ctx, img, req.Trust.Remote); err != nil {
+	if err := resolveDigest(ctx, img, req.Trust.RegistryOptions()); err != nil {
 		return nil, err
 	}
 	read := func(ctx context.Context, p string) ([]byte, error) { return r.ReadFile(ctx, baseRev, p) }

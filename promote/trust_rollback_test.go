@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/throughline-dev/throughline/exitcode"
@@ -103,7 +102,7 @@ func TestRollbackReverifiesEvidence(t *testing.T) {
 				key = []byte(pem)
 			}
 			f := newTrustRollbackFixture(t, record, key)
-			opts := trust.Options{Remote: []remote.Option{remote.WithTransport(registryAs{w.Host})}}
+			opts := trust.Options{Transport: registryAs{w.Host}}
 			res, err := Rollback(ctx, f.repo, RollbackRequest{App: "web", Env: "production", To: rollback.Previous, Path: webOverlay, Renderer: renderer,
 				Exists: func(context.Context, string) (bool, error) { return true, nil }, Trust: opts})
 			if tc.rule == "" {

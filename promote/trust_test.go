@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	sigyaml "sigs.k8s.io/yaml"
 
@@ -67,7 +66,7 @@ func newTrustFixture(t *testing.T, production *v1alpha1.TrustPolicy, attach, rec
 	img, err := name.NewDigest(w.Host + "/throughline-dev/checkout@" + newDigest)
 	must(t, err)
 	tf := &trustFixture{fixture: newFixture(t), w: w, img: img, staging: trusttest.KeyPolicy(stagingScanAge), production: production,
-		opts: trust.Options{Remote: []remote.Option{remote.WithTransport(registryAs{w.Host})}, CacheDir: t.TempDir()}}
+		opts: trust.Options{Transport: registryAs{w.Host}, CacheDir: t.TempDir()}}
 	w.AttachTag(img, ".att", attach(tf)...)
 	var sc *promotion.SupplyChain
 	if b := record(tf); b != nil {

@@ -15,6 +15,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/throughline-dev/throughline/remotelimit"
 )
 
 // Defaults of [Options].
@@ -91,7 +93,10 @@ func New(opts Options) (*Client, error) {
 	rt = &retryTransport{inner: rt, attempts: opts.Attempts, backoff: opts.Backoff, maxBackoff: opts.MaxBackoff}
 	rt = &limitTransport{inner: rt, sem: make(chan struct{}, opts.Concurrency)}
 	ro := []remote.Option{
-		remote.WithTransport(rt),
+		// Every response bounded (remotelimit: manifests 4 MiB, tokens and
+		// pings 64 KiB; this client reads no blobs) before
+		// go-containerregistry buffers it.
+		remote.WithTransport(remotelimit.New(rt, remotelimit.Registry(remotelimit.Default))),
 		remote.WithUserAgent(opts.UserAgent),
 		// Retries are ours (above): switch go-containerregistry's off.
 		remote.WithRetryPredicate(func(error) bool { return false }),

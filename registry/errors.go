@@ -8,6 +8,8 @@ import (
 	"net/http"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/throughline-dev/throughline/remotelimit"
 )
 
 // The kinds of failure a caller branches on; every error of this package that
@@ -23,7 +25,8 @@ var (
 	ErrUnreachable = errors.New("registry unreachable")
 	// ErrInvalid: the reference cannot be parsed, or the registry returned
 	// something that is not a valid manifest (or an index naming a child that
-	// does not exist).
+	// does not exist, or a response over its remotelimit limit: then
+	// errors.Is(err, remotelimit.ErrTooLarge) holds too).
 	ErrInvalid = errors.New("invalid")
 )
 
@@ -92,7 +95,8 @@ func classify(err error) error {
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
 	switch {
-	case errors.Is(err, ErrInvalid):
+	case errors.Is(err, ErrInvalid), errors.Is(err, remotelimit.ErrTooLarge):
+		// An answer over its size limit is an answer, not an outage.
 		return ErrInvalid
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return ErrUnreachable

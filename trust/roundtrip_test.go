@@ -86,7 +86,7 @@ func bearerProxy(tb testing.TB, target string) string {
 
 // opts are counted registry options with cache dir (empty: none).
 func (g *gate) opts(cacheDir string) Options {
-	return Options{Remote: []remote.Option{remote.WithTransport(g.counter)}, CacheDir: cacheDir, Now: g.w.Now,
+	return Options{Transport: g.counter, CacheDir: cacheDir, Now: g.w.Now,
 		SourceCommit: trusttest.SourceCommit}
 }
 

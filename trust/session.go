@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/throughline-dev/throughline/remotelimit"
 )
 
 // Session is a gate's registry connections (Options.Session): one
@@ -31,12 +33,10 @@ type Session struct {
 
 // NewSession is a session for a gate over images (references by digest:
 // their repositories are the token's scopes), with keychain's credentials
-// (nil: anonymous) over base (nil: remote.DefaultTransport). It makes no
-// request.
+// (nil: anonymous) over base (nil: remote.DefaultTransport), every
+// response bounded (remotelimit). It makes no request.
 func NewSession(images []string, keychain authn.Keychain, base http.RoundTripper) (*Session, error) {
-	if base == nil {
-		base = remote.DefaultTransport
-	}
+	base = baseTransport(base)
 	s := &Session{keychain: keychain, base: base, scopes: map[string][]string{}, transports: map[string]http.RoundTripper{}}
 	for _, im := range images {
 		img, err := parseImage(im)
@@ -72,7 +72,7 @@ func (s *Session) remote(ctx context.Context, repo name.Repository) ([]remote.Op
 			}
 		}
 		var err error
-		if t, err = transport.NewWithContext(ctx, repo.Registry, auth, s.base, s.scopes[key]); err != nil {
+		if t, err = transport.NewWithContext(ctx, repo.Registry, auth, remotelimit.New(s.base, registryLimits), s.scopes[key]); err != nil {
 			return nil, fmt.Errorf("authenticating with %s: %w", repo.Registry, err)
 		}
 		s.transports[key] = t

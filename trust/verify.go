@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"time"
 
@@ -14,12 +15,32 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/remotelimit"
 )
+
+// registryLimits bound every registry response of a verification before
+// go-containerregistry buffers it: manifests and referrers lists
+// remotelimit.Manifest, bundle blobs maxBundleSize, the rest (tokens,
+// pings) remotelimit.Token.
+var registryLimits = remotelimit.Registry(remotelimit.Limit{Kind: "attestation bundle", Max: maxBundleSize})
+
+// baseTransport is t, or go-containerregistry's default.
+func baseTransport(t http.RoundTripper) http.RoundTripper {
+	if t == nil {
+		return remote.DefaultTransport
+	}
+	return t
+}
 
 // Options are a verification's inputs besides the policy and the image.
 type Options struct {
-	// Remote are the registry options (authentication, transport).
+	// Remote are the registry options (authentication, user agent). A
+	// transport given here is replaced: set Transport.
 	Remote []remote.Option
+	// Transport is the base transport of registry requests (nil:
+	// remote.DefaultTransport). Every request goes through remotelimit
+	// (manifests and referrers 4 MiB, bundles 4 MiB, tokens 64 KiB).
+	Transport http.RoundTripper
 	// Session, when set, is the gate's registry connections: one
 	// authentication handshake per registry for every image of the gate
 	// (its transport replaces one given in Remote).
@@ -179,11 +200,19 @@ func cached(pol *Policy, img name.Digest, hs []v1.Hash, opts Options) bool {
 	return true
 }
 
+// RegistryOptions are o.Remote with o.Transport, bounded (remotelimit):
+// the options of any other registry request made on a verification's
+// behalf (promote's digest check).
+func (o Options) RegistryOptions() []remote.Option {
+	return append(slices.Clip(o.Remote), remote.WithTransport(remotelimit.New(baseTransport(o.Transport), registryLimits)))
+}
+
 // connect completes o.Remote for img's registry: the session's
-// transport (its handshake made once per registry), and one shared puller
-// (without a session: one handshake for every request of a verification).
+// transport (its handshake made once per registry) or o.Transport, bounded
+// either way, and one shared puller (without a session: one handshake for
+// every request of a verification).
 func (o *Options) connect(ctx context.Context, img name.Digest) error {
-	opts := slices.Clip(o.Remote)
+	opts := o.RegistryOptions()
 	if o.Session != nil {
 		r, err := o.Session.remote(ctx, img.Context())
 		if err != nil {
