@@ -37,7 +37,7 @@
 // file (Options.IndexDir) and handed to Options.LookupIndex, the seam
 // between the unbounded parent and the memory-capped render child. The
 // default, [LookupIndexFile], parses in the calling process and refuses an
-// index above [MaxInProcessIndexSize] (8 MiB; [ErrIndexTooLarge]); the
+// index above [MaxInProcessIndexSize] (4 MiB; [ErrIndexTooLarge]); the
 // renderer's child runs LookupIndexFile itself on any index up to
 // MaxIndexSize.
 //

@@ -12,6 +12,7 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/remotelimit"
+	"github.com/throughline-dev/throughline/render"
 )
 
 // Defaults of [Options].
@@ -54,9 +55,10 @@ type Options struct {
 	UserAgent string
 	// LookupIndex finds a chart version in an HTTP repository's index.yaml,
 	// stored in indexFile (at most MaxIndexSize bytes; removed after the
-	// call). Default: LookupIndexFile, which parses in this process and
-	// only up to MaxInProcessIndexSize; the renderer sets it to a lookup in
-	// its memory-capped child, which parses any index up to MaxIndexSize.
+	// call). Default: render.LookupIndex, which parses in the render's
+	// memory-capped, confined child when the process renders in one
+	// (render.UseWorker, every command) and in this process, only up to
+	// MaxInProcessIndexSize, otherwise.
 	LookupIndex func(ctx context.Context, indexFile, name, version string) (IndexEntry, error)
 	// IndexDir is where a downloaded index.yaml is stored for LookupIndex
 	// (default os.TempDir()); LookupIndex must be able to read it.
@@ -91,7 +93,7 @@ func NewFetcher(opts Options) *Fetcher {
 		opts.UserAgent = "throughline"
 	}
 	if opts.LookupIndex == nil {
-		opts.LookupIndex = LookupIndexFile
+		opts.LookupIndex = render.LookupIndex
 	}
 	return &Fetcher{opts: opts, cache: cache{dir: opts.CacheDir}}
 }

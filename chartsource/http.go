@@ -156,6 +156,9 @@ func (f *Fetcher) fetchHTTP(ctx context.Context, ref Ref) ([]byte, *Resolved, er
 	}
 	e, err := f.opts.LookupIndex(ctx, file, ref.Name, ref.Version)
 	_ = os.Remove(file) // our own temporary file
+	if errors.Is(err, ErrIndexTooLarge) {
+		err = &exitcode.Refusal{Rule: RuleChartTooLarge, Err: err}
+	}
 	if err != nil {
 		if r, ok := errors.AsType[*exitcode.Refusal](err); ok && r.Object == "" {
 			r.Object = ref.String()

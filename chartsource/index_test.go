@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -38,7 +39,7 @@ func TestIndexParsedInProcessOnlyUpToCap(t *testing.T) {
 	if !errors.Is(err, chartsource.ErrIndexTooLarge) {
 		t.Fatalf("want ErrIndexTooLarge, got exit %d: %v", exitcode.Code(err), err)
 	}
-	wantRefusal(t, err, chartsource.RuleChartTooLarge, "in-process")
+	wantRefusal(t, err, chartsource.RuleChartTooLarge, fmt.Sprint(chartsource.MaxInProcessIndexSize))
 
 	// Just under the cap: parsed.
 	repo.Set("/stable/index.yaml", padIndex(chartfixture.IndexFor(t, pkg), chartsource.MaxInProcessIndexSize-200))

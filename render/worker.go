@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/throughline-dev/throughline/chartindex"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/sandbox"
 )
@@ -96,6 +98,17 @@ type workerRequest struct {
 	// Escape, when set, makes the child try these escapes after it
 	// confined itself instead of rendering (ProbeSandbox).
 	Escape *EscapeAttempts `json:"escape,omitempty"`
+	// Index, when set, makes the child look a chart version up in a
+	// downloaded index.yaml instead of rendering (LookupIndex): the only
+	// file it may read.
+	Index *indexLookup `json:"index,omitempty"`
+}
+
+// indexLookup asks for the entry of Name at Version in the index.yaml File.
+type indexLookup struct {
+	File    string `json:"file"`
+	Name    string `json:"name"`
+	Version string `json:"version"`
 }
 
 // workerResponse is what the child writes on stdout: the objects or the
@@ -108,6 +121,8 @@ type workerResponse struct {
 	Sandbox sandbox.Report `json:"sandbox"`
 	// Escaped holds the outcome of each of the request's Escape attempts.
 	Escaped map[string]string `json:"escaped,omitempty"`
+	// Entry is the index.yaml entry an Index request found.
+	Entry *chartindex.Entry `json:"entry,omitempty"`
 }
 
 type workerObject struct {
@@ -358,9 +373,17 @@ func ServeWorker(ctx context.Context, in io.Reader, out io.Writer) error {
 		return err
 	}
 	resp := workerResponse{Sandbox: rep}
-	if req.Escape != nil {
+	switch {
+	case req.Escape != nil:
 		resp.Escaped = req.Escape.try()
-	} else {
+	case req.Index != nil:
+		e, err := chartindex.LookupFile(ctx, req.Index.File, req.Index.Name, req.Index.Version, ChildIndexSize)
+		if err != nil {
+			resp.Error = newWorkerError(err)
+		} else {
+			resp.Entry = &e
+		}
+	default:
 		resp.Objects, resp.Probes, resp.Error = serveRender(ctx, req)
 	}
 	if err := json.NewEncoder(out).Encode(&resp); err != nil {
@@ -370,11 +393,17 @@ func ServeWorker(ctx context.Context, in io.Reader, out io.Writer) error {
 }
 
 // confineWorker confines the child: the request's root readable except
-// its .git, TMPDIR and HOME (the sandbox's own, workerEnv) writable.
+// its .git (an index lookup: the index file alone), TMPDIR and HOME (the
+// sandbox's own, workerEnv) writable.
 func confineWorker(req workerRequest) (sandbox.Report, error) {
-	readable, err := sandbox.TreeExcept(req.Root, ".git")
-	if err != nil {
-		return sandbox.Report{}, fmt.Errorf("confining the render: %w", err)
+	readable := []string{}
+	if req.Index != nil {
+		readable = append(readable, req.Index.File)
+	} else {
+		var err error
+		if readable, err = sandbox.TreeExcept(req.Root, ".git"); err != nil {
+			return sandbox.Report{}, fmt.Errorf("confining the render: %w", err)
+		}
 	}
 	var writable []string
 	for _, k := range []string{"TMPDIR", "HOME"} {
@@ -388,6 +417,9 @@ func confineWorker(req workerRequest) (sandbox.Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("confining the render (memory %d MiB, CPU %s): %w", limit>>20, req.CPU, err)
 	}
+	// The collector works harder as the heap nears the cap, instead of the
+	// cap ending a render whose live data fits.
+	debug.SetMemoryLimit(limit / 4 * 3)
 	return rep, nil
 }
 
