@@ -114,6 +114,11 @@ func compileSigner(ctx context.Context, s v1alpha1.SignerPolicy, read ReadFile) 
 	if err != nil {
 		return signer{}, nil, exitcode.InvalidFile(k.TrustedRoot, fmt.Errorf("keyless.trustedRoot: %w", err))
 	}
+	if k.IdentityRegexp != "" {
+		if err := environment.CheckIdentityRegexp(k.IdentityRegexp); err != nil {
+			return signer{}, nil, &exitcode.InvalidInput{Err: fmt.Errorf("keyless.identityRegexp: %q: %w", k.IdentityRegexp, err)}
+		}
+	}
 	id, err := verify.NewShortCertificateIdentity(k.Issuer, "", k.Identity, k.IdentityRegexp)
 	if err != nil {
 		return signer{}, nil, &exitcode.InvalidInput{Err: fmt.Errorf("keyless: %w", err)}
