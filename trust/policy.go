@@ -73,8 +73,7 @@ func Compile(ctx context.Context, env string, tp *v1alpha1.TrustPolicy, read Rea
 }
 
 // Hash identifies the policy's signers (their spec and the content of
-// their files): the verification cache's key. Predicate rules are not part
-// of it: they are checked on every call.
+// their files); predicate rules are not part of it.
 func (p *Policy) Hash() string { return p.hash }
 
 // Requires reports whether the policy requires any evidence.
