@@ -233,20 +233,20 @@ type candidate struct {
 
 func (c *candidate) ok() bool { return c.fail == nil }
 
-// load verifies bundle d of img against pol: its bytes from held, else
-// from the cache, else from the registry (what it reads is added to held;
-// what it fetched and verified, to the cache). Wherever the bytes come
-// from, they hash to d and are verified here.
+// load verifies bundle d of img against pol: its bytes from the cache,
+// else from held, else from the registry (what it reads is added to held;
+// what verified and was not cached, to the cache). Wherever the bytes
+// come from, they hash to d and are verified here.
 func load(ctx context.Context, pol *Policy, img name.Digest, d v1.Hash, held map[v1.Hash][]byte, opts Options) (*candidate, error) {
 	imgHash, err := v1.NewHash(img.DigestStr())
 	if err != nil {
 		return nil, &exitcode.InvalidInput{Err: fmt.Errorf("image %s: %w", img, err)}
 	}
 	c := &candidate{digest: d.String()}
-	data, fromCache := held[d], false
+	data := opts.cache.get(d)
+	fromCache := data != nil
 	if data == nil {
-		data = opts.cache.get(d)
-		fromCache = data != nil
+		data = held[d]
 	}
 	if data == nil {
 		if data, err = fetchBundle(ctx, img, d, held, opts.Remote); errors.Is(err, errNoBlob) {
