@@ -2,7 +2,6 @@ package environment
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -11,8 +10,8 @@ import (
 
 // checkTrust checks an environment's trust policy (field is
 // "environments.<name>"): signers with exactly one of a key and a keyless
-// identity, files confined to the repository, a compilable identity
-// regexp, known SBOM formats and severities, a positive scan age.
+// identity, files confined to the repository, an identity regexp that
+// compiles and is anchored at both ends, known SBOM formats and severities, a positive scan age.
 func checkTrust(field string, t *v1alpha1.TrustPolicy) error {
 	if t == nil {
 		return nil
@@ -51,8 +50,8 @@ func checkSigner(field string, s v1alpha1.SignerPolicy) error {
 		return fmt.Errorf("%s.issuer: required (the certificate's OIDC issuer)", field)
 	}
 	if k.IdentityRegexp != "" {
-		if _, err := regexp.Compile(k.IdentityRegexp); err != nil {
-			return fmt.Errorf("%s.identityRegexp: %q: %w", field, k.IdentityRegexp, err)
+		if err := checkIdentityRegexp(field+".identityRegexp", k.IdentityRegexp); err != nil {
+			return err
 		}
 	}
 	if err := checkRelative(k.TrustedRoot); err != nil {

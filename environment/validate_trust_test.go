@@ -1,6 +1,8 @@
 package environment
 
 import (
+	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +50,27 @@ func TestTrustPolicyValidation(t *testing.T) {
 		{"bad identity regexp", func(tp *v1alpha1.TrustPolicy) {
 			tp.Signatures[1].Keyless.Identity, tp.Signatures[1].Keyless.IdentityRegexp = "", "^(x"
 		}, "environments.production.trust.signatures[1].keyless.identityRegexp"},
+		{"identity regexp anchored at neither end", func(tp *v1alpha1.TrustPolicy) {
+			tp.Signatures[1].Keyless.Identity, tp.Signatures[1].Keyless.IdentityRegexp = "", `https://ci\.example/release`
+		}, "environments.production.trust.signatures[1].keyless.identityRegexp"},
+		{"identity regexp anchored at the start only", func(tp *v1alpha1.TrustPolicy) {
+			tp.Signatures[1].Keyless.Identity, tp.Signatures[1].Keyless.IdentityRegexp = "", `^https://ci\.example/`
+		}, "environments.production.trust.signatures[1].keyless.identityRegexp"},
+		{"identity regexp anchored in one alternative only", func(tp *v1alpha1.TrustPolicy) {
+			tp.Signatures[1].Keyless.Identity, tp.Signatures[1].Keyless.IdentityRegexp = "", `^https://ci\.example/release$|https://ci\.example/nightly`
+		}, "environments.production.trust.signatures[1].keyless.identityRegexp"},
+		{"identity regexp ending in an escaped dollar", func(tp *v1alpha1.TrustPolicy) {
+			tp.Signatures[1].Keyless.Identity, tp.Signatures[1].Keyless.IdentityRegexp = "", `^https://ci\.example/release\$`
+		}, "environments.production.trust.signatures[1].keyless.identityRegexp"},
+		{"identity regexp anchored per line only", func(tp *v1alpha1.TrustPolicy) {
+			tp.Signatures[1].Keyless.Identity, tp.Signatures[1].Keyless.IdentityRegexp = "", `(?m)^https://ci\.example/release$`
+		}, "environments.production.trust.signatures[1].keyless.identityRegexp"},
+		{"identity regexp anchored", func(tp *v1alpha1.TrustPolicy) {
+			tp.Signatures[1].Keyless.Identity, tp.Signatures[1].Keyless.IdentityRegexp = "", `^https://ci\.example/(release|nightly)$`
+		}, ""},
+		{"identity regexp anchored in every alternative", func(tp *v1alpha1.TrustPolicy) {
+			tp.Signatures[1].Keyless.Identity, tp.Signatures[1].Keyless.IdentityRegexp = "", `^https://ci\.example/release$|^https://ci\.example/nightly$`
+		}, ""},
 		{"no issuer", func(tp *v1alpha1.TrustPolicy) { tp.Signatures[1].Keyless.Issuer = "" },
 			"environments.production.trust.signatures[1].keyless.issuer"},
 		{"no trusted root", func(tp *v1alpha1.TrustPolicy) { tp.Signatures[1].Keyless.TrustedRoot = "" },
@@ -89,5 +112,35 @@ func TestTrustPolicyValidation(t *testing.T) {
 				t.Errorf("error %q does not name %s and %s", err, file, tt.field)
 			}
 		})
+	}
+}
+
+// TestUnanchoredIdentityRegexpRefused: the pattern a careless policy
+// writes for its release workflow also matches the certificate of an
+// attacker's repository whose identity merely contains it; validation
+// refuses it, naming the field.
+func TestUnanchoredIdentityRegexpRefused(t *testing.T) {
+	const (
+		careless = `https://github\.com/org/app/\.github/workflows/release\.yml@refs/heads/main`
+		attacker = "https://github.com/attacker/x/?https://github.com/org/app/.github/workflows/release.yml@refs/heads/main"
+	)
+	if !regexp.MustCompile(careless).MatchString(attacker) {
+		t.Fatal("the careless pattern does not match the attacker's identity: the test proves nothing")
+	}
+	p := example()
+	e := p.Environments["production"]
+	e.Trust = trusted()
+	e.Trust.Signatures[1].Keyless.Identity, e.Trust.Signatures[1].Keyless.IdentityRegexp = "", careless
+	p.Environments["production"] = e
+	_, err := New(file, p)
+	if !errors.Is(err, ErrUnanchoredRegexp) || exitcode.Code(err) != exitcode.Invalid {
+		t.Fatalf("an unanchored identityRegexp: exit %d: %v", exitcode.Code(err), err)
+	}
+	const field = "environments.production.trust.signatures[1].keyless.identityRegexp:"
+	if !strings.Contains(err.Error(), field) {
+		t.Errorf("error %q does not name %s", err, field)
+	}
+	if err := CheckIdentityRegexp("^" + careless + "$"); err != nil {
+		t.Errorf("the anchored pattern: %v", err)
 	}
 }

@@ -12,8 +12,8 @@ import (
 // DSSE payload, as signed) and the policy's signers it verified with
 // (indexes into Policy.signers).
 type verified struct {
-	Statement []byte `json:"statement"`
-	Signers   []int  `json:"signers"`
+	Statement []byte
+	Signers   []int
 }
 
 // verifyBundle verifies the Sigstore bundle data (JSON) with each of p's

@@ -18,11 +18,12 @@
 // Cryptography is sigstore-go's (bundle, certificate chain, transparency log
 // and timestamp verification); this package checks what the verified
 // statements say: subject digest, builder, source repository and commit,
-// scan age and findings. A verified bundle's statement is cached on disk
-// (Options.CacheDir) under the image digest, the bundle digest and the
-// policy's signer hash, so a warm VerifyRecorded makes no registry request;
-// what depends on the clock or the caller (scan age, source commit) is
-// checked on every call. It does not read Git, sign anything (trust/signing
+// scan age and findings. The bytes of a bundle that verified are cached
+// on disk by their digest (Options.CacheDir), so a warm VerifyRecorded
+// makes no registry request; the cache saves requests, never a proof:
+// bytes read from it must hash to the requested digest and are verified
+// against the policy on every call, as fetched ones are. It does not read
+// Git, sign anything (trust/signing
 // does), or talk to a Sigstore service: trusted roots are files.
 //
 // A gate over many images needs few registry requests: Options.Seal (at

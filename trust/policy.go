@@ -73,8 +73,7 @@ func Compile(ctx context.Context, env string, tp *v1alpha1.TrustPolicy, read Rea
 }
 
 // Hash identifies the policy's signers (their spec and the content of
-// their files): the verification cache's key. Predicate rules are not part
-// of it: they are checked on every call.
+// their files); predicate rules are not part of it.
 func (p *Policy) Hash() string { return p.hash }
 
 // Requires reports whether the policy requires any evidence.
@@ -113,6 +112,11 @@ func compileSigner(ctx context.Context, s v1alpha1.SignerPolicy, read ReadFile) 
 	v, err := verify.NewVerifier(tr, opts...)
 	if err != nil {
 		return signer{}, nil, exitcode.InvalidFile(k.TrustedRoot, fmt.Errorf("keyless.trustedRoot: %w", err))
+	}
+	if k.IdentityRegexp != "" {
+		if err := environment.CheckIdentityRegexp(k.IdentityRegexp); err != nil {
+			return signer{}, nil, &exitcode.InvalidInput{Err: fmt.Errorf("keyless.identityRegexp: %q: %w", k.IdentityRegexp, err)}
+		}
 	}
 	id, err := verify.NewShortCertificateIdentity(k.Issuer, "", k.Identity, k.IdentityRegexp)
 	if err != nil {

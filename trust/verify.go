@@ -45,7 +45,12 @@ type Options struct {
 	// authentication handshake per registry for every image of the gate
 	// (its transport replaces one given in Remote).
 	Session *Session
-	// CacheDir is the verification cache's directory (empty: no cache).
+	// CacheDir is the bundle cache's directory (empty: no cache): the
+	// bytes of bundles that verified, by digest, so that a warm gate
+	// makes no registry request. Every bundle read from it is verified
+	// again. Created 0700 when missing; one that is a symbolic link, not
+	// a directory, writable by group or others or owned by another user
+	// fails the verification (exit 1, naming it).
 	CacheDir string
 	// SourceCommit is the commit the provenance must name as its source
 	// (empty: any commit of an allowed source repository).
@@ -63,6 +68,14 @@ type Options struct {
 	// next to the image (EvidenceArtifactType; push access needed) and
 	// names it in Evidence.Manifest, for the later gates.
 	Seal bool
+
+	cache cache // opened from CacheDir by Verify and VerifyRecorded
+}
+
+// open checks and opens the cache directory.
+func (o *Options) open() (err error) {
+	o.cache, err = openCache(o.CacheDir)
+	return err
 }
 
 // Evidence is the verified evidence of one image: what a promotion record
@@ -111,6 +124,9 @@ func Verify(ctx context.Context, pol *Policy, image string, opts Options) (*Evid
 	img, err := parseImage(image)
 	if err != nil || !pol.Requires() {
 		return &Evidence{Image: image}, err
+	}
+	if err := opts.open(); err != nil {
+		return nil, err
 	}
 	if err := opts.connect(ctx, img); err != nil {
 		return nil, err
@@ -167,8 +183,11 @@ func VerifyRecorded(ctx context.Context, pol *Policy, image string, digests []st
 		}
 		hs = append(hs, h)
 	}
+	if err := opts.open(); err != nil {
+		return nil, err
+	}
 	held := map[v1.Hash][]byte{}
-	if !cached(pol, img, hs, opts) { // else no registry request at all
+	if !cached(hs, opts.cache) { // else no registry request at all
 		if err := opts.connect(ctx, img); err != nil {
 			return nil, err
 		}
@@ -185,15 +204,11 @@ func VerifyRecorded(ctx context.Context, pol *Policy, image string, digests []st
 	return ev, err
 }
 
-// cached reports whether the cache holds the verification of every bundle
-// of hs (then no registry request is needed).
-func cached(pol *Policy, img name.Digest, hs []v1.Hash, opts Options) bool {
-	imgHash, err := v1.NewHash(img.DigestStr())
-	if err != nil {
-		return false
-	}
+// cached reports whether the cache holds the bytes of every bundle of hs
+// (then no registry request is needed: they are verified all the same).
+func cached(hs []v1.Hash, c cache) bool {
 	for _, h := range hs {
-		if (cache{dir: opts.CacheDir}).get(imgHash, h, pol.Hash()) == nil {
+		if c.get(h) == nil {
 			return false
 		}
 	}
@@ -247,34 +262,39 @@ type candidate struct {
 
 func (c *candidate) ok() bool { return c.fail == nil }
 
-// load verifies bundle d of img (from the cache when it holds it, else
-// from held or the registry; what it fetches is added to held).
+// load verifies bundle d of img against pol: its bytes from the cache,
+// else from held, else from the registry (what it reads is added to held;
+// what verified and was not cached, to the cache). Wherever the bytes
+// come from, they hash to d and are verified here.
 func load(ctx context.Context, pol *Policy, img name.Digest, d v1.Hash, held map[v1.Hash][]byte, opts Options) (*candidate, error) {
 	imgHash, err := v1.NewHash(img.DigestStr())
 	if err != nil {
 		return nil, &exitcode.InvalidInput{Err: fmt.Errorf("image %s: %w", img, err)}
 	}
 	c := &candidate{digest: d.String()}
-	ch := cache{dir: opts.CacheDir}
-	v := ch.get(imgHash, d, pol.Hash())
-	if v == nil {
-		data, err := fetchBundle(ctx, img, d, held, opts.Remote)
-		if errors.Is(err, errNoBlob) {
+	data := opts.cache.get(d)
+	fromCache := data != nil
+	if data == nil {
+		data = held[d]
+	}
+	if data == nil {
+		if data, err = fetchBundle(ctx, img, d, held, opts.Remote); errors.Is(err, errNoBlob) {
 			c.fail = refuse(RuleEvidenceMissing, img.String(), c.digest, err)
 			return c, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		held[d] = data
-		var rule string
-		v, rule, err = verifyBundle(pol, data)
-		if err != nil {
-			c.kind = kindOf(claimedType(data))
-			c.fail = refuse(rule, img.String(), c.digest, err)
-			return c, nil
-		}
-		if err := ch.put(imgHash, d, pol.Hash(), v); err != nil {
+	}
+	held[d] = data
+	v, rule, err := verifyBundle(pol, data)
+	if err != nil {
+		c.kind = kindOf(claimedType(data))
+		c.fail = refuse(rule, img.String(), c.digest, err)
+		return c, nil
+	}
+	if !fromCache {
+		if err := opts.cache.put(d, data); err != nil {
 			return nil, err
 		}
 	}

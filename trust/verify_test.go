@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
+	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/trust/trusttest"
 )
@@ -180,7 +181,7 @@ func TestVerifyRefusesAttacks(t *testing.T) {
 		}, func() *v1alpha1.TrustPolicy {
 			tp := keyless()
 			k := tp.Signatures[0].Keyless
-			k.Identity, k.IdentityRegexp = "", `^https://github\.com/example/checkout/\.github/workflows/`
+			k.Identity, k.IdentityRegexp = "", `^https://github\.com/example/checkout/\.github/workflows/release\.yaml@refs/heads/(main|release-[0-9]+)$`
 			return tp
 		}, "", ""},
 	}
@@ -211,5 +212,27 @@ func TestVerifyRefusesAttacks(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestUnanchoredIdentityRegexp: a keyless policy whose identity regexp
+// is not anchored at both ends would accept the certificate of an
+// attacker's workflow whose URI embeds the trusted one; Compile refuses
+// the policy (invalid input), so no evidence is judged with it.
+func TestUnanchoredIdentityRegexp(t *testing.T) {
+	w := trusttest.New(t, true)
+	img := w.Image("checkout")
+	attacker := "https://github.com/attacker/x/?" + trusttest.CIIdentity
+	w.Attach(img, w.KeylessEvidence(img, attacker, trusttest.CIIssuer).All()...)
+	tp := trusttest.KeylessPolicy(stagingAge)
+	k := tp.Signatures[0].Keyless
+	k.Identity, k.IdentityRegexp = "", `https://github\.com/example/checkout/\.github/workflows/release\.yaml@refs/heads/main`
+	p, err := Compile(context.Background(), "staging", tp, w.Read)
+	if err == nil {
+		_, err = Verify(context.Background(), p, img.String(), Options{Now: w.Now})
+		t.Fatalf("an unanchored identityRegexp compiled; the attacker's evidence: %v", err)
+	}
+	if !errors.Is(err, environment.ErrUnanchoredRegexp) || exitcode.Code(err) != exitcode.Invalid {
+		t.Fatalf("exit %d: %v", exitcode.Code(err), err)
 	}
 }

@@ -35,8 +35,9 @@ type KeylessSigner struct {
 	// Identity is the exact subject alternative name (a workflow URI, an
 	// e-mail address).
 	Identity string `json:"identity,omitempty"`
-	// IdentityRegexp matches the subject alternative name (RE2, anchor it:
-	// ^https://github\.com/example/app/).
+	// IdentityRegexp matches the whole subject alternative name (RE2,
+	// anchored at both ends or refused:
+	// ^https://github\.com/example/app/\.github/workflows/release\.yaml@refs/heads/main$).
 	IdentityRegexp string `json:"identityRegexp,omitempty"`
 	// Issuer is the exact OIDC issuer of the certificate
 	// (https://token.actions.githubusercontent.com).

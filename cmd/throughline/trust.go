@@ -41,9 +41,10 @@ digests are re-verified (what a promotion record holds), never a newer bundle.
 Prints the verified evidence as JSON: each bundle's kind, digest, predicate type
 and signer, and the provenance's source commit.
 
-Verified bundles are cached under --cache-dir by image digest, bundle digest and
-the policy's signers; the scan's age and the other predicate rules are judged on
-every run.
+The bytes of verified bundles are cached under --cache-dir by their digest (no
+registry request when every bundle is there); each is verified again on every
+run, signature and statement. The directory is created 0700; one that is a
+symbolic link or writable or owned by another user is an error (exit 1).
 
 Exit codes: 0 verified; 2 usage; 3 refused (the rule, the image and the evidence
 digest are named: signature-missing, signature-invalid, signature-identity,
@@ -64,8 +65,8 @@ func (o *trustVerifyOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.env, "environment", "", "the environment whose trust policy judges the image")
 	f.StringVar(&o.sourceCommit, "source-commit", "", "the commit the provenance must name as its source (default: any commit)")
 	f.StringArrayVar(&o.evidence, "evidence", nil, "a recorded bundle digest to re-verify (repeatable; none: discover the image's bundles)")
-	f.StringVar(&o.cacheDir, "cache-dir", defaultTrustCacheDir(), "verification cache (env "+EnvCacheDir+"/trust)")
-	f.BoolVar(&o.noCache, "no-cache", false, "keep no verification cache")
+	f.StringVar(&o.cacheDir, "cache-dir", defaultTrustCacheDir(), "cache of verified bundles by digest, private to the user (env "+EnvCacheDir+"/trust)")
+	f.BoolVar(&o.noCache, "no-cache", false, "keep no bundle cache")
 }
 
 func newTrustVerifyCommand(stdout io.Writer) *cobra.Command {
@@ -124,6 +125,10 @@ func (o *trustVerifyOptions) run(ctx context.Context, stdout io.Writer, image st
 	return promoteWriteJSON(stdout, ev)
 }
 
+// defaultTrustCacheDir is $THROUGHLINE_CACHE_DIR/trust, else the user's
+// cache directory (os.UserCacheDir)/throughline/trust; "" (no cache) when
+// there is none: never a predictable path in the shared temporary
+// directory.
 func defaultTrustCacheDir() string {
 	if d := os.Getenv(EnvCacheDir); d != "" {
 		return filepath.Join(d, "trust")
@@ -131,5 +136,5 @@ func defaultTrustCacheDir() string {
 	if d, err := os.UserCacheDir(); err == nil {
 		return filepath.Join(d, "throughline", "trust")
 	}
-	return filepath.Join(os.TempDir(), "throughline-trust-cache")
+	return ""
 }

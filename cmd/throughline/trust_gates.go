@@ -12,8 +12,8 @@ import (
 // evidence (promote candidate verifies it first; promote propose, verify,
 // check, check and rollback re-verify what a record carries): the registry
 // is reached with the user's registry credentials (the Docker config, as
-// trust verify), verified bundles are cached on disk so that a warm gate
-// makes no registry request.
+// trust verify), verified bundles are cached on disk by digest so that a
+// warm gate makes no registry request (and verifies them all the same).
 type trustGateFlags struct {
 	cacheDir string
 	noCache  bool
@@ -21,8 +21,8 @@ type trustGateFlags struct {
 
 func (t *trustGateFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&t.cacheDir, "trust-cache-dir", defaultTrustCacheDir(),
-		"cache of verified supply-chain evidence, by image and bundle digest (env "+EnvCacheDir+"/trust)")
-	f.BoolVar(&t.noCache, "no-trust-cache", false, "keep no cache of verified evidence: fetch and verify every bundle again")
+		"cache of verified evidence bundles by digest, private to the user; verified again on every use (env "+EnvCacheDir+"/trust)")
+	f.BoolVar(&t.noCache, "no-trust-cache", false, "keep no cache of evidence bundles: fetch every bundle again")
 }
 
 // options are the registry options and cache the gate verifies with.

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/promotion/policyfile"
 	"github.com/throughline-dev/throughline/trust"
 	"github.com/throughline-dev/throughline/trust/trusttest"
 )
@@ -75,5 +80,69 @@ func TestTrustVerify(t *testing.T) {
 				t.Fatalf("exit %d, want %d naming %q: %s", r.code, tc.code, tc.want, r.stderr)
 			}
 		})
+	}
+}
+
+// TestTrustVerifyPlantedCache: cache entries for evidence that exists
+// nowhere (a verification record per requirement, at the keys the public
+// policy determines, and bytes that do not hash to their names) do not
+// make trust verify --evidence pass: each bundle is fetched, and refused
+// as missing.
+func TestTrustVerifyPlantedCache(t *testing.T) {
+	w := trusttest.New(t, true)
+	img := w.Image("app") // nothing attached
+	top := breakglassRepo(t, map[string]string{"throughline-policy.yaml": trustPolicy,
+		"keys/ci.pub": string(w.Files["keys/ci.pub"])})
+	pol, err := policyfile.Parse(policyfile.File, []byte(trustPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := trust.Compile(context.Background(), "staging", pol.Environments["staging"].Trust, w.Read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	args := []string{"trust", "verify", "--repo", top, "--cache-dir", cache, "--environment", "staging"}
+	for i, stmt := range [][]byte{trusttest.Signature(img),
+		trusttest.Provenance(img, trusttest.BuilderID, trusttest.SourceRepo, trusttest.SourceCommit),
+		trusttest.SBOM(img, trusttest.PredicateCycloneDX), trusttest.Scan(img, time.Now(), nil)} {
+		d := trusttest.DigestOf([]byte(fmt.Sprintf("bundle %d that exists nowhere", i)))
+		record, err := json.Marshal(map[string]any{"statement": stmt, "signers": []int{0}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hex := strings.TrimPrefix(d, "sha256:")
+		for _, p := range []string{
+			filepath.Join(cache, "sha256-"+trusttest.Hex(img), "sha256-"+hex, tp.Hash()+".json"),
+			filepath.Join(cache, "bundles", "sha256", hex),
+		} {
+			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, record, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		args = append(args, "--evidence", d)
+	}
+	r := runCLI(t, append(args, img.String())...)
+	if r.code != exitcode.Refused || !strings.Contains(r.stderr, "evidence-missing") {
+		t.Fatalf("exit %d, want %d (evidence-missing): %s%s", r.code, exitcode.Refused, r.stdout, r.stderr)
+	}
+}
+
+// TestTrustCacheDirDefault: the default cache directory is under
+// THROUGHLINE_CACHE_DIR, else the user's cache directory, else none:
+// never a fixed path in the shared temporary directory.
+func TestTrustCacheDirDefault(t *testing.T) {
+	t.Setenv(EnvCacheDir, "/srv/cache")
+	if d := defaultTrustCacheDir(); d != filepath.Join("/srv/cache", "trust") {
+		t.Errorf("with %s: %q", EnvCacheDir, d)
+	}
+	t.Setenv(EnvCacheDir, "")
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("HOME", "")
+	if d := defaultTrustCacheDir(); d != "" {
+		t.Errorf("without any cache directory: %q, want none", d)
 	}
 }
