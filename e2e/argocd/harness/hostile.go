@@ -144,6 +144,7 @@ type hostileNet struct {
 	httpHost, gitHost string
 	tmp, sshLog       string
 	repo              string // the hostile GitOps repository
+	index             *indexRepo
 }
 
 // setupHostile starts the recorders and points the environment at them. It
@@ -157,6 +158,7 @@ func setupHostile(t *testing.T) *hostileNet {
 		_, _ = w.Write([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fetched-from-the-network}\n"))
 	}))
 	h.gitHost = startGitServer(t, h.rec)
+	h.index = startIndexRepo(t)
 	h.tmp = t.TempDir()
 	t.Setenv("TMPDIR", h.tmp)
 	bin := t.TempDir()
@@ -301,6 +303,7 @@ func hostileRepo(t *testing.T, h *hostileNet, repo string) (remote map[string]st
 	// A well-formed Secret with values: refused by the secret-plaintext rule.
 	app(plaintextSecretApp, map[string]string{"kustomization.yaml": "resources: [s.yaml]\n",
 		"s.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\nstringData:\n  password: " + secretValues[0] + "\n"})
+	confinedApps(files, h)
 	writeRepo(t, repo, files)
 	return remote, bombs, secrets
 }
@@ -356,6 +359,8 @@ func runHostile(t *testing.T, d Driver, h *hostileNet) {
 	})
 
 	t.Run("environment identity", func(t *testing.T) { runEnvironmentIdentity(ctx, t, d) })
+
+	runConfined(t, generate, h)
 
 	// Issue 14: a plaintext Secret is refused (exit 3, secret-plaintext),
 	// naming the Secret and its key, never the value.
