@@ -60,12 +60,12 @@ func startIndexRepo(t *testing.T) *indexRepo {
 }
 
 // schemaApps are chart apps whose values.schema.json points outside the
-// chart; %[1]s is the HTTP recorder.
+// chart; HOST is the HTTP recorder.
 var schemaApps = map[string]string{
-	"apps/schema/ref-http":   `{"type": "object", "properties": {"x": {"$ref": "http://%[1]s/schema.json"}}}`,
-	"apps/schema/schema-url": `{"$schema": "http://%[1]s/meta.json", "type": "object"}`,
+	"apps/schema/ref-http":   `{"type": "object", "properties": {"x": {"$ref": "http://HOST/schema.json"}}}`,
+	"apps/schema/schema-url": `{"$schema": "http://HOST/meta.json", "type": "object"}`,
 	"apps/schema/ref-file":   `{"type": "object", "properties": {"x": {"$ref": "file:///proc/self/environ"}}}`,
-	"apps/schema/id-base":    `{"$id": "http://%[1]s/base/", "type": "object", "properties": {"x": {"$ref": "x.json"}}}`,
+	"apps/schema/id-base":    `{"$id": "http://HOST/base/", "type": "object", "properties": {"x": {"$ref": "x.json"}}}`,
 }
 
 // confinedApps adds the schema apps and the huge-index app to files.
@@ -74,7 +74,7 @@ func confinedApps(files map[string]string, h *hostileNet) {
 		files[rel+"/.throughline"] = ""
 		files[rel+"/Chart.yaml"] = "apiVersion: v2\nname: schema\nversion: 0.1.0\n"
 		files[rel+"/values.yaml"] = "x: 1\n"
-		files[rel+"/values.schema.json"] = fmt.Sprintf(schema, h.httpHost)
+		files[rel+"/values.schema.json"] = strings.ReplaceAll(schema, "HOST", h.httpHost)
 		files[rel+"/templates/cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {x: \"{{ .Values.x }}\"}\n"
 	}
 	rel := "apps/chart-index/huge"
