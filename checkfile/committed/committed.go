@@ -64,7 +64,11 @@ func (s *Source) revision(ctx context.Context) (string, error) {
 	if s.tip != "" && now().Sub(s.tipAt) < ttl {
 		return s.tip, nil
 	}
-	rev, err := s.revision(ctx)
+	tip := s.Tip
+	if tip == nil {
+		tip = s.Repo.BaseRev
+	}
+	rev, err := tip(ctx)
 	if err != nil {
 		return "", err
 	}

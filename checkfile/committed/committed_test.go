@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/checkfile"
@@ -117,5 +118,23 @@ func TestJudge(t *testing.T) {
 				t.Fatalf("probe namespaces %q, want %q", v.ProbeNamespaces, tc.probe)
 			}
 		})
+	}
+}
+
+// TestTipReused: the tip is resolved once per TipTTL, then again.
+func TestTipReused(t *testing.T) {
+	r := repo(t, map[string]string{file: checks})
+	asked := 0
+	now := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := &committed.Source{Repo: r, TipTTL: time.Minute, Now: func() time.Time { return now },
+		Tip: func(ctx context.Context) (string, error) { asked++; return r.BaseRev(ctx) }}
+	for _, d := range []time.Duration{0, 30 * time.Second, 2 * time.Minute} {
+		now = now.Add(d)
+		if _, err := s.Judge(context.Background(), "checkout", "apps/checkout/overlays/staging", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if asked != 2 {
+		t.Fatalf("the tip was resolved %d times, want 2", asked)
 	}
 }
