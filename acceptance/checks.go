@@ -30,7 +30,7 @@ func (d *Declaration) runtime(req Request) error {
 		env, _ = reg.Get(a.Spec.Environment)
 	}
 	checks, err := checkfile.Read(d.App.FS, d.App.RelDir(), checkfile.Options{
-		Environment: env, Namespace: a.Namespace, ParseQuery: req.ParseQuery,
+		Environment: env, App: a.Spec.App, Namespace: a.Namespace, ParseQuery: req.ParseQuery,
 	})
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/throughline-dev/throughline/checkfile"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -109,8 +110,6 @@ func TestDeclareChecksRefused(t *testing.T) {
 		parse             checkfile.QueryParser
 	}{
 		{"threshold a percentage", strings.Replace(checksFile, "threshold: 0.01", "threshold: 1%", 1), "checks[0].prometheus.threshold", nil},
-		{"probe into production's namespace", strings.Replace(checksFile, "{name: web, port: 8080}", "{namespace: shop-production, name: web, port: 8080}", 1),
-			"checks[1].http.service.namespace", nil},
 		{"the caller's query parser", checksFile, "checks[0].prometheus.query", func(string) error { return errors.New("1:3: parse error") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,6 +118,28 @@ func TestDeclareChecksRefused(t *testing.T) {
 				t.Fatalf("err = %v, want exit 4 naming %s and %s", err, file, tc.field)
 			}
 		})
+	}
+}
+
+// TestDeclareChecksOtherTenant: a probe into a namespace the registry does
+// not bind to the app (another environment's, a shared-* namespace of
+// another app, kube-system) refuses the render, rule check-namespace.
+func TestDeclareChecksOtherTenant(t *testing.T) {
+	file := "apps/a/overlays/staging/" + checkfile.File
+	for _, ns := range []string{"shop-production", "shared-b", "kube-system"} {
+		t.Run(ns, func(t *testing.T) {
+			body := strings.Replace(checksFile, "{name: web, port: 8080}", "{namespace: "+ns+", name: web, port: 8080}", 1)
+			_, err := declareStaging(t, checksRepo(t, map[string]string{file: body}), nil)
+			var r *policy.Refusal
+			if exitcode.Code(err) != exitcode.Refused || !errors.As(err, &r) || r.Violations[0].Rule != checkfile.RuleCheckNamespace ||
+				r.Violations[0].File != file || r.Violations[0].Field != "checks[1].http.service.namespace" {
+				t.Fatalf("err = %v, want a check-namespace refusal naming %s", err, file)
+			}
+		})
+	}
+	body := strings.Replace(checksFile, "{name: web, port: 8080}", "{namespace: shared-a, name: web, port: 8080}", 1)
+	if _, err := declareStaging(t, checksRepo(t, map[string]string{file: body}), nil); err != nil {
+		t.Fatalf("shared-a, bound to app a by shared-*: %v", err)
 	}
 }
 

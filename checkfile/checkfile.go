@@ -9,6 +9,7 @@ import (
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -31,6 +32,12 @@ const (
 	MinInterval = "1s"
 )
 
+// RuleCheckNamespace refuses an HTTP check whose Service is in a namespace
+// the app does not own: neither the Acceptance's nor one the environment
+// registry binds to the app (runtimecheck refuses it at run time with the
+// same id).
+const RuleCheckNamespace policy.Rule = "check-namespace"
+
 // QueryParser checks a PromQL query; its error says where the query is
 // malformed.
 type QueryParser func(query string) error
@@ -38,11 +45,20 @@ type QueryParser func(query string) error
 // Options says what a file is judged against.
 type Options struct {
 	// Environment is the environment's registry entry (nil without a
-	// registry): a probe's namespace must be one it owns.
+	// registry, or for an environment it does not list).
 	Environment *environment.Environment
+	// App is the app's name: with Environment, a probe may name a
+	// namespace the registry binds to it (environment.BindsNamespace).
+	App string
 	// Namespace is the app's namespace (the Acceptance's), a probe's
-	// namespace when it names none.
+	// namespace when it names none, and the only one it may name without
+	// a binding (empty: unknown, so a probe may name none).
 	Namespace string
+	// AnyNamespace skips RuleCheckNamespace, for a reader that never
+	// probes and needs only the checks' names and soak (the promotion
+	// gate's checks-not-passed rule); the render and the verifier never
+	// set it.
+	AnyNamespace bool
 	// ParseQuery checks PromQL; nil means LexQuery.
 	ParseQuery QueryParser
 }

@@ -162,8 +162,6 @@ func TestParseHostile(t *testing.T) {
 		{"http port zero", check("  - name: a\n    http: {service: {name: s, port: 0}, path: /}\n"), "checks[0].http.service.port", "1..65535", 0},
 		{"http port too big", check("  - name: a\n    http: {service: {name: s, port: 70000}, path: /}\n"), "checks[0].http.service.port", "1..65535", 0},
 		{"http port a name", check("  - name: a\n    http: {service: {name: s, port: http}, path: /}\n"), "checks[0].http.service.port", "integer", 0},
-		{"http namespace of another environment", check("  - name: a\n    http: {service: {namespace: checkout-prod, name: s, port: 80}, path: /}\n"),
-			"checks[0].http.service.namespace", "staging", 0},
 		{"http namespace not a label", check("  - name: a\n    http: {service: {namespace: 'a/b', name: s, port: 80}, path: /}\n"),
 			"checks[0].http.service.namespace", "", 0},
 		{"http bodyMatch not RE2", check("  - name: a\n    http: {service: {name: s, port: 80}, path: /, bodyMatch: '(?=x)'}\n"),
@@ -223,15 +221,69 @@ func TestParseHostile(t *testing.T) {
 	}
 }
 
-// TestParseNamespace: the app's namespace is the default; without a
-// registry only a DNS label is asked for.
+// TestParseNamespace attacks the tenant rule as another team's
+// contributor would: an HTTP check may name its own (the Acceptance's)
+// namespace, or one the registry binds to its app (a pattern's "*" is the
+// app's name; a literal namespace is shared by the environment's apps);
+// another app's namespace matching the environment's pattern, another
+// environment's, kube-system, or (without a registry) anything but its
+// own is refused with rule check-namespace, exit 3, naming the file, the
+// check, the field and the namespace.
 func TestParseNamespace(t *testing.T) {
-	f := check("  - name: a\n    http: {service: {namespace: shared-cache, name: s, port: 80}, path: /}\n")
-	if _, err := checkfile.Parse("f.yaml", []byte(f), opts(t)); err != nil {
-		t.Errorf("a namespace the environment owns: %v", err)
+	pol := &v1alpha1.PromotionPolicy{Environments: map[string]v1alpha1.EnvironmentPolicy{
+		"staging":    {Paths: []string{"apps/*/overlays/staging"}, Namespaces: []string{"*-staging", "shared-cache"}},
+		"production": {Paths: []string{"apps/*/overlays/production"}, Namespaces: []string{"*-production"}},
+	}}
+	reg, err := environment.New("throughline-policy.yaml", pol)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := checkfile.Parse("f.yaml", []byte(f), checkfile.Options{}); err != nil {
-		t.Errorf("no registry: %v", err)
+	staging, _ := reg.Get("staging")
+	withReg := checkfile.Options{Environment: staging, App: "checkout", Namespace: "checkout-staging"}
+	noReg := checkfile.Options{App: "checkout", Namespace: "checkout"}
+	const file = "apps/checkout/overlays/staging/throughline-checks.yaml"
+	const okProm = "    prometheus: {query: up, op: '>', threshold: 0}\n"
+	for _, tc := range []struct {
+		name, ns string
+		o        checkfile.Options
+		ok       bool
+	}{
+		{"registry: default namespace", "", withReg, true},
+		{"registry: its own namespace", "checkout-staging", withReg, true},
+		{"registry: a shared namespace the environment lists", "shared-cache", withReg, true},
+		{"registry: another app's namespace matching the pattern", "payments-staging", withReg, false},
+		{"registry: another environment's namespace", "checkout-production", withReg, false},
+		{"registry: kube-system", "kube-system", withReg, false},
+		{"registry: no app, a pattern binds nothing", "checkout-staging", checkfile.Options{Environment: staging, Namespace: "x"}, false},
+		{"no registry: default namespace", "", noReg, true},
+		{"no registry: its own namespace", "checkout", noReg, true},
+		{"no registry: kube-system", "kube-system", noReg, false},
+		{"no registry: a namespace like its own", "checkout-staging", noReg, false},
+		{"no registry, no Acceptance namespace: any namespace", "checkout", checkfile.Options{App: "checkout"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := "{name: s, port: 80}"
+			if tc.ns != "" {
+				svc = "{namespace: " + tc.ns + ", name: s, port: 80}"
+			}
+			f := check("  - name: ok\n" + okProm + "  - name: probe-it\n    http: {service: " + svc + ", path: /}\n")
+			_, err := checkfile.Parse(file, []byte(f), tc.o)
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var r *policy.Refusal
+			if exitcode.Code(err) != exitcode.Refused || !errors.As(err, &r) || len(r.Violations) != 1 {
+				t.Fatalf("exit %d %v; want a refusal (exit 3)", exitcode.Code(err), err)
+			}
+			v := r.Violations[0]
+			if v.Rule != checkfile.RuleCheckNamespace || v.File != file || v.Field != "checks[1].http.service.namespace" || v.Value != tc.ns ||
+				!strings.Contains(v.Reason, "probe-it") {
+				t.Fatalf("violation %+v: want rule %s, the file, the field, the namespace and the check's name", v, checkfile.RuleCheckNamespace)
+			}
+		})
 	}
 }
 

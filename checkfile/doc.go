@@ -12,9 +12,11 @@
 // field by field; every failure is invalid input (exit 4) naming the file
 // and the field path (checks[1].prometheus.threshold), except a Job image
 // not pinned by digest, which is the policy's unpinned-image refusal (exit
-// 3) like any rendered image. An HTTP probe names a Service port in a
-// namespace the environment owns and a path, never a URL: there is no way
-// to point a probe outside the cluster's Services.
+// 3) like any rendered image, and an HTTP check naming a namespace the
+// app does not own (RuleCheckNamespace, exit 3). An HTTP probe names a
+// Service port in the app's own namespace, or one the environment registry
+// binds to the app, and a path, never a URL: there is no way to point a
+// probe outside the cluster's Services or into another tenant's.
 //
 // PromQL is checked by the QueryParser of Options: the full binary passes
 // package checkfile/promql (Prometheus's own parser, which reports the

@@ -40,7 +40,9 @@ func validate(file string, rc *v1alpha1.RuntimeChecks, opts Options) error {
 		case c.Prometheus != nil:
 			err = checkPrometheus(field+".prometheus", c.Prometheus, opts.ParseQuery)
 		case c.HTTP != nil:
-			err = checkHTTP(field+".http", c.HTTP, opts)
+			if err = checkHTTP(field+".http", c.HTTP); err == nil {
+				err = checkNamespace(file, field+".http.service.namespace", c.Name, c.HTTP.Service.Namespace, opts)
+			}
 		case c.Job != nil:
 			err = checkJob(file, field+".job", c.Job)
 		}
@@ -85,7 +87,7 @@ func checkPrometheus(field string, p *v1alpha1.PrometheusCheck, parse QueryParse
 	return fieldErr(field+".op", "%q: want one of %q", p.Op, comparisons)
 }
 
-func checkHTTP(field string, h *v1alpha1.HTTPCheck, opts Options) error {
+func checkHTTP(field string, h *v1alpha1.HTTPCheck) error {
 	s := h.Service
 	if errs := validation.IsDNS1035Label(s.Name); len(errs) > 0 {
 		return fieldErr(field+".service.name", "%q is not a Service name (a DNS label): %s", s.Name, strings.Join(errs, "; "))
@@ -96,10 +98,6 @@ func checkHTTP(field string, h *v1alpha1.HTTPCheck, opts Options) error {
 	if s.Namespace != "" {
 		if errs := validation.IsDNS1123Label(s.Namespace); len(errs) > 0 {
 			return fieldErr(field+".service.namespace", "%q is not a namespace name: %s", s.Namespace, strings.Join(errs, "; "))
-		}
-		if e := opts.Environment; e != nil && !e.HasNamespace(s.Namespace) {
-			return fieldErr(field+".service.namespace", "%q is not a namespace of environment %s (namespaces %q)",
-				s.Namespace, e.Name, e.Namespaces)
 		}
 	}
 	if err := checkPath(h.Path); err != nil {
@@ -115,6 +113,31 @@ func checkHTTP(field string, h *v1alpha1.HTTPCheck, opts Options) error {
 		return fieldErr(field+".bodyMatch", "not an RE2 regular expression: %w", err)
 	}
 	return nil
+}
+
+// checkNamespace refuses a probe of a namespace the app does not own: ns
+// (empty: the Acceptance's own) must be opts.Namespace or one the registry
+// binds to opts.App in opts.Environment.
+func checkNamespace(file, field, check, ns string, opts Options) error {
+	if ns == "" || ns == opts.Namespace || opts.AnyNamespace {
+		return nil
+	}
+	e := opts.Environment
+	if e != nil && e.BindsNamespace(opts.App, ns) {
+		return nil
+	}
+	own := "the Acceptance's namespace is not known at render, so a probe may name none"
+	if opts.Namespace != "" {
+		own = fmt.Sprintf("the app's namespace is %q", opts.Namespace)
+	}
+	bound := "no environment registry binds another namespace to it"
+	if e != nil {
+		bound = fmt.Sprintf("environment %s binds none else to app %q (namespaces %q, \"*\" standing for the app's name)", e.Name, opts.App, e.Namespaces)
+	}
+	return &policy.Refusal{Violations: []policy.Violation{{
+		Rule: RuleCheckNamespace, File: file, Field: field, Value: ns,
+		Reason: fmt.Sprintf("check %s probes a Service in namespace %q, which the app does not own: %s, and %s", check, ns, own, bound),
+	}}}
 }
 
 // checkPath accepts an absolute request path with an optional query: no

@@ -182,6 +182,27 @@ func (e *Environment) HasNamespace(ns string) bool {
 	return false
 }
 
+// BindsNamespace reports whether the registry binds namespace ns to app
+// in e: a namespace pattern with "*" binds the namespace with the app's
+// name in the wildcard's place (*-staging binds checkout-staging to
+// checkout, never payments-staging); a pattern without "*" is a namespace
+// the environment's apps share. An environment that lists no namespace,
+// or an empty app, binds none.
+func (e *Environment) BindsNamespace(app, ns string) bool {
+	for _, pat := range e.Namespaces {
+		if strings.Contains(pat, Wildcard) {
+			if app == "" {
+				continue
+			}
+			pat = strings.ReplaceAll(pat, Wildcard, app)
+		}
+		if ok, err := path.Match(pat, ns); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
 // OwnsController reports whether file (relative to the repository root)
 // holds one of e's controller objects.
 func (e *Environment) OwnsController(file string) bool {

@@ -19,6 +19,15 @@ type CheckEvaluator interface {
 	Evaluate(ctx context.Context, o runtimecheck.Owner, c v1alpha1.RuntimeCheck) runtimecheck.Result
 }
 
+// CommittedChecks compares a live Acceptance's checks with the ones the
+// GitOps repository commits for its overlay (*committed.Source of package
+// checkfile/committed is one): differs says why they must not run (""
+// when they agree), probe are the namespaces besides the Acceptance's own
+// its HTTP checks may probe. An error is a failure to read Git.
+type CommittedChecks interface {
+	CompareChecks(ctx context.Context, namespace, sourcePath string, live *v1alpha1.RuntimeChecks) (differs string, probe []string, err error)
+}
+
 // applyRuntime folds the runtime checks and the rollout deadline into the
 // image verdict rep, from the previous status prev (the state: soak start,
 // each check's last evaluation, so that a restarted verifier resumes). It
@@ -82,18 +91,44 @@ func (r *Reconciler) applyRuntime(ctx context.Context, acc *unstructured.Unstruc
 		rep.Message += "; runtime checks passed through the soak"
 		return 0 // the soak passed: the verdict is kept for the generation
 	}
-	return r.evaluateChecks(ctx, acc, rep, *spec.Checks, now)
+	probe, why := r.committedChecks(ctx, acc, &spec)
+	if why != "" {
+		// Nothing ran: the soak starts when the checks do.
+		rep.Outcome, rep.Reason, rep.Message, rep.Checks, rep.SoakStartedAt = Unverifiable, v1alpha1.ReasonUnverifiable, why, nil, nil
+		return 0 // Unverifiable: retried with backoff
+	}
+	return r.evaluateChecks(ctx, acc, rep, *spec.Checks, probe, now)
+}
+
+// committedChecks asks r.Committed whether the live checks are the
+// committed ones: why is not empty when they must not run (nothing is
+// evaluated then). Without r.Committed every check runs, an HTTP probe
+// only in the Acceptance's own namespace (runtimecheck's rule).
+func (r *Reconciler) committedChecks(ctx context.Context, acc *unstructured.Unstructured, spec *v1alpha1.AcceptanceSpec) (probe []string, why string) {
+	if r.Committed == nil {
+		return nil, ""
+	}
+	differs, probe, err := r.Committed.CompareChecks(ctx, acc.GetNamespace(), spec.SourcePath, spec.Checks)
+	switch {
+	case err != nil:
+		return nil, fmt.Sprintf("runtime checks not run: the committed checks cannot be read: %v", err)
+	case differs != "":
+		return nil, "runtime checks not run (nothing probed): " + differs
+	}
+	return probe, ""
 }
 
 // evaluateChecks evaluates the due checks and decides.
 func (r *Reconciler) evaluateChecks(ctx context.Context, acc *unstructured.Unstructured, rep *Report, spec v1alpha1.RuntimeChecks,
-	now time.Time,
+	probe []string, now time.Time,
 ) time.Duration {
 	ev := r.Checks
 	if ev == nil {
 		ev = &runtimecheck.Evaluator{}
 	}
-	owner := runtimecheck.Owner{Namespace: acc.GetNamespace(), Name: acc.GetName(), UID: acc.GetUID(), Generation: acc.GetGeneration()}
+	owner := runtimecheck.Owner{
+		Namespace: acc.GetNamespace(), Name: acc.GetName(), UID: acc.GetUID(), Generation: acc.GetGeneration(), ProbeNamespaces: probe,
+	}
 	statuses := make([]v1alpha1.CheckStatus, 0, len(spec.Checks))
 	for _, c := range spec.Checks {
 		prev := runtimecheck.Find(rep.Checks, c.Name)

@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -228,5 +229,59 @@ func TestRolloutDeadline(t *testing.T) {
 	}
 	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); !strings.Contains(c.Message, "WorkloadNotFound") {
 		t.Fatalf("message %q does not say what was pending", c.Message)
+	}
+}
+
+// gitChecks plays the committed checks: differs is its verdict, probe the
+// namespaces it binds; asked records the Acceptances judged.
+type gitChecks struct {
+	differs string
+	probe   []string
+	asked   []string
+}
+
+func (g *gitChecks) CompareChecks(_ context.Context, ns, sourcePath string, _ *v1alpha1.RuntimeChecks) (string, []string, error) {
+	g.asked = append(g.asked, ns+" "+sourcePath)
+	return g.differs, g.probe, nil
+}
+
+// owners records the Owner each evaluation was given.
+type owners struct {
+	scripted
+	seen []runtimecheck.Owner
+}
+
+func (o *owners) Evaluate(ctx context.Context, ow runtimecheck.Owner, c v1alpha1.RuntimeCheck) runtimecheck.Result {
+	o.seen = append(o.seen, ow)
+	return o.scripted.Evaluate(ctx, ow, c)
+}
+
+// TestChecksNotCommittedAreNotRun: a live Acceptance whose checks differ
+// from the committed ones (created with the `edit` role, a check added)
+// has none of them evaluated; its verdict says why. Checks that agree run
+// with the namespaces the committed registry binds, and only then.
+func TestChecksNotCommittedAreNotRun(t *testing.T) {
+	spec := checksSpec("0s", prom("error-ratio", "30s", 1))
+	spec["sourcePath"] = "apps/checkout/overlays/staging"
+	ev := &owners{scripted: scripted{script: map[string][]runtimecheck.Result{"error-ratio": {pass("0")}}}}
+	l := newCheckLab(t, spec, ev)
+	git := &gitChecks{differs: "the live Acceptance's checks differ from those committed in apps/checkout/overlays/staging/throughline-checks.yaml at 0123456789ab"}
+	l.r.Committed = git
+	st, _, acc := l.at(0)
+	expect(t, "differs", st, acc, metav1.ConditionUnknown, v1alpha1.ReasonUnverifiable, status.InProgressStatus)
+	if n := len(ev.seen); n != 0 {
+		t.Fatalf("%d checks evaluated; want none", n)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); !strings.Contains(c.Message, "differ from those committed") {
+		t.Fatalf("Ready message %q does not say why", c.Message)
+	}
+	if len(git.asked) != 1 || git.asked[0] != "shop apps/checkout/overlays/staging" {
+		t.Fatalf("judged %q", git.asked)
+	}
+	git.differs, git.probe = "", []string{"shared-cache"}
+	st, _, acc = l.at(time.Minute)
+	expect(t, "agrees", st, acc, metav1.ConditionTrue, v1alpha1.ReasonVerified, status.CurrentStatus)
+	if len(ev.seen) != 1 || !slices.Equal(ev.seen[0].ProbeNamespaces, []string{"shared-cache"}) {
+		t.Fatalf("evaluations %+v; want one with the committed namespaces", ev.seen)
 	}
 }

@@ -52,6 +52,10 @@ type Reconciler struct {
 	// Checks evaluates the runtime checks (nil: every check is
 	// Unverifiable).
 	Checks CheckEvaluator
+	// Committed, when set, compares each Acceptance's checks with the
+	// committed ones before any runs (nil: they run, an HTTP probe only in
+	// the Acceptance's own namespace).
+	Committed CommittedChecks
 	// OnResult is called after each reconcile with the report (nil on error).
 	OnResult func(ctx context.Context, key types.NamespacedName, rep *Report, requeue time.Duration, err error)
 

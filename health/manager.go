@@ -43,6 +43,10 @@ type ManagerOptions struct {
 	// Unverifiable). HTTP checks read Services and EndpointSlices, Job
 	// checks create Jobs, through the manager's client.
 	Prometheus *runtimecheck.Prometheus
+	// Committed compares each Acceptance's checks with the committed ones
+	// before any runs (nil: they run, an HTTP probe only in the
+	// Acceptance's own namespace).
+	Committed CommittedChecks
 	// Workers is how many Acceptances are verified concurrently (default 4).
 	Workers int
 	// Requeue delays, see [Reconciler].
@@ -92,6 +96,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o ManagerOptions) (ctrl.M
 		MinBackoff:  o.MinBackoff,
 		MaxBackoff:  o.MaxBackoff,
 		OnResult:    o.OnResult,
+		Committed:   o.Committed,
 		Checks: &runtimecheck.Evaluator{
 			Prometheus: o.Prometheus, HTTP: &runtimecheck.Prober{Client: mgr.GetClient()}, Jobs: &runtimecheck.Jobs{Client: mgr.GetClient()},
 		},

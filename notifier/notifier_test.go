@@ -362,14 +362,38 @@ func TestRateLimit(t *testing.T) {
 	h, err := New(Config{FluxKey: fluxKey, Rate: 1, Burst: 2}, f.handler.proc, nil)
 	must(t, err)
 	f.server.Config.Handler = h
-	body := []byte(`{}`)
+	body := fluxBody(t, "checkout", f.desired["checkout"], "Progressing")
 	var codes []int
 	for range 4 {
-		code, _ := f.post("/v1/flux", body, nil)
+		code, _ := f.flux(body)
 		codes = append(codes, code)
 	}
-	if codes[0] != 401 || codes[1] != 401 || codes[3] != http.StatusTooManyRequests {
-		t.Fatalf("codes %v", codes)
+	if codes[2] != http.StatusTooManyRequests || codes[3] != http.StatusTooManyRequests {
+		t.Fatalf("authenticated deliveries past the burst of 2: codes %v, want 429", codes)
+	}
+}
+
+// TestUnauthenticatedFloodDoesNotStarve floods /v1/flux and /v1/argocd from
+// the genuine sender's address with bad signatures and tokens, far past the
+// rate and burst: each is refused 401 (never 429: it consumed nothing), and
+// the genuine delivery that follows is still processed.
+func TestUnauthenticatedFloodDoesNotStarve(t *testing.T) {
+	f := newFixture(t, "checkout")
+	h, err := New(Config{FluxKey: fluxKey, ArgoCDToken: argoTok, Rate: 1, Burst: 2}, f.handler.proc, nil)
+	must(t, err)
+	f.server.Config.Handler = h
+	body := fluxBody(t, "checkout", f.desired["checkout"], "ReconciliationSucceeded")
+	bad := map[string]string{SignatureHeader: sign([]byte("not the key"), body)}
+	for i := range 50 {
+		if code, rep := f.post("/v1/flux", body, bad); code != http.StatusUnauthorized || rep.Result != resultUnauthorized {
+			t.Fatalf("bad signature %d: %d %+v, want 401 unauthorized", i, code, rep)
+		}
+		if code, _ := f.post("/v1/argocd", argoBody(f.desired["checkout"], "Healthy"), map[string]string{"Authorization": "Bearer nope"}); code != http.StatusUnauthorized {
+			t.Fatalf("bad token %d: %d, want 401", i, code)
+		}
+	}
+	if code, rep := f.flux(body); code != http.StatusOK || rep.Result != resultAccepted {
+		t.Fatalf("the genuine delivery after the flood: %d %+v, want 200 accepted", code, rep)
 	}
 }
 

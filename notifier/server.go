@@ -5,8 +5,9 @@
 // observed revision is the desired commit and the live images are the
 // declared ones, and writes the evidence (package evidence).
 //
-// Every delivery is authenticated over its raw bytes before it is parsed,
-// bounded in size and rate-limited per sender. The handler answers only
+// Every delivery is bounded in size and authenticated over its raw bytes
+// before it is parsed; only authenticated deliveries are rate-limited per
+// sender, so unauthenticated ones never consume a genuine sender's budget. The handler answers only
 // after the evidence is in Git: 200 when decided (or already decided), 503
 // with Retry-After when it cannot be decided yet or when Git, the API
 // server or anything else failed, so that the sender retries; a delivery
@@ -89,8 +90,8 @@ type Config struct {
 	ArgoCDToken []byte
 	// MaxBody is the largest body accepted (413 above).
 	MaxBody int64
-	// Rate and Burst limit deliveries per sender (remote IP); Rate < 0
-	// turns the limit off.
+	// Rate and Burst limit authenticated deliveries per sender (remote
+	// IP); Rate < 0 turns the limit off.
 	Rate  float64
 	Burst int
 	// ProcessTimeout bounds the processing of one delivery.
@@ -227,11 +228,6 @@ func (h *Handler) receive(source string, auth func(r *http.Request, body []byte)
 			answer(http.StatusMethodNotAllowed, reply{Result: resultMethodNotAllowed})
 			return
 		}
-		if !h.allow(d.Sender) {
-			h.metrics.Refused.WithLabelValues(source, resultRateLimited).Inc()
-			answer(http.StatusTooManyRequests, reply{Result: resultRateLimited})
-			return
-		}
 		if r.ContentLength > h.cfg.MaxBody {
 			h.metrics.Refused.WithLabelValues(source, resultTooLarge).Inc()
 			answer(http.StatusRequestEntityTooLarge, reply{Result: resultTooLarge})
@@ -253,6 +249,16 @@ func (h *Handler) receive(source string, auth func(r *http.Request, body []byte)
 		if !auth(r, body) {
 			h.metrics.Refused.WithLabelValues(source, resultUnauthorized).Inc()
 			answer(http.StatusUnauthorized, reply{Result: resultUnauthorized})
+			return
+		}
+		// Rate-limit only authenticated deliveries: a flood of bad
+		// signatures from the sender's address (or from behind the same
+		// ingress) consumes nothing of the genuine sender's budget. The
+		// work an unauthenticated request costs is bounded by MaxBody and
+		// the server's read timeouts.
+		if !h.allow(d.Sender) {
+			h.metrics.Refused.WithLabelValues(source, resultRateLimited).Inc()
+			answer(http.StatusTooManyRequests, reply{Result: resultRateLimited})
 			return
 		}
 		ev, err := decode(body)

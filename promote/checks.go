@@ -35,7 +35,7 @@ func checksPassed(ctx context.Context, r *gitops.Repo, rec *promotion.Record, ev
 	if err != nil {
 		return "", err
 	}
-	declared, err := checkfile.Parse(file, data, checkfile.Options{})
+	declared, err := checkfile.Parse(file, data, checkfile.Options{AnyNamespace: true})
 	if err != nil {
 		return "", err
 	}

@@ -32,7 +32,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, o Owner, c v1alpha1.RuntimeChe
 		if timeout <= 0 {
 			timeout = Interval(c)
 		}
-		return e.HTTP.Probe(ctx, o.Namespace, c.HTTP, timeout)
+		return e.HTTP.Probe(ctx, o, c.HTTP, timeout)
 	case c.Job != nil:
 		if e.Jobs == nil {
 			return unverifiable("this verifier does not run Jobs")

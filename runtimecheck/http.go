@@ -2,14 +2,17 @@ package runtimecheck
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,12 +39,25 @@ type Prober struct {
 	Transport http.RoundTripper
 }
 
-// Probe evaluates an HTTP check of an Acceptance in namespace ns: every
-// ready endpoint (at most 8) must answer the expected status, within the
-// timeout, with a body (its first 64 KiB) that matches.
-func (p *Prober) Probe(ctx context.Context, ns string, c *v1alpha1.HTTPCheck, timeout time.Duration) Result {
+// RuleCheckNamespace is the rule id of an HTTP check whose Service is in a
+// namespace the check may not probe (checkfile refuses it in the file with
+// the same id).
+const RuleCheckNamespace = "check-namespace"
+
+// Probe evaluates an HTTP check of the Acceptance o: every ready endpoint
+// (at most 8) must answer the expected status, within the timeout, with a
+// body (its first 64 KiB) that matches. The Service must be in o's
+// namespace or one of o.ProbeNamespaces; any other is Unverifiable and
+// nothing is probed. Nothing of the answer but its status code reaches the
+// Result: no body byte, no length, no header, no transport error text.
+func (p *Prober) Probe(ctx context.Context, o Owner, c *v1alpha1.HTTPCheck, timeout time.Duration) Result {
+	ns := o.Namespace
 	if c.Service.Namespace != "" {
 		ns = c.Service.Namespace
+	}
+	if ns != o.Namespace && !slices.Contains(o.ProbeNamespaces, ns) {
+		return unverifiable(fmt.Sprintf("%s: Service %s/%s is not in the Acceptance's namespace %q nor in a namespace the committed "+
+			"environment registry binds to its app: nothing probed", RuleCheckNamespace, ns, c.Service.Name, o.Namespace))
 	}
 	var re *regexp.Regexp
 	if c.BodyMatch != "" {
@@ -88,18 +104,21 @@ func (p *Prober) transport() http.RoundTripper {
 	return &http.Transport{DisableKeepAlives: true, Proxy: nil, MaxResponseHeaderBytes: 64 << 10}
 }
 
-// probeOne GETs one endpoint; msg is empty when it passed.
+// probeOne GETs one endpoint; msg is empty when it passed. value and msg
+// carry the status code and the time taken, never the answer's bytes:
+// Go's transport quotes a malformed status or header line in its error,
+// so a failed exchange is named by its kind only.
 func probeOne(
 	ctx context.Context, hc *http.Client, addr, path string, want int, re *regexp.Regexp, timeout time.Duration,
 ) (value string, took time.Duration, msg string) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
 	if err != nil {
-		return "", 0, err.Error()
+		return "", 0, "the request cannot be built"
 	}
 	start := time.Now()
 	resp, err := hc.Do(req)
 	if err != nil {
-		return "no answer", time.Since(start), fmt.Sprintf("no answer within %s: %v", timeout, err)
+		return "no answer", time.Since(start), exchangeFailure(err, timeout)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody))
 	_ = resp.Body.Close()
@@ -107,15 +126,33 @@ func probeOne(
 	value = fmt.Sprintf("%d in %s", resp.StatusCode, took.Round(time.Millisecond))
 	switch {
 	case err != nil:
-		return value, took, fmt.Sprintf("reading the body: %v", err)
+		return value, took, "the body could not be read to its end"
 	case resp.StatusCode != want:
 		return value, took, fmt.Sprintf("status %d, want %d", resp.StatusCode, want)
 	case took > timeout:
 		return value, took, fmt.Sprintf("answered in %s, over %s", took.Round(time.Millisecond), timeout)
 	case re != nil && !re.Match(body):
-		return value, took, fmt.Sprintf("body (first %d bytes) does not match %q", len(body), re.String())
+		return value, took, "the body does not match bodyMatch"
 	}
 	return value, took, ""
+}
+
+// exchangeFailure names why a request got no usable answer without quoting
+// the error (which may hold bytes of the answer).
+func exchangeFailure(err error, timeout time.Duration) string {
+	var ne net.Error
+	var op *net.OpError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
+		return fmt.Sprintf("no answer within %s", timeout)
+	case errors.Is(err, context.Canceled):
+		return "the probe was cancelled"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.As(err, &op) && op.Op == "dial":
+		return "the endpoint cannot be reached"
+	}
+	return "no valid HTTP answer"
 }
 
 // endpoints lists host:port of the Service port's ready endpoints; a

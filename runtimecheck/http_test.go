@@ -104,9 +104,113 @@ func TestHTTPProbe(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &Prober{Client: fakeClient(t, service(t, tt.urls, tt.notReady...)...)}
-			r := p.Probe(context.Background(), "shop", tt.check, 200*time.Millisecond)
+			r := p.Probe(context.Background(), Owner{Namespace: "shop"}, tt.check, 200*time.Millisecond)
 			if r.Verdict != tt.verdict || !strings.Contains(r.Message, tt.msg) {
 				t.Fatalf("got %s %q %q; want %s containing %q", r.Verdict, r.Value, r.Message, tt.verdict, tt.msg)
+			}
+		})
+	}
+}
+
+// rawServer answers every connection with resp, whatever the request.
+func rawServer(t *testing.T, resp string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				_, _ = c.Read(buf)
+				_, _ = c.Write([]byte(resp))
+			}()
+		}
+	}()
+	return "http://" + l.Addr().String()
+}
+
+// TestHTTPProbeNeverEchoesTheResponse attacks the probe as an oracle: a
+// Service whose answer holds a secret (in the body, a malformed status
+// line, a malformed header) must not see a byte of it, nor the body's
+// length, in the verdict, value or message, whether bodyMatch matches,
+// captures or fails.
+func TestHTTPProbeNeverEchoesTheResponse(t *testing.T) {
+	const secret = "SECRET-7f3a9c41e2"
+	body := server(t, func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"token":"` + secret + `"}`))
+	})
+	status := rawServer(t, secret+" 200 OK\r\n\r\n")
+	header := rawServer(t, "HTTP/1.1 200 OK\r\n"+secret+"\r\n\r\n")
+	badHeader := rawServer(t, "HTTP/1.1 200 OK\r\nX-Token: "+secret+"\x00\r\nContent-Length: 2\r\n\r\nok")
+	proto := rawServer(t, "HTTP/9.9 "+secret+"\r\n\r\n")
+	code := rawServer(t, "HTTP/1.1 2"+secret+" OK\r\n\r\n")
+	short := rawServer(t, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"+secret)
+	svc := v1alpha1.ServiceReference{Name: "web", Port: 80}
+	for _, tt := range []struct {
+		name, url, match string
+	}{
+		{"body does not match", body, `^nothing$`},
+		{"body matches with a capture", body, `"token":"(SECRET-[0-9a-f]+)"`},
+		{"body matches a prefix of the secret", body, `SECRET-7f3a`},
+		{"malformed status line", status, ""},
+		{"malformed header line", header, ""},
+		{"header with a NUL", badHeader, ""},
+		{"unknown protocol", proto, ""},
+		{"bad status code", code, ""},
+		{"body shorter than its length", short, `SECRET`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Prober{Client: fakeClient(t, service(t, []string{tt.url})...)}
+			r := p.Probe(context.Background(), Owner{Namespace: "shop"}, &v1alpha1.HTTPCheck{Service: svc, Path: "/", BodyMatch: tt.match}, time.Second)
+			for _, field := range []string{string(r.Verdict), r.Value, r.Message} {
+				for _, leak := range []string{secret, strconv.Itoa(len(`{"token":"`+secret+`"}`)) + " bytes"} {
+					if strings.Contains(field, leak) {
+						t.Fatalf("%q leaks %q of the response (verdict %s, value %q, message %q)", field, leak, r.Verdict, r.Value, r.Message)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestHTTPProbeStaysInItsScope attacks the run-time namespace rule: a
+// check naming another namespace probes nothing unless the verifier bound
+// that namespace to the Acceptance (from the committed registry).
+func TestHTTPProbeStaysInItsScope(t *testing.T) {
+	hit := false
+	url := server(t, func(w http.ResponseWriter, _ *http.Request) { hit = true })
+	objs := service(t, []string{url})
+	for _, o := range objs {
+		o.SetNamespace("kube-system")
+	}
+	for _, tt := range []struct {
+		name  string
+		owner Owner
+		ok    bool
+	}{
+		{"another namespace, no binding", Owner{Namespace: "shop"}, false},
+		{"another namespace, bound to another", Owner{Namespace: "shop", ProbeNamespaces: []string{"payments-staging"}}, false},
+		{"the namespace the verifier bound", Owner{Namespace: "shop", ProbeNamespaces: []string{"kube-system"}}, true},
+		{"its own namespace", Owner{Namespace: "kube-system"}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			hit = false
+			p := &Prober{Client: fakeClient(t, objs...)}
+			c := &v1alpha1.HTTPCheck{Service: v1alpha1.ServiceReference{Namespace: "kube-system", Name: "web", Port: 80}, Path: "/"}
+			r := p.Probe(context.Background(), tt.owner, c, time.Second)
+			if tt.ok != (r.Verdict == v1alpha1.CheckPassed) || tt.ok != hit {
+				t.Fatalf("verdict %s %q, probed %v; want allowed=%v", r.Verdict, r.Message, hit, tt.ok)
+			}
+			if !tt.ok && (r.Verdict != v1alpha1.CheckUnverifiable || !strings.Contains(r.Message, RuleCheckNamespace)) {
+				t.Fatalf("verdict %s %q; want Unverifiable naming rule %s", r.Verdict, r.Message, RuleCheckNamespace)
 			}
 		})
 	}

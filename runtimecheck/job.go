@@ -35,6 +35,11 @@ type Owner struct {
 	Namespace, Name string
 	UID             types.UID
 	Generation      int64
+	// ProbeNamespaces are the namespaces besides its own an HTTP check of
+	// the Acceptance may probe: those the committed environment registry
+	// binds to its app, set by the verifier only after it found the live
+	// checks equal to the committed ones (none: its own namespace only).
+	ProbeNamespaces []string
 }
 
 // Jobs runs smoke tests as Kubernetes Jobs, one per Acceptance generation

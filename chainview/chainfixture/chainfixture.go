@@ -323,7 +323,7 @@ func (r *Repo) passedChecks(ev *evidence.Record, dir string) {
 	if err != nil {
 		return // no checks declared
 	}
-	rc, err := checkfile.Parse(checkfile.File, data, checkfile.Options{})
+	rc, err := checkfile.Parse(checkfile.File, data, checkfile.Options{AnyNamespace: true})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/throughline-dev/throughline/breakglass"
+	"github.com/throughline-dev/throughline/checkfile/committed"
+	"github.com/throughline-dev/throughline/checkfile/promql"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/health"
 )
@@ -125,14 +127,30 @@ func (o *serveOptions) run(ctx context.Context, g *globals) error {
 	if err := o.dm.start(ctx, o.metricsAddr, &o.nf, crmetrics.Registry, log); err != nil {
 		return err
 	}
-	return o.serve(ctx, cfg, reg, log)
+	cc, err := o.committedChecks(ctx)
+	if err != nil {
+		return err
+	}
+	return o.serve(ctx, cfg, reg, cc, log)
+}
+
+// committedChecks is what the verifier compares each Acceptance's checks
+// with before running them: the GitOps repository of --notifier-repo (nil
+// without one: the checks run, an HTTP probe only in the Acceptance's own
+// namespace).
+func (o *serveOptions) committedChecks(ctx context.Context) (health.CommittedChecks, error) {
+	repo, branch, err := o.dm.repository(ctx, &o.nf)
+	if err != nil || repo == nil {
+		return nil, err
+	}
+	return &committed.Source{Repo: repo, Tip: tipOf(repo, branch, o.nf.git.url != ""), ParseQuery: promql.Parse}, nil
 }
 
 // serve runs the Acceptance controller until ctx ends. With --leader-elect
 // the manager releases its Lease when it stops, which is safe only because
 // nothing runs after serve returns but the notifier's shutdown (it needs no
 // lease) and the process's exit.
-func (o *serveOptions) serve(ctx context.Context, cfg *rest.Config, reg health.Resolver, log zerolog.Logger) error {
+func (o *serveOptions) serve(ctx context.Context, cfg *rest.Config, reg health.Resolver, cc health.CommittedChecks, log zerolog.Logger) error {
 	mgr, _, err := health.NewManager(ctx, cfg, health.ManagerOptions{
 		Namespaces:              o.namespaces,
 		MetricsAddr:             o.metricsAddr,
@@ -141,6 +159,7 @@ func (o *serveOptions) serve(ctx context.Context, cfg *rest.Config, reg health.R
 		LeaderElectionNamespace: o.leaderNS,
 		Registry:                reg,
 		Prometheus:              o.ck.prom,
+		Committed:               cc,
 		Workers:                 o.workers,
 		Resync:                  o.resync,
 		PendingWait:             o.pendingWait,
