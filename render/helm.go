@@ -580,3 +580,9 @@ func Beside(name string) string {
 	}
 	return filepath.Join(filepath.Dir(exe), name)
 }
+
+// RuleSchemaOutsideChart refuses a chart's values.schema.json (or a
+// subchart's) whose $ref, $schema, $id, $dynamicRef or $recursiveRef names
+// anything but a fragment of the schema, a file of the chart or a JSON
+// Schema draft's metaschema: Helm would fetch it or open it on the machine.
+const RuleSchemaOutsideChart = "schema-outside-chart"
