@@ -436,7 +436,7 @@ func (a *App) valueFile(file, field, dir, entry string) (ChartFile, error) {
 	}
 	p := filepath.Join(dir, filepath.FromSlash(entry))
 	if _, err := a.FS.resolve(p); err != nil {
-		return ChartFile{}, &exitcode.InvalidInput{File: file, Err: fmt.Errorf("%s: %q: %w", field, entry, ErrOutsideRoot)}
+		return ChartFile{}, &exitcode.InvalidInput{File: file, Err: fmt.Errorf("%s: %q: %w", field, entry, pathRefusal(err))}
 	}
 	data, err := a.FS.ReadFile(p)
 	if err != nil {

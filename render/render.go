@@ -308,7 +308,7 @@ func (a *App) localEntry(dir string, e loadedEntry) (string, error) {
 	}
 	local := filepath.Join(dir, filepath.FromSlash(p))
 	if _, err := a.FS.resolve(local); err != nil {
-		return "", fmt.Errorf("%q: %w", e.Entry, ErrOutsideRoot)
+		return "", fmt.Errorf("%q: %w", e.Entry, pathRefusal(err))
 	}
 	if !a.FS.Exists(local) {
 		return "", fmt.Errorf("%q does not exist in the repository (%s)", e.Entry, a.FS.Rel(local))
