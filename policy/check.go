@@ -64,7 +64,21 @@ func CheckObjects(objs []render.Object, allow *AllowList, env string) Result {
 		walker.Each(o, id, check)
 	}
 	sortViolations(res.Violations)
+	res.Redact(render.NewRedactor(objs))
 	return res
+}
+
+// Redact replaces, in every violation, the values of the Secrets red knows
+// (render.Redactor: those of the render). CheckObjects redacts those of the
+// objects it checks; a caller that has the render's App redacts again with
+// app.Redactor(), which also knows the Secrets the render read and did not
+// output.
+func (r *Result) Redact(red *render.Redactor) {
+	for i := range r.Violations {
+		v := &r.Violations[i]
+		v.File, v.Object, v.Field = red.String(v.File), red.String(v.Object), red.String(v.Field)
+		v.Value, v.Reason = red.String(v.Value), red.String(v.Reason)
+	}
 }
 
 // ImageDecision is the pin rule's decision on one image reference in one

@@ -393,6 +393,9 @@ func (a *App) Build(ctx context.Context) ([]Object, error) {
 	if err != nil {
 		return nil, a.FS.secrets.redactErr(err)
 	}
+	// The Secrets the render produced (a child's render, a chart's) are
+	// redacted from what is said about the objects later (Redactor).
+	a.FS.secrets.add(objectSecretValues(objs)...)
 	return objs, nil
 }
 

@@ -68,6 +68,7 @@ type workerResponse struct {
 	Objects []workerObject `json:"objects,omitempty"`
 	Probes  []Probe        `json:"probes,omitempty"`
 	Error   *workerError   `json:"error,omitempty"`
+	Secrets []string       `json:"secrets,omitempty"` // the Secret values the child read, for the parent's Redactor
 }
 
 type workerObject struct {
@@ -161,6 +162,7 @@ func (a *App) buildInWorker(ctx context.Context, w *Worker) ([]Object, error) {
 			a.FS.trace.add(p.Op, p.Path, p.Result)
 		}
 	}
+	a.FS.secrets.add(resp.Secrets...)
 	if resp.Error != nil {
 		return nil, resp.Error.err()
 	}
@@ -286,8 +288,9 @@ func ServeWorker(ctx context.Context, in io.Reader, out io.Writer) error {
 		trace = &Trace{}
 	}
 	resp := workerResponse{}
-	objs, err := buildInProcess(ctx, Options{Root: req.Root, Path: req.Path, MaxFileSize: req.MaxFileSize, Trace: trace,
+	objs, secrets, err := buildInProcess(ctx, Options{Root: req.Root, Path: req.Path, MaxFileSize: req.MaxFileSize, Trace: trace,
 		Helm: req.Helm, fetched: req.Charts})
+	resp.Secrets = secrets
 	if err != nil {
 		resp.Error = newWorkerError(err)
 	}
@@ -322,11 +325,12 @@ func memoryLimit(limit int64) int64 {
 // problem and Helm chart before it started the child; the child does not
 // decide again, and what the decision does not know (a field a later
 // kustomize loads) meets the child's sandbox: no git, no ssh, no proxy.
-func buildInProcess(ctx context.Context, opts Options) ([]Object, error) {
+func buildInProcess(ctx context.Context, opts Options) (_ []Object, secrets []string, _ error) {
 	app, err := Open(ctx, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	defer func() { secrets = app.FS.secrets.values() }()
 	app.FS.bind(ctx)
 	var objs []Object
 	switch app.Mode {
@@ -335,12 +339,12 @@ func buildInProcess(ctx context.Context, opts Options) ([]Object, error) {
 	case ModeHelm:
 		objs, err = app.buildChartApp(ctx)
 	default:
-		return nil, &exitcode.InvalidInput{File: app.RelDir(), Err: errors.New("no kustomization or chart to render")}
+		return nil, nil, &exitcode.InvalidInput{File: app.RelDir(), Err: errors.New("no kustomization or chart to render")}
 	}
 	if err != nil {
-		return nil, app.FS.secrets.redactErr(err)
+		return nil, nil, app.FS.secrets.redactErr(err)
 	}
-	return objs, nil
+	return objs, nil, nil
 }
 
 // newWorkerError keeps err's exit code and, for invalid input, the file
