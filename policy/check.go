@@ -73,11 +73,15 @@ func CheckObjects(objs []render.Object, allow *AllowList, env string) Result {
 // objects it checks; a caller that has the render's App redacts again with
 // app.Redactor(), which also knows the Secrets the render read and did not
 // output.
+// The file a violation names is the repository's path, shown as it is: a
+// value it holds (a Secret's username that is the app's name) is not hidden
+// elsewhere in the violation either.
 func (r *Result) Redact(red *render.Redactor) {
 	for i := range r.Violations {
 		v := &r.Violations[i]
-		v.File, v.Object, v.Field = red.String(v.File), red.String(v.Object), red.String(v.Field)
-		v.Value, v.Reason = red.String(v.Value), red.String(v.Reason)
+		vr := red.Public(v.File)
+		v.Object, v.Field = vr.String(v.Object), vr.String(v.Field)
+		v.Value, v.Reason = vr.String(v.Value), vr.String(v.Reason)
 	}
 }
 

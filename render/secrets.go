@@ -253,7 +253,10 @@ func duplicateKey(n *yaml.Node, path string) error {
 // a value copied out of a Secret (kustomize replacements, a template) into
 // an image, a name or a label is shown as Redacted wherever it is quoted.
 // A nil *Redactor redacts nothing.
-type Redactor struct{ set *secretSet }
+type Redactor struct {
+	set    *secretSet
+	public []string
+}
 
 // Redactor redacts the Secrets the app's render read and, after Build, those
 // it produced.
@@ -274,13 +277,44 @@ func (r *Redactor) Add(objs []Object) {
 	r.set.add(objectSecretValues(objs)...)
 }
 
+// Public is r that leaves alone the values the strings shown beside the
+// message already hold (the repository path a violation names: a Secret
+// whose username is the app's name reveals nothing there, and the message
+// stays readable).
+func (r *Redactor) Public(shown ...string) *Redactor {
+	if r == nil {
+		return nil
+	}
+	return &Redactor{set: r.set, public: append(append([]string(nil), r.public...), shown...)}
+}
+
 // String is s with every Secret value replaced by Redacted.
 func (r *Redactor) String(s string) string {
 	if r == nil {
 		return s
 	}
-	out, _ := r.set.redact(s)
+	if len(r.public) == 0 {
+		out, _ := r.set.redact(s)
+		return out
+	}
+	secret := secretSet{vals: map[string]bool{}}
+	for _, v := range r.set.values() {
+		if !r.shown(v) {
+			secret.vals[v] = true
+		}
+	}
+	out, _ := secret.redact(s)
 	return out
+}
+
+// shown reports whether a public string holds v.
+func (r *Redactor) shown(v string) bool {
+	for _, p := range r.public {
+		if strings.Contains(p, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // Err is err with every Secret value replaced (err itself when its message
