@@ -100,6 +100,7 @@ func Declare(ctx context.Context, req Request) (*Declaration, error) {
 		req.Environment = policy.Environment(req.Environment, app.RelDir())
 	}
 	d.Policy = policy.CheckObjects(d.Objects, allow, req.Environment)
+	d.Policy.Redact(app.Redactor())
 	if err := d.Policy.Err(); err != nil {
 		return nil, err
 	}

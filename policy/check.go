@@ -64,7 +64,25 @@ func CheckObjects(objs []render.Object, allow *AllowList, env string) Result {
 		walker.Each(o, id, check)
 	}
 	sortViolations(res.Violations)
+	res.Redact(render.NewRedactor(objs))
 	return res
+}
+
+// Redact replaces, in every violation, the values of the Secrets red knows
+// (render.Redactor: those of the render). CheckObjects redacts those of the
+// objects it checks; a caller that has the render's App redacts again with
+// app.Redactor(), which also knows the Secrets the render read and did not
+// output.
+// The file a violation names is the repository's path, shown as it is: a
+// value it holds (a Secret's username that is the app's name) is not hidden
+// elsewhere in the violation either.
+func (r *Result) Redact(red *render.Redactor) {
+	for i := range r.Violations {
+		v := &r.Violations[i]
+		vr := red.Public(v.File)
+		v.Object, v.Field = vr.String(v.Object), vr.String(v.Field)
+		v.Value, v.Reason = vr.String(v.Value), vr.String(v.Reason)
+	}
 }
 
 // ImageDecision is the pin rule's decision on one image reference in one

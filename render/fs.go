@@ -126,6 +126,9 @@ func (c *ConfinedFS) resolveStat(p string) (string, fs.FileInfo, error) {
 	if !c.within(p) {
 		return "", nil, c.outside(p)
 	}
+	if c.inGit(p) {
+		return "", nil, c.gitRefusal(p)
+	}
 	resolved, fi, err := c.evalSymlinks(p)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -154,7 +157,36 @@ func (c *ConfinedFS) resolveStat(p string) (string, fs.FileInfo, error) {
 	if !c.within(resolved) {
 		return "", nil, c.outside(p)
 	}
+	if c.inGit(resolved) {
+		return "", nil, c.gitRefusal(p)
+	}
 	return resolved, fi, nil
+}
+
+// inGit reports whether p, an absolute path under the root, goes through an
+// element named .git below the root (a repository's metadata: a directory,
+// or a worktree's or submodule's .git file).
+func (c *ConfinedFS) inGit(p string) bool {
+	r, err := filepath.Rel(c.root, p)
+	if err != nil {
+		return false
+	}
+	for _, e := range strings.Split(filepath.ToSlash(r), "/") {
+		if isGitName(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// isGitName reports whether a path element names Git's metadata (any case:
+// a case-insensitive filesystem opens .GIT as .git).
+func isGitName(e string) bool { return strings.EqualFold(e, ".git") }
+
+// gitRefusal is the refusal of p, a path inside the root that is or resolves
+// into .git: it names p as written, never what it holds.
+func (c *ConfinedFS) gitRefusal(p string) error {
+	return &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: ErrGitDir}
 }
 
 // outside is the refusal of a path that is, or resolves, outside the root.
@@ -446,9 +478,16 @@ func (c *ConfinedFS) readDir(p string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	names, err := c.disk.ReadDir(r)
+	all, err := c.disk.ReadDir(r)
 	if err != nil {
 		return nil, c.fail(p, err)
+	}
+	// .git is not listed: a walk of the directory (a chart's files) skips it.
+	names := all[:0]
+	for _, n := range all {
+		if !isGitName(n) {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	return names, nil
@@ -483,6 +522,9 @@ func (c *ConfinedFS) cleanedAbs(p string) (filesys.ConfirmedDir, string, error) 
 	if !c.within(resolved) {
 		return "", "", c.outside(abs)
 	}
+	if c.inGit(abs) || c.inGit(resolved) {
+		return "", "", c.gitRefusal(abs)
+	}
 	if fi == nil {
 		if fi, err = os.Stat(resolved); err != nil {
 			return "", "", c.fail(abs, err)
@@ -514,13 +556,21 @@ func (c *ConfinedFS) Glob(pattern string) ([]string, error) {
 	return out, nil
 }
 
-// Walk walks the tree at p without following symlinks.
+// Walk walks the tree at p without following symlinks, skipping .git.
 func (c *ConfinedFS) Walk(p string, walkFn filepath.WalkFunc) error {
 	r, err := c.resolve(p)
 	if err != nil {
 		return err
 	}
-	return c.disk.Walk(r, walkFn)
+	return c.disk.Walk(r, func(path string, info fs.FileInfo, err error) error {
+		if isGitName(filepath.Base(path)) && path != r {
+			if info != nil && info.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		return walkFn(path, info, err)
+	})
 }
 
 // Create is refused: the renderer never writes.

@@ -436,7 +436,7 @@ func (a *App) valueFile(file, field, dir, entry string) (ChartFile, error) {
 	}
 	p := filepath.Join(dir, filepath.FromSlash(entry))
 	if _, err := a.FS.resolve(p); err != nil {
-		return ChartFile{}, &exitcode.InvalidInput{File: file, Err: fmt.Errorf("%s: %q: %w", field, entry, ErrOutsideRoot)}
+		return ChartFile{}, &exitcode.InvalidInput{File: file, Err: fmt.Errorf("%s: %q: %w", field, entry, pathRefusal(err))}
 	}
 	data, err := a.FS.ReadFile(p)
 	if err != nil {
@@ -580,3 +580,9 @@ func Beside(name string) string {
 	}
 	return filepath.Join(filepath.Dir(exe), name)
 }
+
+// RuleSchemaOutsideChart refuses a chart's values.schema.json (or a
+// subchart's) whose $ref, $schema, $id, $dynamicRef or $recursiveRef names
+// anything but a fragment of the schema, a file of the chart or a JSON
+// Schema draft's metaschema: Helm would fetch it or open it on the machine.
+const RuleSchemaOutsideChart = "schema-outside-chart"

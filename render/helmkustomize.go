@@ -103,7 +103,7 @@ func (a *App) localChart(k Kustomization, h types.HelmChart) (string, bool, erro
 	}
 	dir = filepath.Join(dir, h.Name)
 	if _, err := a.FS.resolve(dir); err != nil {
-		return "", false, &exitcode.InvalidInput{File: k.File, Err: fmt.Errorf("helmGlobals.chartHome: %q: %w", home, ErrOutsideRoot)}
+		return "", false, &exitcode.InvalidInput{File: k.File, Err: fmt.Errorf("helmGlobals.chartHome: %q: %w", home, pathRefusal(err))}
 	}
 	if a.FS.IsDir(dir) {
 		return dir, true, nil

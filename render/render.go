@@ -308,7 +308,7 @@ func (a *App) localEntry(dir string, e loadedEntry) (string, error) {
 	}
 	local := filepath.Join(dir, filepath.FromSlash(p))
 	if _, err := a.FS.resolve(local); err != nil {
-		return "", fmt.Errorf("%q: %w", e.Entry, ErrOutsideRoot)
+		return "", fmt.Errorf("%q: %w", e.Entry, pathRefusal(err))
 	}
 	if !a.FS.Exists(local) {
 		return "", fmt.Errorf("%q does not exist in the repository (%s)", e.Entry, a.FS.Rel(local))
@@ -393,6 +393,9 @@ func (a *App) Build(ctx context.Context) ([]Object, error) {
 	if err != nil {
 		return nil, a.FS.secrets.redactErr(err)
 	}
+	// The Secrets the render produced (a child's render, a chart's) are
+	// redacted from what is said about the objects later (Redactor).
+	a.FS.secrets.add(objectSecretValues(objs)...)
 	return objs, nil
 }
 

@@ -44,6 +44,23 @@ func (s *secretSet) add(vals ...string) {
 	}
 }
 
+// values are the spellings s redacts, longest first.
+func (s *secretSet) values() []string {
+	s.mu.Lock()
+	vals := make([]string, 0, len(s.vals))
+	for v := range s.vals {
+		vals = append(vals, v)
+	}
+	s.mu.Unlock()
+	sort.Slice(vals, func(i, j int) bool {
+		if len(vals[i]) != len(vals[j]) {
+			return len(vals[i]) > len(vals[j])
+		}
+		return vals[i] < vals[j]
+	})
+	return vals
+}
+
 // redactionForms are the spellings of v a message can quote: as written,
 // trimmed, line by line (a YAML block scalar), base64-encoded (a generated
 // Secret's data) and decoded (a data value), and escaped in a quoted
@@ -76,20 +93,8 @@ func redactionForms(v string) []string {
 // and whether anything was replaced. Longer values go first, so a value
 // that contains another is replaced whole.
 func (s *secretSet) redact(msg string) (string, bool) {
-	s.mu.Lock()
-	vals := make([]string, 0, len(s.vals))
-	for v := range s.vals {
-		vals = append(vals, v)
-	}
-	s.mu.Unlock()
-	sort.Slice(vals, func(i, j int) bool {
-		if len(vals[i]) != len(vals[j]) {
-			return len(vals[i]) > len(vals[j])
-		}
-		return vals[i] < vals[j]
-	})
 	out := msg
-	for _, v := range vals {
+	for _, v := range s.values() {
 		if len(v) >= minSubstringRedaction {
 			out = strings.ReplaceAll(out, v, Redacted)
 		} else {
@@ -240,4 +245,119 @@ func duplicateKey(n *yaml.Node, path string) error {
 		}
 	}
 	return nil
+}
+
+// Redactor replaces the values of the Secrets a render read or produced
+// in a message. It is the one redaction of every message that leaves
+// render (Build's errors), policy (violations) and the gates built on them:
+// a value copied out of a Secret (kustomize replacements, a template) into
+// an image, a name or a label is shown as Redacted wherever it is quoted.
+// A nil *Redactor redacts nothing.
+type Redactor struct {
+	set    *secretSet
+	public []string
+}
+
+// Redactor redacts the Secrets the app's render read and, after Build, those
+// it produced.
+func (a *App) Redactor() *Redactor { return &Redactor{set: &a.FS.secrets} }
+
+// NewRedactor redacts the values of the Secrets among objs.
+func NewRedactor(objs []Object) *Redactor {
+	r := &Redactor{set: &secretSet{}}
+	r.Add(objs)
+	return r
+}
+
+// Add makes r redact the values of the Secrets among objs too.
+func (r *Redactor) Add(objs []Object) {
+	if r == nil {
+		return
+	}
+	r.set.add(objectSecretValues(objs)...)
+}
+
+// Public is r that leaves alone the values the strings shown beside the
+// message already hold (the repository path a violation names: a Secret
+// whose username is the app's name reveals nothing there, and the message
+// stays readable).
+func (r *Redactor) Public(shown ...string) *Redactor {
+	if r == nil {
+		return nil
+	}
+	return &Redactor{set: r.set, public: append(append([]string(nil), r.public...), shown...)}
+}
+
+// String is s with every Secret value replaced by Redacted.
+func (r *Redactor) String(s string) string {
+	if r == nil {
+		return s
+	}
+	if len(r.public) == 0 {
+		out, _ := r.set.redact(s)
+		return out
+	}
+	secret := secretSet{vals: map[string]bool{}}
+	for _, v := range r.set.values() {
+		if !r.shown(v) {
+			secret.vals[v] = true
+		}
+	}
+	out, _ := secret.redact(s)
+	return out
+}
+
+// shown reports whether a public string holds v.
+func (r *Redactor) shown(v string) bool {
+	for _, p := range r.public {
+		if strings.Contains(p, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// Err is err with every Secret value replaced (err itself when its message
+// holds none), keeping its exit code.
+func (r *Redactor) Err(err error) error {
+	if r == nil {
+		return err
+	}
+	return r.set.redactErr(err)
+}
+
+// objectSecretValues are the scalar values under data (as written: base64,
+// whose decoded form redactionForms adds) and stringData of every v1 Secret
+// among objs.
+func objectSecretValues(objs []Object) []string {
+	var vals []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		case string:
+			vals = append(vals, v)
+		case nil:
+		default:
+			vals = append(vals, fmt.Sprint(v))
+		}
+	}
+	for _, o := range objs {
+		if kind, _ := o.Map["kind"].(string); kind != "Secret" {
+			continue
+		}
+		if api, _ := o.Map["apiVersion"].(string); api != "v1" {
+			continue
+		}
+		walk(o.Map["data"])
+		walk(o.Map["stringData"])
+	}
+	return vals
 }

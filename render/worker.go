@@ -117,6 +117,7 @@ type workerResponse struct {
 	Objects []workerObject `json:"objects,omitempty"`
 	Probes  []Probe        `json:"probes,omitempty"`
 	Error   *workerError   `json:"error,omitempty"`
+	Secrets []string       `json:"secrets,omitempty"` // the Secret values the child read, for the parent's Redactor
 	// Sandbox is what the child's confinement enforced.
 	Sandbox sandbox.Report `json:"sandbox"`
 	// Escaped holds the outcome of each of the request's Escape attempts.
@@ -185,6 +186,7 @@ func (a *App) buildInWorker(ctx context.Context, w *Worker) ([]Object, error) {
 			a.FS.trace.add(p.Op, p.Path, p.Result)
 		}
 	}
+	a.FS.secrets.add(resp.Secrets...)
 	if resp.Error != nil {
 		return nil, resp.Error.err()
 	}
@@ -384,7 +386,7 @@ func ServeWorker(ctx context.Context, in io.Reader, out io.Writer) error {
 			resp.Entry = &e
 		}
 	default:
-		resp.Objects, resp.Probes, resp.Error = serveRender(ctx, req)
+		serveRender(ctx, req, &resp)
 	}
 	if err := json.NewEncoder(out).Encode(&resp); err != nil {
 		return fmt.Errorf("writing the render response: %w", err)
@@ -423,30 +425,31 @@ func confineWorker(req workerRequest) (sandbox.Report, error) {
 	return rep, nil
 }
 
-// serveRender renders the request in the confined child.
-func serveRender(ctx context.Context, req workerRequest) ([]workerObject, []Probe, *workerError) {
+// serveRender renders the request in the confined child into resp.
+func serveRender(ctx context.Context, req workerRequest, resp *workerResponse) {
 	var trace *Trace
 	if req.Trace {
 		trace = &Trace{}
 	}
-	objs, err := buildInProcess(ctx, Options{Root: req.Root, Path: req.Path, MaxFileSize: req.MaxFileSize, Trace: trace,
+	objs, secrets, err := buildInProcess(ctx, Options{Root: req.Root, Path: req.Path, MaxFileSize: req.MaxFileSize, Trace: trace,
 		Helm: req.Helm, fetched: req.Charts})
-	var probes []Probe
+	resp.Secrets = secrets
 	if trace != nil {
-		probes = trace.Probes
+		resp.Probes = trace.Probes
 	}
 	if err != nil {
-		return nil, probes, newWorkerError(err)
+		resp.Error = newWorkerError(err)
+		return
 	}
-	out := make([]workerObject, 0, len(objs))
+	resp.Objects = make([]workerObject, 0, len(objs))
 	for _, o := range objs {
 		raw, err := json.Marshal(o.Map)
 		if err != nil {
-			return nil, probes, newWorkerError(&exitcode.InvalidInput{File: o.Source, Err: fmt.Errorf("encoding %s: %w", o.ID(), err)})
+			resp.Objects, resp.Error = nil, newWorkerError(&exitcode.InvalidInput{File: o.Source, Err: fmt.Errorf("encoding %s: %w", o.ID(), err)})
+			return
 		}
-		out = append(out, workerObject{Object: raw, Source: o.Source})
+		resp.Objects = append(resp.Objects, workerObject{Object: raw, Source: o.Source})
 	}
-	return out, probes, nil
 }
 
 // memoryLimit is limit, or DefaultMaxMemory when limit <= 0.
@@ -463,11 +466,12 @@ func memoryLimit(limit int64) int64 {
 // problem and Helm chart before it started the child; the child does not
 // decide again, and what the decision does not know (a field a later
 // kustomize loads) meets the child's sandbox: no git, no ssh, no proxy.
-func buildInProcess(ctx context.Context, opts Options) ([]Object, error) {
+func buildInProcess(ctx context.Context, opts Options) (_ []Object, secrets []string, _ error) {
 	app, err := Open(ctx, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	defer func() { secrets = app.FS.secrets.values() }()
 	app.FS.bind(ctx)
 	var objs []Object
 	switch app.Mode {
@@ -476,12 +480,12 @@ func buildInProcess(ctx context.Context, opts Options) ([]Object, error) {
 	case ModeHelm:
 		objs, err = app.buildChartApp(ctx)
 	default:
-		return nil, &exitcode.InvalidInput{File: app.RelDir(), Err: errors.New("no kustomization or chart to render")}
+		return nil, nil, &exitcode.InvalidInput{File: app.RelDir(), Err: errors.New("no kustomization or chart to render")}
 	}
 	if err != nil {
-		return nil, app.FS.secrets.redactErr(err)
+		return nil, nil, app.FS.secrets.redactErr(err)
 	}
-	return objs, nil
+	return objs, nil, nil
 }
 
 // newWorkerError keeps err's exit code and, for invalid input, the file

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -104,5 +107,48 @@ func TestChartAppThroughThroughline(t *testing.T) {
 	out, stderr, code = run(alone)
 	if code != 4 || out != "" || !strings.Contains(stderr, "does not link Helm") || !strings.Contains(stderr, "apps/shop") {
 		t.Errorf("without throughline beside it: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}
+
+// TestChartSchemaThroughThroughline: a chart app whose values.schema.json
+// refers to a server is refused by generate (exit 3, rule
+// schema-outside-chart) in the throughline child, with the server never
+// asked and its address not echoed.
+func TestChartSchemaThroughThroughline(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		_, _ = w.Write([]byte(`{"description": "AKIA-METADATA"}`))
+	}))
+	defer srv.Close()
+	repo := copyTree(t, "../../render/testdata/helm/repo")
+	schema := `{"$schema": "https://json-schema.org/draft-07/schema#", "allOf": [{"$ref": "` + srv.URL + `/x.json"}]}`
+	params := "apiVersion: throughline.dev/v1alpha1\nkind: HelmParameters\nreleaseName: shop\nnamespace: shop-staging\n" +
+		"valueFiles: [values-staging.yaml]\n"
+	for f, body := range map[string]string{"apps/shop/values.schema.json": schema, "apps/shop/throughline-helm.yaml": params} {
+		if err := os.WriteFile(filepath.Join(repo, f), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	throughlineBeside(t)
+	cmd := exec.Command(binary(t), "generate", "--no-cache", "--log-level", "error")
+	cmd.Dir = filepath.Join(repo, "apps/shop")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "ARGOCD_APP_NAME=shop", "ARGOCD_APP_NAMESPACE=shop-staging",
+		"ARGOCD_APP_SOURCE_PATH=apps/shop", "ARGOCD_ENV_ENVIRONMENT=staging")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(stderr.String(), "schema-outside-chart") ||
+		!strings.Contains(stderr.String(), "apps/shop/values.schema.json") {
+		t.Errorf("generate: %v, want exit 3 (schema-outside-chart) naming apps/shop/values.schema.json\n%s", err, stderr.String())
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the schema reached the server %d time(s)", n)
+	}
+	for _, leak := range []string{srv.URL, "127.0.0.1", "AKIA"} {
+		if strings.Contains(stdout.String()+stderr.String(), leak) {
+			t.Errorf("the output echoes %q:\n%s%s", leak, stdout.String(), stderr.String())
+		}
 	}
 }

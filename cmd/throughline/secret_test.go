@@ -174,3 +174,55 @@ func TestRenderRefusedSecretOverlay(t *testing.T) {
 		t.Errorf("the refusal shows the value:\n%s", r.stderr)
 	}
 }
+
+// TestSecretValueCopiedByReplacements: kustomize replacements copy a
+// Secret's value into a container image, a label and an annotation (and,
+// in the overlay, the Secret itself is deleted after the copy); render and
+// cmp generate refuse the unpinned image (exit 3) and no message, on stdout
+// or stderr, shows the value.
+func TestSecretValueCopiedByReplacements(t *testing.T) {
+	const value = "copied-s3cr3t-value"
+	root := chartRoot(t, map[string]string{
+		"apps/web/base/kustomization.yaml": `resources: [secret.yaml, deploy.yaml]
+replacements:
+  - source: {kind: Secret, name: db, fieldPath: stringData.password}
+    targets:
+      - select: {kind: Deployment}
+        fieldPaths: [spec.template.spec.containers.0.image, metadata.labels.leak, metadata.annotations.leak]
+`,
+		"apps/web/base/secret.yaml": secretDoc("db", value),
+		"apps/web/base/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, labels: {leak: x}, annotations: {leak: x}}\n" +
+			"spec:\n  template:\n    spec:\n      containers: [{name: web, image: placeholder}]\n",
+		"apps/web/overlays/staging/kustomization.yaml": "resources: [../../base]\npatches:\n" +
+			"  - patch: |\n      $patch: delete\n      apiVersion: v1\n      kind: Secret\n      metadata: {name: db}\n",
+	})
+	noValue := func(t *testing.T, what string, texts ...string) {
+		t.Helper()
+		for _, s := range texts {
+			if strings.Contains(s, value) || strings.Contains(s, "s3cr3t") {
+				t.Errorf("%s shows the Secret value:\n%s", what, s)
+			}
+		}
+	}
+	for _, app := range []string{"apps/web/base", "apps/web/overlays/staging"} {
+		t.Run("render "+app, func(t *testing.T) {
+			r := runCLI(t, "render", "--root", root, filepath.Join(root, app))
+			if r.code != exitcode.Refused || !strings.Contains(r.stderr, "unpinned-image") {
+				t.Fatalf("exit %d, want %d (unpinned-image): %s", r.code, exitcode.Refused, r.stderr)
+			}
+			noValue(t, "render", r.stdout, r.stderr)
+		})
+		t.Run("cmp generate "+app, func(t *testing.T) {
+			t.Chdir(filepath.Join(root, app))
+			t.Setenv("ARGOCD_APP_NAME", "web")
+			t.Setenv("ARGOCD_APP_NAMESPACE", "web")
+			t.Setenv("ARGOCD_APP_REVISION", "0123456789abcdef0123456789abcdef01234567")
+			t.Setenv("ARGOCD_APP_SOURCE_PATH", app)
+			r := runCLI(t, "cmp", "generate", "--cache-dir", t.TempDir())
+			if r.code != exitcode.Refused || r.stdout != "" || !strings.Contains(r.stderr, "unpinned-image") {
+				t.Fatalf("exit %d, want %d: stdout %q, stderr %s", r.code, exitcode.Refused, r.stdout, r.stderr)
+			}
+			noValue(t, "cmp generate", r.stdout, r.stderr)
+		})
+	}
+}

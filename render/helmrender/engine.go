@@ -57,7 +57,7 @@ const MaxUnpacked = 32 << 20
 // RenderChart loads the chart from req.Files (never from a path: Helm's
 // loader.Load follows symlinks on the machine), merges the user's values
 // as `helm template -f ... --set ... --set-string ...` does, validates them
-// against values.schema.json, and renders the templates (and the CRDs of
+// against values.schema.json (schema.go: nothing outside the chart), and renders the templates (and the CRDs of
 // crds/ when req.IncludeCRDs).
 func (Engine) RenderChart(ctx context.Context, req *render.ChartRender) ([]render.ChartManifest, error) {
 	files := make([]*archive.BufferedFile, 0, len(req.Files))
@@ -107,10 +107,23 @@ func (Engine) RenderChart(ctx context.Context, req *render.ChartRender) ([]rende
 	if ns == "" {
 		ns = "default"
 	}
+	// Helm's own schema validation (its loaders fetch URLs and open files
+	// on the machine) is off: checkSchemas and validateValues (schema.go)
+	// validate with the chart's files only.
+	if err := checkSchemas(chrt); err != nil {
+		return nil, err
+	}
 	top, err := cutil.ToRenderValuesWithSchemaValidation(chrt, vals,
-		common.ReleaseOptions{Name: req.ReleaseName, Namespace: ns, Revision: 1, IsInstall: true}, caps, false)
+		common.ReleaseOptions{Name: req.ReleaseName, Namespace: ns, Revision: 1, IsInstall: true}, caps, true)
 	if err != nil {
-		return nil, &render.ChartError{File: "values.schema.json", Err: fmt.Errorf("values: %w", err)}
+		return nil, &render.ChartError{File: "values.yaml", Err: fmt.Errorf("values: %w", err)}
+	}
+	v, ok := top["Values"].(common.Values)
+	if !ok {
+		return nil, &render.ChartError{File: "values.yaml", Err: fmt.Errorf("values: coalesced into %T, not values", top["Values"])}
+	}
+	if err := validateValues(chrt, v, ""); err != nil {
+		return nil, err
 	}
 	e := engine.Engine{CustomTemplateFuncs: safeFuncs()}
 	out, err := e.RenderWithContext(ctx, chrt, top)
