@@ -59,7 +59,7 @@ func TestLookupIndexSeam(t *testing.T) {
 	repo.Set("/stable/charts/web-1.2.3.tgz", pkg)
 	dir := t.TempDir()
 	var seen string
-	lookup := func(ctx context.Context, file, name, version string) (chartsource.IndexEntry, error) {
+	lookup := func(_ context.Context, file, name, version string) (chartsource.IndexEntry, error) { //nolint:unparam // Options.LookupIndex's signature
 		seen = file
 		got, err := os.ReadFile(file)
 		if err != nil || !bytes.Equal(got, index) {

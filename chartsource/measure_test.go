@@ -22,7 +22,7 @@ func peakHeap(f func()) (peak, total uint64) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	base, alloc0 := ms.HeapAlloc, ms.TotalAlloc
-	var max atomic.Uint64
+	var highest atomic.Uint64
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(time.Millisecond)
@@ -34,8 +34,8 @@ func peakHeap(f func()) (peak, total uint64) {
 				return
 			case <-t.C:
 				runtime.ReadMemStats(&m)
-				if m.HeapAlloc > max.Load() {
-					max.Store(m.HeapAlloc)
+				if m.HeapAlloc > highest.Load() {
+					highest.Store(m.HeapAlloc)
 				}
 			}
 		}
@@ -43,11 +43,11 @@ func peakHeap(f func()) (peak, total uint64) {
 	f()
 	close(done)
 	runtime.ReadMemStats(&ms)
-	if ms.HeapAlloc > max.Load() {
-		max.Store(ms.HeapAlloc)
+	if ms.HeapAlloc > highest.Load() {
+		highest.Store(ms.HeapAlloc)
 	}
-	if max.Load() > base {
-		peak = max.Load() - base
+	if highest.Load() > base {
+		peak = highest.Load() - base
 	}
 	return peak, ms.TotalAlloc - alloc0
 }

@@ -104,7 +104,8 @@ func (r *Reconciler) applyRuntime(ctx context.Context, acc *unstructured.Unstruc
 // committed ones: why is not empty when they must not run (nothing is
 // evaluated then). Without r.Committed every check runs, an HTTP probe
 // only in the Acceptance's own namespace (runtimecheck's rule).
-func (r *Reconciler) committedChecks(ctx context.Context, acc *unstructured.Unstructured, spec *v1alpha1.AcceptanceSpec) (probe []string, why string) {
+func (r *Reconciler) committedChecks(ctx context.Context, acc *unstructured.Unstructured,
+	spec *v1alpha1.AcceptanceSpec) (probe []string, why string) {
 	if r.Committed == nil {
 		return nil, ""
 	}

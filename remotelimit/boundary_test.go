@@ -222,7 +222,7 @@ func checkPackage(fset *token.FileSet, files []*ast.File, dir string) []string {
 				case *ast.AssignStmt:
 					for _, r := range n.Rhs {
 						c, ok := r.(*ast.CallExpr)
-						if !ok || !(is(c.Fun, ggcrTransport, "New") || is(c.Fun, ggcrTransport, "NewWithContext")) {
+						if !ok || (!is(c.Fun, ggcrTransport, "New") && !is(c.Fun, ggcrTransport, "NewWithContext")) {
 							continue
 						}
 						if base := c.Args[len(c.Args)-2]; isLimit(base) {

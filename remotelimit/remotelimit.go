@@ -37,8 +37,8 @@ var (
 	Default = Limit{Kind: "response", Max: 1 * MiB}
 )
 
-// Blob is the limit of a blob or chart package of at most max bytes.
-func Blob(max int64) Limit { return Limit{Kind: "blob", Max: max} }
+// Blob is the limit of a blob or chart package of at most limit bytes.
+func Blob(limit int64) Limit { return Limit{Kind: "blob", Max: limit} }
 
 // ErrTooLarge is matched (errors.Is) by every *TooLargeError.
 var ErrTooLarge = errors.New("remote response over its size limit")

@@ -38,7 +38,7 @@ func TestSandboxRefusesEscapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tcp.Close()
+	defer func() { _ = tcp.Close() }()
 	accepted := make(chan struct{}, 1)
 	go func() {
 		if c, err := tcp.Accept(); err == nil {
@@ -50,12 +50,12 @@ func TestSandboxRefusesEscapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer udp.Close()
+	defer func() { _ = udp.Close() }()
 	uds, err := net.Listen("unix", filepath.Join(outside, "s.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer uds.Close()
+	defer func() { _ = uds.Close() }()
 
 	attempts := render.EscapeAttempts{
 		Read: []string{

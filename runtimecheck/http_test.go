@@ -127,7 +127,7 @@ func rawServer(t *testing.T, resp string) string {
 				return
 			}
 			go func() {
-				defer c.Close()
+				defer func() { _ = c.Close() }()
 				buf := make([]byte, 4096)
 				_, _ = c.Read(buf)
 				_, _ = c.Write([]byte(resp))

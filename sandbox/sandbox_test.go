@@ -181,17 +181,17 @@ func TestConfineRefusesEscapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tcp.Close()
+	defer func() { _ = tcp.Close() }()
 	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer udp.Close()
+	defer func() { _ = udp.Close() }()
 	uds, err := net.Listen("unix", filepath.Join(outside, "s.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer uds.Close()
+	defer func() { _ = uds.Close() }()
 
 	readable, err := sandbox.TreeExcept(root, ".git")
 	if err != nil {

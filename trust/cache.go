@@ -59,7 +59,7 @@ func (c cache) get(d v1.Hash) []byte {
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	data, err := io.ReadAll(io.LimitReader(f, maxBundleSize+1))
 	if err != nil || len(data) > maxBundleSize {
 		return nil

@@ -17,11 +17,11 @@ import (
 // as the image ships them: the lean plugin links no Helm (client-go comes
 // with Helm's chart packages, see TestLeanImports) and renders charts in a
 // child process of that binary (render.Worker.HelmPath).
-func throughlineBeside(t *testing.T) string {
+func throughlineBeside(t *testing.T) {
 	t.Helper()
 	bin := filepath.Join(filepath.Dir(binary(t)), "throughline")
 	if _, err := os.Stat(bin); err == nil {
-		return bin
+		return
 	}
 	cmd := exec.Command(goTool(t), "build", "-trimpath", "-ldflags", "-X main.version="+testVersion, "-o", bin,
 		"github.com/throughline-dev/throughline/cmd/throughline")
@@ -29,7 +29,6 @@ func throughlineBeside(t *testing.T) string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building throughline: %v\n%s", err, out)
 	}
-	return bin
 }
 
 // copyTree copies the directory src to a new temporary directory.
