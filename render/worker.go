@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -419,9 +418,6 @@ func confineWorker(req workerRequest) (sandbox.Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("confining the render (memory %d MiB, CPU %s): %w", limit>>20, req.CPU, err)
 	}
-	// The collector works harder as the heap nears the cap, instead of the
-	// cap ending a render whose live data fits.
-	debug.SetMemoryLimit(limit / 4 * 3)
 	return rep, nil
 }
 
