@@ -50,16 +50,29 @@ func Confine(r Rules) (Report, error) {
 		abi = 0
 	}
 	rep.LandlockABI = abi
+	if abi > 0 && psxListsTasks && !ownTasks() {
+		for _, g := range []Guarantee{Files, TCP, IPC} {
+			rep.Missing[g] = "this cgo build restricts threads through libpsx, which needs /proc/<pid>/task, and /proc is another PID namespace's"
+		}
+		abi = -1
+	}
 	if abi > 0 {
 		if err := landlockConfig.Restrict(rules(r)...); err != nil {
 			return rep, fmt.Errorf("confining the process with Landlock (ABI %d): %w", abi, err)
 		}
-	} else if err := llsys.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		// Landlock sets no_new_privs on every thread; seccomp's TSYNC
-		// needs it where Landlock did not run.
-		return rep, fmt.Errorf("setting no_new_privs: %w", err)
+	} else if abi == 0 {
+		if err := llsys.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			// Landlock sets no_new_privs on every thread; seccomp's TSYNC
+			// needs it where Landlock did not run.
+			return rep, fmt.Errorf("setting no_new_privs: %w", err)
+		}
 	}
+	psxBroken := abi < 0
+	rep.LandlockABI = max(abi, 0)
 	for _, g := range []Guarantee{Files, TCP, IPC} {
+		if _, ok := rep.Missing[g]; ok {
+			continue
+		}
 		if abi >= landlockABI[g] {
 			rep.Enforced = append(rep.Enforced, g)
 			continue
@@ -67,7 +80,7 @@ func Confine(r Rules) (Report, error) {
 		rep.Missing[g] = fmt.Sprintf("needs Landlock ABI %d, the kernel has %d", landlockABI[g], abi)
 	}
 	if err := filterSyscalls(); err != nil {
-		if !errors.Is(err, syscall.ENOSYS) && !errors.Is(err, syscall.EINVAL) {
+		if !psxBroken && !errors.Is(err, syscall.ENOSYS) && !errors.Is(err, syscall.EINVAL) {
 			return rep, err
 		}
 		rep.Missing[Sockets] = "the kernel has no seccomp filter"
@@ -130,4 +143,10 @@ func filterSyscalls() error {
 		return fmt.Errorf("installing the seccomp filter: %w", err)
 	}
 	return nil
+}
+
+// ownTasks reports whether /proc/<pid>/task is this process's.
+func ownTasks() bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/%d/task/%d", os.Getpid(), os.Getpid()))
+	return err == nil
 }
