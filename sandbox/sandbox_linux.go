@@ -50,42 +50,42 @@ func Confine(r Rules) (Report, error) {
 		abi = 0
 	}
 	rep.LandlockABI = abi
-	if abi > 0 && psxListsTasks && !ownTasks() {
-		for _, g := range []Guarantee{Files, TCP, IPC} {
-			rep.Missing[g] = "this cgo build restricts threads through libpsx, which needs /proc/<pid>/task, and /proc is another PID namespace's"
-		}
-		abi = -1
-	}
-	if abi > 0 {
+	// A cgo build restricts threads through libpsx, for which go-landlock
+	// needs this process's /proc/<pid>/task.
+	psxUsable := !psxListsTasks || ownTasks()
+	switch {
+	case abi > 0 && psxUsable:
 		if err := landlockConfig.Restrict(rules(r)...); err != nil {
 			return rep, fmt.Errorf("confining the process with Landlock (ABI %d): %w", abi, err)
 		}
-	} else if abi == 0 {
+	case abi == 0:
+		// Landlock sets no_new_privs on every thread; seccomp's TSYNC
+		// needs it where Landlock did not run.
 		if err := llsys.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-			// Landlock sets no_new_privs on every thread; seccomp's TSYNC
-			// needs it where Landlock did not run.
 			return rep, fmt.Errorf("setting no_new_privs: %w", err)
 		}
 	}
-	psxBroken := abi < 0
-	rep.LandlockABI = max(abi, 0)
 	for _, g := range []Guarantee{Files, TCP, IPC} {
-		if _, ok := rep.Missing[g]; ok {
-			continue
-		}
-		if abi >= landlockABI[g] {
+		switch {
+		case abi >= landlockABI[g] && psxUsable:
 			rep.Enforced = append(rep.Enforced, g)
-			continue
+		case abi >= landlockABI[g]:
+			rep.Missing[g] = "this cgo build restricts threads through libpsx, which needs /proc/<pid>/task, and /proc is another PID namespace's"
+		default:
+			rep.Missing[g] = fmt.Sprintf("needs Landlock ABI %d, the kernel has %d", landlockABI[g], abi)
 		}
-		rep.Missing[g] = fmt.Sprintf("needs Landlock ABI %d, the kernel has %d", landlockABI[g], abi)
 	}
-	if err := filterSyscalls(); err != nil {
-		if !psxBroken && !errors.Is(err, syscall.ENOSYS) && !errors.Is(err, syscall.EINVAL) {
-			return rep, err
-		}
-		rep.Missing[Sockets] = "the kernel has no seccomp filter"
-	} else {
+	switch err := filterSyscalls(); {
+	case err == nil:
 		rep.Enforced = append(rep.Enforced, Sockets)
+	case errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EINVAL):
+		rep.Missing[Sockets] = "the kernel has no seccomp filter"
+	case !psxUsable:
+		// no_new_privs could not be set on every thread either (root's
+		// CAP_SYS_ADMIN makes TSYNC work without it).
+		rep.Missing[Sockets] = err.Error()
+	default:
+		return rep, err
 	}
 	if len(rep.Missing) == 0 {
 		rep.Missing = nil
