@@ -270,7 +270,7 @@ func (o *promoteVerifyOptions) run(ctx context.Context, g *globals, stdout io.Wr
 	}
 	v := t.Record.VerifiedIn
 	g.log.Debug().Str("promotion", t.Record.PromotionID).Str("commit", t.Commit).Msg("verified")
-	_, err = fmt.Fprintf(stdout, "VERIFIED %s on %s at %s (evidence %s at %s)\n", t.Record.PromotionID, t.Branch, t.Commit,
+	_, err = fmt.Fprintf(stdout, "VERIFIED %s on %s%s at %s (evidence %s at %s)\n", t.Record.PromotionID, t.Branch, pickedNote(o.branch), t.Commit,
 		v.RuntimeEvidence, v.EvidenceCommit)
 	return err
 }
@@ -346,12 +346,12 @@ func (o *promoteApproveOptions) run(ctx context.Context, g *globals, stdout io.W
 	g.log.Debug().Str("promotion", rec.PromotionID).Str("commit", t.Commit).Msg("approved")
 	if rec.Approval == nil {
 		last := rec.Approvals[len(rec.Approvals)-1]
-		_, err = fmt.Fprintf(stdout, "signed approval %d of %s by %s until %s on %s at %s: the record stays VERIFIED until enough approvers sign\n",
-			len(rec.Approvals), rec.PromotionID, last.Approver, last.ExpiresAt.Format(time.RFC3339), t.Branch, t.Commit)
+		_, err = fmt.Fprintf(stdout, "signed approval %d of %s by %s until %s on %s%s at %s: the record stays VERIFIED until enough approvers sign\n",
+			len(rec.Approvals), rec.PromotionID, last.Approver, last.ExpiresAt.Format(time.RFC3339), t.Branch, pickedNote(o.branch), t.Commit)
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "APPROVED %s by %s until %s (input hash %s) on %s at %s\n",
-		rec.PromotionID, rec.Approval.Approver, rec.Approval.ExpiresAt.Format(time.RFC3339), rec.Approval.InputHash, t.Branch, t.Commit)
+	_, err = fmt.Fprintf(stdout, "APPROVED %s by %s until %s (input hash %s) on %s%s at %s\n",
+		rec.PromotionID, rec.Approval.Approver, rec.Approval.ExpiresAt.Format(time.RFC3339), rec.Approval.InputHash, t.Branch, pickedNote(o.branch), t.Commit)
 	return err
 }
 
@@ -521,4 +521,13 @@ func proposalBody(p *promote.Proposal) string {
 	}
 	b.WriteString("\nThe PR job (`throughline promote check`) passes once the record is VERIFIED and APPROVED.\n")
 	return b.String()
+}
+
+// pickedNote says, when no --branch was given, that the branch is the only
+// open attempt (finished attempts' branches are not counted).
+func pickedNote(given string) string {
+	if given != "" {
+		return ""
+	}
+	return " (picked: the only open attempt branch)"
 }
