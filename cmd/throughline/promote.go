@@ -79,7 +79,9 @@ lists (exit 3 naming the registry otherwise).
 
 The attempt key is app + digest + target environment + attempt number. The
 same request again returns the existing attempt (and opens no second PR); a
-changed target (parameters, cluster, renderer version) makes a new attempt.
+changed target (parameters, cluster, renderer version) makes a new attempt, and
+so does the same digest after its attempt was HALTED or REJECTED (attempt n+1,
+even when the overlay already holds the digest: only the record is new).
 
 With a remote, the branch is pushed (never forced: when another proposer
 created it first, its attempt is returned). With --forge, a pull/merge request
