@@ -91,7 +91,9 @@ type Report struct {
 	Classes     map[string]int     `json:"classes"`
 	Refusals    []string           `json:"refusals"`
 	Findings    []Finding          `json:"findings"`
-	OK          bool               `json:"ok"`
+	// Warnings are findings the policy lets pass (movedTags: warn).
+	Warnings []Finding `json:"warnings"`
+	OK       bool      `json:"ok"`
 	// Repository is the repository check's report of a change that carries
 	// no promotion record (which it judges instead).
 	Repository *repocheck.Report `json:"repository,omitempty"`
@@ -163,7 +165,7 @@ func Check(ctx context.Context, r *gitops.Repo, req CheckRequest) (*Report, erro
 	}
 	defer func() { _ = c.ht.Close() }()
 	for _, step := range []func(context.Context) error{c.registry, c.files, c.valuesSchema, c.renderDiff, c.policy, c.charts, c.acceptance,
-		c.evidence, c.approval, c.signedApprovals, c.drift, c.supplyChain} {
+		c.evidence, c.approval, c.signedApprovals, c.drift, c.recordedTags, c.supplyChain} {
 		if err := step(ctx); errors.Is(err, errStopCheck) {
 			break
 		} else if err != nil {
@@ -189,7 +191,7 @@ func (c *check) record(ctx context.Context) (stop bool, err error) {
 		return true, exitcode.Usagef("--base %s and --head %s have no common history: %v", c.req.Base, c.req.Head, err)
 	}
 	rep := &Report{Base: base, MergeBase: mb, Head: head, Classes: map[string]int{}, Changes: []promotion.Change{}, Refusals: []string{},
-		Findings: []Finding{}}
+		Findings: []Finding{}, Warnings: []Finding{}}
 	if rep.Files, err = c.r.Changed(ctx, mb, head); err != nil {
 		return true, err
 	}
