@@ -8,6 +8,7 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/rollback"
 )
 
 // approved proposes checkout to production and verifies and approves the
@@ -132,5 +133,26 @@ func TestAttemptBranchSkipsFinished(t *testing.T) {
 	second := f.approved(now) // verify and approve without --branch pick it
 	if b, err := AttemptBranch(ctx, f.repo, "", "checkout", "production"); err != nil || b != second.Branch {
 		t.Fatalf("picked %q %v, want %s", b, err, second.Branch)
+	}
+}
+
+// TestRollbackAfterReject: a REJECTED rollback attempt never blocks the
+// next rollback to the same digest: it opens attempt n+1 on a new branch.
+func TestRollbackAfterReject(t *testing.T) {
+	ctx := context.Background()
+	f, _ := newRollbackFixture(t)
+	req := RollbackRequest{App: "web", Env: "production", To: rollback.Previous, Path: webOverlay, Renderer: renderer,
+		Exists: func(context.Context, string) (bool, error) { return true, nil }}
+	first, err := Rollback(ctx, f.repo, req)
+	must(t, err)
+	_, err = Reject(ctx, f.repo, RejectRequest{App: "web", To: "production", Reason: "not now", By: "bob", Now: time.Now()})
+	must(t, err)
+	second, err := Rollback(ctx, f.repo, req)
+	must(t, err)
+	p1, p2 := first.Proposal, second.Proposal
+	if p2.Existing || p2.Record.Attempt != p1.Record.Attempt+1 || p2.Branch == p1.Branch || p2.Record.Artifact.Digest != digestA ||
+		!p2.Record.VerifiedIn.IsPriorAcceptance() {
+		t.Fatalf("rollback after the reject: %s existing=%v on %s, want attempt %d of %s on a new branch", p2.Record.PromotionID, p2.Existing,
+			p2.Branch, p1.Record.Attempt+1, digestA)
 	}
 }
