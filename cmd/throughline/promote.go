@@ -359,12 +359,15 @@ func (o *promoteApproveOptions) run(ctx context.Context, g *globals, stdout io.W
 
 const promoteRejectLong = `Move the attempt's record to REJECTED with the reason, by a compare-and-swap
 commit on its branch (never forced). The PR gate refuses a REJECTED record; a
-fix makes a new candidate (promote propose). A record that is already final
-(ACCEPTED, HALTED, REJECTED) is refused (exit 3).`
+fix makes a new candidate (promote propose), or the same digest again (attempt
+n+1). A record that is already final (ACCEPTED, HALTED, REJECTED) is refused
+(exit 3). With --forge, the attempt's open pull/merge request is closed: the
+attempt is finished.`
 
 // promoteRejectOptions are the flags of promote reject.
 type promoteRejectOptions struct {
 	repo, app, to, branch, reason, by string
+	ff                                forgeFlags
 }
 
 func (o *promoteRejectOptions) addFlags(f *pflag.FlagSet) {
@@ -374,6 +377,7 @@ func (o *promoteRejectOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.branch, "branch", "", "attempt branch (default: the only open one of APP/TO)")
 	f.StringVar(&o.reason, "reason", "", "why the attempt is rejected (recorded)")
 	f.StringVar(&o.by, "by", "throughline promote reject", "who rejects (recorded in the history)")
+	o.ff.addFlags(f)
 }
 
 func newPromoteRejectCommand(g *globals, stdout io.Writer) *cobra.Command {
@@ -398,13 +402,29 @@ func (o *promoteRejectOptions) run(ctx context.Context, g *globals, stdout io.Wr
 		return err
 	}
 	r.Charts = chartSource()
+	fc, err := o.ff.client()
+	if err != nil {
+		return err
+	}
 	t, err := promote.Reject(ctx, r, promote.RejectRequest{App: o.app, To: o.to, Branch: o.branch, Reason: o.reason, By: o.by, Now: time.Now()})
 	if err != nil {
 		return err
 	}
 	g.log.Debug().Str("promotion", t.Record.PromotionID).Str("commit", t.Commit).Msg("rejected")
-	_, err = fmt.Fprintf(stdout, "REJECTED %s on %s at %s: %s\n", t.Record.PromotionID, t.Branch, t.Commit, t.Record.Reason)
-	return err
+	if _, err = fmt.Fprintf(stdout, "REJECTED %s on %s at %s: %s\n", t.Record.PromotionID, t.Branch, t.Commit, t.Record.Reason); err != nil {
+		return err
+	}
+	if fc == nil {
+		return nil
+	}
+	closed, err := fc.ClosePullRequests(ctx, t.Branch)
+	if err != nil {
+		return fmt.Errorf("%s is REJECTED, but closing its pull request failed: %w", t.Record.PromotionID, err)
+	}
+	for _, n := range closed {
+		fmt.Fprintf(stdout, "closed pull request #%d of %s\n", n, t.Branch)
+	}
+	return nil
 }
 
 // parseExpiry reads --expires: a duration from now or an RFC 3339 time,
