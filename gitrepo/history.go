@@ -121,3 +121,50 @@ func (r *Repo) FileHistory(ctx context.Context, rev, p string) ([]string, error)
 	}
 	return strings.Fields(out), nil
 }
+
+// MergeBase is the best common ancestor of a and b: what a pull request
+// from b into a changes is the difference from it to b (three-dot
+// semantics), not from a's tip, which may have moved since b was cut.
+func (r *Repo) MergeBase(ctx context.Context, a, b string) (string, error) {
+	for _, rev := range []string{a, b} {
+		if strings.HasPrefix(rev, "-") || rev == "" {
+			return "", fmt.Errorf("merge base of %s and %s: %q is not a revision", a, b, rev)
+		}
+	}
+	out, err := r.run(ctx, nil, "merge-base", a, b)
+	if err != nil {
+		return "", fmt.Errorf("merge base of %s and %s: %w", a, b, err)
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// DeleteBranch removes branch if it is still at old (a compare-and-swap:
+// on the remote when there is one, else locally); ErrRejected when it
+// moved, nil when it is already gone. The checked-out branch is never
+// deleted (ErrRejected).
+func (r *Repo) DeleteBranch(ctx context.Context, branch, old string) error {
+	if r.mem != nil {
+		return fmt.Errorf("delete %s: not supported without git", branch)
+	}
+	ref := "refs/heads/" + branch
+	if strings.HasPrefix(branch, "-") || branch == "" || old == "" {
+		return fmt.Errorf("delete %q: not a branch and commit", branch)
+	}
+	if r.Remote != "" {
+		if _, err := r.run(ctx, nil, "push", "--porcelain", "--force-with-lease="+ref+":"+old, r.Remote, ":"+ref); err != nil {
+			var ge *Error
+			if errors.As(err, &ge) && rejected(ge.Stderr) {
+				return fmt.Errorf("delete %s on %s: %w", branch, r.Remote, ErrRejected)
+			}
+			return fmt.Errorf("delete %s on %s: %w", branch, r.Remote, err)
+		}
+		return nil
+	}
+	if cur, _ := r.run(ctx, nil, "symbolic-ref", "--quiet", "HEAD"); strings.TrimSpace(cur) == ref {
+		return fmt.Errorf("delete %s: it is checked out: %w", branch, ErrRejected)
+	}
+	if _, err := r.run(ctx, nil, "update-ref", "-d", ref, old); err != nil {
+		return fmt.Errorf("delete %s: %w (%w)", ref, ErrRejected, err)
+	}
+	return nil
+}

@@ -18,10 +18,13 @@ import (
 // record's proposed rendered hash and with the live Acceptance: why the
 // promotion halts ("" when they agree, or the overlay commits none, or the
 // delivery is Argo CD's, whose plugin renders the Acceptance); one that
-// does not parse halts it too. An error is a failure to read Git.
-func (p *Processor) committedAcceptance(ctx context.Context, ev Event, rec *promotion.Record, live *Live) (string, error) {
+// does not parse halts it too. unapplied is set when the only disagreement
+// is the live Acceptance's (the committed one is the record's): decide
+// waits for a controller that reports it did not apply. An error is a
+// failure to read Git.
+func (p *Processor) committedAcceptance(ctx context.Context, ev Event, rec *promotion.Record, live *Live) (why string, unapplied bool, err error) {
 	if ev.Source != "flux" {
-		return "", nil
+		return "", false, nil
 	}
 	file := path.Join(rec.Target.Path, acceptance.File)
 	parse := func(file string, data []byte) (string, error) {
@@ -44,17 +47,17 @@ func (p *Processor) committedAcceptance(ctx context.Context, ev Event, rec *prom
 	committed, found, err := gitops.Read(ctx, &gitops.Repo{Repo: p.Git.Repo}, at, file, parse)
 	switch {
 	case exitcode.Code(err) == exitcode.Invalid:
-		return fmt.Sprintf("the committed Acceptance %s at %s cannot be read: %v", file, at, err), nil
+		return fmt.Sprintf("the committed Acceptance %s at %s cannot be read: %v", file, at, err), false, nil
 	case err != nil:
-		return "", fmt.Errorf("reading the committed Acceptance %s at %s: %w", file, at, err)
+		return "", false, fmt.Errorf("reading the committed Acceptance %s at %s: %w", file, at, err)
 	case !found:
-		return "", nil
+		return "", false, nil
 	case rec.Target.RenderedHash != "" && committed != rec.Target.RenderedHash:
 		return fmt.Sprintf("rendered hash mismatch: the committed Acceptance %s at %s declares %s, the promotion proposed %s "+
-			"(stale: propose and rollback refresh it, promote check refuses it stale)", file, at, committed, rec.Target.RenderedHash), nil
+			"(stale: propose and rollback refresh it, promote check refuses it stale)", file, at, committed, rec.Target.RenderedHash), false, nil
 	case live.RenderedHash != committed:
 		return fmt.Sprintf("rendered hash mismatch: the live Acceptance %s/%s declares %s, the one committed in %s at %s declares %s: "+
-			"Flux did not apply the committed Acceptance", live.Namespace, live.Name, live.RenderedHash, file, at, committed), nil
+			"Flux did not apply the committed Acceptance", live.Namespace, live.Name, live.RenderedHash, file, at, committed), true, nil
 	}
-	return "", nil
+	return "", false, nil
 }

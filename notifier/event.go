@@ -30,8 +30,21 @@ type Event struct {
 	// Degraded is set when the controller reports a failed or degraded
 	// application (Flux severity error, Argo CD health Degraded).
 	Degraded bool
-	Reason   string
-	Message  string
+	// ApplyFailed is set when the controller reports that it did not
+	// finish applying the observed revision (a Flux error event other
+	// than HealthCheckFailed or PruneFailed: the build, dry-run or apply
+	// failed; an Argo CD sync operation Failed or Error): what runs, the
+	// live Acceptance with it, may still be an earlier render, which then
+	// is the controller's failure, not a contradiction of the record.
+	ApplyFailed bool
+	// SyncRevision is an Argo CD Application's status.sync.revision (the
+	// commit its last comparison rendered) when it differs from Revision
+	// (the last sync operation's), and Synced whether that comparison
+	// found the live objects equal to that commit's render.
+	SyncRevision string
+	Synced       bool
+	Reason       string
+	Message      string
 	// Controller, Instance and Object name the reporter.
 	Controller, Instance, Object string
 	// Ref is the controller object the delivery is about (a Flux
@@ -60,6 +73,13 @@ const (
 	FluxMetaApp         = "app"
 	FluxMetaEnvironment = "environment"
 	FluxMetaRevision    = "revision"
+)
+
+// kustomize-controller's Ready reasons (the reason of its events) for a
+// failure after everything was applied.
+const (
+	FluxReasonHealthCheckFailed = "HealthCheckFailed"
+	FluxReasonPruneFailed       = "PruneFailed"
 )
 
 // decodeFlux decodes a Flux notification-controller event (generic and
@@ -111,6 +131,10 @@ func fluxEvent(fe eventv1.Event) (Event, error) {
 	switch {
 	case fe.Severity == eventv1.EventSeverityError:
 		ev.Degraded = true
+		// kustomize-controller sets these two only after everything was
+		// applied; every other failure (ArtifactFailed, BuildFailed,
+		// ReconciliationFailed) may have applied nothing.
+		ev.ApplyFailed = fe.Reason != FluxReasonHealthCheckFailed && fe.Reason != FluxReasonPruneFailed
 	case fe.Reason == "ReconciliationSucceeded":
 	default:
 		// Progressing and other informational events come before the
@@ -202,7 +226,12 @@ func argoCDEvent(p ArgoCDPayload) (Event, error) {
 				ev.Object, ErrMalformed, rev)
 		}
 	}
-	ev.Degraded = templ(p.Health) == "Degraded" || templ(p.Phase) == "Failed" || templ(p.Phase) == "Error"
+	if sync := templ(p.SyncRevision); sync != "" && sync != rev && validCommit(sync) {
+		ev.SyncRevision = sync
+	}
+	ev.Synced = templ(p.SyncStatus) == "Synced"
+	ev.ApplyFailed = templ(p.Phase) == "Failed" || templ(p.Phase) == "Error"
+	ev.Degraded = templ(p.Health) == "Degraded" || ev.ApplyFailed
 	if ev.Degraded {
 		what := fmt.Sprintf("health %s, operation %s", orNone(templ(p.Health)), orNone(templ(p.Phase)))
 		if ev.Message != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -165,6 +166,13 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 			return halt(ClassSource, "%s", why)
 		}
 	}
+	var unchanged string
+	if rel == evidence.Earlier {
+		if rel, unchanged, err = p.renderUnchanged(ctx, &ev, rec); err != nil {
+			return nil, err
+		}
+		out.ObservedRevision = ev.Revision
+	}
 	switch rel {
 	case evidence.Earlier:
 		// Stuck on an old revision: halted once the environment's
@@ -200,10 +208,22 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 		t := live.Status.VerifiedAt.UTC()
 		out.VerifiedAt = &t
 	}
-	if why, err := p.committedAcceptance(ctx, ev, rec, live); err != nil || why != "" {
-		if err != nil {
-			return nil, err
-		}
+	why, unapplied, err := p.committedAcceptance(ctx, ev, rec, live)
+	if err != nil {
+		return nil, err
+	}
+	// A controller that reports it did not apply the observed revision
+	// (an admission denial of its dry-run, a schema or RBAC error) leaves
+	// an earlier Acceptance live: its failure, waited for until the
+	// reconcileDeadline. Only what was applied can contradict the record
+	// (the committed Acceptance, an applied render other than the approved).
+	stale := unapplied || rec.Target.RenderedHash != "" && live.RenderedHash != rec.Target.RenderedHash
+	if ev.ApplyFailed && stale && (why == "" || unapplied) {
+		out.Reason = fmt.Sprintf("the live Acceptance %s still declares %s, not the approved %s: nothing applied",
+			out.Acceptance, orNone(live.RenderedHash), rec.Target.RenderedHash)
+		return p.controllerFailed(ctx, tip, ev, rec, out)
+	}
+	if why != "" {
 		return halt(ClassRender, "%s", why)
 	}
 	if rec.Target.RenderedHash != "" && live.RenderedHash != "" && live.RenderedHash != rec.Target.RenderedHash {
@@ -220,6 +240,9 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 				"the Acceptance (%q) or the record (%q) has no rendered hash", ev.Revision, desired, live.RenderedHash, rec.Target.RenderedHash)
 		}
 		out.Reason = fmt.Sprintf("observed %s, later than the desired %s, renders the approved objects (%s)", ev.Revision, desired, live.RenderedHash)
+	}
+	if unchanged != "" {
+		out.Reason = strings.TrimPrefix(out.Reason+"; "+unchanged, "; ")
 	}
 	verdict, ready := Judge(live)
 	switch {

@@ -303,9 +303,11 @@ func controllersOf(rec *promotion.Record, ctrls []unstructured.Unstructured, pre
 // fluxEvent), for app in env; or why there is none yet (a sync in
 // progress, a Kustomization not Ready, a status older than its spec):
 //   - an Argo CD Application whose last operation Succeeded (the shipped
-//     on-sync-succeeded / on-deployed triggers) or whose health is Degraded
-//     (on-health-degraded): status.operationState.syncResult.revision, else
-//     status.sync.revision, with its phase and health;
+//     on-sync-succeeded / on-deployed triggers), Failed or Error (a sync
+//     that applied nothing: the controller's failure) or whose health is
+//     Degraded (on-health-degraded): status.operationState.syncResult.revision,
+//     else status.sync.revision, with status.sync (revision and status),
+//     its phase, health and operation message;
 //   - a Flux Kustomization whose Ready condition is for its generation:
 //     True is ReconciliationSucceeded at status.lastAppliedRevision
 //     (main@sha1:<commit>); False for a failed reconciliation or health
@@ -337,8 +339,8 @@ func applicationEvent(u unstructured.Unstructured, app, env string) (Event, erro
 		Phase: str("status", "operationState", "phase"), Health: str("status", "health", "status"),
 		Message: str("status", "operationState", "message"),
 	}
-	if p.Phase != "Succeeded" && p.Health != "Degraded" {
-		return Event{}, fmt.Errorf("%s: operation %q, health %q: neither Succeeded nor Degraded yet", objectName(u), p.Phase, p.Health)
+	if !slices.Contains([]string{"Succeeded", "Failed", "Error"}, p.Phase) && p.Health != "Degraded" {
+		return Event{}, fmt.Errorf("%s: operation %q, health %q: neither finished nor Degraded yet", objectName(u), p.Phase, p.Health)
 	}
 	return argoCDEvent(p)
 }

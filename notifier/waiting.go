@@ -25,6 +25,9 @@ func (p *Processor) controllerFailed(
 	if ev.Message != "" {
 		what += ": " + ev.Message
 	}
+	if out.Reason != "" {
+		what += " (" + out.Reason + ")" // what decide saw live
+	}
 	deadline, since, passed, err := p.deadline(ctx, tip, rec)
 	if err != nil {
 		return nil, err

@@ -310,7 +310,12 @@ func TestReject(t *testing.T) {
 	if rep := f.check(p.Branch, time.Now()); rep.OK || !strings.Contains(strings.Join(rules(rep), " "), RuleStopped) {
 		t.Fatalf("check of a rejected record: %v", rules(rep))
 	}
-	if _, err := Reject(ctx, f.repo, RejectRequest{App: "checkout", To: "production", Reason: "again", Now: time.Now()}); !isRefusal(err, RuleTransition) {
+	// A REJECTED attempt is finished: not picked without --branch, and
+	// final when named.
+	if _, err := Reject(ctx, f.repo, RejectRequest{App: "checkout", To: "production", Reason: "again", Now: time.Now()}); exitcode.Code(err) != exitcode.Usage {
+		t.Fatalf("reject twice without --branch: %v, want no open attempt", err)
+	}
+	if _, err := Reject(ctx, f.repo, RejectRequest{App: "checkout", To: "production", Branch: p.Branch, Reason: "again", Now: time.Now()}); !isRefusal(err, RuleTransition) {
 		t.Fatalf("reject twice: %v", err)
 	}
 	if _, err := Reject(ctx, f.repo, RejectRequest{App: "checkout", To: "production", Now: time.Now()}); exitcode.Code(err) != exitcode.Usage {

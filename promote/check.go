@@ -75,7 +75,11 @@ type Finding struct {
 
 // Report is the PR job's verdict.
 type Report struct {
-	Base        string             `json:"base"`
+	Base string `json:"base"`
+	// MergeBase is the commit head was cut from (its merge base with
+	// base): the change is the difference from it to head (three-dot
+	// semantics), so what base gained since is not part of it.
+	MergeBase   string             `json:"mergeBase"`
 	Head        string             `json:"head"`
 	PromotionID string             `json:"promotionId,omitempty"`
 	App         string             `json:"app,omitempty"`
@@ -87,7 +91,9 @@ type Report struct {
 	Classes     map[string]int     `json:"classes"`
 	Refusals    []string           `json:"refusals"`
 	Findings    []Finding          `json:"findings"`
-	OK          bool               `json:"ok"`
+	// Warnings are findings the policy lets pass (movedTags: warn).
+	Warnings []Finding `json:"warnings"`
+	OK       bool      `json:"ok"`
 	// Repository is the repository check's report of a change that carries
 	// no promotion record (which it judges instead).
 	Repository *repocheck.Report `json:"repository,omitempty"`
@@ -150,7 +156,7 @@ func Check(ctx context.Context, r *gitops.Repo, req CheckRequest) (*Report, erro
 	if stop {
 		return c.rep, nil
 	}
-	if c.bt, err = r.Tree(ctx, c.rep.Base); err != nil {
+	if c.bt, err = r.Tree(ctx, c.rep.MergeBase); err != nil {
 		return nil, err
 	}
 	defer func() { _ = c.bt.Close() }() // temporary exports; the report does not depend on their removal
@@ -159,7 +165,7 @@ func Check(ctx context.Context, r *gitops.Repo, req CheckRequest) (*Report, erro
 	}
 	defer func() { _ = c.ht.Close() }()
 	for _, step := range []func(context.Context) error{c.registry, c.files, c.valuesSchema, c.renderDiff, c.policy, c.charts, c.acceptance,
-		c.evidence, c.approval, c.signedApprovals, c.drift, c.supplyChain} {
+		c.evidence, c.approval, c.signedApprovals, c.drift, c.recordedTags, c.supplyChain} {
 		if err := step(ctx); errors.Is(err, errStopCheck) {
 			break
 		} else if err != nil {
@@ -180,8 +186,13 @@ func (c *check) record(ctx context.Context) (stop bool, err error) {
 	if err != nil {
 		return true, exitcode.Usagef("--head %s: %v", c.req.Head, err)
 	}
-	rep := &Report{Base: base, Head: head, Classes: map[string]int{}, Changes: []promotion.Change{}, Refusals: []string{}, Findings: []Finding{}}
-	if rep.Files, err = c.r.Changed(ctx, base, head); err != nil {
+	mb, err := c.r.MergeBase(ctx, base, head)
+	if err != nil {
+		return true, exitcode.Usagef("--base %s and --head %s have no common history: %v", c.req.Base, c.req.Head, err)
+	}
+	rep := &Report{Base: base, MergeBase: mb, Head: head, Classes: map[string]int{}, Changes: []promotion.Change{}, Refusals: []string{},
+		Findings: []Finding{}, Warnings: []Finding{}}
+	if rep.Files, err = c.r.Changed(ctx, mb, head); err != nil {
 		return true, err
 	}
 	var recFiles []string
@@ -282,12 +293,34 @@ func (c *check) chartValuesChange(rel string) string {
 	return chartValuesChange(base, head, c.rec.Artifact.Digest)
 }
 
+// targetAtBase is the target's rendered hash at the tip of the base
+// branch (the merge base's when the base has not moved): a target that
+// changed on the base since the branch was cut has moved on.
+func (c *check) targetAtBase(ctx context.Context) (string, error) {
+	if c.rep.MergeBase == c.rep.Base {
+		return c.baseHash, nil
+	}
+	t, err := c.r.Tree(ctx, c.rep.Base)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = t.Close() }() // a temporary export; the hash does not depend on its removal
+	_, hash, err := t.Render(ctx, c.rec.Target.Path)
+	if err != nil {
+		return "", fmt.Errorf("rendering the target %s at the base %s: %w", c.rec.Target.Path, c.rep.Base, err)
+	}
+	return hash, nil
+}
+
 // renderDiff renders the target before and after, classifies the
 // differences and refuses boundary and cross-environment changes the
 // policy does not allow.
 func (c *check) renderDiff(ctx context.Context) error {
 	var err error
 	if c.before, c.baseHash, err = c.bt.Render(ctx, c.rec.Target.Path); err != nil {
+		return err
+	}
+	if c.baseHash, err = c.targetAtBase(ctx); err != nil {
 		return err
 	}
 	if c.after, _, err = c.ht.Render(ctx, c.rec.Target.Path); err != nil {

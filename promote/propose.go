@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -220,14 +219,16 @@ func proposeArtifact(ctx context.Context, r *gitops.Repo, baseRev string, art pr
 	maxAttempt := o.MinAttempt
 	if cur != nil && cur.Artifact.Digest == art.Digest {
 		maxAttempt = max(maxAttempt, cur.Attempt)
-		if cur.SameAttempt(art, e.target) || (!e.changed && cur.SameAttempt(art, targetWithBase(e.target, cur.Target.BaseRenderedHash))) {
+		// A HALTED or REJECTED attempt never blocks the next one: the same
+		// digest makes attempt n+1 (its overlay edit may be empty).
+		if !stopped(cur) && (cur.SameAttempt(art, e.target) || (!e.changed && cur.SameAttempt(art, targetWithBase(e.target, cur.Target.BaseRenderedHash)))) {
 			return &Proposal{Record: cur, Branch: cur.Key().Branch(), Commit: baseRev, Existing: true, Changes: e.changes}, nil
 		}
 	}
 	if !e.changed && cur == nil {
 		return nil, exitcode.Refuse(RulePromotion, "%s already runs %s and has no record: nothing to propose", req.Path, art.Digest)
 	}
-	p, maxAttempt, err := openAttempt(ctx, r, app, to, art, e, maxAttempt)
+	p, maxAttempt, err := openAttempt(ctx, r, baseRev, app, to, cur, art, e, maxAttempt)
 	if p != nil || err != nil {
 		return p, err
 	}
@@ -249,10 +250,13 @@ func proposeArtifact(ctx context.Context, r *gitops.Repo, baseRev string, art pr
 	return commitAttempt(ctx, r, baseRev, rec, e, o.Message(rec))
 }
 
-// openAttempt looks at the attempt branches of art's digest for app/to:
-// the proposal when one holds this very attempt, else the highest attempt
-// number seen (at least maxAttempt).
-func openAttempt(ctx context.Context, r *gitops.Repo, app, to string, art promotion.Artifact, e *edit, maxAttempt int) (*Proposal, int, error) {
+// openAttempt looks at the attempt branches of art's digest for app/to
+// (onBase: the record at baseRev): the proposal when an open one holds
+// this very attempt, else the highest attempt number seen (at least
+// maxAttempt). A finished attempt (merged, HALTED, REJECTED) is never
+// returned: the same request makes the next attempt.
+func openAttempt(ctx context.Context, r *gitops.Repo, baseRev, app, to string, onBase *promotion.Record, art promotion.Artifact, e *edit,
+	maxAttempt int) (*Proposal, int, error) {
 	branches, err := r.Branches(ctx, promotion.BranchGlob(app, to, art.Digest))
 	if err != nil {
 		return nil, 0, err
@@ -265,7 +269,11 @@ func openAttempt(ctx context.Context, r *gitops.Repo, app, to string, art promot
 		if rec == nil || rec.Artifact.Digest != art.Digest {
 			continue
 		}
-		if rec.SameAttempt(art, e.target) {
+		open, _, err := isOpen(ctx, r, baseRev, branches[b], rec, onBase)
+		if err != nil {
+			return nil, 0, err
+		}
+		if open && rec.SameAttempt(art, e.target) {
 			return &Proposal{Record: rec, Branch: b, Commit: branches[b], Existing: true, Changes: e.changes}, 0, nil
 		}
 		maxAttempt = max(maxAttempt, rec.Attempt)
@@ -334,30 +342,6 @@ func branchRecord(ctx context.Context, r *gitops.Repo, branch, app, env string) 
 		return nil, err
 	}
 	return promotion.ReadRecord(ctx, r, tip, app, env)
-}
-
-// AttemptBranch finds the branch to update: the given one, else the only
-// open attempt branch of app/env.
-func AttemptBranch(ctx context.Context, r *gitops.Repo, branch, app, env string) (string, error) {
-	if branch != "" {
-		return branch, nil
-	}
-	bs, err := r.Branches(ctx, promotion.BranchPrefix+app+"/"+env+"/*")
-	if err != nil {
-		return "", err
-	}
-	var names []string
-	for b := range bs {
-		names = append(names, b)
-	}
-	sort.Strings(names)
-	switch len(names) {
-	case 0:
-		return "", exitcode.Usagef("no attempt branch %s%s/%s/*: run promote propose, or name one with --branch", promotion.BranchPrefix, app, env)
-	case 1:
-		return names[0], nil
-	}
-	return "", exitcode.Usagef("several attempt branches for %s/%s (%s): name one with --branch", app, env, strings.Join(names, ", "))
 }
 
 // ArtifactImages lists, for the declared containers of the artifact's

@@ -58,8 +58,13 @@ func TestStatusMergedAttempts(t *testing.T) {
 			branch := f.approvedAttempt()
 			tc.merge(f, branch)
 			if tc.want == BranchMerged {
-				_, _, err := Reconcile(ctx, f.repo, ReconcileRequest{App: "checkout", To: "production", Now: time.Now(), By: "test", Renderer: renderer})
+				tip := f.git("rev-parse", branch)
+				tr, _, err := Reconcile(ctx, f.repo, ReconcileRequest{App: "checkout", To: "production", Now: time.Now(), By: "test", Renderer: renderer})
 				must(t, err)
+				if len(tr.Closed) != 1 || tr.Closed[0] != branch {
+					t.Fatalf("reconcile deleted %v, want the merged %s", tr.Closed, branch)
+				}
+				f.git("branch", branch, tip) // left behind where reconcile cannot delete it
 			}
 			rows, err := Status(ctx, f.repo, "")
 			must(t, err)

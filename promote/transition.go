@@ -20,6 +20,10 @@ type Transition struct {
 	Record *promotion.Record
 	// Branch is where it was committed, Commit the new commit.
 	Branch, Commit string
+	// Closed are the finished attempt branches the transition deleted
+	// (reconcile: the merged attempt's); NotClosed says why others could
+	// not be (the record is committed all the same).
+	Closed, NotClosed []string
 }
 
 // updateRecord moves app/env's record on branch with a compare-and-swap
@@ -331,7 +335,14 @@ func Reconcile(ctx context.Context, r *gitops.Repo, req ReconcileRequest) (t *Tr
 		return fmt.Sprintf("promotion %s: RECONCILING %s\n", rec.PromotionID, desiredNote(digest, revision)), exitcode.RefuseErr(RuleTransition,
 			reconcileTo(rec, digest, revision, req.Now, req.By))
 	})
-	return t, revision, err
+	if err != nil {
+		return t, revision, err
+	}
+	// The merged attempt is finished: its branch is never open again.
+	if t.Closed, t.NotClosed, err = closeMerged(ctx, r, t.Commit, t.Record); err != nil {
+		t.NotClosed, err = append(t.NotClosed, err.Error()), nil
+	}
+	return t, revision, nil
 }
 
 // renderedHashAt renders the target of app/env's record as it is at rev.

@@ -61,7 +61,7 @@ func (r *Record) ReconcileOCI(digest, commit string, at time.Time, by string) er
 // observed exactly (an artifact has no later commit of a branch: another
 // digest is another artifact).
 func (r *Record) validateRevisions(fail func(field, format string, args ...any) error) error {
-	if v := r.VerifiedIn; v != nil && !v.IsCandidacy() { // a candidacy cites no revisions
+	if v := r.VerifiedIn; v != nil && !v.IsCandidacy() && !v.IsAdoption() { // a candidacy or an adoption cites no revisions
 		if err := checkPair(fail, "verifiedIn.desiredRevision", v.DesiredRevision, "verifiedIn.observedRevision", v.ObservedRevision); err != nil {
 			return err
 		}

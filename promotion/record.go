@@ -220,6 +220,11 @@ const (
 	// this very record and re-verified by promote verify, is the
 	// verification. No other environment ran it before.
 	KindCandidacy VerificationKind = "candidacy"
+	// KindAdoption: the environment ran the artifact when throughline was
+	// installed (throughline adopt): the baseline cites no earlier
+	// evidence; it is accepted only by the live verification that follows
+	// (the notifier's evidence of its RECONCILING desired revision).
+	KindAdoption VerificationKind = "adoption"
 )
 
 // PriorAcceptance is the claim of a rollback: the attempt PromotionID of
@@ -257,6 +262,9 @@ func (r *Record) IsCandidacy() bool {
 
 // IsPriorAcceptance reports whether v is a rollback's verification.
 func (v *VerifiedIn) IsPriorAcceptance() bool { return v != nil && v.Kind == KindPriorAcceptance }
+
+// IsAdoption reports whether v is an adopted baseline's verification.
+func (v *VerifiedIn) IsAdoption() bool { return v != nil && v.Kind == KindAdoption }
 
 // Target is where the artifact goes. Every field is part of the attempt:
 // a change makes a new attempt.
@@ -668,8 +676,18 @@ func (r *Record) validateVerifiedIn(fail func(field, format string, args ...any)
 		if v.PriorAcceptance != nil || v.DesiredRevision != "" || v.ObservedRevision != "" || v.RenderedHash != "" || v.RuntimeEvidence != "" {
 			return fail("verifiedIn", "kind %s cites no environment's runtime evidence: no other environment ran the artifact", KindCandidacy)
 		}
+	case KindAdoption:
+		if v.Environment != r.Target.Environment {
+			return fail("verifiedIn.environment", "%q: an adoption is verified in the target environment itself (%q)", v.Environment, r.Target.Environment)
+		}
+		if r.Attempt != 1 {
+			return fail("verifiedIn.kind", "%s on attempt %d: only an environment's first record is its adopted baseline", KindAdoption, r.Attempt)
+		}
+		if v.PriorAcceptance != nil || v.DesiredRevision != "" || v.ObservedRevision != "" || v.RenderedHash != "" || v.RuntimeEvidence != "" {
+			return fail("verifiedIn", "kind %s cites no runtime evidence: the live verification after it is the evidence", KindAdoption)
+		}
 	default:
-		return fail("verifiedIn.kind", "%q: want %s, %s or %s", v.Kind, KindEnvironment, KindPriorAcceptance, KindCandidacy)
+		return fail("verifiedIn.kind", "%q: want %s, %s, %s or %s", v.Kind, KindEnvironment, KindPriorAcceptance, KindCandidacy, KindAdoption)
 	}
 	return nil
 }

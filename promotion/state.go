@@ -117,6 +117,19 @@ func (r *Record) VerifyByCandidacy(at time.Time, by string) error {
 	})
 }
 
+// VerifyByAdoption records the VERIFIED gate of an adopted baseline: the
+// first record of an environment, for what it ran when throughline was
+// installed. It cites no evidence: only the live verification that follows
+// its RECONCILING accepts it.
+func (r *Record) VerifyByAdoption(at time.Time, by string) error {
+	if r.Attempt != 1 {
+		return &TransitionError{ID: r.PromotionID, From: r.State, To: Verified, Reason: "only an environment's first record is its adopted baseline"}
+	}
+	return r.advance(Verified, at, by, "adopted: the environment ran it when throughline was installed", func() {
+		r.VerifiedIn = &VerifiedIn{Kind: KindAdoption, Environment: r.Target.Environment}
+	})
+}
+
 // Verify records the VERIFIED gate: the source environment's evidence for
 // this artifact.
 func (r *Record) Verify(ev VerifiedIn, at time.Time, by string) error {

@@ -88,9 +88,13 @@ type Environment struct {
 
 // Report is the verdict on a change.
 type Report struct {
-	Base  string   `json:"base"`
-	Head  string   `json:"head"`
-	Files []string `json:"files"`
+	Base string `json:"base"`
+	// MergeBase is the commit head was cut from (its merge base with
+	// base): the change is the difference from it to head (three-dot
+	// semantics), so what base gained since is not part of it.
+	MergeBase string   `json:"mergeBase"`
+	Head      string   `json:"head"`
+	Files     []string `json:"files"`
 	// Registry is the policy file the environments were read from (at
 	// base); "" when it registers none (nothing is then checked).
 	Registry     string        `json:"registry,omitempty"`
@@ -132,7 +136,8 @@ type check struct {
 	head   *revision
 }
 
-// Check is the repository check of the change from req.Base to req.Head:
+// Check is the repository check of the change from req.Base to req.Head
+// (from their merge base: what req.Base gained since is not part of it):
 // every overlay of every environment the registry (read at base) lists is
 // rendered at both revisions and its differences listed and classified;
 // the refusals (RuleProtected, RuleDuplicate, RuleController,
@@ -148,7 +153,7 @@ func Check(ctx context.Context, r *gitops.Repo, req Request) (*Report, error) {
 		return c.finish(), nil
 	}
 	var err error
-	if c.bt, err = r.Tree(ctx, c.rep.Base); err != nil {
+	if c.bt, err = r.Tree(ctx, c.rep.MergeBase); err != nil {
 		return nil, err
 	}
 	defer func() { _ = c.bt.Close() }() // temporary exports; the report does not depend on their removal
@@ -180,9 +185,13 @@ func (c *check) start(ctx context.Context, req Request) error {
 	if err != nil {
 		return exitcode.Usagef("--head %s: %v", req.Head, err)
 	}
-	c.rep = &Report{Base: base, Head: head, Environments: []Environment{}, Refusals: []string{}, Findings: []Finding{},
+	mb, err := c.r.MergeBase(ctx, base, head)
+	if err != nil {
+		return exitcode.Usagef("--base %s and --head %s have no common history: %v", req.Base, req.Head, err)
+	}
+	c.rep = &Report{Base: base, MergeBase: mb, Head: head, Environments: []Environment{}, Refusals: []string{}, Findings: []Finding{},
 		Preexisting: []Finding{}}
-	if c.rep.Files, err = c.r.Changed(ctx, base, head); err != nil {
+	if c.rep.Files, err = c.r.Changed(ctx, mb, head); err != nil {
 		return err
 	}
 	var records []string

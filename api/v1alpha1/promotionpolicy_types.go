@@ -31,7 +31,21 @@ type PromotionPolicy struct {
 	AllowBoundaryChanges bool `json:"allowBoundary,omitempty"`
 	// AllowCrossEnvironment lets the target render name another environment.
 	AllowCrossEnvironment bool `json:"allowCrossEnvironment,omitempty"`
+	// MovedTags is what the PR gate does when the records in Git history
+	// name the artifact's tag with another digest: "refuse" (the default)
+	// or "warn".
+	MovedTags string `json:"movedTags,omitempty"`
 }
+
+// The values of MovedTags.
+const (
+	MovedTagsRefuse = "refuse"
+	MovedTagsWarn   = "warn"
+)
+
+// WarnMovedTags reports whether a tag the records name with another
+// digest is only a warning (movedTags: warn).
+func (p *PromotionPolicy) WarnMovedTags() bool { return p != nil && p.MovedTags == MovedTagsWarn }
 
 // EnvironmentPolicy is one environment of the policy.
 type EnvironmentPolicy struct {

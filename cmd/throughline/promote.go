@@ -79,7 +79,9 @@ lists (exit 3 naming the registry otherwise).
 
 The attempt key is app + digest + target environment + attempt number. The
 same request again returns the existing attempt (and opens no second PR); a
-changed target (parameters, cluster, renderer version) makes a new attempt.
+changed target (parameters, cluster, renderer version) makes a new attempt, and
+so does the same digest after its attempt was HALTED or REJECTED (attempt n+1,
+even when the overlay already holds the digest: only the record is new).
 
 With a remote, the branch is pushed (never forced: when another proposer
 created it first, its attempt is returned). With --forge, a pull/merge request
@@ -270,7 +272,7 @@ func (o *promoteVerifyOptions) run(ctx context.Context, g *globals, stdout io.Wr
 	}
 	v := t.Record.VerifiedIn
 	g.log.Debug().Str("promotion", t.Record.PromotionID).Str("commit", t.Commit).Msg("verified")
-	_, err = fmt.Fprintf(stdout, "VERIFIED %s on %s at %s (evidence %s at %s)\n", t.Record.PromotionID, t.Branch, t.Commit,
+	_, err = fmt.Fprintf(stdout, "VERIFIED %s on %s%s at %s (evidence %s at %s)\n", t.Record.PromotionID, t.Branch, pickedNote(o.branch), t.Commit,
 		v.RuntimeEvidence, v.EvidenceCommit)
 	return err
 }
@@ -346,23 +348,26 @@ func (o *promoteApproveOptions) run(ctx context.Context, g *globals, stdout io.W
 	g.log.Debug().Str("promotion", rec.PromotionID).Str("commit", t.Commit).Msg("approved")
 	if rec.Approval == nil {
 		last := rec.Approvals[len(rec.Approvals)-1]
-		_, err = fmt.Fprintf(stdout, "signed approval %d of %s by %s until %s on %s at %s: the record stays VERIFIED until enough approvers sign\n",
-			len(rec.Approvals), rec.PromotionID, last.Approver, last.ExpiresAt.Format(time.RFC3339), t.Branch, t.Commit)
+		_, err = fmt.Fprintf(stdout, "signed approval %d of %s by %s until %s on %s%s at %s: the record stays VERIFIED until enough approvers sign\n",
+			len(rec.Approvals), rec.PromotionID, last.Approver, last.ExpiresAt.Format(time.RFC3339), t.Branch, pickedNote(o.branch), t.Commit)
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "APPROVED %s by %s until %s (input hash %s) on %s at %s\n",
-		rec.PromotionID, rec.Approval.Approver, rec.Approval.ExpiresAt.Format(time.RFC3339), rec.Approval.InputHash, t.Branch, t.Commit)
+	_, err = fmt.Fprintf(stdout, "APPROVED %s by %s until %s (input hash %s) on %s%s at %s\n",
+		rec.PromotionID, rec.Approval.Approver, rec.Approval.ExpiresAt.Format(time.RFC3339), rec.Approval.InputHash, t.Branch, pickedNote(o.branch), t.Commit)
 	return err
 }
 
 const promoteRejectLong = `Move the attempt's record to REJECTED with the reason, by a compare-and-swap
 commit on its branch (never forced). The PR gate refuses a REJECTED record; a
-fix makes a new candidate (promote propose). A record that is already final
-(ACCEPTED, HALTED, REJECTED) is refused (exit 3).`
+fix makes a new candidate (promote propose), or the same digest again (attempt
+n+1). A record that is already final (ACCEPTED, HALTED, REJECTED) is refused
+(exit 3). With --forge, the attempt's open pull/merge request is closed: the
+attempt is finished.`
 
 // promoteRejectOptions are the flags of promote reject.
 type promoteRejectOptions struct {
 	repo, app, to, branch, reason, by string
+	ff                                forgeFlags
 }
 
 func (o *promoteRejectOptions) addFlags(f *pflag.FlagSet) {
@@ -372,6 +377,7 @@ func (o *promoteRejectOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.branch, "branch", "", "attempt branch (default: the only open one of APP/TO)")
 	f.StringVar(&o.reason, "reason", "", "why the attempt is rejected (recorded)")
 	f.StringVar(&o.by, "by", "throughline promote reject", "who rejects (recorded in the history)")
+	o.ff.addFlags(f)
 }
 
 func newPromoteRejectCommand(g *globals, stdout io.Writer) *cobra.Command {
@@ -396,13 +402,29 @@ func (o *promoteRejectOptions) run(ctx context.Context, g *globals, stdout io.Wr
 		return err
 	}
 	r.Charts = chartSource()
+	fc, err := o.ff.client()
+	if err != nil {
+		return err
+	}
 	t, err := promote.Reject(ctx, r, promote.RejectRequest{App: o.app, To: o.to, Branch: o.branch, Reason: o.reason, By: o.by, Now: time.Now()})
 	if err != nil {
 		return err
 	}
 	g.log.Debug().Str("promotion", t.Record.PromotionID).Str("commit", t.Commit).Msg("rejected")
-	_, err = fmt.Fprintf(stdout, "REJECTED %s on %s at %s: %s\n", t.Record.PromotionID, t.Branch, t.Commit, t.Record.Reason)
-	return err
+	if _, err = fmt.Fprintf(stdout, "REJECTED %s on %s at %s: %s\n", t.Record.PromotionID, t.Branch, t.Commit, t.Record.Reason); err != nil {
+		return err
+	}
+	if fc == nil {
+		return nil
+	}
+	closed, err := fc.ClosePullRequests(ctx, t.Branch)
+	if err != nil {
+		return fmt.Errorf("%s is REJECTED, but closing its pull request failed: %w", t.Record.PromotionID, err)
+	}
+	for _, n := range closed {
+		fmt.Fprintf(stdout, "closed pull request #%d of %s\n", n, t.Branch)
+	}
+	return nil
 }
 
 // parseExpiry reads --expires: a duration from now or an RFC 3339 time,
@@ -521,4 +543,13 @@ func proposalBody(p *promote.Proposal) string {
 	}
 	b.WriteString("\nThe PR job (`throughline promote check`) passes once the record is VERIFIED and APPROVED.\n")
 	return b.String()
+}
+
+// pickedNote says, when no --branch was given, that the branch is the only
+// open attempt (finished attempts' branches are not counted).
+func pickedNote(given string) string {
+	if given != "" {
+		return ""
+	}
+	return " (picked: the only open attempt branch)"
 }

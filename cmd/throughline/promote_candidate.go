@@ -38,7 +38,8 @@ with its supply-chain evidence recorded by digest (docs/supply-chain.md).
      request is opened: the branch, PR and idempotency rules of promote propose.
 
 The same request again returns the existing attempt (no new commit, no second
-PR); another digest makes a new attempt. The same digest claimed for another
+PR); another digest makes a new attempt, and so does the same digest after its
+attempt was HALTED or REJECTED. The same digest claimed for another
 source commit is refused (exit 3, candidate-source-commit).
 
 Exit codes: 0 proposed (or the existing attempt); 2 usage; 3 refused, naming

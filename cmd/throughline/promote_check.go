@@ -133,6 +133,9 @@ func printCheck(w io.Writer, rep *promote.Report) {
 	for _, c := range rep.Changes {
 		fmt.Fprintln(w, "  "+c.String())
 	}
+	for _, f := range rep.Warnings {
+		fmt.Fprintln(w, "WARNING "+f.Reason)
+	}
 	if rep.OK {
 		fmt.Fprintln(w, "OK: only the verified, approved artifact changes")
 		return

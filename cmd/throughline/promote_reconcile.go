@@ -88,6 +88,14 @@ func (o *promoteReconcileOptions) run(ctx context.Context, g *globals, stdout io
 		return err
 	}
 	g.log.Debug().Str("promotion", t.Record.PromotionID).Str("commit", t.Commit).Msg("reconciling")
-	_, err = fmt.Fprintf(stdout, "RECONCILING %s desired %s (record on %s at %s)\n", t.Record.PromotionID, revision, t.Branch, t.Commit)
-	return err
+	if _, err = fmt.Fprintf(stdout, "RECONCILING %s desired %s (record on %s at %s)\n", t.Record.PromotionID, revision, t.Branch, t.Commit); err != nil {
+		return err
+	}
+	for _, b := range t.Closed {
+		fmt.Fprintf(stdout, "deleted the merged attempt branch %s\n", b)
+	}
+	for _, why := range t.NotClosed {
+		g.log.Warn().Str("reason", why).Msg("a merged attempt branch was not deleted")
+	}
+	return nil
 }

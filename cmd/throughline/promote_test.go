@@ -498,3 +498,27 @@ func TestPromoteReconcile(t *testing.T) {
 		t.Fatalf("second reconcile: %d %s %s", again.code, again.stdout, again.stderr)
 	}
 }
+
+// TestPromoteRejectClosesPullRequest: reject --forge closes the finished
+// attempt's open pull request (and only that branch's).
+func TestPromoteRejectClosesPullRequest(t *testing.T) {
+	_, root := promoteFixture(t)
+	branch := proposeBranch(t, root)
+	var closed []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet:
+			_, _ = io.WriteString(w, `[{"number":7,"head":{"ref":"`+branch+`"}}]`)
+		case http.MethodPatch:
+			closed = append(closed, r.URL.Path)
+			_, _ = io.WriteString(w, `{}`)
+		}
+	}))
+	defer srv.Close()
+	t.Setenv("THROUGHLINE_FORGE_TOKEN", "tok")
+	r := runCLI(t, "promote", "reject", "--repo", root, "--app", "checkout", "--to", "production", "--reason", "not this week",
+		"--forge", "github", "--forge-url", srv.URL, "--forge-repo", "platform/gitops-env")
+	if r.code != 0 || !strings.Contains(r.stdout, "closed pull request #7") || len(closed) != 1 || closed[0] != "/repos/platform/gitops-env/pulls/7" {
+		t.Fatalf("reject: %d %s %s, closed %v", r.code, r.stdout, r.stderr, closed)
+	}
+}

@@ -74,6 +74,7 @@ func newRootCommand(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		newPromoteCommand(g, stdout),
 		newCheckCommand(g, stdout),
 		newRollbackCommand(g, stdout),
+		newAdoptCommand(g, stdout),
 		newBreakglassCommand(g, stdout),
 		newTrustCommand(stdout),
 		newRenderWorkerCommand(os.Stdin, stdout),

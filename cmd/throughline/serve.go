@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -264,7 +265,14 @@ func (s *zerologSink) Info(level int, msg string, kv ...any) {
 	s.event(s.log.WithLevel(zerologLevel(level)), kv).Msg(msg)
 }
 
+// Error logs at error level, except an optimistic-concurrency conflict
+// ("the object has been modified"): the reconcile is retried at once with
+// a fresh read, an ordinary event logged at debug.
 func (s *zerologSink) Error(err error, msg string, kv ...any) {
+	if apierrors.IsConflict(err) {
+		s.event(s.log.Debug().Err(err), kv).Msg(msg)
+		return
+	}
 	s.event(s.log.Error().Err(err), kv).Msg(msg)
 }
 

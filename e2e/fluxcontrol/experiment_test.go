@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/throughline-dev/throughline/evidence"
@@ -44,6 +45,7 @@ type lab struct {
 	k     *kube
 	deliv *deliveries
 	kc    string // kubeconfig of an operator, for breakglass
+	cfg   *rest.Config
 
 	reg        *testenv.Registry
 	repo       string // the app's image repository on the registry
@@ -118,7 +120,7 @@ func newLab(t *testing.T) *lab {
 	kc, err := api.Kubeconfig("operator", "")
 	must(t, err)
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
-	l := &lab{t: t, ctx: ctx, c: c, k: &kube{t: t, ctx: ctx, c: c, node: node.Name}, kc: kc, reg: reg,
+	l := &lab{t: t, ctx: ctx, c: c, cfg: api.Config, k: &kube{t: t, ctx: ctx, c: c, node: node.Name}, kc: kc, reg: reg,
 		repo: reg.Host + "/shop/checkout", accepted: map[string]string{},
 		alice: sshkey.New(t, "alice@example.com"), bob: sshkey.New(t, "bob@example.com")}
 	l.a, l.b = l.push("1.4.2"), l.push("1.5.0")

@@ -60,6 +60,9 @@ func Parse(file string, data []byte) (*v1alpha1.PromotionPolicy, error) {
 		return nil, &RecordError{File: file, Field: "apiVersion/kind",
 			Err: fmt.Errorf("%q/%q: want %s/%s", p.APIVersion, p.Kind, v1alpha1.APIVersion, v1alpha1.PromotionPolicyKind)}
 	}
+	if m := p.MovedTags; m != "" && m != v1alpha1.MovedTagsRefuse && m != v1alpha1.MovedTagsWarn {
+		return nil, &RecordError{File: file, Field: "movedTags", Err: fmt.Errorf("%q: want %s or %s", m, v1alpha1.MovedTagsRefuse, v1alpha1.MovedTagsWarn)}
+	}
 	if err := environment.Check(&p); err != nil {
 		return nil, &RecordError{File: file, Err: err}
 	}
