@@ -112,4 +112,15 @@ func TestGitServer(t *testing.T) {
 	if head := strings.Fields(mustGit(t, ctx, work, "ls-remote", remote, "refs/heads/main"))[0]; head != shas[winner] {
 		t.Fatalf("remote main moved to %s after a refused push", head)
 	}
+
+	// main is protected from deletion; another branch (a merged attempt's)
+	// can be deleted, as on a forge.
+	if out, err := git(ctx, writers[winner], "push", "origin", ":refs/heads/main"); err == nil || !strings.Contains(out, "main is protected") {
+		t.Fatalf("deleting main: err %v, output %s", err, out)
+	}
+	mustGit(t, ctx, writers[winner], "push", "-q", "origin", "HEAD:refs/heads/throughline/promote/app/prod/x-1")
+	mustGit(t, ctx, writers[winner], "push", "-q", "origin", ":refs/heads/throughline/promote/app/prod/x-1")
+	if heads := mustGit(t, ctx, work, "ls-remote", "--heads", remote); strings.Contains(heads, "x-1") || !strings.Contains(heads, "refs/heads/main") {
+		t.Fatalf("after the deletions the remote has:\n%s", heads)
+	}
 }

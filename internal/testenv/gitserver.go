@@ -109,8 +109,9 @@ func (s *statusRecorder) Flush() {
 
 // CreateRepo creates an empty bare repository name (e.g. "org/app.git") with
 // default branch main that accepts pushes and refuses non-fast-forward updates
-// and ref deletions, as a GitOps remote should; it returns its clone URL, with
-// the credentials in it when auth is on.
+// everywhere and the deletion of main, as a forge's protected default branch
+// does (other branches, such as merged attempt branches, can be deleted); it
+// returns its clone URL, with the credentials in it when auth is on.
 func (g *GitServer) CreateRepo(ctx context.Context, name string) (string, error) {
 	if !strings.HasSuffix(name, ".git") || strings.Contains(name, "..") || filepath.IsAbs(name) {
 		return "", fmt.Errorf("create git repository %q: name must be relative and end in .git", name)
@@ -123,7 +124,6 @@ func (g *GitServer) CreateRepo(ctx context.Context, name string) (string, error)
 		{"init", "-q", "--bare", "-b", "main", dir},
 		{"-C", dir, "config", "http.receivepack", "true"},
 		{"-C", dir, "config", "receive.denyNonFastForwards", "true"},
-		{"-C", dir, "config", "receive.denyDeletes", "true"},
 	}
 	for _, args := range steps {
 		cmd := exec.CommandContext(ctx, "git", args...)
@@ -132,8 +132,26 @@ func (g *GitServer) CreateRepo(ctx context.Context, name string) (string, error)
 			return "", fmt.Errorf("create git repository %s: git %s: %w: %s", name, strings.Join(args, " "), err, out)
 		}
 	}
+	hook := filepath.Join(dir, "hooks", "pre-receive")
+	if err := os.WriteFile(hook, []byte(protectMainHook), 0o755); err != nil {
+		return "", fmt.Errorf("create git repository %s: protect main: %w", name, err)
+	}
 	return g.RepoURL(name), nil
 }
+
+// protectMainHook refuses a push that deletes main (a new object name of
+// all zeros), as a forge's branch protection does.
+const protectMainHook = `#!/bin/sh
+while read old new ref; do
+	case "$new" in
+	*[!0]*) ;;
+	*) if [ "$ref" = refs/heads/main ]; then
+		echo "main is protected: it cannot be deleted" >&2
+		exit 1
+	fi ;;
+	esac
+done
+`
 
 // RepoURL is the clone URL of repository name, with credentials when auth is on.
 func (g *GitServer) RepoURL(name string) string {
