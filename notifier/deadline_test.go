@@ -94,3 +94,38 @@ func TestReconcileDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestStuckControllerNamesItsFailure (issue 41): a controller that stays on
+// an earlier revision because it failed (kustomize-controller's dry-run
+// denied by admission, lastAppliedRevision unchanged) is waited for with its
+// message, and HALTED at the reconcileDeadline naming that message, not only
+// the revision it is stuck on (before: "still observes", the message lost).
+func TestStuckControllerNamesItsFailure(t *testing.T) {
+	for _, c := range []struct {
+		name, policy, result, reason string
+		code                         int
+	}{
+		{"deadline not passed", policyWithDeadline("2h"), resultWait,
+			"waiting: Kustomization/flux-system/payments reports ReconciliationFailed: " + denied, http.StatusServiceUnavailable},
+		{"deadline passed", policyWithDeadline("10m"), resultHalted,
+			"reconcileDeadline 10m0s passed: Kustomization/flux-system/payments reports ReconciliationFailed: " + denied, http.StatusOK},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, "checkout", "payments")
+			f.push(map[string]string{promotion.PolicyFile: c.policy})
+			stuck := f.desired["checkout"] // an ancestor of payments' desired commit
+			code, rep := f.flux(fluxFailure(t, "payments", stuck, "ReconciliationFailed", denied))
+			if code != c.code || rep.Result != c.result || !strings.HasPrefix(rep.Reason, c.reason) {
+				t.Fatalf("%d %+v\nwant %d %s %q", code, rep, c.code, c.result, c.reason)
+			}
+			if c.result != resultHalted {
+				return
+			}
+			rec, err := promotion.Parse("x", []byte(f.show(promotion.RecordPath("payments", "production"))))
+			must(t, err)
+			if rec.State != promotion.Halted || rec.Reason != rep.Reason || !strings.Contains(rec.Reason, "still at "+stuck) {
+				t.Fatalf("record %s %q", rec.State, rec.Reason)
+			}
+		})
+	}
+}

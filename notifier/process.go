@@ -176,7 +176,13 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 	switch rel {
 	case evidence.Earlier:
 		// Stuck on an old revision: halted once the environment's
-		// reconcileDeadline has passed, else waited for.
+		// reconcileDeadline has passed, else waited for. When the
+		// controller says why (a dry-run denied by admission, a failed
+		// sync), the wait and the halt name its message.
+		if ev.Degraded {
+			out.Reason = fmt.Sprintf("still at %s, desired %s", ev.Revision, desired)
+			return p.controllerFailed(ctx, tip, ev, rec, out)
+		}
 		why, err := p.deadlinePassed(ctx, tip, ev, rec)
 		if err != nil {
 			return nil, err

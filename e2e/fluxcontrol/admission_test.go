@@ -36,7 +36,8 @@ const frozen = "checkout's image is frozen"
 // stays RECONCILING); once the policy is removed Flux applies, the verifier
 // verifies and the promotion is ACCEPTED. Then, with a reconcileDeadline
 // of 20s, the same denial is HALTED by the resync once the deadline has
-// passed, naming the controller's message. Before the fix the first error
+// passed, naming the controller's message, and the same digest promoted
+// again (attempt 2) reaches ACCEPTED once the denial is lifted. Before the fix the first error
 // event HALTED the promotion ("Flux did not apply the committed
 // Acceptance", class render).
 func TestFluxAdmissionDenialWaits(t *testing.T) {
@@ -113,7 +114,25 @@ func TestFluxAdmissionDenialWaits(t *testing.T) {
 		t.Fatalf("arrow reconcileDeadline passed -> HALTED naming the controller's message: %s %s %q", rec.PromotionID, rec.State, rec.Reason)
 	}
 	t.Logf("HALTED: %s", rec.Reason)
+
+	// 3. The same digest again after the HALT: attempt 2 (no overlay edit:
+	// the overlay already holds 1.6.0; the record and its evidence are new)
+	// reaches ACCEPTED once the denial is lifted.
 	l.freeze(false)
+	l.tip()
+	l.g.replace("throughline-policy.yaml", "reconcileDeadline: 20s", "reconcileDeadline: 15m")
+	desired = l.g.commit("policy: staging's reconcileDeadline back to 15m")
+	again := l.reconciling(stagingEnv, "1.6.0", c3, 2, desired)
+	if again == id {
+		t.Fatalf("attempt 2 has the HALTED attempt's id %s", id)
+	}
+	l.g.commit("promotion: " + again + " RECONCILING (the same digest after " + id + " HALTED)")
+	l.g.git("push", "-q", "origin", "main")
+	l.applied(stagingEnv, c3, "arrow denial lifted -> staging applies 1.6.0")
+	l.roll(stagingEnv, c3)
+	if ev, _ = l.evidence(stagingEnv, again, "arrow the same digest after the HALT -> staging ACCEPTED"); ev.ArtifactDigest != c3 {
+		t.Fatalf("attempt 2 evidence digest %s, want %s", ev.ArtifactDigest, c3)
+	}
 }
 
 // freeze creates (on) or deletes (off) a ValidatingAdmissionPolicy and its
