@@ -38,6 +38,14 @@ func argoFailed(rev, phase, health, msg string) []byte {
 	return b
 }
 
+// argoRetrying is the resync's event for an Argo CD sync operation at rev
+// still Running after n failed tries (operationState.retryCount).
+func argoRetrying(rev string, n int64) []byte {
+	b, _ := json.Marshal(ArgoCDPayload{Trigger: "resync", Application: "checkout", Namespace: "argocd", Environment: "production",
+		Revision: rev, SyncRevision: rev, SyncStatus: "OutOfSync", Phase: "Running", Health: "Progressing", Message: denied, RetryCount: n})
+	return b
+}
+
 // TestApplyFailureWaits (issue 41, item 1): a controller that applied
 // nothing (kustomize-controller's dry-run denied by an admission policy, an
 // Argo CD sync that failed) leaves the previous Acceptance live; that is the
@@ -115,6 +123,15 @@ func TestApplyFailureWaits(t *testing.T) {
 			body: func(f *fixture) []byte { return argoFailed(f.desired["checkout"], "Failed", "Healthy", denied) },
 			code: 200, result: resultHalted, class: ClassLive, reason: "reconcileDeadline 10m0s passed: Application/argocd/checkout reports on-sync-failed: " +
 				"health Healthy, operation Failed: " + denied},
+		// Argo CD retrying a refused apply: the operation is still Running.
+		{name: "argo sync retrying", argo: true,
+			body: func(f *fixture) []byte { return argoRetrying(f.desired["checkout"], 3) },
+			code: 503, result: resultWait, reason: "waiting: Application/argocd/checkout reports resync: health Progressing, operation Running, " +
+				"failed and retried 3 times: " + denied},
+		{name: "argo sync retrying, deadline passed", argo: true, policy: policyWithDeadline("10m"),
+			body: func(f *fixture) []byte { return argoRetrying(f.desired["checkout"], 3) },
+			code: 200, result: resultHalted, class: ClassLive, reason: "reconcileDeadline 10m0s passed: Application/argocd/checkout reports resync: " +
+				"health Progressing, operation Running, failed and retried 3 times: " + denied},
 		{name: "argo synced, degraded, another render live", argo: true,
 			body: func(f *fixture) []byte { return argoBody(f.desired["checkout"], "Degraded") },
 			code: 200, result: resultHalted, class: ClassRender, reason: "rendered hash mismatch: the Acceptance declares " + hashB},

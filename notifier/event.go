@@ -170,7 +170,15 @@ type ArgoCDPayload struct {
 	Phase        string `json:"phase"`
 	Health       string `json:"health"`
 	Message      string `json:"message"`
+	// RetryCount is operationState.retryCount: a Running operation that
+	// retries a failed sync (syncPolicy.retry, or the controller's retry
+	// of an apply the API server refused) has failed at least once.
+	RetryCount int64 `json:"retryCount,omitempty"`
 }
+
+// retrying reports whether p is a sync operation still Running that has
+// already failed and is being retried.
+func (p ArgoCDPayload) retrying() bool { return templ(p.Phase) == "Running" && p.RetryCount > 0 }
 
 func templ(s string) string {
 	s = strings.TrimSpace(s)
@@ -230,10 +238,14 @@ func argoCDEvent(p ArgoCDPayload) (Event, error) {
 		ev.SyncRevision = sync
 	}
 	ev.Synced = templ(p.SyncStatus) == "Synced"
-	ev.ApplyFailed = templ(p.Phase) == "Failed" || templ(p.Phase) == "Error"
+	ev.ApplyFailed = templ(p.Phase) == "Failed" || templ(p.Phase) == "Error" || p.retrying()
 	ev.Degraded = templ(p.Health) == "Degraded" || ev.ApplyFailed
 	if ev.Degraded {
-		what := fmt.Sprintf("health %s, operation %s", orNone(templ(p.Health)), orNone(templ(p.Phase)))
+		phase := orNone(templ(p.Phase))
+		if p.retrying() {
+			phase = fmt.Sprintf("%s, failed and retried %d times", phase, p.RetryCount)
+		}
+		what := fmt.Sprintf("health %s, operation %s", orNone(templ(p.Health)), phase)
 		if ev.Message != "" {
 			what += ": " + ev.Message
 		}

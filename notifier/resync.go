@@ -304,7 +304,8 @@ func controllersOf(rec *promotion.Record, ctrls []unstructured.Unstructured, pre
 // progress, a Kustomization not Ready, a status older than its spec):
 //   - an Argo CD Application whose last operation Succeeded (the shipped
 //     on-sync-succeeded / on-deployed triggers), Failed or Error (a sync
-//     that applied nothing: the controller's failure) or whose health is
+//     that applied nothing: the controller's failure; also one still
+//     Running that retries a failed sync, operationState.retryCount > 0) or whose health is
 //     Degraded (on-health-degraded): status.operationState.syncResult.revision,
 //     else status.sync.revision, with status.sync (revision and status),
 //     its phase, health and operation message;
@@ -339,7 +340,8 @@ func applicationEvent(u unstructured.Unstructured, app, env string) (Event, erro
 		Phase: str("status", "operationState", "phase"), Health: str("status", "health", "status"),
 		Message: str("status", "operationState", "message"),
 	}
-	if !slices.Contains([]string{"Succeeded", "Failed", "Error"}, p.Phase) && p.Health != "Degraded" {
+	p.RetryCount, _, _ = unstructured.NestedInt64(u.Object, "status", "operationState", "retryCount")
+	if !slices.Contains([]string{"Succeeded", "Failed", "Error"}, p.Phase) && p.Health != "Degraded" && !p.retrying() {
 		return Event{}, fmt.Errorf("%s: operation %q, health %q: neither finished nor Degraded yet", objectName(u), p.Phase, p.Health)
 	}
 	return argoCDEvent(p)

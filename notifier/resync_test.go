@@ -46,6 +46,14 @@ func argoStatus(phase, health, syncRev, opRev string) map[string]any {
 	return st
 }
 
+// retrying sets st's operationState.retryCount to n and its message to
+// a denied apply's.
+func retrying(st map[string]any, n int64) map[string]any {
+	op := st["operationState"].(map[string]any)
+	op["retryCount"], op["message"] = n, "one or more objects failed to apply, reason: "+denied
+	return st
+}
+
 // StatusEvent decides only on what the shipped triggers would send, and
 // never on a status older than its object's spec.
 func TestStatusEvent(t *testing.T) {
@@ -62,6 +70,9 @@ func TestStatusEvent(t *testing.T) {
 			revision: srcRev},
 		{name: "argo operation running", obj: resyncApp("checkout", p, nil, argoStatus("Running", "Healthy", srcRev, stgRev)),
 			wait: "neither finished nor Degraded"},
+		// A sync the API server refused, retried by Argo CD: failed, still Running.
+		{name: "argo operation retrying a failed sync", obj: resyncApp("checkout", p, nil, retrying(argoStatus("Running", "Progressing", srcRev, stgRev), 2)),
+			revision: stgRev, degraded: true},
 		{name: "argo never synced", obj: resyncApp("checkout", p, nil, nil), wait: "neither finished nor Degraded"},
 		{name: "argo degraded", obj: resyncApp("checkout", p, nil, argoStatus("Running", "Degraded", srcRev, stgRev)), revision: stgRev, degraded: true},
 		{name: "argo short revision", obj: resyncApp("checkout", p, nil, argoStatus("Succeeded", "Healthy", "abc", "abc")), wait: "neither a full commit id nor an OCI digest"},
@@ -87,6 +98,11 @@ func TestStatusEvent(t *testing.T) {
 			}
 			if why != "" {
 				t.Fatalf("no event: %s", why)
+			}
+			if tc.degraded && tc.obj.GetKind() == KindApplication && !ev.ApplyFailed {
+				if retries, _, _ := unstructured.NestedInt64(tc.obj.Object, "status", "operationState", "retryCount"); retries > 0 {
+					t.Fatalf("a retried sync is not an apply failure: %+v", ev)
+				}
 			}
 			if ev.Revision != tc.revision || ev.Degraded != tc.degraded || ev.App != "checkout" || ev.Environment != "production" ||
 				ev.Controller != ResyncController || ev.Ref.Name != "checkout" || ev.Ref.Kind != tc.obj.GetKind() {

@@ -29,27 +29,8 @@ import (
 // one that renders the approved objects): ACCEPTED. Before the fix the
 // resync answered "wait" until reconcileDeadline HALTED it.
 func TestArgoCDUnchangedRenderAccepted(t *testing.T) {
-	testenv.RequireArgoCDControlPlane(t)
-	root := testenv.RepoRoot(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
-	defer cancel()
-	api := testenv.StartAPIServer(t, testenv.APIServerOptions{
-		CRDPaths: []string{filepath.Join(root, "deploy", "crds", "throughline.dev_acceptances.yaml")},
-	})
-	testenv.StartControllerManager(ctx, t, api)
-	e := &env{t: t, ctx: ctx, c: api.Client, gitEnv: testenv.GitEnv(t.TempDir()), application: appName, ns: appNS, api: api}
-	remote := e.seedGit(root)
-	cp := testenv.StartArgoCDControlPlane(t, api, testenv.ArgoCDControlPlaneOptions{
-		PluginYAML: filepath.Join(root, "plugin.yaml"),
-		PluginPath: filepath.Dir(throughlineBin),
-		ConfigData: healthLua(t, root),
-	})
-	e.argoNS = cp.Namespace
-	e.verify = func() { testenv.StartVerifier(ctx, t, api.Config) }
-	e.remote = remote
-	revA := e.head()
-	e.createApplication(root, remote, "staging")
-	e.positive(revA) // synced at revA, Pods run A, the Acceptance verified, Healthy
+	e, api, remote, revA := stagingAtA(t)
+	ctx := e.ctx
 
 	// The promotion's merge: a commit that changes nothing staging renders.
 	readme := filepath.Join(e.work, "README.md")
@@ -88,4 +69,34 @@ func TestArgoCDUnchangedRenderAccepted(t *testing.T) {
 	// Observed at status.sync.revision: the record's commit, a descendant of the desired merge.
 	e.checkEvidence(remote, tip, rec, revR)
 	t.Logf("desired %.12s (merge), last sync %.12s, observed %.12s: %s", merge, revA, revR, r[0].Reason)
+}
+
+// stagingAtA starts the API server, the deployment controller, the Git
+// server seeded with examples/gitops-env and the real Argo CD control plane
+// with plugin.yaml and the shipped health check; staging's Application is
+// synced at the seed commit revA, its Pods run A, the Acceptance is
+// verified and the app Healthy (the verifier keeps running).
+func stagingAtA(t *testing.T) (e *env, api *testenv.APIServer, remote, revA string) {
+	testenv.RequireArgoCDControlPlane(t)
+	root := testenv.RepoRoot(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	t.Cleanup(cancel)
+	api = testenv.StartAPIServer(t, testenv.APIServerOptions{
+		CRDPaths: []string{filepath.Join(root, "deploy", "crds", "throughline.dev_acceptances.yaml")},
+	})
+	testenv.StartControllerManager(ctx, t, api)
+	e = &env{t: t, ctx: ctx, c: api.Client, gitEnv: testenv.GitEnv(t.TempDir()), application: appName, ns: appNS, api: api}
+	remote = e.seedGit(root)
+	cp := testenv.StartArgoCDControlPlane(t, api, testenv.ArgoCDControlPlaneOptions{
+		PluginYAML: filepath.Join(root, "plugin.yaml"),
+		PluginPath: filepath.Dir(throughlineBin),
+		ConfigData: healthLua(t, root),
+	})
+	e.argoNS = cp.Namespace
+	e.verify = func() { testenv.StartVerifier(ctx, t, api.Config) }
+	e.remote = remote
+	revA = e.head()
+	e.createApplication(root, remote, "staging")
+	e.positive(revA) // synced at revA, Pods run A, the Acceptance verified, Healthy
+	return e, api, remote, revA
 }

@@ -10,12 +10,7 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitrepo"
@@ -140,54 +135,8 @@ func TestFluxAdmissionDenialWaits(t *testing.T) {
 // staging's namespace, and waits until the API server enforces it (or no
 // longer does), by a server-side dry-run of such a change.
 func (l *lab) freeze(on bool) {
-	t := l.t
-	t.Helper()
-	policy := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-		"metadata": map[string]any{"name": "freeze-checkout"},
-		"spec": map[string]any{
-			"failurePolicy": "Fail",
-			"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{
-				"apiGroups": []any{"apps"}, "apiVersions": []any{"v1"}, "operations": []any{"UPDATE"}, "resources": []any{"deployments"},
-			}}},
-			"validations": []any{map[string]any{
-				"expression": "object.metadata.name != 'checkout' || " +
-					"object.spec.template.spec.containers.map(c, c.image) == oldObject.spec.template.spec.containers.map(c, c.image)",
-				"message": frozen,
-			}},
-		},
-	}}
-	binding := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-		"metadata": map[string]any{"name": "freeze-checkout"},
-		"spec": map[string]any{
-			"policyName": "freeze-checkout", "validationActions": []any{"Deny"},
-			"matchResources": map[string]any{"namespaceSelector": map[string]any{
-				"matchLabels": map[string]any{"kubernetes.io/metadata.name": stagingEnv.ns},
-			}},
-		},
-	}}
-	for _, u := range []*unstructured.Unstructured{policy, binding} {
-		if on {
-			must(t, l.c.Create(l.ctx, u))
-		} else if err := l.c.Delete(l.ctx, u); err != nil && !apierrors.IsNotFound(err) {
-			t.Fatal(err)
-		}
-	}
-	eventually(l.ctx, t, time.Minute, fmt.Sprintf("admission policy enforced: %v", on), func() string {
-		d := &appsv1.Deployment{}
-		d.SetNamespace(stagingEnv.ns)
-		d.SetName("checkout")
-		patch := `{"spec":{"template":{"spec":{"containers":[{"name":"api","image":"` + l.repo + `@sha256:` + strings.Repeat("0", 64) + `"}]}}}}`
-		err := l.c.Patch(l.ctx, d, client.RawPatch(types.StrategicMergePatchType, []byte(patch)), client.DryRunAll)
-		switch {
-		case on && err != nil && strings.Contains(err.Error(), frozen):
-			return ""
-		case !on && err == nil:
-			return ""
-		}
-		return fmt.Sprintf("dry-run image change: %v", err)
-	})
+	l.t.Helper()
+	testenv.FreezeImages(l.ctx, l.t, l.c, stagingEnv.ns, "checkout", frozen, on)
 }
 
 // denied asks Flux to reconcile e and waits until its Kustomization
