@@ -11,7 +11,8 @@ import (
 
 // rollbackToA is experiment 6: production runs B (experiment 1);
 // throughline rollback --to previous proposes A again (a new attempt,
-// VERIFIED by production's own acceptance of A in the setup, A still in
+// VERIFIED by production's own acceptance of A: the baseline adopted with
+// throughline adopt in the setup and ACCEPTED by the notifier, A still in
 // the registry); two signed approvals, promote check, merge;
 // kustomize-controller applies the rollback's merge commit, Pods run A,
 // the notifier writes the evidence of the rollback attempt.

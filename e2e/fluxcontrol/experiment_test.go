@@ -4,6 +4,7 @@ package fluxcontrol
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
+	"github.com/throughline-dev/throughline/promote"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -138,9 +140,21 @@ func newLab(t *testing.T) *lab {
 		l.pin(e, "1.4.2", l.a)
 	}
 	desired := l.g.commit("staging and production run checkout 1.4.2 (A)")
-	prodA := l.reconciling(productionEnv, "1.4.2", l.a, 1, desired)
-	l.g.commit("promotion: " + prodA + " RECONCILING")
 	l.g.git("push", "-q", "origin", "main")
+	// Production is adopted as it runs when throughline is installed
+	// (throughline adopt): its baseline A becomes ACCEPTED through the
+	// notifier's live verification, the rollback target of experiment 6.
+	r := l.run("adopt", "--repo", l.g.dir, "--app", accName, "--env", "production", "--by", "platform-team", "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("setup: adopt production: exit %d: %s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	var adopted promote.Adoption
+	must(t, json.Unmarshal([]byte(r.Stdout), &adopted))
+	prodA := adopted.Record.PromotionID
+	if adopted.Revision != desired || adopted.Record.Artifact.Digest != l.a || adopted.Record.State != promotion.Reconciling {
+		t.Fatalf("setup: adopt production: %s %s of %s at %.12s, want RECONCILING A at %.12s", prodA, adopted.Record.State,
+			adopted.Record.Artifact.Digest, adopted.Revision, desired)
+	}
 
 	l.deliv = startNotifier(ctx, t, api, l.g, root)
 	for _, u := range readYAML(t, filepath.Join(root, "deploy", "flux", "notifier-alert.yaml")) {
