@@ -32,14 +32,17 @@ func (c *Client) ClosePullRequests(ctx context.Context, branch string) ([]int, e
 	case GitHub:
 		list = fmt.Sprintf("%s/repos/%s/%s/pulls?state=open&head=%s", c.BaseURL, url.PathEscape(owner), url.PathEscape(name),
 			url.QueryEscape(owner+":"+branch))
-		prefix, closeBody = fmt.Sprintf("%s/repos/%s/%s/pulls/", c.BaseURL, url.PathEscape(owner), url.PathEscape(name)), map[string]string{"state": "closed"}
+		prefix = fmt.Sprintf("%s/repos/%s/%s/pulls/", c.BaseURL, url.PathEscape(owner), url.PathEscape(name))
+		closeBody = map[string]string{"state": "closed"}
 	case GitLab:
-		list = fmt.Sprintf("%s/api/v4/projects/%s/merge_requests?state=opened&source_branch=%s", c.BaseURL, url.PathEscape(c.Repo), url.QueryEscape(branch))
+		list = fmt.Sprintf("%s/api/v4/projects/%s/merge_requests?state=opened&source_branch=%s",
+			c.BaseURL, url.PathEscape(c.Repo), url.QueryEscape(branch))
 		prefix, closeBody, closeMethod = fmt.Sprintf("%s/api/v4/projects/%s/merge_requests/", c.BaseURL, url.PathEscape(c.Repo)),
 			map[string]string{"state_event": "close"}, http.MethodPut
 	case Gitea:
 		list = fmt.Sprintf("%s/api/v1/repos/%s/%s/pulls?state=open", c.BaseURL, url.PathEscape(owner), url.PathEscape(name))
-		prefix, closeBody = fmt.Sprintf("%s/api/v1/repos/%s/%s/pulls/", c.BaseURL, url.PathEscape(owner), url.PathEscape(name)), map[string]string{"state": "closed"}
+		prefix = fmt.Sprintf("%s/api/v1/repos/%s/%s/pulls/", c.BaseURL, url.PathEscape(owner), url.PathEscape(name))
+		closeBody = map[string]string{"state": "closed"}
 	default:
 		return nil, fmt.Errorf("forge %q: unknown", c.Kind)
 	}

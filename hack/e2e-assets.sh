@@ -6,7 +6,9 @@
 #   eval "$(hack/e2e-assets.sh)"
 #   go test -race -tags e2e -count=1 -exec "$PWD/hack/netns-exec.sh" ./e2e/...
 #
-# Cold: ~40-55 min on 2 cores (see docs/harness.md); warm: well under a second.
+# Cold: about 20 min on 2 cores with nothing else running (20 min 23 s in a
+# whole cold .ci/run, docs/harness.md), longer on a loaded machine; warm: well
+# under a second.
 # Progress and timings go to stderr.
 set -euo pipefail
 HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

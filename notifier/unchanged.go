@@ -28,7 +28,8 @@ func (p *Processor) renderUnchanged(ctx context.Context, ev *Event, rec *promoti
 	desired := rec.Reconciling.DesiredRevision
 	rel, err := evidence.Relate(ctx, p.Git.IsAncestor, desired, ev.SyncRevision)
 	if err != nil {
-		return evidence.Earlier, "", fmt.Errorf("relating status.sync.revision %s of %s to the desired %s: %w", ev.SyncRevision, reporter(*ev), desired, err)
+		return evidence.Earlier, "", fmt.Errorf("relating status.sync.revision %s of %s to the desired %s: %w",
+			ev.SyncRevision, reporter(*ev), desired, err)
 	}
 	if rel != evidence.Desired && rel != evidence.Later {
 		return evidence.Earlier, "", nil

@@ -221,7 +221,8 @@ func proposeArtifact(ctx context.Context, r *gitops.Repo, baseRev string, art pr
 		maxAttempt = max(maxAttempt, cur.Attempt)
 		// A HALTED or REJECTED attempt never blocks the next one: the same
 		// digest makes attempt n+1 (its overlay edit may be empty).
-		if !stopped(cur) && (cur.SameAttempt(art, e.target) || (!e.changed && cur.SameAttempt(art, targetWithBase(e.target, cur.Target.BaseRenderedHash)))) {
+		same := cur.SameAttempt(art, e.target) || !e.changed && cur.SameAttempt(art, targetWithBase(e.target, cur.Target.BaseRenderedHash))
+		if !stopped(cur) && same {
 			return &Proposal{Record: cur, Branch: cur.Key().Branch(), Commit: baseRev, Existing: true, Changes: e.changes}, nil
 		}
 	}

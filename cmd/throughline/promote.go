@@ -353,7 +353,8 @@ func (o *promoteApproveOptions) run(ctx context.Context, g *globals, stdout io.W
 		return err
 	}
 	_, err = fmt.Fprintf(stdout, "APPROVED %s by %s until %s (input hash %s) on %s%s at %s\n",
-		rec.PromotionID, rec.Approval.Approver, rec.Approval.ExpiresAt.Format(time.RFC3339), rec.Approval.InputHash, t.Branch, pickedNote(o.branch), t.Commit)
+		rec.PromotionID, rec.Approval.Approver, rec.Approval.ExpiresAt.Format(time.RFC3339), rec.Approval.InputHash,
+		t.Branch, pickedNote(o.branch), t.Commit)
 	return err
 }
 

@@ -47,12 +47,12 @@ func TestArgoCDUnchangedRenderAccepted(t *testing.T) {
 	revR := e.head()
 
 	e.refresh("normal")
-	u := e.waitApp("record commit -> compared, Synced", 2*time.Minute, func(u *unstructured.Unstructured) bool {
+	e.waitApp("record commit -> compared, Synced", 2*time.Minute, func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "sync", "revision") == revR && str(u, "status", "sync", "status") == "Synced"
 	})
 	e.waitHealthy("record commit compared -> app Healthy")
 	time.Sleep(2 * time.Second) // an auto-sync, if one were started, would show by now
-	u = e.app()
+	u := e.app()
 	if got := str(u, "status", "operationState", "syncResult", "revision"); got != revA {
 		t.Fatalf("premise: Argo CD ran no sync, its last sync stays at revA %.12s; it is at %.12s (%s)", revA, got, summary(u))
 	}
