@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
-	"github.com/throughline-dev/throughline/health"
+	"github.com/throughline-dev/throughline/imageid"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -91,7 +91,7 @@ func (r *Record) CheckRevisions(ctx context.Context, isAncestor Ancestry) (strin
 // CheckPods says why the evidence's Pods do not prove that digest runs
 // ("" when they do): at least one Pod runs a container declared with
 // digest, and every such Pod's imageID matches it by the verifier's
-// imageID match (health.MatchImageID: the exact digest; an index child or
+// imageID match (imageid.Compare: the exact digest; an index child or
 // config digest only as the verifier resolved it, outcome Verified).
 func (r *Record) CheckPods(digest string) string {
 	n := 0
@@ -100,9 +100,9 @@ func (r *Record) CheckPods(digest string) string {
 			continue // another image of the app (a sidecar)
 		}
 		n++
-		m := health.MatchImageID(health.MatchInput{Declared: digest, ImageID: p.ImageID})
-		resolved := m.Outcome == health.Unverifiable && p.Outcome == string(health.Verified) && p.Match != "" && p.Match != string(v1alpha1.MatchExact)
-		if m.Outcome != health.Verified && !resolved {
+		m := imageid.Compare(imageid.Input{Declared: digest, ImageID: p.ImageID})
+		resolved := m.Outcome == v1alpha1.OutcomeUnverifiable && p.Outcome == string(v1alpha1.OutcomeVerified) && p.Match != "" && p.Match != string(v1alpha1.MatchExact)
+		if m.Outcome != v1alpha1.OutcomeVerified && !resolved {
 			return fmt.Sprintf("Pod %s (%s container %s) runs imageID %s, not %s: %s", p.Pod, p.Workload, p.Container, p.ImageID, digest,
 				orOutcome(m.Message, p.Outcome))
 		}

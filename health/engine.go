@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
+	"github.com/throughline-dev/throughline/imageid"
 	"github.com/throughline-dev/throughline/registry"
 )
 
@@ -132,7 +133,7 @@ func DecodeSpec(u *unstructured.Unstructured) (v1alpha1.AcceptanceSpec, error) {
 	if spec.App == "" {
 		errs = append(errs, errors.New("spec.app is empty"))
 	}
-	if !ValidDigest(spec.RenderedHash) {
+	if !imageid.ValidDigest(spec.RenderedHash) {
 		errs = append(errs, fmt.Errorf("spec.renderedHash %q is not sha256:<64 hex>", spec.RenderedHash))
 	}
 	for i, w := range spec.Workloads {
@@ -148,7 +149,7 @@ func DecodeSpec(u *unstructured.Unstructured) (v1alpha1.AcceptanceSpec, error) {
 			if c.Name == "" {
 				errs = append(errs, fmt.Errorf("%s.containers[%d]: name is required", at, j))
 			}
-			if c.Digest != "" && !ValidDigest(c.Digest) {
+			if c.Digest != "" && !imageid.ValidDigest(c.Digest) {
 				errs = append(errs, fmt.Errorf("%s.containers[%d] (%s): digest %q is not sha256:<64 hex>", at, j, c.Name, c.Digest))
 			}
 			if c.Digest != "" && !strings.HasSuffix(c.Image, "@"+c.Digest) {
@@ -457,15 +458,15 @@ func (v *Verifier) verifyContainer(
 		if ok {
 			imageID, restarts = cs.ImageID, cs.RestartCount
 		}
-		var m Match
+		var m imageid.Match
 		switch {
 		case !ok:
-			m = Match{Outcome: Pending, Message: "no status for the container yet"}
+			m = imageid.Match{Outcome: Pending, Message: "no status for the container yet"}
 		case p.Spec.NodeName == "":
-			m = Match{Outcome: Pending, Message: "Pod not scheduled yet"}
+			m = imageid.Match{Outcome: Pending, Message: "Pod not scheduled yet"}
 		default:
-			in := MatchInput{Declared: c.Digest, ImageID: imageID}
-			if NeedsRegistry(c.Digest, imageID) {
+			in := imageid.Input{Declared: c.Digest, ImageID: imageID}
+			if imageid.NeedsRegistry(c.Digest, imageID) {
 				np, err := v.node(ctx, p.Spec.NodeName, nodes)
 				if err != nil {
 					return cr, err
@@ -473,7 +474,7 @@ func (v *Verifier) verifyContainer(
 				in.Platform, in.HasPlatform = np.platform, np.ok
 				in.Resolved, in.ResolveErr = v.resolve(ctx, c.Image, c.Digest)
 			}
-			m = MatchImageID(in)
+			m = imageid.Compare(in)
 		}
 		k := imageID + "\x00" + string(m.Outcome) + "\x00" + m.Platform
 		if i, ok := seen[k]; ok {

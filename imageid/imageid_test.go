@@ -1,4 +1,4 @@
-package health
+package imageid
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ const (
 	hexB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 )
 
-func TestParseImageID(t *testing.T) {
+func TestParse(t *testing.T) {
 	tests := []struct {
 		in, scheme, repo, digest string
 		err                      string
@@ -32,10 +32,10 @@ func TestParseImageID(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			id, err := ParseImageID(tt.in)
+			id, err := Parse(tt.in)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("ParseImageID(%q) = %+v, %v; want error containing %q", tt.in, id, err, tt.err)
+					t.Fatalf("Parse(%q) = %+v, %v; want error containing %q", tt.in, id, err, tt.err)
 				}
 				return
 			}
@@ -43,29 +43,29 @@ func TestParseImageID(t *testing.T) {
 				t.Fatal(err)
 			}
 			if id.Scheme != tt.scheme || id.Repository != tt.repo || id.Digest != tt.digest || id.Bare() != (tt.repo == "") {
-				t.Fatalf("ParseImageID(%q) = %+v", tt.in, id)
+				t.Fatalf("Parse(%q) = %+v", tt.in, id)
 			}
 		})
 	}
-	if _, err := ParseImageID(""); !errors.Is(err, ErrNoImageID) {
+	if _, err := Parse(""); !errors.Is(err, ErrNoImageID) {
 		t.Fatalf("empty imageID: %v, want ErrNoImageID", err)
 	}
 }
 
-func FuzzParseImageID(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, s := range []string{"docker-pullable://r/a@sha256:" + hexA, "r@sha256:" + hexA, "sha256:" + hexA, "docker://sha256:" + hexA, "", "a@b@sha256:" + hexA, "x://y://sha256:" + hexA} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		id, err := ParseImageID(s)
+		id, err := Parse(s)
 		if err != nil {
 			return
 		}
 		if !ValidDigest(id.Digest) {
-			t.Fatalf("ParseImageID(%q) accepted digest %q", s, id.Digest)
+			t.Fatalf("Parse(%q) accepted digest %q", s, id.Digest)
 		}
 		if !strings.HasSuffix(s, id.Digest) {
-			t.Fatalf("ParseImageID(%q): digest %q is not the suffix", s, id.Digest)
+			t.Fatalf("Parse(%q): digest %q is not the suffix", s, id.Digest)
 		}
 		// Re-assembling the parts gives the input back.
 		re := id.Digest
@@ -76,9 +76,9 @@ func FuzzParseImageID(f *testing.F) {
 			re = id.Scheme + "://" + re
 		}
 		if re != s {
-			t.Fatalf("ParseImageID(%q) = %+v, reassembles to %q", s, id, re)
+			t.Fatalf("Parse(%q) = %+v, reassembles to %q", s, id, re)
 		}
-		again, err := ParseImageID(re)
+		again, err := Parse(re)
 		if err != nil || again != id {
 			t.Fatalf("not stable: %+v, %v", again, err)
 		}

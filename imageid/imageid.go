@@ -1,4 +1,4 @@
-package health
+package imageid
 
 import (
 	"errors"
@@ -6,12 +6,12 @@ import (
 	"strings"
 )
 
-// ErrNoImageID is returned by [ParseImageID] for an empty imageID: the
+// ErrNoImageID is returned by [Parse] for an empty imageID: the
 // kubelet has not reported the image yet (the Pod is pending).
 var ErrNoImageID = errors.New("no imageID reported yet")
 
-// ImageID is a container status imageID as a container runtime reports it.
-type ImageID struct {
+// ID is a container status imageID as a container runtime reports it.
+type ID struct {
 	// Raw is the imageID as reported.
 	Raw string
 	// Scheme is the prefix before "://" (docker-pullable, docker), if any.
@@ -25,9 +25,9 @@ type ImageID struct {
 // Bare reports whether the imageID carries no repository: a bare
 // sha256:... or docker://sha256:..., which runtimes use for the image's
 // config digest (the "image ID").
-func (id ImageID) Bare() bool { return id.Repository == "" }
+func (id ID) Bare() bool { return id.Repository == "" }
 
-// ParseImageID reads the forms runtimes report:
+// Parse reads the forms runtimes report:
 //
 //	docker-pullable://repo@sha256:<hex>   (dockershim, cri-dockerd: a repo digest)
 //	repo@sha256:<hex>                     (containerd, CRI-O: a repo digest)
@@ -35,8 +35,8 @@ func (id ImageID) Bare() bool { return id.Repository == "" }
 //	docker://sha256:<hex>                 (a config digest)
 //
 // The digest must be sha256 with 64 lowercase hex digits.
-func ParseImageID(s string) (ImageID, error) {
-	id := ImageID{Raw: s}
+func Parse(s string) (ID, error) {
+	id := ID{Raw: s}
 	if s == "" {
 		return id, ErrNoImageID
 	}

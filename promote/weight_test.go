@@ -1,0 +1,32 @@
+package promote_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestRecordPathStaysLight keeps what reads and writes records, evidence
+// and the PR gate free of the Kubernetes client and controller-runtime:
+// they run in CI jobs and the CLI on a Git checkout, never against a
+// cluster. The imageID match they share lives in the leaf package imageid
+// (before, evidence reached client-go through health.MatchImageID and every
+// package here pulled in about 1,150 packages).
+func TestRecordPathStaysLight(t *testing.T) {
+	pkgs := []string{"promotion", "evidence", "rollback", "delivery", "promote", "repocheck", "gitops", "imageid"}
+	args := []string{"list", "-deps"}
+	for _, p := range pkgs {
+		args = append(args, "github.com/throughline-dev/throughline/"+p)
+	}
+	out, err := exec.CommandContext(t.Context(), "go", args...).Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, dep := range strings.Split(string(out), "\n") {
+		for _, banned := range []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime"} {
+			if strings.HasPrefix(dep, banned) {
+				t.Errorf("the record path (%s) imports %s", strings.Join(pkgs, ", "), dep)
+			}
+		}
+	}
+}
