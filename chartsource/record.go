@@ -6,8 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
+	"github.com/throughline-dev/throughline/drift"
 	"time"
 
 	sigyaml "sigs.k8s.io/yaml"
@@ -113,16 +112,9 @@ type SourcedRecord struct {
 	File string
 }
 
-// Drift is a chart version seen with more than one digest.
-type Drift struct {
-	Reference string
-	Digests   []string
-	Seen      []string
-}
-
-func (d Drift) Error() string {
-	return fmt.Sprintf("REJECTED chart %s resolved to %s (%s)", d.Reference, strings.Join(d.Digests, " and "), strings.Join(d.Seen, "; "))
-}
+// Drift is a chart version seen with more than one digest (drift.Moved of
+// kind "chart").
+type Drift = drift.Moved
 
 // DriftReport is the outcome of [CheckDrift].
 type DriftReport struct {
@@ -141,50 +133,28 @@ type Resolver interface {
 // version whose package changed is a drift naming both digests; a source
 // that cannot answer makes the version unverifiable (not decided).
 func CheckDrift(ctx context.Context, records []SourcedRecord, now Resolver) DriftReport {
-	by := map[string][]SourcedRecord{}
-	var keys []string
-	for _, r := range records {
+	rs := make([]drift.Resolution, len(records))
+	refs := map[string]Ref{}
+	for i, r := range records {
 		k := r.Ref().String()
-		if _, ok := by[k]; !ok {
-			keys = append(keys, k)
-		}
-		by[k] = append(by[k], r)
+		refs[k] = r.Ref()
+		rs[i] = drift.Resolution{Key: k, Reference: k, Digest: r.Digest, At: r.ResolvedAt, Where: r.File}
 	}
-	sort.Strings(keys)
-	rep := DriftReport{Versions: len(keys)}
-	for _, k := range keys {
-		rs := by[k]
-		sort.SliceStable(rs, func(i, j int) bool { return rs[i].ResolvedAt.Before(rs[j].ResolvedAt) })
-		d := Drift{Reference: k}
-		add := func(dig, where string) {
-			for i, x := range d.Digests {
-				if x == dig {
-					d.Seen[i] += ", " + where
-					return
-				}
-			}
-			d.Digests = append(d.Digests, dig)
-			d.Seen = append(d.Seen, dig+" in "+where)
-		}
-		for _, r := range rs {
-			add(r.Digest, r.File+" at "+r.ResolvedAt.Format(time.RFC3339))
-		}
-		if now != nil {
-			cur, err := now.Resolve(ctx, rs[0].Ref())
+	var ask drift.Now
+	if now != nil {
+		ask = func(ctx context.Context, r drift.Resolution) (string, string, error) {
+			cur, err := now.Resolve(ctx, refs[r.Key])
 			switch c := exitcode.Code(err); {
 			case err == nil:
-				add(cur.Digest, "the source now")
+				return cur.Digest, "the source now", nil
 			case c == exitcode.Refused || c == exitcode.Invalid:
 				// The source no longer serves the version, or serves a
 				// package its own index disowns: it changed.
-				add("nothing", "the source now ("+err.Error()+")")
-			default:
-				rep.Unverifiable = append(rep.Unverifiable, err)
+				return drift.Gone, "the source now (" + err.Error() + ")", nil
 			}
-		}
-		if len(d.Digests) > 1 {
-			rep.Drifts = append(rep.Drifts, d)
+			return "", "", err
 		}
 	}
-	return rep
+	rep := drift.Check(ctx, "chart", rs, ask)
+	return DriftReport{Versions: rep.References, Drifts: rep.Moved, Unverifiable: rep.Unverifiable}
 }

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"github.com/throughline-dev/throughline/drift"
 	"strings"
 	"time"
 
@@ -160,19 +160,10 @@ type SourcedRecord struct {
 	File string
 }
 
-// Drift is a tag seen pointing at more than one digest.
-type Drift struct {
-	Reference string
-	// Digests are the distinct digests in the order first seen (records by
-	// time, then the registry now).
-	Digests []string
-	// Seen says where each digest came from (file@time, or "registry now").
-	Seen []string
-}
-
-func (d Drift) Error() string {
-	return fmt.Sprintf("REJECTED tag %s resolved to %s (%s)", d.Reference, strings.Join(d.Digests, " and "), strings.Join(d.Seen, "; "))
-}
+// Drift is a tag seen pointing at more than one digest (drift.Moved of
+// kind "tag"): Digests in the order first seen (records by time, then the
+// registry now), Seen where each came from.
+type Drift = drift.Moved
 
 // DriftReport is the outcome of [CheckDrift].
 type DriftReport struct {
@@ -194,48 +185,23 @@ type DigestResolver interface {
 // and, when now is not nil, with what the registry says now. A tag that no
 // longer exists is a drift too (it resolves to nothing).
 func CheckDrift(ctx context.Context, records []SourcedRecord, now DigestResolver) DriftReport {
-	byTag := map[string][]SourcedRecord{}
-	var keys []string
-	for _, r := range records {
-		k := r.TagKey()
-		if _, ok := byTag[k]; !ok {
-			keys = append(keys, k)
-		}
-		byTag[k] = append(byTag[k], r)
+	rs := make([]drift.Resolution, len(records))
+	for i, r := range records {
+		rs[i] = drift.Resolution{Key: r.TagKey(), Reference: r.Reference, Digest: r.Digest, At: r.ResolvedAt, Where: r.File}
 	}
-	sort.Strings(keys)
-	rep := DriftReport{Tags: len(keys)}
-	for _, k := range keys {
-		rs := byTag[k]
-		sort.SliceStable(rs, func(i, j int) bool { return rs[i].ResolvedAt.Before(rs[j].ResolvedAt) })
-		d := Drift{Reference: rs[0].Reference}
-		add := func(dig, where string) {
-			for i, x := range d.Digests {
-				if x == dig {
-					d.Seen[i] += ", " + where
-					return
-				}
-			}
-			d.Digests = append(d.Digests, dig)
-			d.Seen = append(d.Seen, dig+" in "+where)
-		}
-		for _, r := range rs {
-			add(r.Digest, r.File+" at "+r.ResolvedAt.Format(time.RFC3339))
-		}
-		if now != nil {
-			cur, err := now.ResolveDigest(ctx, rs[0].Reference)
+	var ask drift.Now
+	if now != nil {
+		ask = func(ctx context.Context, r drift.Resolution) (string, string, error) {
+			cur, err := now.ResolveDigest(ctx, r.Reference)
 			switch {
 			case errors.Is(err, ErrNotFound):
-				add("nothing", "the registry now (the tag is gone)")
+				return drift.Gone, "the registry now (the tag is gone)", nil
 			case err != nil:
-				rep.Unverifiable = append(rep.Unverifiable, err)
-			default:
-				add(cur.Digest, "the registry now")
+				return "", "", err
 			}
-		}
-		if len(d.Digests) > 1 {
-			rep.Drifts = append(rep.Drifts, d)
+			return cur.Digest, "the registry now", nil
 		}
 	}
-	return rep
+	rep := drift.Check(ctx, "tag", rs, ask)
+	return DriftReport{Tags: rep.References, Drifts: rep.Moved, Unverifiable: rep.Unverifiable}
 }
