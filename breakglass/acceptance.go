@@ -1,9 +1,7 @@
 package breakglass
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"path"
 
 	"github.com/throughline-dev/throughline/acceptance"
@@ -17,12 +15,12 @@ import (
 // overlay commits none.
 func refreshAcceptance(tree *gitops.Tree, p string, d *acceptance.Declaration, renderer string, plan *WritebackPlan) error {
 	file := path.Join(p, acceptance.File)
-	prev, err := os.ReadFile(tree.Path(file))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	prev, err := tree.OptionalFile(file)
 	if err != nil {
 		return fmt.Errorf("reading the committed Acceptance %s: %w", file, err)
+	}
+	if prev == nil {
+		return nil
 	}
 	data, err := acceptance.Refresh(d, file, prev, renderer)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path"
 	"regexp"
 	"strings"
@@ -145,7 +144,7 @@ func proposeWriteback(ctx context.Context, r *gitops.Repo, rec *Record, opts Wri
 		if err != nil {
 			return "", nil, err
 		}
-		kdata, err := os.ReadFile(tree.Path(kfile))
+		kdata, err := tree.OptionalFile(kfile)
 		if err != nil {
 			return "", nil, fmt.Errorf("reading %s: %w", kfile, err)
 		}
@@ -185,7 +184,7 @@ func renderAt(ctx context.Context, r *gitops.Repo, rev, p string) ([]render.Obje
 // (no permanent change left) and pass every policy rule.
 func checkWriteback(ctx context.Context, tree *gitops.Tree, cmp Compare, plan *WritebackPlan, opts WritebackOptions, env string) error {
 	for rel, data := range plan.Files {
-		if err := os.WriteFile(tree.Path(rel), data, 0o644); err != nil {
+		if err := tree.WriteFile(rel, data); err != nil {
 			return fmt.Errorf("writing %s into the exported overlay: %w", rel, err)
 		}
 	}

@@ -101,7 +101,8 @@ func (r *Record) CheckPods(digest string) string {
 		}
 		n++
 		m := imageid.Compare(imageid.Input{Declared: digest, ImageID: p.ImageID})
-		resolved := m.Outcome == v1alpha1.OutcomeUnverifiable && p.Outcome == string(v1alpha1.OutcomeVerified) && p.Match != "" && p.Match != string(v1alpha1.MatchExact)
+		resolved := m.Outcome == v1alpha1.OutcomeUnverifiable && p.Outcome == string(v1alpha1.OutcomeVerified) &&
+			p.Match != "" && p.Match != string(v1alpha1.MatchExact)
 		if m.Outcome != v1alpha1.OutcomeVerified && !resolved {
 			return fmt.Sprintf("Pod %s (%s container %s) runs imageID %s, not %s: %s", p.Pod, p.Workload, p.Container, p.ImageID, digest,
 				orOutcome(m.Message, p.Outcome))

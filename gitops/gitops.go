@@ -10,14 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path"
-	"path/filepath"
 
-	"sigs.k8s.io/kustomize/api/konfig"
-
-	"github.com/throughline-dev/throughline/acceptance"
-	"github.com/throughline-dev/throughline/checkfile/promql"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/render"
@@ -151,82 +144,4 @@ func ReadNamed[T Named](ctx context.Context, r *Repo, rev, file, app, env string
 			fmt.Errorf("names app %q environment %q, but lives at the path of %s/%s", a, e, app, env))
 	}
 	return doc, true, nil
-}
-
-// Tree is one revision of the repository exported to disk.
-type Tree struct {
-	// Rev is the commit.
-	Rev string
-	// Root is the GitOps root in the exported tree.
-	Root   string
-	tmp    string
-	charts render.ChartSource
-}
-
-// Tree exports rev to a temporary directory; Close removes it.
-func (r *Repo) Tree(ctx context.Context, rev string) (*Tree, error) {
-	tmp, err := os.MkdirTemp("", "throughline-rev-")
-	if err != nil {
-		return nil, fmt.Errorf("exporting %s: %w", rev, err)
-	}
-	root, err := r.Export(ctx, rev, filepath.Join(tmp, "tree"))
-	if err != nil {
-		_ = os.RemoveAll(tmp)
-		return nil, err
-	}
-	return &Tree{Rev: rev, Root: root, tmp: tmp, charts: r.Charts}, nil
-}
-
-// Close removes the exported tree.
-func (t *Tree) Close() error { return os.RemoveAll(t.tmp) }
-
-// Path is the GitOps-root-relative slash path p in the exported tree.
-func (t *Tree) Path(p string) string { return filepath.Join(t.Root, filepath.FromSlash(p)) }
-
-// Render renders the app at the GitOps-root-relative path p without policy:
-// the objects (any Acceptance left out) and their rendered hash.
-func (t *Tree) Render(ctx context.Context, p string) ([]render.Object, string, error) {
-	app, err := render.Open(ctx, render.Options{Root: t.Root, Path: t.Path(p), Charts: t.charts})
-	if err != nil {
-		return nil, "", err
-	}
-	objs, err := app.Build(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	var plain []render.Object
-	for _, o := range objs {
-		if !acceptance.IsAcceptance(o) {
-			plain = append(plain, o)
-		}
-	}
-	h, err := render.Hash(plain)
-	if err != nil {
-		return nil, "", exitcode.InvalidFile(p, err)
-	}
-	return plain, h, nil
-}
-
-// Declare renders the app at p in env with every policy rule (a
-// *policy.Refusal on refusal); renderer is throughline's version.
-func (t *Tree) Declare(ctx context.Context, p, env, renderer string) (*acceptance.Declaration, error) {
-	return acceptance.Declare(ctx, acceptance.Request{
-		Render:      render.Options{Root: t.Root, Path: t.Path(p), Charts: t.charts},
-		Environment: env, Renderer: renderer, ParseQuery: promql.Parse,
-	})
-}
-
-// KustomizationFile is the GitOps-root-relative kustomization of the
-// overlay at p, by kustomize's own list of file names.
-func (t *Tree) KustomizationFile(ctx context.Context, p string) (string, error) {
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	for _, n := range konfig.RecognizedKustomizationFileNames() {
-		rel := path.Join(p, n)
-		if fi, err := os.Lstat(t.Path(rel)); err == nil && fi.Mode().IsRegular() {
-			return rel, nil
-		}
-	}
-	return "", exitcode.InvalidFile(p, errors.New("no kustomization: a promotion target must be a kustomize overlay with an images: entry"))
 }

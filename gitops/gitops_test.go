@@ -162,8 +162,8 @@ spec:
 	if err := tree.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(tree.Root); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("Close left %s: %v", tree.Root, err)
+	if _, err := os.Stat(tree.root); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Close left %s: %v", tree.root, err)
 	}
 }
 
@@ -178,5 +178,126 @@ func TestOpen(t *testing.T) {
 	r, rev := newRepo(t, map[string]string{"a.yaml": "a: 1\n"})
 	if got, err := r.BaseRev(ctx); err != nil || got != rev || r.Base != "main" {
 		t.Errorf("BaseRev = %s, %v (base %q); want %s on main", got, err, r.Base, rev)
+	}
+}
+
+// TestOptionalFileStaysInTheTree: the gates read checks and values files
+// through OptionalFile. A pull request that commits an overlay directory
+// as a symlink leaving the repository (or the file itself as one) must not
+// make them read the machine's files: before, the readers checked only the
+// last path component with Lstat and followed a symlinked directory.
+func TestOptionalFileStaysInTheTree(t *testing.T) {
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "throughline-checks.yaml"), []byte("secret: from the machine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := newRepo(t, map[string]string{
+		"apps/web/overlays/staging/throughline-checks.yaml": "apiVersion: throughline.dev/v1alpha1\n",
+		"apps/web/overlays/staging/values.yaml":             "replicas: 2\n",
+	})
+	for name, target := range map[string]string{
+		"apps/web/overlays/escape":                     outside,
+		"apps/web/overlays/staging/escape-values.yaml": filepath.Join(outside, "throughline-checks.yaml"),
+		"apps/web/overlays/staging/up.yaml":            "../../../../../../../../../../" + filepath.Join(outside, "throughline-checks.yaml"),
+		"apps/web/overlays/staging/inside.yaml":        "values.yaml",
+	} {
+		if err := os.Symlink(target, filepath.Join(r.Top, filepath.FromSlash(name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, r.Top, "add", "-A")
+	git(t, r.Top, "commit", "-q", "-m", "symlinks")
+	tree, err := r.Tree(context.Background(), git(t, r.Top, "rev-parse", "HEAD"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tree.Close() }()
+	for _, c := range []struct {
+		path string
+		want string // content; "" with invalid: refused
+		code int
+	}{
+		{"apps/web/overlays/staging/values.yaml", "replicas: 2\n", exitcode.OK},
+		{"apps/web/overlays/staging/inside.yaml", "", exitcode.Invalid}, // a symlink even inside the tree: content from another file
+		{"apps/web/overlays/staging/none.yaml", "", exitcode.OK},
+		{"apps/web/overlays/escape/throughline-checks.yaml", "", exitcode.Invalid},
+		{"apps/web/overlays/staging/escape-values.yaml", "", exitcode.Invalid},
+		{"apps/web/overlays/staging/up.yaml", "", exitcode.Invalid},
+		{"apps/web/overlays/staging", "", exitcode.Invalid}, // a directory
+	} {
+		data, err := tree.OptionalFile(c.path)
+		if exitcode.Code(err) != c.code || string(data) != c.want {
+			t.Errorf("OptionalFile(%s) = %q, %v; want %q, exit %d", c.path, data, err, c.want, c.code)
+		}
+		if err != nil && strings.Contains(err.Error(), outside) {
+			t.Errorf("OptionalFile(%s): the error names the machine path: %v", c.path, err)
+		}
+	}
+}
+
+// TestWriteFileNeverFollowsSymlinks: propose and the break-glass
+// write-back write edited files into the exported tree. A repository whose
+// overlay (or the edited file itself) is a symlink must not make them
+// write outside it: the write is refused, nothing outside changes.
+func TestWriteFileNeverFollowsSymlinks(t *testing.T) {
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "values.yaml")
+	if err := os.WriteFile(victim, []byte("untouched\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := newRepo(t, map[string]string{"apps/web/overlays/staging/values.yaml": "replicas: 2\n"})
+	for name, target := range map[string]string{
+		"apps/web/overlays/escape":                 outside,
+		"apps/web/overlays/staging/linked.yaml":    victim,
+		"apps/web/overlays/staging/in-values.yaml": "values.yaml",
+	} {
+		if err := os.Symlink(target, filepath.Join(r.Top, filepath.FromSlash(name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, r.Top, "add", "-A")
+	git(t, r.Top, "commit", "-q", "-m", "symlinks")
+	tree, err := r.Tree(context.Background(), git(t, r.Top, "rev-parse", "HEAD"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tree.Close() }()
+	for _, c := range []struct {
+		path string
+		code int
+	}{
+		{"apps/web/overlays/staging/values.yaml", exitcode.OK},
+		{"apps/web/overlays/staging/new.yaml", exitcode.OK}, // a new file in an existing directory
+		{"apps/web/overlays/escape/values.yaml", exitcode.Invalid},
+		{"apps/web/overlays/staging/linked.yaml", exitcode.Invalid},
+		{"apps/web/overlays/staging/in-values.yaml", exitcode.Invalid}, // even a symlink inside the tree
+		{"apps/web/overlays/missing/values.yaml", exitcode.Invalid},
+		{"../values.yaml", exitcode.Invalid},
+		{"apps/web/overlays/staging", exitcode.Invalid},
+	} {
+		if err := tree.WriteFile(c.path, []byte("replicas: 9\n")); exitcode.Code(err) != c.code {
+			t.Errorf("WriteFile(%s) = %v, want exit %d", c.path, err, c.code)
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "untouched\n" {
+		t.Fatalf("a write followed a symlink out of the tree: %s now holds %q", victim, b)
+	}
+	if b, err := tree.OptionalFile("apps/web/overlays/staging/new.yaml"); err != nil || string(b) != "replicas: 9\n" {
+		t.Fatalf("new.yaml = %q, %v", b, err)
+	}
+	files, err := tree.Files("apps/web/overlays")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasPrefix(f, "apps/web/overlays/escape/") {
+			t.Errorf("Files listed %s, through a symlink out of the tree", f)
+		}
+	}
+	if _, err := tree.Files("apps/web/overlays/escape"); exitcode.Code(err) != exitcode.Invalid {
+		t.Errorf("Files through a symlinked directory: %v, want invalid input", err)
+	}
+	if dirs, _ := tree.Subdirs("apps/web/overlays"); strings.Join(dirs, ",") != "staging" {
+		t.Errorf("Subdirs = %v, want [staging] (escape leaves the tree)", dirs)
 	}
 }

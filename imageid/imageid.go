@@ -1,3 +1,8 @@
+// Package imageid is the imageID match of docs/concepts.md: a container
+// status imageID as runtimes report it, compared with the declared digest
+// (the exact digest, the child of a declared index for the node's platform,
+// or a config digest). The live check (package health) and the evidence
+// checks (package evidence) share it; it needs no Kubernetes client.
 package imageid
 
 import (

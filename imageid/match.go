@@ -8,6 +8,14 @@ import (
 	"github.com/throughline-dev/throughline/registry"
 )
 
+// The outcomes of [Compare], as the API's status carries them.
+const (
+	verified     = v1alpha1.OutcomeVerified
+	pending      = v1alpha1.OutcomePending
+	unverifiable = v1alpha1.OutcomeUnverifiable
+	mismatch     = v1alpha1.OutcomeMismatch
+)
+
 // Match is the verdict on one imageID.
 type Match struct {
 	Outcome v1alpha1.Outcome
@@ -50,27 +58,27 @@ func NeedsRegistry(declared, imageID string) bool {
 func Compare(in Input) Match {
 	id, err := Parse(in.ImageID)
 	if errors.Is(err, ErrNoImageID) {
-		return Match{Outcome: v1alpha1.OutcomePending, Message: "no imageID reported yet"}
+		return Match{Outcome: pending, Message: "no imageID reported yet"}
 	}
 	if err != nil {
-		return Match{Outcome: v1alpha1.OutcomeMismatch, Message: err.Error()}
+		return Match{Outcome: mismatch, Message: err.Error()}
 	}
 	if id.Digest == in.Declared {
-		return Match{Outcome: v1alpha1.OutcomeVerified, Kind: v1alpha1.MatchExact}
+		return Match{Outcome: verified, Kind: v1alpha1.MatchExact}
 	}
 	if in.Resolved == nil {
 		msg := fmt.Sprintf("imageID %s is not the declared %s, and the declared digest could not be resolved", in.ImageID, in.Declared)
 		if in.ResolveErr != nil {
 			msg += ": " + in.ResolveErr.Error()
 		}
-		return Match{Outcome: v1alpha1.OutcomeUnverifiable, Message: msg}
+		return Match{Outcome: unverifiable, Message: msg}
 	}
 	d := in.Resolved
 	if !d.IsIndex() {
 		if d.ConfigDigest != "" && id.Digest == d.ConfigDigest {
-			return Match{Outcome: v1alpha1.OutcomeVerified, Kind: v1alpha1.MatchConfigDigest}
+			return Match{Outcome: verified, Kind: v1alpha1.MatchConfigDigest}
 		}
-		return Match{Outcome: v1alpha1.OutcomeMismatch, Message: fmt.Sprintf("imageID %s is neither the declared manifest %s nor its config %s",
+		return Match{Outcome: mismatch, Message: fmt.Sprintf("imageID %s is neither the declared manifest %s nor its config %s",
 			in.ImageID, in.Declared, orNone(d.ConfigDigest))}
 	}
 	// An index: which child (if any) does the imageID name?
@@ -89,24 +97,24 @@ func Compare(in Input) Match {
 		break
 	}
 	if hit == nil {
-		return Match{Outcome: v1alpha1.OutcomeMismatch, Message: fmt.Sprintf("imageID %s is not the declared index %s, none of its %d children and none of their configs",
+		return Match{Outcome: mismatch, Message: fmt.Sprintf("imageID %s is not the declared index %s, none of its %d children and none of their configs",
 			in.ImageID, in.Declared, len(d.Children))}
 	}
 	if !in.HasPlatform {
-		return Match{Outcome: v1alpha1.OutcomeUnverifiable, Platform: hit.Platform.String(), Message: fmt.Sprintf("imageID %s is the %s child of the declared index %s, "+
+		return Match{Outcome: unverifiable, Platform: hit.Platform.String(), Message: fmt.Sprintf("imageID %s is the %s child of the declared index %s, "+
 			"but the node has no kubernetes.io/os and kubernetes.io/arch labels to say which child it should run", in.ImageID, hit.Platform, in.Declared)}
 	}
 	want, ok := d.ChildFor(in.Platform)
 	if !ok {
-		return Match{Outcome: v1alpha1.OutcomeMismatch, Platform: hit.Platform.String(), Message: fmt.Sprintf(
+		return Match{Outcome: mismatch, Platform: hit.Platform.String(), Message: fmt.Sprintf(
 			"the declared index %s has no child for the node's platform %s (imageID %s is its %s child)", in.Declared, in.Platform, in.ImageID, hit.Platform)}
 	}
 	if want.Digest != hit.Digest {
-		return Match{Outcome: v1alpha1.OutcomeMismatch, Platform: hit.Platform.String(), Message: fmt.Sprintf(
+		return Match{Outcome: mismatch, Platform: hit.Platform.String(), Message: fmt.Sprintf(
 			"imageID %s is the %s child of the declared index %s, but the node is %s (want %s)",
 			in.ImageID, hit.Platform, in.Declared, in.Platform, want.Digest)}
 	}
-	return Match{Outcome: v1alpha1.OutcomeVerified, Kind: kind, Platform: hit.Platform.String()}
+	return Match{Outcome: verified, Kind: kind, Platform: hit.Platform.String()}
 }
 
 func orNone(s string) string {

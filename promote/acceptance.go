@@ -3,9 +3,7 @@ package promote
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"path"
 
 	"github.com/throughline-dev/throughline/acceptance"
@@ -24,10 +22,7 @@ func committedAcceptance(ctx context.Context, tree *gitops.Tree, p string) (stri
 	if err := ctx.Err(); err != nil {
 		return file, nil, err
 	}
-	data, err := os.ReadFile(tree.Path(file))
-	if errors.Is(err, os.ErrNotExist) {
-		return file, nil, nil
-	}
+	data, err := tree.OptionalFile(file)
 	if err != nil {
 		return file, nil, fmt.Errorf("reading %s at %s: %w", file, tree.Rev, err)
 	}
@@ -64,7 +59,7 @@ func (c *check) isCommittedAcceptance(rel string) bool {
 		return false
 	}
 	for _, t := range []*gitops.Tree{c.bt, c.ht} {
-		if fi, err := os.Lstat(t.Path(file)); err != nil || !fi.Mode().IsRegular() {
+		if !t.IsFile(file) {
 			return false
 		}
 	}

@@ -31,7 +31,7 @@ func (f *fixture) checkAcceptanceAt(rev string) string {
 	must(t, err)
 	defer func() { _ = tree.Close() }()
 	d, err := acceptance.Declare(context.Background(), acceptance.Request{
-		Render: render.Options{Root: tree.Root, Path: tree.Path(production)}, Environment: "production", Renderer: "another-version"})
+		Render: tree.RenderOptions(production), Environment: "production", Renderer: "another-version"})
 	must(t, err)
 	return d.Stale()
 }
@@ -112,7 +112,7 @@ func TestRollbackRefreshesAcceptance(t *testing.T) {
 	tree, err := f.repo.Tree(ctx, res.Proposal.Branch)
 	must(t, err)
 	defer func() { _ = tree.Close() }()
-	at, err := acceptance.Declare(ctx, acceptance.Request{Render: render.Options{Root: tree.Root, Path: tree.Path(webOverlay)}, Environment: "production"})
+	at, err := acceptance.Declare(ctx, acceptance.Request{Render: tree.RenderOptions(webOverlay), Environment: "production"})
 	must(t, err)
 	if why := at.Stale(); why != "" {
 		t.Fatalf("render --check-acceptance at the rollback: %s", why)

@@ -2,10 +2,7 @@ package promote
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -93,7 +90,9 @@ func chartDiff(want, got []promotion.Chart) []string {
 // chartsAt renders the app at p in tree (without policy) and lists the
 // charts it uses and its rendered hash.
 func chartsAt(ctx context.Context, r *gitops.Repo, tree *gitops.Tree, p string) ([]promotion.Chart, string, error) {
-	app, err := render.Open(ctx, render.Options{Root: tree.Root, Path: tree.Path(p), Charts: r.Charts})
+	opts := tree.RenderOptions(p)
+	opts.Charts = r.Charts
+	app, err := render.Open(ctx, opts)
 	if err != nil {
 		return nil, "", err
 	}
@@ -220,10 +219,7 @@ func writeCharts(tree *gitops.Tree, kfile string, data []byte, charts []promotio
 		return e, nil
 	}
 	e.lockFile = chartsource.LockPath(path.Dir(kfile))
-	old, err := os.ReadFile(tree.Path(e.lockFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		old, err = nil, nil
-	}
+	old, err := tree.OptionalFile(e.lockFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", e.lockFile, err)
 	}
@@ -246,7 +242,7 @@ func targetFile(ctx context.Context, tree *gitops.Tree, p string) (string, error
 		return kfile, nil
 	}
 	chart := path.Join(p, "Chart.yaml")
-	if fi, serr := os.Lstat(tree.Path(chart)); serr == nil && fi.Mode().IsRegular() {
+	if tree.IsFile(chart) {
 		return chart, nil
 	}
 	return "", err

@@ -3,7 +3,6 @@ package promote
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path"
 	"regexp"
 	"strings"
@@ -28,7 +27,7 @@ var digestRE = regexp.MustCompile(`sha256:[0-9a-f]{64}`)
 // environments is never a promotion's to edit).
 func chartValueFiles(tree *gitops.Tree, appPath string) ([]string, error) {
 	file := path.Join(appPath, render.HelmParametersFile)
-	data, err := readRegular(tree, file)
+	data, err := tree.OptionalFile(file)
 	if err != nil || data == nil {
 		return nil, err
 	}
@@ -44,25 +43,6 @@ func chartValueFiles(tree *gitops.Tree, appPath string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// readRegular reads a regular file of tree (nil when it does not exist);
-// a symlink or another kind of file is invalid input.
-func readRegular(tree *gitops.Tree, p string) ([]byte, error) {
-	fi, err := os.Lstat(tree.Path(p))
-	switch {
-	case os.IsNotExist(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading %s: %w", p, err)
-	case !fi.Mode().IsRegular():
-		return nil, exitcode.InvalidFile(p, fmt.Errorf("not a regular file (%s)", fi.Mode().Type()))
-	}
-	data, err := os.ReadFile(tree.Path(p))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", p, err)
-	}
-	return data, nil
 }
 
 // writeChartValuesDigest writes digest for image name into the value files
@@ -90,7 +70,7 @@ func writeChartValuesDigest(tree *gitops.Tree, appPath string, before []render.O
 	}
 	out := map[string][]byte{}
 	for _, f := range files {
-		data, err := readRegular(tree, f)
+		data, err := tree.OptionalFile(f)
 		if err != nil {
 			return nil, err
 		}
@@ -101,7 +81,7 @@ func writeChartValuesDigest(tree *gitops.Tree, appPath string, before []render.O
 			return d
 		})
 		if !bytes.Equal(edited, data) {
-			if err := os.WriteFile(tree.Path(f), edited, 0o644); err != nil {
+			if err := tree.WriteFile(f, edited); err != nil {
 				return nil, fmt.Errorf("writing %s: %w", f, err)
 			}
 			out[f] = edited

@@ -282,11 +282,11 @@ func (c *check) files(ctx context.Context) error {
 // chartValuesChange is what else than the artifact's digest changed in a
 // chart app's value file rel ("" for nothing).
 func (c *check) chartValuesChange(rel string) string {
-	base, err := readRegular(c.bt, rel)
+	base, err := c.bt.OptionalFile(rel)
 	if err != nil {
 		return err.Error()
 	}
-	head, err := readRegular(c.ht, rel)
+	head, err := c.ht.OptionalFile(rel)
 	if err != nil {
 		return err.Error()
 	}

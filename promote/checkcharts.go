@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -106,7 +105,7 @@ func chartFileChanges(ctx context.Context, bt, ht *gitops.Tree, file string) []s
 	if ctx.Err() != nil {
 		return []string{"<cancelled>"}
 	}
-	a, b := loadChartFile(bt.Path(file)), loadChartFile(ht.Path(file))
+	a, b := loadChartFile(bt, file), loadChartFile(ht, file)
 	ad, _ := a["dependencies"].([]any)
 	bd, _ := b["dependencies"].([]any)
 	var out []string
@@ -164,9 +163,9 @@ func mapChanges(prefix string, a, b map[string]any, skipVersion bool) []string {
 }
 
 // loadChartFile reads the Chart.yaml at file (nil when it cannot be read).
-func loadChartFile(file string) map[string]any {
-	data, err := os.ReadFile(file)
-	if err != nil {
+func loadChartFile(tree *gitops.Tree, file string) map[string]any {
+	data, err := tree.OptionalFile(file)
+	if err != nil || data == nil {
 		return nil
 	}
 	var m map[string]any

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -27,7 +26,7 @@ func kustomizationChanges(ctx context.Context, bt, ht *gitops.Tree, kfile string
 	if ctx.Err() != nil {
 		return []string{"<cancelled>"}
 	}
-	a, b := loadKustomization(bt.Path(kfile)), loadKustomization(ht.Path(kfile))
+	a, b := loadKustomization(bt, kfile), loadKustomization(ht, kfile)
 	keys := map[string]bool{}
 	for k := range a {
 		keys[k] = true
@@ -47,9 +46,9 @@ func kustomizationChanges(ctx context.Context, bt, ht *gitops.Tree, kfile string
 
 // loadKustomization reads the kustomization at file with its images:
 // digests and its helmCharts versions masked (nil when it cannot be read).
-func loadKustomization(file string) map[string]any {
-	data, err := os.ReadFile(file)
-	if err != nil {
+func loadKustomization(tree *gitops.Tree, file string) map[string]any {
+	data, err := tree.OptionalFile(file)
+	if err != nil || data == nil {
 		return nil
 	}
 	var m map[string]any
@@ -84,14 +83,14 @@ type crossing struct {
 // (a sibling overlay of target in tree) in their namespace or a routing
 // host, where the before-objects did not.
 func crossEnvironment(ctx context.Context, tree *gitops.Tree, target, env string, before, after []render.Object) []crossing {
-	entries, err := os.ReadDir(tree.Path(path.Dir(target)))
+	dirs, err := tree.Subdirs(path.Dir(target))
 	if err != nil || ctx.Err() != nil {
 		return nil
 	}
 	var others []string
-	for _, e := range entries {
-		if e.IsDir() && e.Name() != env && len(e.Name()) > 2 {
-			others = append(others, e.Name())
+	for _, d := range dirs {
+		if d != env && len(d) > 2 {
+			others = append(others, d)
 		}
 	}
 	was := mentions(before, others)
@@ -163,29 +162,37 @@ func driftOf(ctx context.Context, tree *gitops.Tree, extra []string, rec *promot
 	add := func(rule, file, format string, args ...any) {
 		out = append(out, Finding{Rule: rule, File: file, Reason: fmt.Sprintf(format, args...)})
 	}
-	var files []string
-	_ = filepath.WalkDir(tree.Path("drift"), func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && (strings.HasSuffix(p, ".json") || strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
-			files = append(files, p)
+	// The drift records committed under drift/ (read through the tree's
+	// confined reader), then the local files the CLI names.
+	type source struct {
+		name string
+		read func() ([]byte, error)
+	}
+	var files []source
+	committed, err := tree.Files("drift")
+	if err != nil {
+		add(RuleDriftRecord, "drift", "drift records: %v", err)
+	}
+	for _, f := range committed {
+		if strings.HasSuffix(f, ".json") || strings.HasSuffix(f, ".yaml") || strings.HasSuffix(f, ".yml") {
+			files = append(files, source{f, func() ([]byte, error) { return tree.OptionalFile(f) }})
 		}
-		return nil
-	})
-	files = append(files, extra...)
+	}
+	for _, f := range extra {
+		files = append(files, source{f, func() ([]byte, error) { return os.ReadFile(f) }})
+	}
 	pinned, err := policy.CheckImage(rec.Artifact.Image)
 	if err != nil {
 		add(RuleDigest, "", "artifact.image %q: %v", rec.Artifact.Image, err)
 		return out
 	}
 	var records []registry.SourcedRecord
-	for _, f := range files {
-		data, err := os.ReadFile(f)
+	for _, src := range files {
+		name := src.name
+		data, err := src.read()
 		if err != nil {
-			add(RuleDriftRecord, f, "drift record %s: %v", f, err)
+			add(RuleDriftRecord, name, "drift record %s: %v", name, err)
 			continue
-		}
-		name := f
-		if rel, err := filepath.Rel(tree.Root, f); err == nil && !strings.HasPrefix(rel, "..") {
-			name = filepath.ToSlash(rel)
 		}
 		rr, err := registry.ParseRecord(name, data)
 		if err != nil {

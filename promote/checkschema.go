@@ -44,7 +44,9 @@ type valuesLayer struct {
 // come from the Application's parameters, outside the change): the render
 // still refuses the rest.
 func (c *check) valuesSchema(ctx context.Context) error {
-	app, err := render.Open(ctx, render.Options{Root: c.ht.Root, Path: c.ht.Path(c.rec.Target.Path)})
+	opts := c.ht.RenderOptions(c.rec.Target.Path)
+	opts.Charts = nil // the values' schemas of the charts in the tree; remote ones are the render's
+	app, err := render.Open(ctx, opts)
 	if err != nil {
 		return nil //nolint:nilerr // the render step reports it
 	}

@@ -19,7 +19,7 @@ import (
 // them).
 func (f *fixture) stagingReconciling(desired string) {
 	t := f.t
-	_, hash, err := (&gitops.Tree{Root: f.root}).Render(context.Background(), "apps/checkout/overlays/staging")
+	_, hash, err := gitops.WorkTree(f.root).Render(context.Background(), "apps/checkout/overlays/staging")
 	must(t, err)
 	t0 := time.Now().Add(-time.Hour)
 	rec, err := promotion.NewCandidate("checkout", 1,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -149,7 +148,7 @@ func editTarget(ctx context.Context, r *gitops.Repo, baseRev string, art promoti
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(tree.Path(kfile))
+	data, err := tree.OptionalFile(kfile)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", kfile, err)
 	}
@@ -170,11 +169,11 @@ func editTarget(ctx context.Context, r *gitops.Repo, baseRev string, art promoti
 	}
 	e.edited, e.changed = e.charts.kdata, e.changed || e.charts.kchanged || e.charts.locked
 	if e.charts.locked {
-		if err := os.WriteFile(tree.Path(e.charts.lockFile), e.charts.lockData, 0o644); err != nil {
+		if err := tree.WriteFile(e.charts.lockFile, e.charts.lockData); err != nil {
 			return nil, fmt.Errorf("writing %s: %w", e.charts.lockFile, err)
 		}
 	}
-	if err := os.WriteFile(tree.Path(kfile), e.edited, 0o644); err != nil {
+	if err := tree.WriteFile(kfile, e.edited); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", kfile, err)
 	}
 	d, err := tree.Declare(ctx, req.Path, req.To, req.Renderer)

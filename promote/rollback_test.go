@@ -30,7 +30,7 @@ func (f *fixture) accept(tag, digest string) string {
 	t := f.t
 	f.write(map[string]string{webOverlay + "/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n" +
 		"namespace: web-production\nresources:\n  - ../../base\nimages:\n  - name: " + webImage + "\n    newTag: \"" + tag + "@" + digest + "\"\n"})
-	_, hash, err := (&gitops.Tree{Root: f.root}).Render(context.Background(), webOverlay)
+	_, hash, err := gitops.WorkTree(f.root).Render(context.Background(), webOverlay)
 	must(t, err)
 	t0 := time.Now().Add(-time.Hour)
 	rec, err := promotion.NewCandidate("web", 1, promotion.Artifact{Image: webImage + ":" + tag + "@" + digest, Digest: digest, SourceCommit: strings.Repeat("1", 40)},

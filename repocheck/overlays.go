@@ -3,10 +3,7 @@ package repocheck
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"slices"
 	"sort"
@@ -15,7 +12,6 @@ import (
 	"sigs.k8s.io/kustomize/api/konfig"
 
 	"github.com/throughline-dev/throughline/environment"
-	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -74,7 +70,7 @@ func (c *check) load(ctx context.Context, t *gitops.Tree) (*revision, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rendering %s (app %s, environment %s) at %s: %w", dir, app, env, t.Rev, err)
 		}
-		checks, err := checksFile(t, dir)
+		checks, err := t.OptionalFile(path.Join(dir, render.ChecksFile))
 		if err != nil {
 			return nil, err
 		}
@@ -83,26 +79,6 @@ func (c *check) load(ctx context.Context, t *gitops.Tree) (*revision, error) {
 		rv.byPath[dir] = rd
 	}
 	return rv, nil
-}
-
-// checksFile reads the runtime checks file of the overlay at dir (nil when
-// there is none); a symlink or anything but a regular file is refused.
-func checksFile(t *gitops.Tree, dir string) ([]byte, error) {
-	p := t.Path(path.Join(dir, render.ChecksFile))
-	fi, err := os.Lstat(p)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading %s at %s: %w", path.Join(dir, render.ChecksFile), t.Rev, err)
-	case !fi.Mode().IsRegular():
-		return nil, exitcode.InvalidFile(path.Join(dir, render.ChecksFile), errors.New("not a regular file"))
-	}
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s at %s: %w", path.Join(dir, render.ChecksFile), t.Rev, err)
-	}
-	return data, nil
 }
 
 // checksChange says how the runtime checks file changed from b to h

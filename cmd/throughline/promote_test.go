@@ -43,7 +43,7 @@ func gitT(t *testing.T, dir string, args ...string) string {
 // rawRender renders the overlay at p of the GitOps root root without
 // policy: the objects and their rendered hash.
 func rawRender(root, p string) ([]render.Object, string, error) {
-	return (&gitops.Tree{Root: root}).Render(context.Background(), p)
+	return gitops.WorkTree(root).Render(context.Background(), p)
 }
 
 // stagingAccepted writes the staging record of checkout: digest ACCEPTED
