@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/render"
 	"github.com/throughline-dev/throughline/render/helmrender"
 )
@@ -49,8 +50,8 @@ func TestHelmGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			compareGolden(t, filepath.Join(dir, "expected.yaml"), got.String())
-			compareGolden(t, filepath.Join(dir, "expected.hash"), hash+"\n")
+			golden.Compare(t, filepath.ToSlash(filepath.Join(dir, "expected.yaml")), got.Bytes())
+			golden.Compare(t, filepath.ToSlash(filepath.Join(dir, "expected.hash")), []byte(hash+"\n"))
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -14,10 +13,9 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/render"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
 // TestGolden renders every testdata/golden/<case>/input tree at the path in
 // <case>/path and compares the objects and the hash with expected.yaml and
@@ -44,26 +42,9 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			compareGolden(t, filepath.Join(dir, "expected.yaml"), got.String())
-			compareGolden(t, filepath.Join(dir, "expected.hash"), hash+"\n")
+			golden.Compare(t, filepath.ToSlash(filepath.Join(dir, "expected.yaml")), got.Bytes())
+			golden.Compare(t, filepath.ToSlash(filepath.Join(dir, "expected.hash")), []byte(hash+"\n"))
 		})
-	}
-}
-
-func compareGolden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./render -run TestGolden -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs (run with -update after checking):\n--- want\n%s\n--- got\n%s", path, want, got)
 	}
 }
 
