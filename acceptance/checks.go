@@ -5,10 +5,10 @@ import (
 	"io/fs"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
-	"github.com/throughline-dev/throughline/checkfile"
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/promotion/policyfile"
+	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
 )
 
 // runtime puts the app's runtime checks (checkfile.File in its directory)

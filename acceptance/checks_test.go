@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throughline-dev/throughline/checkfile"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
+	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
 )
 
 const checksPolicy = `apiVersion: throughline.dev/v1alpha1

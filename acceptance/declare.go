@@ -11,11 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
-	"github.com/throughline-dev/throughline/checkfile"
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
+	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
 )
 
 // Request says what to declare.

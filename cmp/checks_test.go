@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/throughline-dev/throughline/checkfile"
 	"github.com/throughline-dev/throughline/cmp"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
 )
 
 const stagingChecks = `apiVersion: throughline.dev/v1alpha1

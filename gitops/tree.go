@@ -14,9 +14,9 @@ import (
 
 	"github.com/throughline-dev/throughline/acceptance"
 	"github.com/throughline-dev/throughline/atomicfile"
-	"github.com/throughline-dev/throughline/checkfile/promql"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/render"
+	"github.com/throughline-dev/throughline/runtimecheck/checkfile/promql"
 )
 
 // Tree is one revision of the repository exported to disk, or a work tree.

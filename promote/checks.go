@@ -8,11 +8,11 @@ import (
 	"strings"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
-	"github.com/throughline-dev/throughline/checkfile"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
 )
 
 // RuleChecksNotPassed refuses a source environment whose Acceptance

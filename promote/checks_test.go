@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
-	"github.com/throughline-dev/throughline/checkfile"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
 )
 
 const productionChecks = `apiVersion: throughline.dev/v1alpha1

@@ -35,11 +35,11 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/breakglass"
-	"github.com/throughline-dev/throughline/checkfile"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/rollback"
+	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
 )
 
 // T0 is when the story starts; Now is when the tests read it.

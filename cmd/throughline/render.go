@@ -12,11 +12,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/acceptance"
-	"github.com/throughline-dev/throughline/checkfile/promql"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/internal/cli"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
+	"github.com/throughline-dev/throughline/runtimecheck/checkfile/promql"
 )
 
 const renderLong = `Render the application directory PATH (default ".") exactly as the Argo CD

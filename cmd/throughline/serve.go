@@ -17,10 +17,10 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/throughline-dev/throughline/breakglass"
-	"github.com/throughline-dev/throughline/checkfile/committed"
-	"github.com/throughline-dev/throughline/checkfile/promql"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/health"
+	"github.com/throughline-dev/throughline/runtimecheck/checkfile/committed"
+	"github.com/throughline-dev/throughline/runtimecheck/checkfile/promql"
 )
 
 // serveOptions are the flags of throughline serve.

@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
-	"github.com/throughline-dev/throughline/checkfile"
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
+	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
 )
 
 const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

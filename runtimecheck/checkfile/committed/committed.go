@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
-	"github.com/throughline-dev/throughline/checkfile"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
 )
 
 // Source reads the committed checks from the GitOps repository.

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/throughline-dev/throughline/checkfile"
-	"github.com/throughline-dev/throughline/checkfile/promql"
+	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
+	"github.com/throughline-dev/throughline/runtimecheck/checkfile/promql"
 )
 
 func TestParse(t *testing.T) {

@@ -3,8 +3,8 @@ package checkfile_test
 import (
 	"testing"
 
-	"github.com/throughline-dev/throughline/checkfile"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
 )
 
 // FuzzParse: no input panics, and every refusal is invalid input or the

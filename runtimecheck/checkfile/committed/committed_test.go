@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
-	"github.com/throughline-dev/throughline/checkfile"
-	"github.com/throughline-dev/throughline/checkfile/committed"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/testenv"
+	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
+	"github.com/throughline-dev/throughline/runtimecheck/checkfile/committed"
 )
 
 const policy = `apiVersion: throughline.dev/v1alpha1
