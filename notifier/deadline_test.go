@@ -1,6 +1,7 @@
 package notifier
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -125,6 +126,52 @@ func TestStuckControllerNamesItsFailure(t *testing.T) {
 			must(t, err)
 			if rec.State != promotion.Halted || rec.Reason != rep.Reason || !strings.Contains(rec.Reason, "still at "+stuck) {
 				t.Fatalf("record %s %q", rec.State, rec.Reason)
+			}
+		})
+	}
+}
+
+// TestResyncDecidesDeadline: with the resync on (serve's default), a
+// delivery never HALTs at reconcileDeadline: notification-controller
+// retries a 503 for a while, so a delivery can be an old event that names
+// a revision (or a failure) the controller has left, and the record was
+// once HALTED "still observes" a commit two commits behind (CI, issue 41).
+// The delivery waits; the resync's reading of the controller object HALTs.
+func TestResyncDecidesDeadline(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		body func(f *fixture) []byte
+	}{
+		{"stuck, no failure reported", func(f *fixture) []byte {
+			return fluxBody(t, "payments", f.desired["checkout"], "ReconciliationSucceeded")
+		}},
+		{"stuck, failure reported", func(f *fixture) []byte {
+			return fluxFailure(t, "payments", f.desired["checkout"], "ReconciliationFailed", denied)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, "checkout", "payments")
+			f.push(map[string]string{promotion.PolicyFile: policyWithDeadline("10m")})
+			f.handler.proc.ResyncDecidesDeadline = true
+			tip := f.tip()
+			code, rep := f.flux(c.body(f))
+			if code != http.StatusServiceUnavailable || rep.Result != resultWait || !strings.Contains(rep.Reason, "the resync decides") {
+				t.Fatalf("delivery past the deadline: %d %+v, want 503 wait leaving it to the resync", code, rep)
+			}
+			if f.tip() != tip {
+				t.Fatal("a delivery past the deadline wrote to Git")
+			}
+			// The resync's own reading of the controller decides.
+			ev, err := decodeFlux(c.body(f))
+			must(t, err)
+			ev.Controller = ResyncController
+			if _, err := f.handler.proc.Process(context.Background(), ev); err != nil {
+				t.Fatalf("the resync's event: %v", err)
+			}
+			rec, err := promotion.Parse("x", []byte(f.show(promotion.RecordPath("payments", "production"))))
+			must(t, err)
+			if rec.State != promotion.Halted || !strings.HasPrefix(rec.Reason, "reconcileDeadline 10m0s passed") {
+				t.Fatalf("record %s %q, want HALTED at the deadline", rec.State, rec.Reason)
 			}
 		})
 	}

@@ -90,6 +90,14 @@ type Processor struct {
 	// settle an event's revision (resolveRevision): an OCI environment's
 	// revisions are artifact digests, a Git one's commit ids.
 	Registry RegistryFunc
+	// ResyncDecidesDeadline, set when the resync runs (serve's default),
+	// leaves the reconcileDeadline HALT of a controller that has not
+	// applied the desired revision to the resync, which reads the
+	// controller object's own status: a delivery can be a sender's late
+	// retry of an old event (notification-controller retries a 503) and
+	// would HALT naming a revision, or a failure, the controller has left.
+	// Such a delivery waits.
+	ResyncDecidesDeadline bool
 
 	waitMu sync.Mutex
 	waited map[string]string // app/env/promotionId -> the last waiting reason posted
@@ -186,6 +194,9 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 		why, err := p.deadlinePassed(ctx, tip, ev, rec)
 		if err != nil {
 			return nil, err
+		}
+		if why != "" && p.leavesDeadlineToResync(ev) {
+			return nil, &WaitError{Reason: earlier + "; the reconcileDeadline has passed: the resync decides on the controller's own status"}
 		}
 		if why != "" {
 			return halt(ClassSource, "%s", why)

@@ -98,6 +98,8 @@ func Start(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 		Live: &KubeAcceptances{Client: dyn, Namespace: cfg.Namespace, Registry: BaseRegistry(cfg.Repo), Prefix: cfg.Repo.Prefix},
 		// The registry settles whether a sha256 revision is an artifact's digest or a SHA-256 commit.
 		Registry: BaseRegistry(cfg.Repo),
+		// With the resync on, it alone HALTs at reconcileDeadline.
+		ResyncDecidesDeadline: cfg.ResyncInterval > 0,
 	}
 	h, err := New(cfg.Handler, proc, prometheus.NewRegistry())
 	if err != nil {

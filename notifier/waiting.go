@@ -32,6 +32,9 @@ func (p *Processor) controllerFailed(
 	if err != nil {
 		return nil, err
 	}
+	if passed && p.leavesDeadlineToResync(ev) {
+		return nil, &WaitError{Reason: "waiting: " + what + "; the reconcileDeadline has passed: the resync decides on the controller's own status"}
+	}
 	if passed {
 		out.Decision, out.Class = promotion.Halted, ClassLive
 		out.Reason = fmt.Sprintf("reconcileDeadline %s passed: %s (RECONCILING since %s)", deadline, what, since.UTC().Format(time.RFC3339))
@@ -61,4 +64,11 @@ func (p *Processor) waitChanged(w *evidence.Record) bool {
 	}
 	p.waited[k] = w.Reason
 	return true
+}
+
+// leavesDeadlineToResync reports whether a reconcileDeadline HALT for ev
+// is the resync's to decide (ResyncDecidesDeadline) and ev is a delivery,
+// not the resync's reading of the controller object.
+func (p *Processor) leavesDeadlineToResync(ev Event) bool {
+	return p.ResyncDecidesDeadline && ev.Controller != ResyncController
 }

@@ -3,6 +3,7 @@
 package argocdcontrol
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/notifier"
+	"github.com/throughline-dev/throughline/promote"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -37,9 +39,10 @@ type chainRun struct {
 // exists, so the example's ghcr.io digests cannot be used. Setup: a
 // platform commit on main moves both overlays to A in that registry (the
 // test pushes it: it is not a promotion); both controllers sync it, the
-// Pods run A (played), production's record of A goes ACCEPTED through the
-// notifier's resync. Then CI pins B in staging (throughline pin resolving
-// the tag in the registry); staging's controller syncs it, the Pods run B,
+// Pods run A (played), production is adopted at A (throughline adopt) and
+// that baseline goes ACCEPTED through the notifier's resync. Then CI pins
+// B in staging (throughline pin resolving the tag in the registry);
+// staging's controller syncs it, the Pods run B,
 // the resync writes staging's evidence; promote propose, verify, two
 // signed approvals, promote check; the branch is merged (a merge commit,
 // pushed as a forge would); production's controller syncs the merge
@@ -54,9 +57,22 @@ func (e *env) chain(run *chainRun) {
 	p := e.production()
 	revA := e.bothAt(p, *run)
 
-	// Production's record of A, ACCEPTED through the notifier's resync.
+	// Production adopted as it runs when throughline is installed
+	// (throughline adopt): its baseline A, ACCEPTED through the notifier's
+	// resync, is the rollback target of experiment 6.
 	svc := run.svc
-	e.accept(p, svc, e.reconcilingRecord("production", revA, run.repo+":1.4.2", run.a, 1), revA)
+	r := e.cli(run.isolated, "adopt", "--repo", e.clone(), "--app", "checkout", "--env", "production", "--by", "platform-team", "-o", "json")
+	if r.Code != 0 {
+		e.t.Fatalf("arrow production runs A -> adopted baseline: adopt exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	var adopted promote.Adoption
+	must(e.t, json.Unmarshal([]byte(r.Stdout), &adopted))
+	if adopted.Revision != revA || adopted.Record.Artifact.Digest != run.a || adopted.Record.State != promotion.Reconciling {
+		e.t.Fatalf("arrow production runs A -> adopted baseline: %s %s of %s at %.12s, want RECONCILING A at %.12s",
+			adopted.Record.PromotionID, adopted.Record.State, adopted.Record.Artifact.Digest, adopted.Revision, revA)
+	}
+	e.git("pull", "-q", "--ff-only", "origin", "main")
+	e.accept(p, svc, adopted.Record, revA)
 
 	stg, stgObserved := e.stagingB(svc, *run)
 	stgEv := evidence.Path("staging", "checkout", stg.PromotionID)

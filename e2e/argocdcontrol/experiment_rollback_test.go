@@ -9,10 +9,11 @@ import (
 	"github.com/throughline-dev/throughline/promotion"
 )
 
-// rollbackToA is experiment 6: production ACCEPTED A, then B (experiment
-// 1). throughline rollback --to previous proposes A as a new attempt on a
-// branch, born VERIFIED by production's own acceptance of A (the
-// registry still has A); two signed approvals, the PR job, the merge;
+// rollbackToA is experiment 6: production ACCEPTED A (its baseline,
+// adopted with throughline adopt), then B (experiment 1). throughline
+// rollback --to previous proposes A as a new attempt on a branch, born
+// VERIFIED by production's own acceptance of the adopted A (the registry
+// still has A); two signed approvals, the PR job, the merge;
 // production's controller syncs the merge commit, the Pods run A (played),
 // the notifier's resync writes the rollback attempt's evidence.
 func (e *env) rollbackToA(run chainRun) {

@@ -71,7 +71,10 @@ func startNotifier(ctx context.Context, t *testing.T, api *testenv.APIServer, g 
 	must(t, err)
 	key := []byte("hmac-key-0123456789")
 	got := &deliveries{}
-	proc := &notifier.Processor{Git: &evidence.GitSink{Repo: repo, Branch: "main"}, Live: &notifier.KubeAcceptances{Client: dyn}}
+	// As serve configures it with the resync on (its default): the
+	// reconcileDeadline HALT is the resync's (the tests run its passes).
+	proc := &notifier.Processor{Git: &evidence.GitSink{Repo: repo, Branch: "main"}, Live: &notifier.KubeAcceptances{Client: dyn},
+		ResyncDecidesDeadline: true}
 	h, err := notifier.New(notifier.Config{FluxKey: key, Rate: -1, Log: got.log}, proc, nil)
 	must(t, err)
 	srv := httptest.NewServer(h)
