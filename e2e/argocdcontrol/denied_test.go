@@ -46,7 +46,7 @@ func TestArgoCDSyncDeniedWaits(t *testing.T) {
 	e.git("commit", "-q", "-am", "ci: checkout 1.5.0 (B) in staging")
 	e.git("push", "-q", "origin", "main")
 	desired := e.head()
-	rec := e.reconcilingRecord("staging", desired, image+":1.5.0", digestB, 1)
+	rec := e.reconcilingRecord(desired, image+":1.5.0", digestB, 1)
 	revR := e.head()
 
 	e.refresh("normal")

@@ -38,7 +38,7 @@ const (
 // commits nothing.
 func (e *env) stagingEvidence(api *testenv.APIServer, revA string) {
 	remote := e.git("remote", "get-url", "origin")
-	rec := e.reconcilingRecord("staging", revA, image+":1.4.2", digestA, 2)
+	rec := e.reconcilingRecord(revA, image+":1.4.2", digestA, 2)
 	revR := e.head()
 	e.t.Logf("staging record %s RECONCILING at %.12s, committed in %.12s", rec.PromotionID, revA, revR)
 
@@ -85,13 +85,14 @@ func (e *env) stagingEvidence(api *testenv.APIServer, revA string) {
 	e.git("pull", "-q", "--ff-only", "origin", "main")
 }
 
-// reconcilingRecord commits and pushes envName's (staging or production)
-// record of ref@digest in state RECONCILING at desired (for A in staging
-// attempt 2: the example's attempt 1 is ACCEPTED), its rendered hash
-// throughline's own render of the overlay at desired, as propose computes
-// it; its earlier gates as promote would have recorded them (verified in
-// dev, for production in staging).
-func (e *env) reconcilingRecord(envName, desired, ref, digest string, attempt int) *promotion.Record {
+// reconcilingRecord commits and pushes staging's record of ref@digest in
+// state RECONCILING at desired (for A attempt 2: the example's attempt 1
+// is ACCEPTED), its rendered hash throughline's own render of the overlay
+// at desired, as propose computes it; its earlier gates as promote would
+// have recorded them (verified in dev). Production's records are made by
+// the CLI (adopt, propose).
+func (e *env) reconcilingRecord(desired, ref, digest string, attempt int) *promotion.Record {
+	const envName = "staging"
 	e.t.Helper()
 	repo, err := gitops.OpenLocal(e.ctx, e.work)
 	must(e.t, err)
@@ -99,9 +100,6 @@ func (e *env) reconcilingRecord(envName, desired, ref, digest string, attempt in
 	must(e.t, err)
 	defer func() { _ = tree.Close() }()
 	path, cluster, from := stagingPath, "staging-eu-1", "dev"
-	if envName == "production" {
-		path, cluster, from = prodPath, "prod-eu-1", "staging"
-	}
 	d, err := tree.Declare(e.ctx, path, envName, renderer)
 	must(e.t, err)
 	t0 := time.Now().UTC().Truncate(time.Second)

@@ -196,7 +196,7 @@ func (e *env) stagingB(svc *notifier.Service, run chainRun) (*promotion.Record, 
 	}
 	e.rollout(d, "b1", run.b)
 	e.waitHealthy("staging Pods run B -> app Healthy")
-	rec := e.reconcilingRecord("staging", revB, run.repo+":1.5.0", run.b, 1)
+	rec := e.reconcilingRecord(revB, run.repo+":1.5.0", run.b, 1)
 	return rec, e.accept(e, svc, rec, revB)
 }
 

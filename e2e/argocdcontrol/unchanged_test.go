@@ -43,7 +43,7 @@ func TestArgoCDUnchangedRenderAccepted(t *testing.T) {
 	e.git("commit", "-q", "-m", "Merge promotion/checkout/staging: A again")
 	e.git("push", "-q", "origin", "main")
 	merge := e.head()
-	rec := e.reconcilingRecord("staging", merge, image+":1.4.2", digestA, 2)
+	rec := e.reconcilingRecord(merge, image+":1.4.2", digestA, 2)
 	revR := e.head()
 
 	e.refresh("normal")
