@@ -195,23 +195,12 @@ func TestOptionalFileStaysInTheTree(t *testing.T) {
 		"apps/web/overlays/staging/throughline-checks.yaml": "apiVersion: throughline.dev/v1alpha1\n",
 		"apps/web/overlays/staging/values.yaml":             "replicas: 2\n",
 	})
-	for name, target := range map[string]string{
+	tree := symlinkTree(t, r, map[string]string{
 		"apps/web/overlays/escape":                     outside,
 		"apps/web/overlays/staging/escape-values.yaml": filepath.Join(outside, "throughline-checks.yaml"),
 		"apps/web/overlays/staging/up.yaml":            "../../../../../../../../../../" + filepath.Join(outside, "throughline-checks.yaml"),
 		"apps/web/overlays/staging/inside.yaml":        "values.yaml",
-	} {
-		if err := os.Symlink(target, filepath.Join(r.Top, filepath.FromSlash(name))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git(t, r.Top, "add", "-A")
-	git(t, r.Top, "commit", "-q", "-m", "symlinks")
-	tree, err := r.Tree(context.Background(), git(t, r.Top, "rev-parse", "HEAD"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tree.Close() }()
+	})
 	for _, c := range []struct {
 		path string
 		want string // content; "" with invalid: refused
@@ -246,22 +235,11 @@ func TestWriteFileNeverFollowsSymlinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, _ := newRepo(t, map[string]string{"apps/web/overlays/staging/values.yaml": "replicas: 2\n"})
-	for name, target := range map[string]string{
+	tree := symlinkTree(t, r, map[string]string{
 		"apps/web/overlays/escape":                 outside,
 		"apps/web/overlays/staging/linked.yaml":    victim,
 		"apps/web/overlays/staging/in-values.yaml": "values.yaml",
-	} {
-		if err := os.Symlink(target, filepath.Join(r.Top, filepath.FromSlash(name))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git(t, r.Top, "add", "-A")
-	git(t, r.Top, "commit", "-q", "-m", "symlinks")
-	tree, err := r.Tree(context.Background(), git(t, r.Top, "rev-parse", "HEAD"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tree.Close() }()
+	})
 	for _, c := range []struct {
 		path string
 		code int
@@ -273,11 +251,28 @@ func TestWriteFileNeverFollowsSymlinks(t *testing.T) {
 		{"apps/web/overlays/staging/in-values.yaml", exitcode.Invalid}, // even a symlink inside the tree
 		{"apps/web/overlays/missing/values.yaml", exitcode.Invalid},
 		{"../values.yaml", exitcode.Invalid},
+		{".git/config", exitcode.Invalid},
+		{"apps/.GIT/hooks/pre-commit", exitcode.Invalid},
 		{"apps/web/overlays/staging", exitcode.Invalid},
 	} {
 		if err := tree.WriteFile(c.path, []byte("replicas: 9\n")); exitcode.Code(err) != c.code {
 			t.Errorf("WriteFile(%s) = %v, want exit %d", c.path, err, c.code)
 		}
+	}
+	// A work tree has a .git: never written, never read through the tree.
+	wt := WorkTree(r.Top)
+	cfg, err := os.ReadFile(filepath.Join(r.Top, ".git", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wt.WriteFile(".git/config", []byte("[core]\n\tfsmonitor = evil\n")); exitcode.Code(err) != exitcode.Invalid {
+		t.Errorf("WriteFile(.git/config) in a work tree = %v, want invalid input", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(r.Top, ".git", "config")); string(b) != string(cfg) {
+		t.Fatal("a write reached the work tree's .git/config")
+	}
+	if b, err := wt.OptionalFile(".git/config"); exitcode.Code(err) != exitcode.Invalid || b != nil {
+		t.Errorf("OptionalFile(.git/config) in a work tree = %q, %v, want invalid input", b, err)
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "untouched\n" {
 		t.Fatalf("a write followed a symlink out of the tree: %s now holds %q", victim, b)
@@ -300,4 +295,23 @@ func TestWriteFileNeverFollowsSymlinks(t *testing.T) {
 	if dirs, _ := tree.Subdirs("apps/web/overlays"); strings.Join(dirs, ",") != "staging" {
 		t.Errorf("Subdirs = %v, want [staging] (escape leaves the tree)", dirs)
 	}
+}
+
+// symlinkTree commits the symlinks (path -> target) into r and exports
+// that commit; the test closes it.
+func symlinkTree(t *testing.T, r *Repo, links map[string]string) *Tree {
+	t.Helper()
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(r.Top, filepath.FromSlash(name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, r.Top, "add", "-A")
+	git(t, r.Top, "commit", "-q", "-m", "symlinks")
+	tree, err := r.Tree(context.Background(), git(t, r.Top, "rev-parse", "HEAD"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tree.Close() })
+	return tree
 }

@@ -210,8 +210,8 @@ func (t *Tree) WriteFile(p string, data []byte) error {
 
 // noSymlink walks the GitOps-root-relative path p from the tree's root
 // with Lstat: whether p exists, and invalid input naming p (for op) when p
-// leaves the root, a component of it is a symlink, or one before the last
-// is not a directory.
+// leaves the root, goes through .git (a work tree's credentials), a
+// component of it is a symlink, or one before the last is not a directory.
 func (t *Tree) noSymlink(p, op string) (bool, error) {
 	clean := path.Clean(p)
 	if clean == "." {
@@ -223,6 +223,9 @@ func (t *Tree) noSymlink(p, op string) (bool, error) {
 	at := t.root
 	parts := strings.Split(clean, "/")
 	for i, part := range parts {
+		if strings.EqualFold(part, ".git") {
+			return false, exitcode.InvalidFile(p, fmt.Errorf("%s: the path goes through .git", op))
+		}
 		at = filepath.Join(at, part)
 		fi, err := os.Lstat(at)
 		switch {
