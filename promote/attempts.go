@@ -73,15 +73,10 @@ func attemptBranches(ctx context.Context, r *gitops.Repo, app, env string) (open
 	if err != nil {
 		return nil, nil, err
 	}
-	bs, err := r.Branches(ctx, promotion.BranchPrefix+app+"/"+env+"/*")
+	bs, names, err := attemptBranchTips(ctx, r, app, env)
 	if err != nil {
 		return nil, nil, err
 	}
-	names := make([]string, 0, len(bs))
-	for b := range bs {
-		names = append(names, b)
-	}
-	sort.Strings(names)
 	for _, b := range names {
 		rec, err := branchRecord(ctx, r, b, app, env)
 		if err != nil {
@@ -107,15 +102,10 @@ func attemptBranches(ctx context.Context, r *gitops.Repo, app, env string) (open
 // committed: a leftover branch is only clutter, which the next run deletes).
 func closeMerged(ctx context.Context, r *gitops.Repo, recordsRev string, onRecords *promotion.Record) (closed, failed []string, err error) {
 	app, env := onRecords.App, onRecords.Target.Environment
-	bs, err := r.Branches(ctx, promotion.BranchPrefix+app+"/"+env+"/*")
+	bs, names, err := attemptBranchTips(ctx, r, app, env)
 	if err != nil {
 		return nil, nil, err
 	}
-	names := make([]string, 0, len(bs))
-	for b := range bs {
-		names = append(names, b)
-	}
-	sort.Strings(names)
 	for _, b := range names {
 		rec, err := branchRecord(ctx, r, b, app, env)
 		if err != nil || rec == nil {
@@ -135,4 +125,19 @@ func closeMerged(ctx context.Context, r *gitops.Repo, recordsRev string, onRecor
 		closed = append(closed, b)
 	}
 	return closed, failed, nil
+}
+
+// attemptBranchTips lists the attempt branches of app/env with their tips,
+// and their names in order.
+func attemptBranchTips(ctx context.Context, r *gitops.Repo, app, env string) (map[string]string, []string, error) {
+	bs, err := r.Branches(ctx, promotion.BranchPrefix+app+"/"+env+"/*")
+	if err != nil {
+		return nil, nil, err
+	}
+	names := make([]string, 0, len(bs))
+	for b := range bs {
+		names = append(names, b)
+	}
+	sort.Strings(names)
+	return bs, names, nil
 }
