@@ -3,6 +3,8 @@ package promote
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,5 +82,34 @@ func TestAdoptionIsARollbackTarget(t *testing.T) {
 		if rep := f.check(res.Proposal.Branch, now); !rep.OK {
 			t.Fatalf("check of the rollback to the adopted baseline: %v %q", rules(rep), rep.Refusals)
 		}
+	}
+}
+
+// TestForgedAdoptionRefused: adopt commits a baseline only for what the
+// base branch already runs; a pull request cannot use it as a promotion.
+// A hostile PR changes production's digest and adds, as production's first
+// record, an adoption of the new digest "approved" by a free-text name
+// (no signed approval, no evidence): the PR gate refuses it.
+func TestForgedAdoptionRefused(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.git("checkout", "-q", "-b", "forged")
+	k := production + "/kustomization.yaml"
+	f.write(map[string]string{k: strings.Replace(f.read(k), "1.4.2@"+oldDigest, "1.5.0@"+newDigest, 1)})
+	forged := f.commit("production runs 1.5.0")
+	rec, err := adoptedRecord(ctx, f.repo, forged, ProposeRequest{Path: production, Cluster: "prod-eu-1"},
+		AdoptRequest{App: "checkout", Env: "production", By: "mallory", Renderer: renderer, Now: time.Now()})
+	must(t, err)
+	if rec.Artifact.Digest != newDigest {
+		t.Fatalf("premise: the forged adoption names %s", rec.Artifact.Digest)
+	}
+	data, err := rec.Marshal()
+	must(t, err)
+	f.write(map[string]string{promotion.RecordPath("checkout", "production"): string(data)})
+	f.commit("adopt production at 1.5.0")
+	f.git("checkout", "-q", "main")
+	rep := f.check("forged", time.Now())
+	if got := rules(rep); rep.OK || !slices.Contains(got, RuleApprovalCount) || !slices.Contains(got, RuleEvidence) {
+		t.Fatalf("a forged adoption: rules %v, want %s (no signed approval) and %s (no evidence): %q", got, RuleApprovalCount, RuleEvidence, rep.Refusals)
 	}
 }
