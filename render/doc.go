@@ -128,9 +128,10 @@
 //     Build: a cancelled render stops at its next file read and is not
 //     invalid input (TestCancelledRenderStopsAtNextRead); work after the
 //     last read runs to its end there.
-//   - Memory: the child caps its own data segment (RLIMIT_DATA,
-//     DefaultMaxMemory, 384 MiB); past it the Go runtime ends the child ("out of
-//     memory") and Build returns ErrMemoryBudget, exit 4 naming the
+//   - Memory: the child watches the memory its Go runtime has mapped
+//     (DefaultMaxMemory, 256 MiB) and ends itself past it (watchMemory,
+//     exit workerMemoryExit); RLIMIT_DATA above it is the kernel's
+//     backstop. Build returns ErrMemoryBudget, exit 4 naming the
 //     kustomization; the parent goes on. Tests: TestWorkerMemoryBudget,
 //     cmd/throughline TestMemoryBudget.
 //   - Secret values: no error of Open or Build holds a value of a Secret

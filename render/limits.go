@@ -38,8 +38,9 @@ const (
 	// included, nest a few dozen levels; yaml.v3's scanner stops at 10000.
 	MaxYAMLDepth = 1000
 	// DefaultMaxMemory caps the memory of the child process that runs
-	// krusty (Worker, RLIMIT_DATA): the Go heap and every other private
-	// writable mapping. A render at the parsing limits peaks near 100 MiB,
+	// krusty (Worker): what its Go runtime maps (heap, stacks, metadata),
+	// watched by the child itself (watchMemory), with RLIMIT_DATA above it
+	// as the kernel's backstop (kernelMemoryLimit). A render at the parsing limits peaks near 100 MiB,
 	// 1500 Deployments with 1500 patch files at 110 MB; the cap keeps one
 	// render, with its parent (about 70 MB) and argocd-cmp-server, under
 	// the plugin sidecar's 512Mi container limit, so a render that grows

@@ -35,8 +35,8 @@ type Worker struct {
 	// Path is the executable; "" means the running one (os.Executable).
 	Path string
 	Args []string
-	// MemoryLimit caps the child's data segment (RLIMIT_DATA, the Go heap
-	// included); <= 0 means DefaultMaxMemory.
+	// MemoryLimit is the child's memory budget (what its Go runtime maps,
+	// watchMemory; RLIMIT_DATA above it); <= 0 means DefaultMaxMemory.
 	MemoryLimit int64
 	// HelmPath is the executable that renders apps with Helm charts when
 	// this process links no Helm engine (UseHelm): the lean plugin binary
@@ -235,7 +235,7 @@ func runWorker(ctx context.Context, w *Worker, what string, req workerRequest) (
 	}
 	var resp workerResponse
 	if runErr != nil || json.Unmarshal(stdout.Bytes(), &resp) != nil {
-		return nil, workerFailure(what, memoryLimit(w.MemoryLimit), runErr, stderr.String())
+		return nil, workerFailure(what, memoryLimit(w.MemoryLimit), cmd.ProcessState, runErr, stderr.String())
 	}
 	if w.OnSandbox != nil {
 		w.OnSandbox(resp.Sandbox)
@@ -275,12 +275,16 @@ func workerEnv(sandbox string) ([]string, error) {
 }
 
 // workerFailure is the error of a child that wrote no response: out of
-// its memory budget (the Go runtime's "out of memory", exit 4 naming the
-// kustomization), or any other death (an internal error).
-func workerFailure(kfile string, limit int64, runErr error, stderr string) error {
+// its memory budget (exit 4 naming the kustomization), or any other death
+// (an internal error). The child decides the budget itself and exits with
+// workerMemoryExit (watchMemory); the runtime's own reports of a refused
+// allocation remain for an allocation that jumps past the watch to the
+// kernel's limit.
+func workerFailure(kfile string, limit int64, ps *os.ProcessState, runErr error, stderr string) error {
 	// The Go runtime's "fatal error: runtime: out of memory"; a failed
 	// mmap elsewhere (ENOMEM), or the race detector's "failed to allocate".
-	if strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") ||
+	if ps != nil && ps.ExitCode() == workerMemoryExit ||
+		strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") ||
 		strings.Contains(stderr, "failed to allocate") {
 		return &exitcode.InvalidInput{File: kfile, Err: fmt.Errorf("%w (%d MiB)", ErrMemoryBudget, limit>>20)}
 	}
@@ -373,6 +377,7 @@ func ServeWorker(ctx context.Context, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer watchMemory(memoryLimit(req.MemoryLimit))()
 	resp := workerResponse{Sandbox: rep}
 	switch {
 	case req.Escape != nil:
@@ -414,7 +419,7 @@ func confineWorker(req workerRequest) (sandbox.Report, error) {
 	}
 	limit := memoryLimit(req.MemoryLimit)
 	rep, err := sandbox.Confine(sandbox.Rules{ReadOnly: readable, ReadWrite: writable,
-		Memory: limit * raceMemoryScale, CPU: req.CPU})
+		Memory: kernelMemoryLimit(limit) * raceMemoryScale, CPU: req.CPU})
 	if err != nil {
 		return rep, fmt.Errorf("confining the render (memory %d MiB, CPU %s): %w", limit>>20, req.CPU, err)
 	}
