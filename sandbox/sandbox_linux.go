@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -145,8 +146,14 @@ func filterSyscalls() error {
 	return nil
 }
 
-// ownTasks reports whether /proc/<pid>/task is this process's.
+// ownTasks reports whether /proc is this process's PID namespace's, so
+// that /proc/<pid>/task lists this process's threads. Checking that
+// /proc/<getpid>/task/<getpid> exists is not enough: in a PID namespace
+// that sees an outer /proc, that path is usually another process (PID 1
+// is always there), and libpsx then waits forever for threads it cannot
+// find (TestConfineInAnotherPIDNamespace). /proc/self resolves through
+// the mount's namespace, so it names getpid only in the right one.
 func ownTasks() bool {
-	_, err := os.Stat(fmt.Sprintf("/proc/%d/task/%d", os.Getpid(), os.Getpid()))
-	return err == nil
+	self, err := os.Readlink("/proc/self")
+	return err == nil && self == strconv.Itoa(os.Getpid())
 }

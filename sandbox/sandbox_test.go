@@ -3,6 +3,7 @@
 package sandbox_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -256,5 +257,56 @@ func TestConfineCPULimitKills(t *testing.T) {
 	ws, ok := exit.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("the spinning child ended with %v, want SIGKILL", err)
+	}
+}
+
+// TestConfineInAnotherPIDNamespace: a child that is PID 1 of a new PID
+// namespace but sees the outer /proc (as under a container runtime that
+// shares the host's /proc, or hack/netns-exec.sh) confines itself and goes
+// on; it neither hangs in libpsx waiting for threads listed under another
+// process's /proc/<pid>/task nor claims a Landlock confinement it could not
+// apply. Before the fix the child hung here on every run.
+func TestConfineInAnotherPIDNamespace(t *testing.T) {
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Fatalf("this test needs unshare(1) from util-linux: %v", err)
+	}
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "in"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := json.Marshal(attempts{Rules: sandbox.Rules{ReadOnly: []string{root}}, Read: []string{filepath.Join(root, "in")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, unshare, "--user", "--map-root-user", "--pid", "--fork", "--kill-child", os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+string(spec))
+	cmd.WaitDelay = 5 * time.Second // the child dies with unshare (--kill-child)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if ctx.Err() != nil {
+		t.Fatalf("the child in a new PID namespace did not finish confining itself within a minute (libpsx waiting for threads?): %s", stderr.String())
+	}
+	if err != nil {
+		t.Fatalf("child: %v: %s", err, stderr.String())
+	}
+	var o outcome
+	if err := json.Unmarshal(out, &o); err != nil {
+		t.Fatalf("child output %q: %v", out, err)
+	}
+	if r := o.Results["read "+filepath.Join(root, "in")]; r != "" {
+		t.Errorf("the confined child could not read its own tree: %s", r)
+	}
+	// Landlock is either enforced for real (a build without cgo needs no
+	// /proc) or reported missing with the reason; never both or neither.
+	enforced := map[sandbox.Guarantee]bool{}
+	for _, g := range o.Report.Enforced {
+		enforced[g] = true
+	}
+	if enforced[sandbox.Files] == (o.Report.Missing[sandbox.Files] != "") {
+		t.Errorf("report for files: enforced %v, missing %q: want exactly one", enforced[sandbox.Files], o.Report.Missing[sandbox.Files])
 	}
 }
