@@ -13,9 +13,8 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/gitrepo"
-	"github.com/throughline-dev/throughline/promote"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
-	"github.com/throughline-dev/throughline/rollback"
 )
 
 // chainer judges the arrows of records read at rev of repo.
@@ -245,7 +244,7 @@ func (c *chainer) relation(ctx context.Context, name, desired, observed string, 
 }
 
 // sourceEvidence proves a VERIFIED claim as the PR gate does
-// (promote.ReadSourceEvidence), read at the claim's evidence commit (which
+// (ledger.ReadSourceEvidence), read at the claim's evidence commit (which
 // must be in the history of rev), or at rev for a claim without one.
 func (c *chainer) sourceEvidence(ctx context.Context, name string, rec *promotion.Record) (Arrow, error) {
 	v := rec.VerifiedIn
@@ -263,7 +262,7 @@ func (c *chainer) sourceEvidence(ctx context.Context, name string, rec *promotio
 	a.Pods = c.podsAt(ctx, at, v.RuntimeEvidence, rec.App, v.Environment)
 	// Age is shown, not judged: evidenceMaxAge is a rule for the next
 	// promotion, not for the proof of this one (a zero now never exceeds it).
-	src, err := promote.ReadSourceEvidence(ctx, c.repo, at, rec.App, v.Environment, rec.Artifact.Digest, time.Time{})
+	src, err := ledger.ReadSourceEvidence(ctx, c.repo, at, rec.App, v.Environment, rec.Artifact.Digest, time.Time{})
 	if why, err := refusal(err); err != nil || why != "" {
 		a.Status, a.Summary = Broken, why
 		return a, err
@@ -285,13 +284,13 @@ func (c *chainer) sourceEvidence(ctx context.Context, name string, rec *promotio
 }
 
 // priorEvidence proves a rollback's claim of a prior acceptance as the PR
-// gate does (rollback.CheckPrior).
+// gate does (ledger.CheckPrior).
 func (c *chainer) priorEvidence(ctx context.Context, name string, rec *promotion.Record) (Arrow, error) {
 	p := rec.VerifiedIn.PriorAcceptance
 	a := Arrow{Name: name, Facts: []Fact{{Label: "priorAcceptance.promotionId", Value: p.PromotionID},
 		{Label: "priorAcceptance.evidence", Value: p.Evidence}, {Label: "priorAcceptance.commit", Value: p.Commit, Commit: true}}}
 	a.Pods = c.podsAt(ctx, p.Commit, p.Evidence, rec.App, rec.Target.Environment)
-	why, err := refusal(rollback.CheckPrior(ctx, c.repo, c.rev, rec))
+	why, err := refusal(ledger.CheckPrior(ctx, c.repo, c.rev, rec))
 	if err != nil || why != "" {
 		a.Status, a.Summary = Broken, why
 		return a, err
@@ -562,7 +561,7 @@ func (c *chainer) observedArtifact(ctx context.Context, name string, rec *promot
 }
 
 // runtimeArrow: the target's runtime evidence, proven as the next
-// promotion's gate would prove it (promote.ReadSourceEvidence at rev).
+// promotion's gate would prove it (ledger.ReadSourceEvidence at rev).
 func (c *chainer) runtimeArrow(ctx context.Context, rec *promotion.Record, ev *evidence.Record, problem string) (Arrow, error) {
 	env := rec.Target.Environment
 	file := evidence.Path(env, rec.App, rec.PromotionID)
@@ -574,7 +573,7 @@ func (c *chainer) runtimeArrow(ctx context.Context, rec *promotion.Record, ev *e
 	}
 	switch {
 	case rec.State == promotion.Accepted:
-		_, err := promote.ReadSourceEvidence(ctx, c.repo, c.rev, rec.App, env, rec.Artifact.Digest, time.Time{})
+		_, err := ledger.ReadSourceEvidence(ctx, c.repo, c.rev, rec.App, env, rec.Artifact.Digest, time.Time{})
 		why, err := refusal(err)
 		if err != nil {
 			return a, err

@@ -8,8 +8,8 @@
 // same pages are served (Handler) or written as static files (WriteSite).
 //
 // It judges nothing on its own: each arrow's verdict comes from the gates
-// that own the rule (promote.ReadSourceEvidence, rollback.CheckPrior,
-// rollback.History and Pick, evidence.Relate, promote.StatusAll). It never
+// that own the rule (ledger.ReadSourceEvidence, ledger.CheckPrior,
+// ledger.History and Pick, evidence.Relate, ledger.StatusAll). It never
 // writes to the repository or the cluster, and it shows no Secret value or
 // token: it reads no Secret and no credential.
 package chainview

@@ -14,9 +14,8 @@ import (
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
-	"github.com/throughline-dev/throughline/promote"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
-	"github.com/throughline-dev/throughline/rollback"
 )
 
 // LoadGrid reads the grid at opts.Rev: every promotion record and pause
@@ -74,7 +73,7 @@ func Load(ctx context.Context, repo *gitops.Repo, opts Options) (*Model, error) 
 	}
 	// promote status stops at a record it cannot use (listed in Problems
 	// already): the view then shows no attempts rather than nothing.
-	rows, err := promote.StatusAll(ctx, repo, "")
+	rows, err := ledger.StatusAll(ctx, repo, "")
 	if err != nil && exitcode.Code(err) != exitcode.Invalid {
 		return nil, err
 	}
@@ -121,7 +120,7 @@ const judgeWorkers = 8
 
 // judge fills the chain of cell's record and returns the environment's
 // history.
-func judge(ctx context.Context, c *chainer, reg *environment.Registry, cell *Cell, rows []promote.StatusRow) (*EnvHistory, error) {
+func judge(ctx context.Context, c *chainer, reg *environment.Registry, cell *Cell, rows []ledger.StatusRow) (*EnvHistory, error) {
 	rec := cell.Record
 	required := 1
 	if e, ok := reg.Get(rec.Target.Environment); ok {
@@ -140,16 +139,16 @@ func judge(ctx context.Context, c *chainer, reg *environment.Registry, cell *Cel
 	return history(ctx, c.repo, c.rev, rec)
 }
 
-// history is what env accepted for the record's app (rollback.History)
-// and what rollback would say to each target (rollback.Pick).
+// history is what env accepted for the record's app (ledger.History)
+// and what rollback would say to each target (ledger.Pick).
 func history(ctx context.Context, repo *gitops.Repo, rev string, rec *promotion.Record) (*EnvHistory, error) {
 	env, cur := rec.Target.Environment, rec.Artifact.Digest
-	l, err := rollback.History(ctx, repo, rev, rec.App, env)
+	l, err := ledger.History(ctx, repo, rev, rec.App, env)
 	if err != nil {
 		return nil, fmt.Errorf("reading what %s accepted for %s: %w", env, rec.App, err)
 	}
 	h := &EnvHistory{Environment: env, Current: cur}
-	if p, err := rollback.Pick(l, rollback.Previous, cur, env); err != nil {
+	if p, err := ledger.Pick(l, ledger.Previous, cur, env); err != nil {
 		h.PreviousRefused = err.Error()
 	} else {
 		h.Previous = p.Artifact.Digest
@@ -157,7 +156,7 @@ func history(ctx context.Context, repo *gitops.Repo, rev string, rec *promotion.
 	for _, a := range l.Accepted {
 		cand := Candidate{Digest: a.Artifact.Digest, Tag: imageTag(a.Artifact.Image), PromotionID: a.PromotionID, Commit: a.Commit,
 			Evidence: a.Evidence}
-		if _, err := rollback.Pick(l, a.Artifact.Digest, cur, env); err != nil {
+		if _, err := ledger.Pick(l, a.Artifact.Digest, cur, env); err != nil {
 			cand.Refused = err.Error()
 		}
 		h.Accepted = append(h.Accepted, cand)
@@ -165,7 +164,7 @@ func history(ctx context.Context, repo *gitops.Repo, rev string, rec *promotion.
 	for _, u := range l.Unproven {
 		cand := Candidate{Digest: u.Digest, PromotionID: u.PromotionID, Commit: u.Commit, Refused: u.Reason}
 		if u.Digest != "" {
-			if _, err := rollback.Pick(l, u.Digest, cur, env); err != nil {
+			if _, err := ledger.Pick(l, u.Digest, cur, env); err != nil {
 				cand.Refused = err.Error()
 			}
 		}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/throughline-dev/throughline/breakglass"
 	"github.com/throughline-dev/throughline/evidence"
-	"github.com/throughline-dev/throughline/promote"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -64,7 +64,7 @@ type App struct {
 	History []*EnvHistory
 	// Attempts are the records of the app on the base branch and its
 	// attempt branches (promote status --all).
-	Attempts []promote.StatusRow
+	Attempts []ledger.StatusRow
 }
 
 // Cell is an app in an environment.
@@ -151,7 +151,7 @@ type Chain struct {
 	Required int
 	// Attempts are the record's rows in promote status (base and attempt
 	// branches).
-	Attempts []promote.StatusRow
+	Attempts []ledger.StatusRow
 }
 
 // ApprovalView is one approval; Expired says it had expired when it was

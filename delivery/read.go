@@ -15,6 +15,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -38,21 +39,12 @@ type Options struct {
 type Reader struct {
 	Repo *gitops.Repo
 
-	mu       sync.Mutex
-	versions map[versionKey]version
-	times    map[string]time.Time
+	mu      sync.Mutex
+	records *ledger.Reader // the record versions, through the ledger
+	times   map[string]time.Time
 }
 
-type versionKey struct{ commit, file string }
-
-// version is a record as one commit holds it: rec, or why it cannot be
-// used (rec nil, problem set), or deleted (both empty).
-type version struct {
-	rec     *promotion.Record
-	problem string
-}
-
-// maxCached bounds the versions remembered (then forgotten all at once).
+// maxCached bounds the commit times remembered (then forgotten all at once).
 const maxCached = 200000
 
 // Read is (&Reader{Repo: repo}).Read.
@@ -162,55 +154,34 @@ func (rd *Reader) attempts(ctx context.Context, rev string, rep *Report, fig fun
 		if !ok {
 			continue
 		}
-		commits, err := rd.Repo.FileHistory(ctx, rev, file)
+		versions, err := rd.ledger().Versions(ctx, rev, app, env)
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range commits {
-			v, err := rd.version(ctx, c, file, app, env)
-			if err != nil {
-				return nil, err
-			}
-			if v.problem != "" {
-				rep.problem(fig(app, env), Problem{File: file, Commit: c, Reason: v.problem})
+		for _, v := range versions {
+			if v.Invalid != nil {
+				rep.problem(fig(app, env), Problem{File: file, Commit: v.Commit, Reason: v.Invalid.Error()})
 				continue
 			}
-			if v.rec == nil {
+			if v.Record == nil {
 				continue // deleted in this commit
 			}
-			if a := out[v.rec.PromotionID]; a == nil || len(v.rec.History) > len(a.rec.History) {
-				out[v.rec.PromotionID] = &attempt{rec: v.rec, file: file}
+			if a := out[v.Record.PromotionID]; a == nil || len(v.Record.History) > len(a.rec.History) {
+				out[v.Record.PromotionID] = &attempt{rec: v.Record, file: file}
 			}
 		}
 	}
 	return out, nil
 }
 
-// version reads file at commit (remembered).
-func (rd *Reader) version(ctx context.Context, commit, file, app, env string) (version, error) {
-	k := versionKey{commit, file}
+// ledger is rd's reader of record versions, made on first use.
+func (rd *Reader) ledger() *ledger.Reader {
 	rd.mu.Lock()
-	v, ok := rd.versions[k]
-	rd.mu.Unlock()
-	if ok {
-		return v, nil
+	defer rd.mu.Unlock()
+	if rd.records == nil {
+		rd.records = &ledger.Reader{Repo: rd.Repo}
 	}
-	rec, err := promotion.ReadRecord(ctx, rd.Repo, commit, app, env)
-	switch {
-	case exitcode.Code(err) == exitcode.Invalid:
-		v = version{problem: err.Error()}
-	case err != nil:
-		return version{}, err
-	default:
-		v = version{rec: rec}
-	}
-	rd.mu.Lock()
-	if rd.versions == nil || len(rd.versions) >= maxCached {
-		rd.versions = map[versionKey]version{}
-	}
-	rd.versions[k] = v
-	rd.mu.Unlock()
-	return v, nil
+	return rd.records
 }
 
 // commitTime is the committer time of commit (remembered); ok is false

@@ -127,7 +127,7 @@ func (s *GitSink) Write(ctx context.Context, app, env, observedRevision string, 
 			return nil, "", err
 		}
 		if rec == nil {
-			return nil, "", fmt.Errorf("%s at %s: %w", file, short(tip), ErrUnknownApp)
+			return nil, "", fmt.Errorf("%s at %s: %w", file, gitrepo.Short(tip), ErrUnknownApp)
 		}
 		evPath := Path(env, app, rec.PromotionID)
 		if promotion.Terminal(rec.State) {
@@ -198,13 +198,6 @@ func (s *GitSink) Write(ctx context.Context, app, env, observedRevision string, 
 // error, never a "no" (gitrepo.Repo.IsAncestor).
 func (s *GitSink) IsAncestor(ctx context.Context, a, b string) (bool, error) {
 	return s.Repo.IsAncestor(ctx, a, b)
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }
 
 // StatusSetter sets commit statuses (*forge.Client).

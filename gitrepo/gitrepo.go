@@ -635,3 +635,11 @@ func (r *Repo) DefaultBranch(ctx context.Context) string {
 	}
 	return "main"
 }
+
+// Short is a commit id cut to 12 characters, as messages name commits.
+func Short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}

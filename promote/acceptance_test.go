@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/render"
-	"github.com/throughline-dev/throughline/rollback"
 )
 
 // commitAcceptance commits production's Acceptance in its overlay on main,
@@ -106,7 +106,7 @@ func TestRollbackRefreshesAcceptance(t *testing.T) {
 	must(t, err)
 	must(t, d.WriteFile())
 	f.commit("production: the committed Acceptance (Flux)")
-	res, err := Rollback(ctx, f.repo, RollbackRequest{App: "web", Env: "production", To: rollback.Previous, Path: webOverlay, Renderer: renderer,
+	res, err := Rollback(ctx, f.repo, RollbackRequest{App: "web", Env: "production", To: ledger.Previous, Path: webOverlay, Renderer: renderer,
 		Exists: func(context.Context, string) (bool, error) { return true, nil }})
 	must(t, err)
 	tree, err := f.repo.Tree(ctx, res.Proposal.Branch)

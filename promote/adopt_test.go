@@ -10,8 +10,8 @@ import (
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
-	"github.com/throughline-dev/throughline/rollback"
 )
 
 // acceptProduction has the notifier's Git sink record production's
@@ -63,7 +63,7 @@ func TestAdoptionIsARollbackTarget(t *testing.T) {
 		_, rev, err := Reconcile(ctx, f.repo, ReconcileRequest{App: "checkout", To: "production", Now: now, By: "test", Renderer: renderer})
 		must(t, err)
 		f.acceptProduction(rev, newDigest)
-		res, err := Rollback(ctx, f.repo, RollbackRequest{App: "checkout", Env: "production", To: rollback.Previous, Renderer: renderer,
+		res, err := Rollback(ctx, f.repo, RollbackRequest{App: "checkout", Env: "production", To: ledger.Previous, Renderer: renderer,
 			Exists: func(context.Context, string) (bool, error) { return true, nil }})
 		var re *exitcode.Refusal
 		if !adopt {

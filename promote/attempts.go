@@ -10,6 +10,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -32,8 +33,8 @@ func isOpen(ctx context.Context, r *gitops.Repo, baseRev, tip string, rec, onBas
 	if err != nil {
 		return false, "", fmt.Errorf("is attempt %s merged: %w", rec.PromotionID, err)
 	}
-	st, why := attemptState(rec, onBase, merged, r.Base)
-	return st == BranchOpen, why, nil
+	st, why := ledger.AttemptState(rec, onBase, merged, r.Base)
+	return st == ledger.BranchOpen, why, nil
 }
 
 // AttemptBranch finds the branch to update: the given one, else the only
@@ -115,7 +116,7 @@ func closeMerged(ctx context.Context, r *gitops.Repo, recordsRev string, onRecor
 		if err != nil {
 			return nil, nil, fmt.Errorf("is %s merged: %w", b, err)
 		}
-		if st, _ := attemptState(rec, onRecords, merged, r.Base); st != BranchMerged {
+		if st, _ := ledger.AttemptState(rec, onRecords, merged, r.Base); st != ledger.BranchMerged {
 			continue
 		}
 		if err := r.DeleteBranch(ctx, b, bs[b]); err != nil && !errors.Is(err, gitrepo.ErrNotFound) {

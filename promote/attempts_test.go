@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
-	"github.com/throughline-dev/throughline/rollback"
 )
 
 // approved proposes checkout to production and verifies and approves the
@@ -141,7 +141,7 @@ func TestAttemptBranchSkipsFinished(t *testing.T) {
 func TestRollbackAfterReject(t *testing.T) {
 	ctx := context.Background()
 	f, _ := newRollbackFixture(t)
-	req := RollbackRequest{App: "web", Env: "production", To: rollback.Previous, Path: webOverlay, Renderer: renderer,
+	req := RollbackRequest{App: "web", Env: "production", To: ledger.Previous, Path: webOverlay, Renderer: renderer,
 		Exists: func(context.Context, string) (bool, error) { return true, nil }}
 	first, err := Rollback(ctx, f.repo, req)
 	must(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/throughline-dev/throughline/chartsource"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/overlay"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
@@ -128,7 +129,7 @@ func sourceCharts(ctx context.Context, r *gitops.Repo, baseRev string, src *prom
 	}
 	if len(charts) > 0 && hash != src.Target.RenderedHash {
 		return nil, exitcode.Refuse(RuleChartUnverified, "%s renders charts at %s with rendered hash %s, not the render %s accepted (%s): "+
-			"what it verified is unknown", src.Target.Path, short(baseRev), hash, src.Target.Environment, src.Target.RenderedHash)
+			"what it verified is unknown", src.Target.Path, gitrepo.Short(baseRev), hash, src.Target.Environment, src.Target.RenderedHash)
 	}
 	return artifactCharts(charts, src.Target.Path), nil
 }

@@ -11,11 +11,12 @@ import (
 	"github.com/throughline-dev/throughline/acceptance"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
 	"github.com/throughline-dev/throughline/repocheck"
-	"github.com/throughline-dev/throughline/rollback"
 	"github.com/throughline-dev/throughline/trust"
 )
 
@@ -50,7 +51,7 @@ const (
 	// source environment's record does not back it).
 	RuleEvidence = "evidence"
 	// RulePriorAcceptance: a rollback's prior acceptance is not backed.
-	RulePriorAcceptance = rollback.RulePriorAcceptance
+	RulePriorAcceptance = ledger.RulePriorAcceptance
 	// RuleStopped: the record is HALTED or REJECTED.
 	RuleStopped = "stopped"
 	// RuleNotApproved: the record has no approval.
@@ -395,7 +396,7 @@ func (c *check) evidence(ctx context.Context) error {
 	case rec.VerifiedIn.IsPriorAcceptance():
 		// A rollback: the claim must be backed by the base's history.
 		var re *exitcode.Refusal
-		if err := rollback.CheckPrior(ctx, c.r, c.rep.Base, rec); errors.As(err, &re) {
+		if err := ledger.CheckPrior(ctx, c.r, c.rep.Base, rec); errors.As(err, &re) {
 			c.rep.refuse(Finding{Rule: re.Rule, File: c.recFile, Field: "verifiedIn.priorAcceptance"}, "%s", re.Reason)
 		} else if err != nil {
 			return err
@@ -411,7 +412,7 @@ func (c *check) evidence(ctx context.Context) error {
 // prove, or proves with other revisions, hash or file than the record says.
 func (c *check) sourceEvidence(ctx context.Context) error {
 	v := c.rec.VerifiedIn
-	src, err := ReadSourceEvidence(ctx, c.r, c.rep.Base, c.rec.App, v.Environment, c.rec.Artifact.Digest, c.req.Now)
+	src, err := ledger.ReadSourceEvidence(ctx, c.r, c.rep.Base, c.rec.App, v.Environment, c.rec.Artifact.Digest, c.req.Now)
 	var re *exitcode.Refusal
 	if errors.As(err, &re) {
 		c.rep.refuse(Finding{Rule: RuleEvidence, File: re.File, Field: "verifiedIn"}, "%s", re.Reason)
@@ -426,7 +427,7 @@ func (c *check) sourceEvidence(ctx context.Context) error {
 	}
 	if *v != proven {
 		c.rep.refuse(Finding{Rule: RuleEvidence, File: c.recFile, Field: "verifiedIn"},
-			"%s: verifiedIn %+v is not what the evidence in Git proves (%s at %s: %+v)", c.recFile, *v, src.Path, short(src.Commit), proven)
+			"%s: verifiedIn %+v is not what the evidence in Git proves (%s at %s: %+v)", c.recFile, *v, src.Path, gitrepo.Short(src.Commit), proven)
 	}
 	return nil
 }

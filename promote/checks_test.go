@@ -13,6 +13,7 @@ import (
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
 )
 
@@ -122,8 +123,8 @@ func TestVerifyRequiresChecksPassed(t *testing.T) {
 			check := func(what string, err error) {
 				t.Helper()
 				var re *exitcode.Refusal
-				if !errors.As(err, &re) || re.Rule != RuleChecksNotPassed || !strings.Contains(err.Error(), tc.want) {
-					t.Fatalf("%s: %v, want rule %s saying %q", what, err, RuleChecksNotPassed, tc.want)
+				if !errors.As(err, &re) || re.Rule != ledger.RuleChecksNotPassed || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("%s: %v, want rule %s saying %q", what, err, ledger.RuleChecksNotPassed, tc.want)
 				}
 			}
 			_, err := Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "production", Now: time.Now()})

@@ -9,8 +9,8 @@ import (
 
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
-	"github.com/throughline-dev/throughline/rollback"
 )
 
 // wantEnvRefusal fails unless err is an environment refusal (exit 3) of
@@ -202,12 +202,12 @@ func TestRollbackEnvironmentIdentity(t *testing.T) {
 		{"free-text cluster", "production", "", "prod-us-1", environment.RuleMismatch, `cluster "prod-us-1"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Rollback(ctx, f.repo, RollbackRequest{App: "web", Env: tc.env, To: rollback.Previous, Path: tc.path, Cluster: tc.cluster,
+			_, err := Rollback(ctx, f.repo, RollbackRequest{App: "web", Env: tc.env, To: ledger.Previous, Path: tc.path, Cluster: tc.cluster,
 				Renderer: renderer, Exists: exists})
 			wantEnvRefusal(t, err, tc.rule, tc.text)
 		})
 	}
-	res, err := Rollback(ctx, f.repo, RollbackRequest{App: "web", Env: "production", To: rollback.Previous, Renderer: renderer, Exists: exists})
+	res, err := Rollback(ctx, f.repo, RollbackRequest{App: "web", Env: "production", To: ledger.Previous, Renderer: renderer, Exists: exists})
 	must(t, err)
 	if res.Proposal.Record.Target.Path != webOverlay {
 		t.Fatalf("the registry's path: %+v", res.Proposal.Record.Target)

@@ -11,6 +11,7 @@ import (
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -151,7 +152,7 @@ func TestSourceEvidenceRefusals(t *testing.T) {
 				t.Helper()
 				var re *exitcode.Refusal
 				if exitcode.Code(err) != tc.code || !strings.Contains(err.Error(), tc.want) ||
-					(tc.code == exitcode.Refused && (!errors.As(err, &re) || re.Rule != RuleSourceEvidence)) {
+					(tc.code == exitcode.Refused && (!errors.As(err, &re) || re.Rule != ledger.RuleSourceEvidence)) {
 					t.Fatalf("%s: %v (exit %d), want exit %d saying %q", what, err, exitcode.Code(err), tc.code, tc.want)
 				}
 			}
@@ -178,7 +179,7 @@ func TestVerifySource(t *testing.T) {
 	f.propose()
 	_, err := Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "production", From: "dev", Now: time.Now()})
 	var re *exitcode.Refusal
-	if !errors.As(err, &re) || re.Rule != RuleSourceEvidence || !strings.Contains(err.Error(), "promotion/checkout/dev.yaml does not exist") {
+	if !errors.As(err, &re) || re.Rule != ledger.RuleSourceEvidence || !strings.Contains(err.Error(), "promotion/checkout/dev.yaml does not exist") {
 		t.Fatalf("verify from dev: %v", err)
 	}
 }
@@ -196,7 +197,7 @@ func TestExampleEvidence(t *testing.T) {
 	repo, err := gitops.Open(ctx, f.root)
 	must(t, err)
 	at, _ := time.Parse(time.RFC3339, "2026-11-21T00:00:00Z")
-	s, err := ReadSourceEvidence(ctx, repo, commit, "checkout", "staging", oldDigest, at)
+	s, err := ledger.ReadSourceEvidence(ctx, repo, commit, "checkout", "staging", oldDigest, at)
 	must(t, err)
 	if s.Commit != commit || s.Path != "evidence/staging/checkout/checkout-staging-9c2f1e0d7b6a-1.json" {
 		t.Fatalf("staging evidence %s at %s", s.Path, s.Commit)

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/throughline-dev/throughline/environment"
-	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/promotion"
@@ -98,25 +96,4 @@ func desiredNote(digest, commit string) string {
 		return commit
 	}
 	return fmt.Sprintf("%s (the OCI artifact of %s)", digest, commit)
-}
-
-// checkSourceKind says why the evidence's revisions are not of env's
-// source kind by the registry at base ("" when they are, or the registry
-// does not list env): digests for an OCI environment, commit ids for a Git
-// one. A SHA-256 commit and an artifact digest are one hex string apart:
-// the registry, not the form, says which the controller read.
-func checkSourceKind(ctx context.Context, r *gitops.Repo, base, env string, ev *evidence.Record) (string, error) {
-	reg, err := promotion.ReadRegistry(ctx, r, base)
-	if err != nil {
-		return "", err
-	}
-	e, ok := reg.Get(env)
-	if !ok {
-		return "", nil
-	}
-	if oci := e.SourceKind() == environment.SourceOCI; oci != promotion.ValidOCIRevision(ev.DesiredRevision) {
-		return fmt.Sprintf("its desiredRevision %s is %s, but environment %s's source is %s in %s", ev.DesiredRevision,
-			promotion.RevisionKind(ev.DesiredRevision), env, map[bool]string{true: "an OCI artifact", false: "Git"}[oci], promotion.PolicyFile), nil
-	}
-	return "", nil
 }

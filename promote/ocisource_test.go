@@ -16,6 +16,7 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/internal/testenv"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/registry"
 )
@@ -157,7 +158,7 @@ func TestVerifyOCISource(t *testing.T) {
 				}
 				return
 			}
-			if exitcode.Code(err) != tc.code || !strings.Contains(err.Error(), tc.want) || (tc.code == exitcode.Refused && !isRefusal(err, RuleSourceEvidence)) {
+			if exitcode.Code(err) != tc.code || !strings.Contains(err.Error(), tc.want) || (tc.code == exitcode.Refused && !isRefusal(err, ledger.RuleSourceEvidence)) {
 				t.Fatalf("got exit %d %v, want exit %d saying %q", exitcode.Code(err), err, tc.code, tc.want)
 			}
 		})

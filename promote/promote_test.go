@@ -15,6 +15,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/testenv"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/repocheck"
 )
@@ -209,7 +210,7 @@ func TestFlow(t *testing.T) {
 	if rep := f.check(p.Branch, time.Now().Add(3*time.Hour)); rep.OK || strings.Join(rules(rep), " ") != RuleApprovalVoid {
 		t.Fatalf("expired approval: %v %q", rules(rep), rep.Refusals)
 	}
-	rows, err := Status(ctx, f.repo, "")
+	rows, err := ledger.Status(ctx, f.repo, "")
 	must(t, err)
 	if len(rows) != 2 || rows[0].Environment != "production" || rows[0].State != promotion.Approved || rows[1].State != promotion.Accepted {
 		t.Fatalf("status %+v", rows)
@@ -331,12 +332,12 @@ func TestStatusOddFileNames(t *testing.T) {
 		"promotion/checkout/notes.txt":        "not a record\n",
 	})
 	f.commit("odd names")
-	rows, err := Status(context.Background(), f.repo, "")
+	rows, err := ledger.Status(context.Background(), f.repo, "")
 	must(t, err)
 	if len(rows) != 1 || rows[0].App != "checkout" || rows[0].Environment != "staging" || rows[0].State != promotion.Accepted || rows[0].Ref != "main" {
 		t.Fatalf("status %+v", rows)
 	}
-	if rows, err := Status(context.Background(), f.repo, "other"); err != nil || len(rows) != 0 {
+	if rows, err := ledger.Status(context.Background(), f.repo, "other"); err != nil || len(rows) != 0 {
 		t.Fatalf("status of another app: %+v %v", rows, err)
 	}
 }

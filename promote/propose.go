@@ -11,6 +11,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/overlay"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/promotion"
@@ -67,7 +68,7 @@ func Propose(ctx context.Context, r *gitops.Repo, req ProposeRequest) (*Proposal
 		return nil, exitcode.Refuse(RulePromotion, "%s is %s, not ACCEPTED: digest %s is not verified in %s",
 			promotion.RecordPath(app, from), src.State, src.Artifact.Digest, from)
 	}
-	if _, err := ReadSourceEvidence(ctx, r, baseRev, app, from, src.Artifact.Digest, time.Now()); err != nil {
+	if _, err := ledger.ReadSourceEvidence(ctx, r, baseRev, app, from, src.Artifact.Digest, time.Now()); err != nil {
 		return nil, err
 	}
 	if err := proposeTrust(ctx, r, baseRev, src, to, req.Trust); err != nil {

@@ -8,37 +8,37 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/overlay"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
-	"github.com/throughline-dev/throughline/rollback"
 	"github.com/throughline-dev/throughline/trust"
 )
 
 // RollbackResult is what Rollback did.
 type RollbackResult struct {
-	Proposal            *Proposal         `json:"proposal"`
-	From                string            `json:"from"`
-	To                  rollback.Accepted `json:"to"`
-	IrreversibleWarning []string          `json:"irreversibleMigration,omitempty"`
+	Proposal            *Proposal       `json:"proposal"`
+	From                string          `json:"from"`
+	To                  ledger.Accepted `json:"to"`
+	IrreversibleWarning []string        `json:"irreversibleMigration,omitempty"`
 	// Unproven lists acceptances Git claims without proof (a record
 	// ACCEPTED without its evidence file, evidence disagreeing with the
 	// record, a version of the record that cannot be used): never
 	// rollback targets, reported so they get fixed.
-	Unproven []rollback.Unproven `json:"unproven,omitempty"`
+	Unproven []ledger.Unproven `json:"unproven,omitempty"`
 }
 
 // RollbackRequest asks to roll app back in Env.
 type RollbackRequest struct {
 	App, Env string
 	// To is a digest (sha256:<hex>, or 12+ hex digits) accepted before in
-	// Env, or rollback.Previous.
+	// Env, or ledger.Previous.
 	To string
 	// Path is the environment's overlay, Cluster its cluster ("" for the
 	// environment registry's; they must be Env's).
 	Path, Cluster string
 	// AcceptIrreversible rolls back although the current artifact's
-	// workload is marked rollback.AnnotationIrreversible.
+	// workload is marked ledger.AnnotationIrreversible.
 	AcceptIrreversible bool
 	// Exists says whether the registry still has the image reference (an
 	// error that cannot decide carries its exit code).
@@ -74,11 +74,11 @@ func Rollback(ctx context.Context, r *gitops.Repo, req RollbackRequest) (*Rollba
 		return nil, exitcode.Refuse(RuleRollbackTarget, "no promotion record %s on %s: nothing was ever accepted in %s", promotion.RecordPath(app,
 			env), r.Base, env)
 	}
-	hist, err := rollback.History(ctx, r, baseRev, app, env)
+	hist, err := ledger.History(ctx, r, baseRev, app, env)
 	if err != nil {
 		return nil, err
 	}
-	pick, err := rollback.Pick(hist, req.To, cur.Artifact.Digest, env)
+	pick, err := ledger.Pick(hist, req.To, cur.Artifact.Digest, env)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ func Rollback(ctx context.Context, r *gitops.Repo, req RollbackRequest) (*Rollba
 }
 
 // stillInRegistry refuses a rollback target the registry deleted.
-func stillInRegistry(ctx context.Context, req RollbackRequest, pick rollback.Accepted) error {
+func stillInRegistry(ctx context.Context, req RollbackRequest, pick ledger.Accepted) error {
 	name, _ := overlay.SplitImage(pick.Artifact.Image)
 	ok, err := req.Exists(ctx, name+"@"+pick.Artifact.Digest)
 	if err != nil {
@@ -132,18 +132,18 @@ func stillInRegistry(ctx context.Context, req RollbackRequest, pick rollback.Acc
 }
 
 // irreversible lists the workloads of the artifact desired now (digest)
-// marked rollback.AnnotationIrreversible, refusing them unless the request
+// marked ledger.AnnotationIrreversible, refusing them unless the request
 // acknowledges them.
 func irreversible(ctx context.Context, r *gitops.Repo, baseRev string, req RollbackRequest, digest string) ([]string, error) {
 	objs, err := renderAt(ctx, r, baseRev, req.Path)
 	if err != nil {
 		return nil, err
 	}
-	marked := rollback.Irreversible(objs, digest)
+	marked := ledger.Irreversible(objs, digest)
 	if len(marked) > 0 && !req.AcceptIrreversible {
 		return nil, exitcode.Refuse(RuleRollbackTarget,
 			"the current artifact %s is marked %s=\"true\" on %s: the older artifact may not read the migrated data; "+
-				"roll forward instead, or pass --accept-irreversible-migration", digest, rollback.AnnotationIrreversible, strings.Join(marked, ", "))
+				"roll forward instead, or pass --accept-irreversible-migration", digest, ledger.AnnotationIrreversible, strings.Join(marked, ", "))
 	}
 	return marked, nil
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
-	"github.com/throughline-dev/throughline/rollback"
 )
 
 const (
@@ -80,7 +80,7 @@ func TestRollback(t *testing.T) {
 	ctx := context.Background()
 	f, acceptedA := newRollbackFixture(t)
 	var asked []string
-	req := RollbackRequest{App: "web", Env: "production", To: rollback.Previous, Path: webOverlay, Renderer: renderer,
+	req := RollbackRequest{App: "web", Env: "production", To: ledger.Previous, Path: webOverlay, Renderer: renderer,
 		Exists: func(_ context.Context, ref string) (bool, error) { asked = append(asked, ref); return true, nil }}
 	res, err := Rollback(ctx, f.repo, req)
 	must(t, err)
@@ -110,8 +110,8 @@ func TestRollbackRefusals(t *testing.T) {
 		code   int
 		want   string
 	}{
-		{"deleted", rollback.Previous, func(context.Context, string) (bool, error) { return false, nil }, exitcode.Refused, "no longer exists in the registry"},
-		{"registry down", rollback.Previous, func(context.Context, string) (bool, error) { return false, unreachable }, exitcode.Pending,
+		{"deleted", ledger.Previous, func(context.Context, string) (bool, error) { return false, nil }, exitcode.Refused, "no longer exists in the registry"},
+		{"registry down", ledger.Previous, func(context.Context, string) (bool, error) { return false, unreachable }, exitcode.Pending,
 			"rollback target " + webImage + "@" + digestA},
 		{"current", digestB, func(context.Context, string) (bool, error) { return true, nil }, exitcode.Refused, "already the desired digest"},
 		{"never accepted", "sha256:" + strings.Repeat("c", 64), func(context.Context, string) (bool, error) { return true, nil }, exitcode.Refused, "never ACCEPTED"},

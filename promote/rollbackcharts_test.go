@@ -15,9 +15,9 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/chartfixture"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
-	"github.com/throughline-dev/throughline/rollback"
 )
 
 // acceptWithChart is accept for web's production overlay rendering the chart
@@ -92,7 +92,7 @@ func TestRollbackChart(t *testing.T) {
 	f.repo, err = gitops.Open(ctx, f.root)
 	must(t, err)
 	f.repo.Charts = src
-	req := RollbackRequest{App: "web", Env: "production", To: rollback.Previous, Path: webOverlay, Renderer: renderer,
+	req := RollbackRequest{App: "web", Env: "production", To: ledger.Previous, Path: webOverlay, Renderer: renderer,
 		Exists: func(context.Context, string) (bool, error) { return true, nil }}
 
 	res, err := Rollback(ctx, f.repo, req)

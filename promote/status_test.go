@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -33,14 +34,14 @@ func TestStatusMergedAttempts(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		merge func(f *fixture, branch string)
-		want  BranchState
+		want  ledger.BranchState
 	}{
-		{"not merged", func(*fixture, string) {}, BranchOpen},
-		{"merge commit", func(f *fixture, b string) { f.git("merge", "-q", "--no-ff", "--no-edit", b) }, BranchMerged},
+		{"not merged", func(*fixture, string) {}, ledger.BranchOpen},
+		{"merge commit", func(f *fixture, b string) { f.git("merge", "-q", "--no-ff", "--no-edit", b) }, ledger.BranchMerged},
 		{"squashed", func(f *fixture, b string) {
 			f.git("merge", "-q", "--squash", b)
 			f.git("commit", "-q", "-m", "squashed "+b)
-		}, BranchMerged},
+		}, ledger.BranchMerged},
 		{"rejected on its branch", func(f *fixture, b string) {
 			f.amend(b, func() {
 				file := promotion.RecordPath("checkout", "production")
@@ -51,13 +52,13 @@ func TestStatusMergedAttempts(t *testing.T) {
 				must(f.t, err)
 				f.write(map[string]string{file: string(data)})
 			})
-		}, BranchClosed},
+		}, ledger.BranchClosed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			branch := f.approvedAttempt()
 			tc.merge(f, branch)
-			if tc.want == BranchMerged {
+			if tc.want == ledger.BranchMerged {
 				tip := f.git("rev-parse", branch)
 				tr, _, err := Reconcile(ctx, f.repo, ReconcileRequest{App: "checkout", To: "production", Now: time.Now(), By: "test", Renderer: renderer})
 				must(t, err)
@@ -66,7 +67,7 @@ func TestStatusMergedAttempts(t *testing.T) {
 				}
 				f.git("branch", branch, tip) // left behind where reconcile cannot delete it
 			}
-			rows, err := Status(ctx, f.repo, "")
+			rows, err := ledger.Status(ctx, f.repo, "")
 			must(t, err)
 			var open []string
 			for _, r := range rows {
@@ -74,27 +75,27 @@ func TestStatusMergedAttempts(t *testing.T) {
 					open = append(open, string(r.State)+" "+string(r.Branch))
 				}
 			}
-			if wantOpen := tc.want == BranchOpen; (len(open) == 1) != wantOpen {
+			if wantOpen := tc.want == ledger.BranchOpen; (len(open) == 1) != wantOpen {
 				t.Fatalf("status lists the attempt branch %v, want open=%v: %+v", open, wantOpen, rows)
 			}
-			all, err := StatusAll(ctx, f.repo, "")
+			all, err := ledger.StatusAll(ctx, f.repo, "")
 			must(t, err)
 			var got []string
 			for _, r := range all {
 				if r.Ref == branch {
 					got = append(got, string(r.Branch))
-					if r.Branch == BranchMerged && !strings.Contains(r.Why, "main") {
+					if r.Branch == ledger.BranchMerged && !strings.Contains(r.Why, "main") {
 						t.Errorf("merged row does not say where: %+v", r)
 					}
 				}
-				if r.Ref == "main" && r.Branch != BranchBase {
+				if r.Ref == "main" && r.Branch != ledger.BranchBase {
 					t.Errorf("base row %+v", r)
 				}
 			}
 			if len(got) != 1 || got[0] != string(tc.want) {
 				t.Fatalf("status --all rows of %s: %v, want [%s]: %+v", branch, got, tc.want, all)
 			}
-			if tc.want == BranchMerged {
+			if tc.want == ledger.BranchMerged {
 				var states []string
 				for _, r := range rows {
 					states = append(states, r.Environment+"="+string(r.State)+"@"+r.Ref)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/trust"
@@ -86,7 +87,7 @@ type VerifyRequest struct {
 
 // Verify moves the attempt's record from CANDIDATE to VERIFIED on its
 // branch with the source environment's runtime evidence read from Git
-// (ReadSourceEvidence at the base branch: the source record ACCEPTED for
+// (ledger.ReadSourceEvidence at the base branch: the source record ACCEPTED for
 // the attempt's digest and the notifier's evidence/v1 file at the commit
 // where it became ACCEPTED), citing the evidence file and that commit in
 // verifiedIn and in the commit message.
@@ -103,11 +104,11 @@ func Verify(ctx context.Context, r *gitops.Repo, req VerifyRequest) (*Transition
 		if rec.IsCandidacy() && (req.From == "" || req.From == req.To) {
 			return verifyCandidacy(ctx, r, base, rec, req)
 		}
-		from, err := sourceEnvironment(ctx, r, base, req.From, rec)
+		from, err := ledger.SourceEnvironment(ctx, r, base, req.From, rec)
 		if err != nil {
 			return "", err
 		}
-		src, err := ReadSourceEvidence(ctx, r, base, req.App, from, rec.Artifact.Digest, req.Now)
+		src, err := ledger.ReadSourceEvidence(ctx, r, base, req.App, from, rec.Artifact.Digest, req.Now)
 		if err != nil {
 			return "", err
 		}

@@ -8,9 +8,10 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/overlay"
 	"github.com/throughline-dev/throughline/promotion"
-	"github.com/throughline-dev/throughline/rollback"
 	"github.com/throughline-dev/throughline/trust"
 )
 
@@ -130,11 +131,11 @@ func verifyTrust(ctx context.Context, r *gitops.Repo, base string, rec, src *pro
 // earlier record's evidence re-verified against TODAY's trust policy of
 // env (at the base): an artifact today's policy no longer accepts is not
 // a rollback target.
-func rollbackTrust(ctx context.Context, r *gitops.Repo, base string, pick rollback.Accepted, env string, opts trust.Options) error {
+func rollbackTrust(ctx context.Context, r *gitops.Repo, base string, pick ledger.Accepted, env string, opts trust.Options) error {
 	err := trustGate{r: r, base: base, opts: opts}.reverify(ctx, pick.Artifact, env, time.Now())
 	if err != nil {
 		return fmt.Errorf("rollback target %s (%s, accepted at %s): today's trust policy of %s does not accept it: %w",
-			artifactRef(pick.Artifact), pick.PromotionID, short(pick.Commit), env, err)
+			artifactRef(pick.Artifact), pick.PromotionID, gitrepo.Short(pick.Commit), env, err)
 	}
 	return nil
 }

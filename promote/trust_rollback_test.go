@@ -12,8 +12,8 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
-	"github.com/throughline-dev/throughline/rollback"
 	"github.com/throughline-dev/throughline/trust"
 	"github.com/throughline-dev/throughline/trust/trusttest"
 )
@@ -103,7 +103,7 @@ func TestRollbackReverifiesEvidence(t *testing.T) {
 			}
 			f := newTrustRollbackFixture(t, record, key)
 			opts := trust.Options{Transport: registryAs{w.Host}}
-			res, err := Rollback(ctx, f.repo, RollbackRequest{App: "web", Env: "production", To: rollback.Previous, Path: webOverlay, Renderer: renderer,
+			res, err := Rollback(ctx, f.repo, RollbackRequest{App: "web", Env: "production", To: ledger.Previous, Path: webOverlay, Renderer: renderer,
 				Exists: func(context.Context, string) (bool, error) { return true, nil }, Trust: opts})
 			if tc.rule == "" {
 				must(t, err)

@@ -13,14 +13,17 @@ import (
 // (before, evidence reached client-go through health.MatchImageID and every
 // package here pulled in about 1,150 packages).
 func TestRecordPathStaysLight(t *testing.T) {
-	pkgs := []string{"promotion", "evidence", "rollback", "delivery", "promote", "repocheck", "gitops", "imageid"}
+	pkgs := []string{"promotion", "evidence", "ledger", "delivery", "promote", "repocheck", "gitops", "imageid"}
 	args := []string{"list", "-deps"}
 	for _, p := range pkgs {
 		args = append(args, "github.com/throughline-dev/throughline/"+p)
 	}
-	out, err := exec.CommandContext(t.Context(), "go", args...).Output()
+	cmd := exec.CommandContext(t.Context(), "go", args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		t.Fatalf("go list: %v: %s", err, stderr.String())
 	}
 	for _, dep := range strings.Split(string(out), "\n") {
 		for _, banned := range []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime"} {

@@ -37,8 +37,8 @@ import (
 	"github.com/throughline-dev/throughline/breakglass"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
-	"github.com/throughline-dev/throughline/rollback"
 	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
 )
 
@@ -182,10 +182,10 @@ func (r *Repo) from(a Acceptance) Verifier {
 }
 
 // priorOf is the VERIFIED claim throughline rollback writes: what
-// rollback.History proves env accepted for digest.
+// ledger.History proves env accepted for digest.
 func (r *Repo) priorOf(app, env, digest string) Verifier {
 	return func(rec *promotion.Record, at time.Time) error {
-		l, err := rollback.History(context.Background(), r.Repo, "main", app, env)
+		l, err := ledger.History(context.Background(), r.Repo, "main", app, env)
 		if err != nil {
 			return err
 		}

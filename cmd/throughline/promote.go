@@ -15,6 +15,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/forge"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promote"
 )
 
@@ -496,9 +497,9 @@ func (o *promoteStatusOptions) run(ctx context.Context, stdout io.Writer) error 
 		return err
 	}
 	r.Charts = chartSource()
-	status := promote.Status
+	status := ledger.Status
 	if o.all {
-		status = promote.StatusAll
+		status = ledger.StatusAll
 	}
 	rows, err := status(ctx, r, o.app)
 	if err != nil {

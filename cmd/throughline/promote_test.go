@@ -16,6 +16,7 @@ import (
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/testenv"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promote"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
@@ -195,7 +196,7 @@ func TestPromoteFlow(t *testing.T) {
 		t.Fatalf("status: %d %s %s", st.code, st.stdout, st.stderr)
 	}
 	stj := runCLI(t, "promote", "status", "--repo", root, "-o", "json")
-	var rows []promote.StatusRow
+	var rows []ledger.StatusRow
 	if err := json.Unmarshal([]byte(stj.stdout), &rows); err != nil || len(rows) != 2 {
 		t.Fatalf("status json %s: %v", stj.stdout, err)
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promote"
-	"github.com/throughline-dev/throughline/rollback"
 )
 
 const rollbackLong = `Roll an environment back by proposing a new desired state, never by reverting
@@ -70,7 +70,7 @@ func (o *rollbackOptions) addFlags(f *pflag.FlagSet) {
 		"(default: the environment registry's, else apps/APP/overlays/ENV); must be ENV's")
 	f.StringVar(&o.cluster, "cluster", "", "target cluster (default: the environment registry's, else the environment name); must be the environment's")
 	f.BoolVar(&o.acceptIrreversible, "accept-irreversible-migration", false,
-		"roll back although the current artifact's workload is marked "+rollback.AnnotationIrreversible)
+		"roll back although the current artifact's workload is marked "+ledger.AnnotationIrreversible)
 	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
 	o.ff.addFlags(f)
 	o.tg.addFlags(f)

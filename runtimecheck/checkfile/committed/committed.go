@@ -13,6 +13,7 @@ import (
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
 )
@@ -108,7 +109,7 @@ func (s *Source) Judge(ctx context.Context, namespace, sourcePath string, live *
 	v.File = path.Join(dir, checkfile.File)
 	reg, err := promotion.ReadRegistry(ctx, s.Repo, rev)
 	if exitcode.Code(err) == exitcode.Invalid {
-		v.Differs = fmt.Sprintf("the environment registry at %s cannot be read: %v", short(rev), err)
+		v.Differs = fmt.Sprintf("the environment registry at %s cannot be read: %v", gitrepo.Short(rev), err)
 		return v, nil
 	}
 	if err != nil {
@@ -118,13 +119,13 @@ func (s *Source) Judge(ctx context.Context, namespace, sourcePath string, live *
 	if reg.Configured() {
 		app, env, _, ok := reg.Locate(dir)
 		if !ok {
-			v.Differs = fmt.Sprintf("spec.sourcePath %s is no overlay of the environment registry at %s", dir, short(rev))
+			v.Differs = fmt.Sprintf("spec.sourcePath %s is no overlay of the environment registry at %s", dir, gitrepo.Short(rev))
 			return v, nil
 		}
 		e, _ := reg.Get(env)
 		if len(e.Namespaces) > 0 && !e.BindsNamespace(app, namespace) {
 			v.Differs = fmt.Sprintf("the Acceptance's namespace %q is not one the registry at %s binds to app %s in environment %s (namespaces %q)",
-				namespace, short(rev), app, env, e.Namespaces)
+				namespace, gitrepo.Short(rev), app, env, e.Namespaces)
 			return v, nil
 		}
 		opts.Environment, opts.App = e, app
@@ -135,7 +136,7 @@ func (s *Source) Judge(ctx context.Context, namespace, sourcePath string, live *
 	committed, found, err := gitops.Read(ctx, s.Repo, rev, v.File, parse)
 	switch {
 	case exitcode.Code(err) == exitcode.Invalid || exitcode.Code(err) == exitcode.Refused:
-		v.Differs = fmt.Sprintf("the committed checks at %s are refused for this Acceptance: %v", short(rev), err)
+		v.Differs = fmt.Sprintf("the committed checks at %s are refused for this Acceptance: %v", gitrepo.Short(rev), err)
 		return v, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading %s at %s: %w", v.File, rev, err)
@@ -151,7 +152,7 @@ func (s *Source) Judge(ctx context.Context, namespace, sourcePath string, live *
 		if committed == nil {
 			what = "are not declared: no file"
 		}
-		v.Differs = fmt.Sprintf("the live Acceptance's checks %s committed in %s at %s", what, v.File, short(rev))
+		v.Differs = fmt.Sprintf("the live Acceptance's checks %s committed in %s at %s", what, v.File, gitrepo.Short(rev))
 		return v, nil
 	}
 	if committed != nil {
@@ -179,11 +180,4 @@ func equal(a, b *v1alpha1.RuntimeChecks) (bool, error) {
 		return false, fmt.Errorf("encoding the committed checks: %w", err)
 	}
 	return bytes.Equal(ja, jb), nil
-}
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
 }

@@ -1,10 +1,4 @@
-// Package rollback finds the artifacts an environment accepted before, from
-// the promotion records and the notifier's evidence files in Git history,
-// tells which of them a rollback may go back to, and checks a rollback
-// record's claim of a prior acceptance against Git (the PR gate). A
-// rollback is a new desired state proposed through the promotion path (a
-// new attempt on a branch), never a revert of history.
-package rollback
+package ledger
 
 import (
 	"context"
@@ -68,9 +62,9 @@ type Unproven struct {
 // String is the unproven acceptance in one line.
 func (u Unproven) String() string {
 	if u.PromotionID == "" {
-		return fmt.Sprintf("a record at %s: %s", short(u.Commit), u.Reason)
+		return fmt.Sprintf("a record at %s: %s", gitrepo.Short(u.Commit), u.Reason)
 	}
-	return fmt.Sprintf("%s (%s) at %s: %s", u.PromotionID, u.Digest, short(u.Commit), u.Reason)
+	return fmt.Sprintf("%s (%s) at %s: %s", u.PromotionID, u.Digest, gitrepo.Short(u.Commit), u.Reason)
 }
 
 // Log is what Git says app accepted in env.
@@ -101,8 +95,13 @@ const (
 // another app or environment) is listed in Unproven with the reason: it
 // never counts as accepted.
 func History(ctx context.Context, repo *gitops.Repo, rev, app, env string) (*Log, error) {
-	file := promotion.RecordPath(app, env)
-	commits, err := repo.FileHistory(ctx, rev, file)
+	return (&Reader{Repo: repo}).History(ctx, rev, app, env)
+}
+
+// History is History through rd (its remembered versions).
+func (rd *Reader) History(ctx context.Context, rev, app, env string) (*Log, error) {
+	repo := rd.Repo
+	versions, err := rd.Versions(ctx, rev, app, env)
 	if err != nil {
 		return nil, err
 	}
@@ -117,17 +116,11 @@ func History(ctx context.Context, repo *gitops.Repo, rev, app, env string) (*Log
 	seen := map[string]bool{}     // digests with a proven acceptance
 	claimed := map[string]bool{}  // promotionIds whose record said ACCEPTED
 	reported := map[string]bool{} // unproven promotionIds already listed
-	for _, c := range commits {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		rec, err := promotion.ReadRecord(ctx, repo, c, app, env)
-		if exitcode.Code(err) == exitcode.Invalid {
-			log.Unproven = append(log.Unproven, Unproven{Commit: c, Reason: fmt.Sprintf("cannot be used, so never counts as accepted: %v", err)})
+	for _, v := range versions {
+		c, rec := v.Commit, v.Record
+		if v.Invalid != nil {
+			log.Unproven = append(log.Unproven, Unproven{Commit: c, Reason: fmt.Sprintf("cannot be used, so never counts as accepted: %v", v.Invalid)})
 			continue
-		}
-		if err != nil {
-			return nil, err
 		}
 		if rec == nil {
 			continue // deleted in this commit
@@ -159,7 +152,7 @@ func History(ctx context.Context, repo *gitops.Repo, rev, app, env string) (*Log
 			log.Accepted = append(log.Accepted, *a)
 		}
 	}
-	log.Unproven = append(log.Unproven, unclaimed(rev, file, names, tip, claimed)...)
+	log.Unproven = append(log.Unproven, unclaimed(rev, promotion.RecordPath(app, env), names, tip, claimed)...)
 	return log, nil
 }
 
@@ -179,7 +172,7 @@ func unclaimed(rev, file string, names []string, tip map[string]parsed, claimed 
 			continue
 		}
 		out = append(out, Unproven{Digest: ev.ArtifactDigest, PromotionID: ev.PromotionID, Commit: rev,
-			Reason: fmt.Sprintf("%s says ACCEPTED, but %s was never ACCEPTED for %s in the history of %s", rel, file, ev.PromotionID, short(rev))})
+			Reason: fmt.Sprintf("%s says ACCEPTED, but %s was never ACCEPTED for %s in the history of %s", rel, file, ev.PromotionID, gitrepo.Short(rev))})
 	}
 	return out
 }
@@ -275,16 +268,16 @@ func stillSays(ctx context.Context, repo *gitops.Repo, rev string, a *Accepted) 
 // digest, attempt or revision since.
 func changedSince(rev string, a *Accepted, f parsed, present bool) string {
 	if !present {
-		return fmt.Sprintf("%s was deleted after the acceptance at %s (it is absent at %s)", a.Evidence, short(a.Commit), short(rev))
+		return fmt.Sprintf("%s was deleted after the acceptance at %s (it is absent at %s)", a.Evidence, gitrepo.Short(a.Commit), gitrepo.Short(rev))
 	}
 	if f.err != nil {
-		return fmt.Sprintf("%s was changed after the acceptance at %s and no longer parses at %s: %v", a.Evidence, short(a.Commit), short(rev), f.err)
+		return fmt.Sprintf("%s was changed after the acceptance at %s and no longer parses at %s: %v", a.Evidence, gitrepo.Short(a.Commit), gitrepo.Short(rev), f.err)
 	}
 	ev := f.ev
 	if ev.Decision != promotion.Accepted || ev.PromotionID != a.PromotionID || ev.ArtifactDigest != a.Artifact.Digest ||
 		ev.DesiredRevision != a.DesiredRevision || ev.ObservedRevision != a.ObservedRevision {
 		return fmt.Sprintf("%s was changed after the acceptance at %s: at %s it says %s for %s (%s), observed %s",
-			a.Evidence, short(a.Commit), short(rev), ev.Decision, ev.PromotionID, ev.ArtifactDigest, ev.ObservedRevision)
+			a.Evidence, gitrepo.Short(a.Commit), gitrepo.Short(rev), ev.Decision, ev.PromotionID, ev.ArtifactDigest, ev.ObservedRevision)
 	}
 	return ""
 }
@@ -304,14 +297,14 @@ func CheckPrior(ctx context.Context, repo *gitops.Repo, base string, rec *promot
 	p := v.PriorAcceptance
 	refuse := func(format string, args ...any) error {
 		return &exitcode.Refusal{Rule: RulePriorAcceptance, Reason: fmt.Sprintf("prior acceptance %s claimed by %s at %s: ", p.PromotionID,
-			rec.PromotionID, short(p.Commit)) + fmt.Sprintf(format, args...)}
+			rec.PromotionID, gitrepo.Short(p.Commit)) + fmt.Sprintf(format, args...)}
 	}
 	in, err := repo.IsAncestor(ctx, p.Commit, base)
 	if err != nil {
 		return fmt.Errorf("checking the prior acceptance %s of %s: %w", p.PromotionID, rec.PromotionID, err)
 	}
 	if !in {
-		return refuse("the commit is not in the history of the base %s", short(base))
+		return refuse("the commit is not in the history of the base %s", gitrepo.Short(base))
 	}
 	file := promotion.RecordPath(rec.App, rec.Target.Environment)
 	prev, err := promotion.ReadRecord(ctx, repo, p.Commit, rec.App, rec.Target.Environment)
@@ -353,13 +346,6 @@ func CheckPrior(ctx context.Context, repo *gitops.Repo, base string, rec *promot
 		return refuse("%s", why)
 	}
 	return nil
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }
 
 // Pick chooses the rollback target from l: to is a digest (sha256:<hex>,

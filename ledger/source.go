@@ -1,4 +1,4 @@
-package promote
+package ledger
 
 import (
 	"context"
@@ -7,9 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -78,18 +80,18 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 	case err != nil:
 		return nil, err
 	case !found:
-		return nil, refuse("%s names %s, which does not exist at %s, where the record became ACCEPTED", file, want, short(commit))
+		return nil, refuse("%s names %s, which does not exist at %s, where the record became ACCEPTED", file, want, gitrepo.Short(commit))
 	}
 	atBase, found, err := gitops.ReadNamed(ctx, r, base, want, app, env, evidence.Parse)
 	switch {
 	case err != nil:
 		return nil, err
 	case !found || !reflect.DeepEqual(atBase, ev):
-		return nil, refuse("%s was changed after the acceptance at %s: it is not the same at %s", want, short(commit), short(base))
+		return nil, refuse("%s was changed after the acceptance at %s: it is not the same at %s", want, gitrepo.Short(commit), gitrepo.Short(base))
 	}
 	s := &SourceEvidence{Environment: env, Record: rec, Evidence: ev, Path: want, Commit: commit}
 	if why := ev.Accepts(rec); why != "" {
-		return nil, refuse("%s at %s: %s", want, short(commit), why)
+		return nil, refuse("%s at %s: %s", want, gitrepo.Short(commit), why)
 	}
 	why, err := ev.CheckRevisions(ctx, r.IsAncestor)
 	if err == nil && why == "" {
@@ -102,7 +104,7 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 		why = ev.CheckPods(digest)
 	}
 	if why != "" {
-		return nil, refuse("%s at %s: %s", want, short(commit), why)
+		return nil, refuse("%s at %s: %s", want, gitrepo.Short(commit), why)
 	}
 	if why, err := checksPassed(ctx, r, rec, ev); err != nil || why != "" {
 		if err != nil {
@@ -116,7 +118,7 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 		return nil, err
 	}
 	if pol != nil && pol.EvidenceMaxAge != nil && now.Sub(ev.Time) > pol.EvidenceMaxAge.Duration {
-		return nil, refuse("%s at %s was written at %s, %s ago: older than evidenceMaxAge %s in %s", want, short(commit),
+		return nil, refuse("%s at %s was written at %s, %s ago: older than evidenceMaxAge %s in %s", want, gitrepo.Short(commit),
 			ev.Time.UTC().Format(time.RFC3339), now.Sub(ev.Time).Round(time.Second), pol.EvidenceMaxAge.Duration, promotion.PolicyFile)
 	}
 	return s, nil
@@ -127,19 +129,13 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 // moved to ACCEPTED together): the oldest of the newest run of commits
 // whose record is rec's attempt ACCEPTED at the same observed revision.
 func acceptedAt(ctx context.Context, r *gitops.Repo, base string, rec *promotion.Record) (string, error) {
-	commits, err := r.FileHistory(ctx, base, promotion.RecordPath(rec.App, rec.Target.Environment))
+	versions, err := (&Reader{Repo: r}).Versions(ctx, base, rec.App, rec.Target.Environment)
 	if err != nil {
 		return "", err
 	}
 	at := base
-	for _, c := range commits {
-		old, err := promotion.ReadRecord(ctx, r, c, rec.App, rec.Target.Environment)
-		if exitcode.Code(err) == exitcode.Invalid {
-			break
-		}
-		if err != nil {
-			return "", err
-		}
+	for _, v := range versions {
+		c, old := v.Commit, v.Record
 		if old == nil || old.PromotionID != rec.PromotionID || old.State != promotion.Accepted ||
 			old.Accepted.ObservedRevision != rec.Accepted.ObservedRevision {
 			break
@@ -149,10 +145,10 @@ func acceptedAt(ctx context.Context, r *gitops.Repo, base string, rec *promotion
 	return at, nil
 }
 
-// sourceEnvironment is the environment whose evidence backs rec: from, or
+// SourceEnvironment is the environment whose evidence backs rec: from, or
 // the only other environment whose record on base is ACCEPTED for rec's
 // digest.
-func sourceEnvironment(ctx context.Context, r *gitops.Repo, base, from string, rec *promotion.Record) (string, error) {
+func SourceEnvironment(ctx context.Context, r *gitops.Repo, base, from string, rec *promotion.Record) (string, error) {
 	if from != "" {
 		return from, nil
 	}
@@ -184,9 +180,23 @@ func sourceEnvironment(ctx context.Context, r *gitops.Repo, base, from string, r
 	return "", exitcode.Usagef("%s is ACCEPTED in %s: name the source with --from", rec.Artifact.Digest, strings.Join(envs, ", "))
 }
 
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
+// checkSourceKind says why the evidence's revisions are not of env's
+// source kind by the registry at base ("" when they are, or the registry
+// does not list env): digests for an OCI environment, commit ids for a Git
+// one. A SHA-256 commit and an artifact digest are one hex string apart:
+// the registry, not the form, says which the controller read.
+func checkSourceKind(ctx context.Context, r *gitops.Repo, base, env string, ev *evidence.Record) (string, error) {
+	reg, err := promotion.ReadRegistry(ctx, r, base)
+	if err != nil {
+		return "", err
 	}
-	return sha
+	e, ok := reg.Get(env)
+	if !ok {
+		return "", nil
+	}
+	if oci := e.SourceKind() == environment.SourceOCI; oci != promotion.ValidOCIRevision(ev.DesiredRevision) {
+		return fmt.Sprintf("its desiredRevision %s is %s, but environment %s's source is %s in %s", ev.DesiredRevision,
+			promotion.RevisionKind(ev.DesiredRevision), env, map[bool]string{true: "an OCI artifact", false: "Git"}[oci], promotion.PolicyFile), nil
+	}
+	return "", nil
 }

@@ -1,4 +1,4 @@
-package promote
+package ledger
 
 import (
 	"context"
@@ -90,7 +90,7 @@ func status(ctx context.Context, r *gitops.Repo, onlyApp string, all bool) ([]St
 				continue
 			}
 			seen[rec.PromotionID+"@"+string(rec.State)] = true
-			st, why := attemptState(rec, onBase[recordKey(rec)], merged, r.Base)
+			st, why := AttemptState(rec, onBase[recordKey(rec)], merged, r.Base)
 			if st == BranchOpen || all {
 				rows = append(rows, statusRow(rec, b.name, st, why))
 			}
@@ -105,10 +105,10 @@ func status(ctx context.Context, r *gitops.Repo, onlyApp string, all bool) ([]St
 	return rows, nil
 }
 
-// attemptState decides whether the record rec of an attempt branch is
+// AttemptState decides whether the record rec of an attempt branch is
 // still open, given the record of the same app and environment on the base
 // branch (nil: none) and whether the branch's tip is merged into it.
-func attemptState(rec, onBase *promotion.Record, merged bool, base string) (BranchState, string) {
+func AttemptState(rec, onBase *promotion.Record, merged bool, base string) (BranchState, string) {
 	switch {
 	case merged:
 		return BranchMerged, "the branch is merged into " + base

@@ -1,4 +1,4 @@
-package promote
+package ledger
 
 import (
 	"context"
@@ -54,17 +54,17 @@ func checksPassed(ctx context.Context, r *gitops.Repo, rec *promotion.Record, ev
 		}
 	}
 	if len(bad) > 0 {
-		return fmt.Sprintf("%s at %s declares %d runtime check(s), not all passed: %s", file, short(ev.ObservedRevision),
+		return fmt.Sprintf("%s at %s declares %d runtime check(s), not all passed: %s", file, gitrepo.Short(ev.ObservedRevision),
 			len(declared.Checks), strings.Join(bad, "; ")), nil
 	}
 	soak := declared.Soak.Duration
 	switch {
 	case ev.SoakStartedAt == nil || ev.VerifiedAt == nil:
 		return fmt.Sprintf("%s at %s declares a soak of %s; the evidence shows no completed soak (soakStartedAt and verifiedAt)",
-			file, short(ev.ObservedRevision), soak), nil
+			file, gitrepo.Short(ev.ObservedRevision), soak), nil
 	case ev.VerifiedAt.Sub(*ev.SoakStartedAt) < soak:
 		return fmt.Sprintf("%s at %s declares a soak of %s; the evidence's soak lasted %s (soakStartedAt %s, verifiedAt %s)",
-			file, short(ev.ObservedRevision), soak, ev.VerifiedAt.Sub(*ev.SoakStartedAt), ev.SoakStartedAt.Format("15:04:05Z"),
+			file, gitrepo.Short(ev.ObservedRevision), soak, ev.VerifiedAt.Sub(*ev.SoakStartedAt), ev.SoakStartedAt.Format("15:04:05Z"),
 			ev.VerifiedAt.Format("15:04:05Z")), nil
 	}
 	return "", nil

@@ -1,0 +1,73 @@
+package ledger
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestOnlyLedgerReadsHistory: the ledger is the one reader of records
+// through Git history. Any other package calling FileHistory (the history
+// of a file) answers the ledger's question a second way; the read-only
+// packages (the web view, delivery metrics) never import promote, the
+// package that writes records.
+func TestOnlyLedgerReadsHistory(t *testing.T) {
+	fset := token.NewFileSet()
+	var calls []string
+	imports := map[string][]string{} // package dir -> throughline imports
+	err := filepath.WalkDir("..", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || d.Name() == "e2e" || strings.HasPrefix(d.Name(), ".")) && p != ".." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly|parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(p))
+		for _, im := range f.Imports {
+			v, _ := strconv.Unquote(im.Path.Value)
+			imports[dir] = append(imports[dir], v)
+		}
+		if dir == "../gitrepo" || dir == "../ledger" {
+			return nil
+		}
+		f, err = parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "FileHistory" {
+				calls = append(calls, fset.Position(sel.Pos()).String())
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(imports) < 20 {
+		t.Fatalf("read %d packages: the walk did not find the module", len(imports))
+	}
+	for _, c := range calls {
+		t.Errorf("%s reads a file's history outside the ledger: read records through ledger.Reader", c)
+	}
+	for _, dir := range []string{"../chainview", "../delivery", "../ledger"} {
+		for _, im := range imports[dir] {
+			if im == "github.com/throughline-dev/throughline/promote" {
+				t.Errorf("%s imports promote: a reader of the ledger never imports the package that writes records", dir)
+			}
+		}
+	}
+}
