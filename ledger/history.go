@@ -271,7 +271,8 @@ func changedSince(rev string, a *Accepted, f parsed, present bool) string {
 		return fmt.Sprintf("%s was deleted after the acceptance at %s (it is absent at %s)", a.Evidence, gitrepo.Short(a.Commit), gitrepo.Short(rev))
 	}
 	if f.err != nil {
-		return fmt.Sprintf("%s was changed after the acceptance at %s and no longer parses at %s: %v", a.Evidence, gitrepo.Short(a.Commit), gitrepo.Short(rev), f.err)
+		return fmt.Sprintf("%s was changed after the acceptance at %s and no longer parses at %s: %v", a.Evidence,
+			gitrepo.Short(a.Commit), gitrepo.Short(rev), f.err)
 	}
 	ev := f.ev
 	if ev.Decision != promotion.Accepted || ev.PromotionID != a.PromotionID || ev.ArtifactDigest != a.Artifact.Digest ||
