@@ -10,6 +10,14 @@ set -uo pipefail
 tl=${1:?usage: demo.sh THROUGHLINE REPO [CHARTS]}
 repo=${2:?usage: demo.sh THROUGHLINE REPO [CHARTS]}
 charts=${3:-$(dirname "$repo")/charts/oci}
+# The demo reads JSON with python3 and builds a throwaway Git copy: without
+# them it would print false answers, so it stops first, naming what to install.
+for need in git python3; do
+  if ! command -v "$need" >/dev/null; then
+    echo "demo.sh: $need is not installed (Debian: apt-get install $need); the demo needs git and python3" >&2
+    exit 1
+  fi
+done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 say() { printf '\n%s\n' "$*"; }

@@ -15,6 +15,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/registry"
 	"github.com/throughline-dev/throughline/trust"
 )
 
@@ -180,7 +181,7 @@ func resolveDigest(ctx context.Context, img name.Digest, opts []remote.Option) e
 			Err: fmt.Errorf("the registry %s has no manifest or index %s in %s", img.RegistryStr(), img.DigestStr(), img.Context().RepositoryStr())}
 	}
 	if err != nil {
-		return fmt.Errorf("resolving %s in its registry: %w", img, err)
+		return fmt.Errorf("resolving %s in its registry: %w", img, registry.Wrap("head", img.String(), err))
 	}
 	if desc.Digest.String() != img.DigestStr() {
 		return &exitcode.Refusal{Rule: RuleImageUnknown, Object: img.String(), Reason: RuleImageUnknown,

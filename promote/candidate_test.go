@@ -3,6 +3,7 @@ package promote
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -233,6 +234,11 @@ func TestCandidateRefusals(t *testing.T) {
 			return img.Context().String() + ":1.5.0@sha256:" + strings.Repeat("0", 64)
 		}},
 		{name: "source commit not a commit id", code: exitcode.Invalid, commit: "main"},
+		// A registry that does not answer decides nothing: exit 5, try
+		// again (never 1, never a refusal).
+		{name: "registry unreachable", code: exitcode.Pending, image: func(img name.Digest) string {
+			return closedPort(t) + "/checkout:1.5.0@" + img.DigestStr()
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -257,9 +263,9 @@ func TestCandidateRefusals(t *testing.T) {
 			_, err := Candidate(context.Background(), f.repo, CandidateRequest{App: "checkout", Environment: env, Image: image, SourceCommit: commit,
 				Path: tt.path, Renderer: renderer, Trust: trust.Options{Now: w.Now}})
 			t.Log(err)
-			if tt.code == exitcode.Invalid {
-				if exitcode.Code(err) != exitcode.Invalid {
-					t.Fatalf("exit %d, want %d: %v", exitcode.Code(err), exitcode.Invalid, err)
+			if tt.code != 0 {
+				if exitcode.Code(err) != tt.code {
+					t.Fatalf("exit %d, want %d: %v", exitcode.Code(err), tt.code, err)
 				}
 			} else {
 				wantCandidateRefusal(t, err, tt.rule, image, named)
@@ -287,4 +293,18 @@ func wantCandidateRefusal(t *testing.T, err error, rule, image string, bundle []
 	if bundle != nil && !strings.Contains(msg, "evidence "+trusttest.DigestOf(bundle)) {
 		t.Fatalf("the refusal does not name the evidence %s: %v", trusttest.DigestOf(bundle), err)
 	}
+}
+
+// closedPort is host:port of a loopback port nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
 }

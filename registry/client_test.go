@@ -19,6 +19,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/throughline-dev/throughline/exitcode"
 )
 
 func TestResolveIndex(t *testing.T) {
@@ -309,6 +311,15 @@ func TestFaults(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.contains) {
 				t.Errorf("err %q does not contain %q", err, tc.contains)
+			}
+			// Only an outage is "not decided, try again" (5), for every
+			// caller that returns the error as it is.
+			want := exitcode.Internal
+			if errors.Is(tc.want, ErrUnreachable) {
+				want = exitcode.Pending
+			}
+			if got := exitcode.Code(err); got != want {
+				t.Errorf("exit code %d, want %d: %v", got, want, err)
 			}
 		})
 	}

@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/throughline-dev/throughline/drift"
 	"strings"
 	"time"
+
+	"github.com/throughline-dev/throughline/drift"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	sigyaml "sigs.k8s.io/yaml"

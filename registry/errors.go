@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/remotelimit"
 )
 
@@ -44,6 +45,24 @@ func (e *Error) Error() string {
 
 // Unwrap returns the kind and the cause, so errors.Is works with both.
 func (e *Error) Unwrap() []error { return []error{e.Kind, e.Err} }
+
+// ExitCode is the exit code of the failure (exitcode.Coder): an
+// unreachable registry is not decided yet (5: try again), whatever
+// operation or caller met it; the rest is left to the caller (1 unless it
+// wraps the error in another kind).
+func (e *Error) ExitCode() int {
+	if errors.Is(e.Kind, ErrUnreachable) {
+		return exitcode.Pending
+	}
+	return exitcode.Internal
+}
+
+// Wrap classifies err, the failure of op on ref met through
+// go-containerregistry's remote package directly (trust's referrers and
+// bundles, a candidate's manifest), as this package's own calls are: an
+// *Error of one kind, with its exit code. An *Error is returned as it is;
+// nil stays nil.
+func Wrap(op, ref string, err error) error { return newError(op, ref, err) }
 
 // StatusCode is the HTTP status of the registry's answer, 0 when there was none.
 func (e *Error) StatusCode() int {

@@ -15,6 +15,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/throughline-dev/throughline/registry"
 )
 
 // BundleMediaType is the media type of a Sigstore bundle v0.3: the
@@ -38,7 +40,7 @@ func discover(ctx context.Context, img name.Digest, opts []remote.Option) ([]v1.
 	seen, held := map[v1.Hash]bool{}, map[v1.Hash][]byte{}
 	idx, err := remote.Referrers(img, append(opts, remote.WithContext(ctx))...)
 	if err != nil && !isNotFound(err) {
-		return nil, nil, fmt.Errorf("listing the referrers of %s: %w", img, err)
+		return nil, nil, fmt.Errorf("listing the referrers of %s: %w", img, registry.Wrap("referrers", img.String(), err))
 	}
 	if idx != nil {
 		im, err := idx.IndexManifest()
@@ -76,7 +78,7 @@ func bundleLayers(ctx context.Context, ref name.Reference, opts []remote.Option,
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("fetching %s: %w", ref, err)
+		return fmt.Errorf("fetching %s: %w", ref, registry.Wrap("get", ref.String(), err))
 	}
 	m, err := v1.ParseManifest(strings.NewReader(string(desc.Manifest)))
 	if err != nil {
@@ -103,14 +105,14 @@ func fetchBundle(ctx context.Context, img name.Digest, d v1.Hash, held map[v1.Ha
 	}
 	l, err := remote.Layer(img.Context().Digest(d.String()), append(opts, remote.WithContext(ctx))...)
 	if err != nil {
-		return nil, fmt.Errorf("fetching bundle %s of %s: %w", d, img, err)
+		return nil, fmt.Errorf("fetching bundle %s of %s: %w", d, img, registry.Wrap("blob", img.Context().Digest(d.String()).String(), err))
 	}
 	rc, err := l.Compressed()
 	if isNotFound(err) {
 		return nil, fmt.Errorf("bundle %s of %s: %w", d, img, errNoBlob)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("fetching bundle %s of %s: %w", d, img, err)
+		return nil, fmt.Errorf("fetching bundle %s of %s: %w", d, img, registry.Wrap("blob", img.Context().Digest(d.String()).String(), err))
 	}
 	defer rc.Close()
 	data, err := io.ReadAll(io.LimitReader(rc, maxBundleSize+1))
@@ -118,7 +120,7 @@ func fetchBundle(ctx context.Context, img name.Digest, d v1.Hash, held map[v1.Ha
 		if isNotFound(err) {
 			return nil, fmt.Errorf("bundle %s of %s: %w", d, img, errNoBlob)
 		}
-		return nil, fmt.Errorf("reading bundle %s of %s: %w", d, img, err)
+		return nil, fmt.Errorf("reading bundle %s of %s: %w", d, img, registry.Wrap("blob", img.Context().Digest(d.String()).String(), err))
 	}
 	if len(data) > maxBundleSize {
 		return nil, fmt.Errorf("bundle %s of %s: larger than %d bytes", d, img, maxBundleSize)

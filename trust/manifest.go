@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/registry"
 )
 
 // EvidenceArtifactType is the artifactType of an evidence manifest: the
@@ -52,7 +53,7 @@ func Attach(ctx context.Context, image, artifactType string, annotations map[str
 	}
 	sub, err := remote.Head(img, opts...)
 	if err != nil {
-		return "", fmt.Errorf("reading the manifest of %s: %w", img, err)
+		return "", fmt.Errorf("reading the manifest of %s: %w", img, registry.Wrap("head", img.String(), err))
 	}
 	raw, err := artifact(artifactType, sub, annotations, bundles)
 	if err != nil {
@@ -193,7 +194,7 @@ func fetchEvidenceManifest(ctx context.Context, img name.Digest, d string, opts 
 		return held, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("fetching the evidence manifest %s: %w", ref, err)
+		return nil, fmt.Errorf("fetching the evidence manifest %s: %w", ref, registry.Wrap("get", ref.String(), err))
 	}
 	m, err := v1.ParseManifest(bytes.NewReader(desc.Manifest))
 	if err != nil {

@@ -62,15 +62,15 @@ func defaultRegistryCacheDir() string {
 	return filepath.Join(os.TempDir(), "throughline-registry-cache")
 }
 
-// registryError gives a registry failure its exit code: a malformed or
-// missing reference is invalid input (4), an unreachable registry is
-// pending (5), anything else (unauthorized, a broken registry) is 1.
+// registryError gives a registry failure met by resolve, pin or drift its
+// exit code: a malformed or missing reference is invalid input (4); an
+// unreachable registry is already pending (5: registry.Error.ExitCode,
+// the same for every command), anything else (unauthorized, a broken
+// registry) is 1.
 func registryError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, registry.ErrUnreachable):
-		return exitcode.NotDecided(err)
 	case errors.Is(err, registry.ErrNotFound):
 		return &exitcode.InvalidInput{Err: err}
 	case errors.Is(err, registry.ErrInvalid):
