@@ -40,7 +40,7 @@ func TestProposeWritebackRefreshesCommittedAcceptance(t *testing.T) {
 
 	opts := WritebackOptions{Base: src, Path: p, Renderer: "test",
 		Compare: Compare{ControllerManagers: DefaultControllerManagers, OtherWriters: DefaultOtherWriters, Temporary: DefaultTemporary}}
-	res, err := proposeWriteback(ctx, r, pausedRecord(src), opts, func(_ context.Context, _ []render.Object) (*Live, error) {
+	res, err := ProposeWriteback(ctx, r, pausedRecord(src), opts, func(_ context.Context, _ []render.Object) (*Live, error) {
 		id := render.ID{Group: "apps", Kind: "Deployment", Namespace: "web-production", Name: "web"}
 		return &Live{Objects: map[render.ID]map[string]any{id: fromJSON(t, liveProduction)}, Tracked: []render.ID{id}}, nil
 	})

@@ -47,7 +47,7 @@ func TestCompareClassifies(t *testing.T) {
 	if err := json.Unmarshal(b, &asJSON); err != nil {
 		t.Fatal(err)
 	}
-	id := key(before.ID())
+	id := Key(before.ID())
 	c := Compare{Before: []render.Object{before}, Proposed: []render.Object{before}, Live: map[render.ID]map[string]any{id: asJSON},
 		ControllerManagers: DefaultControllerManagers, OtherWriters: DefaultOtherWriters, Temporary: DefaultTemporary}
 	changes, err := c.Run()
@@ -115,7 +115,7 @@ func TestManagerPresentAtPauseIsAnotherWriter(t *testing.T) {
 	b, _ := json.Marshal(live)
 	var lj map[string]any
 	_ = json.Unmarshal(b, &lj)
-	c := Compare{Before: []render.Object{before}, Proposed: []render.Object{before}, Live: map[render.ID]map[string]any{key(before.ID()): lj},
+	c := Compare{Before: []render.Object{before}, Proposed: []render.Object{before}, Live: map[render.ID]map[string]any{Key(before.ID()): lj},
 		AtPause: map[string][]metav1.ManagedFieldsEntry{"Deployment prod/web": {{Manager: "memory-operator"}}}}
 	changes, err := c.Run()
 	if err != nil || len(changes) != 1 || changes[0].Class != OtherWriter {

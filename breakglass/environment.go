@@ -22,10 +22,10 @@ func WritebackPath(reg *environment.Registry, app, env, p string) (string, error
 	return res.Path, nil
 }
 
-// checkTarget refuses (exit 3) a controller object u that does not deploy
+// CheckTarget refuses (exit 3) a controller object u that does not deploy
 // req.App in req.Env by req.Registry: its source paths another
 // environment's or app's, its destination namespace not the environment's.
-func checkTarget(req Request, u *unstructured.Unstructured) error {
+func CheckTarget(req Request, u *unstructured.Unstructured) error {
 	if req.Registry == nil {
 		return nil
 	}

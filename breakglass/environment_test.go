@@ -6,10 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/promotion"
@@ -57,7 +53,7 @@ func TestWritebackEnvironmentIdentity(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := pausedRecord(src)
 			rec.Environment = tc.env
-			_, err := proposeWriteback(ctx, r, rec, WritebackOptions{Base: src, Path: tc.path}, nil)
+			_, err := ProposeWriteback(ctx, r, rec, WritebackOptions{Base: src, Path: tc.path}, nil)
 			wantEnvRefusal(t, err, tc.text)
 		})
 	}
@@ -67,51 +63,5 @@ func TestWritebackEnvironmentIdentity(t *testing.T) {
 	}
 	if p, err := WritebackPath(reg, "web", "production", ""); err != nil || p != "apps/web/overlays/production" {
 		t.Fatalf("the registry's path: %q %v", p, err)
-	}
-}
-
-// TestPauseEnvironmentIdentity: pause refuses a controller object that
-// does not deploy the app in the environment named (before anything is
-// patched), by the registry.
-func TestPauseEnvironmentIdentity(t *testing.T) {
-	ctx := context.Background()
-	r, src := gitopsRepo(t, map[string]string{promotion.PolicyFile: webRegistry})
-	reg, err := promotion.ReadRegistry(ctx, r, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	app := func(p, ns string) *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-			"metadata": map[string]any{"name": "web-production", "namespace": "argocd"},
-			"spec": map[string]any{"source": map[string]any{"path": p}, "destination": map[string]any{"namespace": ns},
-				"syncPolicy": map[string]any{"automated": map[string]any{"prune": true}}},
-		}}
-	}
-	for _, tc := range []struct {
-		name, env string
-		obj       *unstructured.Unstructured
-		text      string
-	}{
-		{"staging's Application named as production", "production", app("apps/web/overlays/staging", "web-staging"),
-			"environment staging's, not production's"},
-		{"production's path into staging's namespace", "production", app("apps/web/overlays/production", "web-staging"),
-			`namespace "web-staging"`},
-		{"an environment the registry does not know", "qa", app("apps/web/overlays/production", "web-production"),
-			`environment "qa" is not in the registry`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := fake.NewClientBuilder().WithScheme(runtime.NewScheme()).WithRuntimeObjects(tc.obj).Build()
-			_, err := Pause(ctx, c, Request{Target: Target{Controller: ArgoCD, Name: "web-production"}, App: "web", Env: tc.env,
-				Operator: "alice", Ticket: "INC 1", Registry: reg})
-			wantEnvRefusal(t, err, tc.text)
-			u, gerr := Get(ctx, c, Target{Controller: ArgoCD, Name: "web-production"})
-			if gerr != nil {
-				t.Fatal(gerr)
-			}
-			if _, paused := u.GetAnnotations()[AnnotationTicket]; paused {
-				t.Fatal("a refused pause patched the Application")
-			}
-		})
 	}
 }

@@ -8,11 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/throughline-dev/throughline/exitcode"
@@ -55,56 +51,18 @@ type Live struct {
 	Tracked []render.ID
 }
 
-// ReadLive reads from the cluster the live state of every object of before
-// (the desired state before the pause) and of every object the controller
-// tracks for the record's application.
-func ReadLive(ctx context.Context, c client.Client, rec *Record, before []render.Object) (*Live, error) {
-	tracked, err := Tracked(ctx, c, rec)
-	if err != nil {
-		return nil, err
-	}
-	live := &Live{Objects: map[render.ID]map[string]any{}, Tracked: tracked}
-	ids := make([]render.ID, 0, len(before)+len(tracked))
-	for _, o := range before {
-		ids = append(ids, o.ID())
-	}
-	for _, id := range append(ids, tracked...) {
-		k := key(id)
-		if _, done := live.Objects[k]; done {
-			continue
-		}
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion(id.APIVersion())
-		u.SetKind(id.Kind)
-		if err := c.Get(ctx, types.NamespacedName{Namespace: id.Namespace, Name: id.Name}, u); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return nil, fmt.Errorf("read live %s: %w", id, err)
-		}
-		live.Objects[k] = u.Object
-	}
-	return live, nil
-}
+// LiveReader reads the live state of a write-back (live.ReadLive reads
+// it from the cluster).
+type LiveReader func(ctx context.Context, before []render.Object) (*Live, error)
 
 // ProposeWriteback compares the desired state before the pause (the
-// overlay rendered at the record's source revision), the live state read
-// from c and the desired state at opts.Base, and commits the permanent live
-// changes as patches in the overlay on the branch
+// overlay rendered at the record's source revision), the live state
+// readLive returns and the desired state at opts.Base, and commits the
+// permanent live changes as patches in the overlay on the branch
 // throughline/breakglass/<app>/<env>/<ticket> (never moved once it exists).
 // With no permanent change nothing is committed and the result's Commit is
-// opts.Base.
-func ProposeWriteback(ctx context.Context, r *gitops.Repo, c client.Client, rec *Record, opts WritebackOptions) (*WritebackResult, error) {
-	return proposeWriteback(ctx, r, rec, opts, func(ctx context.Context, before []render.Object) (*Live, error) {
-		return ReadLive(ctx, c, rec, before)
-	})
-}
-
-// liveReader reads the live state of a write-back.
-type liveReader func(ctx context.Context, before []render.Object) (*Live, error)
-
-// proposeWriteback is ProposeWriteback with the live state read by readLive.
-func proposeWriteback(ctx context.Context, r *gitops.Repo, rec *Record, opts WritebackOptions, readLive liveReader) (*WritebackResult, error) {
+// opts.Base. live.ProposeWriteback reads the live state from a cluster.
+func ProposeWriteback(ctx context.Context, r *gitops.Repo, rec *Record, opts WritebackOptions, readLive LiveReader) (*WritebackResult, error) {
 	reg, err := promotion.ReadRegistry(ctx, r, opts.Base)
 	if err != nil {
 		return nil, err

@@ -58,7 +58,7 @@ patches:
 // changes and the overlay's files out.
 func TestPlanWriteback(t *testing.T) {
 	web, build := render.Object{Map: fromJSON(t, desiredWeb)}, render.Object{Map: fromJSON(t, desiredPipeline)}
-	live := map[render.ID]map[string]any{key(web.ID()): fromJSON(t, liveWeb), key(build.ID()): fromJSON(t, livePipeline)}
+	live := map[render.ID]map[string]any{Key(web.ID()): fromJSON(t, liveWeb), Key(build.ID()): fromJSON(t, livePipeline)}
 	for _, tc := range []struct {
 		name          string
 		kustomization string
@@ -221,7 +221,7 @@ func TestProposeWriteback(t *testing.T) {
 	}
 	opts := WritebackOptions{Base: src, Path: "apps/web/overlays/production", Renderer: "test",
 		Compare: Compare{ControllerManagers: DefaultControllerManagers, OtherWriters: DefaultOtherWriters, Temporary: DefaultTemporary}}
-	res, err := proposeWriteback(ctx, r, rec, opts, liveState)
+	res, err := ProposeWriteback(ctx, r, rec, opts, liveState)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestProposeWriteback(t *testing.T) {
 	if base, _ := r.BaseRev(ctx); base != src {
 		t.Fatalf("the base moved to %s", base)
 	}
-	if _, err := proposeWriteback(ctx, r, rec, opts, liveState); err == nil || !strings.Contains(err.Error(), "exists already") {
+	if _, err := ProposeWriteback(ctx, r, rec, opts, liveState); err == nil || !strings.Contains(err.Error(), "exists already") {
 		t.Fatalf("a second write-back: %v, want the branch refused", err)
 	}
 }
@@ -266,7 +266,7 @@ func TestProposeWritebackNothingPermanent(t *testing.T) {
 	r, src := gitopsRepo(t, webFiles)
 	opts := WritebackOptions{Base: src, Path: "apps/web/overlays/production", Renderer: "test",
 		Compare: Compare{ControllerManagers: DefaultControllerManagers, OtherWriters: append([]string{"kubectl-edit", "kubectl-patch"}, DefaultOtherWriters...)}}
-	res, err := proposeWriteback(ctx, r, pausedRecord(src), opts, func(context.Context, []render.Object) (*Live, error) {
+	res, err := ProposeWriteback(ctx, r, pausedRecord(src), opts, func(context.Context, []render.Object) (*Live, error) {
 		id := render.ID{Group: "apps", Kind: "Deployment", Namespace: "web-production", Name: "web"}
 		return &Live{Objects: map[render.ID]map[string]any{id: fromJSON(t, liveProduction)}}, nil
 	})
@@ -292,13 +292,13 @@ func TestProposeWritebackRefusals(t *testing.T) {
 	for name, rev := range map[string]string{"no source revision": "", "unknown revision": "main@sha1:" + strings.Repeat("1", 40)} {
 		rec := pausedRecord(src)
 		rec.SourceRevision = rev
-		_, err := proposeWriteback(ctx, r, rec, opts, nil)
+		_, err := ProposeWriteback(ctx, r, rec, opts, nil)
 		if exitcode.Code(err) != exitcode.Refused {
 			t.Errorf("%s: %v, want a refusal", name, err)
 		}
 	}
 	boom := errors.New("the API server is gone")
-	_, err := proposeWriteback(ctx, r, pausedRecord(src), opts, func(context.Context, []render.Object) (*Live, error) { return nil, boom })
+	_, err := ProposeWriteback(ctx, r, pausedRecord(src), opts, func(context.Context, []render.Object) (*Live, error) { return nil, boom })
 	if !errors.Is(err, boom) {
 		t.Errorf("a failing live read: %v", err)
 	}

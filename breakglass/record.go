@@ -1,8 +1,11 @@
-// Package breakglass suspends the reconciliation of exactly one GitOps
-// application for an incident (Argo CD: the Application's automated sync
-// policy; Flux: the Kustomization's spec.suspend), records the pause in Git
-// with what was live when it began, and resumes it. Objects are read and
-// written as unstructured: neither Argo CD nor Flux is imported.
+// Package breakglass is the Git side of suspending the reconciliation of
+// exactly one GitOps application for an incident (Argo CD: the
+// Application's automated sync policy; Flux: the Kustomization's
+// spec.suspend): the pause record with what was live when it began, the
+// three-way write-back of the live fix, and the evidence of the resume.
+// It needs no Kubernetes client: package breakglass/live pauses, resumes
+// and reads the cluster. Objects are handled as unstructured: neither
+// Argo CD nor Flux is imported.
 package breakglass
 
 import (

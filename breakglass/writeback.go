@@ -134,12 +134,12 @@ type Compare struct {
 func (c Compare) Run() ([]Change, error) {
 	proposed := map[render.ID]render.Object{}
 	for _, o := range c.Proposed {
-		proposed[key(o.ID())] = o
+		proposed[Key(o.ID())] = o
 	}
 	var out []Change
 	inBefore := map[render.ID]bool{}
 	for _, o := range c.Before {
-		id := key(o.ID())
+		id := Key(o.ID())
 		inBefore[id] = true
 		live, ok := c.Live[id]
 		if !ok {
@@ -154,7 +154,7 @@ func (c Compare) Run() ([]Change, error) {
 	}
 	done := map[render.ID]bool{}
 	for _, t := range c.Tracked {
-		id := key(t)
+		id := Key(t)
 		live, ok := c.Live[id]
 		if inBefore[id] || done[id] || !ok {
 			continue
@@ -290,7 +290,8 @@ func liveSummary(live map[string]any) map[string]any {
 	return map[string]any{"resourceVersion": md["resourceVersion"], "creationTimestamp": md["creationTimestamp"]}
 }
 
-func key(id render.ID) render.ID { id.Version = ""; return id }
+// Key is id without its version: how a write-back keys live objects.
+func Key(id render.ID) render.ID { id.Version = ""; return id }
 
 func contains(list []string, s string) bool {
 	for _, l := range list {
@@ -338,7 +339,7 @@ func managedFieldsOf(live map[string]any) ([]metav1.ManagedFieldsEntry, error) {
 }
 
 // PathString writes a field path as the write-back lists it: field names
-// joined by dots, a list element by key as its JSON key fields
+// joined by dots, a list element by Key as its JSON Key fields
 // (containers[{"name":"web"}]), by value as [=<JSON>], by index as [N].
 func PathString(p fieldpath.Path) string {
 	var b strings.Builder
@@ -479,8 +480,8 @@ func equal(a, b any) bool {
 }
 
 // Patches builds, for every object with permanent changes, a strategic
-// merge patch that sets the live values: list elements addressed by key
-// carry their key fields; a set (elements by value, such as
+// merge patch that sets the live values: list elements addressed by Key
+// carry their Key fields; a set (elements by value, such as
 // metadata.finalizers) is set whole to its desired members plus the
 // permanent ones, and a list addressed by index is set whole to its live
 // value.

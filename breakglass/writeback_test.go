@@ -28,7 +28,7 @@ const desiredWeb = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"nam
 
 // The same Deployment live, after the incident, with managedFields as
 // kube-apiserver writes them (FieldsV1: f: fields, k: keyed elements with
-// the key fields of the list's merge keys, v: set values, "." membership).
+// the Key fields of the list's merge keys, v: set values, "." membership).
 const liveWeb = `{"apiVersion":"apps/v1","kind":"Deployment",
  "metadata":{"name":"web","namespace":"prod","resourceVersion":"42","finalizers":["example.com/keep","backup.example.com/protect"],
   "annotations":{"deployment.kubernetes.io/revision":"3"},
@@ -55,7 +55,7 @@ const liveWeb = `{"apiVersion":"apps/v1","kind":"Deployment",
   "ports":[{"containerPort":8080,"protocol":"TCP"},{"containerPort":9090,"protocol":"TCP","name":"debug"}]}]}}},
  "status":{"replicas":5}}`
 
-// A custom resource whose list has no merge key: kube-apiserver tracks
+// A custom resource whose list has no merge Key: kube-apiserver tracks
 // its elements by index (i:).
 const desiredPipeline = `{"apiVersion":"ci.example.com/v1","kind":"Pipeline","metadata":{"name":"build","namespace":"prod"},
  "spec":{"steps":[{"image":"a"},{"image":"b"}]}}`
@@ -81,7 +81,7 @@ const (
 
 func TestCompareManagedFieldsShapes(t *testing.T) {
 	web, build := render.Object{Map: fromJSON(t, desiredWeb)}, render.Object{Map: fromJSON(t, desiredPipeline)}
-	live := map[render.ID]map[string]any{key(web.ID()): fromJSON(t, liveWeb), key(build.ID()): fromJSON(t, livePipeline)}
+	live := map[render.ID]map[string]any{Key(web.ID()): fromJSON(t, liveWeb), Key(build.ID()): fromJSON(t, livePipeline)}
 	withMemory := func(v string) render.Object {
 		o := fromJSON(t, desiredWeb)
 		c := o["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
@@ -132,7 +132,7 @@ func TestCompareManagedFieldsShapes(t *testing.T) {
 				l[k] = v
 			}
 			if tc.noLive {
-				delete(l, key(build.ID()))
+				delete(l, Key(build.ID()))
 			}
 			writers := append([]string{"backup-operator"}, DefaultOtherWriters...)
 			if tc.noWriter {
@@ -182,7 +182,7 @@ func without(m map[string]Class, k string) map[string]Class {
 func TestPatchesEveryEntryKind(t *testing.T) {
 	web, build := render.Object{Map: fromJSON(t, desiredWeb)}, render.Object{Map: fromJSON(t, desiredPipeline)}
 	c := Compare{Before: []render.Object{web, build}, Proposed: []render.Object{web, build},
-		Live:               map[render.ID]map[string]any{key(web.ID()): fromJSON(t, liveWeb), key(build.ID()): fromJSON(t, livePipeline)},
+		Live:               map[render.ID]map[string]any{Key(web.ID()): fromJSON(t, liveWeb), Key(build.ID()): fromJSON(t, livePipeline)},
 		ControllerManagers: DefaultControllerManagers, OtherWriters: append([]string{"backup-operator"}, DefaultOtherWriters...)}
 	changes, err := c.Run()
 	if err != nil {
@@ -216,7 +216,7 @@ func TestCompareObjectsOutsideTheRender(t *testing.T) {
 	  "managedFields":[{"manager":"kubectl-create","operation":"Update","apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:x":{}}}}]},"data":{"x":"1"}}`)
 	cmID := render.ID{Version: "v1", Kind: "ConfigMap", Namespace: "prod", Name: "hotfix"}
 	gone := render.ID{Version: "v1", Kind: "ConfigMap", Namespace: "prod", Name: "gone"} // tracked, not live: nothing to say
-	c := Compare{Before: []render.Object{web}, Proposed: []render.Object{web}, Live: map[render.ID]map[string]any{key(cmID): cm},
+	c := Compare{Before: []render.Object{web}, Proposed: []render.Object{web}, Live: map[render.ID]map[string]any{Key(cmID): cm},
 		Tracked: []render.ID{web.ID(), cmID, cmID, gone}}
 	changes, err := c.Run()
 	if err != nil {
@@ -239,7 +239,7 @@ func TestCompareObjectsOutsideTheRender(t *testing.T) {
 func TestFieldSetRefusesBadEntries(t *testing.T) {
 	for name, mf := range map[string]metav1.ManagedFieldsEntry{
 		"not FieldsV1": {Manager: "x", FieldsType: "FieldsV2", FieldsV1: metav1.NewFieldsV1(`{}`)},
-		"bad key":      {Manager: "x", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"k:{not json":{}}`)},
+		"bad Key":      {Manager: "x", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"k:{not json":{}}`)},
 		"truncated":    {Manager: "x", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicas"`)},
 	} {
 		if _, err := FieldSet(mf); err == nil {

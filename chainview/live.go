@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 )
@@ -82,18 +81,23 @@ func (m *Model) WithLive(live map[string]Live) *Model {
 	return &c
 }
 
-// KubeLive asks the API server c reads what runs: every Acceptance, in all
-// namespaces, through LiveFromAcceptances (what serve's web view gives
+// ListFunc lists the objects of list's kind in all namespaces (a
+// controller-runtime client's List does). The web view takes it as a
+// function so that it needs no Kubernetes client itself.
+type ListFunc func(ctx context.Context, list *unstructured.UnstructuredList) error
+
+// KubeLive asks the API server list reads what runs: every Acceptance, in
+// all namespaces, through LiveFromAcceptances (what serve's web view gives
 // Handler.Live). One that does not decode is skipped.
-func KubeLive(c client.Reader) func(context.Context) (map[string]Live, error) {
+func KubeLive(list ListFunc) func(context.Context) (map[string]Live, error) {
 	return func(ctx context.Context) (map[string]Live, error) {
-		var list unstructured.UnstructuredList
-		list.SetGroupVersionKind(v1alpha1.AcceptanceListGVK())
-		if err := c.List(ctx, &list); err != nil {
+		var all unstructured.UnstructuredList
+		all.SetGroupVersionKind(v1alpha1.AcceptanceListGVK())
+		if err := list(ctx, &all); err != nil {
 			return nil, fmt.Errorf("web view: listing Acceptances: %w", err)
 		}
-		items := make([]v1alpha1.Acceptance, 0, len(list.Items))
-		for _, u := range list.Items {
+		items := make([]v1alpha1.Acceptance, 0, len(all.Items))
+		for _, u := range all.Items {
 			var a v1alpha1.Acceptance
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &a); err == nil {
 				items = append(items, a)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/throughline-dev/throughline/breakglass"
+	"github.com/throughline-dev/throughline/breakglass/live"
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/forge"
@@ -213,7 +214,7 @@ func (o *pauseOptions) run(ctx context.Context, g *globals, stdout io.Writer) er
 		return err
 	}
 	now := time.Now()
-	rec, err := breakglass.Pause(ctx, c, breakglass.Request{Target: bf.target(), App: bf.app, Env: bf.env,
+	rec, err := live.Pause(ctx, c, breakglass.Request{Target: bf.target(), App: bf.app, Env: bf.env,
 		Operator: bf.operator, Ticket: o.ticket, Now: now, ExpiresAt: now.Add(o.expires), Registry: ps.reg, Prefix: ps.repo.Prefix})
 	if err != nil {
 		return breakglassError(err)
@@ -244,7 +245,7 @@ func (o *pauseOptions) record(ctx context.Context, ps *pauseState, c client.Clie
 		return sha, nil
 	}
 	// Not recorded: do not leave an unrecorded pause behind.
-	if uerr := breakglass.Undo(context.WithoutCancel(ctx), c, rec); uerr != nil {
+	if uerr := live.Undo(context.WithoutCancel(ctx), c, rec); uerr != nil {
 		// Only the recording failure is wrapped, it decides the exit code;
 		// of the undo failure only the text is told.
 		return "", fmt.Errorf("recording the pause failed (%w) and undoing it failed too: %s is paused without a record: %s",
@@ -324,11 +325,11 @@ func (o *resumeOptions) run(ctx context.Context, g *globals, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
-	restored, err := breakglass.Restore(ctx, c, rec)
+	restored, err := live.Restore(ctx, c, rec)
 	if err != nil {
 		return breakglassError(err)
 	}
-	flapping, err := breakglass.Flapping(ctx, c, rec, o.observe, 0)
+	flapping, err := live.Flapping(ctx, c, rec, o.observe, 0)
 	if err != nil {
 		return fmt.Errorf("%s is resumed in the cluster, but watching its objects failed (not recorded): %w", bf.target(), err)
 	}
@@ -459,7 +460,7 @@ func (o *writebackOptions) run(ctx context.Context, g *globals, stdout io.Writer
 	if err != nil {
 		return err
 	}
-	res, err := breakglass.ProposeWriteback(ctx, ps.repo, c, ps.rec, breakglass.WritebackOptions{
+	res, err := live.ProposeWriteback(ctx, ps.repo, c, ps.rec, breakglass.WritebackOptions{
 		Base: ps.base, Path: o.targetPath, Renderer: buildVersion(),
 		Compare: breakglass.Compare{
 			ControllerManagers: append(o.ctlNames, breakglass.DefaultControllerManagers...),

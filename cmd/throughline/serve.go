@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/throughline-dev/throughline/breakglass"
+	"github.com/throughline-dev/throughline/breakglass/live"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/health"
 	"github.com/throughline-dev/throughline/runtimecheck/checkfile/committed"
@@ -208,11 +208,11 @@ func logVerdict(log zerolog.Logger) func(context.Context, types.NamespacedName, 
 // addExpiryMonitor watches break-glass pauses for expiry (a metric and a
 // Warning Event).
 func addExpiryMonitor(mgr manager.Manager, log zerolog.Logger) error {
-	gauge := breakglass.NewExpiryGauge()
+	gauge := live.NewExpiryGauge()
 	if err := crmetrics.Registry.Register(gauge); err != nil {
 		return fmt.Errorf("registering the break-glass expiry metric: %w", err)
 	}
-	err := mgr.Add(&breakglass.ExpiryMonitor{
+	err := mgr.Add(&live.ExpiryMonitor{
 		Client: mgr.GetClient(),
 		Reader: mgr.GetAPIReader(), // a list a minute: no informer, no watch permission on every Application
 		Gauge:  gauge,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -130,5 +131,5 @@ func liveAcceptances(cfg *rest.Config) (func(context.Context) (map[string]chainv
 	if err != nil {
 		return nil, fmt.Errorf("web view: a client for the Acceptances: %w", err)
 	}
-	return chainview.KubeLive(c), nil
+	return chainview.KubeLive(func(ctx context.Context, l *unstructured.UnstructuredList) error { return c.List(ctx, l) }), nil
 }

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/throughline-dev/throughline/breakglass"
+	"github.com/throughline-dev/throughline/breakglass/live"
 	"github.com/throughline-dev/throughline/internal/testenv"
 )
 
@@ -262,8 +263,8 @@ func TestArgoCDPauseResume(t *testing.T) {
 
 	// serve's expiry monitor: nothing expired now; 5h later, one Warning
 	// Event and the gauge at 1, and no second Event on the next check.
-	gauge := breakglass.NewExpiryGauge()
-	mon := &breakglass.ExpiryMonitor{Client: w.api.Client, Gauge: gauge}
+	gauge := live.NewExpiryGauge()
+	mon := &live.ExpiryMonitor{Client: w.api.Client, Gauge: gauge}
 	if exp, err := mon.Check(ctx); err != nil || len(exp) != 0 {
 		t.Fatalf("expired before the expiry: %v %v", exp, err)
 	}
@@ -278,7 +279,7 @@ func TestArgoCDPauseResume(t *testing.T) {
 	}
 	var events corev1.EventList
 	must(t, w.api.Client.List(ctx, &events, client.InNamespace("argocd")))
-	if len(events.Items) != 1 || events.Items[0].Reason != breakglass.ReasonPauseExpired || events.Items[0].Type != corev1.EventTypeWarning ||
+	if len(events.Items) != 1 || events.Items[0].Reason != live.ReasonPauseExpired || events.Items[0].Type != corev1.EventTypeWarning ||
 		events.Items[0].InvolvedObject.Name != "web-production" || !strings.Contains(events.Items[0].Message, "INC-42") {
 		t.Fatalf("events %+v", events.Items)
 	}

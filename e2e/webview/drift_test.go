@@ -59,7 +59,7 @@ func TestWebViewDriftFromAPIServer(t *testing.T) {
 		}
 	}
 	f := chainfixture.New(t, example)
-	h := &chainview.Handler{Repo: f.Repo, TTL: 100 * time.Millisecond, Live: chainview.KubeLive(c)}
+	h := &chainview.Handler{Repo: f.Repo, TTL: 100 * time.Millisecond, Live: chainview.KubeLive(func(ctx context.Context, l *unstructured.UnstructuredList) error { return c.List(ctx, l) })}
 	url := serveHandler(t, h)
 	get := func() string {
 		t.Helper()

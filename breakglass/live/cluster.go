@@ -1,4 +1,10 @@
-package breakglass
+// Package live is the cluster side of break-glass: it pauses and resumes
+// exactly one Argo CD Application or Flux Kustomization (Pause, Undo,
+// Restore, Flapping), reads the live objects a write-back compares
+// (ReadLive, ProposeWriteback), and watches pauses that outlived their
+// expiry (ExpiryMonitor). The records, the three-way comparison and the
+// evidence are package breakglass, which needs no Kubernetes client.
+package live
 
 import (
 	"context"
@@ -9,107 +15,25 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/throughline-dev/throughline/environment"
+	"github.com/throughline-dev/throughline/breakglass"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/render"
 )
 
-// Identities of the controller objects (read as unstructured).
-var (
-	ApplicationGVK   = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
-	KustomizationGVK = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
-)
-
-// Labels and annotations by which a parent restores a child's spec.
-const (
-	ArgoInstanceLabel    = "argocd.argoproj.io/instance"
-	ArgoTrackingIDAnnot  = "argocd.argoproj.io/tracking-id"
-	FluxParentNameLabel  = "kustomize.toolkit.fluxcd.io/name"
-	AnnotationTicket     = "throughline.dev/breakglass-ticket"
-	AnnotationExpiresAt  = "throughline.dev/breakglass-expires-at"
-	applicationSetKind   = "ApplicationSet"
-	fieldManagerThrough  = "throughline-breakglass"
-	defaultArgoNamespace = "argocd"
-	defaultFluxNamespace = "flux-system"
-)
-
-// AnnotationArgoCDRefresh asks Argo CD's application controller for a
-// refresh that resolves the target revision again (what argocd-server's
-// Refresh sets); Restore sets it.
-const AnnotationArgoCDRefresh = "argocd.argoproj.io/refresh"
-
-// RuleController refuses a pause or resume that must not happen, with
-// guidance (exitcode.Refusal.Rule).
-const RuleController = "breakglass-controller"
-
-// ConflictError is a pause that lost the race to another writer (the
-// resourceVersion precondition failed).
-type ConflictError struct {
-	Object string
-	Err    error
-}
-
-func (e *ConflictError) Error() string {
-	return fmt.Sprintf("%s changed since it was read (another operator paused or edited it first): %v", e.Object, e.Err)
-}
-func (e *ConflictError) Unwrap() error { return e.Err }
-
-// Target is the controller object of one application in one environment.
-type Target struct {
-	Controller Controller
-	Namespace  string // default: argocd / flux-system
-	Name       string
-}
-
-func (t Target) gvk() schema.GroupVersionKind {
-	if t.Controller == Flux {
-		return KustomizationGVK
-	}
-	return ApplicationGVK
-}
-
-func (t Target) namespace() string {
-	switch {
-	case t.Namespace != "":
-		return t.Namespace
-	case t.Controller == Flux:
-		return defaultFluxNamespace
-	}
-	return defaultArgoNamespace
-}
-
-func (t Target) String() string {
-	return fmt.Sprintf("%s %s/%s", t.gvk().Kind, t.namespace(), t.Name)
-}
-
-// Request is what an operator asks to pause.
-type Request struct {
-	Target    Target
-	App, Env  string
-	Operator  string
-	Ticket    string
-	Now       time.Time
-	ExpiresAt time.Time
-	// Registry, when set, is the environment registry at the base: the
-	// target must deploy App in Env by it (checkTarget). Prefix is the
-	// GitOps root inside the repository ("" or ending in "/").
-	Registry *environment.Registry
-	Prefix   string
-}
-
 // Get reads the controller object.
-func Get(ctx context.Context, c client.Client, t Target) (*unstructured.Unstructured, error) {
+func Get(ctx context.Context, c client.Client, t breakglass.Target) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(t.gvk())
-	if err := c.Get(ctx, types.NamespacedName{Namespace: t.namespace(), Name: t.Name}, u); err != nil {
+	u.SetGroupVersionKind(t.GVK())
+	if err := c.Get(ctx, types.NamespacedName{Namespace: t.ObjectNamespace(), Name: t.Name}, u); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, exitcode.Refuse(RuleController, "%s not found: name the controller object with --name/--namespace", t)
+			return nil, exitcode.Refuse(breakglass.RuleController, "%s not found: name the controller object with --name/--namespace", t)
 		}
 		return nil, fmt.Errorf("read %s: %w", t, err)
 	}
@@ -121,40 +45,41 @@ func Get(ctx context.Context, c client.Client, t Target) (*unstructured.Unstruct
 // the target with a resourceVersion precondition (of two operators pausing
 // at once, exactly one wins; the other gets a *ConflictError). It returns
 // the record (state PAUSED) to commit.
-func Pause(ctx context.Context, c client.Client, req Request) (*Record, error) {
+func Pause(ctx context.Context, c client.Client, req breakglass.Request) (*breakglass.Record, error) {
 	t := req.Target
 	u, err := Get(ctx, c, t)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkTarget(req, u); err != nil {
+	if err := breakglass.CheckTarget(req, u); err != nil {
 		return nil, err
 	}
 	if err := restorers(ctx, c, u, t); err != nil {
 		return nil, err
 	}
-	if ticket, ok := u.GetAnnotations()[AnnotationTicket]; ok {
-		return nil, exitcode.Refuse(RuleController, "%s is already paused (annotation %s: %s)", t, AnnotationTicket, ticket)
+	if ticket, ok := u.GetAnnotations()[breakglass.AnnotationTicket]; ok {
+		return nil, exitcode.Refuse(breakglass.RuleController, "%s is already paused (annotation %s: %s)", t, breakglass.AnnotationTicket, ticket)
 	}
-	rec := &Record{SchemaVersion: SchemaVersion, App: req.App, Environment: req.Env, Controller: t.Controller, State: Paused,
-		Object: Ref{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(),
+	rec := &breakglass.Record{SchemaVersion: breakglass.SchemaVersion, App: req.App, Environment: req.Env, Controller: t.Controller,
+		State: breakglass.Paused,
+		Object: breakglass.Ref{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(),
 			UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion()},
 		Operator: req.Operator, Ticket: req.Ticket, PausedAt: req.Now.UTC().Truncate(time.Second), ExpiresAt: req.ExpiresAt.UTC().Truncate(time.Second)}
 	spec := map[string]any{}
 	switch t.Controller {
-	case ArgoCD:
+	case breakglass.ArgoCD:
 		auto, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "syncPolicy", "automated")
 		if !found || auto == nil {
-			return nil, exitcode.Refuse(RuleController, "%s has no spec.syncPolicy.automated: it does not sync by itself, nothing to pause", t)
+			return nil, exitcode.Refuse(breakglass.RuleController, "%s has no spec.syncPolicy.automated: it does not sync by itself, nothing to pause", t)
 		}
 		if rec.Restore, err = json.Marshal(auto); err != nil {
 			return nil, fmt.Errorf("%s spec.syncPolicy.automated: %w", t, err)
 		}
 		rec.SourceRevision, _, _ = unstructured.NestedString(u.Object, "status", "sync", "revision")
 		spec["syncPolicy"] = map[string]any{"automated": nil}
-	case Flux:
+	case breakglass.Flux:
 		if s, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend"); s {
-			return nil, exitcode.Refuse(RuleController, "%s is already suspended (spec.suspend: true): someone paused it outside throughline", t)
+			return nil, exitcode.Refuse(breakglass.RuleController, "%s is already suspended (spec.suspend: true): someone paused it outside throughline", t)
 		}
 		rec.SourceRevision, _, _ = unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
 		if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "suspend"); found {
@@ -162,7 +87,7 @@ func Pause(ctx context.Context, c client.Client, req Request) (*Record, error) {
 		}
 		spec["suspend"] = true
 	default:
-		return nil, fmt.Errorf("controller %q: want %s or %s", t.Controller, ArgoCD, Flux)
+		return nil, fmt.Errorf("controller %q: want %s or %s", t.Controller, breakglass.ArgoCD, breakglass.Flux)
 	}
 	ids, err := managed(u, t.Controller)
 	if err != nil {
@@ -178,7 +103,7 @@ func Pause(ctx context.Context, c client.Client, req Request) (*Record, error) {
 	patch := map[string]any{
 		"metadata": map[string]any{
 			"resourceVersion": u.GetResourceVersion(),
-			"annotations":     map[string]any{AnnotationTicket: req.Ticket, AnnotationExpiresAt: rec.ExpiresAt.Format(time.RFC3339)},
+			"annotations":     map[string]any{breakglass.AnnotationTicket: req.Ticket, breakglass.AnnotationExpiresAt: rec.ExpiresAt.Format(time.RFC3339)},
 		},
 		"spec": spec,
 	}
@@ -189,7 +114,7 @@ func Pause(ctx context.Context, c client.Client, req Request) (*Record, error) {
 }
 
 // Undo reverts a pause that could not be recorded.
-func Undo(ctx context.Context, c client.Client, rec *Record) error {
+func Undo(ctx context.Context, c client.Client, rec *breakglass.Record) error {
 	_, err := Restore(ctx, c, rec)
 	return err
 }
@@ -206,26 +131,26 @@ func Undo(ctx context.Context, c client.Client, rec *Record) error {
 // which resourceVersion reconciliation is on again; an error when it is not
 // (Argo CD: spec.syncPolicy.automated absent; Flux: spec.suspend true; or
 // the break-glass annotation still there).
-func Restore(ctx context.Context, c client.Client, rec *Record) (Restoration, error) {
-	t := Target{Controller: rec.Controller, Namespace: rec.Object.Namespace, Name: rec.Object.Name}
+func Restore(ctx context.Context, c client.Client, rec *breakglass.Record) (breakglass.Restoration, error) {
+	t := breakglass.Target{Controller: rec.Controller, Namespace: rec.Object.Namespace, Name: rec.Object.Name}
 	u, err := Get(ctx, c, t)
 	if err != nil {
-		return Restoration{}, err
+		return breakglass.Restoration{}, err
 	}
 	spec := map[string]any{}
-	annotations := map[string]any{AnnotationTicket: nil, AnnotationExpiresAt: nil}
+	annotations := map[string]any{breakglass.AnnotationTicket: nil, breakglass.AnnotationExpiresAt: nil}
 	switch rec.Controller {
-	case ArgoCD:
-		annotations[AnnotationArgoCDRefresh] = "normal"
+	case breakglass.ArgoCD:
+		annotations[breakglass.AnnotationArgoCDRefresh] = "normal"
 		var auto any = map[string]any{}
 		if len(rec.Restore) > 0 {
 			if err := json.Unmarshal(rec.Restore, &auto); err != nil {
-				return Restoration{}, fmt.Errorf("%s restore: %w", t, err)
+				return breakglass.Restoration{}, fmt.Errorf("%s restore: %w", t, err)
 			}
 		}
 		spec["syncPolicy"] = map[string]any{"automated": auto}
-	case Flux:
-		spec["suspend"] = nil // absent before the pause (or a record from before Restore was kept for Flux)
+	case breakglass.Flux:
+		spec["suspend"] = nil // absent before the pause (or a record from before Restore was kept for breakglass.Flux)
 		if len(rec.Restore) > 0 {
 			spec["suspend"] = false
 		}
@@ -238,23 +163,23 @@ func Restore(ctx context.Context, c client.Client, rec *Record) (Restoration, er
 		"spec": spec,
 	}
 	if err := mergePatch(ctx, c, u, patch); err != nil { // u is now the patched object
-		return Restoration{}, err
+		return breakglass.Restoration{}, err
 	}
-	r := Restoration{At: time.Now().UTC().Truncate(time.Second), ResourceVersion: u.GetResourceVersion()}
+	r := breakglass.Restoration{At: time.Now().UTC().Truncate(time.Second), ResourceVersion: u.GetResourceVersion()}
 	switch rec.Controller {
-	case ArgoCD:
+	case breakglass.ArgoCD:
 		r.Field = "spec.syncPolicy.automated"
 		if auto, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "syncPolicy", "automated"); !found || auto == nil {
 			return r, fmt.Errorf("%s: spec.syncPolicy.automated is not set after the resume", t)
 		}
-	case Flux:
+	case breakglass.Flux:
 		r.Field = "spec.suspend=false"
 		if s, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend"); s {
 			return r, fmt.Errorf("%s: spec.suspend is still true after the resume", t)
 		}
 	}
-	if _, ok := u.GetAnnotations()[AnnotationTicket]; ok {
-		return r, fmt.Errorf("%s: annotation %s is still set after the resume", t, AnnotationTicket)
+	if _, ok := u.GetAnnotations()[breakglass.AnnotationTicket]; ok {
+		return r, fmt.Errorf("%s: annotation %s is still set after the resume", t, breakglass.AnnotationTicket)
 	}
 	return r, nil
 }
@@ -265,9 +190,9 @@ func mergePatch(ctx context.Context, c client.Client, u *unstructured.Unstructur
 		return err
 	}
 	name := fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
-	if err := c.Patch(ctx, u, client.RawPatch(types.MergePatchType, data), client.FieldOwner(fieldManagerThrough)); err != nil {
+	if err := c.Patch(ctx, u, client.RawPatch(types.MergePatchType, data), client.FieldOwner(breakglass.FieldManagerThrough)); err != nil {
 		if apierrors.IsConflict(err) {
-			return &ConflictError{Object: name, Err: err}
+			return &breakglass.ConflictError{Object: name, Err: err}
 		}
 		return fmt.Errorf("patch %s: %w", name, err)
 	}
@@ -278,38 +203,39 @@ func mergePatch(ctx context.Context, c client.Client, u *unstructured.Unstructur
 // ApplicationSet owner (unless it ignores the app's spec.syncPolicy and
 // preserves the break-glass annotations), a parent Argo CD app
 // (app-of-apps) or a parent Flux Kustomization.
-func restorers(ctx context.Context, c client.Client, u *unstructured.Unstructured, t Target) error {
+func restorers(ctx context.Context, c client.Client, u *unstructured.Unstructured, t breakglass.Target) error {
 	for _, o := range u.GetOwnerReferences() {
-		if o.Kind == applicationSetKind {
+		if o.Kind == breakglass.ApplicationSetKind {
 			if err := applicationSetLetsGo(ctx, c, u, o.Name); err != nil {
 				return err
 			}
 			continue
 		}
-		if t.Controller == Flux && o.Kind == "Kustomization" {
-			return exitcode.Refuse(RuleController, "%s is owned by Kustomization %s, which would restore spec.suspend: pause the parent first", t, o.Name)
+		if t.Controller == breakglass.Flux && o.Kind == "Kustomization" {
+			return exitcode.Refuse(breakglass.RuleController,
+				"%s is owned by Kustomization %s, which would restore spec.suspend: pause the parent first", t, o.Name)
 		}
 	}
 	labels, annots := u.GetLabels(), u.GetAnnotations()
 	switch t.Controller {
-	case ArgoCD:
-		parent := labels[ArgoInstanceLabel]
+	case breakglass.ArgoCD:
+		parent := labels[breakglass.ArgoInstanceLabel]
 		if parent == "" {
-			if id := annots[ArgoTrackingIDAnnot]; id != "" {
+			if id := annots[breakglass.ArgoTrackingIDAnnot]; id != "" {
 				parent, _, _ = strings.Cut(id, ":")
 			}
 		}
 		if parent != "" {
-			return exitcode.Refuse(RuleController,
+			return exitcode.Refuse(breakglass.RuleController,
 				"%s is managed by the parent Application %q (app-of-apps: %s / %s), whose next sync restores spec.syncPolicy. "+
 					"Pause the parent first (throughline breakglass pause for its app), or ignore /spec/syncPolicy of this child in the parent's ignoreDifferences",
-				t, parent, ArgoInstanceLabel, ArgoTrackingIDAnnot)
+				t, parent, breakglass.ArgoInstanceLabel, breakglass.ArgoTrackingIDAnnot)
 		}
-	case Flux:
-		if p := labels[FluxParentNameLabel]; p != "" {
-			return exitcode.Refuse(RuleController,
+	case breakglass.Flux:
+		if p := labels[breakglass.FluxParentNameLabel]; p != "" {
+			return exitcode.Refuse(breakglass.RuleController,
 				"%s is applied by the parent Kustomization %q (label %s), whose next reconcile restores spec.suspend: pause the parent first",
-				t, p, FluxParentNameLabel)
+				t, p, breakglass.FluxParentNameLabel)
 		}
 	}
 	return nil
@@ -326,7 +252,7 @@ func restorers(ctx context.Context, c client.Client, u *unstructured.Unstructure
 func applicationSetLetsGo(ctx context.Context, c client.Client, app *unstructured.Unstructured, name string) error {
 	appName := fmt.Sprintf("Application %s/%s", app.GetNamespace(), app.GetName())
 	as := &unstructured.Unstructured{}
-	as.SetGroupVersionKind(schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: applicationSetKind})
+	as.SetGroupVersionKind(schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: breakglass.ApplicationSetKind})
 	ignores, preserves := false, map[string]bool{}
 	err := c.Get(ctx, types.NamespacedName{Namespace: app.GetNamespace(), Name: name}, as)
 	switch {
@@ -354,17 +280,18 @@ func applicationSetLetsGo(ctx context.Context, c client.Client, app *unstructure
 			preserves[a] = true
 		}
 	}
-	if ignores && preserves[AnnotationTicket] && preserves[AnnotationExpiresAt] {
+	if ignores && preserves[breakglass.AnnotationTicket] && preserves[breakglass.AnnotationExpiresAt] {
 		return nil
 	}
-	return exitcode.Refuse(RuleController,
+	return exitcode.Refuse(breakglass.RuleController,
 		"%s is owned by ApplicationSet %s: the ApplicationSet controller would restore spec.syncPolicy within seconds "+
 			"(and strip the break-glass annotations). Pause it through the ApplicationSet: add to ApplicationSet %s/%s\n"+
 			"  spec:\n    ignoreApplicationDifferences:\n      - name: %s\n        jsonPointers: [/spec/syncPolicy]\n"+
 			"    preservedFields:\n      annotations: [%s, %s]\n"+
 			"then pause again (found: ignores /spec/syncPolicy: %t; preserves %s: %t, %s: %t)",
-		appName, name, app.GetNamespace(), name, app.GetName(), AnnotationTicket, AnnotationExpiresAt,
-		ignores, AnnotationTicket, preserves[AnnotationTicket], AnnotationExpiresAt, preserves[AnnotationExpiresAt])
+		appName, name, app.GetNamespace(), name, app.GetName(), breakglass.AnnotationTicket, breakglass.AnnotationExpiresAt,
+		ignores, breakglass.AnnotationTicket, preserves[breakglass.AnnotationTicket], breakglass.AnnotationExpiresAt,
+		preserves[breakglass.AnnotationExpiresAt])
 }
 
 type objectID struct {
@@ -373,10 +300,10 @@ type objectID struct {
 
 // managed lists the objects the controller says it manages: Argo CD
 // status.resources, Flux status.inventory.entries.
-func managed(u *unstructured.Unstructured, ctl Controller) ([]objectID, error) {
+func managed(u *unstructured.Unstructured, ctl breakglass.Controller) ([]objectID, error) {
 	var out []objectID
 	switch ctl {
-	case ArgoCD:
+	case breakglass.ArgoCD:
 		rs, _, _ := unstructured.NestedSlice(u.Object, "status", "resources")
 		for _, r := range rs {
 			m, ok := r.(map[string]any)
@@ -386,7 +313,7 @@ func managed(u *unstructured.Unstructured, ctl Controller) ([]objectID, error) {
 			s := func(k string) string { v, _ := m[k].(string); return v }
 			out = append(out, objectID{s("group"), s("version"), s("kind"), s("namespace"), s("name")})
 		}
-	case Flux:
+	case breakglass.Flux:
 		es, _, _ := unstructured.NestedSlice(u.Object, "status", "inventory", "entries")
 		for _, e := range es {
 			m, ok := e.(map[string]any)
@@ -409,8 +336,8 @@ func managed(u *unstructured.Unstructured, ctl Controller) ([]objectID, error) {
 // Tracked lists the objects the controller tracks for the record's
 // application: those it names now (Argo CD status.resources, Flux
 // status.inventory) and those recorded at the pause, each once.
-func Tracked(ctx context.Context, c client.Client, rec *Record) ([]render.ID, error) {
-	t := Target{Controller: rec.Controller, Namespace: rec.Object.Namespace, Name: rec.Object.Name}
+func Tracked(ctx context.Context, c client.Client, rec *breakglass.Record) ([]render.ID, error) {
+	t := breakglass.Target{Controller: rec.Controller, Namespace: rec.Object.Namespace, Name: rec.Object.Name}
 	u, err := Get(ctx, c, t)
 	if err != nil {
 		return nil, err
@@ -422,7 +349,7 @@ func Tracked(ctx context.Context, c client.Client, rec *Record) ([]render.ID, er
 	seen := map[render.ID]bool{}
 	var out []render.ID
 	add := func(id render.ID) {
-		if k := key(id); !seen[k] {
+		if k := breakglass.Key(id); !seen[k] {
 			seen[k] = true
 			out = append(out, id)
 		}
@@ -433,16 +360,16 @@ func Tracked(ctx context.Context, c client.Client, rec *Record) ([]render.ID, er
 	for _, o := range rec.Objects {
 		gv, err := schema.ParseGroupVersion(o.APIVersion)
 		if err != nil {
-			return nil, fmt.Errorf("%s: object %s %s/%s apiVersion: %w", Path(rec.Environment, rec.App), o.Kind, o.Namespace, o.Name, err)
+			return nil, fmt.Errorf("%s: object %s %s/%s apiVersion: %w", breakglass.Path(rec.Environment, rec.App), o.Kind, o.Namespace, o.Name, err)
 		}
 		add(render.ID{Group: gv.Group, Version: gv.Version, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name})
 	}
 	return out, nil
 }
 
-func readLive(ctx context.Context, c client.Client, id objectID) (LiveObject, error) {
+func readLive(ctx context.Context, c client.Client, id objectID) (breakglass.LiveObject, error) {
 	gvk := schema.GroupVersionKind{Group: id.group, Version: id.version, Kind: id.kind}
-	lo := LiveObject{APIVersion: gvk.GroupVersion().String(), Kind: id.kind, Namespace: id.namespace, Name: id.name}
+	lo := breakglass.LiveObject{APIVersion: gvk.GroupVersion().String(), Kind: id.kind, Namespace: id.namespace, Name: id.name}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	if err := c.Get(ctx, types.NamespacedName{Namespace: id.namespace, Name: id.name}, u); err != nil {
@@ -460,7 +387,7 @@ func readLive(ctx context.Context, c client.Client, id objectID) (LiveObject, er
 // them every interval, and returns those whose metadata.generation moved
 // more than once (written back and forth), with the managers that wrote
 // them, "Kind namespace/name: N writes by a, b".
-func Flapping(ctx context.Context, c client.Client, rec *Record, d, interval time.Duration) ([]string, error) {
+func Flapping(ctx context.Context, c client.Client, rec *breakglass.Record, d, interval time.Duration) ([]string, error) {
 	if d <= 0 {
 		return nil, nil
 	}

@@ -1,4 +1,4 @@
-package breakglass
+package live
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/throughline-dev/throughline/breakglass"
 )
 
 // TestRestoreRefreshesArgoCD: resuming an Argo CD Application asks the
@@ -24,18 +26,18 @@ func TestRestoreRefreshesArgoCD(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
-		ctl  Controller
+		ctl  breakglass.Controller
 		obj  *unstructured.Unstructured
 		want string // the refresh annotation after the resume
 	}{
-		{"argocd", ArgoCD, &unstructured.Unstructured{Object: map[string]any{
+		{"argocd", breakglass.ArgoCD, &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
 			"metadata": map[string]any{"name": "web-production", "namespace": "argocd"},
 			"spec": map[string]any{"source": map[string]any{"path": "apps/web/overlays/production"},
 				"destination": map[string]any{"namespace": "web-production"},
 				"syncPolicy":  map[string]any{"automated": map[string]any{"prune": true, "selfHeal": true}}},
 		}}, "normal"},
-		{"flux", Flux, &unstructured.Unstructured{Object: map[string]any{
+		{"flux", breakglass.Flux, &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
 			"metadata": map[string]any{"name": "web-production", "namespace": "flux-system"},
 			"spec":     map[string]any{"path": "./apps/web/overlays/production", "targetNamespace": "web-production"},
@@ -43,8 +45,8 @@ func TestRestoreRefreshesArgoCD(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(runtime.NewScheme()).WithRuntimeObjects(tc.obj).Build()
-			target := Target{Controller: tc.ctl, Name: "web-production"}
-			rec, err := Pause(ctx, c, Request{Target: target, App: "web", Env: "production", Operator: "alice", Ticket: "INC 1",
+			target := breakglass.Target{Controller: tc.ctl, Name: "web-production"}
+			rec, err := Pause(ctx, c, breakglass.Request{Target: target, App: "web", Env: "production", Operator: "alice", Ticket: "INC 1",
 				Now: time.Now(), ExpiresAt: time.Now().Add(time.Hour)})
 			if err != nil {
 				t.Fatal(err)
@@ -56,10 +58,10 @@ func TestRestoreRefreshesArgoCD(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := u.GetAnnotations()[AnnotationArgoCDRefresh]; got != tc.want {
-				t.Fatalf("annotation %s = %q after the resume, want %q (annotations %v)", AnnotationArgoCDRefresh, got, tc.want, u.GetAnnotations())
+			if got := u.GetAnnotations()[breakglass.AnnotationArgoCDRefresh]; got != tc.want {
+				t.Fatalf("annotation %s = %q after the resume, want %q (annotations %v)", breakglass.AnnotationArgoCDRefresh, got, tc.want, u.GetAnnotations())
 			}
-			if tc.ctl == ArgoCD {
+			if tc.ctl == breakglass.ArgoCD {
 				auto, found, _ := unstructured.NestedMap(u.Object, "spec", "syncPolicy", "automated")
 				if !found || auto["selfHeal"] != true || auto["prune"] != true {
 					t.Fatalf("automated after the resume: %v (found %t)", auto, found)

@@ -1,4 +1,4 @@
-package breakglass
+package live
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/throughline-dev/throughline/breakglass"
 )
 
 // ReasonPauseExpired is the reason of the Warning Event on a paused
@@ -85,8 +87,8 @@ func (m *ExpiryMonitor) Check(ctx context.Context) ([]string, error) {
 	var expired []string
 	var errs []error
 	for _, gvk := range []struct{ group, version, kind string }{
-		{ApplicationGVK.Group, ApplicationGVK.Version, ApplicationGVK.Kind},
-		{KustomizationGVK.Group, KustomizationGVK.Version, KustomizationGVK.Kind},
+		{breakglass.ApplicationGVK.Group, breakglass.ApplicationGVK.Version, breakglass.ApplicationGVK.Kind},
+		{breakglass.KustomizationGVK.Group, breakglass.KustomizationGVK.Version, breakglass.KustomizationGVK.Kind},
 	} {
 		list := &unstructured.UnstructuredList{}
 		list.SetAPIVersion(gvk.group + "/" + gvk.version)
@@ -107,7 +109,7 @@ func (m *ExpiryMonitor) Check(ctx context.Context) ([]string, error) {
 		for i := range list.Items {
 			u := &list.Items[i]
 			listed[[3]string{gvk.kind, u.GetNamespace(), u.GetName()}] = true
-			at, ok := u.GetAnnotations()[AnnotationExpiresAt]
+			at, ok := u.GetAnnotations()[breakglass.AnnotationExpiresAt]
 			if !ok {
 				continue
 			}
@@ -182,7 +184,7 @@ func (m *ExpiryMonitor) forget(kind string, listed map[[3]string]bool) {
 }
 
 func (m *ExpiryMonitor) event(ctx context.Context, u *unstructured.Unstructured, exp, now time.Time) error {
-	ticket := u.GetAnnotations()[AnnotationTicket]
+	ticket := u.GetAnnotations()[breakglass.AnnotationTicket]
 	ev := &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: u.GetName() + ".breakglass-", Namespace: u.GetNamespace()},
 		InvolvedObject: corev1.ObjectReference{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(),

@@ -1,4 +1,4 @@
-package breakglass
+package live
 
 import (
 	"context"
@@ -9,14 +9,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/throughline-dev/throughline/breakglass"
 )
 
 func pausedKustomization(name string, expires time.Time) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(KustomizationGVK)
+	u.SetGroupVersionKind(breakglass.KustomizationGVK)
 	u.SetNamespace("flux-system")
 	u.SetName(name)
-	u.SetAnnotations(map[string]string{AnnotationExpiresAt: expires.UTC().Format(time.RFC3339), AnnotationTicket: "INC-7"})
+	u.SetAnnotations(map[string]string{breakglass.AnnotationExpiresAt: expires.UTC().Format(time.RFC3339), breakglass.AnnotationTicket: "INC-7"})
 	return u
 }
 
@@ -43,7 +45,7 @@ func TestExpiryGaugeResets(t *testing.T) {
 	}
 	// resume removes the pause annotations.
 	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(KustomizationGVK)
+	live.SetGroupVersionKind(breakglass.KustomizationGVK)
 	if err := c.Get(ctx, client.ObjectKeyFromObject(k), live); err != nil {
 		t.Fatal(err)
 	}
