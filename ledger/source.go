@@ -93,12 +93,22 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 	if why := ev.Accepts(rec); why != "" {
 		return nil, refuse("%s at %s: %s", want, gitrepo.Short(commit), why)
 	}
-	why, err := ev.CheckRevisions(ctx, r.IsAncestor)
-	if err == nil && why == "" {
-		why, err = checkSourceKind(ctx, r, base, env, ev)
-	}
+	// The policy at base is read once: the registry says the source kind,
+	// the policy the evidence's maximum age.
+	pol, err := promotion.ReadPolicy(ctx, r, base)
 	if err != nil {
 		return nil, err
+	}
+	reg, err := promotion.Registry(pol)
+	if err != nil {
+		return nil, err
+	}
+	why, err := ev.CheckRevisions(ctx, r.IsAncestor)
+	if err != nil {
+		return nil, err
+	}
+	if why == "" {
+		why = checkSourceKind(reg, env, ev)
 	}
 	if why == "" {
 		why = ev.CheckPods(digest)
@@ -112,10 +122,6 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 		}
 		return nil, &exitcode.Refusal{Rule: RuleChecksNotPassed, File: want,
 			Reason: fmt.Sprintf("runtime checks of %s in %s not passed: ", digest, env) + why}
-	}
-	pol, err := promotion.ReadPolicy(ctx, r, base)
-	if err != nil {
-		return nil, err
 	}
 	if pol != nil && pol.EvidenceMaxAge != nil && now.Sub(ev.Time) > pol.EvidenceMaxAge.Duration {
 		return nil, refuse("%s at %s was written at %s, %s ago: older than evidenceMaxAge %s in %s", want, gitrepo.Short(commit),
@@ -181,22 +187,18 @@ func SourceEnvironment(ctx context.Context, r *gitops.Repo, base, from string, r
 }
 
 // checkSourceKind says why the evidence's revisions are not of env's
-// source kind by the registry at base ("" when they are, or the registry
+// source kind by reg, the registry at base ("" when they are, or the registry
 // does not list env): digests for an OCI environment, commit ids for a Git
 // one. A SHA-256 commit and an artifact digest are one hex string apart:
 // the registry, not the form, says which the controller read.
-func checkSourceKind(ctx context.Context, r *gitops.Repo, base, env string, ev *evidence.Record) (string, error) {
-	reg, err := promotion.ReadRegistry(ctx, r, base)
-	if err != nil {
-		return "", err
-	}
+func checkSourceKind(reg *environment.Registry, env string, ev *evidence.Record) string {
 	e, ok := reg.Get(env)
 	if !ok {
-		return "", nil
+		return ""
 	}
 	if oci := e.SourceKind() == environment.SourceOCI; oci != promotion.ValidOCIRevision(ev.DesiredRevision) {
 		return fmt.Sprintf("its desiredRevision %s is %s, but environment %s's source is %s in %s", ev.DesiredRevision,
-			promotion.RevisionKind(ev.DesiredRevision), env, map[bool]string{true: "an OCI artifact", false: "Git"}[oci], promotion.PolicyFile), nil
+			promotion.RevisionKind(ev.DesiredRevision), env, map[bool]string{true: "an OCI artifact", false: "Git"}[oci], promotion.PolicyFile)
 	}
-	return "", nil
+	return ""
 }
