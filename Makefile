@@ -113,7 +113,7 @@ $(BIN)/golangci-lint:
 	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 bench: $(BIN)/benchstat ## Go benchmarks, summarised by benchstat
-	set -o pipefail; $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) ./render/ ./policy/ ./cmp/ ./registry/ ./health/ ./repocheck/ | tee $(BIN)/bench.txt
+	set -o pipefail; $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) ./render/ ./policy/ ./cmp/ ./registry/ ./health/ ./gate/ | tee $(BIN)/bench.txt
 	$(BIN)/benchstat $(BIN)/bench.txt
 
 bench-cli: build $(BIN)/kustomize ## wall time and peak memory of cmp generate vs kustomize build

@@ -14,8 +14,8 @@ import (
 // TestOnlyLedgerReadsHistory: the ledger is the one reader of records
 // through Git history. Any other package calling FileHistory (the history
 // of a file) answers the ledger's question a second way; the read-only
-// packages (the web view, delivery metrics) never import promote, the
-// package that writes records.
+// packages (the web view, delivery metrics) and the gate never import
+// promote, the package that writes records.
 func TestOnlyLedgerReadsHistory(t *testing.T) {
 	fset := token.NewFileSet()
 	var calls []string
@@ -63,10 +63,10 @@ func TestOnlyLedgerReadsHistory(t *testing.T) {
 	for _, c := range calls {
 		t.Errorf("%s reads a file's history outside the ledger: read records through ledger.Reader", c)
 	}
-	for _, dir := range []string{"../chainview", "../delivery", "../ledger"} {
+	for _, dir := range []string{"../chainview", "../delivery", "../ledger", "../gate"} {
 		for _, im := range imports[dir] {
 			if im == "github.com/throughline-dev/throughline/promote" {
-				t.Errorf("%s imports promote: a reader of the ledger never imports the package that writes records", dir)
+				t.Errorf("%s imports promote: a reader of the ledger (and the gate that judges the writes) never imports the package that writes records", dir)
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -88,9 +89,9 @@ func TestProposeRefreshesAcceptance(t *testing.T) {
 			switch {
 			case tc.want == "" && (!rep.OK || got != ""):
 				t.Fatalf("check of the proposal: %v\n%s", got, strings.Join(rep.Refusals, "\n"))
-			case tc.want != "" && (got != RuleAcceptance || !strings.Contains(strings.Join(rep.Refusals, "\n"), tc.want) ||
+			case tc.want != "" && (got != gate.RuleAcceptance || !strings.Contains(strings.Join(rep.Refusals, "\n"), tc.want) ||
 				rep.Findings[0].File != accFile):
-				t.Fatalf("check: rules %v, want %s saying %q naming %s:\n%s", got, RuleAcceptance, tc.want, accFile, strings.Join(rep.Refusals, "\n"))
+				t.Fatalf("check: rules %v, want %s saying %q naming %s:\n%s", got, gate.RuleAcceptance, tc.want, accFile, strings.Join(rep.Refusals, "\n"))
 			}
 		})
 	}
@@ -117,7 +118,7 @@ func TestRollbackRefreshesAcceptance(t *testing.T) {
 	if why := at.Stale(); why != "" {
 		t.Fatalf("render --check-acceptance at the rollback: %s", why)
 	}
-	if rep := f.check(res.Proposal.Branch, time.Now()); strings.Join(rules(rep), " ") != RuleNotApproved {
+	if rep := f.check(res.Proposal.Branch, time.Now()); strings.Join(rules(rep), " ") != gate.RuleNotApproved {
 		t.Fatalf("check of the rollback: %v %q", rules(rep), rep.Refusals)
 	}
 }

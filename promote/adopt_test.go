@@ -10,6 +10,7 @@ import (
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -109,7 +110,7 @@ func TestForgedAdoptionRefused(t *testing.T) {
 	f.commit("adopt production at 1.5.0")
 	f.git("checkout", "-q", "main")
 	rep := f.check("forged", time.Now())
-	if got := rules(rep); rep.OK || !slices.Contains(got, RuleApprovalCount) || !slices.Contains(got, RuleEvidence) {
-		t.Fatalf("a forged adoption: rules %v, want %s (no signed approval) and %s (no evidence): %q", got, RuleApprovalCount, RuleEvidence, rep.Refusals)
+	if got := rules(rep); rep.OK || !slices.Contains(got, gate.RuleApprovalCount) || !slices.Contains(got, gate.RuleEvidence) {
+		t.Fatalf("a forged adoption: rules %v, want %s (no signed approval) and %s (no evidence): %q", got, gate.RuleApprovalCount, gate.RuleEvidence, rep.Refusals)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/promotion"
@@ -146,7 +147,7 @@ func TestSignedApprovalAttacks(t *testing.T) {
 	}{
 		{"unsigned approval", "1", func(f *fixture, k keys, p *Proposal) {
 			f.handApproval(p.Branch, nil, "alice@example.com", nil)
-		}, []string{RuleApprovalSignature}, "the commit is not signed"},
+		}, []string{gate.RuleApprovalSignature}, "the commit is not signed"},
 		{"an unsigned approval the old way (approval without approvals)", "1", func(f *fixture, k keys, p *Proposal) {
 			file := promotion.RecordPath("checkout", "production")
 			f.amend(p.Branch, func() {
@@ -157,19 +158,19 @@ func TestSignedApprovalAttacks(t *testing.T) {
 				must(t, err)
 				f.write(map[string]string{file: string(data)})
 			})
-		}, []string{RuleApprovalCount}, "0 of the 1 signed approvals production needs"},
+		}, []string{gate.RuleApprovalCount}, "0 of the 1 signed approvals production needs"},
 		{"key not in the allowed-signers file", "1", func(f *fixture, k keys, p *Proposal) {
 			f.handApproval(p.Branch, &k.eve, "alice@example.com", nil)
-		}, []string{RuleApprovalSignature}, "is not in the allowed-signers file"},
+		}, []string{gate.RuleApprovalSignature}, "is not in the allowed-signers file"},
 		{"staging approver approves production", "1", func(f *fixture, k keys, p *Proposal) {
-			if _, err := f.approve(k.carol); !isRefusal(err, RuleApprover) {
+			if _, err := f.approve(k.carol); !isRefusal(err, gate.RuleApprover) {
 				t.Fatalf("approve as carol: %v", err)
 			}
 			f.handApproval(p.Branch, &k.carol, "carol@example.com", nil)
-		}, []string{RuleApprover}, "carol@example.com is not an approver of production"},
+		}, []string{gate.RuleApprover}, "carol@example.com is not an approver of production"},
 		{"signed by one approver, naming another", "1", func(f *fixture, k keys, p *Proposal) {
 			f.handApproval(p.Branch, &k.bob, "alice@example.com", nil)
-		}, []string{RuleApprovalSignature}, "is signed by bob@example.com, not by the approver it names"},
+		}, []string{gate.RuleApprovalSignature}, "is signed by bob@example.com, not by the approver it names"},
 		{"one approver twice for minApprovals 2", "2", func(f *fixture, k keys, p *Proposal) {
 			_, err := f.approve(k.alice)
 			must(t, err)
@@ -177,23 +178,23 @@ func TestSignedApprovalAttacks(t *testing.T) {
 				t.Fatalf("alice again: %v", err)
 			}
 			f.handApproval(p.Branch, &k.alice, "bob@example.com", nil)
-		}, []string{RuleApprovalSignature}, "signed by alice@example.com, not by the approver it names"},
+		}, []string{gate.RuleApprovalSignature}, "signed by alice@example.com, not by the approver it names"},
 		{"a PR adds its own key and approves with it", "1", func(f *fixture, k keys, p *Proposal) {
 			f.handApproval(p.Branch, &k.eve, "bob@example.com", func() {
 				f.write(map[string]string{"allowed-signers": f.read("allowed-signers") + "bob@example.com " + k.eve.Public + "\n"})
 			})
-		}, []string{RuleApprovalSignature, RuleFile}, "is not in the allowed-signers file"},
+		}, []string{gate.RuleApprovalSignature, gate.RuleFile}, "is not in the allowed-signers file"},
 		{"an approval edited by hand after a signed one", "2", func(f *fixture, k keys, p *Proposal) {
 			_, err := f.approve(k.alice)
 			must(t, err)
 			f.handApproval(p.Branch, nil, "bob@example.com", nil)
-		}, []string{RuleApprovalSignature}, "approvals[1] by bob@example.com: commit"},
+		}, []string{gate.RuleApprovalSignature}, "approvals[1] by bob@example.com: commit"},
 		{"a signed approval commit that changes the overlay", "1", func(f *fixture, k keys, p *Proposal) {
 			kfile := production + "/kustomization.yaml"
 			f.handApproval(p.Branch, &k.alice, "alice@example.com", func() {
 				f.write(map[string]string{kfile: f.read(kfile) + "# reviewed\n"})
 			})
-		}, []string{RuleApprovalCommit}, "an approval commit changes only the record"},
+		}, []string{gate.RuleApprovalCommit}, "an approval commit changes only the record"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, k := signedFixture(t, tc.min)
@@ -218,12 +219,12 @@ func TestSignedApprovalAttacks(t *testing.T) {
 func TestProposerCannotApprove(t *testing.T) {
 	f, k := signedFixture(t, "1")
 	p := f.verified(&k.alice)
-	if _, err := f.approve(k.alice); !isRefusal(err, RuleFourEyes) || !strings.Contains(err.Error(), "signer of") {
+	if _, err := f.approve(k.alice); !isRefusal(err, gate.RuleFourEyes) || !strings.Contains(err.Error(), "signer of") {
 		t.Fatalf("the proposer approves: %v", err)
 	}
 	f.handApproval(p.Branch, &k.alice, "alice@example.com", nil)
 	rep := f.check(p.Branch, time.Now())
-	if rep.OK || strings.Join(rules(rep), " ") != RuleApprovalCount+" "+RuleFourEyes {
+	if rep.OK || strings.Join(rules(rep), " ") != gate.RuleApprovalCount+" "+gate.RuleFourEyes {
 		t.Fatalf("rules %v: %q", rules(rep), rep.Refusals)
 	}
 	// An unsigned proposal whose author is bob: bob cannot approve it.
@@ -232,7 +233,7 @@ func TestProposerCannotApprove(t *testing.T) {
 	f.git("checkout", "-q", p.Branch)
 	f.git("commit", "-q", "--allow-empty", "-m", "touch up", "--author", "Bob <bob@example.com>")
 	f.git("checkout", "-q", "main")
-	if _, err := f.approve(k.bob); !isRefusal(err, RuleFourEyes) || !strings.Contains(err.Error(), "author of") {
+	if _, err := f.approve(k.bob); !isRefusal(err, gate.RuleFourEyes) || !strings.Contains(err.Error(), "author of") {
 		t.Fatalf("the author approves: %v", err)
 	}
 }
@@ -247,11 +248,11 @@ func TestSignedApprovals(t *testing.T) {
 	if tr.Record.State != promotion.Verified || len(tr.Record.Approvals) != 1 {
 		t.Fatalf("one of two: %+v", tr.Record)
 	}
-	if rep := f.check(p.Branch, time.Now()); rep.OK || strings.Join(rules(rep), " ") != RuleApprovalCount+" "+RuleNotApproved {
+	if rep := f.check(p.Branch, time.Now()); rep.OK || strings.Join(rules(rep), " ") != gate.RuleApprovalCount+" "+gate.RuleNotApproved {
 		t.Fatalf("one of two approvals: %v %q", rules(rep), rep.Refusals)
 	}
 	if _, err := Approve(context.Background(), f.as(k.bob), ApproveRequest{App: "checkout", To: "production", Approver: "alice@example.com",
-		Expires: time.Now().Add(time.Hour), Now: time.Now(), Renderer: renderer}); !isRefusal(err, RuleApprovalSignature) {
+		Expires: time.Now().Add(time.Hour), Now: time.Now(), Renderer: renderer}); !isRefusal(err, gate.RuleApprovalSignature) {
 		t.Fatalf("--approver alice with bob's key: %v", err)
 	}
 	tr, err = f.approve(k.bob)
@@ -262,7 +263,7 @@ func TestSignedApprovals(t *testing.T) {
 	if rep := f.check(p.Branch, time.Now()); !rep.OK {
 		t.Fatalf("two signed approvals: %q", rep.Refusals)
 	}
-	if _, err := f.approve(k.eve); !isRefusal(err, RuleApprovalSignature) {
+	if _, err := f.approve(k.eve); !isRefusal(err, gate.RuleApprovalSignature) {
 		t.Fatalf("eve's key: %v", err)
 	}
 }
@@ -287,7 +288,7 @@ func TestAllowedSignersInvalid(t *testing.T) {
 			if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("approve: %v", err)
 			}
-			_, err = Check(context.Background(), f.repo, CheckRequest{Base: "main", Head: p.Branch, Now: time.Now(), Renderer: renderer})
+			_, err = gate.CheckPromotion(context.Background(), f.repo, gate.Request{Base: "main", Head: p.Branch, Now: time.Now(), Renderer: renderer})
 			if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("check: %v", err)
 			}
@@ -307,7 +308,7 @@ func TestReject(t *testing.T) {
 	if tr.Record.State != promotion.Rejected || tr.Record.Reason != "wrong release" || tr.Commit != f.git("rev-parse", p.Branch) {
 		t.Fatalf("rejected %+v", tr)
 	}
-	if rep := f.check(p.Branch, time.Now()); rep.OK || !strings.Contains(strings.Join(rules(rep), " "), RuleStopped) {
+	if rep := f.check(p.Branch, time.Now()); rep.OK || !strings.Contains(strings.Join(rules(rep), " "), gate.RuleStopped) {
 		t.Fatalf("check of a rejected record: %v", rules(rep))
 	}
 	// A REJECTED attempt is finished: not picked without --branch, and

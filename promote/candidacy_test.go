@@ -10,6 +10,7 @@ import (
 
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/trust"
 	"github.com/throughline-dev/throughline/trust/trusttest"
@@ -40,7 +41,7 @@ func TestCandidacyVerified(t *testing.T) {
 	_, err = Approve(ctx, f.repo, ApproveRequest{App: "checkout", To: "dev", Approver: "alice", Expires: w.Now.Add(2 * time.Hour), Now: w.Now,
 		Renderer: renderer})
 	must(t, err)
-	rep, err := Check(ctx, f.repo, CheckRequest{Base: "main", Head: p.Branch, Now: w.Now, Renderer: renderer, Trust: trust.Options{Now: w.Now}})
+	rep, err := gate.CheckPromotion(ctx, f.repo, gate.Request{Base: "main", Head: p.Branch, Now: w.Now, Renderer: renderer, Trust: trust.Options{Now: w.Now}})
 	must(t, err)
 	if len(rep.Refusals) != 0 {
 		t.Fatalf("the PR gate refuses the verified candidacy: %q %+v", rep.Refusals, rep.Findings)
@@ -82,7 +83,7 @@ func TestCandidacyRefused(t *testing.T) {
 	f.commit("a staging record claiming its own candidacy")
 	f.git("checkout", "-q", "main")
 	_, err = Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "staging", Now: w.Now, Trust: trust.Options{Now: w.Now}})
-	wantCandidateRefusal(t, err, RuleCandidateNotFirst, ref(img), nil)
+	wantCandidateRefusal(t, err, gate.RuleCandidateNotFirst, ref(img), nil)
 }
 
 // TestProposeFollowsOrder: production is promoted into from staging only;

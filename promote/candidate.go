@@ -13,6 +13,7 @@ import (
 
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/registry"
@@ -20,12 +21,9 @@ import (
 )
 
 // The refusal rules of promote candidate (besides the registry's
-// environment-unknown and package trust's rules).
+// environment-unknown, gate.RuleCandidateNotFirst and package trust's
+// rules).
 const (
-	// RuleCandidateNotFirst: the environment is promoted into from another
-	// (its promotesFrom lists one): its artifacts come from there, not
-	// from CI.
-	RuleCandidateNotFirst = "candidate-not-first"
 	// RuleImageUnknown: the image's registry has no manifest or index of
 	// that digest.
 	RuleImageUnknown = "image-unknown"
@@ -120,55 +118,14 @@ func Candidate(ctx context.Context, r *gitops.Repo, req CandidateRequest) (*Prop
 // candidateTarget refuses an environment the registry does not know or
 // that is not a first environment, and resolves req's target in it.
 func candidateTarget(reg *environment.Registry, req CandidateRequest) (*environment.Resolved, error) {
-	if err := firstEnvironment(reg, req.Environment, req.Image); err != nil {
+	if err := gate.FirstEnvironment(reg, req.Environment, req.Image); err != nil {
 		return nil, err
 	}
 	res, err := resolveTarget(reg, req.App, req.Environment, req.Path, req.Cluster)
 	if err != nil {
-		return nil, aboutImage(err, req.Image)
+		return nil, gate.AboutImage(err, req.Image)
 	}
 	return res, nil
-}
-
-// firstEnvironment refuses an environment the registry does not know
-// (environment-unknown) or that another environment promotes into
-// (candidate-not-first), naming image.
-func firstEnvironment(reg *environment.Registry, name, image string) error {
-	env, err := reg.Lookup(name)
-	if err != nil {
-		return aboutImage(err, image)
-	}
-	if env.First() {
-		return nil
-	}
-	var first []string
-	for _, n := range reg.Names() {
-		if e, _ := reg.Get(n); e.First() {
-			first = append(first, n)
-		}
-	}
-	return &exitcode.Refusal{Rule: RuleCandidateNotFirst, File: reg.File(), Object: image,
-		Field: "environments." + name + ".promotesFrom", Reason: RuleCandidateNotFirst,
-		Err: fmt.Errorf("%s is promoted into from %s: a candidate from CI goes into a first environment (%s)",
-			name, strings.Join(env.PromotesFrom, ", "), strings.Join(first, ", "))}
-}
-
-// aboutImage is err, a refusal that names no object, naming image and its
-// rule.
-func aboutImage(err error, image string) error {
-	var re *exitcode.Refusal
-	if !errors.As(err, &re) || re.Object != "" {
-		return err
-	}
-	c := *re
-	c.Object, c.Reason = image, re.Rule
-	if re.Reason != "" {
-		c.Err = errors.New(re.Reason)
-		if re.Err != nil {
-			c.Err = fmt.Errorf("%s: %w", re.Reason, re.Err)
-		}
-	}
-	return &c
 }
 
 // resolveDigest checks that img's registry has a manifest or index of

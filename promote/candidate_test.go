@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/trust"
@@ -200,8 +201,8 @@ func TestCandidateRefusals(t *testing.T) {
 		rule     string
 	}{
 		{name: "environment unknown", env: "qa", rule: "environment-unknown"},
-		{name: "not a first environment", env: "staging", rule: RuleCandidateNotFirst},
-		{name: "protected, not first", env: "production", rule: RuleCandidateNotFirst},
+		{name: "not a first environment", env: "staging", rule: gate.RuleCandidateNotFirst},
+		{name: "protected, not first", env: "production", rule: gate.RuleCandidateNotFirst},
 		{name: "unsigned", rule: trust.RuleSignatureMissing, evidence: func(_ name.Digest, e *trusttest.Evidence) []byte {
 			*e = trusttest.Evidence{}
 			return nil

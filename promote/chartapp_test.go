@@ -10,6 +10,7 @@ import (
 
 	"github.com/throughline-dev/throughline/chartsource"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/internal/chartfixture"
 )
 
@@ -87,7 +88,7 @@ func TestChartAppPromotion(t *testing.T) {
 		t.Fatalf("production's lock after propose (1.1.0 pinned to %s):\n%s", c.d110, lock)
 	}
 	rep := c.check(p.Branch, time.Now())
-	if got := strings.Join(rules(rep), " "); got != RuleEvidence+" "+RuleNotApproved {
+	if got := strings.Join(rules(rep), " "); got != gate.RuleEvidence+" "+gate.RuleNotApproved {
 		t.Fatalf("check of the chart app promotion (a candidate): %v\n%s", got, strings.Join(rep.Refusals, "\n"))
 	}
 	var chartChanges []string
@@ -136,7 +137,7 @@ func TestChartAppCheckRefusals(t *testing.T) {
 			c := newChartAppFixture(t)
 			p := c.propose()
 			c.amend(p.Branch, func() { tc.change(c) })
-			rep, err := Check(context.Background(), c.repo, CheckRequest{Base: "main", Head: p.Branch, Now: time.Now(), Renderer: renderer})
+			rep, err := gate.CheckPromotion(context.Background(), c.repo, gate.Request{Base: "main", Head: p.Branch, Now: time.Now(), Renderer: renderer})
 			if tc.renderRefuses {
 				// The render itself refuses the head: the gate fails naming the file and field.
 				code := exitcode.Code(err)
@@ -148,9 +149,9 @@ func TestChartAppCheckRefusals(t *testing.T) {
 			if err != nil {
 				t.Fatalf("check: %v", err)
 			}
-			i := slices.IndexFunc(rep.Findings, func(f Finding) bool { return f.Rule == RuleParameter })
+			i := slices.IndexFunc(rep.Findings, func(f gate.Finding) bool { return f.Rule == gate.RuleParameter })
 			if i < 0 || rep.OK {
-				t.Fatalf("rules %v, want %s on %s\n%s", rules(rep), RuleParameter, tc.field, strings.Join(rep.Refusals, "\n"))
+				t.Fatalf("rules %v, want %s on %s\n%s", rules(rep), gate.RuleParameter, tc.field, strings.Join(rep.Refusals, "\n"))
 			}
 			if f := rep.Findings[i]; f.File != chartAppFile || f.Field != tc.field {
 				t.Errorf("finding %+v, want file %s field %s", f, chartAppFile, tc.field)

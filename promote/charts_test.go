@@ -12,6 +12,7 @@ import (
 	"github.com/throughline-dev/throughline/acceptance"
 	"github.com/throughline-dev/throughline/chartsource"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/chartfixture"
 	"github.com/throughline-dev/throughline/internal/testenv"
@@ -95,7 +96,7 @@ func (c *chartFixture) stagingReconciling(desired string) {
 	must(t, err)
 	cs, err := acceptance.Charts(ctx, app)
 	must(t, err)
-	charts := RecordCharts(cs)
+	charts := gate.RecordCharts(cs)
 	if len(charts) != 1 {
 		t.Fatalf("staging renders charts %+v, want web", charts)
 	}
@@ -150,7 +151,7 @@ func TestChartContract(t *testing.T) {
 		t.Fatalf("production's lock after propose (1.1.0 pinned to %s):\n%s", c.d110, lock)
 	}
 	rep := c.check(p.Branch, time.Now())
-	if got := strings.Join(rules(rep), " "); got != RuleEvidence+" "+RuleNotApproved {
+	if got := strings.Join(rules(rep), " "); got != gate.RuleEvidence+" "+gate.RuleNotApproved {
 		t.Fatalf("check of the chart promotion (a candidate): %v\n%s", got, strings.Join(rep.Refusals, "\n"))
 	}
 	var chartChanges []string
@@ -188,36 +189,36 @@ func TestChartCheckRefusals(t *testing.T) {
 			// production back on web 1.0.0: the record says 1.1.0.
 			c.write(map[string]string{kfile: strings.Replace(c.read(kfile), "version: 1.1.0", "version: 1.0.0", 1),
 				lockFile: lockFor(c.repoURL, "1.0.0", c.d100)})
-		}, []string{RuleChartUnrecorded, RuleRenderedHash}, []string{"renders web 1.0.0 (" + "sha256:", "does not render web 1.1.0"}, recFile, "artifact.charts", false},
+		}, []string{gate.RuleChartUnrecorded, gate.RuleRenderedHash}, []string{"renders web 1.0.0 (" + "sha256:", "does not render web 1.1.0"}, recFile, "artifact.charts", false},
 		{"record whose chart digest differs from staging's", func(c *chartFixture) {
 			// Record and render agree on web 1.0.0, which staging never verified.
 			c.write(map[string]string{kfile: strings.Replace(c.read(kfile), "version: 1.1.0", "version: 1.0.0", 1),
 				lockFile: lockFor(c.repoURL, "1.0.0", c.d100),
 				recFile:  strings.Replace(strings.Replace(c.read(recFile), c.d110, c.d100, 1), "version: 1.1.0", "version: 1.0.0", 1)})
-		}, []string{RuleChartUnverified, RuleRenderedHash}, []string{"not what staging verified", "renders web 1.0.0"}, recFile, "artifact.charts", true},
+		}, []string{gate.RuleChartUnverified, gate.RuleRenderedHash}, []string{"not what staging verified", "renders web 1.0.0"}, recFile, "artifact.charts", true},
 		{"values change smuggled in the promotion", func(c *chartFixture) {
 			c.write(map[string]string{kfile: strings.Replace(c.read(kfile), "size: 6", "size: 9", 1)})
-		}, []string{RuleParameter, RuleRenderedHash}, []string{"helmCharts changed"}, kfile, "helmCharts", false},
+		}, []string{gate.RuleParameter, gate.RuleRenderedHash}, []string{"helmCharts changed"}, kfile, "helmCharts", false},
 		{"values the chart's schema rejects", func(c *chartFixture) {
 			c.write(map[string]string{kfile: strings.Replace(c.read(kfile), "size: 6", "size: 60", 1)})
-		}, []string{RuleChartValuesSchema, RuleParameter}, []string{"values.schema.json rejects helmCharts[0].valuesInline.size"}, kfile,
+		}, []string{gate.RuleChartValuesSchema, gate.RuleParameter}, []string{"values.schema.json rejects helmCharts[0].valuesInline.size"}, kfile,
 			"helmCharts[0].valuesInline.size", false},
 		{"lock file of another directory", func(c *chartFixture) {
 			c.write(map[string]string{stagingOverlay + "/" + chartsource.LockFile: lockFor(c.repoURL, "1.1.0", c.d110) + "# touched\n"})
-		}, []string{RuleFile}, []string{"staging/" + chartsource.LockFile + " changed"}, "", "", false},
+		}, []string{gate.RuleFile}, []string{"staging/" + chartsource.LockFile + " changed"}, "", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newChartFixture(t)
 			p := c.propose()
-			want := append([]string{RuleEvidence, RuleNotApproved}, tc.rules...)
+			want := append([]string{gate.RuleEvidence, gate.RuleNotApproved}, tc.rules...)
 			if tc.verify {
 				_, err := Verify(context.Background(), c.repo, VerifyRequest{App: "checkout", To: "production", Now: time.Now()})
 				must(t, err)
-				want = append([]string{RuleNotApproved}, tc.rules...)
+				want = append([]string{gate.RuleNotApproved}, tc.rules...)
 			}
 			c.amend(p.Branch, func() { tc.change(c) })
 			rep := c.check(p.Branch, time.Now())
-			if tc.rules[0] == RuleChartValuesSchema { // the gate stops before evidence and approval: the chart does not render
+			if tc.rules[0] == gate.RuleChartValuesSchema { // the gate stops before evidence and approval: the chart does not render
 				want = tc.rules
 			}
 			slices.Sort(want)
@@ -233,7 +234,7 @@ func TestChartCheckRefusals(t *testing.T) {
 			if tc.file == "" {
 				return
 			}
-			i := slices.IndexFunc(rep.Findings, func(f Finding) bool { return f.Rule == tc.rules[0] })
+			i := slices.IndexFunc(rep.Findings, func(f gate.Finding) bool { return f.Rule == tc.rules[0] })
 			if f := rep.Findings[i]; !strings.HasSuffix(f.File, tc.file) || f.Field != tc.field {
 				t.Errorf("finding %+v, want file %s field %s", f, tc.file, tc.field)
 			}
@@ -269,7 +270,7 @@ func TestProposeRefusesMovedChart(t *testing.T) {
 	c.commit("production pins 1.1.0 elsewhere")
 	_, err := Propose(context.Background(), c.repo, ProposeRequest{App: "checkout", From: "staging", To: "production", Path: production, Renderer: renderer})
 	var re *exitcode.Refusal
-	if !errors.As(err, &re) || re.Rule != RuleChartVersionMoved || !strings.Contains(err.Error(), other) || !strings.Contains(err.Error(), c.d110) {
+	if !errors.As(err, &re) || re.Rule != gate.RuleChartVersionMoved || !strings.Contains(err.Error(), other) || !strings.Contains(err.Error(), c.d110) {
 		t.Fatalf("propose over a lock pinning 1.1.0 to %s: %v", other, err)
 	}
 }
@@ -285,17 +286,17 @@ func TestRollbackChartStillServed(t *testing.T) {
 	first := chartfixture.Push(t, host, "charts", chartfixture.SchemaTgz(t, "web", "1.0.0", "first"))
 	src := chartsource.ForRender{Fetcher: chartsource.NewFetcher(chartsource.Options{CacheDir: t.TempDir()})}
 	accepted := []promotion.Chart{{Name: "web", Version: "1.0.0", Digest: first, Source: oci}}
-	if err := ChartsServed(ctx, src, accepted); err != nil {
+	if err := gate.ChartsServed(ctx, src, accepted); err != nil {
 		t.Fatalf("the accepted package, still served: %v", err)
 	}
 	repushed := chartfixture.Push(t, host, "charts", chartfixture.SchemaTgz(t, "web", "1.0.0", "repushed"))
-	err := ChartsServed(ctx, src, accepted)
+	err := gate.ChartsServed(ctx, src, accepted)
 	var re *exitcode.Refusal
-	if !errors.As(err, &re) || re.Rule != RuleChartVersionMoved || !strings.Contains(err.Error(), first) || !strings.Contains(err.Error(), repushed) {
+	if !errors.As(err, &re) || re.Rule != gate.RuleChartVersionMoved || !strings.Contains(err.Error(), first) || !strings.Contains(err.Error(), repushed) {
 		t.Fatalf("OCI version re-pushed (%s -> %s): %v", first, repushed, err)
 	}
-	if err := ChartsServed(ctx, src, []promotion.Chart{{Name: "web", Version: "9.9.9", Digest: first, Source: oci}}); !errors.As(err, &re) ||
-		re.Rule != RuleChartGone {
+	if err := gate.ChartsServed(ctx, src, []promotion.Chart{{Name: "web", Version: "9.9.9", Digest: first, Source: oci}}); !errors.As(err, &re) ||
+		re.Rule != gate.RuleChartGone {
 		t.Fatalf("a version the registry does not serve: %v", err)
 	}
 
@@ -303,17 +304,17 @@ func TestRollbackChartStillServed(t *testing.T) {
 	v1 := chartfixture.SchemaTgz(t, "web", "2.0.0", "http-first")
 	repo.Publish(t, [][]byte{v1}, "", "")
 	httpAccepted := []promotion.Chart{{Name: "web", Version: "2.0.0", Digest: chartfixture.Digest(v1), Source: repo.URL()}}
-	if err := ChartsServed(ctx, src, httpAccepted); err != nil {
+	if err := gate.ChartsServed(ctx, src, httpAccepted); err != nil {
 		t.Fatalf("the accepted HTTP package, still served: %v", err)
 	}
 	v2 := chartfixture.SchemaTgz(t, "web", "2.0.0", "http-repushed")
 	repo.Publish(t, [][]byte{v2}, "", "")
-	if err := ChartsServed(ctx, src, httpAccepted); !errors.As(err, &re) || re.Rule != RuleChartVersionMoved ||
+	if err := gate.ChartsServed(ctx, src, httpAccepted); !errors.As(err, &re) || re.Rule != gate.RuleChartVersionMoved ||
 		!strings.Contains(err.Error(), chartfixture.Digest(v1)) || !strings.Contains(err.Error(), chartfixture.Digest(v2)) {
 		t.Fatalf("HTTP version re-published with another package: %v", err)
 	}
 	// A chart of the repository needs no source.
-	if err := ChartsServed(ctx, nil, []promotion.Chart{{Name: "web", Version: "1.0.0", Digest: first, Source: "apps/web/chart"}}); err != nil {
+	if err := gate.ChartsServed(ctx, nil, []promotion.Chart{{Name: "web", Version: "1.0.0", Digest: first, Source: "apps/web/chart"}}); err != nil {
 		t.Fatalf("a chart of the repository: %v", err)
 	}
 }
@@ -335,7 +336,7 @@ func TestChartSourceRecordWithoutCharts(t *testing.T) {
 	c.commit("staging changed after its acceptance")
 	_, err := Propose(context.Background(), c.repo, ProposeRequest{App: "checkout", From: "staging", To: "production", Path: production, Renderer: renderer})
 	var re *exitcode.Refusal
-	if !errors.As(err, &re) || re.Rule != RuleChartUnverified || !strings.Contains(err.Error(), "not the render staging accepted") {
+	if !errors.As(err, &re) || re.Rule != gate.RuleChartUnverified || !strings.Contains(err.Error(), "not the render staging accepted") {
 		t.Fatalf("propose from a staging that renders other charts than it accepted: %v", err)
 	}
 }

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/overlay"
 	"github.com/throughline-dev/throughline/render"
@@ -17,33 +17,6 @@ import (
 // or a full reference), not in a kustomization: propose writes the promoted
 // digest where the target's own value files hold the digest the target runs
 // now, and the PR gate accepts in those files exactly that replacement.
-
-// digestRE is a digest as it appears in a value file.
-var digestRE = regexp.MustCompile(`sha256:[0-9a-f]{64}`)
-
-// chartValueFiles are the value files of the chart app at appPath that lie
-// inside its directory, relative to the repository root, as its
-// throughline-helm.yaml lists them (a value file shared with other
-// environments is never a promotion's to edit).
-func chartValueFiles(tree *gitops.Tree, appPath string) ([]string, error) {
-	file := path.Join(appPath, render.HelmParametersFile)
-	data, err := tree.OptionalFile(file)
-	if err != nil || data == nil {
-		return nil, err
-	}
-	opts, err := render.ParseHelmParametersFile(file, data)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, vf := range opts.ValueFiles {
-		p := path.Join(appPath, vf)
-		if strings.HasPrefix(p, appPath+"/") {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
 
 // writeChartValuesDigest writes digest for image name into the value files
 // of the chart app at appPath (before: its objects as rendered now): every
@@ -64,7 +37,7 @@ func writeChartValuesDigest(tree *gitops.Tree, appPath string, before []render.O
 	if len(old) == 0 {
 		return nil, nil // the target runs the digest already (or not the image: the render check says so)
 	}
-	files, err := chartValueFiles(tree, appPath)
+	files, err := gate.ChartValueFiles(tree, appPath)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +47,7 @@ func writeChartValuesDigest(tree *gitops.Tree, appPath string, before []render.O
 		if err != nil {
 			return nil, err
 		}
-		edited := digestRE.ReplaceAllFunc(data, func(d []byte) []byte {
+		edited := gate.DigestRE.ReplaceAllFunc(data, func(d []byte) []byte {
 			if old[string(d)] {
 				return []byte(digest)
 			}
@@ -98,29 +71,6 @@ func writeChartValuesDigest(tree *gitops.Tree, appPath string, before []render.O
 func firstKey(m map[string]bool) string {
 	for k := range m {
 		return k
-	}
-	return ""
-}
-
-// chartValuesChange reports what else than a promotion changed in a chart
-// app's value file from base to head: "" when the files are the same but
-// for digests replaced by digest (the record's), else the first
-// difference.
-func chartValuesChange(base, head []byte, digest string) string {
-	bs, hs := digestRE.Split(string(base), -1), digestRE.Split(string(head), -1)
-	bd, hd := digestRE.FindAllString(string(base), -1), digestRE.FindAllString(string(head), -1)
-	if len(bs) != len(hs) {
-		return "a digest was added or removed"
-	}
-	for i := range bs {
-		if bs[i] != hs[i] {
-			return "text other than a digest changed"
-		}
-	}
-	for i := range bd {
-		if bd[i] != hd[i] && hd[i] != digest {
-			return fmt.Sprintf("digest %s became %s, not the promoted %s", bd[i], hd[i], digest)
-		}
 	}
 	return ""
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/throughline-dev/throughline/gate"
 )
 
 // chartValuesDeployment is a chart app's template whose image comes from
@@ -67,7 +69,7 @@ func TestChartAppValuesDigest(t *testing.T) {
 		t.Fatalf("production's values after propose:\n%s\nwant:\n%s", values, chartValuesYAML(newDigest))
 	}
 	rep := c.check(p.Branch, time.Now())
-	if got := strings.Join(rules(rep), " "); got != RuleEvidence+" "+RuleNotApproved {
+	if got := strings.Join(rules(rep), " "); got != gate.RuleEvidence+" "+gate.RuleNotApproved {
 		t.Fatalf("check of the chart app promotion (a candidate): %v\n%s", got, strings.Join(rep.Refusals, "\n"))
 	}
 }
@@ -90,10 +92,10 @@ func TestChartAppValuesRefusals(t *testing.T) {
 			rep := c.check(p.Branch, time.Now())
 			found := false
 			for _, f := range rep.Findings {
-				found = found || f.Rule == RuleParameter && f.File == chartValuesFile && strings.Contains(f.Reason, tc.want)
+				found = found || f.Rule == gate.RuleParameter && f.File == chartValuesFile && strings.Contains(f.Reason, tc.want)
 			}
 			if !found {
-				t.Fatalf("no %s finding on %s naming %q: %q", RuleParameter, chartValuesFile, tc.want, rep.Refusals)
+				t.Fatalf("no %s finding on %s naming %q: %q", gate.RuleParameter, chartValuesFile, tc.want, rep.Refusals)
 			}
 		})
 	}

@@ -1,9 +1,11 @@
 // Package promote is the promotion operations on the GitOps repository:
 // propose (write an accepted digest into the next environment's overlay
 // with a CANDIDATE record, on an attempt branch), verify, approve and
-// reconcile (the record's transitions, committed by compare-and-swap), the
-// PR gate (Check), the status of every record, and rollback proposals (a
-// digest the environment accepted before, proposed through the same path).
+// reconcile (the record's transitions, committed by compare-and-swap), and
+// rollback proposals (a digest the environment accepted before, proposed
+// through the same path). What a pull request may change is package
+// gate's to judge; promote asks gate's judgements before it writes, so
+// that it never writes what the gate would refuse.
 //
 // It reads records only with promotion.ReadRecord and runs git only
 // through packages gitops and gitrepo. Refusals are *exitcode.Refusal

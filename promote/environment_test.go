@@ -9,6 +9,7 @@ import (
 
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -167,7 +168,7 @@ func TestCheckEnvironmentIdentity(t *testing.T) {
 				}
 			})
 			rep := f.check(p.Branch, time.Now())
-			var found *Finding
+			var found *gate.Finding
 			for i, fd := range rep.Findings {
 				if fd.Rule == tc.rule {
 					found = &rep.Findings[i]

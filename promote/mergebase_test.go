@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -28,7 +29,7 @@ func TestCheckAfterMainMoved(t *testing.T) {
 		{"the target itself", func(f *fixture) {
 			k := production + "/kustomization.yaml"
 			f.write(map[string]string{k: strings.Replace(f.read(k), "count: 6", "count: 8", 1)})
-		}, []string{RuleApprovalVoid}},
+		}, []string{gate.RuleApprovalVoid}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
-	"github.com/throughline-dev/throughline/repocheck"
 )
 
 const (
@@ -137,9 +137,9 @@ func (f *fixture) propose() *Proposal {
 	return p
 }
 
-func (f *fixture) check(head string, now time.Time) *Report {
+func (f *fixture) check(head string, now time.Time) *gate.PromotionReport {
 	f.t.Helper()
-	rep, err := Check(context.Background(), f.repo, CheckRequest{Base: "main", Head: head, Now: now, Renderer: renderer})
+	rep, err := gate.CheckPromotion(context.Background(), f.repo, gate.Request{Base: "main", Head: head, Now: now, Renderer: renderer})
 	must(f.t, err)
 	if len(rep.Findings) != len(rep.Refusals) {
 		f.t.Fatalf("%d findings for %d refusals", len(rep.Findings), len(rep.Refusals))
@@ -153,7 +153,7 @@ func (f *fixture) check(head string, now time.Time) *Report {
 }
 
 // rules lists the distinct rules of the report's findings, sorted.
-func rules(rep *Report) []string {
+func rules(rep *gate.PromotionReport) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, f := range rep.Findings {
@@ -182,7 +182,7 @@ func TestFlow(t *testing.T) {
 		t.Fatalf("second proposal %+v", again)
 	}
 	rep := f.check(p.Branch, time.Now())
-	if rep.OK || strings.Join(rules(rep), " ") != RuleEvidence+" "+RuleNotApproved {
+	if rep.OK || strings.Join(rules(rep), " ") != gate.RuleEvidence+" "+gate.RuleNotApproved {
 		t.Fatalf("check of a candidate: %v %q", rules(rep), rep.Refusals)
 	}
 	now := time.Now()
@@ -207,7 +207,7 @@ func TestFlow(t *testing.T) {
 	if rep := f.check(p.Branch, time.Now()); !rep.OK || len(rep.Findings) != 0 {
 		t.Fatalf("check of an approved promotion: %q", rep.Refusals)
 	}
-	if rep := f.check(p.Branch, time.Now().Add(3*time.Hour)); rep.OK || strings.Join(rules(rep), " ") != RuleApprovalVoid {
+	if rep := f.check(p.Branch, time.Now().Add(3*time.Hour)); rep.OK || strings.Join(rules(rep), " ") != gate.RuleApprovalVoid {
 		t.Fatalf("expired approval: %v %q", rules(rep), rep.Refusals)
 	}
 	rows, err := ledger.Status(ctx, f.repo, "")
@@ -241,21 +241,21 @@ func TestCheckFindings(t *testing.T) {
 			for _, n := range []string{"kustomization.yaml", "environment.yaml"} {
 				f.write(map[string]string{production + "/" + n: f.read("apps/checkout/overlays/staging/" + n)})
 			}
-		}, []string{RuleBoundary, RuleCrossEnvironment, RuleFile, RuleParameter, RuleRenderedHash},
+		}, []string{gate.RuleBoundary, gate.RuleCrossEnvironment, gate.RuleFile, gate.RuleParameter, gate.RuleRenderedHash},
 			[]string{"boundary fields crossed", "environment.yaml changed", "namespace changed", "cross-environment object"}},
 		{"digest not the verified one", func(f *fixture) {
 			f.write(map[string]string{kfile: strings.Replace(f.read(kfile), newDigest, "sha256:"+strings.Repeat("7", 64), 1)})
-		}, []string{RuleDigest, RuleRenderedHash}, []string{"digest not the verified one " + newDigest, "is not the one proposed and approved"}},
+		}, []string{gate.RuleDigest, gate.RuleRenderedHash}, []string{"digest not the verified one " + newDigest, "is not the one proposed and approved"}},
 		{"moved tag", func(f *fixture) {
 			rec := func(d, at string) string {
 				return `{"apiVersion":"throughline.dev/v1alpha1","kind":"TagResolution","reference":"ghcr.io/throughline-dev/checkout:1.5.0",` +
 					`"repository":"ghcr.io/throughline-dev/checkout","tag":"1.5.0","registry":"ghcr.io","digest":"` + d + `","resolvedAt":"` + at + `"}`
 			}
 			f.write(map[string]string{"drift/staging.json": rec(newDigest, "2026-11-01T00:00:00Z"), "drift/production.json": rec(oldDigest, "2026-11-02T00:00:00Z")})
-		}, []string{RuleFile, RuleMovedTag}, []string{"moved tag: ", "drift/production.json"}},
+		}, []string{gate.RuleFile, gate.RuleMovedTag}, []string{"moved tag: ", "drift/production.json"}},
 		{"replicas changed without policy", func(f *fixture) {
 			f.write(map[string]string{kfile: strings.Replace(f.read(kfile), "count: 6", "count: 8", 1)})
-		}, []string{RuleParameter, RuleRenderedHash}, []string{"replicas changed"}},
+		}, []string{gate.RuleParameter, gate.RuleRenderedHash}, []string{"replicas changed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -264,7 +264,7 @@ func TestCheckFindings(t *testing.T) {
 			rep := f.check(p.Branch, time.Now())
 			got := rules(rep)
 			// Every case is also a CANDIDATE: no evidence, no approval.
-			want := append([]string{RuleEvidence, RuleNotApproved}, tc.rules...)
+			want := append([]string{gate.RuleEvidence, gate.RuleNotApproved}, tc.rules...)
 			sort.Strings(want)
 			if strings.Join(got, " ") != strings.Join(want, " ") {
 				t.Errorf("rules %v, want %v\n%s", got, want, strings.Join(rep.Refusals, "\n"))
@@ -297,7 +297,7 @@ func TestCheckWithoutRecord(t *testing.T) {
 	}
 	rep := f.check("copied", time.Now())
 	all := strings.Join(rep.Refusals, "\n")
-	if rep.OK || rep.Repository == nil || strings.Join(rules(rep), " ") != repocheck.RuleProtected ||
+	if rep.OK || rep.Repository == nil || strings.Join(rules(rep), " ") != gate.RuleProtected ||
 		!strings.Contains(all, "metadata.namespace: checkout-production -> checkout-staging") || !strings.Contains(all, "spec.replicas: 6 -> 2") {
 		t.Fatalf("staging copied over production: %v\n%s", rules(rep), all)
 	}
@@ -398,8 +398,8 @@ func TestCheckVerifiedInIsProven(t *testing.T) {
 				Renderer: renderer})
 			must(t, err)
 			rep := f.check(p.Branch, now)
-			if !slices.Contains(rules(rep), RuleEvidence) || !strings.Contains(strings.Join(rep.Refusals, "\n"), tc.want) {
-				t.Fatalf("rules %v, want %s saying %q:\n%s", rules(rep), RuleEvidence, tc.want, strings.Join(rep.Refusals, "\n"))
+			if !slices.Contains(rules(rep), gate.RuleEvidence) || !strings.Contains(strings.Join(rep.Refusals, "\n"), tc.want) {
+				t.Fatalf("rules %v, want %s saying %q:\n%s", rules(rep), gate.RuleEvidence, tc.want, strings.Join(rep.Refusals, "\n"))
 			}
 		})
 	}
@@ -419,7 +419,7 @@ func TestCheckReadsThePolicyAtTheBase(t *testing.T) {
 	})
 	rep := f.check(p.Branch, time.Now())
 	got := rules(rep)
-	if !slices.Contains(got, RuleParameter) || !slices.Contains(got, RuleFile) {
-		t.Fatalf("rules %v, want %s (the base's policy) and %s (the policy changed):\n%s", got, RuleParameter, RuleFile, strings.Join(rep.Refusals, "\n"))
+	if !slices.Contains(got, gate.RuleParameter) || !slices.Contains(got, gate.RuleFile) {
+		t.Fatalf("rules %v, want %s (the base's policy) and %s (the policy changed):\n%s", got, gate.RuleParameter, gate.RuleFile, strings.Join(rep.Refusals, "\n"))
 	}
 }

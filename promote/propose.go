@@ -7,13 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/throughline-dev/throughline/acceptance"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/overlay"
-	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/trust"
 )
@@ -75,7 +74,7 @@ func Propose(ctx context.Context, r *gitops.Repo, req ProposeRequest) (*Proposal
 		return nil, err
 	}
 	art := src.Artifact
-	if art.Charts, err = sourceCharts(ctx, r, baseRev, src); err != nil {
+	if art.Charts, err = gate.SourceCharts(ctx, r, baseRev, src); err != nil {
 		return nil, err
 	}
 	return proposeArtifact(ctx, r, baseRev, art, req, proposeOptions{
@@ -145,7 +144,7 @@ func editTarget(ctx context.Context, r *gitops.Repo, baseRev string, art promoti
 	if err != nil {
 		return nil, err
 	}
-	kfile, err := targetFile(ctx, tree, req.Path)
+	kfile, err := gate.TargetFile(ctx, tree, req.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -155,12 +154,12 @@ func editTarget(ctx context.Context, r *gitops.Repo, baseRev string, art promoti
 	}
 	name, tag := overlay.SplitImage(art.Image)
 	e := &edit{kfile: kfile, edited: data}
-	switch chartListOf(kfile) {
-	case helmChartsList:
+	switch gate.ChartListOf(kfile) {
+	case gate.HelmChartsList:
 		if e.edited, e.changed, err = overlay.SetImageDigest(data, kfile, name, tag, art.Digest); err != nil {
 			return nil, err
 		}
-	case dependenciesList:
+	case gate.DependenciesList:
 		if e.values, err = writeChartValuesDigest(tree, req.Path, before, name, art.Digest); err != nil {
 			return nil, err
 		}
@@ -181,18 +180,18 @@ func editTarget(ctx context.Context, r *gitops.Repo, baseRev string, art promoti
 	if err != nil {
 		return nil, err
 	}
-	if _, others, n := ArtifactImages(d, art.Image); n == 0 || len(others) > 0 {
+	if _, others, n := gate.ArtifactImages(d, art.Image); n == 0 || len(others) > 0 {
 		return nil, exitcode.Refuse(RulePromotion, "after writing %s into %s, the target does not run only that digest of %s: %d container(s), others: %s",
 			art.Digest, kfile, name, n, strings.Join(others, "; "))
 	}
-	if err := verifyTargetCharts(d, req.Path, art.Charts); err != nil {
+	if err := gate.VerifyTargetCharts(d, req.Path, art.Charts); err != nil {
 		return nil, err
 	}
 	after, _, err := tree.Render(ctx, req.Path)
 	if err != nil {
 		return nil, err
 	}
-	if e.accFile, e.acc, err = refreshAcceptance(ctx, tree, req.Path, d, req.Renderer); err != nil {
+	if e.accFile, e.acc, err = gate.RefreshAcceptance(ctx, tree, req.Path, d, req.Renderer); err != nil {
 		return nil, err
 	}
 	e.target = promotion.Target{Environment: req.To, Path: req.Path, Cluster: req.Cluster,
@@ -343,26 +342,4 @@ func branchRecord(ctx context.Context, r *gitops.Repo, branch, app, env string) 
 		return nil, err
 	}
 	return promotion.ReadRecord(ctx, r, tip, app, env)
-}
-
-// ArtifactImages lists, for the declared containers of the artifact's
-// repository, each distinct image other than the artifact's digest (to
-// refuse it), with the repository and how many containers run it.
-func ArtifactImages(d *acceptance.Declaration, artifactImage string) (repo string, others []string, count int) {
-	p, err := policy.CheckImage(artifactImage)
-	if err != nil {
-		return "", nil, 0
-	}
-	seen := map[string]bool{}
-	for _, c := range d.Policy.Containers {
-		if c.Pinned.Repository != p.Repository {
-			continue
-		}
-		count++
-		if c.Pinned.Digest != p.Digest && !seen[c.Image] {
-			seen[c.Image] = true
-			others = append(others, fmt.Sprintf("%s %s: %s", c.Object, c.Path, c.Image))
-		}
-	}
-	return p.Repository, others, count
 }

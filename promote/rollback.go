@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/overlay"
@@ -88,7 +89,7 @@ func Rollback(ctx context.Context, r *gitops.Repo, req RollbackRequest) (*Rollba
 	if err := rollbackTrust(ctx, r, baseRev, pick, env, req.Trust); err != nil {
 		return nil, err
 	}
-	if err := ChartsServed(ctx, r.Charts, pick.Artifact.Charts); err != nil {
+	if err := gate.ChartsServed(ctx, r.Charts, pick.Artifact.Charts); err != nil {
 		return nil, err
 	}
 	marked, err := irreversible(ctx, r, baseRev, req, cur.Artifact.Digest)

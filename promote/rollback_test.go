@@ -9,6 +9,7 @@ import (
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
@@ -90,7 +91,7 @@ func TestRollback(t *testing.T) {
 		t.Fatalf("rollback %+v (record %+v, asked %v)", res, rec, asked)
 	}
 	// The gate re-reads the prior acceptance from Git: only the approval is missing.
-	if rep := f.check(res.Proposal.Branch, time.Now()); strings.Join(rules(rep), " ") != RuleNotApproved {
+	if rep := f.check(res.Proposal.Branch, time.Now()); strings.Join(rules(rep), " ") != gate.RuleNotApproved {
 		t.Fatalf("check of the rollback: %v %q", rules(rep), rep.Refusals)
 	}
 	// The same request again is the same attempt.

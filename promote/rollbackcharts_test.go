@@ -13,6 +13,7 @@ import (
 	"github.com/throughline-dev/throughline/chartsource"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/chartfixture"
 	"github.com/throughline-dev/throughline/ledger"
@@ -42,7 +43,7 @@ func (f *fixture) acceptWithChart(src render.ChartSource, tag, digest, repoURL, 
 	must(t, err)
 	t0 := time.Now().Add(-time.Hour)
 	rec, err := promotion.NewCandidate("web", 1, promotion.Artifact{Image: webImage + ":" + tag + "@" + digest, Digest: digest,
-		SourceCommit: strings.Repeat("1", 40), Charts: RecordCharts(cs)},
+		SourceCommit: strings.Repeat("1", 40), Charts: gate.RecordCharts(cs)},
 		promotion.Target{Environment: "production", Path: webOverlay, Cluster: "production", RenderedHash: hash, BaseRenderedHash: hash, Renderer: renderer}, t0, "test")
 	must(t, err)
 	rev := strings.Repeat("a", 40)
@@ -104,7 +105,7 @@ func TestRollbackChart(t *testing.T) {
 	if !strings.Contains(lock, `version: "1.0.0"`) || !strings.Contains(lock, d100) {
 		t.Fatalf("the rollback's lock does not pin web 1.0.0 to %s:\n%s", d100, lock)
 	}
-	if rep := f.check(res.Proposal.Branch, time.Now()); strings.Join(rules(rep), " ") != RuleNotApproved {
+	if rep := f.check(res.Proposal.Branch, time.Now()); strings.Join(rules(rep), " ") != gate.RuleNotApproved {
 		t.Fatalf("check of the chart rollback: %v %q", rules(rep), rep.Refusals)
 	}
 	f.git("branch", "-D", res.Proposal.Branch)
@@ -112,7 +113,7 @@ func TestRollbackChart(t *testing.T) {
 	repushed := chartfixture.Push(t, host, "charts", chartfixture.SchemaTgz(t, "web", "1.0.0", "repushed"))
 	_, err = Rollback(ctx, f.repo, req)
 	var re *exitcode.Refusal
-	if !errors.As(err, &re) || re.Rule != RuleChartVersionMoved || !strings.Contains(err.Error(), d100) || !strings.Contains(err.Error(), repushed) {
+	if !errors.As(err, &re) || re.Rule != gate.RuleChartVersionMoved || !strings.Contains(err.Error(), d100) || !strings.Contains(err.Error(), repushed) {
 		t.Fatalf("rollback to chart 1.0.0 re-pushed as %s: %v", repushed, err)
 	}
 	if b := f.git("branch", "--list", "throughline/*"); b != "" {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -22,7 +23,7 @@ func TestCheckMovedTagFromRecords(t *testing.T) {
 		rules  []string
 		warned bool
 	}{
-		{"refused by default", func(s string) string { return s }, []string{RuleMovedTag}, false},
+		{"refused by default", func(s string) string { return s }, []string{gate.RuleMovedTag}, false},
 		{"warned by policy", func(s string) string { return s + "movedTags: warn\n" }, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,7 +58,7 @@ func TestCheckMovedTagFromRecords(t *testing.T) {
 			}
 			var warned bool
 			for _, w := range append(rep.Findings, rep.Warnings...) {
-				if w.Rule == RuleMovedTag && strings.Contains(w.Reason, movedDigest) && strings.Contains(w.Reason, file) {
+				if w.Rule == gate.RuleMovedTag && strings.Contains(w.Reason, movedDigest) && strings.Contains(w.Reason, file) {
 					warned = true
 				}
 			}

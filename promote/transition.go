@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/policy"
@@ -36,7 +37,7 @@ func updateRecord(ctx context.Context, r *gitops.Repo, branch, app, env, missing
 	advance func(ctx context.Context, tip string, rec *promotion.Record) (string, error)) (*Transition, error) {
 	var rec *promotion.Record
 	file := promotion.RecordPath(app, env)
-	checkTarget, err := baseRecordTarget(ctx, r)
+	checkTarget, err := gate.BaseRecordTarget(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -160,13 +161,13 @@ func Approve(ctx context.Context, r *gitops.Repo, req ApproveRequest) (*Transiti
 	if err != nil {
 		return nil, err
 	}
-	a, err := readApprovers(ctx, r, base, req.To)
+	a, err := gate.ReadApprovers(ctx, r, base, req.To)
 	if err != nil {
 		return nil, err
 	}
 	approver, writer := req.Approver, r
-	if a.required() > 0 {
-		if approver, err = a.approverOf(ctx, r, b, req.Approver); err != nil {
+	if a.Required() > 0 {
+		if approver, err = a.ApproverOf(ctx, r, b, req.Approver); err != nil {
 			return nil, err
 		}
 		writer = &gitops.Repo{Repo: r.Signing(), Base: r.Base}
@@ -176,13 +177,13 @@ func Approve(ctx context.Context, r *gitops.Repo, req ApproveRequest) (*Transiti
 	var rejected string
 	t, err := updateRecord(ctx, writer, b, req.App, req.To, "", func(ctx context.Context, tip string, rec *promotion.Record) (string, error) {
 		rejected = ""
-		if a.required() > 0 {
-			h, err := a.scan(ctx, r, base, tip, req.App, req.To)
+		if a.Required() > 0 {
+			how, err := a.ProposedBy(ctx, r, base, tip, req.App, req.To, approver)
 			if err != nil {
 				return "", err
 			}
-			if how := h.proposed(approver); how != "" {
-				return "", exitcode.Refuse(RuleFourEyes, "%s proposed %s (%s) and cannot approve it", approver, rec.PromotionID, how)
+			if how != "" {
+				return "", exitcode.Refuse(gate.RuleFourEyes, "%s proposed %s (%s) and cannot approve it", approver, rec.PromotionID, how)
 			}
 		}
 		if rec.Target.Renderer != req.Renderer {
@@ -200,12 +201,12 @@ func Approve(ctx context.Context, r *gitops.Repo, req ApproveRequest) (*Transiti
 		}
 		in := rec.InputFor(req.Renderer)
 		in.RenderedHash = hash
-		if a.required() == 0 {
+		if a.Required() == 0 {
 			err = rec.Approve(approver, in, req.Expires, req.Now)
 		} else {
-			err = rec.AddApproval(approver, in, req.Expires, req.Now, a.required())
+			err = rec.AddApproval(approver, in, req.Expires, req.Now, a.Required())
 		}
-		return approveMessage(rec, approver, req.Expires, a.required()), exitcode.RefuseErr(RuleTransition, err)
+		return approveMessage(rec, approver, req.Expires, a.Required()), exitcode.RefuseErr(RuleTransition, err)
 	})
 	if err != nil {
 		return nil, err
@@ -215,29 +216,6 @@ func Approve(ctx context.Context, r *gitops.Repo, req ApproveRequest) (*Transiti
 			t.Record.PromotionID, rejected, t.Branch, t.Commit)
 	}
 	return t, nil
-}
-
-// approverOf is the principal of the user's signing key, refusing one
-// that is not an approver of the environment or is not the approver the
-// user named.
-func (a *approvers) approverOf(ctx context.Context, r *gitops.Repo, branch, named string) (string, error) {
-	tip, err := r.BranchTip(ctx, branch)
-	if err != nil {
-		return "", err
-	}
-	principal, err := a.signer(ctx, r, tip)
-	if err != nil {
-		return "", err
-	}
-	if named != "" && named != principal {
-		return "", exitcode.Refuse(RuleApprovalSignature, "--approver %s, but your signing key is %s's in %s", named, principal, a.file)
-	}
-	if !a.env.IsApprover(principal) {
-		return "", &exitcode.Refusal{Rule: RuleApprover, File: promotion.PolicyFile, Field: "environments." + a.env.Name + ".approvers",
-			Reason: fmt.Sprintf("%s is not an approver of %s (the base branch's %s lists %s)", principal, a.env.Name, promotion.PolicyFile,
-				strings.Join(a.env.Approvers, ", "))}
-	}
-	return principal, nil
 }
 
 // approvableHash renders rec's target at rev with every policy rule: its

@@ -11,6 +11,7 @@ import (
 	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
@@ -72,7 +73,7 @@ func TestRollbackReverifiesEvidence(t *testing.T) {
 		blame    func(e *trusttest.Evidence) []byte
 	}{
 		{name: "accepted before evidence was recorded", evidence: func(*trusttest.World, name.Digest) *trusttest.Evidence { return nil },
-			rule: RuleEvidenceUnrecorded},
+			rule: gate.RuleEvidenceUnrecorded},
 		{name: "its scan is too old today", evidence: func(w *trusttest.World, a name.Digest) *trusttest.Evidence {
 			e := w.CIEvidence(a)
 			e.Scan = w.SignKey(w.Key, trusttest.Scan(a, time.Now().Add(-72*time.Hour), nil))
@@ -135,10 +136,10 @@ func TestRollbackReverifiesEvidence(t *testing.T) {
 // record, it refuses it: the record must carry the prior acceptance's.
 func wantRollbackPRGate(t *testing.T, f *fixture, branch string, opts trust.Options) {
 	t.Helper()
-	req := CheckRequest{Base: "main", Head: branch, Now: time.Now(), Renderer: renderer, Trust: opts}
-	rep, err := Check(context.Background(), f.repo, req)
+	req := gate.Request{Base: "main", Head: branch, Now: time.Now(), Renderer: renderer, Trust: opts}
+	rep, err := gate.CheckPromotion(context.Background(), f.repo, req)
 	must(t, err)
-	if r := rules(rep); slices.Contains(r, RuleEvidenceDiffers) || slices.Contains(r, RuleEvidenceUnrecorded) {
+	if r := rules(rep); slices.Contains(r, gate.RuleEvidenceDiffers) || slices.Contains(r, gate.RuleEvidenceUnrecorded) {
 		t.Fatalf("check of the rollback: %v\n%s", r, strings.Join(rep.Refusals, "\n"))
 	}
 	file := promotion.RecordPath("web", "production")
@@ -150,9 +151,9 @@ func wantRollbackPRGate(t *testing.T, f *fixture, branch string, opts trust.Opti
 		must(t, err)
 		f.write(map[string]string{file: string(data)})
 	})
-	rep, err = Check(context.Background(), f.repo, req)
+	rep, err = gate.CheckPromotion(context.Background(), f.repo, req)
 	must(t, err)
-	if r := rules(rep); !slices.Contains(r, RuleEvidenceDiffers) || !slices.Contains(r, RuleEvidenceUnrecorded) {
+	if r := rules(rep); !slices.Contains(r, gate.RuleEvidenceDiffers) || !slices.Contains(r, gate.RuleEvidenceUnrecorded) {
 		t.Fatalf("check of the rollback without its evidence: %v\n%s", r, strings.Join(rep.Refusals, "\n"))
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/trust"
@@ -181,8 +182,8 @@ func (tf *trustFixture) verifiedAndApproved() *Proposal {
 	return p
 }
 
-func (tf *trustFixture) checkReq(head string, now time.Time) CheckRequest {
-	return CheckRequest{Base: "main", Head: head, Now: now, Renderer: renderer, Trust: tf.opts}
+func (tf *trustFixture) checkReq(head string, now time.Time) gate.Request {
+	return gate.Request{Base: "main", Head: head, Now: now, Renderer: renderer, Trust: tf.opts}
 }
 
 // image is the artifact as the refusals name it.
@@ -201,7 +202,7 @@ func wantTrustRefusal(t *testing.T, gate string, err error, rule, evidence strin
 
 // wantFinding fails unless rep lists a finding of rule naming the image
 // and, when given, the evidence digest.
-func wantFinding(t *testing.T, rep *Report, rule, evidence string) {
+func wantFinding(t *testing.T, rep *gate.PromotionReport, rule, evidence string) {
 	t.Helper()
 	for _, f := range rep.Findings {
 		if f.Rule == rule && strings.Contains(f.Reason, image) && (evidence == "" || strings.Contains(f.Reason, "evidence "+evidence)) {
@@ -233,7 +234,7 @@ func trustAttacks() []trustAttack {
 	otherCommit := strings.Repeat("f", 40)
 	return []trustAttack{
 		{name: "no evidence recorded", record: func(*trustFixture, *trusttest.Evidence) [][]byte { return nil },
-			rule: RuleEvidenceUnrecorded},
+			rule: gate.RuleEvidenceUnrecorded},
 		{name: "no signature recorded", edit: func(_ *trustFixture, e *trusttest.Evidence) { e.Sig = nil }, rule: trust.RuleSignatureMissing},
 		{name: "tampered signature", edit: func(tf *trustFixture, e *trusttest.Evidence) { e.Sig = tamper(tf.t, e.Sig) }, rule: trust.RuleSignatureInvalid,
 			blame: func(e *trusttest.Evidence) []byte { return e.Sig }},
@@ -347,7 +348,7 @@ func TestCheckReverifiesEvidence(t *testing.T) {
 		t.Run(a.name, func(t *testing.T) {
 			tf, e := newAttack(t, a)
 			p := tf.verifiedAndApproved()
-			rep, err := Check(context.Background(), tf.repo, tf.checkReq(p.Branch, time.Now()))
+			rep, err := gate.CheckPromotion(context.Background(), tf.repo, tf.checkReq(p.Branch, time.Now()))
 			must(t, err)
 			wantFinding(t, rep, a.rule, a.evidence(e))
 		})
@@ -385,7 +386,7 @@ func TestGatesCarryAndReverifyTheSameEvidence(t *testing.T) {
 		Renderer: renderer})
 	must(t, err)
 	before := tf.w.Requests.Load()
-	rep, err := Check(ctx, tf.repo, tf.checkReq(p.Branch, now))
+	rep, err := gate.CheckPromotion(ctx, tf.repo, tf.checkReq(p.Branch, now))
 	must(t, err)
 	if !rep.OK {
 		t.Fatalf("check: %v\n%s", rules(rep), strings.Join(rep.Refusals, "\n"))
@@ -394,7 +395,7 @@ func TestGatesCarryAndReverifyTheSameEvidence(t *testing.T) {
 		t.Fatalf("the warm PR gate made %d registry requests for evidence verified before, want 0", n)
 	}
 	// Later, the scan is too old for production: the PR gate says so.
-	rep, err = Check(ctx, tf.repo, tf.checkReq(p.Branch, now.Add(productionScanAge)))
+	rep, err = gate.CheckPromotion(ctx, tf.repo, tf.checkReq(p.Branch, now.Add(productionScanAge)))
 	must(t, err)
 	wantFinding(t, rep, trust.RuleScanTooOld, trusttest.DigestOf(e.Scan))
 
@@ -404,8 +405,8 @@ func TestGatesCarryAndReverifyTheSameEvidence(t *testing.T) {
 		edit func(rec *promotion.Record)
 		rule string
 	}{
-		"a fresher scan swapped in": {func(rec *promotion.Record) { rec.Artifact.Evidence.Items[3].Digest = trusttest.DigestOf(fresh) }, RuleEvidenceDiffers},
-		"the evidence dropped":      {func(rec *promotion.Record) { rec.Artifact.Evidence = nil }, RuleEvidenceDiffers},
+		"a fresher scan swapped in": {func(rec *promotion.Record) { rec.Artifact.Evidence.Items[3].Digest = trusttest.DigestOf(fresh) }, gate.RuleEvidenceDiffers},
+		"the evidence dropped":      {func(rec *promotion.Record) { rec.Artifact.Evidence = nil }, gate.RuleEvidenceDiffers},
 		"another source commit":     {func(rec *promotion.Record) { rec.Artifact.SourceCommit = strings.Repeat("f", 40) }, trust.RuleProvenanceSource},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -420,7 +421,7 @@ func TestGatesCarryAndReverifyTheSameEvidence(t *testing.T) {
 				must(t, err)
 				tf.write(map[string]string{file: string(data)})
 			})
-			rep, err := Check(ctx, tf.repo, tf.checkReq(b, now))
+			rep, err := gate.CheckPromotion(ctx, tf.repo, tf.checkReq(b, now))
 			must(t, err)
 			if !slices.Contains(rules(rep), tc.rule) {
 				t.Fatalf("check: no %s finding: %v\n%s", tc.rule, rules(rep), strings.Join(rep.Refusals, "\n"))
@@ -456,7 +457,7 @@ func TestVerifyRefusesEditedEvidence(t *testing.T) {
 		tf.write(map[string]string{file: string(data)})
 	})
 	_, err = Verify(ctx, tf.repo, tf.verifyReq(time.Now()))
-	wantTrustRefusal(t, "verify", err, RuleEvidenceDiffers, "")
+	wantTrustRefusal(t, "verify", err, gate.RuleEvidenceDiffers, "")
 	if !strings.Contains(err.Error(), trusttest.DigestOf(fresh)) || !strings.Contains(err.Error(), trusttest.DigestOf(e.Scan)) {
 		t.Fatalf("verify: the refusal names neither evidence: %v", err)
 	}

@@ -13,7 +13,7 @@ import (
 // (before, evidence reached client-go through health.MatchImageID and every
 // package here pulled in about 1,150 packages).
 func TestRecordPathStaysLight(t *testing.T) {
-	pkgs := []string{"promotion", "evidence", "ledger", "delivery", "promote", "repocheck", "gitops", "imageid", "chainview", "breakglass"}
+	pkgs := []string{"promotion", "evidence", "ledger", "delivery", "promote", "gate", "gitops", "imageid", "chainview", "breakglass"}
 	args := []string{"list", "-deps"}
 	for _, p := range pkgs {
 		args = append(args, "github.com/throughline-dev/throughline/"+p)

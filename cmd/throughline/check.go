@@ -11,10 +11,9 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/forge"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
-	"github.com/throughline-dev/throughline/promote"
 	"github.com/throughline-dev/throughline/render"
-	"github.com/throughline-dev/throughline/repocheck"
 )
 
 const checkLong = `The check every pull request of the GitOps repository can be required to
@@ -86,14 +85,6 @@ func newCheckCommand(g *globals, stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
-// checkVerdict is the JSON report of check: the repository check and,
-// for a promotion change, the promotion gate's report.
-type checkVerdict struct {
-	Repository *repocheck.Report `json:"repository"`
-	Promotion  *promote.Report   `json:"promotion,omitempty"`
-	OK         bool              `json:"ok"`
-}
-
 func (o *checkOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
 	if o.base == "" || o.head == "" {
 		return exitcode.Usagef("--base and --head are required")
@@ -113,7 +104,8 @@ func (o *checkOptions) run(ctx context.Context, g *globals, stdout io.Writer) er
 		return err
 	}
 	r.Charts = chartSource()
-	v, err := o.verdict(ctx, r)
+	v, err := gate.CheckChange(ctx, r, gate.Request{Base: o.base, Head: o.head, DriftFiles: o.driftFiles, Now: time.Now(),
+		Renderer: buildVersion(), Trust: o.tg.options()})
 	if err != nil {
 		return err
 	}
@@ -130,48 +122,21 @@ func (o *checkOptions) run(ctx context.Context, g *globals, stdout io.Writer) er
 		if statusErr != nil {
 			g.log.Error().Err(statusErr).Msg("setting the commit status")
 		}
-		return exitcode.Refuse(repocheck.RuleCheck, "change %s refused: %d reason(s) (listed on stdout)", shortRev(v.Repository.Head), refusals(v))
+		return exitcode.Refuse(gate.RuleRepositoryCheck, "change %s refused: %d reason(s) (listed on stdout)", shortRev(v.Repository.Head), v.Refusals())
 	}
 	return statusErr
 }
 
-// verdict runs the repository check and, for a promotion change, the
-// promotion gate.
-func (o *checkOptions) verdict(ctx context.Context, r *gitops.Repo) (*checkVerdict, error) {
-	rc, err := repocheck.Check(ctx, r, repocheck.Request{Base: o.base, Head: o.head})
-	if err != nil {
-		return nil, err
-	}
-	v := &checkVerdict{Repository: rc, OK: rc.OK}
-	if rc.Promotion != nil {
-		v.Promotion, err = promote.Check(ctx, r, promote.CheckRequest{Base: rc.Base, Head: rc.Head, DriftFiles: o.driftFiles, Now: time.Now(),
-			Renderer: buildVersion(), Trust: o.tg.options()})
-		if err != nil {
-			return nil, err
-		}
-		v.OK = v.OK && v.Promotion.OK
-	}
-	return v, nil
-}
-
-func refusals(v *checkVerdict) int {
-	n := len(v.Repository.Refusals)
-	if v.Promotion != nil {
-		n += len(v.Promotion.Refusals)
-	}
-	return n
-}
-
 // setCheckStatus sets the verdict as the commit status of the head (no
 // forge: nothing).
-func setCheckStatus(ctx context.Context, fc *forge.Client, v *checkVerdict) error {
+func setCheckStatus(ctx context.Context, fc *forge.Client, v *gate.Verdict) error {
 	if fc == nil {
 		return nil
 	}
 	st := forge.CommitStatus{SHA: v.Repository.Head, Context: checkStatusContext, State: forge.StatusSuccess,
 		Description: fmt.Sprintf("%d rendered difference(s), no refusal", v.Repository.Changes())}
 	if !v.OK {
-		st.State, st.Description = forge.StatusFailure, fmt.Sprintf("refused: %d reason(s)", refusals(v))
+		st.State, st.Description = forge.StatusFailure, fmt.Sprintf("refused: %d reason(s)", v.Refusals())
 	}
 	return fc.SetCommitStatus(ctx, st)
 }
@@ -184,7 +149,7 @@ func shortRev(rev string) string {
 }
 
 // printVerdict prints the verdict of check as text.
-func printVerdict(w io.Writer, v *checkVerdict) {
+func printVerdict(w io.Writer, v *gate.Verdict) {
 	printRepoCheck(w, v.Repository)
 	if v.Promotion != nil {
 		printCheck(w, v.Promotion)
@@ -196,7 +161,7 @@ func printVerdict(w io.Writer, v *checkVerdict) {
 
 // printRepoCheck prints the repository check as text: per environment its
 // differences with their class, then the refusals.
-func printRepoCheck(w io.Writer, rep *repocheck.Report) {
+func printRepoCheck(w io.Writer, rep *gate.RepositoryReport) {
 	fmt.Fprintf(w, "change %s..%s: %d file(s) changed\n", shortRev(rep.Base), shortRev(rep.Head), len(rep.Files))
 	if rep.Registry == "" {
 		fmt.Fprintln(w, "no environment registered (throughline-policy.yaml at base): nothing rendered")

@@ -9,8 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/throughline-dev/throughline/promote"
-	"github.com/throughline-dev/throughline/repocheck"
+	"github.com/throughline-dev/throughline/gate"
 )
 
 // checkBranch commits change on a new branch from main of the promotion
@@ -67,31 +66,31 @@ func TestCheckJSON(t *testing.T) {
 		writeTree(t, root, map[string]string{k: strings.Replace(readFile(t, filepath.Join(root, k)), "count: 6", "count: 8", 1)})
 	})
 	res := runCLI(t, "check", "--repo", root, "--base", "main", "--head", "replicas", "--json")
-	var v checkVerdict
+	var v gate.Verdict
 	if err := json.Unmarshal([]byte(res.stdout), &v); err != nil || res.code != 3 {
 		t.Fatalf("exit %d, %v\n%s", res.code, err, res.stdout)
 	}
 	f := v.Repository.Findings
-	if v.OK || v.Promotion != nil || len(f) != 1 || f[0].Rule != repocheck.RuleProtected || f[0].Environment != "production" ||
+	if v.OK || v.Promotion != nil || len(f) != 1 || f[0].Rule != gate.RuleProtected || f[0].Environment != "production" ||
 		f[0].Object != "Deployment.apps checkout-production/checkout" || f[0].Field != "spec.replicas" ||
 		f[0].File != "apps/checkout/overlays/production" {
 		t.Fatalf("%+v", v)
 	}
 	branch := proposeBranch(t, root)
 	res = runCLI(t, "check", "--repo", root, "--base", "main", "--head", branch, "-o", "json")
-	v = checkVerdict{}
+	v = gate.Verdict{}
 	if err := json.Unmarshal([]byte(res.stdout), &v); err != nil || res.code != 3 {
 		t.Fatalf("promotion: exit %d, %v\n%s", res.code, err, res.stdout)
 	}
 	// A candidate: the promotion gate refuses it (no evidence, no
 	// approval); the repository check leaves its target to that gate.
 	if v.OK || !v.Repository.OK || v.Repository.Promotion == nil || v.Promotion == nil || v.Promotion.OK ||
-		!hasRule(v.Promotion, promote.RuleNotApproved) {
+		!hasRule(v.Promotion, gate.RuleNotApproved) {
 		t.Fatalf("promotion: %+v %+v", v.Repository, v.Promotion)
 	}
 }
 
-func hasRule(rep *promote.Report, rule string) bool {
+func hasRule(rep *gate.PromotionReport, rule string) bool {
 	for _, f := range rep.Findings {
 		if f.Rule == rule {
 			return true

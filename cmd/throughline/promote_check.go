@@ -10,9 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
-	"github.com/throughline-dev/throughline/promote"
-	"github.com/throughline-dev/throughline/repocheck"
 )
 
 const promoteCheckLong = `Compare the pull request's head with its base. The change may touch only the
@@ -93,7 +92,7 @@ func (o *promoteCheckOptions) run(ctx context.Context, g *globals, stdout io.Wri
 		return err
 	}
 	r.Charts = chartSource()
-	rep, err := promote.Check(ctx, r, promote.CheckRequest{Base: o.base, Head: o.head, DriftFiles: o.driftFiles, Now: time.Now(),
+	rep, err := gate.CheckPromotion(ctx, r, gate.Request{Base: o.base, Head: o.head, DriftFiles: o.driftFiles, Now: time.Now(),
 		Renderer: buildVersion(), Trust: o.tg.options()})
 	if err != nil {
 		return err
@@ -107,16 +106,16 @@ func (o *promoteCheckOptions) run(ctx context.Context, g *globals, stdout io.Wri
 		printCheck(stdout, rep)
 	}
 	if !rep.OK && rep.Repository != nil { // no promotion record: the repository check judged the change
-		return exitcode.Refuse(repocheck.RuleCheck, "change refused: %d reason(s) (listed on stdout)", len(rep.Refusals))
+		return exitcode.Refuse(gate.RuleRepositoryCheck, "change refused: %d reason(s) (listed on stdout)", len(rep.Refusals))
 	}
 	if !rep.OK {
-		return exitcode.Refuse(promote.RuleCheck, "promotion %s refused: %d reason(s) (listed on stdout)", rep.PromotionID, len(rep.Refusals))
+		return exitcode.Refuse(gate.RulePromotionCheck, "promotion %s refused: %d reason(s) (listed on stdout)", rep.PromotionID, len(rep.Refusals))
 	}
 	return nil
 }
 
 // printCheck prints the verdict of promote check as text.
-func printCheck(w io.Writer, rep *promote.Report) {
+func printCheck(w io.Writer, rep *gate.PromotionReport) {
 	if rep.Repository != nil { // no promotion record: the repository check judged the change
 		printRepoCheck(w, rep.Repository)
 		if rep.OK {

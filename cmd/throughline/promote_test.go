@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/ledger"
@@ -187,7 +188,7 @@ func TestPromoteFlow(t *testing.T) {
 	if chk.code != 0 {
 		t.Fatalf("check of an approved promotion: %d\n%s\n%s", chk.code, chk.stdout, chk.stderr)
 	}
-	var rep promote.Report
+	var rep gate.PromotionReport
 	if err := json.Unmarshal([]byte(chk.stdout), &rep); err != nil || !rep.OK || rep.State != promotion.Approved || rep.Classes["artifact"] != 3 {
 		t.Fatalf("report %+v %v", rep, err)
 	}
@@ -207,7 +208,7 @@ func TestPromoteFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	late, err := promote.Check(ctx, r, promote.CheckRequest{Base: "main", Head: p.Branch, Now: time.Now().Add(3 * time.Hour), Renderer: buildVersion()})
+	late, err := gate.CheckPromotion(ctx, r, gate.Request{Base: "main", Head: p.Branch, Now: time.Now().Add(3 * time.Hour), Renderer: buildVersion()})
 	if err != nil || late.OK || !strings.Contains(strings.Join(late.Refusals, "\n"), "expired") {
 		t.Fatalf("expired approval: %+v %v", late, err)
 	}
@@ -216,7 +217,7 @@ func TestPromoteFlow(t *testing.T) {
 	writeTree(t, root, map[string]string{"apps/checkout/overlays/production/environment.yaml": strings.Replace(readFile(t, env), "value: production", "value: production-eu", 1)})
 	gitT(t, top, "commit", "-q", "-am", "production parameter")
 	gitT(t, top, "merge", "-q", "--no-edit", p.Branch)
-	moved, err := promote.Check(ctx, r, promote.CheckRequest{Base: "main~1", Head: p.Branch, Now: time.Now(), Renderer: buildVersion()})
+	moved, err := gate.CheckPromotion(ctx, r, gate.Request{Base: "main~1", Head: p.Branch, Now: time.Now(), Renderer: buildVersion()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +425,7 @@ func TestPromoteNewAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := promote.Check(context.Background(), r, promote.CheckRequest{Base: "main", Head: first, Now: time.Now(), Renderer: buildVersion()})
+	rep, err := gate.CheckPromotion(context.Background(), r, gate.Request{Base: "main", Head: first, Now: time.Now(), Renderer: buildVersion()})
 	if err != nil || rep.OK {
 		t.Fatalf("old attempt against the moved target: %+v %v", rep, err)
 	}

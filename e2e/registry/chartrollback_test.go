@@ -17,14 +17,14 @@ import (
 
 	"github.com/throughline-dev/throughline/chartsource"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/internal/chartfixture"
 	"github.com/throughline-dev/throughline/internal/testenv"
-	"github.com/throughline-dev/throughline/promote"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
 // TestChartRollbackAgainstDistribution: the rollback's chart check
-// (promote.ChartsServed, which promote.Rollback runs before proposing)
+// (gate.ChartsServed, which promote.Rollback runs before proposing)
 // against the real registry with basic auth and charts pushed with Helm's
 // SDK: the accepted package still served passes; once the version is
 // re-pushed with another package the rollback is refused naming both
@@ -44,17 +44,17 @@ func TestChartRollbackAgainstDistribution(t *testing.T) {
 	accepted := chartfixture.Push(t, reg.Host, "charts", chartfixture.SchemaTgz(t, "web", "1.0.0", "accepted"), auth)
 	src := chartsource.ForRender{Fetcher: chartsource.NewFetcher(chartsource.Options{CacheDir: t.TempDir()})}
 	charts := []promotion.Chart{{Name: "web", Version: "1.0.0", Digest: accepted, Source: repo}}
-	if err := promote.ChartsServed(ctx, src, charts); err != nil {
+	if err := gate.ChartsServed(ctx, src, charts); err != nil {
 		t.Fatalf("the accepted chart, still served: %v", err)
 	}
 	repushed := chartfixture.Push(t, reg.Host, "charts", chartfixture.SchemaTgz(t, "web", "1.0.0", "repushed"), auth)
-	err := promote.ChartsServed(ctx, src, charts)
+	err := gate.ChartsServed(ctx, src, charts)
 	var re *exitcode.Refusal
-	if !errors.As(err, &re) || re.Rule != promote.RuleChartVersionMoved || !strings.Contains(err.Error(), accepted) || !strings.Contains(err.Error(), repushed) {
+	if !errors.As(err, &re) || re.Rule != gate.RuleChartVersionMoved || !strings.Contains(err.Error(), accepted) || !strings.Contains(err.Error(), repushed) {
 		t.Fatalf("rollback to chart 1.0.0 re-pushed (%s -> %s): %v", accepted, repushed, err)
 	}
 	gone := []promotion.Chart{{Name: "web", Version: "0.9.0", Digest: accepted, Source: repo}}
-	if err := promote.ChartsServed(ctx, src, gone); !errors.As(err, &re) || re.Rule != promote.RuleChartGone {
+	if err := gate.ChartsServed(ctx, src, gone); !errors.As(err, &re) || re.Rule != gate.RuleChartGone {
 		t.Fatalf("rollback to a chart version the registry never served: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package promote
+package gate
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 // recordedTags is the PR gate's step over the records' tag history: a tag
 // the records name with another digest is refused, or only warned about
 // when the base's policy says movedTags: warn.
-func (c *check) recordedTags(ctx context.Context) error {
+func (c *promotionCheck) recordedTags(ctx context.Context) error {
 	moves, err := ledger.MovedTags(ctx, c.r, c.rep.Base, c.rec.Artifact.Image)
 	if err != nil {
 		return err

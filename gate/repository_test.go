@@ -1,4 +1,4 @@
-package repocheck
+package gate
 
 import (
 	"context"
@@ -93,9 +93,9 @@ func (f *fixture) branch(name string, change func()) {
 	f.git("checkout", "-q", "main")
 }
 
-func (f *fixture) check(head string) *Report {
+func (f *fixture) check(head string) *RepositoryReport {
 	f.t.Helper()
-	rep, err := Check(context.Background(), f.repo, Request{Base: "main", Head: head})
+	rep, err := CheckRepository(context.Background(), f.repo, Request{Base: "main", Head: head})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func copyDir(t testing.TB, src, dst string) {
 }
 
 // rules lists the distinct rules of the report's findings, sorted.
-func rules(rep *Report) []string {
+func rules(rep *RepositoryReport) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, f := range rep.Findings {
@@ -147,7 +147,7 @@ func rules(rep *Report) []string {
 }
 
 // changes is every difference of environment env as text.
-func changes(rep *Report, env string) string {
+func changes(rep *RepositoryReport, env string) string {
 	var b strings.Builder
 	for _, e := range rep.Environments {
 		if e.Name != env {
@@ -355,7 +355,7 @@ func TestCheckChecksSymlink(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	_, err := Check(context.Background(), f.repo, Request{Base: "main", Head: "pr"})
+	_, err := CheckRepository(context.Background(), f.repo, Request{Base: "main", Head: "pr"})
 	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(fmt.Sprint(err), production+"/throughline-checks.yaml") {
 		t.Fatalf("a symlinked checks file: %v (exit %d), want exit 4 naming the file", err, exitcode.Code(err))
 	}

@@ -1,4 +1,4 @@
-package promote
+package gate
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // renders must be exactly the record's artifact.charts (rule
 // chart-unrecorded), and those must be the ones the source environment
 // verified (rule chart-unverified).
-func (c *check) charts(ctx context.Context) error {
+func (c *promotionCheck) charts(ctx context.Context) error {
 	if c.declared == nil { // policy refused the render: nothing to compare
 		return nil
 	}
@@ -48,7 +48,7 @@ func (c *check) charts(ctx context.Context) error {
 	if err != nil || src == nil {
 		return err // no source record: evidence refuses it
 	}
-	want, err := sourceCharts(ctx, c.r, c.rep.Base, src)
+	want, err := SourceCharts(ctx, c.r, c.rep.Base, src)
 	var re *exitcode.Refusal
 	if errors.As(err, &re) {
 		c.rep.refuse(Finding{Rule: re.Rule, File: promotion.RecordPath(src.App, v.Environment), Field: "artifact.charts"}, "%s", re.Reason)

@@ -1,4 +1,4 @@
-package repocheck
+package gate
 
 import (
 	"bytes"
@@ -50,7 +50,7 @@ type revision struct {
 // load lists the files of t and renders every overlay the registry
 // claims: each directory with a kustomization that an environment's paths
 // or explicit apps name.
-func (c *check) load(ctx context.Context, t *gitops.Tree) (*revision, error) {
+func (c *repoCheck) load(ctx context.Context, t *gitops.Tree) (*revision, error) {
 	files, err := c.r.ListTree(ctx, t.Rev, ".")
 	if err != nil {
 		return nil, err

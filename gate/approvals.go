@@ -1,4 +1,4 @@
-package promote
+package gate
 
 import (
 	"context"
@@ -34,10 +34,10 @@ const (
 	RuleApprovalCount = "approval-count"
 )
 
-// approvers is who approves in one environment, as the base revision says:
+// Approvers is who approves in one environment, as the base revision says:
 // the registry entry and the allowed-signers file. A PR cannot add its own
 // approver or key: both are read at the base.
-type approvers struct {
+type Approvers struct {
 	env *environment.Environment
 	// file is the allowed-signers file (policy allowedSigners), signers
 	// its content at the base.
@@ -45,20 +45,20 @@ type approvers struct {
 	signers []byte
 }
 
-// required is how many distinct approvers must sign (0: approvals are not
+// Required is how many distinct approvers must sign (0: approvals are not
 // signed in this environment, the unsigned approval of old holds).
-func (a *approvers) required() int {
+func (a *Approvers) Required() int {
 	if a.env == nil {
 		return 0
 	}
 	return a.env.RequiredApprovals()
 }
 
-// readApprovers reads env's approvers and the allowed-signers file at
+// ReadApprovers reads env's approvers and the allowed-signers file at
 // base. An environment without approvers (or an empty registry) needs no
 // signature. A missing, unreadable or malformed allowed-signers file is
 // invalid input (exit 4) naming the file and the line.
-func readApprovers(ctx context.Context, r *gitops.Repo, base, env string) (*approvers, error) {
+func ReadApprovers(ctx context.Context, r *gitops.Repo, base, env string) (*Approvers, error) {
 	pol, err := promotion.ReadPolicy(ctx, r, base)
 	if err != nil {
 		return nil, err
@@ -69,7 +69,7 @@ func readApprovers(ctx context.Context, r *gitops.Repo, base, env string) (*appr
 	}
 	e, ok := reg.Get(env)
 	if !ok || e.RequiredApprovals() == 0 {
-		return &approvers{}, nil
+		return &Approvers{}, nil
 	}
 	if pol.AllowedSigners == "" {
 		return nil, exitcode.InvalidFile(promotion.PolicyFile,
@@ -85,7 +85,7 @@ func readApprovers(ctx context.Context, r *gitops.Repo, base, env string) (*appr
 	if _, err := gitrepo.ParseAllowedSigners(data); err != nil {
 		return nil, exitcode.InvalidFile(pol.AllowedSigners, fmt.Errorf("not an allowed-signers file: %w", err))
 	}
-	return &approvers{env: e, file: pol.AllowedSigners, signers: data}, nil
+	return &Approvers{env: e, file: pol.AllowedSigners, signers: data}, nil
 }
 
 // approvalCommit is a commit that adds approvals to the record.
@@ -110,7 +110,7 @@ type history struct {
 // scan walks the commits base..head (first parents, oldest first) and
 // sorts them into approval commits (they add approvals to the record of
 // app in env) and the others, whose identities are the proposers'.
-func (a *approvers) scan(ctx context.Context, r *gitops.Repo, base, head, app, env string) (*history, error) {
+func (a *Approvers) scan(ctx context.Context, r *gitops.Repo, base, head, app, env string) (*history, error) {
 	commits, err := r.FirstParentRange(ctx, base, head)
 	if err != nil {
 		return nil, err
@@ -189,13 +189,13 @@ func recordOrNil(ctx context.Context, r *gitops.Repo, rev, app, env string) *pro
 // must be written by one commit of the PR that git verifies as signed by
 // that approver, an approver of the target environment who did not propose
 // it, and enough distinct approvers must have signed.
-func (c *check) signedApprovals(ctx context.Context) error {
+func (c *promotionCheck) signedApprovals(ctx context.Context) error {
 	rec := c.rec
 	if rec.State == promotion.Halted || rec.State == promotion.Rejected {
 		return nil
 	}
-	a, err := readApprovers(ctx, c.r, c.rep.Base, rec.Target.Environment)
-	if err != nil || a.required() == 0 {
+	a, err := ReadApprovers(ctx, c.r, c.rep.Base, rec.Target.Environment)
+	if err != nil || a.Required() == 0 {
 		return err
 	}
 	h, err := a.scan(ctx, c.r, c.rep.Base, c.rep.Head, rec.App, rec.Target.Environment)
@@ -212,7 +212,7 @@ func (c *check) signedApprovals(ctx context.Context) error {
 		}
 		good++
 	}
-	if need := a.required(); good < need && (rec.Approval != nil || len(rec.Approvals) > 0) {
+	if need := a.Required(); good < need && (rec.Approval != nil || len(rec.Approvals) > 0) {
 		c.rep.refuse(Finding{Rule: RuleApprovalCount, File: c.recFile, Field: "approvals"},
 			"%d of the %d signed approvals %s needs (approvers: %s, allowed signers: %s at the base)", good, need,
 			rec.Target.Environment, strings.Join(a.env.Approvers, ", "), a.file)
@@ -221,7 +221,7 @@ func (c *check) signedApprovals(ctx context.Context) error {
 }
 
 // judge says why the approval ap does not count (nil when it does).
-func (a *approvers) judge(h *history, ap promotion.Approval, recFile string) *Finding {
+func (a *Approvers) judge(h *history, ap promotion.Approval, recFile string) *Finding {
 	ac, ok := h.wrote[ap]
 	if !ok {
 		return &Finding{Rule: RuleApprovalCommit, Reason: "no commit of this pull request adds it: an approval is a signed commit"}
@@ -251,7 +251,7 @@ func (a *approvers) judge(h *history, ap promotion.Approval, recFile string) *Fi
 // signer is the allowed-signers principal of the user's signing key: it
 // signs a throwaway commit (no reference names it) on tip and has git
 // verify it.
-func (a *approvers) signer(ctx context.Context, r *gitops.Repo, tip string) (string, error) {
+func (a *Approvers) signer(ctx context.Context, r *gitops.Repo, tip string) (string, error) {
 	sha, err := r.Signing().Commit(ctx, tip, nil, "throughline: which key signs\n")
 	if err != nil {
 		return "", exitcode.Usagef("an approval in %s is a signed commit, and signing failed (configure git's SSH signing: "+
@@ -265,4 +265,38 @@ func (a *approvers) signer(ctx context.Context, r *gitops.Repo, tip string) (str
 		return "", exitcode.Refuse(RuleApprovalSignature, "your signing key: %s (%s at the base branch)", sig.Problem(), a.file)
 	}
 	return sig.Principal, nil
+}
+
+// ApproverOf is the principal of the user's signing key, refusing one
+// that is not an approver of the environment or is not the approver the
+// user named.
+func (a *Approvers) ApproverOf(ctx context.Context, r *gitops.Repo, branch, named string) (string, error) {
+	tip, err := r.BranchTip(ctx, branch)
+	if err != nil {
+		return "", err
+	}
+	principal, err := a.signer(ctx, r, tip)
+	if err != nil {
+		return "", err
+	}
+	if named != "" && named != principal {
+		return "", exitcode.Refuse(RuleApprovalSignature, "--approver %s, but your signing key is %s's in %s", named, principal, a.file)
+	}
+	if !a.env.IsApprover(principal) {
+		return "", &exitcode.Refusal{Rule: RuleApprover, File: promotion.PolicyFile, Field: "environments." + a.env.Name + ".approvers",
+			Reason: fmt.Sprintf("%s is not an approver of %s (the base branch's %s lists %s)", principal, a.env.Name, promotion.PolicyFile,
+				strings.Join(a.env.Approvers, ", "))}
+	}
+	return principal, nil
+}
+
+// ProposedBy says how principal proposed the promotion of app to env on
+// the attempt whose tip is tip ("" when it did not): the four-eyes rule
+// that approve applies before it writes, and the gate again on the PR.
+func (a *Approvers) ProposedBy(ctx context.Context, r *gitops.Repo, base, tip, app, env, principal string) (string, error) {
+	h, err := a.scan(ctx, r, base, tip, app, env)
+	if err != nil {
+		return "", err
+	}
+	return h.proposed(principal), nil
 }

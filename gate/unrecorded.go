@@ -1,17 +1,15 @@
-package promote
+package gate
 
 import (
 	"context"
-
-	"github.com/throughline-dev/throughline/repocheck"
 )
 
 // unrecorded judges a change that carries no promotion record: it is no
-// promotion, so the repository check of every change (repocheck.Check)
+// promotion, so the repository check of every change (Check)
 // decides. Its differences and findings become the report's, and the
 // report carries it whole (Report.Repository).
-func (c *check) unrecorded(ctx context.Context, rep *Report) (*Report, error) {
-	rc, err := repocheck.Check(ctx, c.r, repocheck.Request{Base: rep.Base, Head: rep.Head})
+func (c *promotionCheck) unrecorded(ctx context.Context, rep *PromotionReport) (*PromotionReport, error) {
+	rc, err := CheckRepository(ctx, c.r, Request{Base: rep.Base, Head: rep.Head})
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +29,7 @@ func (c *check) unrecorded(ctx context.Context, rep *Report) (*Report, error) {
 }
 
 // promotionClasses counts rep's changes per class.
-func promotionClasses(rep *Report) map[string]int {
+func promotionClasses(rep *PromotionReport) map[string]int {
 	m := map[string]int{}
 	for _, ch := range rep.Changes {
 		m[string(ch.Class)]++

@@ -1,4 +1,4 @@
-package promote
+package gate
 
 import (
 	"bytes"
@@ -43,7 +43,7 @@ type valuesLayer struct {
 // field. Only kustomize helmCharts are judged here (a chart app's values
 // come from the Application's parameters, outside the change): the render
 // still refuses the rest.
-func (c *check) valuesSchema(ctx context.Context) error {
+func (c *promotionCheck) valuesSchema(ctx context.Context) error {
 	opts := c.ht.RenderOptions(c.rec.Target.Path)
 	opts.Charts = nil // the values' schemas of the charts in the tree; remote ones are the render's
 	app, err := render.Open(ctx, opts)

@@ -1,4 +1,4 @@
-package promote
+package gate
 
 import (
 	"strings"
@@ -14,7 +14,9 @@ import (
 func TestValuesViolations(t *testing.T) {
 	layer := func(file, prefix, y string) valuesLayer {
 		l := valuesLayer{file: file, prefix: prefix}
-		must(t, sigyaml.Unmarshal([]byte(y), &l.values))
+		if err := sigyaml.Unmarshal([]byte(y), &l.values); err != nil {
+			t.Fatal(err)
+		}
 		return l
 	}
 	defaults := layer("chart values.yaml", "", "size: 1\nnote: x\n")

@@ -1,4 +1,4 @@
-package repocheck
+package gate
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 
 // Rules of the repository check's findings (Finding.Rule).
 const (
-	// RuleCheck is the rule of the refusal a failed Check makes (exit 3).
-	RuleCheck = "repository-check"
+	// RuleRepositoryCheck is the rule of the refusal a failed Check makes (exit 3).
+	RuleRepositoryCheck = "repository-check"
 	// RuleProtected: a protected environment's render changes outside a
 	// promotion record.
 	RuleProtected = "protected-change"
@@ -32,36 +32,18 @@ const (
 	RuleMultiSource = "multi-source-overlap"
 )
 
-// Request is a change to check.
-type Request struct {
-	// Base and Head are the change's revisions (a pull request's base and
-	// head).
-	Base, Head string
-}
-
-// Finding is one reason the check refuses, typed: its Reason is the text
-// listed in Report.Refusals.
-type Finding struct {
-	Rule        string `json:"rule"`
-	Environment string `json:"environment,omitempty"`
-	File        string `json:"file,omitempty"`
-	Object      string `json:"object,omitempty"`
-	Field       string `json:"field,omitempty"`
-	Reason      string `json:"reason"`
-}
-
-// Promotion is the one promotion record a change carries: the change is a
+// PromotionRecord is the one promotion record a change carries: the change is a
 // promotion of App to Environment, whose target the promotion gate
-// (promote.Check) judges.
-type Promotion struct {
+// (CheckPromotion) judges.
+type PromotionRecord struct {
 	App         string `json:"app"`
 	Environment string `json:"environment"`
 	Record      string `json:"record"`
 }
 
-// Overlay is one app's overlay in one environment, rendered at both
+// OverlayDiff is one app's overlay in one environment, rendered at both
 // revisions.
-type Overlay struct {
+type OverlayDiff struct {
 	App  string `json:"app"`
 	Path string `json:"path"`
 	// BaseHash and HeadHash are the rendered hashes ("" where the overlay
@@ -78,16 +60,16 @@ type Overlay struct {
 	Classes map[string]int `json:"classes"`
 }
 
-// Environment is the differences of one registered environment.
-type Environment struct {
-	Name      string    `json:"name"`
-	Cluster   string    `json:"cluster"`
-	Protected bool      `json:"protected"`
-	Overlays  []Overlay `json:"overlays"`
+// EnvironmentDiff is the differences of one registered environment.
+type EnvironmentDiff struct {
+	Name      string        `json:"name"`
+	Cluster   string        `json:"cluster"`
+	Protected bool          `json:"protected"`
+	Overlays  []OverlayDiff `json:"overlays"`
 }
 
-// Report is the verdict on a change.
-type Report struct {
+// RepositoryReport is the verdict on a change.
+type RepositoryReport struct {
 	Base string `json:"base"`
 	// MergeBase is the commit head was cut from (its merge base with
 	// base): the change is the difference from it to head (three-dot
@@ -97,18 +79,18 @@ type Report struct {
 	Files     []string `json:"files"`
 	// Registry is the policy file the environments were read from (at
 	// base); "" when it registers none (nothing is then checked).
-	Registry     string        `json:"registry,omitempty"`
-	Promotion    *Promotion    `json:"promotion,omitempty"`
-	Environments []Environment `json:"environments"`
-	Refusals     []string      `json:"refusals"`
-	Findings     []Finding     `json:"findings"`
+	Registry     string            `json:"registry,omitempty"`
+	Promotion    *PromotionRecord  `json:"promotion,omitempty"`
+	Environments []EnvironmentDiff `json:"environments"`
+	Refusals     []string          `json:"refusals"`
+	Findings     []Finding         `json:"findings"`
 	// Preexisting are findings already true at base: listed, not refused.
 	Preexisting []Finding `json:"preexisting"`
 	OK          bool      `json:"ok"`
 }
 
 // Changes counts the report's differences.
-func (rep *Report) Changes() int {
+func (rep *RepositoryReport) Changes() int {
 	n := 0
 	for _, e := range rep.Environments {
 		for _, o := range e.Overlays {
@@ -121,22 +103,22 @@ func (rep *Report) Changes() int {
 	return n
 }
 
-func (rep *Report) refuse(f Finding) {
+func (rep *RepositoryReport) refuse(f Finding) {
 	rep.Refusals = append(rep.Refusals, f.Reason)
 	rep.Findings = append(rep.Findings, f)
 }
 
-// check is one run of Check: the registry, both trees and their renders.
-type check struct {
+// repoCheck is one run of Check: the registry, both trees and their renders.
+type repoCheck struct {
 	r      *gitops.Repo
 	reg    *environment.Registry
-	rep    *Report
+	rep    *RepositoryReport
 	bt, ht *gitops.Tree
 	base   *revision
 	head   *revision
 }
 
-// Check is the repository check of the change from req.Base to req.Head
+// CheckRepository is the repository check of the change from req.Base to req.Head
 // (from their merge base: what req.Base gained since is not part of it):
 // every overlay of every environment the registry (read at base) lists is
 // rendered at both revisions and its differences listed and classified;
@@ -144,8 +126,8 @@ type check struct {
 // RuleMultiSource) are listed in the report (OK false). An error is a
 // failure to decide: exit 2 for a revision that does not resolve, exit 4
 // for an invalid policy, manifest or controller file.
-func Check(ctx context.Context, r *gitops.Repo, req Request) (*Report, error) {
-	c := &check{r: r}
+func CheckRepository(ctx context.Context, r *gitops.Repo, req Request) (*RepositoryReport, error) {
+	c := &repoCheck{r: r}
 	if err := c.start(ctx, req); err != nil {
 		return nil, err
 	}
@@ -176,7 +158,7 @@ func Check(ctx context.Context, r *gitops.Repo, req Request) (*Report, error) {
 
 // start resolves the revisions, lists the changed files, finds the
 // change's promotion record and reads the registry at base.
-func (c *check) start(ctx context.Context, req Request) error {
+func (c *repoCheck) start(ctx context.Context, req Request) error {
 	base, err := c.r.Resolve(ctx, req.Base)
 	if err != nil {
 		return exitcode.Usagef("--base %s: %v", req.Base, err)
@@ -189,7 +171,7 @@ func (c *check) start(ctx context.Context, req Request) error {
 	if err != nil {
 		return exitcode.Usagef("--base %s and --head %s have no common history: %v", req.Base, req.Head, err)
 	}
-	c.rep = &Report{Base: base, MergeBase: mb, Head: head, Environments: []Environment{}, Refusals: []string{}, Findings: []Finding{},
+	c.rep = &RepositoryReport{Base: base, MergeBase: mb, Head: head, Environments: []EnvironmentDiff{}, Refusals: []string{}, Findings: []Finding{},
 		Preexisting: []Finding{}}
 	if c.rep.Files, err = c.r.Changed(ctx, mb, head); err != nil {
 		return err
@@ -202,7 +184,7 @@ func (c *check) start(ctx context.Context, req Request) error {
 	}
 	if len(records) == 1 {
 		parts := strings.Split(records[0], "/")
-		c.rep.Promotion = &Promotion{App: parts[1], Environment: strings.TrimSuffix(parts[2], ".yaml"), Record: records[0]}
+		c.rep.Promotion = &PromotionRecord{App: parts[1], Environment: strings.TrimSuffix(parts[2], ".yaml"), Record: records[0]}
 	}
 	if c.reg, err = promotion.ReadRegistry(ctx, c.r, base); err != nil {
 		return err
@@ -219,20 +201,20 @@ func isRecord(rel string) bool {
 	return strings.HasPrefix(rel, promotion.Dir+"/") && strings.Count(rel, "/") == 2 && strings.HasSuffix(rel, ".yaml")
 }
 
-func (c *check) finish() *Report {
+func (c *repoCheck) finish() *RepositoryReport {
 	c.rep.OK = len(c.rep.Refusals) == 0
 	return c.rep
 }
 
 // differences classifies every overlay's differences and refuses those of
 // a protected environment outside the change's promotion.
-func (c *check) differences() {
+func (c *repoCheck) differences() {
 	for _, name := range c.reg.Names() {
 		env, _ := c.reg.Get(name)
-		e := Environment{Name: name, Cluster: env.ClusterName(), Protected: env.Protected, Overlays: []Overlay{}}
+		e := EnvironmentDiff{Name: name, Cluster: env.ClusterName(), Protected: env.Protected, Overlays: []OverlayDiff{}}
 		for _, k := range overlayKeys(c.base, c.head, name) {
 			b, h := c.base.overlays[k], c.head.overlays[k]
-			o := Overlay{App: k.app, Path: k.path, Classes: map[string]int{}}
+			o := OverlayDiff{App: k.app, Path: k.path, Classes: map[string]int{}}
 			o.Promotion = c.rep.Promotion != nil && c.rep.Promotion.App == k.app && c.rep.Promotion.Environment == name
 			if b != nil {
 				o.BaseHash = b.hash
@@ -259,7 +241,7 @@ func (c *check) differences() {
 
 // protected refuses every difference of o, an overlay of the protected
 // environment env that the change does not promote.
-func (c *check) protected(env string, o Overlay) {
+func (c *repoCheck) protected(env string, o OverlayDiff) {
 	if o.Checks != "" {
 		file := path.Join(o.Path, render.ChecksFile)
 		c.rep.refuse(Finding{Rule: RuleProtected, Environment: env, File: file,
@@ -267,15 +249,15 @@ func (c *check) protected(env string, o Overlay) {
 				file, o.Checks, env, promotion.RecordPath(o.App, env))})
 	}
 	for _, ch := range o.Changes {
-		c.rep.refuse(Finding{Rule: RuleProtected, Environment: env, File: o.Path, Object: ch.Object.String(), Field: ch.Field,
-			Reason: fmt.Sprintf("%s: %s (%s is protected: changed only by a promotion, %s)", o.Path, ch.String(), env,
+		c.rep.refuse(Finding{Rule: RuleProtected, Class: ch.Class, Environment: env, File: o.Path, Object: ch.Object.String(), Field: ch.Field,
+			Old: ch.Before, New: ch.After, Reason: fmt.Sprintf("%s: %s (%s is protected: changed only by a promotion, %s)", o.Path, ch.String(), env,
 				promotion.RecordPath(o.App, env))})
 	}
 }
 
 // structure refuses the duplicate objects and the unbound controllers the
 // head has and the base had not; those the base had are Preexisting.
-func (c *check) structure(ctx context.Context) error {
+func (c *repoCheck) structure(ctx context.Context) error {
 	before, err := c.findings(ctx, c.bt, c.base)
 	if err != nil {
 		return err
@@ -300,7 +282,7 @@ func (c *check) structure(ctx context.Context) error {
 
 // findings are the duplicate objects and controller findings of one
 // revision, sorted.
-func (c *check) findings(ctx context.Context, t *gitops.Tree, rv *revision) ([]Finding, error) {
+func (c *repoCheck) findings(ctx context.Context, t *gitops.Tree, rv *revision) ([]Finding, error) {
 	out := duplicates(c.reg, rv)
 	cs, err := c.controllers(ctx, t, rv)
 	if err != nil {

@@ -1,4 +1,4 @@
-package repocheck
+package gate
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func BenchmarkRepositoryCheck(b *testing.B) {
 			}
 			b.ResetTimer()
 			for b.Loop() {
-				rep, err := Check(context.Background(), f.repo, Request{Base: "main", Head: "pr"})
+				rep, err := CheckRepository(context.Background(), f.repo, Request{Base: "main", Head: "pr"})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package promote
+package gate
 
 import (
 	"bytes"
@@ -37,10 +37,10 @@ func freshAcceptance(d *acceptance.Declaration, file string, prev []byte, render
 	return acceptance.Refresh(d, file, prev, renderer)
 }
 
-// refreshAcceptance is, for a promotion's edit of the overlay p in tree
+// RefreshAcceptance is, for a promotion's edit of the overlay p in tree
 // declared as d, the committed Acceptance to write in the same commit:
 // its file and content, or "" when the overlay commits none.
-func refreshAcceptance(ctx context.Context, tree *gitops.Tree, p string, d *acceptance.Declaration, renderer string) (string, []byte, error) {
+func RefreshAcceptance(ctx context.Context, tree *gitops.Tree, p string, d *acceptance.Declaration, renderer string) (string, []byte, error) {
 	file, prev, err := committedAcceptance(ctx, tree, p)
 	if err != nil || prev == nil {
 		return "", nil, err
@@ -53,7 +53,7 @@ func refreshAcceptance(ctx context.Context, tree *gitops.Tree, p string, d *acce
 // committed Acceptance, present at base and head: the one file a
 // promotion may change besides the record and the kustomization (the
 // acceptance step judges its content).
-func (c *check) isCommittedAcceptance(rel string) bool {
+func (c *promotionCheck) isCommittedAcceptance(rel string) bool {
 	file := path.Join(c.rec.Target.Path, acceptance.File)
 	if rel != file {
 		return false
@@ -71,7 +71,7 @@ func (c *check) isCommittedAcceptance(rel string) bool {
 // declared Acceptance, stamped with the record's renderer, keeping the
 // namespace and source repository URL of base's file): left stale, or
 // edited by hand.
-func (c *check) acceptance(ctx context.Context) error {
+func (c *promotionCheck) acceptance(ctx context.Context) error {
 	if c.declared == nil {
 		return nil // the policy step refused the render
 	}

@@ -1,4 +1,4 @@
-package promote
+package gate
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/throughline-dev/throughline/acceptance"
 	"github.com/throughline-dev/throughline/exitcode"
@@ -16,14 +15,12 @@ import (
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
-	"github.com/throughline-dev/throughline/repocheck"
-	"github.com/throughline-dev/throughline/trust"
 )
 
 // Rules of the PR gate's findings (Finding.Rule).
 const (
-	// RuleCheck is the rule of the refusal a failed Check makes (exit 3).
-	RuleCheck = "promotion-check"
+	// RulePromotionCheck is the rule of the refusal a failed Check makes (exit 3).
+	RulePromotionCheck = "promotion-check"
 	// RuleRecordCount: a promotion change carries exactly one record.
 	RuleRecordCount = "record-count"
 	// RuleRecordDeleted: a record is never removed.
@@ -64,18 +61,8 @@ const (
 	RuleDriftRecord = "drift-record"
 )
 
-// Finding is one reason the PR gate refuses, typed: its Reason is the
-// text listed in Report.Refusals.
-type Finding struct {
-	Rule   string `json:"rule"`
-	File   string `json:"file,omitempty"`
-	Object string `json:"object,omitempty"`
-	Field  string `json:"field,omitempty"`
-	Reason string `json:"reason"`
-}
-
-// Report is the PR job's verdict.
-type Report struct {
+// PromotionReport is the PR job's verdict.
+type PromotionReport struct {
 	Base string `json:"base"`
 	// MergeBase is the commit head was cut from (its merge base with
 	// base): the change is the difference from it to head (three-dot
@@ -97,41 +84,29 @@ type Report struct {
 	OK       bool      `json:"ok"`
 	// Repository is the repository check's report of a change that carries
 	// no promotion record (which it judges instead).
-	Repository *repocheck.Report `json:"repository,omitempty"`
+	Repository *RepositoryReport `json:"repository,omitempty"`
 }
 
 // refuse lists a finding: f with its reason formatted.
-func (rep *Report) refuse(f Finding, format string, args ...any) {
+func (rep *PromotionReport) refuse(f Finding, format string, args ...any) {
 	f.Reason = fmt.Sprintf(format, args...)
+	if f.Environment == "" {
+		f.Environment = rep.Environment
+	}
 	rep.Refusals = append(rep.Refusals, f.Reason)
 	rep.Findings = append(rep.Findings, f)
 }
 
-func (rep *Report) finish() *Report {
+func (rep *PromotionReport) finish() *PromotionReport {
 	rep.OK = len(rep.Refusals) == 0
 	return rep
 }
 
-// CheckRequest is a pull request to check.
-type CheckRequest struct {
-	// Base and Head are the PR's revisions.
-	Base, Head string
-	// DriftFiles are drift records to check the artifact's tag against,
-	// besides those under drift/ at head.
-	DriftFiles []string
-	Now        time.Time
-	// Renderer is throughline's version.
-	Renderer string
-	// Trust are the registry options and cache the supply-chain gate
-	// re-verifies the recorded evidence with (trust.go).
-	Trust trust.Options
-}
-
-// check is one run of Check: the revisions, the record and both trees.
-type check struct {
+// promotionCheck is one run of Check: the revisions, the record and both trees.
+type promotionCheck struct {
 	r        *gitops.Repo
-	req      CheckRequest
-	rep      *Report
+	req      Request
+	rep      *PromotionReport
 	rec      *promotion.Record
 	recFile  string
 	pol      *promotion.Policy
@@ -142,14 +117,14 @@ type check struct {
 	after    []render.Object
 }
 
-// Check is the PR gate: the change from base to head may touch only the
+// CheckPromotion is the PR gate: the change from base to head may touch only the
 // target overlay's image digest and the target's record (plus what the
 // policy file allows), and the record must be VERIFIED and APPROVED for
 // exactly what head renders. Every reason to refuse is listed in the
 // report (OK false); an error is a failure to decide (exit 4 for an invalid
 // record, policy or manifest).
-func Check(ctx context.Context, r *gitops.Repo, req CheckRequest) (*Report, error) {
-	c := &check{r: r, req: req}
+func CheckPromotion(ctx context.Context, r *gitops.Repo, req Request) (*PromotionReport, error) {
+	c := &promotionCheck{r: r, req: req}
 	stop, err := c.record(ctx)
 	if err != nil {
 		return nil, err
@@ -178,7 +153,7 @@ func Check(ctx context.Context, r *gitops.Repo, req CheckRequest) (*Report, erro
 
 // record resolves the revisions, lists the changed files and reads the one
 // record they change (stop: the report is final without it).
-func (c *check) record(ctx context.Context) (stop bool, err error) {
+func (c *promotionCheck) record(ctx context.Context) (stop bool, err error) {
 	base, err := c.r.Resolve(ctx, c.req.Base)
 	if err != nil {
 		return true, exitcode.Usagef("--base %s: %v", c.req.Base, err)
@@ -191,7 +166,7 @@ func (c *check) record(ctx context.Context) (stop bool, err error) {
 	if err != nil {
 		return true, exitcode.Usagef("--base %s and --head %s have no common history: %v", c.req.Base, c.req.Head, err)
 	}
-	rep := &Report{Base: base, MergeBase: mb, Head: head, Classes: map[string]int{}, Changes: []promotion.Change{}, Refusals: []string{},
+	rep := &PromotionReport{Base: base, MergeBase: mb, Head: head, Classes: map[string]int{}, Changes: []promotion.Change{}, Refusals: []string{},
 		Findings: []Finding{}, Warnings: []Finding{}}
 	if rep.Files, err = c.r.Changed(ctx, mb, head); err != nil {
 		return true, err
@@ -239,14 +214,14 @@ func (c *check) record(ctx context.Context) (stop bool, err error) {
 // files refuses any changed file but the record and the target overlay's
 // kustomization, and any kustomization key but the digest the policy does
 // not allow.
-func (c *check) files(ctx context.Context) error {
-	kfile, err := targetFile(ctx, c.ht, c.rec.Target.Path)
+func (c *promotionCheck) files(ctx context.Context) error {
+	kfile, err := TargetFile(ctx, c.ht, c.rec.Target.Path)
 	if err != nil {
 		return err
 	}
 	var values []string // a chart app's own value files, as the base lists them
-	if chartListOf(kfile) == dependenciesList {
-		if values, err = chartValueFiles(c.bt, c.rec.Target.Path); err != nil {
+	if ChartListOf(kfile) == DependenciesList {
+		if values, err = ChartValueFiles(c.bt, c.rec.Target.Path); err != nil {
 			return err
 		}
 	}
@@ -256,7 +231,7 @@ func (c *check) files(ctx context.Context) error {
 		case inside && rel == c.recFile:
 		case inside && c.isCommittedAcceptance(rel):
 		case inside && chartLockChanged(rel, kfile): // judged by the charts step (checkcharts.go)
-		case inside && rel == kfile && chartListOf(kfile) == dependenciesList:
+		case inside && rel == kfile && ChartListOf(kfile) == DependenciesList:
 			for _, k := range chartFileChanges(ctx, c.bt, c.ht, kfile) {
 				c.rep.refuse(Finding{Rule: RuleParameter, File: kfile, Field: k}, "%s: %s changed: a promotion changes only the exact version of "+
 					"a remote dependency of a chart app's Chart.yaml", kfile, k)
@@ -282,7 +257,7 @@ func (c *check) files(ctx context.Context) error {
 
 // chartValuesChange is what else than the artifact's digest changed in a
 // chart app's value file rel ("" for nothing).
-func (c *check) chartValuesChange(rel string) string {
+func (c *promotionCheck) chartValuesChange(rel string) string {
 	base, err := c.bt.OptionalFile(rel)
 	if err != nil {
 		return err.Error()
@@ -297,7 +272,7 @@ func (c *check) chartValuesChange(rel string) string {
 // targetAtBase is the target's rendered hash at the tip of the base
 // branch (the merge base's when the base has not moved): a target that
 // changed on the base since the branch was cut has moved on.
-func (c *check) targetAtBase(ctx context.Context) (string, error) {
+func (c *promotionCheck) targetAtBase(ctx context.Context) (string, error) {
 	if c.rep.MergeBase == c.rep.Base {
 		return c.baseHash, nil
 	}
@@ -316,7 +291,7 @@ func (c *check) targetAtBase(ctx context.Context) (string, error) {
 // renderDiff renders the target before and after, classifies the
 // differences and refuses boundary and cross-environment changes the
 // policy does not allow.
-func (c *check) renderDiff(ctx context.Context) error {
+func (c *promotionCheck) renderDiff(ctx context.Context) error {
 	var err error
 	if c.before, c.baseHash, err = c.bt.Render(ctx, c.rec.Target.Path); err != nil {
 		return err
@@ -338,7 +313,7 @@ func (c *check) renderDiff(ctx context.Context) error {
 		}
 	}
 	if len(crossed) > 0 && !c.pol.AllowBoundary() {
-		c.rep.refuse(Finding{Rule: RuleBoundary, File: promotion.PolicyFile},
+		c.rep.refuse(Finding{Rule: RuleBoundary, Class: promotion.ClassBoundary, File: promotion.PolicyFile},
 			"boundary fields crossed (allowBoundary in %s permits it):\n    %s", promotion.PolicyFile, strings.Join(crossed, "\n    "))
 	}
 	if !c.pol.AllowCross() {
@@ -352,7 +327,7 @@ func (c *check) renderDiff(ctx context.Context) error {
 // policy renders the target at head with every policy rule and refuses
 // its violations, another digest of the artifact and a rendered hash
 // other than the approved one.
-func (c *check) policy(ctx context.Context) error {
+func (c *promotionCheck) policy(ctx context.Context) error {
 	rec := c.rec
 	hd, err := c.ht.Declare(ctx, rec.Target.Path, c.rep.Environment, c.req.Renderer)
 	var refusal *policy.Refusal
@@ -369,11 +344,12 @@ func (c *check) policy(ctx context.Context) error {
 	if _, others, n := ArtifactImages(hd, rec.Artifact.Image); n == 0 {
 		c.rep.refuse(Finding{Rule: RuleArtifact, File: rec.Target.Path}, "the target renders no container of the artifact %s", rec.Artifact.Image)
 	} else if len(others) > 0 {
-		c.rep.refuse(Finding{Rule: RuleDigest, File: rec.Target.Path}, "digest not the verified one %s: %s", rec.Artifact.Digest,
+		c.rep.refuse(Finding{Rule: RuleDigest, Class: promotion.ClassArtifact, File: rec.Target.Path, Object: rec.Artifact.Image,
+			Old: rec.Artifact.Digest, New: strings.Join(others, "; ")}, "digest not the verified one %s: %s", rec.Artifact.Digest,
 			strings.Join(others, "; "))
 	}
 	if hd.Hash != rec.Target.RenderedHash {
-		c.rep.refuse(Finding{Rule: RuleRenderedHash, File: c.recFile, Field: "target.renderedHash"},
+		c.rep.refuse(Finding{Rule: RuleRenderedHash, File: c.recFile, Field: "target.renderedHash", Old: rec.Target.RenderedHash, New: hd.Hash},
 			"rendered hash %s is not the one proposed and approved (%s)", hd.Hash, rec.Target.RenderedHash)
 	}
 	return nil
@@ -382,7 +358,7 @@ func (c *check) policy(ctx context.Context) error {
 // evidence refuses a record no evidence backs: not VERIFIED, a source
 // record that does not back the digest, or a rollback's prior acceptance
 // the base's history does not back.
-func (c *check) evidence(ctx context.Context) error {
+func (c *promotionCheck) evidence(ctx context.Context) error {
 	rec := c.rec
 	switch {
 	case rec.VerifiedIn == nil:
@@ -392,7 +368,7 @@ func (c *check) evidence(ctx context.Context) error {
 		// The first environment: the evidence recorded at candidacy, in a
 		// first environment of the base's registry (supplyChain re-verifies
 		// the evidence).
-		return c.trustFinding(candidacyClaim(ctx, c.r, c.rep.Base, rec))
+		return c.trustFinding(CandidacyClaim(ctx, c.r, c.rep.Base, rec))
 	case rec.VerifiedIn.IsPriorAcceptance():
 		// A rollback: the claim must be backed by the base's history.
 		var re *exitcode.Refusal
@@ -410,7 +386,7 @@ func (c *check) evidence(ctx context.Context) error {
 // sourceEvidence refuses a VERIFIED claim that the source environment's
 // evidence in Git, read at the base as promote verify reads it, does not
 // prove, or proves with other revisions, hash or file than the record says.
-func (c *check) sourceEvidence(ctx context.Context) error {
+func (c *promotionCheck) sourceEvidence(ctx context.Context) error {
 	v := c.rec.VerifiedIn
 	src, err := ledger.ReadSourceEvidence(ctx, c.r, c.rep.Base, c.rec.App, v.Environment, c.rec.Artifact.Digest, c.req.Now)
 	var re *exitcode.Refusal
@@ -434,7 +410,7 @@ func (c *check) sourceEvidence(ctx context.Context) error {
 
 // approval refuses a stopped record, a missing approval and one that is
 // void for what head renders.
-func (c *check) approval(_ context.Context) error {
+func (c *promotionCheck) approval(_ context.Context) error {
 	rec := c.rec
 	switch {
 	case rec.State == promotion.Halted || rec.State == promotion.Rejected:
@@ -454,7 +430,7 @@ func (c *check) approval(_ context.Context) error {
 }
 
 // drift refuses a moved tag of the artifact.
-func (c *check) drift(ctx context.Context) error {
+func (c *promotionCheck) drift(ctx context.Context) error {
 	for _, f := range driftOf(ctx, c.ht, c.req.DriftFiles, c.rec) {
 		c.rep.refuse(f, "%s", f.Reason)
 	}

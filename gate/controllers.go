@@ -1,4 +1,4 @@
-package repocheck
+package gate
 
 import (
 	"bytes"
@@ -72,7 +72,7 @@ func controllerFile(f string, owners []*environment.Environment) bool {
 }
 
 // owners are the environments whose controllers patterns claim f.
-func (c *check) owners(f string) []*environment.Environment {
+func (c *repoCheck) owners(f string) []*environment.Environment {
 	var out []*environment.Environment
 	for _, name := range c.reg.Names() {
 		if e, _ := c.reg.Get(name); e.OwnsController(f) {
@@ -84,7 +84,7 @@ func (c *check) owners(f string) []*environment.Environment {
 
 // controllers checks every controller object of rv (read from Git at t's
 // revision, never through a link of the exported tree).
-func (c *check) controllers(ctx context.Context, t *gitops.Tree, rv *revision) ([]Finding, error) {
+func (c *repoCheck) controllers(ctx context.Context, t *gitops.Tree, rv *revision) ([]Finding, error) {
 	var out []Finding
 	for _, f := range rv.files {
 		owners := c.owners(f)
@@ -108,7 +108,7 @@ func (c *check) controllers(ctx context.Context, t *gitops.Tree, rv *revision) (
 
 // binding collects the findings on one controller object.
 type binding struct {
-	c     *check
+	c     *repoCheck
 	ctl   controller
 	owner *environment.Environment
 	out   []Finding
@@ -126,7 +126,7 @@ func (b *binding) refuse(field, format string, args ...any) {
 // bind checks that ctl is bound to overlay paths and a destination of the
 // one environment that owns its file, and that the sources of a
 // multi-source Application render no object twice.
-func (c *check) bind(ctl controller, owners []*environment.Environment, rv *revision) []Finding {
+func (c *repoCheck) bind(ctl controller, owners []*environment.Environment, rv *revision) []Finding {
 	b := &binding{c: c, ctl: ctl}
 	switch len(owners) {
 	case 0:
