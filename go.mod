@@ -13,6 +13,7 @@ require (
 	github.com/go-git/go-git/v5 v5.19.3
 	github.com/go-json-experiment/json v1.27.2
 	github.com/go-logr/logr v1.4.4
+	github.com/go-logr/zerologr v1.2.3
 	github.com/google/go-containerregistry v0.22.1
 	github.com/gowebpki/jcs v1.0.2
 	github.com/in-toto/attestation v1.2.0

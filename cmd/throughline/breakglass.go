@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,15 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/throughline-dev/throughline/breakglass"
 	"github.com/throughline-dev/throughline/breakglass/live"
-	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
-	"github.com/throughline-dev/throughline/forge"
 	"github.com/throughline-dev/throughline/gitops"
-	"github.com/throughline-dev/throughline/promotion"
 )
 
 const breakglassLong = `Break-glass suspends the reconciliation of exactly one application so that an
@@ -87,64 +82,14 @@ func (b *breakglassFlags) target() breakglass.Target {
 	return breakglass.Target{Controller: breakglass.Controller(b.controller), Namespace: b.namespace, Name: name}
 }
 
-// pauseState is the GitOps repository, the commit of its base branch and
-// the pause record of one app/env on it (nil when there is none).
-type pauseState struct {
-	repo *gitops.Repo
-	base string
-	rec  *breakglass.Record
-	// reg is the environment registry at base.
-	reg *environment.Registry
-}
-
-// openPause opens the repository of bf (fetching it), resolves the base
-// branch and reads the pause record there.
-func openPause(ctx context.Context, bf *breakglassFlags) (*pauseState, error) {
-	r, err := gitops.Open(ctx, bf.repo)
+// open opens the repository of b (fetching it) and the break-glass session
+// of its app and environment on the base branch.
+func (b *breakglassFlags) open(ctx context.Context) (*live.Session, error) {
+	r, err := gitops.Open(ctx, b.repo)
 	if err != nil {
 		return nil, err
 	}
-	base, err := r.BaseRev(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rec, err := breakglass.ReadRecord(ctx, r, base, bf.app, bf.env)
-	if err != nil {
-		return nil, err
-	}
-	reg, err := promotion.ReadRegistry(ctx, r, base)
-	if err != nil {
-		return nil, err
-	}
-	return &pauseState{repo: r, base: base, rec: rec, reg: reg}, nil
-}
-
-// openActivePause is openPause that refuses (exit 3) when no pause is
-// active; why says what cannot be done then.
-func openActivePause(ctx context.Context, bf *breakglassFlags, why string) (*pauseState, error) {
-	ps, err := openPause(ctx, bf)
-	if err != nil {
-		return nil, err
-	}
-	if !ps.rec.Active() {
-		return nil, exitcode.Refuse(breakglass.RulePause, "%s/%s has no active pause record (%s on %s): %s",
-			bf.app, bf.env, breakglass.Path(bf.env, bf.app), ps.repo.Base, why)
-	}
-	return ps, nil
-}
-
-// commit writes rec (and extra files) on the base branch by compare-and-swap.
-func (ps *pauseState) commit(ctx context.Context, rec *breakglass.Record, extra map[string][]byte, msg string,
-	check func(prev *breakglass.Record) error) (string, error) {
-	return breakglass.CommitRecord(ctx, ps.repo, ps.repo.Base, rec, extra, msg, check)
-}
-
-func breakglassError(err error) error {
-	var ce *breakglass.ConflictError
-	if errors.As(err, &ce) {
-		return &exitcode.Refusal{Rule: breakglass.RuleController, Err: err}
-	}
-	return err
+	return live.Open(ctx, r, b.app, b.env, b.target(), b.operator)
 }
 
 const breakglassPauseLong = `Suspend the reconciliation of one application: Argo CD (remove
@@ -200,26 +145,12 @@ func (o *pauseOptions) run(ctx context.Context, g *globals, stdout io.Writer) er
 	if o.ticket == "" || o.expires <= 0 {
 		return exitcode.Usagef("--ticket and a positive --expires are required")
 	}
-	ps, err := openPause(ctx, bf)
-	if err != nil {
-		return err
-	}
-	if prev := ps.rec; prev.Active() {
-		return exitcode.Refuse(breakglass.RulePause, "%s/%s is already paused by %s (ticket %s, until %s): see %s",
-			bf.app, bf.env, prev.Operator, prev.Ticket,
-			prev.ExpiresAt.Format(time.RFC3339), breakglass.Path(bf.env, bf.app))
-	}
-	c, err := bf.kf.client()
+	s, err := bf.open(ctx)
 	if err != nil {
 		return err
 	}
 	now := time.Now()
-	rec, err := live.Pause(ctx, c, breakglass.Request{Target: bf.target(), App: bf.app, Env: bf.env,
-		Operator: bf.operator, Ticket: o.ticket, Now: now, ExpiresAt: now.Add(o.expires), Registry: ps.reg, Prefix: ps.repo.Prefix})
-	if err != nil {
-		return breakglassError(err)
-	}
-	sha, err := o.record(ctx, ps, c, rec)
+	rec, sha, err := s.Pause(ctx, bf.kf.client, o.ticket, now, now.Add(o.expires))
 	if err != nil {
 		return err
 	}
@@ -228,31 +159,6 @@ func (o *pauseOptions) run(ctx context.Context, g *globals, stdout io.Writer) er
 		bf.target(), bf.app, bf.env, rec.ExpiresAt.Format(time.RFC3339), o.ticket, breakglass.Path(bf.env, bf.app), sha,
 		len(rec.Objects), rec.SourceRevision)
 	return nil
-}
-
-// record commits the pause record; when that fails, the pause is undone.
-func (o *pauseOptions) record(ctx context.Context, ps *pauseState, c client.Client, rec *breakglass.Record) (string, error) {
-	bf := &o.bf
-	msg := fmt.Sprintf("breakglass pause %s in %s\n\nTicket: %s\nOperator: %s\nExpires: %s\nSource-Revision: %s\n",
-		bf.app, bf.env, o.ticket, bf.operator, rec.ExpiresAt.Format(time.RFC3339), rec.SourceRevision)
-	sha, err := ps.commit(ctx, rec, nil, msg, func(prev *breakglass.Record) error {
-		if prev.Active() {
-			return exitcode.Refuse(breakglass.RulePause, "%s/%s was paused first by %s (ticket %s)", bf.app, bf.env, prev.Operator, prev.Ticket)
-		}
-		return nil
-	})
-	if err == nil {
-		return sha, nil
-	}
-	// Not recorded: do not leave an unrecorded pause behind.
-	if uerr := live.Undo(context.WithoutCancel(ctx), c, rec); uerr != nil {
-		// Only the recording failure is wrapped, it decides the exit code;
-		// of the undo failure only the text is told.
-		return "", fmt.Errorf("recording the pause failed (%w) and undoing it failed too: %s is paused without a record: %s",
-			err, bf.target(), uerr.Error())
-	}
-	return "", fmt.Errorf("recording the pause in %s failed, so the pause was undone (%s reconciles as before): %w",
-		breakglass.Path(bf.env, bf.app), bf.target(), err)
 }
 
 const breakglassResumeLong = `Re-enable reconciliation of a paused application. Refused (exit 3) until the
@@ -311,69 +217,23 @@ func (o *resumeOptions) run(ctx context.Context, g *globals, stdout io.Writer) e
 	if o.force && o.reason == "" {
 		return exitcode.Usagef("--force needs --reason (it is recorded)")
 	}
-	ps, err := openActivePause(ctx, bf, "it is not paused, nothing to resume")
+	s, err := bf.open(ctx)
 	if err != nil {
 		return err
 	}
-	rec, merged := ps.rec, ""
-	if !o.force {
-		if merged, err = breakglass.Merged(ctx, ps.repo, rec, ps.base); err != nil {
-			return err
-		}
-	}
-	c, err := bf.kf.client()
+	res, err := s.Resume(ctx, bf.kf.client, live.ResumeRequest{Force: o.force, Reason: o.reason, Observe: o.observe})
 	if err != nil {
 		return err
 	}
-	restored, err := live.Restore(ctx, c, rec)
-	if err != nil {
-		return breakglassError(err)
-	}
-	flapping, err := live.Flapping(ctx, c, rec, o.observe, 0)
-	if err != nil {
-		return fmt.Errorf("%s is resumed in the cluster, but watching its objects failed (not recorded): %w", bf.target(), err)
-	}
-	rec.State = breakglass.Resumed
-	rec.Resume = &breakglass.Resume{At: restored.At, By: bf.operator, Force: o.force, Reason: o.reason, WritebackMerged: merged, Flapping: flapping}
-	if o.observe > 0 {
-		rec.Resume.ObservedFor = o.observe.String()
-	}
-	sha, evPath, err := o.record(ctx, ps, restored, merged)
-	if err != nil {
-		return err
-	}
-	g.log.Debug().Str("commit", sha).Msg("resume recorded")
+	g.log.Debug().Str("commit", res.Commit).Msg("resume recorded")
 	fmt.Fprintf(stdout, "resumed %s (%s/%s) at %s; recorded %s and the evidence %s at %s\n", bf.target(), bf.app, bf.env,
-		restored.At.Format(time.RFC3339), breakglass.Path(bf.env, bf.app), evPath, sha)
-	if len(flapping) > 0 {
+		res.At.Format(time.RFC3339), breakglass.Path(bf.env, bf.app), res.Evidence, res.Commit)
+	if len(res.Flapping) > 0 {
 		return exitcode.Refuse(breakglass.RulePause,
 			"resumed, but objects were written back and forth while watched for %s (something fights the desired state; recorded): %s",
-			o.observe, strings.Join(flapping, "; "))
+			o.observe, strings.Join(res.Flapping, "; "))
 	}
 	return nil
-}
-
-// record commits the resumed record and the evidence of the pause.
-func (o *resumeOptions) record(ctx context.Context, ps *pauseState, restored breakglass.Restoration, merged string) (sha, evPath string, err error) {
-	bf, rec := &o.bf, ps.rec
-	msg := fmt.Sprintf("breakglass resume %s in %s\n\nTicket: %s\nOperator: %s\nForced: %t\nReason: %s\nWriteback-Merged: %s\n",
-		bf.app, bf.env, rec.Ticket, bf.operator, o.force, o.reason, merged)
-	evidence, err := breakglass.NewEvidence(rec, restored).Marshal()
-	if err != nil {
-		return "", "", fmt.Errorf("%s is resumed in the cluster but its evidence is incomplete (not recorded): %w", bf.target(), err)
-	}
-	evPath = breakglass.EvidencePath(bf.env, bf.app, rec.PausedAt)
-	msg += "Evidence: " + evPath + "\n"
-	sha, err = ps.commit(ctx, rec, map[string][]byte{evPath: evidence}, msg, func(prev *breakglass.Record) error {
-		if !prev.Active() {
-			return exitcode.Refuse(breakglass.RulePause, "%s/%s was resumed by someone else meanwhile", bf.app, bf.env)
-		}
-		return nil
-	})
-	if err != nil {
-		return "", "", fmt.Errorf("%s is resumed in the cluster but recording it failed: %w", bf.target(), err)
-	}
-	return sha, evPath, nil
 }
 
 const breakglassWritebackLong = `Compare three states of every object of the paused application: the desired
@@ -452,70 +312,22 @@ func (o *writebackOptions) run(ctx context.Context, g *globals, stdout io.Writer
 	if err != nil {
 		return err
 	}
-	ps, err := openActivePause(ctx, bf, "nothing was paused, so there is nothing to write back")
+	s, err := bf.open(ctx)
 	if err != nil {
 		return err
 	}
-	c, err := bf.kf.client()
-	if err != nil {
-		return err
-	}
-	res, err := live.ProposeWriteback(ctx, ps.repo, c, ps.rec, breakglass.WritebackOptions{
-		Base: ps.base, Path: o.targetPath, Renderer: buildVersion(),
+	res, err := s.Writeback(ctx, bf.kf.client, breakglass.WritebackOptions{Path: o.targetPath, Renderer: buildVersion(),
 		Compare: breakglass.Compare{
 			ControllerManagers: append(o.ctlNames, breakglass.DefaultControllerManagers...),
 			OtherWriters:       append(o.writers, breakglass.DefaultOtherWriters...),
 			Temporary:          append(o.temporary, breakglass.DefaultTemporary...),
 		},
-	})
+	}, fc)
 	if err != nil {
-		return err
-	}
-	if err := o.openPullRequest(ctx, fc, ps, res); err != nil {
-		return err
-	}
-	if err := o.record(ctx, ps, res); err != nil {
 		return err
 	}
 	g.log.Debug().Str("branch", res.Branch).Int("changes", len(res.Changes)).Msg("write-back")
 	return o.print(stdout, res)
-}
-
-// openPullRequest opens the write-back's pull request when a forge is
-// configured and there is a branch.
-func (o *writebackOptions) openPullRequest(ctx context.Context, fc *forge.Client, ps *pauseState, res *breakglass.WritebackResult) error {
-	if fc == nil || res.Branch == "" {
-		return nil
-	}
-	pr, err := fc.OpenPullRequest(ctx, forge.PullRequest{Title: fmt.Sprintf("breakglass write-back %s in %s (%s)", o.bf.app, o.bf.env, ps.rec.Ticket),
-		Head: res.Branch, Base: ps.repo.Base, Body: breakglass.PullRequestBody(ps.rec, res)})
-	if err != nil {
-		return fmt.Errorf("branch %s pushed, but opening the pull request failed: %w", res.Branch, err)
-	}
-	res.PR = pr.URL
-	return nil
-}
-
-// record names the write-back in the pause record on the base branch.
-func (o *writebackOptions) record(ctx context.Context, ps *pauseState, res *breakglass.WritebackResult) error {
-	bf, rec := &o.bf, ps.rec
-	wb := &breakglass.Writeback{Branch: res.Branch, Commit: res.Commit, PR: res.PR}
-	for _, ch := range res.Changes {
-		wb.Changes = append(wb.Changes, ch.String())
-	}
-	wb.Classified = res.Changes
-	rec.Writeback = wb
-	msg := fmt.Sprintf("breakglass writeback %s in %s\n\nTicket: %s\nWriteback-Branch: %s\nWriteback-Commit: %s\n",
-		bf.app, bf.env, rec.Ticket, res.Branch, res.Commit)
-	if _, err := ps.commit(ctx, rec, nil, msg, func(prev *breakglass.Record) error {
-		if !prev.Active() {
-			return exitcode.Refuse(breakglass.RulePause, "%s/%s was resumed meanwhile", bf.app, bf.env)
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("write-back %s pushed, but recording it in %s failed: %w", res.Branch, breakglass.Path(bf.env, bf.app), err)
-	}
-	return nil
 }
 
 // print writes the write-back's changes, branch and pull request.

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/exitcode"
-	"github.com/throughline-dev/throughline/forge"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promote"
@@ -145,11 +144,9 @@ func (o *promoteProposeOptions) run(ctx context.Context, g *globals, stdout io.W
 	if err != nil {
 		return err
 	}
-	if fc != nil && !p.Existing {
-		title := fmt.Sprintf("promote %s %s to %s (%s)", o.app, promote.ShortDigest(p.Record.Artifact.Digest), o.to, p.Record.PromotionID)
-		if err := openPR(ctx, fc, r.Base, title, p, proposalBody(p)); err != nil {
-			return err
-		}
+	title := fmt.Sprintf("promote %s %s to %s (%s)", o.app, promote.ShortDigest(p.Record.Artifact.Digest), o.to, p.Record.PromotionID)
+	if err := p.OpenPullRequest(ctx, fc, r.Base, title, p.PullRequestBody()); err != nil {
+		return err
 	}
 	g.log.Debug().Str("promotion", p.Record.PromotionID).Str("branch", p.Branch).Bool("existing", p.Existing).Msg("proposed")
 	if o.output == "json" {
@@ -169,17 +166,6 @@ func checkOutput(output string) error {
 	if output != "text" && output != "json" {
 		return exitcode.Usagef("-o %q: want text or json", output)
 	}
-	return nil
-}
-
-// openPR opens the pull request of the pushed proposal p on base and
-// records its URL in p.
-func openPR(ctx context.Context, fc *forge.Client, base, title string, p *promote.Proposal, body string) error {
-	pr, err := fc.OpenPullRequest(ctx, forge.PullRequest{Title: title, Head: p.Branch, Base: base, Body: body})
-	if err != nil {
-		return fmt.Errorf("branch %s pushed, but opening the pull request failed: %w", p.Branch, err)
-	}
-	p.PR = pr.URL
 	return nil
 }
 
@@ -529,22 +515,6 @@ func promoteWriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// proposalBody is the PR/MR description: the classified diff.
-func proposalBody(p *promote.Proposal) string {
-	var b strings.Builder
-	rec := p.Record
-	fmt.Fprintf(&b, "Promotion `%s` (attempt %d): `%s` into **%s** (`%s`, cluster `%s`).\n\n", rec.PromotionID, rec.Attempt,
-		rec.Artifact.Image, rec.Target.Environment, rec.Target.Path, rec.Target.Cluster)
-	fmt.Fprintf(&b, "Target rendered hash: `%s` (was `%s`), throughline %s.\n\n", rec.Target.RenderedHash, rec.Target.BaseRenderedHash,
-		rec.Target.Renderer)
-	b.WriteString("| class | object | field | before | after |\n|---|---|---|---|---|\n")
-	for _, c := range p.Changes {
-		fmt.Fprintf(&b, "| %s | %s | %s | `%s` | `%s` |\n", c.Class, c.Object, c.Field, c.Before, c.After)
-	}
-	b.WriteString("\nThe PR job (`throughline promote check`) passes once the record is VERIFIED and APPROVED.\n")
-	return b.String()
 }
 
 // pickedNote says, when no --branch was given, that the branch is the only

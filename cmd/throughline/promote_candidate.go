@@ -110,11 +110,9 @@ func (o *promoteCandidateOptions) run(ctx context.Context, g *globals, stdout io
 	if err != nil {
 		return err
 	}
-	if fc != nil && !p.Existing {
-		title := fmt.Sprintf("candidate %s %s for %s (%s)", o.app, promote.ShortDigest(p.Record.Artifact.Digest), o.to, p.Record.PromotionID)
-		if err := openPR(ctx, fc, r.Base, title, p, proposalBody(p)); err != nil {
-			return err
-		}
+	title := fmt.Sprintf("candidate %s %s for %s (%s)", o.app, promote.ShortDigest(p.Record.Artifact.Digest), o.to, p.Record.PromotionID)
+	if err := p.OpenPullRequest(ctx, fc, r.Base, title, p.PullRequestBody()); err != nil {
+		return err
 	}
 	g.log.Debug().Str("promotion", p.Record.PromotionID).Str("branch", p.Branch).Bool("existing", p.Existing).Msg("candidate")
 	if o.output == "json" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -122,11 +121,9 @@ func (o *rollbackOptions) run(ctx context.Context, g *globals, stdout io.Writer)
 	}
 	warnRollback(g, res)
 	p := res.Proposal
-	if fc != nil && !p.Existing {
-		title := fmt.Sprintf("rollback %s in %s to %s (%s)", o.app, o.env, promote.ShortDigest(p.Record.Artifact.Digest), p.Record.PromotionID)
-		if err := openPR(ctx, fc, r.Base, title, p, rollbackBody(res)); err != nil {
-			return err
-		}
+	title := fmt.Sprintf("rollback %s in %s to %s (%s)", o.app, o.env, promote.ShortDigest(p.Record.Artifact.Digest), p.Record.PromotionID)
+	if err := p.OpenPullRequest(ctx, fc, r.Base, title, res.PullRequestBody()); err != nil {
+		return err
 	}
 	if o.output == "json" {
 		return promoteWriteJSON(stdout, res)
@@ -151,23 +148,4 @@ func warnRollback(g *globals, res *promote.RollbackResult) {
 	for _, w := range res.IrreversibleWarning {
 		g.log.Warn().Str("workload", w).Msg("rolling back past an irreversible migration (acknowledged)")
 	}
-}
-
-// rollbackBody is the PR/MR description of a rollback.
-func rollbackBody(res *promote.RollbackResult) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Rollback of `%s` in `%s` from `%s` to `%s`.\n\n", res.Proposal.Record.App, res.Proposal.Record.Target.Environment,
-		res.From, res.To.Artifact.Digest)
-	fmt.Fprintf(&b,
-		"The target digest was ACCEPTED in this environment as `%s` (record and evidence at commit `%s`, observed revision `%s`, evidence `%s`); "+
-			"the record is VERIFIED by that prior acceptance, which `throughline promote check` re-reads from Git.\n\n",
-		res.To.PromotionID, res.To.Commit, res.To.ObservedRevision, res.To.Evidence)
-	for _, u := range res.Unproven {
-		fmt.Fprintf(&b, "Warning: acceptance claimed without proof, not a rollback target: %s\n\n", u.String())
-	}
-	if len(res.IrreversibleWarning) > 0 {
-		fmt.Fprintf(&b, "**Irreversible migration acknowledged** on: %s\n\n", strings.Join(res.IrreversibleWarning, ", "))
-	}
-	b.WriteString(proposalBody(res.Proposal))
-	return b.String()
 }

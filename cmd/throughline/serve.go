@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/zerologr"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -116,7 +117,7 @@ func (o *serveOptions) run(ctx context.Context, g *globals) error {
 		return err
 	}
 	log := g.log.With().Str("component", "serve").Logger()
-	ctrl.SetLogger(logr.New(&zerologSink{log: log}))
+	ctrl.SetLogger(logr.New(logSink(log)))
 	stop, err := o.nf.start(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -226,67 +227,28 @@ func addExpiryMonitor(mgr manager.Manager, log zerolog.Logger) error {
 	return nil
 }
 
-// zerologSink bridges controller-runtime's logr to zerolog.
-type zerologSink struct {
-	log    zerolog.Logger
-	name   string
-	values []any
+// logSink is controller-runtime's logr written to zerolog (zerologr: V(0)
+// info, V(1) debug), except that a reconcile which lost an
+// optimistic-concurrency race ("the object has been modified") is logged
+// at debug: it is retried at once with a fresh read, no error of serve's.
+func logSink(log zerolog.Logger) logr.LogSink {
+	return conflictsAtDebug{zerologr.NewLogSink(&log)}
 }
 
-func (s *zerologSink) Init(logr.RuntimeInfo) {}
+type conflictsAtDebug struct{ logr.LogSink }
 
-func (s *zerologSink) Enabled(level int) bool {
-	return s.log.GetLevel() <= zerologLevel(level)
-}
-
-func zerologLevel(level int) zerolog.Level {
-	if level > 0 {
-		return zerolog.DebugLevel
-	}
-	return zerolog.InfoLevel
-}
-
-func (s *zerologSink) event(e *zerolog.Event, kv []any) *zerolog.Event {
-	if s.name != "" {
-		e = e.Str("logger", s.name)
-	}
-	all := append(append([]any(nil), s.values...), kv...)
-	for i := 0; i+1 < len(all); i += 2 {
-		k, ok := all[i].(string)
-		if !ok {
-			k = fmt.Sprint(all[i])
-		}
-		e = e.Interface(k, all[i+1])
-	}
-	return e
-}
-
-func (s *zerologSink) Info(level int, msg string, kv ...any) {
-	s.event(s.log.WithLevel(zerologLevel(level)), kv).Msg(msg)
-}
-
-// Error logs at error level, except an optimistic-concurrency conflict
-// ("the object has been modified"): the reconcile is retried at once with
-// a fresh read, an ordinary event logged at debug.
-func (s *zerologSink) Error(err error, msg string, kv ...any) {
+func (s conflictsAtDebug) Error(err error, msg string, kv ...any) {
 	if apierrors.IsConflict(err) {
-		s.event(s.log.Debug().Err(err), kv).Msg(msg)
+		s.Info(1, msg, append(kv, "error", err.Error())...)
 		return
 	}
-	s.event(s.log.Error().Err(err), kv).Msg(msg)
+	s.LogSink.Error(err, msg, kv...)
 }
 
-func (s *zerologSink) WithValues(kv ...any) logr.LogSink {
-	c := *s
-	c.values = append(append([]any(nil), s.values...), kv...)
-	return &c
+func (s conflictsAtDebug) WithValues(kv ...any) logr.LogSink {
+	return conflictsAtDebug{s.LogSink.WithValues(kv...)}
 }
 
-func (s *zerologSink) WithName(name string) logr.LogSink {
-	c := *s
-	if c.name != "" {
-		name = c.name + "." + name
-	}
-	c.name = name
-	return &c
+func (s conflictsAtDebug) WithName(name string) logr.LogSink {
+	return conflictsAtDebug{s.LogSink.WithName(name)}
 }

@@ -32,7 +32,7 @@ func TestServeLogsConflictsAtDebug(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			s := &zerologSink{log: zerolog.New(&buf).Level(zerolog.DebugLevel)}
+			s := logSink(zerolog.New(&buf).Level(zerolog.DebugLevel))
 			s.Error(c.err, "Reconciler error", "controller", "acceptance")
 			if !strings.Contains(buf.String(), `"level":"`+c.level+`"`) {
 				t.Fatalf("logged %s, want level %s", buf.String(), c.level)
@@ -41,8 +41,9 @@ func TestServeLogsConflictsAtDebug(t *testing.T) {
 	}
 	// At the default level (info) a conflict is not printed at all.
 	var buf bytes.Buffer
-	s := &zerologSink{log: zerolog.New(&buf).Level(zerolog.InfoLevel)}
+	s := logSink(zerolog.New(&buf).Level(zerolog.InfoLevel))
 	s.Error(conflict, "Reconciler error")
+	s.WithName("controller").WithValues("acceptance", "shop/checkout").Error(conflict, "Reconciler error")
 	if buf.Len() != 0 {
 		t.Fatalf("printed at info: %s", buf.String())
 	}
