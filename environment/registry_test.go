@@ -77,6 +77,16 @@ func TestNewRefusesInvalidRegistries(t *testing.T) {
 		{"zero rollout deadline", func(p *v1alpha1.PromotionPolicy) {
 			p.Environments["qa"] = v1alpha1.EnvironmentPolicy{RolloutDeadline: d(0)}
 		}, "environments.qa.rolloutDeadline"},
+		{"binding server not https", func(p *v1alpha1.PromotionPolicy) {
+			p.Environments["qa"] = v1alpha1.EnvironmentPolicy{Binding: &v1alpha1.ControllerBinding{Server: "http://10.0.0.1"}}
+		}, "environments.qa.binding.server"},
+		{"binding Flux source of no kind", func(p *v1alpha1.PromotionPolicy) {
+			p.Environments["qa"] = v1alpha1.EnvironmentPolicy{Binding: &v1alpha1.ControllerBinding{
+				FluxSource: &v1alpha1.FluxSourceRef{Kind: "HelmRelease", Name: "x"}}}
+		}, "environments.qa.binding.fluxSource.kind"},
+		{"binding empty repository URL", func(p *v1alpha1.PromotionPolicy) {
+			p.Environments["qa"] = v1alpha1.EnvironmentPolicy{Binding: &v1alpha1.ControllerBinding{RepoURLs: []string{" "}}}
+		}, "environments.qa.binding.repoURLs[0]"},
 		{"zero evidence age", func(p *v1alpha1.PromotionPolicy) { p.EvidenceMaxAge = d(0) }, "evidenceMaxAge"},
 		{"allowed signers outside", func(p *v1alpha1.PromotionPolicy) { p.AllowedSigners = "../keys" }, "allowedSigners"},
 	}
@@ -197,5 +207,27 @@ func TestEnvironmentQuestions(t *testing.T) {
 	}
 	if got := r.Names(); strings.Join(got, ",") != "dev,production,staging" {
 		t.Errorf("Names %v", got)
+	}
+}
+
+// TestSameRepoURL: a controller's repository URL names the registry's
+// repository whatever the host's case, a trailing "/" or ".git"; another
+// owner, host or path is another repository.
+func TestSameRepoURL(t *testing.T) {
+	const want = "https://git.example.test/platform/gitops-env.git"
+	for _, tc := range []struct {
+		url  string
+		same bool
+	}{
+		{want, true},
+		{"https://git.example.test/platform/gitops-env", true},
+		{"https://GIT.example.test/platform/gitops-env/", true},
+		{"https://git.example.test/attacker/gitops-env.git", false},
+		{"https://git.example.test.evil/platform/gitops-env.git", false},
+		{"https://git.example.test/platform/gitops-env-fork.git", false},
+	} {
+		if got := SameRepoURL(tc.url, want); got != tc.same {
+			t.Errorf("SameRepoURL(%q) = %v, want %v", tc.url, got, tc.same)
+		}
 	}
 }

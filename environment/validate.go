@@ -60,6 +60,9 @@ func checkEnvironment(name string, e v1alpha1.EnvironmentPolicy) error {
 	if err := checkSource(field, e.Source); err != nil {
 		return err
 	}
+	if err := checkBinding(field+".binding", e.Binding); err != nil {
+		return err
+	}
 	return checkApprovals(field, e)
 }
 

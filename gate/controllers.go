@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -82,15 +83,45 @@ func (c *repoCheck) owners(f string) []*environment.Environment {
 	return out
 }
 
-// controllers checks every controller object of rv (read from Git at t's
-// revision, never through a link of the exported tree).
+// controllers checks every controller object of rv: those of the files
+// under ClustersDir or claimed by an environment (read from Git at t's
+// revision) are bound to their environment, and a controller object
+// anywhere else in the repository (read from t's export, never through a
+// link) that deploys a registered overlay is refused. Two controllers of
+// one kind deploying one overlay to one cluster are refused too.
 func (c *repoCheck) controllers(ctx context.Context, t *gitops.Tree, rv *revision) ([]Finding, error) {
 	var out []Finding
+	deploys := map[deployment][]controller{}
 	for _, f := range rv.files {
 		owners := c.owners(f)
-		if !controllerFile(f, owners) {
-			continue
+		claimed := controllerFile(f, owners)
+		cs, err := c.readControllers(ctx, t, f, claimed)
+		if err != nil {
+			return nil, err
 		}
+		for _, ctl := range cs {
+			if !claimed {
+				out = append(out, c.stray(ctl)...)
+				continue
+			}
+			b := c.bind(ctl, owners, rv)
+			out = append(out, b.out...)
+			slices.Sort(b.bound)
+			for _, p := range slices.Compact(b.bound) {
+				k := deployment{env: b.owner.Name, cluster: b.owner.ClusterName(), path: p, kind: ctl.kind}
+				deploys[k] = append(deploys[k], ctl)
+			}
+		}
+	}
+	return append(out, duplicateControllers(deploys)...), nil
+}
+
+// readControllers reads the controller objects of the file f: a claimed
+// file from Git (it must parse: exit 4), any other YAML or JSON file from
+// the export, only when it names a controller's API group (one that does
+// not parse is no object a controller could apply from plain YAML).
+func (c *repoCheck) readControllers(ctx context.Context, t *gitops.Tree, f string, claimed bool) ([]controller, error) {
+	if claimed {
 		data, err := c.r.ReadFile(ctx, t.Rev, f)
 		if err != nil {
 			return nil, fmt.Errorf("reading controller file %s at %s: %w", f, t.Rev, err)
@@ -99,11 +130,87 @@ func (c *repoCheck) controllers(ctx context.Context, t *gitops.Tree, rv *revisio
 		if err != nil {
 			return nil, exitcode.InvalidFile(f, err)
 		}
-		for _, ctl := range cs {
-			out = append(out, c.bind(ctl, owners, rv)...)
+		return cs, nil
+	}
+	if ext := path.Ext(f); ext != ".yaml" && ext != ".yml" && ext != ".json" {
+		return nil, nil
+	}
+	data, err := t.OptionalFile(f)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Contains(data, []byte(argoGroup)) && !bytes.Contains(data, []byte(fluxGroup)) {
+		return nil, nil
+	}
+	cs, _ := parseControllers(f, data)
+	return cs, nil
+}
+
+// stray refuses a controller object in a file no environment claims
+// (outside ClustersDir) that deploys a registered overlay: an Application
+// under platform/, an app-of-apps in an overlay.
+func (c *repoCheck) stray(ctl controller) []Finding {
+	var out []Finding
+	spec, _ := ctl.obj["spec"].(map[string]any)
+	var paths [][2]string // field, path
+	switch ctl.kind {
+	case "Kustomization":
+		paths = append(paths, [2]string{"spec.path", str(spec, "path")})
+	case "ApplicationSet":
+		tmpl, _ := spec["template"].(map[string]any)
+		spec, _ = tmpl["spec"].(map[string]any)
+		paths = sourcePaths("spec.template.spec", spec)
+	default:
+		paths = sourcePaths("spec", spec)
+	}
+	for _, fp := range paths {
+		b := &binding{c: c, ctl: ctl}
+		app, env, _, ok := c.reg.Locate(b.clean(fp[1]))
+		if strings.TrimSpace(fp[1]) == "" || !ok {
+			continue
+		}
+		out = append(out, Finding{Rule: RuleController, Environment: env, File: ctl.file, Object: ctl.name, Field: fp[0],
+			Reason: fmt.Sprintf("%s: %s: deploys environment %s's overlay of app %s (%s), but no environment's controllers patterns in %s "+
+				"claim this file: every controller of a registered overlay is bound to its environment", ctl.file, ctl.name, env, app,
+				b.clean(fp[1]), c.reg.File())})
+	}
+	return out
+}
+
+// sourcePaths are the source paths of an Argo CD Application spec (prefix
+// is the spec's field).
+func sourcePaths(prefix string, spec map[string]any) [][2]string {
+	var out [][2]string
+	if list, ok := spec["sources"].([]any); ok {
+		for i, s := range list {
+			m, _ := s.(map[string]any)
+			out = append(out, [2]string{fmt.Sprintf("%s.sources[%d].path", prefix, i), str(m, "path")})
 		}
 	}
-	return out, nil
+	if m, ok := spec["source"].(map[string]any); ok {
+		out = append(out, [2]string{prefix + ".source.path", str(m, "path")})
+	}
+	return out
+}
+
+// deployment is what one controller deploys: an overlay path to a
+// cluster, by a kind of controller object.
+type deployment struct{ env, cluster, path, kind string }
+
+// duplicateControllers refuses every second controller of one kind that
+// deploys one overlay to one cluster: two of them apply the same objects
+// and fight over them (and a second one's parameters escape the first's
+// review).
+func duplicateControllers(deploys map[deployment][]controller) []Finding {
+	var out []Finding
+	for k, cs := range deploys {
+		for _, ctl := range cs[1:] {
+			out = append(out, Finding{Rule: RuleController, Environment: k.env, File: ctl.file, Object: ctl.name, Field: "spec",
+				Reason: fmt.Sprintf("%s: %s: deploys %s to cluster %s, as %s (%s) does: one controller per overlay and cluster",
+					ctl.file, ctl.name, k.path, k.cluster, cs[0].name, cs[0].file)})
+		}
+	}
+	return out
 }
 
 // binding collects the findings on one controller object.
@@ -112,6 +219,9 @@ type binding struct {
 	ctl   controller
 	owner *environment.Environment
 	out   []Finding
+	// bound are the overlay paths the controller deploys (bound to the
+	// owner).
+	bound []string
 }
 
 func (b *binding) refuse(field, format string, args ...any) {
@@ -123,22 +233,30 @@ func (b *binding) refuse(field, format string, args ...any) {
 		Reason: fmt.Sprintf("%s: %s: ", b.ctl.file, b.ctl.name) + fmt.Sprintf(format, args...)})
 }
 
+// refuseChange refuses the value got of field, where the binding in the
+// registry wants want.
+func (b *binding) refuseChange(field, want, got, format string, args ...any) {
+	b.refuse(field, format+" (binding in %s)", append(args, b.c.reg.File())...)
+	f := &b.out[len(b.out)-1]
+	f.Old, f.New = want, got
+}
+
 // bind checks that ctl is bound to overlay paths and a destination of the
 // one environment that owns its file, and that the sources of a
 // multi-source Application render no object twice.
-func (c *repoCheck) bind(ctl controller, owners []*environment.Environment, rv *revision) []Finding {
+func (c *repoCheck) bind(ctl controller, owners []*environment.Environment, rv *revision) *binding {
 	b := &binding{c: c, ctl: ctl}
 	switch len(owners) {
 	case 0:
 		b.refuse("", "no environment's controllers patterns in %s claim this file: a controller belongs to exactly one environment",
 			c.reg.File())
-		return b.out
+		return b
 	case 1:
 		b.owner = owners[0]
 	default:
 		b.refuse("", "claimed by the controllers patterns of environments %s and %s: a controller belongs to exactly one environment",
 			owners[0].Name, owners[1].Name)
-		return b.out
+		return b
 	}
 	spec, _ := ctl.obj["spec"].(map[string]any)
 	switch ctl.kind {
@@ -146,30 +264,35 @@ func (c *repoCheck) bind(ctl controller, owners []*environment.Environment, rv *
 		b.refuse("spec.template", "an ApplicationSet generates Applications whose paths and destinations cannot be bound to "+
 			"environment %s before they exist: commit the Applications", b.owner.Name)
 	case "Kustomization":
-		b.path("spec.path", str(spec, "path"))
+		if b.path("spec.path", str(spec, "path")) {
+			b.bound = append(b.bound, b.clean(str(spec, "path")))
+		}
 		if ns := str(spec, "targetNamespace"); ns != "" {
 			b.namespace("spec.targetNamespace", ns)
 		}
+		b.flux(spec)
 	default:
 		b.application(spec, rv)
 	}
-	return b.out
+	return b
+}
+
+// argoSource is one source of an Argo CD Application: its field and value.
+type argoSource struct {
+	field string
+	m     map[string]any
 }
 
 // application checks an Argo CD Application's sources and destination.
 func (b *binding) application(spec map[string]any, rv *revision) {
-	type source struct {
-		field string
-		m     map[string]any
-	}
-	var sources []source
+	var sources []argoSource
 	if list, ok := spec["sources"].([]any); ok {
 		for i, s := range list {
 			m, _ := s.(map[string]any)
-			sources = append(sources, source{fmt.Sprintf("spec.sources[%d]", i), m})
+			sources = append(sources, argoSource{fmt.Sprintf("spec.sources[%d]", i), m})
 		}
 	} else if m, ok := spec["source"].(map[string]any); ok {
-		sources = append(sources, source{"spec.source", m})
+		sources = append(sources, argoSource{"spec.source", m})
 	}
 	if len(sources) == 0 {
 		b.refuse("spec.source", "no source: a controller is bound to an overlay path of environment %s", b.owner.Name)
@@ -192,6 +315,8 @@ func (b *binding) application(spec map[string]any, rv *revision) {
 	if name := str(dest, "name"); name != "" && name != b.owner.ClusterName() {
 		b.refuse("spec.destination.name", "destination cluster %q is not environment %s's (%s)", name, b.owner.Name, b.owner.ClusterName())
 	}
+	b.bound = append(b.bound, paths...)
+	b.argo(spec, sources)
 	if len(sources) > 1 {
 		b.overlap(paths, fields, rv)
 	}

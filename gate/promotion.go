@@ -206,6 +206,10 @@ func (c *promotionCheck) record(ctx context.Context) (stop bool, err error) {
 	if err := promotion.CheckUpdate(prev, c.rec); err != nil {
 		rep.refuse(Finding{Rule: RuleRecordUpdate, File: c.recFile}, "%s: %v", c.recFile, err)
 	}
+	var re *exitcode.Refusal
+	if errors.As(inFlight(prev, c.rec), &re) {
+		rep.refuse(Finding{Rule: re.Rule, File: c.recFile, Field: re.Field, Old: prev.PromotionID, New: c.rec.PromotionID}, "%s", re.Reason)
+	}
 	c.rep = rep
 	c.pol, err = promotion.ReadPolicy(ctx, c.r, base) // the rules that judge the change are the base's
 	return err != nil, err

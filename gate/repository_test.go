@@ -18,6 +18,8 @@ import (
 const (
 	staging    = "apps/checkout/overlays/staging"
 	production = "apps/checkout/overlays/production"
+	prodApp    = "clusters/production/checkout.yaml"
+	prodFlux   = "clusters/production/checkout-flux.yaml"
 )
 
 var exampleRepo = filepath.Join("..", "examples", "gitops-env")
@@ -76,6 +78,16 @@ func (f *fixture) read(p string) string {
 		f.t.Fatal(err)
 	}
 	return string(data)
+}
+
+// replace replaces old by repl in the file p, which must hold old.
+func (f *fixture) replace(p, old, repl string) {
+	f.t.Helper()
+	data := f.read(p)
+	if !strings.Contains(data, old) {
+		f.t.Fatalf("%s does not hold %q", p, old)
+	}
+	f.write(map[string]string{p: strings.Replace(data, old, repl, 1)})
 }
 
 func (f *fixture) commit(msg string) {
@@ -255,7 +267,8 @@ func TestCheck(t *testing.T) {
 		}, []string{RuleController}, []string{"clusters/staging/checkout-flux.yaml", production}},
 		{"multi-source Application rendering one object twice", func(f *fixture) {
 			f.write(map[string]string{"clusters/staging/checkout-twice.yaml": multiSource})
-		}, []string{RuleMultiSource}, []string{"sources[0]", "sources[1]", "Deployment.apps checkout-staging/checkout"}},
+		}, []string{RuleController, RuleMultiSource}, []string{"sources[0]", "sources[1]", "Deployment.apps checkout-staging/checkout",
+			"one controller per overlay and cluster"}},
 		{"production runtime checks loosened outside a promotion", func(f *fixture) {
 			p := production + "/throughline-checks.yaml"
 			f.write(map[string]string{p: strings.Replace(f.read(p), "soak: 30m", "soak: 1s", 1)})
@@ -269,6 +282,50 @@ func TestCheck(t *testing.T) {
 			p := staging + "/throughline-checks.yaml"
 			f.write(map[string]string{p: strings.Replace(f.read(p), "soak: 10m", "soak: 5m", 1)})
 		}, nil, []string{staging + "/throughline-checks.yaml: runtime checks changed"}},
+		// Issue 32: production's controllers re-pointed, each bound by the
+		// environment's binding in the registry (read at the base).
+		{"production Application reading an attacker's fork", func(f *fixture) {
+			f.replace(prodApp, "repoURL: https://git.example.test/platform/gitops-env.git", "repoURL: https://github.com/attacker/fork.git")
+		}, []string{RuleController}, []string{prodApp, `repoURL "https://github.com/attacker/fork.git" is not one of environment production's`}},
+		{"production Application on another branch", func(f *fixture) {
+			f.replace(prodApp, "targetRevision: main", "targetRevision: evil")
+		}, []string{RuleController}, []string{`targetRevision "evil" is not environment production's revision "main"`}},
+		{"production Application pinned to a commit", func(f *fixture) {
+			f.replace(prodApp, "targetRevision: main", "targetRevision: 0123456789abcdef0123456789abcdef01234567")
+		}, []string{RuleController}, []string{`targetRevision "0123456789abcdef0123456789abcdef01234567"`}},
+		{"production Application deploying to another cluster", func(f *fixture) {
+			f.replace(prodApp, "server: https://kubernetes.default.svc", "server: https://staging-eu-1.example.test")
+		}, []string{RuleController}, []string{`destination server "https://staging-eu-1.example.test" is not environment production's cluster prod-eu-1`}},
+		{"production Application in another project", func(f *fixture) {
+			f.replace(prodApp, "project: default", "project: production-admin")
+		}, []string{RuleController}, []string{`project "production-admin" is not environment production's AppProject "default"`}},
+		{"production Kustomization reading another source", func(f *fixture) {
+			f.replace(prodFlux, "name: gitops-env", "name: attacker-fork")
+		}, []string{RuleController}, []string{"source GitRepository flux-system/attacker-fork is not environment production's"}},
+		{"production Kustomization applying to another cluster", func(f *fixture) {
+			f.replace(prodFlux, "  prune: true\n", "  prune: true\n  kubeConfig:\n    secretRef:\n      name: staging-kubeconfig\n")
+		}, []string{RuleController}, []string{`kubeConfig Secret "staging-kubeconfig" is not environment production's cluster prod-eu-1`}},
+		{"production Kustomization applying as a cluster admin", func(f *fixture) {
+			f.replace(prodFlux, "  prune: true\n", "  prune: true\n  serviceAccountName: cluster-admin\n")
+		}, []string{RuleController}, []string{`service account "cluster-admin"`}},
+		{"the binding and the Application re-pointed in one PR", func(f *fixture) {
+			f.replace("throughline-policy.yaml", "https://git.example.test/platform/gitops-env.git", "https://github.com/attacker/fork.git")
+			f.replace(prodApp, "repoURL: https://git.example.test/platform/gitops-env.git", "repoURL: https://github.com/attacker/fork.git")
+		}, []string{RuleController}, []string{`repoURL "https://github.com/attacker/fork.git"`}},
+		{"a second production Application on the same overlay", func(f *fixture) {
+			f.write(map[string]string{"clusters/production/checkout-again.yaml": strings.Replace(f.read(prodApp), "name: checkout-production",
+				"name: checkout-production-again", 1)})
+		}, []string{RuleController}, []string{"clusters/production/checkout.yaml", "one controller per overlay and cluster"}},
+		{"an Application outside clusters/ deploying production's overlay", func(f *fixture) {
+			f.write(map[string]string{"platform/checkout.yaml": strings.Replace(f.read(prodApp), "name: checkout-production",
+				"name: checkout-platform", 1)})
+		}, []string{RuleController}, []string{"platform/checkout.yaml", "deploys environment production's overlay of app checkout",
+			"no environment's controllers patterns"}},
+		{"an app-of-apps in staging's overlay deploying production's", func(f *fixture) {
+			k := staging + "/kustomization.yaml"
+			f.write(map[string]string{staging + "/child.yaml": f.read(prodApp),
+				k: strings.Replace(f.read(k), "  - ../../base\n", "  - ../../base\n  - child.yaml\n", 1)})
+		}, []string{RuleController}, []string{staging + "/child.yaml", "deploys environment production's overlay"}},
 		{"README only", func(f *fixture) {
 			f.write(map[string]string{"README.md": "hello\n"})
 		}, nil, nil},
@@ -327,11 +384,13 @@ func TestCheckPreexisting(t *testing.T) {
 	f.commit("a multi-source Application")
 	f.branch("pr", func() { f.write(map[string]string{"README.md": "hello\n"}) })
 	rep := f.check("pr")
-	if !rep.OK || len(rep.Preexisting) != 4 {
+	// Four objects rendered by both sources, and the second controller of
+	// staging's overlay on its cluster.
+	if !rep.OK || len(rep.Preexisting) != 5 {
 		t.Fatalf("%q %+v", rep.Refusals, rep.Preexisting)
 	}
 	for _, p := range rep.Preexisting {
-		if p.Rule != RuleMultiSource {
+		if p.Rule != RuleMultiSource && p.Rule != RuleController {
 			t.Fatalf("preexisting %+v", p)
 		}
 	}

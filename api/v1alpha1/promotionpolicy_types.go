@@ -99,6 +99,50 @@ type EnvironmentPolicy struct {
 	// Source is what the environment's controllers read: Git (nil) or an
 	// OCI artifact pushed from it (docs/oci-sources.md).
 	Source *SourcePolicy `json:"source,omitempty"`
+	// Binding is what every controller object of the environment is bound
+	// to besides its overlay paths, namespaces and cluster name: the
+	// repository and revision it reads, the API server it deploys to and
+	// the trust layer it runs under (nil: those are not checked).
+	Binding *ControllerBinding `json:"binding,omitempty"`
+}
+
+// ControllerBinding is what an environment's controller objects (Argo CD
+// Applications, Flux Kustomizations) must be bound to; throughline check
+// refuses one that is not. RepoURLs, TargetRevision, Project and
+// FluxSource are checked when set. Server, KubeConfigSecret and
+// ServiceAccountName are compared exactly: empty means the controller must
+// not set them (it deploys to the cluster it runs in, with the
+// controller's own identity).
+type ControllerBinding struct {
+	// RepoURLs are the Git repository URLs an Argo CD source may read
+	// (compared without a trailing ".git" or "/").
+	RepoURLs []string `json:"repoURLs,omitempty"`
+	// TargetRevision is the branch an Argo CD source follows.
+	TargetRevision string `json:"targetRevision,omitempty"`
+	// Server is the Argo CD destination.server of the environment's
+	// cluster.
+	Server string `json:"server,omitempty"`
+	// Project is the Argo CD AppProject of the environment's Applications.
+	Project string `json:"project,omitempty"`
+	// FluxSource is the source of the environment's Flux Kustomizations
+	// (spec.sourceRef; its namespace defaults to the Kustomization's).
+	FluxSource *FluxSourceRef `json:"fluxSource,omitempty"`
+	// ServiceAccountName is the service account kustomize-controller
+	// impersonates for the environment's Kustomizations.
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// KubeConfigSecret is the Secret of the kubeconfig a Kustomization
+	// applies with (spec.kubeConfig.secretRef.name) when the environment's
+	// cluster is not the one Flux runs in.
+	KubeConfigSecret string `json:"kubeConfigSecret,omitempty"`
+}
+
+// FluxSourceRef is a Flux source object.
+type FluxSourceRef struct {
+	// Kind is GitRepository, OCIRepository or Bucket.
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Namespace is the source's namespace (empty: the Kustomization's).
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // Cluster is env's cluster: the policy's, else the environment's name.
