@@ -111,6 +111,7 @@ func (rep *RepositoryReport) refuse(f Finding) {
 // repoCheck is one run of Check: the registry, both trees and their renders.
 type repoCheck struct {
 	r      *gitops.Repo
+	req    Request
 	reg    *environment.Registry
 	rep    *RepositoryReport
 	bt, ht *gitops.Tree
@@ -127,7 +128,7 @@ type repoCheck struct {
 // failure to decide: exit 2 for a revision that does not resolve, exit 4
 // for an invalid policy, manifest or controller file.
 func CheckRepository(ctx context.Context, r *gitops.Repo, req Request) (*RepositoryReport, error) {
-	c := &repoCheck{r: r}
+	c := &repoCheck{r: r, req: req}
 	if err := c.start(ctx, req); err != nil {
 		return nil, err
 	}
@@ -150,6 +151,9 @@ func CheckRepository(ctx context.Context, r *gitops.Repo, req Request) (*Reposit
 		return nil, err
 	}
 	c.differences()
+	if err := c.trusted(ctx); err != nil {
+		return nil, err
+	}
 	if err := c.structure(ctx); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/internal/testenv"
 )
 
 const (
@@ -34,9 +35,19 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureWith(t, func(root string) {
+		testenv.RemoveTrust(t, root) // made-up digests, no evidence in any registry: the trust step is trusted_test.go's
+	})
+}
+
+// newFixtureWith is newFixture with the copy of the example edited by
+// edit before the first commit.
+func newFixtureWith(t *testing.T, edit func(root string)) *fixture {
+	t.Helper()
 	f := &fixture{t: t, top: t.TempDir()}
 	f.root = filepath.Join(f.top, "gitops")
 	copyDir(t, exampleRepo, f.root)
+	edit(f.root)
 	f.git("init", "-q", "-b", "main")
 	f.commit("example")
 	var err error
@@ -107,7 +118,13 @@ func (f *fixture) branch(name string, change func()) {
 
 func (f *fixture) check(head string) *RepositoryReport {
 	f.t.Helper()
-	rep, err := CheckRepository(context.Background(), f.repo, Request{Base: "main", Head: head})
+	return f.checkWith(Request{Base: "main", Head: head})
+}
+
+// checkWith is check with the request's options (Base and Head set).
+func (f *fixture) checkWith(req Request) *RepositoryReport {
+	f.t.Helper()
+	rep, err := CheckRepository(context.Background(), f.repo, req)
 	if err != nil {
 		f.t.Fatal(err)
 	}

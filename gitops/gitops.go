@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"sync"
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitrepo"
@@ -28,6 +30,10 @@ type Repo struct {
 	// Charts gives the remote Helm charts that the trees of this repository
 	// pin (render.Options.Charts); nil refuses every remote chart.
 	Charts render.ChartSource
+
+	// parsed are the documents ReadParsed parsed at commits.
+	parsedMu sync.Mutex
+	parsed   map[docKey]any
 }
 
 // Open opens the GitOps repository at dir and fetches its remote, so that
@@ -144,4 +150,57 @@ func ReadNamed[T Named](ctx context.Context, r *Repo, rev, file, app, env string
 			fmt.Errorf("names app %q environment %q, but lives at the path of %s/%s", a, e, app, env))
 	}
 	return doc, true, nil
+}
+
+// docKey names a document parsed at a commit: the commit, the file and the
+// Go type it was parsed into.
+type docKey struct {
+	commit, file string
+	typ          reflect.Type
+}
+
+// maxParsed bounds the documents a Repo keeps parsed (the notifier's
+// repository lives as long as the process).
+const maxParsed = 64
+
+// ReadParsed is Read at a commit, memoized: a document at a commit (a
+// full object name, not a branch) never changes, so every reader of the
+// same file at the same commit in one Repo (the gate's steps, the ledger,
+// the trust policy) parses it once. Each caller gets its own copy (clone):
+// no caller sees another's edits. At any other revision it is Read.
+func ReadParsed[T any](ctx context.Context, r *Repo, rev, file string, parse Parser[T], clone func(T) T) (doc T, found bool, err error) {
+	if !gitrepo.IsObjectName(rev) {
+		return Read(ctx, r, rev, file, parse)
+	}
+	k := docKey{commit: rev, file: file, typ: reflect.TypeFor[T]()}
+	r.parsedMu.Lock()
+	v, ok := r.parsed[k]
+	r.parsedMu.Unlock()
+	if ok {
+		p := v.(parsedDoc[T])
+		if !p.found {
+			return doc, false, nil
+		}
+		return clone(p.doc), true, nil
+	}
+	if doc, found, err = Read(ctx, r, rev, file, parse); err != nil {
+		return doc, found, err
+	}
+	kept := parsedDoc[T]{found: found}
+	if found {
+		kept.doc = clone(doc)
+	}
+	r.parsedMu.Lock()
+	if r.parsed == nil || len(r.parsed) >= maxParsed {
+		r.parsed = map[docKey]any{}
+	}
+	r.parsed[k] = kept
+	r.parsedMu.Unlock()
+	return doc, found, nil
+}
+
+// parsedDoc is one memoized document.
+type parsedDoc[T any] struct {
+	doc   T
+	found bool
 }

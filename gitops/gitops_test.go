@@ -315,3 +315,41 @@ func symlinkTree(t *testing.T, r *Repo, links map[string]string) *Tree {
 	t.Cleanup(func() { _ = tree.Close() })
 	return tree
 }
+
+// TestReadParsedOncePerCommit: the readers of one file at one commit parse
+// it once (the gate's steps, the ledger and the trust policy all read the
+// policy at the base); each gets its own copy, so one caller's edit is not
+// another's document; a revision that can move (a branch) is read again
+// every time, and a missing file is remembered as missing.
+func TestReadParsedOncePerCommit(t *testing.T) {
+	r, head := newRepo(t, map[string]string{"d.yaml": "app: checkout\nenvironment: staging\n"})
+	parses := 0
+	parse := func(file string, data []byte) (*doc, error) {
+		parses++
+		return parseDoc(file, data)
+	}
+	clone := func(d *doc) *doc { c := *d; return &c }
+	ctx := context.Background()
+	first, found, err := ReadParsed(ctx, r, head, "d.yaml", parse, clone)
+	if err != nil || !found {
+		t.Fatal(found, err)
+	}
+	first.App = "edited by one caller"
+	second, _, err := ReadParsed(ctx, r, head, "d.yaml", parse, clone)
+	if err != nil || second.App != "checkout" || parses != 1 {
+		t.Fatalf("second read %+v after %d parses: %v", second, parses, err)
+	}
+	for range 2 {
+		if _, _, err := ReadParsed(ctx, r, "main", "d.yaml", parse, clone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if parses != 3 {
+		t.Fatalf("%d parses: a branch is read each time", parses)
+	}
+	for range 2 {
+		if _, found, err := ReadParsed(ctx, r, head, "none.yaml", parse, clone); err != nil || found {
+			t.Fatal(found, err)
+		}
+	}
+}

@@ -636,6 +636,21 @@ func (r *Repo) DefaultBranch(ctx context.Context) string {
 	return "main"
 }
 
+// IsObjectName reports whether rev is a full object name (40 lower-case
+// hex digits for SHA-1, 64 for SHA-256): a commit, whose content never
+// changes, and not a name that can move (a branch, a tag, HEAD~1).
+func IsObjectName(rev string) bool {
+	if len(rev) != 40 && len(rev) != 64 {
+		return false
+	}
+	for _, c := range rev {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // Short is a commit id cut to 12 characters, as messages name commits.
 func Short(sha string) string {
 	if len(sha) > 12 {

@@ -162,3 +162,14 @@ echo "throughline check --base main --head copy-staging"
 code=$?
 echo "exit code: $code (3 = refused: production is protected, its render changes only through a promotion record)"
 [ "$code" -eq 3 ] || { echo "demo: expected exit 3 for the copied overlay" >&2; exit 1; }
+
+say "== refused: the every-PR check of a change that re-points production's Application at a fork"
+app=$work/gitops/clusters/production/checkout.yaml
+g checkout -q -b repoint main && sed -i 's#repoURL: https://git.example.test/platform/gitops-env.git#repoURL: https://github.com/attacker/fork.git#' "$app" &&
+  g commit -q -am "production reads a fork" || exit 1
+echo "throughline check --base main --head repoint"
+out=$("$tl" check --log-level warn --repo "$work/gitops" --base main --head repoint 2>/dev/null)
+code=$?
+printf '%s\n' "$out" | grep '^REFUSED'
+echo "exit code: $code (3 = refused: production's controllers are bound to the repository its registry entry names)"
+[ "$code" -eq 3 ] || { echo "demo: expected exit 3 for the re-pointed Application" >&2; exit 1; }

@@ -55,11 +55,9 @@ func signedFixture(t *testing.T, minApprovals string) (*fixture, keys) {
 
 // as is the repository as k's owner uses it: git signs with k.
 func (f *fixture) as(k sshkey.Key) *gitops.Repo {
-	r := *f.repo
-	g := *r.Repo
+	g := *f.repo.Repo
 	g.Env = append(append([]string(nil), g.Env...), k.Env()...)
-	r.Repo = &g
-	return &r
+	return &gitops.Repo{Repo: &g, Base: f.repo.Base, Charts: f.repo.Charts}
 }
 
 // verified proposes (signed by proposer when given) and verifies the

@@ -54,7 +54,7 @@ func ReadPolicy(ctx context.Context, repo *gitops.Repo, rev string) (*Policy, er
 		}
 		return p, nil
 	}
-	p, found, err := gitops.Read(ctx, repo, rev, PolicyFile, parse)
+	p, found, err := gitops.ReadParsed(ctx, repo, rev, PolicyFile, parse, (*Policy).DeepCopy)
 	if err != nil {
 		if exitcode.Code(err) == exitcode.Invalid {
 			return nil, err

@@ -243,6 +243,10 @@ func runWorker(ctx context.Context, w *Worker, what string, req workerRequest) (
 	return &resp, nil
 }
 
+// cpuTickSlack is how far short of RLIMIT_CPU a child killed at it may
+// report its CPU time.
+const cpuTickSlack = 50 * time.Millisecond
+
 // cpuSpent reports whether the child was killed by a signal after it used
 // its CPU budget (the kernel's SIGKILL at RLIMIT_CPU).
 func cpuSpent(ps *os.ProcessState, b time.Duration) bool {
@@ -253,7 +257,11 @@ func cpuSpent(ps *os.ProcessState, b time.Duration) bool {
 	if !ok || !ws.Signaled() {
 		return false
 	}
-	return ps.UserTime()+ps.SystemTime() >= b.Truncate(time.Second)
+	// The kernel kills at the limit (whole seconds) by its own CPU clock,
+	// sampled at its tick; the rusage wait4 reports for the killed child
+	// was seen 10 ms short of it (1.990 s at a 2 s limit). Allow a few
+	// ticks (HZ is at least 100), never a kill far from the budget.
+	return ps.UserTime()+ps.SystemTime() >= b.Truncate(time.Second)-cpuTickSlack
 }
 
 // workerEnv prepares the child's environment in sandbox: PATH an empty
@@ -291,6 +299,11 @@ func workerFailure(kfile string, limit int64, ps *os.ProcessState, runErr error,
 	first, _, _ := strings.Cut(strings.TrimSpace(stderr), "\n")
 	if runErr == nil {
 		runErr = errors.New("unreadable response")
+	}
+	if ps != nil {
+		// What a killed child used, so that the kill can be told from the
+		// budgets (a signal with no budget spent is someone else's).
+		first += fmt.Sprintf(" (CPU %s user, %s system)", ps.UserTime().Round(time.Millisecond), ps.SystemTime().Round(time.Millisecond))
 	}
 	return fmt.Errorf("rendering %s: render process failed: %w: %s", kfile, runErr, first)
 }
