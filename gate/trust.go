@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/throughline-dev/throughline/exitcode"
@@ -88,7 +90,8 @@ func (g trustGate) reverify(ctx context.Context, art promotion.Artifact, env str
 }
 
 // SameEvidence refuses a record whose evidence is not exactly its source
-// record's (src: the record it was promoted from, or rolled back to).
+// record's (src: the record it was promoted from, or rolled back to),
+// naming only what differs.
 func SameEvidence(rec, src *promotion.Record) error {
 	a, b := rec.Artifact.Evidence, src.Artifact.Evidence
 	if a == nil && b == nil || a != nil && b != nil && a.Equal(b) {
@@ -96,9 +99,44 @@ func SameEvidence(rec, src *promotion.Record) error {
 	}
 	return &exitcode.Refusal{Rule: RuleEvidenceDiffers, File: promotion.RecordPath(rec.App, rec.Target.Environment),
 		Object: ArtifactRef(rec.Artifact), Field: "artifact.evidence",
-		Reason: fmt.Sprintf("%s: %s carries evidence %s, its source %s (%s) carries %s: the evidence is recorded once at candidacy "+
-			"and every later record references exactly it", RuleEvidenceDiffers, rec.PromotionID, DescribeEvidence(a), src.PromotionID,
-			promotion.RecordPath(src.App, src.Target.Environment), DescribeEvidence(b))}
+		Reason: fmt.Sprintf("%s: the evidence of %s is not its source's, %s (%s): %s; the evidence is recorded once at candidacy "+
+			"and every later record references exactly it", RuleEvidenceDiffers, rec.PromotionID, src.PromotionID,
+			promotion.RecordPath(src.App, src.Target.Environment), evidenceChange(b, a))}
+}
+
+// evidenceChange says what differs in got from want: only the bundles,
+// candidacy, environment or manifest that changed.
+func evidenceChange(want, got *promotion.SupplyChain) string {
+	switch {
+	case got == nil:
+		return "it carries none, its source " + DescribeEvidence(want)
+	case want == nil:
+		return "it carries " + DescribeEvidence(got) + ", its source none"
+	}
+	var out []string
+	for _, it := range got.Items {
+		if !slices.Contains(want.Items, it) {
+			out = append(out, fmt.Sprintf("%s %s added", it.Kind, it.Digest))
+		}
+	}
+	for _, it := range want.Items {
+		if !slices.Contains(got.Items, it) {
+			out = append(out, fmt.Sprintf("%s %s missing", it.Kind, it.Digest))
+		}
+	}
+	for _, f := range []struct{ name, want, got string }{
+		{"candidacy", want.Candidacy, got.Candidacy},
+		{"environment", want.Environment, got.Environment},
+		{"manifest", want.Manifest, got.Manifest},
+	} {
+		if f.want != f.got {
+			out = append(out, fmt.Sprintf("%s %q, not %q", f.name, f.got, f.want))
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "the same bundles in another order")
+	}
+	return strings.Join(out, "; ")
 }
 
 // DescribeEvidence names a record's supply-chain evidence in a sentence

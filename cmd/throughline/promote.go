@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promote"
@@ -259,8 +260,11 @@ func (o *promoteVerifyOptions) run(ctx context.Context, g *globals, stdout io.Wr
 	}
 	v := t.Record.VerifiedIn
 	g.log.Debug().Str("promotion", t.Record.PromotionID).Str("commit", t.Commit).Msg("verified")
-	_, err = fmt.Fprintf(stdout, "VERIFIED %s on %s%s at %s (evidence %s at %s)\n", t.Record.PromotionID, t.Branch, pickedNote(o.branch), t.Commit,
-		v.RuntimeEvidence, v.EvidenceCommit)
+	by := fmt.Sprintf("evidence %s at %s", v.RuntimeEvidence, v.EvidenceCommit)
+	if v.IsCandidacy() {
+		by = "its candidacy: " + gate.DescribeEvidence(t.Record.Artifact.Evidence)
+	}
+	_, err = fmt.Fprintf(stdout, "VERIFIED %s on %s%s at %s (%s)\n", t.Record.PromotionID, t.Branch, pickedNote(o.branch), t.Commit, by)
 	return err
 }
 

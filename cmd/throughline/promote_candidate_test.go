@@ -83,6 +83,13 @@ func TestPromoteCandidate(t *testing.T) {
 	if ev := p.Record.Artifact.Evidence; ev == nil || ev.Candidacy != p.Record.PromotionID || len(ev.Items) != 4 || p.Record.Artifact.SourceCommit != trusttest.SourceCommit {
 		t.Fatalf("json record %+v", p.Record)
 	}
+	// VERIFIED by its candidacy: the line names the recorded evidence, no
+	// empty "evidence  at " of a source environment it does not have.
+	r = runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "staging", "--trust-cache-dir", t.TempDir())
+	if r.code != exitcode.OK || !strings.Contains(r.stdout, "VERIFIED "+p.Record.PromotionID) || !strings.Contains(r.stdout, "its candidacy: ") ||
+		!strings.Contains(r.stdout, trusttest.DigestOf(e.Prov)) || strings.Contains(r.stdout, "evidence  at") {
+		t.Fatalf("verify of the candidacy: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
 }
 
 // TestPromoteCandidateRefusals: the exit code and what stderr names.

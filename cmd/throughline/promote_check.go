@@ -123,7 +123,9 @@ func printCheck(w io.Writer, rep *gate.PromotionReport) {
 		}
 		return
 	}
-	fmt.Fprintf(w, "promotion %s: %s %s -> %s (state %s)\n", rep.PromotionID, rep.App, rep.Digest, rep.Environment, rep.State)
+	if rep.PromotionID != "" { // no one record: the refusals say why
+		fmt.Fprintf(w, "promotion %s: %s %s -> %s (state %s)\n", rep.PromotionID, rep.App, rep.Digest, rep.Environment, rep.State)
+	}
 	fmt.Fprintf(w, "files changed (%d):\n", len(rep.Files))
 	for _, f := range rep.Files {
 		fmt.Fprintln(w, "  "+f)

@@ -291,6 +291,10 @@ func TestPromoteCheckNegative(t *testing.T) {
 			k := filepath.Join(root, "apps/checkout/overlays/production/kustomization.yaml")
 			writeTree(t, root, map[string]string{"apps/checkout/overlays/production/kustomization.yaml": strings.Replace(readFile(t, k), "count: 6", "count: 8", 1)})
 		}, []string{"replicas changed", "capacity: Deployment.apps checkout-production/checkout spec.replicas: 6 -> 8"}, 3},
+		{"two records in one change", func(t *testing.T, root string) {
+			f := filepath.Join(root, "promotion/checkout/staging.yaml")
+			writeTree(t, root, map[string]string{"promotion/checkout/staging.yaml": readFile(t, f) + "# edited\n"})
+		}, []string{"exactly one promotion record", "promotion/checkout/staging.yaml"}, 3},
 		{"hand-edited record with an illegal jump", func(t *testing.T, root string) {
 			f := filepath.Join(root, "promotion/checkout/production.yaml")
 			writeTree(t, root, map[string]string{"promotion/checkout/production.yaml": strings.Replace(readFile(t, f), "\nstate: CANDIDATE\n", "\nstate: APPROVED\n", 1)})
@@ -303,6 +307,9 @@ func TestPromoteCheckNegative(t *testing.T) {
 			res := runCLI(t, "promote", "check", "--repo", root, "--base", "main", "--head", branch)
 			if res.code != tc.code {
 				t.Fatalf("exit %d, want %d\n%s\n%s", res.code, tc.code, res.stdout, res.stderr)
+			}
+			if strings.Contains(res.stdout, "promotion :") || strings.Contains(res.stdout, "(state )") {
+				t.Errorf("the report prints empty fields:\n%s", res.stdout)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(res.stdout+res.stderr, w) {
