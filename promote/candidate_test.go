@@ -309,3 +309,34 @@ func closedPort(t *testing.T) string {
 	}
 	return addr
 }
+
+// TestCandidateAfterHalt (issue 41, item 2): a HALTED candidacy never
+// blocks the same digest: after its merge (dev's overlay already holds the
+// digest) and a HALT, the same CI input makes attempt 2 on a new branch
+// with a new record and its own candidacy evidence.
+func TestCandidateAfterHalt(t *testing.T) {
+	ctx := context.Background()
+	w := trusttest.New(t, true)
+	f := newCandidateFixture(t, w, candidatePolicy(candidateTrust("72h")))
+	img := w.Image("checkout")
+	w.Attach(img, w.CIEvidence(img).All()...)
+	first, err := f.candidate(w, ref(img), trusttest.SourceCommit)
+	must(t, err)
+	f.git("merge", "-q", "--no-edit", first.Branch)
+	rec, err := promotion.ReadRecord(ctx, f.repo, "main", "checkout", "dev")
+	must(t, err)
+	must(t, rec.Stop(promotion.Halted, "the rollout was denied", time.Now(), "notifier"))
+	data, err := rec.Marshal()
+	must(t, err)
+	f.write(map[string]string{promotion.RecordPath("checkout", "dev"): string(data)})
+	f.commit("promotion " + rec.PromotionID + " HALTED")
+	again, err := f.candidate(w, ref(img), trusttest.SourceCommit)
+	must(t, err)
+	if again.Existing || again.Record.Attempt != 2 || again.Record.PromotionID == first.Record.PromotionID ||
+		again.Branch != "throughline/promote/checkout/dev/"+trusttest.Hex(img)[:12]+"-2" || again.Record.State != promotion.Candidate {
+		t.Fatalf("the same digest after the HALT: %+v", again)
+	}
+	if ev := again.Record.Artifact.Evidence; ev == nil || ev.Candidacy != again.Record.PromotionID {
+		t.Fatalf("attempt 2's evidence %+v is not its own candidacy", ev)
+	}
+}
