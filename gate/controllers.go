@@ -2,7 +2,6 @@ package gate
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -89,13 +88,13 @@ func (c *repoCheck) owners(f string) []*environment.Environment {
 // anywhere else in the repository (read from t's export, never through a
 // link) that deploys a registered overlay is refused. Two controllers of
 // one kind deploying one overlay to one cluster are refused too.
-func (c *repoCheck) controllers(ctx context.Context, t *gitops.Tree, rv *revision) ([]Finding, error) {
+func (c *repoCheck) controllers(t *gitops.Tree, rv *revision) ([]Finding, error) {
 	var out []Finding
 	deploys := map[deployment][]controller{}
 	for _, f := range rv.files {
 		owners := c.owners(f)
 		claimed := controllerFile(f, owners)
-		cs, err := c.readControllers(ctx, t, f, claimed)
+		cs, err := c.readControllers(t, f, claimed)
 		if err != nil {
 			return nil, err
 		}
@@ -116,33 +115,33 @@ func (c *repoCheck) controllers(ctx context.Context, t *gitops.Tree, rv *revisio
 	return append(out, duplicateControllers(deploys)...), nil
 }
 
-// readControllers reads the controller objects of the file f: a claimed
-// file from Git (it must parse: exit 4), any other YAML or JSON file from
-// the export, only when it names a controller's API group (one that does
-// not parse is no object a controller could apply from plain YAML).
-func (c *repoCheck) readControllers(ctx context.Context, t *gitops.Tree, f string, claimed bool) ([]controller, error) {
-	if claimed {
-		data, err := c.r.ReadFile(ctx, t.Rev, f)
-		if err != nil {
-			return nil, fmt.Errorf("reading controller file %s at %s: %w", f, t.Rev, err)
+// readControllers reads the controller objects of the file f at t's
+// revision, through the tree's one bounded reader (no link followed, the
+// render's size and alias limits). A claimed file must parse (exit 4 naming
+// it); any other YAML or JSON file is looked at only when it is a regular
+// file naming a controller's API group, and one that does not parse is no
+// object a controller could apply from plain YAML.
+func (c *repoCheck) readControllers(t *gitops.Tree, f string, claimed bool) ([]controller, error) {
+	if !claimed {
+		if ext := path.Ext(f); ext != ".yaml" && ext != ".yml" && ext != ".json" || !t.IsFile(f) {
+			return nil, nil
 		}
-		cs, err := parseControllers(f, data)
-		if err != nil {
-			return nil, exitcode.InvalidFile(f, err)
-		}
-		return cs, nil
-	}
-	if ext := path.Ext(f); ext != ".yaml" && ext != ".yml" && ext != ".json" {
-		return nil, nil
 	}
 	data, err := t.OptionalFile(f)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading controller file %s at %s: %w", f, t.Rev, err)
 	}
-	if !bytes.Contains(data, []byte(argoGroup)) && !bytes.Contains(data, []byte(fluxGroup)) {
-		return nil, nil
+	if !claimed {
+		if !bytes.Contains(data, []byte(argoGroup)) && !bytes.Contains(data, []byte(fluxGroup)) {
+			return nil, nil
+		}
+		cs, _ := parseControllers(f, data)
+		return cs, nil
 	}
-	cs, _ := parseControllers(f, data)
+	cs, err := parseControllers(f, data)
+	if err != nil {
+		return nil, exitcode.InvalidFile(f, err)
+	}
 	return cs, nil
 }
 
@@ -163,16 +162,20 @@ func (c *repoCheck) stray(ctl controller) []Finding {
 	default:
 		paths = sourcePaths("spec", spec)
 	}
+	b := &binding{c: c, ctl: ctl}
 	for _, fp := range paths {
-		b := &binding{c: c, ctl: ctl}
-		app, env, _, ok := c.reg.Locate(b.clean(fp[1]))
-		if strings.TrimSpace(fp[1]) == "" || !ok {
+		if strings.TrimSpace(fp[1]) == "" {
+			continue
+		}
+		p := b.clean(fp[1])
+		app, env, _, ok := c.reg.Locate(p)
+		if !ok {
 			continue
 		}
 		out = append(out, Finding{Rule: RuleController, Environment: env, File: ctl.file, Object: ctl.name, Field: fp[0],
 			Reason: fmt.Sprintf("%s: %s: deploys environment %s's overlay of app %s (%s), but no environment's controllers patterns in %s "+
 				"claim this file: every controller of a registered overlay is bound to its environment", ctl.file, ctl.name, env, app,
-				b.clean(fp[1]), c.reg.File())})
+				p, c.reg.File())})
 	}
 	return out
 }

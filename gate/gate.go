@@ -2,7 +2,6 @@ package gate
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/throughline-dev/throughline/gitops"
@@ -41,16 +40,6 @@ func (v *Verdict) Refusals() int {
 		n += len(v.Promotion.Refusals)
 	}
 	return n
-}
-
-// Findings are every refusal of the verdict, typed: the repository
-// check's, then the promotion gate's.
-func (v *Verdict) Findings() []Finding {
-	out := slices.Clone(v.Repository.Findings)
-	if v.Promotion != nil {
-		out = append(out, v.Promotion.Findings...)
-	}
-	return out
 }
 
 // CheckChange is the check every pull request can be required to pass:

@@ -154,7 +154,7 @@ func CheckRepository(ctx context.Context, r *gitops.Repo, req Request) (*Reposit
 	if err := c.trusted(ctx); err != nil {
 		return nil, err
 	}
-	if err := c.structure(ctx); err != nil {
+	if err := c.structure(); err != nil {
 		return nil, err
 	}
 	return c.finish(), nil
@@ -205,6 +205,13 @@ func isRecord(rel string) bool {
 	return strings.HasPrefix(rel, promotion.Dir+"/") && strings.Count(rel, "/") == 2 && strings.HasSuffix(rel, ".yaml")
 }
 
+// promotes reports whether the overlay k is the target of the change's
+// promotion record (the promotion gate judges it).
+func (c *repoCheck) promotes(k overlayKey) bool {
+	p := c.rep.Promotion
+	return p != nil && p.App == k.app && p.Environment == k.env
+}
+
 func (c *repoCheck) finish() *RepositoryReport {
 	c.rep.OK = len(c.rep.Refusals) == 0
 	return c.rep
@@ -219,7 +226,7 @@ func (c *repoCheck) differences() {
 		for _, k := range overlayKeys(c.base, c.head, name) {
 			b, h := c.base.overlays[k], c.head.overlays[k]
 			o := OverlayDiff{App: k.app, Path: k.path, Classes: map[string]int{}}
-			o.Promotion = c.rep.Promotion != nil && c.rep.Promotion.App == k.app && c.rep.Promotion.Environment == name
+			o.Promotion = c.promotes(k)
 			if b != nil {
 				o.BaseHash = b.hash
 			}
@@ -261,12 +268,12 @@ func (c *repoCheck) protected(env string, o OverlayDiff) {
 
 // structure refuses the duplicate objects and the unbound controllers the
 // head has and the base had not; those the base had are Preexisting.
-func (c *repoCheck) structure(ctx context.Context) error {
-	before, err := c.findings(ctx, c.bt, c.base)
+func (c *repoCheck) structure() error {
+	before, err := c.findings(c.bt, c.base)
 	if err != nil {
 		return err
 	}
-	after, err := c.findings(ctx, c.ht, c.head)
+	after, err := c.findings(c.ht, c.head)
 	if err != nil {
 		return err
 	}
@@ -286,9 +293,9 @@ func (c *repoCheck) structure(ctx context.Context) error {
 
 // findings are the duplicate objects and controller findings of one
 // revision, sorted.
-func (c *repoCheck) findings(ctx context.Context, t *gitops.Tree, rv *revision) ([]Finding, error) {
+func (c *repoCheck) findings(t *gitops.Tree, rv *revision) ([]Finding, error) {
 	out := duplicates(c.reg, rv)
-	cs, err := c.controllers(ctx, t, rv)
+	cs, err := c.controllers(t, rv)
 	if err != nil {
 		return nil, err
 	}

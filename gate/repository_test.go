@@ -338,6 +338,12 @@ func TestCheck(t *testing.T) {
 				"name: checkout-platform", 1)})
 		}, []string{RuleController}, []string{"platform/checkout.yaml", "deploys environment production's overlay of app checkout",
 			"no environment's controllers patterns"}},
+		{"an Application in JSON under platform/, its path spelled ./path/", func(f *fixture) {
+			f.write(map[string]string{"platform/checkout.json": `{"apiVersion":"argoproj.io/v1alpha1","kind":"Application",` +
+				`"metadata":{"name":"checkout-json","namespace":"argocd"},"spec":{"project":"default","source":{` +
+				`"repoURL":"https://git.example.test/platform/gitops-env.git","path":"./` + production + `/"},` +
+				`"destination":{"server":"https://kubernetes.default.svc","namespace":"checkout-production"}}}`})
+		}, []string{RuleController}, []string{"platform/checkout.json", "deploys environment production's overlay"}},
 		{"an app-of-apps in staging's overlay deploying production's", func(f *fixture) {
 			k := staging + "/kustomization.yaml"
 			f.write(map[string]string{staging + "/child.yaml": f.read(prodApp),
@@ -365,6 +371,31 @@ func TestCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestCheckAliasBombOutsideClusters: every file of the repository is now
+// looked at for controller objects, through the render's bounded reader:
+// an alias bomb naming Argo CD's API group under platform/ is invalid
+// input (exit 4) naming the file, never expanded.
+func TestCheckAliasBombOutsideClusters(t *testing.T) {
+	f := newFixture(t)
+	var b strings.Builder
+	b.WriteString("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: bomb}\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i < 12; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [", i, i)
+		for j := range 10 {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "*a%d", i-1)
+		}
+		b.WriteString("]\n")
+	}
+	f.branch("bomb", func() { f.write(map[string]string{"platform/bomb.yaml": b.String()}) })
+	_, err := CheckRepository(context.Background(), f.repo, Request{Base: "main", Head: "bomb"})
+	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), "platform/bomb.yaml") || !strings.Contains(err.Error(), "alias") {
+		t.Fatalf("want exit 4 naming platform/bomb.yaml and its aliases, got exit %d: %v", exitcode.Code(err), err)
 	}
 }
 
@@ -434,5 +465,34 @@ func TestCheckChecksSymlink(t *testing.T) {
 	_, err := CheckRepository(context.Background(), f.repo, Request{Base: "main", Head: "pr"})
 	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(fmt.Sprint(err), production+"/throughline-checks.yaml") {
 		t.Fatalf("a symlinked checks file: %v (exit %d), want exit 4 naming the file", err, exitcode.Code(err))
+	}
+}
+
+// TestCheckControllerFileLinks: a link among the repository's other files
+// (a YAML file outside clusters/ that points elsewhere) is no controller
+// object and no reason to fail every PR; a claimed controller file that is
+// a link, whose content would come from another file, is invalid input.
+func TestCheckControllerFileLinks(t *testing.T) {
+	f := newFixture(t)
+	link := func(branch, p, target string) {
+		f.branch(branch, func() {
+			abs := filepath.Join(f.root, filepath.FromSlash(p))
+			if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			_ = os.Remove(abs)
+			if err := os.Symlink(target, abs); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	link("other", "platform/values.yaml", "../"+prodApp)
+	if rep := f.check("other"); !rep.OK {
+		t.Fatalf("a linked YAML file outside clusters/: %q", rep.Refusals)
+	}
+	link("claimed", prodApp, "../staging/checkout.yaml")
+	_, err := CheckRepository(context.Background(), f.repo, Request{Base: "main", Head: "claimed"})
+	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(fmt.Sprint(err), prodApp) {
+		t.Fatalf("a linked controller file: %v (exit %d), want exit 4 naming it", err, exitcode.Code(err))
 	}
 }

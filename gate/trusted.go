@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
 	"github.com/throughline-dev/throughline/trust"
 )
@@ -33,14 +33,13 @@ func (c *repoCheck) trusted(ctx context.Context) error {
 		}
 		var pol *trust.Policy
 		for _, k := range overlayKeys(c.base, c.head, name) {
-			if c.rep.Promotion != nil && c.rep.Promotion.App == k.app && c.rep.Promotion.Environment == name {
+			if c.promotes(k) {
 				continue
 			}
 			added := newImages(c.base.overlays[k].objects(), c.head.overlays[k].objects())
 			if len(added) > 0 && pol == nil {
-				read := func(ctx context.Context, p string) ([]byte, error) { return c.r.ReadFile(ctx, c.rep.Base, p) }
 				var err error
-				if pol, err = trust.ForEnvironment(ctx, c.reg, name, read); err != nil {
+				if pol, err = (trustGate{r: c.r, base: c.rep.Base, opts: c.req.Trust}).policy(ctx, name); err != nil {
 					return err
 				}
 			}
@@ -58,10 +57,10 @@ func (c *repoCheck) trusted(ctx context.Context) error {
 // against pol and lists a refusal as a finding.
 func (c *repoCheck) verifyImage(ctx context.Context, pol *trust.Policy, env, p, image string) error {
 	f := Finding{Environment: env, File: p, Object: image, Field: "image", New: image}
-	if !strings.Contains(image, "@sha256:") {
+	if _, err := policy.CheckImage(image); err != nil {
 		f.Rule = RuleTrustUnpinned
-		f.Reason = fmt.Sprintf("%s: %s runs %s, a tag: environment %s's trust policy verifies images by digest (pin it: throughline pin)",
-			p, env, image, env)
+		f.Reason = fmt.Sprintf("%s: %s runs %v: environment %s's trust policy verifies images by digest (pin it: throughline pin)",
+			p, env, err, env)
 		c.rep.refuse(f)
 		return nil
 	}
@@ -88,11 +87,11 @@ func newImages(before, after []render.Object) []string {
 	var out []string
 	for _, o := range after {
 		w.Each(o, o.ID(), func(ct render.Container) {
-			if ct.Image != "" && !ran[ct.Image] && !slices.Contains(out, ct.Image) {
+			if ct.Image != "" && !ran[ct.Image] {
 				out = append(out, ct.Image)
 			}
 		})
 	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }

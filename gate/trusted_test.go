@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,17 +12,6 @@ import (
 	"github.com/throughline-dev/throughline/trust"
 	"github.com/throughline-dev/throughline/trust/trusttest"
 )
-
-// registryAs sends every registry request to the in-process registry at
-// host over plain HTTP: it plays ghcr.io, so that the overlay keeps its
-// image name and the evidence is fetched from a real registry.
-type registryAs struct{ host string }
-
-func (t registryAs) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	req.URL.Scheme, req.URL.Host, req.Host = "http", t.host, t.host
-	return http.DefaultTransport.RoundTrip(req)
-}
 
 // TestCheckVerifiesImagesOfTrustedEnvironments (issue 32, item 4): staging
 // requires supply-chain evidence (the example's trust policy, with the
@@ -47,7 +35,7 @@ func TestCheckVerifiesImagesOfTrustedEnvironments(t *testing.T) {
 			}
 		}
 	})
-	opts := trust.Options{Transport: registryAs{w.Host}, CacheDir: t.TempDir(), Now: time.Now()}
+	opts := trust.Options{Transport: w.As(), CacheDir: t.TempDir(), Now: time.Now()}
 	k := staging + "/kustomization.yaml"
 	pointAt := func(branch, tag string, more func()) {
 		f.branch(branch, func() {

@@ -103,7 +103,7 @@ func TestRollbackReverifiesEvidence(t *testing.T) {
 				key = []byte(pem)
 			}
 			f := newTrustRollbackFixture(t, record, key)
-			opts := trust.Options{Transport: registryAs{w.Host}}
+			opts := trust.Options{Transport: w.As()}
 			res, err := Rollback(ctx, f.repo, RollbackRequest{App: "web", Env: "production", To: ledger.Previous, Path: webOverlay, Renderer: renderer,
 				Exists: func(context.Context, string) (bool, error) { return true, nil }, Trust: opts})
 			if tc.rule == "" {

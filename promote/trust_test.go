@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -31,19 +30,6 @@ const (
 	artifactRepo      = "ghcr.io/throughline-dev/checkout"
 )
 
-// registryAs sends every registry request to the in-process registry at
-// host: it plays ghcr.io and registry.example.test (the fixtures' image
-// names), so that the bundles the fixtures' digests are evidenced by are
-// fetched from a real registry under the artifact's own repository path.
-type registryAs struct{ host string }
-
-// RoundTrip sends req to the registry at t.host over plain HTTP.
-func (t registryAs) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	req.URL.Scheme, req.URL.Host, req.Host = "http", t.host, t.host
-	return http.DefaultTransport.RoundTrip(req)
-}
-
 // trustFixture is the example environment (fixture) whose staging record
 // ACCEPTED newDigest with supply-chain evidence recorded at candidacy, the
 // bundles in a real registry, and the example's trust policies (staging:
@@ -67,7 +53,7 @@ func newTrustFixture(t *testing.T, production *v1alpha1.TrustPolicy, attach, rec
 	img, err := name.NewDigest(w.Host + "/throughline-dev/checkout@" + newDigest)
 	must(t, err)
 	tf := &trustFixture{fixture: newFixture(t), w: w, img: img, staging: trusttest.KeyPolicy(stagingScanAge), production: production,
-		opts: trust.Options{Transport: registryAs{w.Host}, CacheDir: t.TempDir()}}
+		opts: trust.Options{Transport: w.As(), CacheDir: t.TempDir()}}
 	w.AttachTag(img, ".att", attach(tf)...)
 	var sc *promotion.SupplyChain
 	if b := record(tf); b != nil {

@@ -243,6 +243,15 @@ func runWorker(ctx context.Context, w *Worker, what string, req workerRequest) (
 	return &resp, nil
 }
 
+// sysStatus is the wait status of ps (false when the child never ran).
+func sysStatus(ps *os.ProcessState) (syscall.WaitStatus, bool) {
+	if ps == nil {
+		return 0, false
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	return ws, ok
+}
+
 // cpuTickSlack is how far short of RLIMIT_CPU a child killed at it may
 // report its CPU time.
 const cpuTickSlack = 50 * time.Millisecond
@@ -250,10 +259,7 @@ const cpuTickSlack = 50 * time.Millisecond
 // cpuSpent reports whether the child was killed by a signal after it used
 // its CPU budget (the kernel's SIGKILL at RLIMIT_CPU).
 func cpuSpent(ps *os.ProcessState, b time.Duration) bool {
-	if ps == nil {
-		return false
-	}
-	ws, ok := ps.Sys().(syscall.WaitStatus)
+	ws, ok := sysStatus(ps)
 	if !ok || !ws.Signaled() {
 		return false
 	}
@@ -300,7 +306,7 @@ func workerFailure(kfile string, limit int64, ps *os.ProcessState, runErr error,
 	if runErr == nil {
 		runErr = errors.New("unreadable response")
 	}
-	if ps != nil {
+	if ws, ok := sysStatus(ps); ok && ws.Signaled() {
 		// What a killed child used, so that the kill can be told from the
 		// budgets (a signal with no budget spent is someone else's).
 		first += fmt.Sprintf(" (CPU %s user, %s system)", ps.UserTime().Round(time.Millisecond), ps.SystemTime().Round(time.Millisecond))

@@ -38,24 +38,7 @@ func TestArgoCDSyncDeniedWaits(t *testing.T) {
 	e, api, remote, _ := stagingAtA(t)
 	ctx := e.ctx
 
-	testenv.FreezeImages(ctx, t, e.c, appNS, "checkout", frozenMsg, true)
-	kz := filepath.Join(e.work, filepath.FromSlash(stagingKz))
-	b, err := os.ReadFile(kz)
-	must(t, err)
-	must(t, os.WriteFile(kz, []byte(strings.Replace(string(b), `"1.4.2@`+digestA+`"`, `"1.5.0@`+digestB+`"`, 1)), 0o644))
-	e.git("commit", "-q", "-am", "ci: checkout 1.5.0 (B) in staging")
-	e.git("push", "-q", "origin", "main")
-	desired := e.head()
-	rec := e.reconcilingRecord(desired, image+":1.5.0", digestB, 1)
-	revR := e.head()
-
-	e.refresh("normal")
-	u := e.waitApp("record commit -> automated sync denied by admission", 2*time.Minute, func(u *unstructured.Unstructured) bool {
-		phase := str(u, "status", "operationState", "phase")
-		retries, _, _ := unstructured.NestedInt64(u.Object, "status", "operationState", "retryCount")
-		return str(u, "status", "operationState", "operation", "sync", "revision") == revR &&
-			(phase == "Failed" || phase == "Error" || phase == "Running" && retries > 0)
-	})
+	rec, revR, u := e.deniedAtB()
 	t.Logf("denied sync: %s; syncResult at %.12s", summary(u), str(u, "status", "operationState", "syncResult", "revision"))
 	if msg := str(u, "status", "operationState", "message"); !strings.Contains(msg, frozenMsg) && !strings.Contains(summary(u), frozenMsg) {
 		t.Logf("premise: the sync failed without the policy's message in operationState.message: %s", summary(u))
@@ -78,10 +61,7 @@ func TestArgoCDSyncDeniedWaits(t *testing.T) {
 	// applies B; an operation that already ended Failed is retried as a
 	// user does with argocd app sync (an operation on the Application).
 	testenv.FreezeImages(ctx, t, e.c, appNS, "checkout", frozenMsg, false)
-	if phase := str(e.app(), "status", "operationState", "phase"); phase != "Running" {
-		op := `{"operation":{"initiatedBy":{"username":"e2e"},"sync":{"revision":"` + revR + `"}}}`
-		must(t, e.c.Patch(ctx, e.app(), client.RawPatch(types.MergePatchType, []byte(op))))
-	}
+	e.retrySync(revR)
 	e.syncedAt("freeze lifted -> sync retried, Succeeded", revR)
 	d := e.deployment()
 	if img := imageOf(d); img != image+":1.5.0@"+digestB {
@@ -117,22 +97,7 @@ func TestArgoCDSyncDeniedHaltsAtDeadline(t *testing.T) {
 		e.git("commit", "-q", "-am", "policy: staging's reconcileDeadline "+to)
 	}
 	deadline("15m", "20s")
-	testenv.FreezeImages(ctx, t, e.c, appNS, "checkout", frozenMsg, true)
-	kz := filepath.Join(e.work, filepath.FromSlash(stagingKz))
-	b, err := os.ReadFile(kz)
-	must(t, err)
-	must(t, os.WriteFile(kz, []byte(strings.Replace(string(b), `"1.4.2@`+digestA+`"`, `"1.5.0@`+digestB+`"`, 1)), 0o644))
-	e.git("commit", "-q", "-am", "ci: checkout 1.5.0 (B) in staging")
-	e.git("push", "-q", "origin", "main")
-	rec := e.reconcilingRecord(e.head(), image+":1.5.0", digestB, 1)
-	revR := e.head()
-	e.refresh("normal")
-	e.waitApp("record commit -> automated sync denied by admission", 2*time.Minute, func(u *unstructured.Unstructured) bool {
-		phase := str(u, "status", "operationState", "phase")
-		retries, _, _ := unstructured.NestedInt64(u.Object, "status", "operationState", "retryCount")
-		return str(u, "status", "operationState", "operation", "sync", "revision") == revR &&
-			(phase == "Failed" || phase == "Error" || phase == "Running" && retries > 0)
-	})
+	rec, _, _ := e.deniedAtB()
 
 	svc := e.notifierService(api, remote)
 	if r := svc.Resyncer().Once(ctx); len(r) != 1 || r[0].Outcome != notifier.ResyncWait {
@@ -158,10 +123,7 @@ func TestArgoCDSyncDeniedHaltsAtDeadline(t *testing.T) {
 		t.Fatalf("attempt 2 has the HALTED attempt's id %s", rec.PromotionID)
 	}
 	rev2 := e.head()
-	if phase := str(e.app(), "status", "operationState", "phase"); phase != "Running" {
-		op := `{"operation":{"initiatedBy":{"username":"e2e"},"sync":{"revision":"` + rev2 + `"}}}`
-		must(t, e.c.Patch(ctx, e.app(), client.RawPatch(types.MergePatchType, []byte(op))))
-	}
+	e.retrySync(rev2)
 	refreshed := time.Now()
 	e.waitApp("denial lifted -> attempt 2 synced", 3*time.Minute, func(u *unstructured.Unstructured) bool {
 		if time.Since(refreshed) > 5*time.Second {
@@ -183,5 +145,41 @@ func TestArgoCDSyncDeniedHaltsAtDeadline(t *testing.T) {
 	}
 	if got := e.recordAt(e.remoteTip(remote), "staging"); got.PromotionID != again.PromotionID || got.State != promotion.Accepted {
 		t.Fatalf("arrow the same digest after the HALT -> attempt 2 ACCEPTED: %s %s", got.PromotionID, got.State)
+	}
+}
+
+// deniedAtB freezes staging's checkout image by admission, moves staging
+// from A to B (the CI commit and attempt 1's RECONCILING record, pushed)
+// and waits until Argo CD's automated sync of the record's commit is
+// denied: the record, its commit and the Application then.
+func (e *env) deniedAtB() (*promotion.Record, string, *unstructured.Unstructured) {
+	e.t.Helper()
+	testenv.FreezeImages(e.ctx, e.t, e.c, appNS, "checkout", frozenMsg, true)
+	kz := filepath.Join(e.work, filepath.FromSlash(stagingKz))
+	b, err := os.ReadFile(kz)
+	must(e.t, err)
+	must(e.t, os.WriteFile(kz, []byte(strings.Replace(string(b), `"1.4.2@`+digestA+`"`, `"1.5.0@`+digestB+`"`, 1)), 0o644))
+	e.git("commit", "-q", "-am", "ci: checkout 1.5.0 (B) in staging")
+	e.git("push", "-q", "origin", "main")
+	rec := e.reconcilingRecord(e.head(), image+":1.5.0", digestB, 1)
+	revR := e.head()
+	e.refresh("normal")
+	u := e.waitApp("record commit -> automated sync denied by admission", 2*time.Minute, func(u *unstructured.Unstructured) bool {
+		phase := str(u, "status", "operationState", "phase")
+		retries, _, _ := unstructured.NestedInt64(u.Object, "status", "operationState", "retryCount")
+		return str(u, "status", "operationState", "operation", "sync", "revision") == revR &&
+			(phase == "Failed" || phase == "Error" || phase == "Running" && retries > 0)
+	})
+	return rec, revR, u
+}
+
+// retrySync has Argo CD sync rev when its operation has ended (a Running
+// one retries by itself), as a user does with argocd app sync: an
+// operation on the Application.
+func (e *env) retrySync(rev string) {
+	e.t.Helper()
+	if phase := str(e.app(), "status", "operationState", "phase"); phase != "Running" {
+		op := `{"operation":{"initiatedBy":{"username":"e2e"},"sync":{"revision":"` + rev + `"}}}`
+		must(e.t, e.c.Patch(e.ctx, e.app(), client.RawPatch(types.MergePatchType, []byte(op))))
 	}
 }

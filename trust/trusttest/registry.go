@@ -105,3 +105,17 @@ func (c *Counter) String() string {
 	sort.Strings(out)
 	return strings.Join(out, " ")
 }
+
+// As sends every registry request to w's in-process registry over plain
+// HTTP, whatever host the image names: it plays ghcr.io, so that a
+// repository's overlays keep their image names and the evidence is
+// fetched from a real registry under the same repository path.
+func (w *World) As() http.RoundTripper { return registryAs{w.Host} }
+
+type registryAs struct{ host string }
+
+func (t registryAs) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.URL.Scheme, req.URL.Host, req.Host = "http", t.host, t.host
+	return http.DefaultTransport.RoundTrip(req)
+}
