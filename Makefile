@@ -62,8 +62,10 @@ release: image build ## pin deploy/ bundles to the index in bin/image.ref, rende
 
 test: lint unit ## the gate: lint + unit tests with -race
 
+# -timeout: a package's binary may take longer than go test's default 10m on
+# 2 loaded cores (promote, cmd/throughline); it is a hang guard, not a bound.
 unit:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 lint: fmt vet tidy-check generate-check golangci
 

@@ -105,31 +105,67 @@ type history struct {
 	// desired state or starts the attempt (a name a commit carries as free
 	// text can only refuse an approval, never make one count).
 	proposers map[string]string
+	// keys maps the fingerprint of every key that signed such a commit to
+	// how: four-eyes compares keys too, so one key listed for two
+	// principals cannot propose as one and approve as the other.
+	keys map[string]string
+}
+
+// approvalFile is a file approvals are added to: a promotion record, or a
+// policy approval.
+type approvalFile struct {
+	// path is GitOps-root-relative.
+	path string
+	// at reads the file's approvals at a revision and the key of what they
+	// approve (the record's attempt, the policy change's hash): none when
+	// the file is absent or does not parse (it then carries no approval).
+	at func(ctx context.Context, r *gitops.Repo, rev string) (approvals []promotion.Approval, key string)
+}
+
+// recordFile is app's record in env.
+func recordFile(app, env string) approvalFile {
+	return approvalFile{path: promotion.RecordPath(app, env), at: func(ctx context.Context, r *gitops.Repo, rev string) ([]promotion.Approval, string) {
+		rec := recordOrNil(ctx, r, rev, app, env)
+		if rec == nil {
+			return nil, ""
+		}
+		return rec.Approvals, fmt.Sprintf("%+v", rec.Key())
+	}}
+}
+
+// policyApprovalFile is env's policy approval.
+func policyApprovalFile(env string) approvalFile {
+	file := promotion.PolicyApprovalPath(env)
+	return approvalFile{path: file, at: func(ctx context.Context, r *gitops.Repo, rev string) ([]promotion.Approval, string) {
+		pa, _, err := gitops.Read(ctx, r, rev, file, promotion.ParsePolicyApproval)
+		if err != nil || pa == nil {
+			return nil, ""
+		}
+		return pa.Approvals, pa.Change
+	}}
 }
 
 // scan walks the commits base..head (first parents, oldest first) and
-// sorts them into approval commits (they add approvals to the record of
-// app in env) and the others, whose identities are the proposers'.
-func (a *Approvers) scan(ctx context.Context, r *gitops.Repo, base, head, app, env string) (*history, error) {
+// sorts them into approval commits (they add approvals to f) and the
+// others, whose identities are the proposers'.
+func (a *Approvers) scan(ctx context.Context, r *gitops.Repo, base, head string, f approvalFile) (*history, error) {
 	commits, err := r.FirstParentRange(ctx, base, head)
 	if err != nil {
 		return nil, err
 	}
-	h := &history{wrote: map[promotion.Approval]*approvalCommit{}, proposers: map[string]string{}}
-	file := promotion.RecordPath(app, env)
+	h := &history{wrote: map[promotion.Approval]*approvalCommit{}, proposers: map[string]string{}, keys: map[string]string{}}
 	for _, c := range commits {
 		parent := c + "^1"
-		prev, rec := recordOrNil(ctx, r, parent, app, env), recordOrNil(ctx, r, c, app, env)
+		prev, prevKey := f.at(ctx, r, parent)
+		cur, key := f.at(ctx, r, c)
 		changed, err := r.Changed(ctx, parent, c)
 		if err != nil {
 			return nil, err
 		}
 		var added []promotion.Approval
-		if rec != nil {
-			for _, ap := range rec.Approvals {
-				if prev == nil || !slices.Contains(prev.Approvals, ap) {
-					added = append(added, ap)
-				}
+		for _, ap := range cur {
+			if !slices.Contains(prev, ap) {
+				added = append(added, ap)
 			}
 		}
 		sig, err := r.VerifyCommit(ctx, c, a.signers)
@@ -143,8 +179,8 @@ func (a *Approvers) scan(ctx context.Context, r *gitops.Repo, base, head, app, e
 			}
 			continue
 		}
-		newAttempt := rec != nil && (prev == nil || prev.Key() != rec.Key())
-		if !newAttempt && slices.Equal(changed, []string{r.Prefix + file}) {
+		newKey := key != "" && prevKey != key
+		if !newKey && slices.Equal(changed, []string{r.Prefix + f.path}) {
 			continue // a transition of the record (verify, reject): no change of the desired state
 		}
 		if err := h.addProposer(ctx, r, c, sig); err != nil {
@@ -167,6 +203,9 @@ func (h *history) addProposer(ctx context.Context, r *gitops.Repo, c string, sig
 	}
 	if sig.Good() {
 		h.proposers[strings.ToLower(sig.Principal)] = "signer of " + short
+	}
+	if sig != nil && sig.Key != "" {
+		h.keys[sig.Key] = "its key signed " + short
 	}
 	return nil
 }
@@ -198,7 +237,7 @@ func (c *promotionCheck) signedApprovals(ctx context.Context) error {
 	if err != nil || a.Required() == 0 {
 		return err
 	}
-	h, err := a.scan(ctx, c.r, c.rep.Base, c.rep.Head, rec.App, rec.Target.Environment)
+	h, err := a.scan(ctx, c.r, c.rep.Base, c.rep.Head, recordFile(rec.App, rec.Target.Environment))
 	if err != nil {
 		return err
 	}
@@ -230,6 +269,9 @@ func (a *Approvers) judge(h *history, ap promotion.Approval, recFile string) *Fi
 	switch {
 	case !ac.sig.Good():
 		return &Finding{Rule: RuleApprovalSignature, Reason: fmt.Sprintf("commit %s: %s (%s at the base)", short, ac.sig.Problem(), a.file)}
+	case h.keys[ac.sig.Key] != "":
+		return &Finding{Rule: RuleFourEyes, Reason: fmt.Sprintf("commit %s is signed with the key of a commit of the change (%s): "+
+			"one key proposes or approves, never both", short, h.keys[ac.sig.Key])}
 	case ac.sig.Principal != ap.Approver:
 		return &Finding{Rule: RuleApprovalSignature,
 			Reason: fmt.Sprintf("commit %s is signed by %s, not by the approver it names", short, ac.sig.Principal)}
@@ -243,8 +285,9 @@ func (a *Approvers) judge(h *history, ap promotion.Approval, recFile string) *Fi
 			promotion.PolicyFile, strings.Join(a.env.Approvers, ", "))}
 	}
 	if how := h.proposed(ap.Approver); how != "" {
-		return &Finding{Rule: RuleFourEyes, Reason: fmt.Sprintf("%s proposed this promotion (%s) and cannot approve it", ap.Approver, how)}
+		return &Finding{Rule: RuleFourEyes, Reason: fmt.Sprintf("%s proposed this change (%s) and cannot approve it", ap.Approver, how)}
 	}
+
 	return nil
 }
 
@@ -294,7 +337,23 @@ func (a *Approvers) ApproverOf(ctx context.Context, r *gitops.Repo, branch, name
 // the attempt whose tip is tip ("" when it did not): the four-eyes rule
 // that approve applies before it writes, and the gate again on the PR.
 func (a *Approvers) ProposedBy(ctx context.Context, r *gitops.Repo, base, tip, app, env, principal string) (string, error) {
-	h, err := a.scan(ctx, r, base, tip, app, env)
+	h, err := a.scan(ctx, r, base, tip, recordFile(app, env))
+	if err != nil {
+		return "", err
+	}
+	return h.proposed(principal), nil
+}
+
+// PolicyProposedBy says how principal wrote the change from base to tip
+// (its merge base with base) to what judges env ("" when it did not): the
+// four-eyes rule policy approve applies before it writes, and the gate
+// again on the pull request.
+func (a *Approvers) PolicyProposedBy(ctx context.Context, r *gitops.Repo, base, tip, env, principal string) (string, error) {
+	mb, err := r.MergeBase(ctx, base, tip)
+	if err != nil {
+		return "", err
+	}
+	h, err := a.scan(ctx, r, mb, tip, policyApprovalFile(env))
 	if err != nil {
 		return "", err
 	}

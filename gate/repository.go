@@ -84,6 +84,12 @@ type RepositoryReport struct {
 	Environments []EnvironmentDiff `json:"environments"`
 	Refusals     []string          `json:"refusals"`
 	Findings     []Finding         `json:"findings"`
+	// Judges are the environments whose judges the change moves (their
+	// registry entry, the files it names, the allowed signers, the
+	// allow-list entries in their scope, the checks of the environments
+	// they promote from): listed for every environment, refused for a
+	// protected one without its approvers' signed approvals.
+	Judges []JudgesDiff `json:"judges"`
 	// Preexisting are findings already true at base: listed, not refused.
 	Preexisting []Finding `json:"preexisting"`
 	OK          bool      `json:"ok"`
@@ -157,6 +163,9 @@ func CheckRepository(ctx context.Context, r *gitops.Repo, req Request) (*Reposit
 	if err := c.structure(); err != nil {
 		return nil, err
 	}
+	if err := c.judges(ctx); err != nil {
+		return nil, err
+	}
 	return c.finish(), nil
 }
 
@@ -176,7 +185,7 @@ func (c *repoCheck) start(ctx context.Context, req Request) error {
 		return exitcode.Usagef("--base %s and --head %s have no common history: %v", req.Base, req.Head, err)
 	}
 	c.rep = &RepositoryReport{Base: base, MergeBase: mb, Head: head, Environments: []EnvironmentDiff{}, Refusals: []string{}, Findings: []Finding{},
-		Preexisting: []Finding{}}
+		Judges: []JudgesDiff{}, Preexisting: []Finding{}}
 	if c.rep.Files, err = c.r.Changed(ctx, mb, head); err != nil {
 		return err
 	}

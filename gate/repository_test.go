@@ -295,10 +295,14 @@ func TestCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, []string{RuleProtected}, []string{production + "/throughline-checks.yaml", "runtime checks removed"}},
-		{"staging runtime checks changed: reported, not refused", func(f *fixture) {
+		// Issue 32: staging's checks judge the evidence production accepts:
+		// reported in staging, refused as a change to what judges production
+		// (judges_test.go: and passed with production's signed approvals).
+		{"staging runtime checks changed: what judges production", func(f *fixture) {
 			p := staging + "/throughline-checks.yaml"
 			f.write(map[string]string{p: strings.Replace(f.read(p), "soak: 10m", "soak: 5m", 1)})
-		}, nil, []string{staging + "/throughline-checks.yaml: runtime checks changed"}},
+		}, []string{RuleApprovalCount, RuleJudges}, []string{staging + "/throughline-checks.yaml: runtime checks changed",
+			"runtime checks of checkout in staging: " + staging + "/throughline-checks.yaml sha256:"}},
 		// Issue 32: production's controllers re-pointed, each bound by the
 		// environment's binding in the registry (read at the base).
 		{"production Application reading an attacker's fork", func(f *fixture) {

@@ -12,9 +12,9 @@ repo=${2:?usage: demo.sh THROUGHLINE REPO [CHARTS]}
 charts=${3:-$(dirname "$repo")/charts/oci}
 # The demo reads JSON with python3 and builds a throwaway Git copy: without
 # them it would print false answers, so it stops first, naming what to install.
-for need in git python3; do
-  if ! command -v "$need" >/dev/null; then
-    echo "demo.sh: $need is not installed (Debian: apt-get install $need); the demo needs git and python3" >&2
+for need in git:git python3:python3 ssh-keygen:openssh-client; do
+  if ! command -v "${need%%:*}" >/dev/null; then
+    echo "demo.sh: ${need%%:*} is not installed (Debian: apt-get install ${need#*:}); the demo needs git, python3 and ssh-keygen" >&2
     exit 1
   fi
 done
@@ -173,3 +173,34 @@ code=$?
 printf '%s\n' "$out" | grep '^REFUSED'
 echo "exit code: $code (3 = refused: production's controllers are bound to the repository its registry entry names)"
 [ "$code" -eq 3 ] || { echo "demo: expected exit 3 for the re-pointed Application" >&2; exit 1; }
+
+say "== approved: a change to what judges production (its scans at most 12h old, not 24h) needs two signed approvals"
+# Production's approvers sign with their own SSH keys; the example's
+# allowed-signers holds example public keys, so the demo makes its own pair
+# for alice and bob and commits them on its main first.
+for who in alice bob; do
+  ssh-keygen -q -t ed25519 -N '' -C "$who@example.com" -f "$work/$who" || exit 1
+  echo "$who@example.com namespaces=\"git\" $(cut -d' ' -f1,2 "$work/$who.pub")"
+done >"$work/gitops/allowed-signers"
+g checkout -q main && g commit -q -am "the demo's approvers' keys" || exit 1
+g checkout -q -b fresher-scans main && sed -i '/^  production:/,$ s/maxAge: 24h/maxAge: 12h/' "$work/gitops/throughline-policy.yaml" &&
+  g commit -q -am "production: scans at most 12h old" && g checkout -q main || exit 1
+echo "throughline check --base main --head fresher-scans"
+out=$("$tl" check --log-level warn --repo "$work/gitops" --base main --head fresher-scans 2>/dev/null)
+code=$?
+printf '%s\n' "$out" | grep -E '^what judges production|^  throughline-policy.yaml|^REFUSED'
+echo "exit code: $code (3 = refused: what judges production changes only with its approvers' signed approvals of the change)"
+[ "$code" -eq 3 ] || { echo "demo: expected exit 3 for the unapproved policy change" >&2; exit 1; }
+for who in alice bob; do
+  echo "throughline policy approve --environment production --branch fresher-scans --base main --expires 24h   # as $who, signing with $who's key"
+  GIT_CONFIG_COUNT=2 GIT_CONFIG_KEY_0=user.signingkey GIT_CONFIG_VALUE_0="$work/$who" GIT_CONFIG_KEY_1=gpg.format GIT_CONFIG_VALUE_1=ssh \
+    GIT_AUTHOR_NAME=$who GIT_AUTHOR_EMAIL=$who@example.com GIT_COMMITTER_NAME=$who GIT_COMMITTER_EMAIL=$who@example.com \
+    "$tl" policy approve --log-level warn --repo "$work/gitops" --environment production --branch fresher-scans --base main --expires 24h |
+    head -1 || exit 1
+done
+echo "throughline check --base main --head fresher-scans"
+out=$("$tl" check --log-level warn --repo "$work/gitops" --base main --head fresher-scans 2>/dev/null)
+code=$?
+printf '%s\n' "$out" | grep -E '^what judges production|^OK'
+echo "exit code: $code (0 = passed: two of production's approvers signed this exact change)"
+[ "$code" -eq 0 ] || { printf '%s\n' "$out" >&2; echo "demo: expected exit 0 for the approved policy change" >&2; exit 1; }

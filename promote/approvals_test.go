@@ -39,15 +39,17 @@ environments:
 }
 
 // keys are the test's signers: alice and bob approve production, carol
-// staging; eve's key is in no allowed-signers file.
-type keys struct{ alice, bob, carol, eve sshkey.Key }
+// staging; eve's key is in no allowed-signers file; dave's is listed where
+// a test adds it (he proposes).
+type keys struct{ alice, bob, carol, eve, dave sshkey.Key }
 
 // signedFixture is the fixture with production's approvers and the
 // allowed-signers file on main.
 func signedFixture(t *testing.T, minApprovals string) (*fixture, keys) {
 	t.Helper()
 	f := newFixture(t)
-	k := keys{sshkey.New(t, "alice@example.com"), sshkey.New(t, "bob@example.com"), sshkey.New(t, "carol@example.com"), sshkey.New(t, "eve@example.com")}
+	k := keys{sshkey.New(t, "alice@example.com"), sshkey.New(t, "bob@example.com"), sshkey.New(t, "carol@example.com"), sshkey.New(t, "eve@example.com"),
+		sshkey.New(t, "dave@example.com")}
 	f.write(map[string]string{promotion.PolicyFile: signedPolicy(minApprovals), "allowed-signers": sshkey.Signers(k.alice, k.bob, k.carol)})
 	f.commit("approvers and their keys")
 	return f, k

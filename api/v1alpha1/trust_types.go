@@ -17,6 +17,24 @@ type TrustPolicy struct {
 	Attestations *AttestationPolicy `json:"attestations,omitempty"`
 }
 
+// Files are the repository files t names (public keys, trusted roots):
+// what verifies an image is their content as much as t's fields.
+func (t *TrustPolicy) Files() []string {
+	if t == nil {
+		return nil
+	}
+	var out []string
+	for _, s := range t.Signatures {
+		switch {
+		case s.PublicKey != "":
+			out = append(out, s.PublicKey)
+		case s.Keyless != nil && s.Keyless.TrustedRoot != "":
+			out = append(out, s.Keyless.TrustedRoot)
+		}
+	}
+	return out
+}
+
 // SignerPolicy is one signer: a public key, or a keyless (Fulcio
 // certificate) identity. Exactly one of PublicKey and Keyless is set.
 type SignerPolicy struct {

@@ -199,6 +199,16 @@ func printRepoCheck(w io.Writer, rep *gate.RepositoryReport) {
 	if p := rep.Promotion; p != nil {
 		fmt.Fprintf(w, "promotion of %s to %s (%s): judged by promote check\n", p.App, p.Environment, p.Record)
 	}
+	for _, j := range rep.Judges {
+		need := "not protected: listed, no approval needed"
+		if j.Protected {
+			need = fmt.Sprintf("protected: %d of %d signed approvals", j.Approved, j.Required)
+		}
+		fmt.Fprintf(w, "what judges %s changes (change %s; %s):\n", j.Environment, j.Change, need)
+		for _, c := range j.Words() {
+			fmt.Fprintln(w, "  "+c)
+		}
+	}
 	for _, f := range rep.Preexisting {
 		fmt.Fprintf(w, "already at base (not refused) %s: %s\n", f.Rule, f.Reason)
 	}

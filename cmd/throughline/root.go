@@ -77,6 +77,7 @@ func newRootCommand(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		newAdoptCommand(g, stdout),
 		newBreakglassCommand(g, stdout),
 		newTrustCommand(stdout),
+		newPolicyCommand(g, stdout),
 		newRenderWorkerCommand(os.Stdin, stdout),
 	)
 	return root

@@ -1,0 +1,124 @@
+package gate
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/throughline-dev/throughline/promotion"
+)
+
+// TestJudgesChangeRefused: issue 32's changes to what judges production,
+// each made by a pull request with no approval. Every one passed the
+// every-PR check before (exit 0, "OK: no refusal"); each is now refused
+// (judges-change and approval-count) naming production and the change old
+// -> new, while the same kind of change to an unprotected environment is
+// listed and passes.
+func TestJudgesChangeRefused(t *testing.T) {
+	const policyFile = promotion.PolicyFile
+	for _, tc := range []struct {
+		name   string
+		change func(f *fixture)
+		// env whose judges change; want is a change it lists, old -> new.
+		env, want string
+		refused   bool
+	}{
+		{"production's signer key replaced", func(f *fixture) {
+			f.write(map[string]string{"keys/ci.pub": "-----BEGIN PUBLIC KEY-----\nattacker\n-----END PUBLIC KEY-----\n"})
+		}, "production", "keys/ci.pub: sha256:", true},
+		{"production's scan maxAge 24h -> 720h", func(f *fixture) {
+			f.replace(policyFile, "maxAge: 24h", "maxAge: 720h")
+		}, "production", `throughline-policy.yaml environments.production.trust.attestations.vulnerabilityScan.maxAge: "24h0m0s" -> "720h0m0s"`, true},
+		{"production's approvers replaced", func(f *fixture) {
+			f.replace(policyFile, "approvers: [alice@example.com, bob@example.com]", "approvers: [mallory@example.com, eve@example.com]")
+		}, "production", `throughline-policy.yaml environments.production.approvers[0]: "alice@example.com" -> "mallory@example.com"`, true},
+		{"production's minApprovals lowered", func(f *fixture) {
+			f.replace(policyFile, "minApprovals: 2", "minApprovals: 1")
+		}, "production", "throughline-policy.yaml environments.production.minApprovals: 2 -> 1", true},
+		{"a key added to the allowed signers", func(f *fixture) {
+			f.write(map[string]string{"allowed-signers": f.read("allowed-signers") +
+				"mallory@example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFA5TSx5RsJD06AB4nnHySTEFl3Tay7B6QGi1RenlApZ\n"})
+		}, "production", "allowed-signers key of mallory@example.com: (none) -> ssh-ed25519", true},
+		{"allowedSigners re-pointed at another file", func(f *fixture) {
+			f.write(map[string]string{"keys/signers": f.read("allowed-signers")})
+			f.replace(policyFile, "allowedSigners: allowed-signers", "allowedSigners: keys/signers")
+		}, "production", `throughline-policy.yaml allowedSigners: "allowed-signers" -> "keys/signers"`, true},
+		{"production unprotected", func(f *fixture) {
+			f.replace(policyFile, "    protected: true\n", "")
+		}, "production", "throughline-policy.yaml environments.production.protected: true -> (none)", true},
+		{"production removed from the registry", func(f *fixture) {
+			data := f.read(policyFile)
+			i, j := strings.Index(data, "  production:\n"), strings.Index(data, "# The approvers' SSH")
+			f.write(map[string]string{policyFile: data[:i] + data[j:]})
+			f.git("-C", "gitops", "rm", "-q", "-r", "clusters/production", production)
+		}, "production", `throughline-policy.yaml environments.production.cluster: "prod-eu-1" -> (none)`, true},
+		{"staging's runtime checks deleted", func(f *fixture) {
+			f.git("-C", "gitops", "rm", "-q", staging+"/throughline-checks.yaml")
+		}, "production", "runtime checks of checkout in staging: " + staging + "/throughline-checks.yaml sha256:", true},
+		{"an allow-list exception for every environment", func(f *fixture) {
+			f.replace("throughline-allowlist.yaml", "    environments: [dev]\n", "")
+		}, "production", `throughline-allowlist.yaml images[pattern=registry.example.test/vendor/debug-agent:*]: (none) -> "vendor`, true},
+		{"a promotion parameter allowed everywhere", func(f *fixture) {
+			f.replace(policyFile, "allowParameters: []", "allowParameters: [replicas]")
+		}, "production", `throughline-policy.yaml allowParameters[0]: (none) -> "replicas"`, true},
+		{"staging's scan maxAge (staging is not protected)", func(f *fixture) {
+			f.replace(policyFile, "maxAge: 168h", "maxAge: 720h")
+		}, "staging", `throughline-policy.yaml environments.staging.trust.attestations.vulnerabilityScan.maxAge: "168h0m0s" -> "720h0m0s"`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixtureWith(t, func(string) {})
+			f.branch("pr", func() { tc.change(f) })
+			rep := f.check("pr")
+			var d *JudgesDiff
+			for i := range rep.Judges {
+				if rep.Judges[i].Environment == tc.env {
+					d = &rep.Judges[i]
+				}
+			}
+			if d == nil {
+				t.Fatalf("no change to what judges %s listed: %+v", tc.env, rep.Judges)
+			}
+			if !slices.ContainsFunc(d.Words(), func(w string) bool { return strings.HasPrefix(w, tc.want) }) {
+				t.Fatalf("%s's changes do not include %q:\n%s", tc.env, tc.want, strings.Join(d.Words(), "\n"))
+			}
+			var refused []Finding
+			for _, fd := range rep.Findings {
+				if fd.Rule == RuleJudges && fd.Environment == tc.env {
+					refused = append(refused, fd)
+				}
+			}
+			if !tc.refused {
+				if len(refused) > 0 || d.Protected {
+					t.Fatalf("refused a change to unprotected %s: %+v", tc.env, refused)
+				}
+				return
+			}
+			if len(refused) != len(d.Changes) || !slices.Contains(rules(rep), RuleApprovalCount) {
+				t.Fatalf("%d of %d changes refused, rules %v", len(refused), len(d.Changes), rules(rep))
+			}
+			for _, fd := range refused {
+				if fd.Old == "" || fd.New == "" || fd.Old == fd.New || !strings.Contains(fd.Reason, "production is protected") {
+					t.Fatalf("refusal %+v does not say old -> new and why", fd)
+				}
+			}
+		})
+	}
+}
+
+// TestJudgesOfUnprotectedEnvironmentAdded: adding an environment that is
+// not protected needs no approval, and production's judges do not move.
+func TestJudgesOfUnprotectedEnvironmentAdded(t *testing.T) {
+	f := newFixtureWith(t, func(string) {})
+	f.branch("qa", func() {
+		f.replace(promotion.PolicyFile, "  production:\n", "  qa:\n    cluster: qa-eu-1\n    paths: [\"apps/*/overlays/qa\"]\n    promotesFrom: [staging]\n  production:\n")
+	})
+	rep := f.check("qa")
+	if !rep.OK {
+		t.Fatalf("adding qa refused: %v", rep.Refusals)
+	}
+	for _, d := range rep.Judges {
+		if d.Environment == "production" {
+			t.Fatalf("production's judges moved: %v", d.Words())
+		}
+	}
+}
