@@ -308,7 +308,7 @@ func signerFacts(ctx context.Context, r *gitops.Repo, rev, file string, facts ju
 	}
 	keys := map[string][]string{}
 	for _, s := range signers {
-		k := s.KeyType + " " + short(s.Key)
+		k := s.KeyType + " " + tail(s.Key)
 		if s.Options != "" {
 			k = s.Options + " " + k
 		}
@@ -323,8 +323,9 @@ func signerFacts(ctx context.Context, r *gitops.Repo, rev, file string, facts ju
 	return nil
 }
 
-// short is a key shortened for words: its last 12 characters.
-func short(key string) string {
+// tail is a key or hash shortened for words: its last 12 characters (a
+// commit is shortened from the front, gitrepo.Short).
+func tail(key string) string {
 	if len(key) <= 16 {
 		return key
 	}
@@ -437,7 +438,7 @@ func (c *repoCheck) judges(ctx context.Context) error {
 		}
 		for _, f := range d.Changes {
 			f.Reason = fmt.Sprintf("%s (%s is protected: what judges it changes only with %d signed approvals of change %s)", f.Reason, name,
-				d.Required, short(d.Change))
+				d.Required, tail(d.Change))
 			c.rep.refuse(f)
 		}
 		for _, f := range why {
