@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -70,4 +71,76 @@ func (b *binding) flux(spec map[string]any) {
 		b.refuseChange("spec.kubeConfig.secretRef.name", bd.KubeConfigSecret, s, "kubeConfig Secret %q is not environment %s's cluster %s (%q)",
 			s, b.owner.Name, b.owner.ClusterName(), bd.KubeConfigSecret)
 	}
+}
+
+// project checks an Argo CD AppProject in the owner's controller files: it
+// is the owner's project (binding.project), and it reaches no further than
+// the owner's registry entry: every source repository is one of the
+// binding's repoURLs (no wildcard), every destination is the owner's
+// cluster and one of its namespaces (a namespace pattern of the entry, or
+// a namespace it matches). An AppProject is what Argo CD enforces when an
+// Application is applied without throughline's check in the way.
+func (b *binding) project(spec map[string]any) {
+	meta, _ := b.ctl.obj["metadata"].(map[string]any)
+	name := str(meta, "name")
+	bd := b.owner.Binding
+	if bd == nil || bd.Project == "" {
+		b.refuse("metadata.name", "AppProject %q in environment %s's controller files, but its binding in %s names no project",
+			name, b.owner.Name, b.c.reg.File())
+		return
+	}
+	if name != bd.Project {
+		b.refuseChange("metadata.name", bd.Project, name, "AppProject %q is not environment %s's project %q", name, b.owner.Name, bd.Project)
+		return
+	}
+	repos, _ := spec["sourceRepos"].([]any)
+	if len(repos) == 0 {
+		b.refuse("spec.sourceRepos", "no sourceRepos: environment %s's project reads only its repositories (%s)", b.owner.Name,
+			strings.Join(bd.RepoURLs, ", "))
+	}
+	for i, r := range repos {
+		u, _ := r.(string)
+		if len(bd.RepoURLs) > 0 && !slices.ContainsFunc(bd.RepoURLs, func(w string) bool { return environment.SameRepoURL(u, w) }) {
+			b.refuseChange(fmt.Sprintf("spec.sourceRepos[%d]", i), strings.Join(bd.RepoURLs, ", "), u,
+				"source repository %q is not one of environment %s's repositories", u, b.owner.Name)
+		}
+	}
+	dests, _ := spec["destinations"].([]any)
+	if len(dests) == 0 {
+		b.refuse("spec.destinations", "no destinations: environment %s's project deploys only to its cluster and namespaces", b.owner.Name)
+	}
+	for i, d := range dests {
+		m, _ := d.(map[string]any)
+		field := fmt.Sprintf("spec.destinations[%d]", i)
+		if srv := str(m, "server"); srv != "" && bd.Server != "" && srv != bd.Server || srv == "" && str(m, "name") != b.owner.ClusterName() {
+			got := srv
+			if got == "" {
+				got = str(m, "name")
+			}
+			b.refuseChange(field, bd.Server, got, "destination cluster %q is not environment %s's cluster %s (%q)", got, b.owner.Name,
+				b.owner.ClusterName(), bd.Server)
+		}
+		if ns := str(m, "namespace"); !slices.Contains(b.owner.Namespaces, ns) && (strings.ContainsAny(ns, "*?[") || !b.owner.HasNamespace(ns)) {
+			b.refuseChange(field+".namespace", strings.Join(b.owner.Namespaces, ", "), ns,
+				"destination namespace %q reaches beyond environment %s's namespaces", ns, b.owner.Name)
+		}
+	}
+}
+
+// strayProject refuses an AppProject outside every environment's
+// controller files that defines an environment's project: a second
+// definition of it escapes the review of the environment's own.
+func (c *repoCheck) strayProject(ctl controller) []Finding {
+	meta, _ := ctl.obj["metadata"].(map[string]any)
+	name := str(meta, "name")
+	var out []Finding
+	for _, n := range c.reg.Names() {
+		e, _ := c.reg.Get(n)
+		if e.Binding != nil && e.Binding.Project == name {
+			out = append(out, Finding{Rule: RuleController, Environment: n, File: ctl.file, Object: ctl.name, Field: "metadata.name",
+				Reason: fmt.Sprintf("%s: %s: defines environment %s's AppProject %q, but no environment's controllers patterns in %s claim this file",
+					ctl.file, ctl.name, n, name, c.reg.File())})
+		}
+	}
+	return out
 }

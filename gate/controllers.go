@@ -22,7 +22,8 @@ import (
 const ClustersDir = "clusters"
 
 // The controller objects: an Argo CD Application or ApplicationSet, a
-// Flux Kustomization.
+// Flux Kustomization, and the Argo CD AppProject that bounds what an
+// Application may deploy.
 const (
 	argoGroup = "argoproj.io"
 	fluxGroup = "kustomize.toolkit.fluxcd.io"
@@ -31,7 +32,8 @@ const (
 // controller is one controller object of a file.
 type controller struct {
 	file string
-	// kind is Application, ApplicationSet or Kustomization (Flux's).
+	// kind is Application, ApplicationSet, AppProject or Kustomization
+	// (Flux's).
 	kind string
 	// name is "<kind> <namespace>/<name>".
 	name string
@@ -54,7 +56,7 @@ func parseControllers(file string, data []byte) ([]controller, error) {
 		}
 		id := render.Object{Map: m}.ID()
 		switch {
-		case id.Group == argoGroup && (id.Kind == "Application" || id.Kind == "ApplicationSet"),
+		case id.Group == argoGroup && (id.Kind == "Application" || id.Kind == "ApplicationSet" || id.Kind == "AppProject"),
 			id.Group == fluxGroup && id.Kind == "Kustomization":
 			out = append(out, controller{file: file, kind: id.Kind, name: id.Kind + " " + id.Namespace + "/" + id.Name, obj: m})
 		}
@@ -107,7 +109,7 @@ func (c *repoCheck) controllers(t *gitops.Tree, rv *revision) ([]Finding, error)
 			out = append(out, b.out...)
 			slices.Sort(b.bound)
 			for _, p := range slices.Compact(b.bound) {
-				k := deployment{env: b.owner.Name, cluster: b.owner.ClusterName(), path: p, kind: ctl.kind}
+				k := deployment{env: b.owner.Name, cluster: b.owner.ClusterName(), path: p}
 				deploys[k] = append(deploys[k], ctl)
 			}
 		}
@@ -150,6 +152,9 @@ func (c *repoCheck) readControllers(t *gitops.Tree, f string, claimed bool) ([]c
 // under platform/, an app-of-apps in an overlay.
 func (c *repoCheck) stray(ctl controller) []Finding {
 	var out []Finding
+	if ctl.kind == "AppProject" {
+		return c.strayProject(ctl)
+	}
 	spec, _ := ctl.obj["spec"].(map[string]any)
 	var paths [][2]string // field, path
 	switch ctl.kind {
@@ -197,13 +202,13 @@ func sourcePaths(prefix string, spec map[string]any) [][2]string {
 }
 
 // deployment is what one controller deploys: an overlay path to a
-// cluster, by a kind of controller object.
-type deployment struct{ env, cluster, path, kind string }
+// cluster.
+type deployment struct{ env, cluster, path string }
 
-// duplicateControllers refuses every second controller of one kind that
-// deploys one overlay to one cluster: two of them apply the same objects
-// and fight over them (and a second one's parameters escape the first's
-// review).
+// duplicateControllers refuses every second controller, of any kind, that
+// deploys one overlay to one cluster: two of them (two Applications, or an
+// Application and a Kustomization) apply the same objects and fight over
+// them, and a second one's parameters escape the first's review.
 func duplicateControllers(deploys map[deployment][]controller) []Finding {
 	var out []Finding
 	for k, cs := range deploys {
@@ -251,6 +256,10 @@ func (c *repoCheck) bind(ctl controller, owners []*environment.Environment, rv *
 	b := &binding{c: c, ctl: ctl}
 	switch len(owners) {
 	case 0:
+		if ctl.kind == "AppProject" {
+			b.out = c.strayProject(ctl) // a project of no environment: Argo CD's to judge
+			return b
+		}
 		b.refuse("", "no environment's controllers patterns in %s claim this file: a controller belongs to exactly one environment",
 			c.reg.File())
 		return b
@@ -266,6 +275,8 @@ func (c *repoCheck) bind(ctl controller, owners []*environment.Environment, rv *
 	case "ApplicationSet":
 		b.refuse("spec.template", "an ApplicationSet generates Applications whose paths and destinations cannot be bound to "+
 			"environment %s before they exist: commit the Applications", b.owner.Name)
+	case "AppProject":
+		b.project(spec)
 	case "Kustomization":
 		if b.path("spec.path", str(spec, "path")) {
 			b.bound = append(b.bound, b.clean(str(spec, "path")))

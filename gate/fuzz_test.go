@@ -25,7 +25,7 @@ func FuzzParseControllers(f *testing.F) {
 			return
 		}
 		for _, c := range cs {
-			if c.kind != "Application" && c.kind != "ApplicationSet" && c.kind != "Kustomization" {
+			if c.kind != "Application" && c.kind != "ApplicationSet" && c.kind != "AppProject" && c.kind != "Kustomization" {
 				t.Fatalf("kind %q", c.kind)
 			}
 		}

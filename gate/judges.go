@@ -79,16 +79,32 @@ func JudgesChange(ctx context.Context, r *gitops.Repo, base, head, env string) (
 	if err != nil {
 		return nil, err
 	}
-	return judgesChange(ctx, r, reg, mb, head, env)
+	return judgesChange(ctx, r, reg, trees{}, mb, head, env)
 }
 
-// judgesChange is JudgesChange with the base's registry and the merge base.
-func judgesChange(ctx context.Context, r *gitops.Repo, reg *environment.Registry, mb, head, env string) (*JudgesDiff, error) {
-	before, err := readJudges(ctx, r, mb, env, nil)
+// trees are the files of a revision's tree, listed once per revision for
+// every environment the check judges.
+type trees map[string][]string
+
+func (t trees) files(ctx context.Context, r *gitops.Repo, rev string) ([]string, error) {
+	if f, ok := t[rev]; ok {
+		return f, nil
+	}
+	f, err := r.ListTree(ctx, rev, ".")
 	if err != nil {
 		return nil, err
 	}
-	after, err := readJudges(ctx, r, head, env, before.apps)
+	t[rev] = f
+	return f, nil
+}
+
+// judgesChange is JudgesChange with the base's registry and the merge base.
+func judgesChange(ctx context.Context, r *gitops.Repo, reg *environment.Registry, t trees, mb, head, env string) (*JudgesDiff, error) {
+	before, err := readJudges(ctx, r, t, mb, env, nil)
+	if err != nil {
+		return nil, err
+	}
+	after, err := readJudges(ctx, r, t, head, env, before.apps)
 	if err != nil {
 		return nil, err
 	}
@@ -115,8 +131,11 @@ type judgesAt struct {
 // future: the entry is compared as its JSON), the allowed-signers file by
 // principal, the trust files the entry names, the allow-list entries in
 // env's scope, and the runtime checks file of each of apps' overlays in
-// every environment env promotes from (apps nil: env's own apps at rev).
-func readJudges(ctx context.Context, r *gitops.Repo, rev, env string, apps []string) (*judgesAt, error) {
+// every environment env promotes from (apps nil: env's own apps at rev),
+// and what deploys it: the content of every file its controllers patterns
+// claim (its Applications, Kustomizations, AppProject, the service account
+// and role bindings Flux applies as).
+func readJudges(ctx context.Context, r *gitops.Repo, t trees, rev, env string, apps []string) (*judgesAt, error) {
 	pol, err := promotion.ReadPolicy(ctx, r, rev)
 	if err != nil {
 		return nil, err
@@ -158,10 +177,20 @@ func readJudges(ctx context.Context, r *gitops.Repo, rev, env string, apps []str
 	if err != nil {
 		return nil, err
 	}
-	overlays, err := overlaysAt(ctx, r, reg, rev)
+	files, err := t.files(ctx, r, rev)
 	if err != nil {
 		return nil, err
 	}
+	if e, ok := reg.Get(env); ok {
+		for _, f := range files {
+			if e.OwnsController(f) {
+				if err := fileFact(ctx, r, rev, f, "", out.facts); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	overlays := overlaysAt(reg, files)
 	if out.apps == nil {
 		out.apps = sortedApps(overlays[env])
 	}
@@ -199,13 +228,9 @@ func sources(reg *environment.Registry, env string) []string {
 	return out
 }
 
-// overlaysAt maps each environment to its apps' overlay directories at rev
-// (every directory with a kustomization the registry places).
-func overlaysAt(ctx context.Context, r *gitops.Repo, reg *environment.Registry, rev string) (map[string]map[string]string, error) {
-	files, err := r.ListTree(ctx, rev, ".")
-	if err != nil {
-		return nil, err
-	}
+// overlaysAt maps each environment to its apps' overlay directories among
+// files (every directory with a kustomization the registry places).
+func overlaysAt(reg *environment.Registry, files []string) map[string]map[string]string {
 	out := map[string]map[string]string{}
 	names := konfig.RecognizedKustomizationFileNames()
 	for _, f := range files {
@@ -221,7 +246,7 @@ func overlaysAt(ctx context.Context, r *gitops.Repo, reg *environment.Registry, 
 		}
 		out[env][app] = path.Dir(f)
 	}
-	return out, nil
+	return out
 }
 
 func sortedApps(m map[string]string) []string {
@@ -416,8 +441,9 @@ func changeHash(env string, changes []Finding) string {
 // the report; a protected one's change is refused, change by change, unless
 // the pull request carries its approvers' signed approvals of it.
 func (c *repoCheck) judges(ctx context.Context) error {
+	t := trees{}
 	for _, name := range c.reg.Names() {
-		d, err := judgesChange(ctx, c.r, c.reg, c.rep.MergeBase, c.rep.Head, name)
+		d, err := judgesChange(ctx, c.r, c.reg, t, c.rep.MergeBase, c.rep.Head, name)
 		if err != nil {
 			return err
 		}

@@ -20,7 +20,10 @@ const (
 	staging    = "apps/checkout/overlays/staging"
 	production = "apps/checkout/overlays/production"
 	prodApp    = "clusters/production/checkout.yaml"
-	prodFlux   = "clusters/production/checkout-flux.yaml"
+	// prodFlux is prodApp once runByFlux has replaced it.
+	prodFlux = prodApp
+	// prodProject is production's AppProject.
+	prodProject = "clusters/production/project.yaml"
 )
 
 var exampleRepo = filepath.Join("..", "examples", "gitops-env")
@@ -105,6 +108,24 @@ func (f *fixture) commit(msg string) {
 	f.t.Helper()
 	f.git("add", "-A")
 	f.git("commit", "-q", "--allow-empty", "-m", msg)
+}
+
+// runByFlux, called in a change of branch "pr", commits on main checkout
+// run by Flux instead of Argo CD in staging and production (the example's
+// examples/flux/clusters/<env>/checkout.yaml replacing its Application),
+// and moves "pr" onto it.
+func (f *fixture) runByFlux() {
+	f.t.Helper()
+	f.git("checkout", "-q", "main")
+	for _, env := range []string{"staging", "production"} {
+		data, err := os.ReadFile(filepath.Join(exampleRepo, "..", "flux", "clusters", env, "checkout.yaml"))
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		f.write(map[string]string{"clusters/" + env + "/checkout.yaml": string(data)})
+	}
+	f.commit("checkout run by Flux")
+	f.git("checkout", "-q", "-B", "pr", "main")
 }
 
 // branch commits change on a new branch from main and returns to main.
@@ -225,7 +246,7 @@ metadata:
   name: checkout-staging-twice
   namespace: argocd
 spec:
-  project: default
+  project: staging
   sources:
     - repoURL: https://git.example.test/platform/gitops-env.git
       targetRevision: main
@@ -279,9 +300,20 @@ func TestCheck(t *testing.T) {
 			f.write(map[string]string{p: strings.Replace(f.read(p), "path: "+staging, "path: apps/checkout/overlays/refused-unpinned", 1)})
 		}, []string{RuleController}, []string{"apps/checkout/overlays/refused-unpinned", "no registered overlay"}},
 		{"Flux Kustomization pointing at production", func(f *fixture) {
-			p := "clusters/staging/checkout-flux.yaml"
+			f.runByFlux()
+			p := "clusters/staging/checkout.yaml"
 			f.write(map[string]string{p: strings.Replace(f.read(p), "./"+staging, "./"+production, 1)})
-		}, []string{RuleController}, []string{"clusters/staging/checkout-flux.yaml", production}},
+		}, []string{RuleController}, []string{"clusters/staging/checkout.yaml", production, "Kustomization flux-system/checkout-staging"}},
+		// Issue 32: the example used to deploy each checkout overlay with an
+		// Application and a Kustomization at once.
+		{"a Flux Kustomization beside the Argo CD Application of one overlay", func(f *fixture) {
+			data, err := os.ReadFile(filepath.Join(exampleRepo, "..", "flux", "clusters", "staging", "checkout.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.write(map[string]string{"clusters/staging/checkout-flux.yaml": string(data)})
+		}, []string{RuleController}, []string{"Kustomization flux-system/checkout-staging", "Application argocd/checkout-staging",
+			"one controller per overlay and cluster"}},
 		{"multi-source Application rendering one object twice", func(f *fixture) {
 			f.write(map[string]string{"clusters/staging/checkout-twice.yaml": multiSource})
 		}, []string{RuleController, RuleMultiSource}, []string{"sources[0]", "sources[1]", "Deployment.apps checkout-staging/checkout",
@@ -307,36 +339,54 @@ func TestCheck(t *testing.T) {
 		// environment's binding in the registry (read at the base).
 		{"production Application reading an attacker's fork", func(f *fixture) {
 			f.replace(prodApp, "repoURL: https://git.example.test/platform/gitops-env.git", "repoURL: https://github.com/attacker/fork.git")
-		}, []string{RuleController}, []string{prodApp, `repoURL "https://github.com/attacker/fork.git" is not one of environment production's`}},
+		}, []string{RuleApprovalCount, RuleController, RuleJudges}, []string{prodApp, `repoURL "https://github.com/attacker/fork.git" is not one of environment production's`}},
 		{"production Application on another branch", func(f *fixture) {
 			f.replace(prodApp, "targetRevision: main", "targetRevision: evil")
-		}, []string{RuleController}, []string{`targetRevision "evil" is not environment production's revision "main"`}},
+		}, []string{RuleApprovalCount, RuleController, RuleJudges}, []string{`targetRevision "evil" is not environment production's revision "main"`}},
 		{"production Application pinned to a commit", func(f *fixture) {
 			f.replace(prodApp, "targetRevision: main", "targetRevision: 0123456789abcdef0123456789abcdef01234567")
-		}, []string{RuleController}, []string{`targetRevision "0123456789abcdef0123456789abcdef01234567"`}},
+		}, []string{RuleApprovalCount, RuleController, RuleJudges}, []string{`targetRevision "0123456789abcdef0123456789abcdef01234567"`}},
 		{"production Application deploying to another cluster", func(f *fixture) {
 			f.replace(prodApp, "server: https://kubernetes.default.svc", "server: https://staging-eu-1.example.test")
-		}, []string{RuleController}, []string{`destination server "https://staging-eu-1.example.test" is not environment production's cluster prod-eu-1`}},
+		}, []string{RuleApprovalCount, RuleController, RuleJudges}, []string{`destination server "https://staging-eu-1.example.test" is not environment production's cluster prod-eu-1`}},
 		{"production Application in another project", func(f *fixture) {
-			f.replace(prodApp, "project: default", "project: production-admin")
-		}, []string{RuleController}, []string{`project "production-admin" is not environment production's AppProject "default"`}},
+			f.replace(prodApp, "project: production", "project: production-admin")
+		}, []string{RuleApprovalCount, RuleController, RuleJudges}, []string{`project "production-admin" is not environment production's AppProject "production"`}},
 		{"production Kustomization reading another source", func(f *fixture) {
+			f.runByFlux()
 			f.replace(prodFlux, "name: gitops-env", "name: attacker-fork")
-		}, []string{RuleController}, []string{"source GitRepository flux-system/attacker-fork is not environment production's"}},
+		}, []string{RuleApprovalCount, RuleController, RuleJudges}, []string{"source GitRepository flux-system/attacker-fork is not environment production's"}},
 		{"production Kustomization applying to another cluster", func(f *fixture) {
+			f.runByFlux()
 			f.replace(prodFlux, "  prune: true\n", "  prune: true\n  kubeConfig:\n    secretRef:\n      name: staging-kubeconfig\n")
-		}, []string{RuleController}, []string{`kubeConfig Secret "staging-kubeconfig" is not environment production's cluster prod-eu-1`}},
+		}, []string{RuleApprovalCount, RuleController, RuleJudges}, []string{`kubeConfig Secret "staging-kubeconfig" is not environment production's cluster prod-eu-1`}},
 		{"production Kustomization applying as a cluster admin", func(f *fixture) {
-			f.replace(prodFlux, "  prune: true\n", "  prune: true\n  serviceAccountName: cluster-admin\n")
-		}, []string{RuleController}, []string{`service account "cluster-admin"`}},
+			f.runByFlux()
+			f.replace(prodFlux, "serviceAccountName: production-apply", "serviceAccountName: kustomize-controller")
+		}, []string{RuleApprovalCount, RuleController, RuleJudges}, []string{`service account "kustomize-controller"`, `"production-apply"`}},
+		// Issue 32: the least-privilege layer. Production's AppProject is
+		// what Argo CD enforces: it reaches no further than the registry.
+		{"production's AppProject reading any repository", func(f *fixture) {
+			f.replace(prodProject, "    - https://git.example.test/platform/gitops-env.git", "    - '*'")
+		}, []string{RuleApprovalCount, RuleController, RuleJudges}, []string{prodProject, `source repository "*" is not one of environment production's`}},
+		{"production's AppProject deploying to every namespace of any cluster", func(f *fixture) {
+			f.replace(prodProject, "    - server: https://kubernetes.default.svc\n      namespace: \"*-production\"", "    - server: '*'\n      namespace: '*'")
+		}, []string{RuleApprovalCount, RuleController, RuleJudges}, []string{`destination cluster "*" is not environment production's cluster prod-eu-1`,
+			`destination namespace "*" reaches beyond environment production's namespaces`}},
+		{"staging's controller files redefining production's AppProject", func(f *fixture) {
+			f.write(map[string]string{"clusters/staging/project-production.yaml": f.read(prodProject)})
+		}, []string{RuleController}, []string{"clusters/staging/project-production.yaml", `AppProject "production" is not environment staging's project "staging"`}},
+		{"an AppProject outside clusters/ defining production's", func(f *fixture) {
+			f.write(map[string]string{"platform/project.yaml": f.read(prodProject)})
+		}, []string{RuleController}, []string{"platform/project.yaml", `defines environment production's AppProject "production"`}},
 		{"the binding and the Application re-pointed in one PR", func(f *fixture) {
 			f.replace("throughline-policy.yaml", "https://git.example.test/platform/gitops-env.git", "https://github.com/attacker/fork.git")
 			f.replace(prodApp, "repoURL: https://git.example.test/platform/gitops-env.git", "repoURL: https://github.com/attacker/fork.git")
-		}, []string{RuleController}, []string{`repoURL "https://github.com/attacker/fork.git"`}},
+		}, []string{RuleApprovalCount, RuleController, RuleJudges}, []string{`repoURL "https://github.com/attacker/fork.git"`}},
 		{"a second production Application on the same overlay", func(f *fixture) {
 			f.write(map[string]string{"clusters/production/checkout-again.yaml": strings.Replace(f.read(prodApp), "name: checkout-production",
 				"name: checkout-production-again", 1)})
-		}, []string{RuleController}, []string{"clusters/production/checkout.yaml", "one controller per overlay and cluster"}},
+		}, []string{RuleApprovalCount, RuleController, RuleJudges}, []string{"clusters/production/checkout.yaml", "one controller per overlay and cluster"}},
 		{"an Application outside clusters/ deploying production's overlay", func(f *fixture) {
 			f.write(map[string]string{"platform/checkout.yaml": strings.Replace(f.read(prodApp), "name: checkout-production",
 				"name: checkout-platform", 1)})

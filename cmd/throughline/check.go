@@ -37,9 +37,14 @@ Refused (exit 3, every reason listed):
     controllers patterns that is not bound to an overlay path and destination
     namespace of the one environment that owns the file (a staging Application
     pointing at production's path, a path that is no registered overlay, an
-    ApplicationSet);
+    ApplicationSet, another repository, revision, cluster, project or service
+    account than the environment's binding), a second controller of one overlay
+    and cluster, or an AppProject wider than its environment's registry entry;
   - an Argo CD multi-source Application two of whose sources render the same
-    object.
+    object;
+  - a change to what judges or deploys a protected environment (its registry
+    entry, keys, allowed signers, allow-list, source checks, controller files)
+    without its approvers' signed approvals (throughline policy approve).
 The last three are judged on the head's tree; one the base already had is
 listed ("already at base"), not refused.
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -25,7 +26,8 @@ func TestDeployBundlesPassPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{"argocd": true, "crds": true, "flux": true, "serve": true}
+	// tenancy holds templates (TestTenancyTemplates), no bundle.
+	want := map[string]bool{"argocd": true, "crds": true, "flux": true, "serve": true, "tenancy": true}
 	for _, e := range entries {
 		if e.IsDir() && !want[e.Name()] {
 			t.Errorf("deploy/%s is not rendered by this test", e.Name())
@@ -161,3 +163,52 @@ func checkReleasePin(t *testing.T, bundle string, objects []render.Object) {
 }
 
 var pinnedTag = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}@sha256:[0-9a-f]{64}$`)
+
+// TestTenancyTemplates: the least-privilege templates under deploy/tenancy,
+// instantiated as their comments say, are exactly the example's AppProjects
+// (examples/gitops-env/clusters/<env>/project.yaml, which throughline check
+// and the Argo CD e2e suites judge and run) and its Flux files
+// (examples/flux/clusters/<env>/checkout.yaml, which the Flux e2e suites
+// apply and run through impersonation): the templates are what is tested.
+func TestTenancyTemplates(t *testing.T) {
+	docs := func(t *testing.T, data string) []any {
+		var out []any
+		for _, d := range strings.Split(data, "\n---\n") {
+			var v any
+			if err := yaml.Unmarshal([]byte(d), &v); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, v)
+		}
+		return out
+	}
+	read := func(t *testing.T, p ...string) string {
+		b, err := os.ReadFile(filepath.Join(append([]string{repoRoot}, p...)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for _, env := range []string{"staging", "production"} {
+		vars := map[string]string{"ENVIRONMENT": env, "APP": "checkout", "SERVER": "https://kubernetes.default.svc",
+			"REPO_URL": "https://git.example.test/platform/gitops-env.git"}
+		expand := func(s string) string {
+			return os.Expand(s, func(k string) string {
+				v, ok := vars[k]
+				if !ok {
+					t.Fatalf("template variable %s is not documented", k)
+				}
+				return v
+			})
+		}
+		for _, c := range []struct{ template, instance []string }{
+			{[]string{"deploy", "tenancy", "appproject.yaml"}, []string{"examples", "gitops-env", "clusters", env, "project.yaml"}},
+			{[]string{"deploy", "tenancy", "flux-tenant.yaml"}, []string{"examples", "flux", "clusters", env, "checkout.yaml"}},
+		} {
+			got, want := docs(t, expand(read(t, c.template...))), docs(t, read(t, c.instance...))
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s instantiated for %s is not %s:\n%v\n%v", filepath.Join(c.template...), env, filepath.Join(c.instance...), got, want)
+			}
+		}
+	}
+}

@@ -194,8 +194,20 @@ func healthLua(t *testing.T, root string) map[string]string {
 }
 
 // createApplication creates examples/gitops-env/clusters/<environment>/checkout.yaml
-// with the repository URL of the test's Git server.
+// with the repository URL of the test's Git server, after the AppProject
+// of the environment it names (project.yaml, the least-privilege layer
+// the real application controller enforces), reading that server.
 func (e *env) createApplication(root, remote, environment string) {
+	pb, err := os.ReadFile(filepath.Join(root, "examples", "gitops-env", "clusters", environment, "project.yaml"))
+	must(e.t, err)
+	proj := &unstructured.Unstructured{}
+	must(e.t, yaml.Unmarshal(pb, &proj.Object))
+	if repos, _, _ := unstructured.NestedStringSlice(proj.Object, "spec", "sourceRepos"); len(repos) != 1 || repos[0] == "*" {
+		e.t.Fatalf("examples/gitops-env/clusters/%s/project.yaml: sourceRepos %q, want the one repository", environment, repos)
+	}
+	must(e.t, unstructured.SetNestedStringSlice(proj.Object, []string{remote}, "spec", "sourceRepos"))
+	proj.SetNamespace(e.argoNS)
+	must(e.t, client.IgnoreAlreadyExists(e.c.Create(e.ctx, proj)))
 	b, err := os.ReadFile(filepath.Join(root, "examples", "gitops-env", "clusters", environment, "checkout.yaml"))
 	must(e.t, err)
 	u := &unstructured.Unstructured{}
@@ -206,6 +218,9 @@ func (e *env) createApplication(root, remote, environment string) {
 	opts, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "syncPolicy", "syncOptions")
 	if !slices.Contains(opts, "CreateNamespace=true") {
 		e.t.Fatalf("arrow Application -> first sync: examples/gitops-env/clusters/%s/checkout.yaml has no CreateNamespace=true (syncOptions %q)", environment, opts)
+	}
+	if p, _, _ := unstructured.NestedString(u.Object, "spec", "project"); p != proj.GetName() {
+		e.t.Fatalf("examples/gitops-env/clusters/%s/checkout.yaml: project %q, want its environment's %q", environment, p, proj.GetName())
 	}
 	u.SetNamespace(e.argoNS)
 	must(e.t, e.c.Create(e.ctx, u))

@@ -165,12 +165,9 @@ func newLab(t *testing.T) *lab {
 		"metadata": map[string]any{"name": "gitops-env", "namespace": fluxNS},
 		"spec":     map[string]any{"interval": "1m", "url": l.g.remote, "ref": map[string]any{"branch": "main"}},
 	}}))
+	aggregateAcceptances(ctx, t, c, root)
 	for _, e := range []envOf{stagingEnv, productionEnv} {
-		for _, u := range readYAML(t, filepath.Join(root, "examples", "gitops-env", "clusters", e.name, "checkout-flux.yaml")) {
-			if u.GetKind() == "Kustomization" {
-				must(t, c.Create(ctx, u))
-			}
-		}
+		applyExample(ctx, t, c, root, e.name)
 	}
 	tip := l.tip()
 	for _, e := range []envOf{stagingEnv, productionEnv} {

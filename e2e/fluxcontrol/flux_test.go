@@ -29,7 +29,7 @@ import (
 const (
 	fluxNS    = "flux-system"
 	appNS     = "checkout-staging" // the staging overlay's namespace:
-	ksName    = "checkout-staging" // examples/gitops-env/clusters/staging/checkout-flux.yaml
+	ksName    = "checkout-staging" // examples/flux/clusters/staging/checkout.yaml
 	overlay   = "apps/checkout/overlays/staging"
 	accName   = "checkout"
 	digest    = "sha256:9c2f1e0d7b6a5f4e3d2c1b0a99887766554433221100ffeeddccbbaa98765432" // the overlay's pin
@@ -139,28 +139,19 @@ func TestFluxAppliesAndWaitsForAcceptance(t *testing.T) {
 		"spec":     map[string]any{"interval": "1m", "url": g.remote, "ref": map[string]any{"branch": "main"}},
 	}}
 	must(t, c.Create(ctx, repoSrc))
-	// The example file carries the Kustomization and its target namespace
+	// The example file carries the Kustomization, its target namespace
 	// (kustomize-controller creates no namespace: the example syncs on its
-	// first try only with it). The test created that namespace above, with
-	// its default ServiceAccount, as the cluster's Kustomization of
-	// clusters/staging/ and the serviceaccounts controller would.
-	var ks *unstructured.Unstructured
-	hasNS := false
-	for _, u := range readYAML(t, filepath.Join(root, "examples", "gitops-env", "clusters", "staging", "checkout-flux.yaml")) {
-		switch u.GetKind() {
-		case "Kustomization":
-			ks = u
-		case "Namespace":
-			hasNS = hasNS || u.GetName() == appNS
-		}
-	}
-	if ks == nil || !hasNS {
-		t.Fatalf("examples/gitops-env/clusters/staging/checkout-flux.yaml: want a Kustomization and the Namespace %s", appNS)
+	// first try only with it; the test created it above, with its default
+	// ServiceAccount, as the serviceaccounts controller would), and the
+	// ServiceAccount it applies as, bound to admin in that namespace only.
+	aggregateAcceptances(ctx, t, c, root)
+	ks := applyExample(ctx, t, c, root, "staging")
+	if ks.GetName() != ksName || ks.GetNamespace() != fluxNS {
+		t.Fatalf("%s: Kustomization %s/%s, want %s/%s", exampleFile(root, "staging"), ks.GetNamespace(), ks.GetName(), fluxNS, ksName)
 	}
 	if w, _, _ := unstructured.NestedBool(ks.Object, "spec", "wait"); !w {
 		t.Fatalf("the example Kustomization does not set wait: true; the test relies on it")
 	}
-	must(t, c.Create(ctx, ks))
 
 	// Arrow "desired commit -> source artifact": source-controller fetched
 	// main from the Git server.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,21 +125,7 @@ func TestFluxTenantAppliesAcceptance(t *testing.T) {
 
 	// The platform team applies deploy/crds' aggregated roles; the real
 	// clusterrole-aggregation controller adds them to admin.
-	for _, u := range readYAML(t, filepath.Join(root, "deploy", "crds", "acceptance-roles.yaml")) {
-		must(t, c.Create(ctx, u))
-	}
-	eventually(ctx, t, time.Minute, "arrow acceptance-roles.yaml -> admin aggregates Acceptances", func() string {
-		var admin rbacv1.ClusterRole
-		if err := c.Get(ctx, client.ObjectKey{Name: "admin"}, &admin); err != nil {
-			return err.Error()
-		}
-		for _, r := range admin.Rules {
-			if slices.Contains(r.APIGroups, "throughline.dev") && slices.Contains(r.Resources, "acceptances") && slices.Contains(r.Verbs, "patch") {
-				return ""
-			}
-		}
-		return fmt.Sprintf("ClusterRole admin: %d rules, none patches throughline.dev acceptances", len(admin.Rules))
-	})
+	aggregateAcceptances(ctx, t, c, root)
 	requestReconcile(ctx, t, c, appNS, tenantKs)
 	eventually(ctx, t, 2*time.Minute, "arrow tenant Kustomization -> Acceptance and Deployment applied under impersonation", func() string {
 		for _, o := range applied {

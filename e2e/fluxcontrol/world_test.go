@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -212,3 +214,58 @@ func (g *gitops) cli(args ...string) testenv.CLIResult {
 
 // fluxRevision is the revision string Flux reports for a commit of main.
 func fluxRevision(commit string) string { return "main@sha1:" + commit }
+
+// exampleFile is examples/flux/clusters/<env>/checkout.yaml: checkout in
+// env run by Flux, as the example ships it.
+func exampleFile(root, env string) string {
+	return filepath.Join(root, "examples", "flux", "clusters", env, "checkout.yaml")
+}
+
+// applyExample creates the objects of exampleFile(root, env) as the
+// cluster's own Kustomization of clusters/<env>/ would: its Namespace
+// (unless the test made it), the ServiceAccount kustomize-controller
+// impersonates and its RoleBinding in the app's namespace only, and the
+// Kustomization, which it returns. deploy/crds/acceptance-roles.yaml must
+// be aggregated into admin first (aggregateAcceptances): the Kustomization
+// applies as that ServiceAccount.
+func applyExample(ctx context.Context, t *testing.T, c client.Client, root, env string) *unstructured.Unstructured {
+	t.Helper()
+	var ks *unstructured.Unstructured
+	for _, u := range readYAML(t, exampleFile(root, env)) {
+		if u.GetKind() == "Kustomization" {
+			ks = u
+			continue
+		}
+		must(t, client.IgnoreAlreadyExists(c.Create(ctx, u)))
+	}
+	if ks == nil {
+		t.Fatalf("%s: no Kustomization", exampleFile(root, env))
+	}
+	if sa, _, _ := unstructured.NestedString(ks.Object, "spec", "serviceAccountName"); sa == "" {
+		t.Fatalf("%s: the Kustomization applies as kustomize-controller itself (no serviceAccountName)", exampleFile(root, env))
+	}
+	must(t, c.Create(ctx, ks))
+	return ks
+}
+
+// aggregateAcceptances applies deploy/crds/acceptance-roles.yaml and waits
+// until the real clusterrole-aggregation controller has added Acceptances
+// to the built-in admin role (what a tenant's ServiceAccount is bound to).
+func aggregateAcceptances(ctx context.Context, t *testing.T, c client.Client, root string) {
+	t.Helper()
+	for _, u := range readYAML(t, filepath.Join(root, "deploy", "crds", "acceptance-roles.yaml")) {
+		must(t, client.IgnoreAlreadyExists(c.Create(ctx, u)))
+	}
+	eventually(ctx, t, time.Minute, "arrow acceptance-roles.yaml -> admin aggregates Acceptances", func() string {
+		var admin rbacv1.ClusterRole
+		if err := c.Get(ctx, client.ObjectKey{Name: "admin"}, &admin); err != nil {
+			return err.Error()
+		}
+		for _, r := range admin.Rules {
+			if slices.Contains(r.APIGroups, "throughline.dev") && slices.Contains(r.Resources, "acceptances") && slices.Contains(r.Verbs, "patch") {
+				return ""
+			}
+		}
+		return fmt.Sprintf("ClusterRole admin: %d rules, none patches throughline.dev acceptances", len(admin.Rules))
+	})
+}
