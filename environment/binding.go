@@ -19,6 +19,9 @@ func checkBinding(field string, b *v1alpha1.ControllerBinding) error {
 			return fmt.Errorf("%s.repoURLs[%d]: %q is not a repository URL", field, i, u)
 		}
 	}
+	if b.Pinned && b.TargetRevision == "" {
+		return fmt.Errorf("%s.pinned: set without targetRevision (the branch whose commits the environment is pinned to)", field)
+	}
 	if b.Server != "" {
 		if u, err := url.Parse(b.Server); err != nil || u.Scheme != "https" || u.Host == "" {
 			return fmt.Errorf("%s.server: %q is not an https URL of an API server", field, b.Server)

@@ -87,6 +87,13 @@ func TestNewRefusesInvalidRegistries(t *testing.T) {
 		{"binding empty repository URL", func(p *v1alpha1.PromotionPolicy) {
 			p.Environments["qa"] = v1alpha1.EnvironmentPolicy{Binding: &v1alpha1.ControllerBinding{RepoURLs: []string{" "}}}
 		}, "environments.qa.binding.repoURLs[0]"},
+		{"binding pinned to no branch", func(p *v1alpha1.PromotionPolicy) {
+			p.Environments["qa"] = v1alpha1.EnvironmentPolicy{Binding: &v1alpha1.ControllerBinding{Pinned: true}}
+		}, "environments.qa.binding.pinned"},
+		{"binding pinned with an OCI source", func(p *v1alpha1.PromotionPolicy) {
+			p.Environments["qa"] = v1alpha1.EnvironmentPolicy{Binding: &v1alpha1.ControllerBinding{Pinned: true, TargetRevision: "main"},
+				Source: &v1alpha1.SourcePolicy{OCI: &v1alpha1.OCISourcePolicy{Repository: "registry.example/gitops", Tag: "qa"}}}
+		}, "environments.qa.binding.pinned"},
 		{"zero evidence age", func(p *v1alpha1.PromotionPolicy) { p.EvidenceMaxAge = d(0) }, "evidenceMaxAge"},
 		{"allowed signers outside", func(p *v1alpha1.PromotionPolicy) { p.AllowedSigners = "../keys" }, "allowedSigners"},
 	}

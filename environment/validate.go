@@ -63,6 +63,9 @@ func checkEnvironment(name string, e v1alpha1.EnvironmentPolicy) error {
 	if err := checkBinding(field+".binding", e.Binding); err != nil {
 		return err
 	}
+	if e.Binding != nil && e.Binding.Pinned && e.Source != nil {
+		return fmt.Errorf("%s.binding.pinned: the environment deploys an OCI artifact (source): a pin is a Git commit", field)
+	}
 	return checkApprovals(field, e)
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/throughline-dev/throughline/environment"
+	"github.com/throughline-dev/throughline/promotion"
 )
 
 // argo checks an Argo CD Application against its environment's binding:
@@ -22,7 +23,9 @@ func (b *binding) argo(spec map[string]any, sources []argoSource) {
 			b.refuseChange(s.field+".repoURL", strings.Join(bd.RepoURLs, ", "), u, "repoURL %q is not one of environment %s's repositories",
 				u, b.owner.Name)
 		}
-		if r := str(s.m, "targetRevision"); bd.TargetRevision != "" && r != bd.TargetRevision {
+		if bd.Pinned {
+			b.pin(s)
+		} else if r := str(s.m, "targetRevision"); bd.TargetRevision != "" && r != bd.TargetRevision {
 			b.refuseChange(s.field+".targetRevision", bd.TargetRevision, r, "targetRevision %q is not environment %s's revision %q",
 				r, b.owner.Name, bd.TargetRevision)
 		}
@@ -143,4 +146,34 @@ func (c *repoCheck) strayProject(ctl controller) []Finding {
 		}
 	}
 	return out
+}
+
+// pin checks the targetRevision of a source of an environment whose
+// binding is pinned: a full commit id, and once the app it deploys has a
+// record with a desired revision (promote reconcile wrote both in one
+// commit), that revision. A pull request that moves the pin moves the
+// environment outside the promotion.
+func (b *binding) pin(s argoSource) {
+	r := str(s.m, "targetRevision")
+	if !promotion.ValidRevision(r) {
+		b.refuseChange(s.field+".targetRevision", "a commit of "+b.owner.Binding.TargetRevision, r,
+			"targetRevision %q is not a full commit id: environment %s is pinned, moved only by promote reconcile", r, b.owner.Name)
+		return
+	}
+	app, env, _, ok := b.c.reg.Locate(b.clean(str(s.m, "path")))
+	if !ok || env != b.owner.Name || b.tree == nil {
+		return
+	}
+	data, err := b.tree.OptionalFile(promotion.RecordPath(app, env))
+	if err != nil || data == nil {
+		return // no record yet (or none readable: the record gates judge it)
+	}
+	rec, err := promotion.Parse(promotion.RecordPath(app, env), data)
+	if err != nil || rec.Reconciling == nil || rec.Reconciling.DesiredRevision == "" {
+		return
+	}
+	if want := rec.Reconciling.DesiredRevision; r != want {
+		b.refuseChange(s.field+".targetRevision", want, r, "targetRevision %q is not the desired revision of %s: environment %s is pinned, "+
+			"moved only by promote reconcile", r, promotion.RecordPath(app, env), b.owner.Name)
+	}
 }

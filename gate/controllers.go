@@ -105,7 +105,7 @@ func (c *repoCheck) controllers(t *gitops.Tree, rv *revision) ([]Finding, error)
 				out = append(out, c.stray(ctl)...)
 				continue
 			}
-			b := c.bind(ctl, owners, rv)
+			b := c.bind(t, ctl, owners, rv)
 			out = append(out, b.out...)
 			slices.Sort(b.bound)
 			for _, p := range slices.Compact(b.bound) {
@@ -223,8 +223,11 @@ func duplicateControllers(deploys map[deployment][]controller) []Finding {
 
 // binding collects the findings on one controller object.
 type binding struct {
-	c     *repoCheck
-	ctl   controller
+	c   *repoCheck
+	ctl controller
+	// tree is the revision the controller is read at (the records of a
+	// pinned environment are read there).
+	tree  *gitops.Tree
 	owner *environment.Environment
 	out   []Finding
 	// bound are the overlay paths the controller deploys (bound to the
@@ -252,8 +255,8 @@ func (b *binding) refuseChange(field, want, got, format string, args ...any) {
 // bind checks that ctl is bound to overlay paths and a destination of the
 // one environment that owns its file, and that the sources of a
 // multi-source Application render no object twice.
-func (c *repoCheck) bind(ctl controller, owners []*environment.Environment, rv *revision) *binding {
-	b := &binding{c: c, ctl: ctl}
+func (c *repoCheck) bind(t *gitops.Tree, ctl controller, owners []*environment.Environment, rv *revision) *binding {
+	b := &binding{c: c, ctl: ctl, tree: t}
 	switch len(owners) {
 	case 0:
 		if ctl.kind == "AppProject" {

@@ -550,3 +550,68 @@ func TestCheckControllerFileLinks(t *testing.T) {
 		t.Fatalf("a linked controller file: %v (exit %d), want exit 4 naming it", err, exitcode.Code(err))
 	}
 }
+
+// TestCheckPinned: an environment whose binding is pinned names a commit
+// in its Applications, moved only by promote reconcile (in the commit that
+// records it as desired, promote's TestReconcileMovesPin): a pull request
+// that moves the pin, or names a branch, is refused naming the record.
+func TestCheckPinned(t *testing.T) {
+	const desired = "c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00" // staging's record: reconciling.desiredRevision
+	app := "clusters/staging/checkout.yaml"
+	for _, tc := range []struct {
+		name, pin string
+		want      []string
+	}{
+		{"the pin is the record's desired revision", desired, nil},
+		{"a pull request moves the pin", "7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b",
+			[]string{`targetRevision "7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b" is not the desired revision of promotion/checkout/staging.yaml`,
+				"environment staging is pinned, moved only by promote reconcile"}},
+		{"a pull request names a branch", "main", []string{`targetRevision "main" is not a full commit id`}},
+		{"a pull request names a short commit", "c0ffee00", []string{`targetRevision "c0ffee00" is not a full commit id`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixtureWith(t, func(root string) {
+				testenv.RemoveTrust(t, root)
+				p := filepath.Join(root, "throughline-policy.yaml")
+				data, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := strings.Replace(string(data), "      targetRevision: main\n", "      targetRevision: main\n      pinned: true\n", 1)
+				if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				for _, a := range []string{app, "clusters/staging/storefront.yaml"} { // storefront: no record, any commit
+					a = filepath.Join(root, filepath.FromSlash(a))
+					data, err = os.ReadFile(a)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(a, []byte(strings.Replace(string(data), "targetRevision: main", "targetRevision: "+desired, 1)), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+			f.branch("pr", func() {
+				f.replace(app, "targetRevision: "+desired, "targetRevision: "+tc.pin)
+				f.write(map[string]string{"README.md": "hello\n"})
+			})
+			rep := f.check("pr")
+			if len(tc.want) == 0 {
+				if !rep.OK || len(rep.Preexisting) != 0 {
+					t.Fatalf("refused: %q, preexisting %+v", rep.Refusals, rep.Preexisting)
+				}
+				return
+			}
+			if got := strings.Join(rules(rep), " "); got != RuleController {
+				t.Fatalf("rules %q, want %s: %q", got, RuleController, rep.Refusals)
+			}
+			all := strings.Join(rep.Refusals, "\n")
+			for _, w := range append(tc.want, app, "spec.source.targetRevision") {
+				if !strings.Contains(all, w) && !strings.Contains(fmt.Sprint(rep.Findings), w) {
+					t.Errorf("report does not say %q:\n%s", w, all)
+				}
+			}
+		})
+	}
+}

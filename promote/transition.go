@@ -35,6 +35,14 @@ type Transition struct {
 // *exitcode.Refusal), validates and writes it.
 func updateRecord(ctx context.Context, r *gitops.Repo, branch, app, env, missing string,
 	advance func(ctx context.Context, tip string, rec *promotion.Record) (string, error)) (*Transition, error) {
+	return updateRecordWith(ctx, r, branch, app, env, missing, advance, nil)
+}
+
+// updateRecordWith is updateRecord that also writes, in the same commit,
+// the files more returns for the tip and the advanced record.
+func updateRecordWith(ctx context.Context, r *gitops.Repo, branch, app, env, missing string,
+	advance func(ctx context.Context, tip string, rec *promotion.Record) (string, error),
+	more func(ctx context.Context, tip string, rec *promotion.Record) (map[string][]byte, error)) (*Transition, error) {
 	var rec *promotion.Record
 	file := promotion.RecordPath(app, env)
 	checkTarget, err := gate.BaseRecordTarget(ctx, r)
@@ -64,7 +72,17 @@ func updateRecord(ctx context.Context, r *gitops.Repo, branch, app, env, missing
 		if err != nil {
 			return nil, "", err
 		}
-		return map[string][]byte{file: data}, msg, nil
+		files := map[string][]byte{file: data}
+		if more != nil {
+			extra, err := more(ctx, tip, rec)
+			if err != nil {
+				return nil, "", err
+			}
+			for f, d := range extra {
+				files[f] = d
+			}
+		}
+		return files, msg, nil
 	})
 	if err != nil {
 		return nil, err
@@ -304,7 +322,20 @@ func Reconcile(ctx context.Context, r *gitops.Repo, req ReconcileRequest) (t *Tr
 	if err != nil {
 		return nil, "", err
 	}
-	t, err = updateRecord(ctx, r, records, req.App, req.To, ": merge the promotion PR first", func(_ context.Context, _ string,
+	// A pinned environment's Application moves to the desired commit in the
+	// commit that records it (records on the base branch: the pin is
+	// there too).
+	var pin func(ctx context.Context, tip string, rec *promotion.Record) (map[string][]byte, error)
+	if records == r.Base {
+		pin = func(ctx context.Context, tip string, rec *promotion.Record) (map[string][]byte, error) {
+			reg, err := promotion.ReadRegistry(ctx, r, tip)
+			if err != nil {
+				return nil, err
+			}
+			return pinControllers(ctx, r, reg, tip, req.App, req.To, revision)
+		}
+	}
+	t, err = updateRecordWith(ctx, r, records, req.App, req.To, ": merge the promotion PR first", func(_ context.Context, _ string,
 		rec *promotion.Record) (string, error) {
 		in := rec.InputFor(req.Renderer)
 		in.RenderedHash = hash
@@ -313,7 +344,7 @@ func Reconcile(ctx context.Context, r *gitops.Repo, req ReconcileRequest) (t *Tr
 		}
 		return fmt.Sprintf("promotion %s: RECONCILING %s\n", rec.PromotionID, desiredNote(digest, revision)), exitcode.RefuseErr(RuleTransition,
 			reconcileTo(rec, digest, revision, req.Now, req.By))
-	})
+	}, pin)
 	if err != nil {
 		return t, revision, err
 	}

@@ -117,8 +117,16 @@ type ControllerBinding struct {
 	// RepoURLs are the Git repository URLs an Argo CD source may read
 	// (compared without a trailing ".git" or "/").
 	RepoURLs []string `json:"repoURLs,omitempty"`
-	// TargetRevision is the branch an Argo CD source follows.
+	// TargetRevision is the branch an Argo CD source follows, or with
+	// Pinned the branch whose commits it is pinned to.
 	TargetRevision string `json:"targetRevision,omitempty"`
+	// Pinned: the environment's Argo CD sources name a commit
+	// (targetRevision: 40 hex digits), moved only by the promotion:
+	// `promote reconcile` pins the app's Application to the commit it
+	// records as desired, in the commit that records it. throughline check
+	// refuses a pin that is not a full commit id, and one that is not the
+	// desired revision of the app's record once it has one.
+	Pinned bool `json:"pinned,omitempty"`
 	// Server is the Argo CD destination.server of the environment's
 	// cluster.
 	Server string `json:"server,omitempty"`
