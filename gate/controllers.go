@@ -102,7 +102,7 @@ func (c *repoCheck) controllers(t *gitops.Tree, rv *revision) ([]Finding, error)
 		}
 		for _, ctl := range cs {
 			if !claimed {
-				out = append(out, c.stray(ctl)...)
+				out = append(out, c.stray(ctl, rv)...)
 				continue
 			}
 			b := c.bind(t, ctl, owners, rv)
@@ -150,7 +150,7 @@ func (c *repoCheck) readControllers(t *gitops.Tree, f string, claimed bool) ([]c
 // stray refuses a controller object in a file no environment claims
 // (outside ClustersDir) that deploys a registered overlay: an Application
 // under platform/, an app-of-apps in an overlay.
-func (c *repoCheck) stray(ctl controller) []Finding {
+func (c *repoCheck) stray(ctl controller, rv *revision) []Finding {
 	var out []Finding
 	if ctl.kind == "AppProject" {
 		return c.strayProject(ctl)
@@ -161,6 +161,18 @@ func (c *repoCheck) stray(ctl controller) []Finding {
 	case "Kustomization":
 		paths = append(paths, [2]string{"spec.path", str(spec, "path")})
 	case "ApplicationSet":
+		var repos []string
+		for _, n := range c.reg.Names() {
+			if e, _ := c.reg.Get(n); e.Binding != nil {
+				repos = append(repos, e.Binding.RepoURLs...)
+			}
+		}
+		if apps, why := c.expandAppSet(ctl, rv, repos); why == "" {
+			for _, app := range apps {
+				out = append(out, c.stray(app, rv)...)
+			}
+			return out
+		}
 		tmpl, _ := spec["template"].(map[string]any)
 		spec, _ = tmpl["spec"].(map[string]any)
 		paths = sourcePaths("spec.template.spec", spec)
@@ -276,8 +288,19 @@ func (c *repoCheck) bind(t *gitops.Tree, ctl controller, owners []*environment.E
 	spec, _ := ctl.obj["spec"].(map[string]any)
 	switch ctl.kind {
 	case "ApplicationSet":
-		b.refuse("spec.template", "an ApplicationSet generates Applications whose paths and destinations cannot be bound to "+
-			"environment %s before they exist: commit the Applications", b.owner.Name)
+		var repos []string
+		if b.owner.Binding != nil {
+			repos = b.owner.Binding.RepoURLs
+		}
+		apps, why := c.expandAppSet(ctl, rv, repos)
+		if why != "" {
+			b.refuse("spec.generators", "the Applications this ApplicationSet generates cannot be bound to environment %s before they exist (%s): "+
+				"use list or Git directory generators and a plain template, or commit the Applications", b.owner.Name, why)
+		}
+		for _, app := range apps {
+			g := c.bind(t, app, owners, rv)
+			b.out, b.bound = append(b.out, g.out...), append(b.bound, g.bound...)
+		}
 	case "AppProject":
 		b.project(spec)
 	case "Kustomization":

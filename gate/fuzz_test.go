@@ -19,6 +19,7 @@ func FuzzParseControllers(f *testing.F) {
 	f.Add([]byte(multiSource))
 	f.Add([]byte("---\n---\nkind: Application\n"))
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"ApplicationSet"}`))
+	f.Add([]byte(appSet))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cs, err := parseControllers("clusters/x.yaml", data)
 		if err != nil {
@@ -27,6 +28,9 @@ func FuzzParseControllers(f *testing.F) {
 		for _, c := range cs {
 			if c.kind != "Application" && c.kind != "ApplicationSet" && c.kind != "AppProject" && c.kind != "Kustomization" {
 				t.Fatalf("kind %q", c.kind)
+			}
+			if c.kind == "ApplicationSet" { // expanded or refused, never a panic
+				_, _ = ApplicationSetApplications(c.obj, []string{"apps", "apps/a"}, nil)
 			}
 		}
 	})

@@ -37,7 +37,8 @@ Refused (exit 3, every reason listed):
     controllers patterns that is not bound to an overlay path and destination
     namespace of the one environment that owns the file (a staging Application
     pointing at production's path, a path that is no registered overlay, an
-    ApplicationSet, another repository, revision, cluster, project or service
+    ApplicationSet generating such an Application or whose Applications
+    cannot be known before they exist, another repository, revision, cluster, project or service
     account than the environment's binding), a second controller of one overlay
     and cluster, or an AppProject wider than its environment's registry entry;
   - an Argo CD multi-source Application two of whose sources render the same
