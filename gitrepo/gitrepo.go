@@ -127,6 +127,31 @@ func (r *Repo) run(ctx context.Context, env []string, args ...string) (string, e
 }
 
 func (r *Repo) runBytes(ctx context.Context, env []string, stdin []byte, args ...string) ([]byte, error) {
+	return r.runCapped(ctx, env, stdin, -1, args...)
+}
+
+// errTooLarge is the error of a git command whose output passed its cap.
+var errTooLarge = errors.New("output over the limit")
+
+// cappedBuffer is a buffer that refuses to grow past max bytes (max < 0:
+// unbounded): git, writing more, gets a broken pipe and the command fails
+// with errTooLarge instead of filling memory.
+type cappedBuffer struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if c.max >= 0 && c.Len()+len(p) > c.max {
+		c.over = true
+		return 0, errTooLarge
+	}
+	return c.Buffer.Write(p)
+}
+
+// runCapped is runBytes whose stdout may be at most limit bytes (-1: any).
+func (r *Repo) runCapped(ctx context.Context, env []string, stdin []byte, limit int, args ...string) ([]byte, error) {
 	if r.mem != nil {
 		return nil, &Error{Args: args, Err: ErrNeedsGitCLI}
 	}
@@ -136,11 +161,15 @@ func (r *Repo) runBytes(ctx context.Context, env []string, stdin []byte, args ..
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdout := &cappedBuffer{max: limit}
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			err = ctx.Err()
+		case stdout.over: // git died of the broken pipe, or the copy failed
+			err = errTooLarge
 		}
 		return stdout.Bytes(), &Error{Args: args, Err: err, Stderr: stderr.String()}
 	}
@@ -181,7 +210,12 @@ func (r *Repo) ReadFile(ctx context.Context, rev, p string) ([]byte, error) {
 	}
 	// One process: cat-file --batch answers "<spec> missing" for a missing
 	// object, so a failing git is not mistaken for a missing file.
-	out, err := r.runBytes(ctx, nil, []byte(spec+"\n"), "cat-file", "--batch")
+	// The same bound as the in-process reader: a blob over maxBlob (and its
+	// header) is never held in memory whole.
+	out, err := r.runCapped(ctx, nil, []byte(spec+"\n"), maxBlob+1024, "cat-file", "--batch")
+	if errors.Is(err, errTooLarge) {
+		return nil, fmt.Errorf("reading %s at %s: over the %d-byte limit", p, rev, maxBlob)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading %s at %s: %w", p, rev, err)
 	}
@@ -196,6 +230,9 @@ func (r *Repo) ReadFile(ctx context.Context, rev, p string) ([]byte, error) {
 		return nil, fmt.Errorf("reading %s at %s: a %s, not a file", p, rev, f[1])
 	}
 	size, err := strconv.Atoi(f[2])
+	if err == nil && size > maxBlob {
+		return nil, fmt.Errorf("reading %s at %s: %d bytes, over the %d-byte limit", p, rev, size, maxBlob)
+	}
 	if err != nil || size < 0 || len(body) < size {
 		return nil, fmt.Errorf("reading %s at %s: git cat-file announced %q bytes, sent %d", p, rev, f[2], len(body))
 	}

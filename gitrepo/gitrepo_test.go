@@ -221,3 +221,37 @@ func TestReadFile(t *testing.T) {
 		t.Errorf("broken repository: %v, want an error other than ErrNotFound", err)
 	}
 }
+
+// TestReadFileBounded: a file over the read limit (a pull request can
+// commit one where a gate reads a policy, a key or an approvals file) is
+// an error naming the limit, through git and in process alike, and is
+// never held in memory whole.
+func TestReadFileBounded(t *testing.T) {
+	ctx := context.Background()
+	r, _ := newRepo(t)
+	head, err := r.Resolve(ctx, "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha, err := r.Commit(ctx, head, map[string][]byte{"allowed-signers": make([]byte, maxBlob+1),
+		"keys/huge.pub": make([]byte, maxBlob+4096), "small": []byte("ok\n")}, "a huge file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(how string, r *Repo) {
+		t.Helper()
+		for _, f := range []string{"allowed-signers", "keys/huge.pub"} { // one byte over; past git's output cap
+			if _, err := r.ReadFile(ctx, sha, f); err == nil || !strings.Contains(err.Error(), "limit") {
+				t.Errorf("%s: %s: %v, want the limit", how, f, err)
+			}
+		}
+		if b, err := r.ReadFile(ctx, sha, "small"); err != nil || string(b) != "ok\n" {
+			t.Errorf("%s: small file: %q %v", how, b, err)
+		}
+	}
+	check("git cat-file", r)
+	if err := r.ReadInProcess(); err != nil {
+		t.Fatal(err)
+	}
+	check("in process", r)
+}

@@ -1,6 +1,7 @@
 package promotion
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +85,26 @@ func FuzzParsePolicyApproval(f *testing.F) {
 			t.Fatalf("round trip of %q: %v", data, err)
 		}
 	})
+}
+
+// TestPolicyApprovalAliasBomb: an approvals file is written by the pull
+// request the gate judges; a billion-laughs document under the size limit
+// is refused as invalid, naming the aliasing, never expanded.
+func TestPolicyApprovalAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("apiVersion: throughline.dev/v1alpha1\nkind: PolicyApproval\nenvironment: production\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i < 12; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [", i, i)
+		for j := range 10 {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "*a%d", i-1)
+		}
+		b.WriteString("]\n")
+	}
+	_, err := ParsePolicyApproval(PolicyApprovalPath("production"), []byte(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "alias") || !strings.Contains(err.Error(), PolicyApprovalPath("production")) {
+		t.Fatalf("want an error naming the file and the aliasing, got %v", err)
+	}
 }
