@@ -32,6 +32,9 @@ func BenchmarkRepositoryCheck(b *testing.B) {
 			if f.repo, err = openRepo(f.root); err != nil {
 				b.Fatal(err)
 			}
+			if err := f.repo.ReadInProcess(); err != nil { // as throughline check reads
+				b.Fatal(err)
+			}
 			b.ResetTimer()
 			for b.Loop() {
 				rep, err := CheckRepository(context.Background(), f.repo, Request{Base: "main", Head: "pr"})

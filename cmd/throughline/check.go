@@ -109,6 +109,9 @@ func (o *checkOptions) run(ctx context.Context, g *globals, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
+	if err := r.ReadInProcess(); err != nil { // hundreds of reads (every environment's judges at two revisions): no process each
+		return err
+	}
 	r.Charts = chartSource()
 	v, err := gate.CheckChange(ctx, r, gate.Request{Base: o.base, Head: o.head, DriftFiles: o.driftFiles, Now: time.Now(),
 		Renderer: buildVersion(), Trust: o.tg.options()})
