@@ -161,7 +161,7 @@ func (b *binding) pin(s argoSource) {
 		return
 	}
 	app, env, _, ok := b.c.reg.Locate(b.clean(str(s.m, "path")))
-	if !ok || env != b.owner.Name || b.tree == nil {
+	if !ok || env != b.owner.Name {
 		return
 	}
 	data, err := b.tree.OptionalFile(promotion.RecordPath(app, env))

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -32,6 +33,17 @@ func TestReconcileMovesPin(t *testing.T) {
 	now := time.Now()
 	p := f.approved(now)
 	f.git("merge", "-q", "--no-edit", p.Branch)
+	// Records on another branch would leave the pin behind: refused, nothing
+	// written there.
+	f.git("branch", "records", "main")
+	recordsTip := f.git("rev-parse", "records")
+	if _, _, err := Reconcile(ctx, f.repo, ReconcileRequest{App: "checkout", To: "production", RecordsBranch: "records", Now: now, By: "test",
+		Renderer: renderer}); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "is pinned") {
+		t.Fatalf("reconcile of a pinned environment on a records branch: exit %d: %v", exitcode.Code(err), err)
+	}
+	if tip := f.git("rev-parse", "records"); tip != recordsTip {
+		t.Fatalf("the refused reconcile moved the records branch")
+	}
 	tr, rev, err := Reconcile(ctx, f.repo, ReconcileRequest{App: "checkout", To: "production", Now: now, By: "test", Renderer: renderer})
 	must(t, err)
 	if tr.Record.State != promotion.Reconciling || tr.Record.Reconciling.DesiredRevision != rev {

@@ -323,17 +323,19 @@ func Reconcile(ctx context.Context, r *gitops.Repo, req ReconcileRequest) (t *Tr
 		return nil, "", err
 	}
 	// A pinned environment's Application moves to the desired commit in the
-	// commit that records it (records on the base branch: the pin is
-	// there too).
-	var pin func(ctx context.Context, tip string, rec *promotion.Record) (map[string][]byte, error)
-	if records == r.Base {
-		pin = func(ctx context.Context, tip string, rec *promotion.Record) (map[string][]byte, error) {
-			reg, err := promotion.ReadRegistry(ctx, r, tip)
-			if err != nil {
-				return nil, err
-			}
-			return pinControllers(ctx, r, reg, tip, req.App, req.To, revision)
+	// commit that records it: the pin is on the base branch, so a pinned
+	// environment's records must be there too (a records branch would
+	// leave the pin behind, and the promotion could only end HALTED).
+	pin := func(ctx context.Context, tip string, rec *promotion.Record) (map[string][]byte, error) {
+		reg, err := promotion.ReadRegistry(ctx, r, tip)
+		if err != nil {
+			return nil, err
 		}
+		if e, ok := reg.Get(req.To); ok && e.Binding != nil && e.Binding.Pinned && records != r.Base {
+			return nil, exitcode.Usagef("environment %s is pinned (binding.pinned): its records are written on %s with its pin, not on --records-branch %s",
+				req.To, r.Base, records)
+		}
+		return pinControllers(ctx, r, reg, tip, req.App, req.To, revision)
 	}
 	t, err = updateRecordWith(ctx, r, records, req.App, req.To, ": merge the promotion PR first", func(_ context.Context, _ string,
 		rec *promotion.Record) (string, error) {
