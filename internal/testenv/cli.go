@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,12 +46,7 @@ func MainWithThroughline(m *testing.M, bin *string) {
 // GitEnv is the environment for git and the CLI in tests: the user's
 // configuration kept out (HOME=home, no system config, no prompts), a fixed
 // author and committer, plus extra KEY=VALUE entries.
-func GitEnv(home string, extra ...string) []string {
-	env := append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
-	return append(env, extra...)
-}
+func GitEnv(home string, extra ...string) []string { return gittest.Env(home, extra...) }
 
 // Git runs git in dir with env and returns its trimmed combined output,
 // failing the test when git fails.
