@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/throughline-dev/throughline/internal/gittest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/throughline-dev/throughline/internal/gittest"
 )
 
 // moduleRoot is the main module's directory, two levels above this file.
