@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/exitcode"
-	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/promote"
 )
 
@@ -53,15 +52,11 @@ func (o *adoptOptions) addFlags(f *pflag.FlagSet) {
 
 func newAdoptCommand(g *globals, stdout io.Writer) *cobra.Command {
 	o := &adoptOptions{}
-	cmd := &cobra.Command{
+	return leaf(&cobra.Command{
 		Use:   "adopt --repo DIR --app APP --env ENV --by NAME",
 		Short: "Record what an environment runs at installation as its baseline (a rollback target once the notifier accepts it)",
 		Long:  adoptLong,
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
-	}
-	o.addFlags(cmd.Flags())
-	return cmd
+	}, o.addFlags, func(ctx context.Context, _ []string) error { return o.run(ctx, g, stdout) })
 }
 
 func (o *adoptOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
@@ -71,11 +66,10 @@ func (o *adoptOptions) run(ctx context.Context, g *globals, stdout io.Writer) er
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
-	r, err := gitops.Open(ctx, o.repo)
+	r, err := openRepo(ctx, o.repo)
 	if err != nil {
 		return err
 	}
-	r.Charts = chartSource()
 	a, err := promote.Adopt(ctx, r, promote.AdoptRequest{App: o.app, Env: o.env, Path: o.targetPath, Cluster: o.cluster, Image: o.image,
 		SourceCommit: o.sourceCommit, RecordsBranch: o.records, By: o.by, Renderer: buildVersion(), Now: time.Now()})
 	if err != nil {
@@ -83,7 +77,7 @@ func (o *adoptOptions) run(ctx context.Context, g *globals, stdout io.Writer) er
 	}
 	g.log.Debug().Str("promotion", a.Record.PromotionID).Str("commit", a.Commit).Msg("adopted")
 	if o.output == "json" {
-		return promoteWriteJSON(stdout, a)
+		return writeJSON(stdout, a)
 	}
 	_, err = fmt.Fprintf(stdout, "adopted %s: %s in %s runs %s, RECONCILING at %s (record on %s at %s); "+
 		"the notifier's live verification records it ACCEPTED\n",

@@ -125,15 +125,12 @@ func (o *pauseOptions) addFlags(f *pflag.FlagSet) {
 
 func newBreakglassPauseCommand(g *globals, stdout io.Writer) *cobra.Command {
 	var o pauseOptions
-	cmd := &cobra.Command{
+	cmd := leaf(&cobra.Command{
 		Use:   "pause --repo DIR --app APP --env ENV --ticket T --expires DURATION",
 		Short: "Suspend reconciliation of exactly one application and record it in Git",
 		Long:  breakglassPauseLong,
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
-	}
+	}, o.addFlags, func(ctx context.Context, _ []string) error { return o.run(ctx, g, stdout) })
 	o.bf.add(cmd)
-	o.addFlags(cmd.Flags())
 	return cmd
 }
 
@@ -197,15 +194,12 @@ func (o *resumeOptions) addFlags(f *pflag.FlagSet) {
 
 func newBreakglassResumeCommand(g *globals, stdout io.Writer) *cobra.Command {
 	var o resumeOptions
-	cmd := &cobra.Command{
+	cmd := leaf(&cobra.Command{
 		Use:   "resume --repo DIR --app APP --env ENV [--force --reason TEXT]",
 		Short: "Re-enable reconciliation once the write-back is merged",
 		Long:  breakglassResumeLong,
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
-	}
+	}, o.addFlags, func(ctx context.Context, _ []string) error { return o.run(ctx, g, stdout) })
 	o.bf.add(cmd)
-	o.addFlags(cmd.Flags())
 	return cmd
 }
 
@@ -287,15 +281,12 @@ func (o *writebackOptions) addFlags(f *pflag.FlagSet) {
 
 func newBreakglassWritebackCommand(g *globals, stdout io.Writer) *cobra.Command {
 	var o writebackOptions
-	cmd := &cobra.Command{
+	cmd := leaf(&cobra.Command{
 		Use:   "writeback --repo DIR --app APP --env ENV",
 		Short: "Write the permanent live changes of a paused application back into its overlay, on a branch",
 		Long:  breakglassWritebackLong,
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
-	}
+	}, o.addFlags, func(ctx context.Context, _ []string) error { return o.run(ctx, g, stdout) })
 	o.bf.add(cmd)
-	o.addFlags(cmd.Flags())
 	o.ff.add(cmd)
 	return cmd
 }
@@ -333,7 +324,7 @@ func (o *writebackOptions) run(ctx context.Context, g *globals, stdout io.Writer
 // print writes the write-back's changes, branch and pull request.
 func (o *writebackOptions) print(stdout io.Writer, res *breakglass.WritebackResult) error {
 	if o.output == "json" {
-		return promoteWriteJSON(stdout, res)
+		return writeJSON(stdout, res)
 	}
 	for _, ch := range res.Changes {
 		fmt.Fprintln(stdout, ch.String())

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+
 	"github.com/throughline-dev/throughline/chartsource"
+	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/cli"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -14,4 +17,15 @@ func chartSource() render.ChartSource {
 	return chartsource.ForRender{Fetcher: chartsource.NewFetcher(chartsource.Options{
 		CacheDir: cli.DefaultChartCacheDir(), UserAgent: "throughline/" + buildVersion(),
 	})}
+}
+
+// openRepo opens the GitOps repository at dir (fetching its remote) with the
+// chart source its renders use.
+func openRepo(ctx context.Context, dir string) (*gitops.Repo, error) {
+	r, err := gitops.Open(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	r.Charts = chartSource()
+	return r, nil
 }

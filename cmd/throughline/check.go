@@ -13,7 +13,6 @@ import (
 	"github.com/throughline-dev/throughline/forge"
 	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
-	"github.com/throughline-dev/throughline/render"
 )
 
 const checkLong = `The check every pull request of the GitOps repository can be required to
@@ -80,15 +79,11 @@ func (o *checkOptions) addFlags(f *pflag.FlagSet) {
 
 func newCheckCommand(g *globals, stdout io.Writer) *cobra.Command {
 	o := &checkOptions{}
-	cmd := &cobra.Command{
+	return leaf(&cobra.Command{
 		Use:   "check --repo DIR --base REV --head REV",
 		Short: "The every-PR check: render every environment before and after, refuse what no PR may change",
 		Long:  checkLong,
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
-	}
-	o.addFlags(cmd.Flags())
-	return cmd
+	}, o.addFlags, func(ctx context.Context, _ []string) error { return o.run(ctx, g, stdout) })
 }
 
 func (o *checkOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
@@ -119,9 +114,9 @@ func (o *checkOptions) run(ctx context.Context, g *globals, stdout io.Writer) er
 		return err
 	}
 	if o.output == "json" {
-		err = promoteWriteJSON(stdout, v)
+		err = writeJSON(stdout, v)
 	} else {
-		printVerdict(stdout, v)
+		err = v.WriteText(stdout)
 	}
 	if err != nil {
 		return err
@@ -131,7 +126,8 @@ func (o *checkOptions) run(ctx context.Context, g *globals, stdout io.Writer) er
 		if statusErr != nil {
 			g.log.Error().Err(statusErr).Msg("setting the commit status")
 		}
-		return exitcode.Refuse(gate.RuleRepositoryCheck, "change %s refused: %d reason(s) (listed on stdout)", shortRev(v.Repository.Head), v.Refusals())
+		return exitcode.Refuse(gate.RuleRepositoryCheck, "change %s refused: %d reason(s) (listed on stdout)",
+			gate.ShortRevision(v.Repository.Head), v.Refusals())
 	}
 	return statusErr
 }
@@ -148,80 +144,4 @@ func setCheckStatus(ctx context.Context, fc *forge.Client, v *gate.Verdict) erro
 		st.State, st.Description = forge.StatusFailure, fmt.Sprintf("refused: %d reason(s)", v.Refusals())
 	}
 	return fc.SetCommitStatus(ctx, st)
-}
-
-func shortRev(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
-}
-
-// printVerdict prints the verdict of check as text.
-func printVerdict(w io.Writer, v *gate.Verdict) {
-	printRepoCheck(w, v.Repository)
-	if v.Promotion != nil {
-		printCheck(w, v.Promotion)
-	}
-	if v.OK {
-		fmt.Fprintln(w, "OK: no refusal")
-	}
-}
-
-// printRepoCheck prints the repository check as text: per environment its
-// differences with their class, then the refusals.
-func printRepoCheck(w io.Writer, rep *gate.RepositoryReport) {
-	fmt.Fprintf(w, "change %s..%s: %d file(s) changed\n", shortRev(rep.Base), shortRev(rep.Head), len(rep.Files))
-	if rep.Registry == "" {
-		fmt.Fprintln(w, "no environment registered (throughline-policy.yaml at base): nothing rendered")
-	}
-	for _, e := range rep.Environments {
-		prot := ""
-		if e.Protected {
-			prot = "protected, "
-		}
-		n := 0
-		for _, o := range e.Overlays {
-			n += len(o.Changes)
-			if o.Checks != "" {
-				n++
-			}
-		}
-		fmt.Fprintf(w, "environment %s (%scluster %s): %d overlay(s), %d difference(s)\n", e.Name, prot, e.Cluster, len(e.Overlays), n)
-		for _, o := range e.Overlays {
-			if len(o.Changes) == 0 && o.Checks == "" {
-				continue
-			}
-			note := ""
-			if o.Promotion {
-				note = ", the promotion's target: judged by promote check"
-			}
-			fmt.Fprintf(w, "  %s (app %s%s):\n", o.Path, o.App, note)
-			for _, c := range o.Changes {
-				fmt.Fprintln(w, "    "+c.String())
-			}
-			if o.Checks != "" {
-				fmt.Fprintf(w, "    runtime checks %s (%s)\n", o.Checks, render.ChecksFile)
-			}
-		}
-	}
-	if p := rep.Promotion; p != nil {
-		fmt.Fprintf(w, "promotion of %s to %s (%s): judged by promote check\n", p.App, p.Environment, p.Record)
-	}
-	for _, j := range rep.Judges {
-		need := "not protected: listed, no approval needed"
-		if j.Protected {
-			need = fmt.Sprintf("protected: %d of %d signed approvals", j.Approved, j.Required)
-		}
-		fmt.Fprintf(w, "what judges %s changes (change %s; %s):\n", j.Environment, j.Change, need)
-		for _, c := range j.Words() {
-			fmt.Fprintln(w, "  "+c)
-		}
-	}
-	for _, f := range rep.Preexisting {
-		fmt.Fprintf(w, "already at base (not refused) %s: %s\n", f.Rule, f.Reason)
-	}
-	for _, f := range rep.Findings {
-		fmt.Fprintf(w, "REFUSED %s: %s\n", f.Rule, f.Reason)
-	}
 }

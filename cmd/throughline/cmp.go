@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -25,13 +26,9 @@ func newCMPCommand(g *globals, stdout io.Writer) *cobra.Command {
 // generate, which plugin.yaml runs.
 func newCMPGenerateCommand(g *globals, stdout io.Writer) *cobra.Command {
 	var o cli.CMPGenerate
-	cmd := &cobra.Command{
+	return leaf(&cobra.Command{
 		Use:   "generate",
 		Short: cli.CMPGenerateShort,
 		Long:  cli.CMPGenerateLong,
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return o.Run(cmd.Context(), g.log, buildVersion(), stdout) },
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+	}, o.AddFlags, func(ctx context.Context, _ []string) error { return o.Run(ctx, g.log, buildVersion(), stdout) })
 }

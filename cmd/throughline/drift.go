@@ -49,7 +49,7 @@ func (o *driftRecordOptions) addFlags(f *pflag.FlagSet) {
 
 func newDriftRecordCommand(g *globals, stdout io.Writer) *cobra.Command {
 	var o driftRecordOptions
-	cmd := &cobra.Command{
+	cmd := leaf(&cobra.Command{
 		Use:     "record IMAGE --out FILE",
 		Short:   "Resolve a tag and store the resolution (reference, digest, registry, time)",
 		Long:    driftRecordLong,
@@ -60,10 +60,8 @@ func newDriftRecordCommand(g *globals, stdout io.Writer) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), g, stdout, args[0]) },
-	}
+	}, o.addFlags, func(ctx context.Context, args []string) error { return o.run(ctx, g, stdout, args[0]) })
 	o.rf.add(cmd)
-	o.addFlags(cmd.Flags())
 	return cmd
 }
 
@@ -116,7 +114,7 @@ func (o *driftCheckOptions) addFlags(f *pflag.FlagSet) {
 
 func newDriftCheckCommand(g *globals, stdout io.Writer) *cobra.Command {
 	var o driftCheckOptions
-	cmd := &cobra.Command{
+	cmd := leaf(&cobra.Command{
 		Use:   "check FILE...",
 		Short: "Refuse a tag whose recorded resolutions disagree with each other or with the registry now",
 		Long:  driftCheckLong,
@@ -128,10 +126,8 @@ func newDriftCheckCommand(g *globals, stdout io.Writer) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), g, stdout, args) },
-	}
+	}, o.addFlags, func(ctx context.Context, args []string) error { return o.run(ctx, g, stdout, args) })
 	o.rf.add(cmd)
-	o.addFlags(cmd.Flags())
 	return cmd
 }
 

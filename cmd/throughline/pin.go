@@ -12,6 +12,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/overlay"
 	"github.com/throughline-dev/throughline/policy"
+	"github.com/throughline-dev/throughline/promotion/policyfile"
 	"github.com/throughline-dev/throughline/registry"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -85,16 +86,14 @@ func (o *pinOptions) addFlags(f *pflag.FlagSet) {
 
 func newPinCommand(g *globals, stdout io.Writer) *cobra.Command {
 	var o pinOptions
-	cmd := &cobra.Command{
+	cmd := leaf(&cobra.Command{
 		Use:     "pin [PATH]",
 		Short:   "Rewrite image tags to digests in a kustomization or plain manifests, in place",
 		Long:    pinLong,
 		Example: pinExample,
 		Args:    maxArgs(1),
-		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), g, args, stdout) },
-	}
+	}, o.addFlags, func(ctx context.Context, args []string) error { return o.run(ctx, g, args, stdout) })
 	o.rf.add(cmd)
-	o.addFlags(cmd.Flags())
 	return cmd
 }
 
@@ -113,12 +112,12 @@ func (o *pinOptions) run(ctx context.Context, g *globals, args []string, stdout 
 			return err
 		}
 	}
-	in, err := registryEnvironment(root, abs, "", o.pol.Environment, 0)
+	in, err := policyfile.JudgedIn(root, abs, "", o.pol.Environment, 0)
 	if err != nil {
 		return err
 	}
-	in.log(g)
-	o.pol.Environment, o.pol.DirectoryEnvironment = in.env, in.byDirectory
+	logUnlisted(g, in)
+	o.pol.Environment, o.pol.DirectoryEnvironment = in.Environment, in.ByDirectory
 	opts := render.Options{Root: root, Path: abs}
 	if done, err := o.pinCharts(ctx, root, abs, path, stdout); err != nil || done {
 		return err

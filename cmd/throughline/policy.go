@@ -43,34 +43,32 @@ Exit codes: 0 approved; 2 usage; 3 refused (not an approver, the proposer, no
 change, approved already); 4 an invalid policy or allowed-signers file.`
 
 type policyApproveOptions struct {
-	repo, env, branch, base, approver, expires string
+	repo, env, branch, base string
+	approvalFlags
 }
 
 func newPolicyApproveCommand(g *globals, stdout io.Writer) *cobra.Command {
 	o := &policyApproveOptions{}
-	cmd := &cobra.Command{
+	cmd := leaf(&cobra.Command{
 		Use:   "approve --repo DIR --environment ENV --branch BRANCH [--base main] --expires 24h",
 		Short: "Sign an approval of the change a branch makes to what judges a protected environment",
 		Long:  policyApproveLong,
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
-	}
+	}, nil, func(ctx context.Context, _ []string) error { return o.run(ctx, g, stdout) })
 	f := cmd.Flags()
 	f.StringVar(&o.repo, "repo", "", "the GitOps repository")
 	f.StringVar(&o.env, "environment", "", "the environment whose judges the branch changes")
 	f.StringVar(&o.branch, "branch", "", "the pull request's branch")
 	f.StringVar(&o.base, "base", "", "the branch it merges into (default: the repository's base branch)")
-	f.StringVar(&o.approver, "approver", "", "a cross-check of your signing key's principal")
-	f.StringVar(&o.expires, "expires", "", "expiry: a duration from now (24h) or an RFC 3339 time")
+	o.addFlags(f, "a cross-check of your signing key's principal")
 	return cmd
 }
 
 func (o *policyApproveOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
-	if o.env == "" || o.branch == "" || o.expires == "" {
-		return exitcode.Usagef("--environment, --branch and --expires are required")
+	if o.env == "" || o.branch == "" {
+		return exitcode.Usagef("--environment and --branch are required")
 	}
 	now := time.Now()
-	exp, err := parseExpiry(o.expires, now)
+	exp, err := o.expiry(now)
 	if err != nil {
 		return err
 	}

@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,7 +11,6 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gate"
-	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promote"
 )
@@ -64,14 +60,7 @@ parameter of the target stay), write the target's CANDIDATE record, and commit
 both on the branch throughline/promote/<app>/<to>/<digest12>-<attempt>.
 The new record carries the source record's supply-chain evidence as recorded.
 
-Supply-chain evidence: when the target environment's trust policy requires
-evidence, the signatures and attestations recorded at candidacy (by bundle
-digest, in the record's artifact.evidence) are re-verified against that policy
-at the base branch, fetched by digest (never newer evidence found by tag);
-refused (exit 3 naming the rule, the image and the evidence digest) are a record
-without evidence, a signature or attestation that does not verify, and a scan
-too old or with findings above the policy's (docs/supply-chain.md). Verified
-bundles are cached under --trust-cache-dir.
+` + trustGateHelp + `
 
 The environment registry of throughline-policy.yaml (read at the base branch)
 gives the target's overlay path and cluster; --path and --cluster, when given,
@@ -110,15 +99,11 @@ func (o *promoteProposeOptions) addFlags(f *pflag.FlagSet) {
 
 func newPromoteProposeCommand(g *globals, stdout io.Writer) *cobra.Command {
 	o := &promoteProposeOptions{}
-	cmd := &cobra.Command{
+	return leaf(&cobra.Command{
 		Use:   "propose --repo DIR --app APP --from ENV --to ENV",
 		Short: "Propose the digest accepted in one environment for the next, on a branch",
 		Long:  promoteProposeLong,
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
-	}
-	o.addFlags(cmd.Flags())
-	return cmd
+	}, o.addFlags, func(ctx context.Context, _ []string) error { return o.run(ctx, g, stdout) })
 }
 
 func (o *promoteProposeOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
@@ -135,11 +120,10 @@ func (o *promoteProposeOptions) run(ctx context.Context, g *globals, stdout io.W
 	if err != nil {
 		return err
 	}
-	r, err := gitops.Open(ctx, o.repo)
+	r, err := openRepo(ctx, o.repo)
 	if err != nil {
 		return err
 	}
-	r.Charts = chartSource()
 	p, err := promote.Propose(ctx, r, promote.ProposeRequest{App: o.app, From: o.from, To: o.to, Path: o.targetPath, Cluster: o.cluster,
 		Renderer: buildVersion(), Trust: o.tg.options()})
 	if err != nil {
@@ -151,7 +135,7 @@ func (o *promoteProposeOptions) run(ctx context.Context, g *globals, stdout io.W
 	}
 	g.log.Debug().Str("promotion", p.Record.PromotionID).Str("branch", p.Branch).Bool("existing", p.Existing).Msg("proposed")
 	if o.output == "json" {
-		return promoteWriteJSON(stdout, p)
+		return writeJSON(stdout, p)
 	}
 	verb := "proposed"
 	if p.Existing {
@@ -199,29 +183,18 @@ runs another imageID; when it is older than the policy's evidenceMaxAge. A file
 that is not evidence/v1 is invalid input (exit 4). Refused (rule
 evidence-differs) too when the attempt's record carries other supply-chain
 evidence than the source record. The push is a compare-and-swap: on a
-non-fast-forward it fetches, re-applies and retries; it never forces.
-
-Supply-chain evidence: when the target environment's trust policy requires
-evidence, the signatures and attestations recorded at candidacy (by bundle
-digest, in the record's artifact.evidence) are re-verified against that policy
-at the base branch, fetched by digest (never newer evidence found by tag);
-refused (exit 3 naming the rule, the image and the evidence digest) are a record
-without evidence, a signature or attestation that does not verify, and a scan
-too old or with findings above the policy's (docs/supply-chain.md). Verified
-bundles are cached under --trust-cache-dir.`
+non-fast-forward it fetches, re-applies and retries; it never forces.` + "\n\n" + trustGateHelp
 
 // promoteVerifyOptions are the flags of promote verify.
 type promoteVerifyOptions struct {
-	repo, app, from, to, branch, evidence string
-	tg                                    trustGateFlags
+	attemptFlags
+	from, evidence string
+	tg             trustGateFlags
 }
 
 func (o *promoteVerifyOptions) addFlags(f *pflag.FlagSet) {
-	f.StringVar(&o.repo, "repo", "", "the GitOps repository")
-	f.StringVar(&o.app, "app", "", "application name")
+	o.attemptFlags.addFlags(f)
 	f.StringVar(&o.from, "from", "", "source environment (default: the only other one ACCEPTED for the attempt's digest)")
-	f.StringVar(&o.to, "to", "", "target environment of the attempt")
-	f.StringVar(&o.branch, "branch", "", "attempt branch (default: the only open one of APP/TO)")
 	f.StringVar(&o.evidence, "evidence", "", "removed: the evidence is read from Git")
 	_ = f.MarkHidden("evidence")
 	o.tg.addFlags(f)
@@ -229,15 +202,11 @@ func (o *promoteVerifyOptions) addFlags(f *pflag.FlagSet) {
 
 func newPromoteVerifyCommand(g *globals, stdout io.Writer) *cobra.Command {
 	o := &promoteVerifyOptions{}
-	cmd := &cobra.Command{
+	return leaf(&cobra.Command{
 		Use:   "verify --repo DIR --app APP --to ENV [--from ENV]",
 		Short: "Record the VERIFIED gate from the source environment's evidence in Git",
 		Long:  promoteVerifyLong,
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
-	}
-	o.addFlags(cmd.Flags())
-	return cmd
+	}, o.addFlags, func(ctx context.Context, _ []string) error { return o.run(ctx, g, stdout) })
 }
 
 func (o *promoteVerifyOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
@@ -245,14 +214,10 @@ func (o *promoteVerifyOptions) run(ctx context.Context, g *globals, stdout io.Wr
 		return exitcode.Usagef("--evidence is gone: promote verify reads the source environment's evidence/v1 from Git " +
 			"(its record's accepted.runtimeEvidence, at the commit where it became ACCEPTED); name the source with --from")
 	}
-	if o.app == "" || o.to == "" {
-		return exitcode.Usagef("--app and --to are required")
-	}
-	r, err := gitops.Open(ctx, o.repo)
+	r, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
-	r.Charts = chartSource()
 	t, err := promote.Verify(ctx, r, promote.VerifyRequest{App: o.app, From: o.from, To: o.to, Branch: o.branch, Now: time.Now(),
 		Trust: o.tg.options()})
 	if err != nil {
@@ -291,45 +256,34 @@ REJECTED with that reason (exit 3).
 
 // promoteApproveOptions are the flags of promote approve.
 type promoteApproveOptions struct {
-	repo, app, to, branch, approver, expires string
+	attemptFlags
+	approvalFlags
 }
 
 func (o *promoteApproveOptions) addFlags(f *pflag.FlagSet) {
-	f.StringVar(&o.repo, "repo", "", "the GitOps repository")
-	f.StringVar(&o.app, "app", "", "application name")
-	f.StringVar(&o.to, "to", "", "target environment of the attempt")
-	f.StringVar(&o.branch, "branch", "", "attempt branch (default: the only open one of APP/TO)")
-	f.StringVar(&o.approver, "approver", "", "who approves (recorded; with signed approvals, a cross-check of your signing key's principal)")
-	f.StringVar(&o.expires, "expires", "", "expiry: a duration from now (24h) or an RFC 3339 time")
+	o.attemptFlags.addFlags(f)
+	o.approvalFlags.addFlags(f, "who approves (recorded; with signed approvals, a cross-check of your signing key's principal)")
 }
 
 func newPromoteApproveCommand(g *globals, stdout io.Writer) *cobra.Command {
 	o := &promoteApproveOptions{}
-	cmd := &cobra.Command{
+	return leaf(&cobra.Command{
 		Use:   "approve --repo DIR --app APP --to ENV [--approver NAME] --expires 24h",
 		Short: "Record the APPROVED gate (a signed commit where the environment has approvers), bound to the exact inputs, until an expiry",
 		Long:  promoteApproveLong,
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
-	}
-	o.addFlags(cmd.Flags())
-	return cmd
+	}, o.addFlags, func(ctx context.Context, _ []string) error { return o.run(ctx, g, stdout) })
 }
 
 func (o *promoteApproveOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
-	if o.app == "" || o.to == "" || o.expires == "" {
-		return exitcode.Usagef("--app, --to and --expires are required")
-	}
 	now := time.Now()
-	exp, err := parseExpiry(o.expires, now)
+	exp, err := o.expiry(now)
 	if err != nil {
 		return err
 	}
-	r, err := gitops.Open(ctx, o.repo)
+	r, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
-	r.Charts = chartSource()
 	t, err := promote.Approve(ctx, r, promote.ApproveRequest{App: o.app, To: o.to, Branch: o.branch, Approver: o.approver,
 		Expires: exp, Now: now, Renderer: buildVersion()})
 	if err != nil {
@@ -358,15 +312,13 @@ attempt is finished.`
 
 // promoteRejectOptions are the flags of promote reject.
 type promoteRejectOptions struct {
-	repo, app, to, branch, reason, by string
-	ff                                forgeFlags
+	attemptFlags
+	reason, by string
+	ff         forgeFlags
 }
 
 func (o *promoteRejectOptions) addFlags(f *pflag.FlagSet) {
-	f.StringVar(&o.repo, "repo", "", "the GitOps repository")
-	f.StringVar(&o.app, "app", "", "application name")
-	f.StringVar(&o.to, "to", "", "target environment of the attempt")
-	f.StringVar(&o.branch, "branch", "", "attempt branch (default: the only open one of APP/TO)")
+	o.attemptFlags.addFlags(f)
 	f.StringVar(&o.reason, "reason", "", "why the attempt is rejected (recorded)")
 	f.StringVar(&o.by, "by", "throughline promote reject", "who rejects (recorded in the history)")
 	o.ff.addFlags(f)
@@ -374,26 +326,21 @@ func (o *promoteRejectOptions) addFlags(f *pflag.FlagSet) {
 
 func newPromoteRejectCommand(g *globals, stdout io.Writer) *cobra.Command {
 	o := &promoteRejectOptions{}
-	cmd := &cobra.Command{
+	return leaf(&cobra.Command{
 		Use:   "reject --repo DIR --app APP --to ENV --reason TEXT",
 		Short: "Move an open attempt's record to REJECTED, with the reason",
 		Long:  promoteRejectLong,
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
-	}
-	o.addFlags(cmd.Flags())
-	return cmd
+	}, o.addFlags, func(ctx context.Context, _ []string) error { return o.run(ctx, g, stdout) })
 }
 
 func (o *promoteRejectOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
-	if o.app == "" || o.to == "" || o.reason == "" {
-		return exitcode.Usagef("--app, --to and --reason are required")
+	if o.reason == "" {
+		return exitcode.Usagef("--reason is required")
 	}
-	r, err := gitops.Open(ctx, o.repo)
+	r, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
-	r.Charts = chartSource()
 	fc, err := o.ff.client()
 	if err != nil {
 		return err
@@ -417,25 +364,6 @@ func (o *promoteRejectOptions) run(ctx context.Context, g *globals, stdout io.Wr
 		fmt.Fprintf(stdout, "closed pull request #%d of %s\n", n, t.Branch)
 	}
 	return nil
-}
-
-// parseExpiry reads --expires: a duration from now or an RFC 3339 time,
-// in the future.
-func parseExpiry(s string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		if d <= 0 {
-			return time.Time{}, exitcode.Usagef("--expires %s: must be in the future", s)
-		}
-		return now.Add(d), nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return time.Time{}, exitcode.Usagef("--expires %q: want a duration (24h) or an RFC 3339 time", s)
-	}
-	if !t.After(now) {
-		return time.Time{}, exitcode.Usagef("--expires %s is in the past", s)
-	}
-	return t, nil
 }
 
 // promoteStatusOptions are the flags of promote status.
@@ -464,15 +392,11 @@ func (o *promoteStatusOptions) addFlags(f *pflag.FlagSet) {
 
 func newPromoteStatusCommand(stdout io.Writer) *cobra.Command {
 	o := &promoteStatusOptions{}
-	cmd := &cobra.Command{
+	return leaf(&cobra.Command{
 		Use:   "status --repo DIR [--app APP] [--all]",
 		Short: "Show the promotion records on the base branch and on open attempt branches",
 		Long:  promoteStatusLong,
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), stdout) },
-	}
-	o.addFlags(cmd.Flags())
-	return cmd
+	}, o.addFlags, func(ctx context.Context, _ []string) error { return o.run(ctx, stdout) })
 }
 
 func (o *promoteStatusOptions) run(ctx context.Context, stdout io.Writer) error {
@@ -482,11 +406,10 @@ func (o *promoteStatusOptions) run(ctx context.Context, stdout io.Writer) error 
 	if o.delivery.since != "" {
 		return o.runDelivery(ctx, stdout)
 	}
-	r, err := gitops.Open(ctx, o.repo)
+	r, err := openRepo(ctx, o.repo)
 	if err != nil {
 		return err
 	}
-	r.Charts = chartSource()
 	status := ledger.Status
 	if o.all {
 		status = ledger.StatusAll
@@ -496,29 +419,9 @@ func (o *promoteStatusOptions) run(ctx context.Context, stdout io.Writer) error 
 		return err
 	}
 	if o.output == "json" {
-		return promoteWriteJSON(stdout, rows)
+		return writeJSON(stdout, rows)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "APP\tENV\tATTEMPT\tSTATE\tDIGEST\tPROMOTION\tREF\tBRANCH\tNOTE")
-	for _, row := range rows {
-		note := row.Reason
-		if row.ExpiresAt != nil && note == "" {
-			note = "approval expires " + row.ExpiresAt.Format(time.RFC3339)
-		}
-		if row.Why != "" {
-			note = strings.TrimPrefix(note+"; "+row.Why, "; ")
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", row.App, row.Environment, row.Attempt, row.State, promote.ShortDigest(row.Digest),
-			row.PromotionID, row.Ref, row.Branch, note)
-	}
-	return tw.Flush()
-}
-
-// promoteWriteJSON writes v as indented JSON.
-func promoteWriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return ledger.WriteStatusTable(stdout, rows)
 }
 
 // pickedNote says, when no --branch was given, that the branch is the only

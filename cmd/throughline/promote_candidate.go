@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/exitcode"
-	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/promote"
 )
 
@@ -77,16 +76,12 @@ func (o *promoteCandidateOptions) addFlags(f *pflag.FlagSet) {
 
 func newPromoteCandidateCommand(g *globals, stdout io.Writer) *cobra.Command {
 	o := &promoteCandidateOptions{}
-	cmd := &cobra.Command{
+	return leaf(&cobra.Command{
 		Use:     "candidate --repo DIR --app APP --to ENV --image REPO[:TAG]@sha256:... --source-commit SHA",
 		Short:   "CI's entry point: verify a new image's evidence and propose it as a candidate of the first environment",
 		Long:    promoteCandidateLong,
 		Example: promoteCandidateExample,
-		Args:    noArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
-	}
-	o.addFlags(cmd.Flags())
-	return cmd
+	}, o.addFlags, func(ctx context.Context, _ []string) error { return o.run(ctx, g, stdout) })
 }
 
 func (o *promoteCandidateOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
@@ -100,11 +95,10 @@ func (o *promoteCandidateOptions) run(ctx context.Context, g *globals, stdout io
 	if err != nil {
 		return err
 	}
-	r, err := gitops.Open(ctx, o.repo)
+	r, err := openRepo(ctx, o.repo)
 	if err != nil {
 		return err
 	}
-	r.Charts = chartSource()
 	p, err := promote.Candidate(ctx, r, promote.CandidateRequest{App: o.app, Environment: o.to, Image: o.image, SourceCommit: o.sourceCommit,
 		Path: o.targetPath, Cluster: o.cluster, Renderer: buildVersion(), Trust: o.tg.options()})
 	if err != nil {
@@ -116,7 +110,7 @@ func (o *promoteCandidateOptions) run(ctx context.Context, g *globals, stdout io
 	}
 	g.log.Debug().Str("promotion", p.Record.PromotionID).Str("branch", p.Branch).Bool("existing", p.Existing).Msg("candidate")
 	if o.output == "json" {
-		return promoteWriteJSON(stdout, p)
+		return writeJSON(stdout, p)
 	}
 	verb := "candidate"
 	if p.Existing {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"time"
 
@@ -39,14 +38,7 @@ under drift/ and --drift-record), supply-chain evidence other than the source
 record's (or, for a rollback, the prior acceptance's record's; rule
 evidence-differs).
 
-Supply-chain evidence: when the target environment's trust policy requires
-evidence, the signatures and attestations recorded at candidacy (by bundle
-digest, in the record's artifact.evidence) are re-verified against that policy
-at the base branch, fetched by digest (never newer evidence found by tag);
-refused (exit 3 naming the rule, the image and the evidence digest) are a record
-without evidence, a signature or attestation that does not verify, and a scan
-too old or with findings above the policy's (docs/supply-chain.md). Verified
-bundles are cached under --trust-cache-dir.
+` + trustGateHelp + `
 
 Exit codes: 0 pass; 3 refused (every reason listed); 4 a record, policy or
 manifest is invalid.`
@@ -69,15 +61,11 @@ func (o *promoteCheckOptions) addFlags(f *pflag.FlagSet) {
 
 func newPromoteCheckCommand(g *globals, stdout io.Writer) *cobra.Command {
 	o := &promoteCheckOptions{}
-	cmd := &cobra.Command{
+	return leaf(&cobra.Command{
 		Use:   "check --repo DIR --base REV --head REV",
 		Short: "The PR job: refuse a promotion change that is more than the verified, approved digest",
 		Long:  promoteCheckLong,
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
-	}
-	o.addFlags(cmd.Flags())
-	return cmd
+	}, o.addFlags, func(ctx context.Context, _ []string) error { return o.run(ctx, g, stdout) })
 }
 
 func (o *promoteCheckOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
@@ -98,12 +86,12 @@ func (o *promoteCheckOptions) run(ctx context.Context, g *globals, stdout io.Wri
 		return err
 	}
 	g.log.Debug().Int("refusals", len(rep.Refusals)).Msg("checked")
+	write := rep.WriteText
 	if o.output == "json" {
-		if err := promoteWriteJSON(stdout, rep); err != nil {
-			return err
-		}
-	} else {
-		printCheck(stdout, rep)
+		write = func(w io.Writer) error { return writeJSON(w, rep) }
+	}
+	if err := write(stdout); err != nil {
+		return err
 	}
 	if !rep.OK && rep.Repository != nil { // no promotion record: the repository check judged the change
 		return exitcode.Refuse(gate.RuleRepositoryCheck, "change refused: %d reason(s) (listed on stdout)", len(rep.Refusals))
@@ -112,36 +100,4 @@ func (o *promoteCheckOptions) run(ctx context.Context, g *globals, stdout io.Wri
 		return exitcode.Refuse(gate.RulePromotionCheck, "promotion %s refused: %d reason(s) (listed on stdout)", rep.PromotionID, len(rep.Refusals))
 	}
 	return nil
-}
-
-// printCheck prints the verdict of promote check as text.
-func printCheck(w io.Writer, rep *gate.PromotionReport) {
-	if rep.Repository != nil { // no promotion record: the repository check judged the change
-		printRepoCheck(w, rep.Repository)
-		if rep.OK {
-			fmt.Fprintln(w, "OK: no refusal")
-		}
-		return
-	}
-	if rep.PromotionID != "" { // no one record: the refusals say why
-		fmt.Fprintf(w, "promotion %s: %s %s -> %s (state %s)\n", rep.PromotionID, rep.App, rep.Digest, rep.Environment, rep.State)
-	}
-	fmt.Fprintf(w, "files changed (%d):\n", len(rep.Files))
-	for _, f := range rep.Files {
-		fmt.Fprintln(w, "  "+f)
-	}
-	fmt.Fprintf(w, "rendered differences (%d):\n", len(rep.Changes))
-	for _, c := range rep.Changes {
-		fmt.Fprintln(w, "  "+c.String())
-	}
-	for _, f := range rep.Warnings {
-		fmt.Fprintln(w, "WARNING "+f.Reason)
-	}
-	if rep.OK {
-		fmt.Fprintln(w, "OK: only the verified, approved artifact changes")
-		return
-	}
-	for _, r := range rep.Refusals {
-		fmt.Fprintln(w, "REFUSED "+r)
-	}
 }

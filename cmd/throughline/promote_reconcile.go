@@ -58,14 +58,11 @@ func (o *promoteReconcileOptions) addFlags(f *pflag.FlagSet) {
 // that desires the artifact in the target, once the promotion PR is merged.
 func newPromoteReconcileCommand(g *globals, stdout io.Writer) *cobra.Command {
 	o := &promoteReconcileOptions{}
-	cmd := &cobra.Command{
+	cmd := leaf(&cobra.Command{
 		Use:   "reconcile --repo DIR --app APP --to ENV [--revision REV]",
 		Short: "Record RECONCILING: the merged commit that desires the artifact (the post-merge job)",
 		Long:  promoteReconcileLong,
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
-	}
-	o.addFlags(cmd.Flags())
+	}, o.addFlags, func(ctx context.Context, _ []string) error { return o.run(ctx, g, stdout) })
 	o.reg.add(cmd)
 	return cmd
 }

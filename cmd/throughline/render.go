@@ -15,6 +15,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/internal/cli"
 	"github.com/throughline-dev/throughline/policy"
+	"github.com/throughline-dev/throughline/promotion/policyfile"
 	"github.com/throughline-dev/throughline/render"
 	"github.com/throughline-dev/throughline/runtimecheck/checkfile/promql"
 )
@@ -50,7 +51,7 @@ func (o *renderOptions) addFlags(f *pflag.FlagSet) {
 
 func newRenderCommand(g *globals, stdout io.Writer) *cobra.Command {
 	var o renderOptions
-	cmd := &cobra.Command{
+	return leaf(&cobra.Command{
 		Use:   "render [PATH]",
 		Short: "Render an application, apply policy and print its objects and Acceptance",
 		Long:  renderLong,
@@ -59,10 +60,7 @@ func newRenderCommand(g *globals, stdout io.Writer) *cobra.Command {
   throughline render --write-acceptance apps/checkout/overlays/production   # Flux
   throughline render --check-acceptance apps/checkout/overlays/production   # PR job`,
 		Args: maxArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), g, stdout, args) },
-	}
-	o.addFlags(cmd.Flags())
-	return cmd
+	}, o.addFlags, func(ctx context.Context, args []string) error { return o.run(ctx, g, stdout, args) })
 }
 
 func (o *renderOptions) run(ctx context.Context, g *globals, stdout io.Writer, args []string) error {
@@ -118,17 +116,17 @@ func (o *renderOptions) declare(ctx context.Context, g *globals, path string) (*
 			return nil, err
 		}
 	}
-	in, err := registryEnvironment(root, abs, o.app, o.env, o.maxFileSize)
+	in, err := policyfile.JudgedIn(root, abs, o.app, o.env, o.maxFileSize)
 	if err != nil {
 		return nil, err
 	}
-	in.log(g)
+	logUnlisted(g, in)
 	return acceptance.Declare(ctx, acceptance.Request{
 		Render:               render.Options{Root: root, Path: abs, MaxFileSize: o.maxFileSize, Charts: chartSource()},
 		AllowListFile:        o.allowList,
-		App:                  cmp.Or(o.app, in.app),
-		Environment:          in.env,
-		DirectoryEnvironment: in.byDirectory,
+		App:                  cmp.Or(o.app, in.App),
+		Environment:          in.Environment,
+		DirectoryEnvironment: in.ByDirectory,
 		Namespace:            o.namespace,
 		Renderer:             buildVersion(),
 		ParseQuery:           promql.Parse,
@@ -156,4 +154,11 @@ func printRender(w io.Writer, output string, d *acceptance.Declaration) error {
 		return fmt.Errorf("writing JSON: %w", err)
 	}
 	return nil
+}
+
+// logUnlisted notes a path the registry does not list.
+func logUnlisted(g *globals, in policyfile.Judged) {
+	if in.Unlisted != "" {
+		g.log.Info().Msg(in.Unlisted)
+	}
 }

@@ -44,16 +44,12 @@ func (o *reportOptions) addFlags(f *pflag.FlagSet) {
 
 func newReportCommand(g *globals, stdout io.Writer) *cobra.Command {
 	var o reportOptions
-	cmd := &cobra.Command{
+	return leaf(&cobra.Command{
 		Use:     "report --repo DIR --out DIR",
 		Short:   "Write the chain of every app and environment as static HTML pages",
 		Long:    reportLong,
 		Example: `  throughline report --repo . --out public/chain`,
-		Args:    noArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
-	}
-	o.addFlags(cmd.Flags())
-	return cmd
+	}, o.addFlags, func(ctx context.Context, _ []string) error { return o.run(ctx, g, stdout) })
 }
 
 func (o *reportOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {

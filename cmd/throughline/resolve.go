@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -111,7 +110,7 @@ func (o *resolveOptions) addFlags(f *pflag.FlagSet) {
 
 func newResolveCommand(g *globals, stdout io.Writer) *cobra.Command {
 	var o resolveOptions
-	cmd := &cobra.Command{
+	cmd := leaf(&cobra.Command{
 		Use:   "resolve IMAGE...",
 		Short: "Resolve image references to digests, with the children of multi-arch indexes",
 		Long:  resolveLong,
@@ -124,10 +123,8 @@ func newResolveCommand(g *globals, stdout io.Writer) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), g, stdout, args) },
-	}
+	}, o.addFlags, func(ctx context.Context, args []string) error { return o.run(ctx, g, stdout, args) })
 	o.rf.add(cmd)
-	o.addFlags(cmd.Flags())
 	return cmd
 }
 
@@ -160,47 +157,21 @@ func (o *resolveOptions) run(ctx context.Context, g *globals, stdout io.Writer, 
 		if ok == nil {
 			ok = []*registry.Descriptor{}
 		}
-		if err := writeJSONIndent(stdout, ok); err != nil {
+		if err := writeJSON(stdout, ok); err != nil {
 			return err
 		}
-	} else if err := printResolveTable(stdout, ok); err != nil {
+	} else if err := registry.WriteTable(stdout, ok); err != nil {
 		return err
 	}
 	return registryError(registry.JoinErrors(errs))
 }
 
 // writeJSONIndent writes v indented, as every -o json does.
-func writeJSONIndent(w io.Writer, v any) error {
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("writing JSON: %w", err)
 	}
 	return nil
-}
-
-func printResolveTable(w io.Writer, ds []*registry.Descriptor) error {
-	if len(ds) == 0 {
-		return nil
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "IMAGE\tPLATFORM\tDIGEST\tMEDIA TYPE\tCONFIG")
-	for _, d := range ds {
-		plat := "-"
-		if d.IsIndex() {
-			plat = fmt.Sprintf("index (%d)", len(d.Children))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Reference, plat, d.Digest, d.MediaType, dash(d.ConfigDigest))
-		for _, ch := range d.Children {
-			fmt.Fprintf(tw, "  └─\t%s\t%s\t%s\t%s\n", ch.Platform, ch.Digest, ch.MediaType, dash(ch.ConfigDigest))
-		}
-	}
-	return tw.Flush()
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

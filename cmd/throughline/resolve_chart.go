@@ -50,7 +50,7 @@ func (o *resolveOptions) resolveCharts(ctx context.Context, g *globals, stdout i
 		if ok == nil {
 			ok = []*chartsource.Resolved{}
 		}
-		if err := writeJSONIndent(stdout, ok); err != nil {
+		if err := writeJSON(stdout, ok); err != nil {
 			return err
 		}
 	} else if len(ok) > 0 {

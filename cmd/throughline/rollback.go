@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/exitcode"
-	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promote"
 )
@@ -77,14 +76,11 @@ func (o *rollbackOptions) addFlags(f *pflag.FlagSet) {
 
 func newRollbackCommand(g *globals, stdout io.Writer) *cobra.Command {
 	o := &rollbackOptions{}
-	cmd := &cobra.Command{
+	cmd := leaf(&cobra.Command{
 		Use:   "rollback --repo DIR --app APP --env ENV --to DIGEST|previous",
 		Short: "Propose, as a new desired state, a digest the environment accepted before",
 		Long:  rollbackLong,
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
-	}
-	o.addFlags(cmd.Flags())
+	}, o.addFlags, func(ctx context.Context, _ []string) error { return o.run(ctx, g, stdout) })
 	o.rf.add(cmd)
 	return cmd
 }
@@ -104,11 +100,10 @@ func (o *rollbackOptions) run(ctx context.Context, g *globals, stdout io.Writer)
 	if err != nil {
 		return err
 	}
-	r, err := gitops.Open(ctx, o.repo)
+	r, err := openRepo(ctx, o.repo)
 	if err != nil {
 		return err
 	}
-	r.Charts = chartSource()
 	exists := func(ctx context.Context, ref string) (bool, error) {
 		ok, err := rc.Exists(ctx, ref)
 		return ok, registryError(err)
@@ -126,7 +121,7 @@ func (o *rollbackOptions) run(ctx context.Context, g *globals, stdout io.Writer)
 		return err
 	}
 	if o.output == "json" {
-		return promoteWriteJSON(stdout, res)
+		return writeJSON(stdout, res)
 	}
 	verb := "rollback proposed"
 	if p.Existing {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/internal/cli"
@@ -130,4 +131,18 @@ func maxArgs(n int) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// leaf completes a command that runs something: its positional arguments
+// (none unless cmd says), its flags (addFlags may be nil) and run, which is
+// given the command's context (with --timeout applied) and its arguments.
+func leaf(cmd *cobra.Command, addFlags func(*pflag.FlagSet), run func(ctx context.Context, args []string) error) *cobra.Command {
+	if cmd.Args == nil {
+		cmd.Args = noArgs
+	}
+	cmd.RunE = func(c *cobra.Command, args []string) error { return run(c.Context(), args) }
+	if addFlags != nil {
+		addFlags(cmd.Flags())
+	}
+	return cmd
 }

@@ -69,22 +69,19 @@ Registry lookups are cached by digest (memory and --registry-cache-dir).`
 
 func newServeCommand(g *globals) *cobra.Command {
 	var o serveOptions
-	cmd := &cobra.Command{
+	cmd := leaf(&cobra.Command{
 		Use:   "serve",
 		Short: "Run the Acceptance controller: verify live that the cluster runs the declared images",
 		Long:  serveLong,
 		Example: `  throughline serve --namespace shop --namespace payments
   throughline serve --metrics-bind-address :8080 --health-probe-bind-address :8081`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g) },
-	}
+	}, o.addFlags, func(ctx context.Context, _ []string) error { return o.run(ctx, g) })
 	o.kf.add(cmd)
 	o.rf.add(cmd)
 	o.nf.add(cmd)
 	o.ui.add(cmd)
 	o.dm.add(cmd)
 	o.ck.add(cmd.Flags())
-	o.addFlags(cmd.Flags())
 	return cmd
 }
 

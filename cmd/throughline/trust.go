@@ -71,7 +71,7 @@ func (o *trustVerifyOptions) addFlags(f *pflag.FlagSet) {
 
 func newTrustVerifyCommand(stdout io.Writer) *cobra.Command {
 	o := &trustVerifyOptions{}
-	cmd := &cobra.Command{
+	return leaf(&cobra.Command{
 		Use:     "verify --environment ENV IMAGE@DIGEST",
 		Short:   "Verify an image's evidence against an environment's trust policy; print the evidence digests as JSON",
 		Long:    trustVerifyLong,
@@ -82,10 +82,7 @@ func newTrustVerifyCommand(stdout io.Writer) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), stdout, args[0]) },
-	}
-	o.addFlags(cmd.Flags())
-	return cmd
+	}, o.addFlags, func(ctx context.Context, args []string) error { return o.run(ctx, stdout, args[0]) })
 }
 
 func (o *trustVerifyOptions) run(ctx context.Context, stdout io.Writer, image string) error {
@@ -122,7 +119,7 @@ func (o *trustVerifyOptions) run(ctx context.Context, stdout io.Writer, image st
 	if err != nil {
 		return err
 	}
-	return promoteWriteJSON(stdout, ev)
+	return writeJSON(stdout, ev)
 }
 
 // defaultTrustCacheDir is $THROUGHLINE_CACHE_DIR/trust, else the user's

@@ -25,6 +25,16 @@ func (t *trustGateFlags) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&t.noCache, "no-trust-cache", false, "keep no cache of evidence bundles: fetch every bundle again")
 }
 
+// trustGateHelp is the help paragraph of a command with trust gate flags.
+const trustGateHelp = `Supply-chain evidence: when the target environment's trust policy requires
+evidence, the signatures and attestations recorded at candidacy (by bundle
+digest, in the record's artifact.evidence) are re-verified against that policy
+at the base branch, fetched by digest (never newer evidence found by tag);
+refused (exit 3 naming the rule, the image and the evidence digest) are a record
+without evidence, a signature or attestation that does not verify, and a scan
+too old or with findings above the policy's (docs/supply-chain.md). Verified
+bundles are cached under --trust-cache-dir.`
+
 // options are the registry options and cache the gate verifies with.
 func (t *trustGateFlags) options() trust.Options {
 	o := trust.Options{Remote: []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain),

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,7 +14,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/health"
 )
@@ -105,18 +102,15 @@ func (o *verifyOptions) addFlags(f *pflag.FlagSet) {
 
 func newVerifyCommand(g *globals, stdout io.Writer) *cobra.Command {
 	var o verifyOptions
-	cmd := &cobra.Command{
+	cmd := leaf(&cobra.Command{
 		Use:   "verify --namespace NS --acceptance NAME",
 		Short: "Verify once that the cluster runs the images an Acceptance declares",
 		Long:  verifyLong,
 		Example: `  throughline verify -n shop --acceptance checkout
   throughline verify -n shop --acceptance checkout -o json --wait 5m`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, stdout) },
-	}
+	}, o.addFlags, func(ctx context.Context, _ []string) error { return o.run(ctx, g, stdout) })
 	o.kf.add(cmd)
 	o.rf.add(cmd)
-	o.addFlags(cmd.Flags())
 	return cmd
 }
 
@@ -141,10 +135,14 @@ func (o *verifyOptions) run(ctx context.Context, g *globals, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
-	if err := printVerifyReport(stdout, rep, o.output); err != nil {
+	write := rep.WriteText
+	if o.output == "json" {
+		write = func(w io.Writer) error { return writeJSON(w, rep) }
+	}
+	if err := write(stdout); err != nil {
 		return err
 	}
-	return verifyExit(rep)
+	return rep.Err()
 }
 
 // verifier connects to the cluster and the registries.
@@ -158,89 +156,4 @@ func (o *verifyOptions) verifier() (*health.Verifier, error) {
 		return nil, err
 	}
 	return &health.Verifier{Client: c, Registry: reg}, nil
-}
-
-// verifyExit maps a verdict to its exit code.
-func verifyExit(rep *health.Report) error {
-	id := rep.Namespace + "/" + rep.Name
-	switch {
-	case rep.Outcome == health.Verified:
-		return nil
-	case rep.Reason == v1alpha1.ReasonInvalid:
-		return &exitcode.InvalidInput{Err: fmt.Errorf("%s", rep.Message)}
-	case rep.Outcome == health.Mismatch:
-		return &exitcode.Refusal{Rule: "acceptance", Reason: fmt.Sprintf("Acceptance %s: %s: %s", id, rep.Reason, rep.Message)}
-	default:
-		return exitcode.NotDecided(fmt.Errorf("Acceptance %s: %s: %s", id, rep.Reason, rep.Message))
-	}
-}
-
-func printVerifyReport(w io.Writer, rep *health.Report, output string) error {
-	if output == "json" {
-		return writeJSONIndent(w, rep)
-	}
-	fmt.Fprintf(w, "Acceptance %s/%s (generation %d, rendered hash %s)\n", rep.Namespace, rep.Name, rep.Generation, rep.RenderedHash)
-	fmt.Fprintf(w, "%s: %s\n", rep.Reason, rep.Message)
-	if len(rep.Workloads) == 0 {
-		return nil
-	}
-	if err := printVerifyTable(w, rep.Workloads); err != nil {
-		return err
-	}
-	for _, wl := range rep.Workloads {
-		if wl.Outcome != health.Verified && wl.Message != "" {
-			fmt.Fprintf(w, "  %s %s/%s: %s\n", wl.Kind, wl.Namespace, wl.Name, strings.TrimSpace(wl.Message))
-		}
-	}
-	return nil
-}
-
-// printVerifyTable writes one row per observed image of every workload.
-func printVerifyTable(w io.Writer, wls []health.WorkloadReport) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nWORKLOAD\tCONTAINER\tOUTCOME\tMATCH\tPODS\tIMAGE ID")
-	for _, wl := range wls {
-		id := wl.Kind + " " + wl.Namespace + "/" + wl.Name
-		if !wl.Found {
-			fmt.Fprintf(tw, "%s\t-\t%s\t-\t0\tnot found\n", id, wl.Outcome)
-			continue
-		}
-		if len(wl.Containers) == 0 {
-			fmt.Fprintf(tw, "%s\t-\t%s\t-\t%d\t%s\n", id, wl.Outcome, wl.Pods, wl.Message)
-		}
-		for _, c := range wl.Containers {
-			name := c.Name
-			if c.Init {
-				name += " (init)"
-			}
-			if c.Skipped != "" || len(c.Observed) == 0 {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t-\t%d\t%s\n", id, name, c.Outcome, wl.Pods, firstNonEmpty(c.Skipped, wl.Message))
-				continue
-			}
-			for _, o := range c.Observed {
-				match := string(o.Match)
-				if match == "" {
-					match = "-"
-				}
-				if o.Platform != "" {
-					match += " " + o.Platform
-				}
-				imageID := o.ImageID
-				if imageID == "" {
-					imageID = "(none yet)"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", id, name, o.Outcome, match, o.Pods, imageID)
-			}
-		}
-	}
-	return tw.Flush()
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, x := range s {
-		if x != "" {
-			return x
-		}
-	}
-	return ""
 }
