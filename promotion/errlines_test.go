@@ -15,12 +15,9 @@ import (
 // done, compares them sorted with the golden file: the cases assert on
 // error types and fields, the wording is tested here once. cases is the
 // number of lines the table records; fewer (a -run of some cases) skips
-// the comparison, fewer without -run fails. replace are old, new pairs
-// applied to each message (a commit id or a temporary directory that
-// changes from run to run).
-func errorLines(t *testing.T, file string, cases int, replace ...string) func(name string, err error) {
+// the comparison, fewer without -run fails.
+func errorLines(t *testing.T, file string, cases int) func(name string, err error) {
 	t.Helper()
-	r := strings.NewReplacer(replace...)
 	var mu sync.Mutex
 	var lines []string
 	t.Cleanup(func() {
@@ -40,7 +37,7 @@ func errorLines(t *testing.T, file string, cases int, replace ...string) func(na
 		defer mu.Unlock()
 		msg := "<nil>"
 		if err != nil {
-			msg = r.Replace(err.Error())
+			msg = err.Error()
 		}
 		lines = append(lines, name+": "+msg)
 	}

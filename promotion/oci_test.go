@@ -97,13 +97,7 @@ func TestOCIRevisions(t *testing.T) {
 			if !errors.As(err, &te) || te.To != tt.to {
 				t.Fatalf("got %v, want the transition to %s refused", err, tt.to)
 			}
-			var re *RecordError
-			if field := ""; errors.As(err, &re) {
-				field = re.Field
-				if field != tt.field || re.File != "promotion/checkout/production.yaml" {
-					t.Fatalf("got %v, want a refusal of the record's field %q", err, tt.field)
-				}
-			} else if tt.field != "" {
+			if re := te.Record; re != nil && (re.Field != tt.field || re.File != "promotion/checkout/production.yaml") || re == nil && tt.field != "" {
 				t.Fatalf("got %v, want a refusal of the record's field %q", err, tt.field)
 			}
 			record(tt.name, err)

@@ -94,8 +94,7 @@ func TestPriorAcceptanceRefused(t *testing.T) {
 			tc.edit(&p)
 			err := r.VerifyByPriorAcceptance(p, rev1, rev1, hashA, t0, "x")
 			var te *TransitionError
-			var re *RecordError
-			if !errors.As(err, &te) || te.To != Verified || !errors.As(err, &re) || re.Field != "verifiedIn."+tc.field {
+			if !errors.As(err, &te) || te.To != Verified || te.Record == nil || te.Record.Field != "verifiedIn."+tc.field {
 				t.Fatalf("want a refusal naming verifiedIn.%s, got %v", tc.field, err)
 			}
 			record(name, err)
@@ -109,8 +108,8 @@ func TestPriorAcceptanceRefused(t *testing.T) {
 	ev := evidence()
 	ev.Environment = "production"
 	err := r.Verify(ev, t0, "x")
-	var re *RecordError
-	if !errors.As(err, &re) || re.Field != "verifiedIn.environment" {
+	var te *TransitionError
+	if !errors.As(err, &te) || te.Record == nil || te.Record.Field != "verifiedIn.environment" {
 		t.Fatalf("same-environment evidence without kind prior-acceptance: %v", err)
 	}
 	record("same environment without kind prior-acceptance", err)
@@ -118,7 +117,7 @@ func TestPriorAcceptanceRefused(t *testing.T) {
 	r = rollbackCandidate(t)
 	p := prior()
 	err = r.Verify(VerifiedIn{Kind: KindPriorAcceptance, Environment: "staging", DesiredRevision: rev1, ObservedRevision: rev1, RenderedHash: hashA, RuntimeEvidence: p.Evidence, PriorAcceptance: &p}, t0, "x")
-	if !errors.As(err, &re) || re.Field != "verifiedIn.environment" {
+	if !errors.As(err, &te) || te.Record == nil || te.Record.Field != "verifiedIn.environment" {
 		t.Fatalf("prior acceptance of another environment: %v", err)
 	}
 	record("prior acceptance of another environment", err)
