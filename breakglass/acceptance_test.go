@@ -16,6 +16,7 @@ import (
 // render --check-acceptance (found by e2e/fluxcontrol: the committed
 // Acceptance was left stale).
 func TestProposeWritebackRefreshesCommittedAcceptance(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const p = "apps/web/overlays/production"
 	// The committed Acceptance of the overlay as render --write-acceptance writes it.

@@ -29,6 +29,7 @@ func mf(manager, sub, fields string) map[string]any {
 }
 
 func TestCompareClassifies(t *testing.T) {
+	t.Parallel()
 	before := render.Object{Map: deployment(2, "")}
 	live := deployment(5, "512Mi")
 	spec := live["spec"].(map[string]any)
@@ -107,6 +108,7 @@ func TestCompareClassifies(t *testing.T) {
 }
 
 func TestManagerPresentAtPauseIsAnotherWriter(t *testing.T) {
+	t.Parallel()
 	before := render.Object{Map: deployment(2, "")}
 	live := deployment(2, "512Mi")
 	live["metadata"].(map[string]any)["managedFields"] = []any{
@@ -124,6 +126,7 @@ func TestManagerPresentAtPauseIsAnotherWriter(t *testing.T) {
 }
 
 func TestRecordRoundTripAndBadInput(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	r := &Record{SchemaVersion: SchemaVersion, App: "web", Environment: "production", Controller: ArgoCD, State: Paused,
 		Object:   Ref{APIVersion: "argoproj.io/v1alpha1", Kind: "Application", Namespace: "argocd", Name: "web-production", ResourceVersion: "7"},

@@ -21,6 +21,7 @@ func resumedRecord(t testing.TB) *Record {
 }
 
 func TestEvidenceRoundTrip(t *testing.T) {
+	t.Parallel()
 	rec := resumedRecord(t)
 	restored := Restoration{At: rec.Resume.At, Field: "spec.syncPolicy.automated", ResourceVersion: "99"}
 	data, err := NewEvidence(rec, restored).Marshal()

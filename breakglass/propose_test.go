@@ -11,9 +11,6 @@ package breakglass
 import (
 	"context"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -21,6 +18,7 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -57,6 +55,7 @@ patches:
 // recorded managedFields and the rendered desired states in, the classified
 // changes and the overlay's files out.
 func TestPlanWriteback(t *testing.T) {
+	t.Parallel()
 	web, build := render.Object{Map: fromJSON(t, desiredWeb)}, render.Object{Map: fromJSON(t, desiredPipeline)}
 	live := map[render.ID]map[string]any{Key(web.ID()): fromJSON(t, liveWeb), Key(build.ID()): fromJSON(t, livePipeline)}
 	for _, tc := range []struct {
@@ -74,6 +73,7 @@ func TestPlanWriteback(t *testing.T) {
 		{name: "broken-kustomization", kustomization: "resources: [unclosed\n", code: exitcode.Invalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			cmp := Compare{Before: []render.Object{web, build}, Proposed: []render.Object{web, build}, Live: live,
 				ControllerManagers: DefaultControllerManagers,
 				OtherWriters:       append(append([]string{"backup-operator"}, tc.writers...), DefaultOtherWriters...)}
@@ -103,48 +103,21 @@ func TestPlanWriteback(t *testing.T) {
 	}
 }
 
-func gitT(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v: %s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // gitopsRepo commits files into a new repository (branch main) and opens
 // it; it returns the commit.
 func gitopsRepo(t *testing.T, files map[string]string) (*gitops.Repo, string) {
 	t.Helper()
-	dir := t.TempDir()
-	gitT(t, dir, "init", "-q", "-b", "main")
-	writeFiles(t, dir, files)
-	gitT(t, dir, "add", ".")
-	gitT(t, dir, "commit", "-q", "-m", "seed")
+	dir, seed := gittest.New(t, files)
 	r, err := gitops.OpenLocal(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The repository's own commits (the write-back): gittest's HOME and
+	// author as extra entries. Not gittest.Env, whose os.Environ would come
+	// after the library's LC_ALL=C.
 	r.Env = []string{"HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x",
 		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"}
-	return r, gitT(t, dir, "rev-parse", "HEAD")
+	return r, seed
 }
 
 const imageRef = "registry.example.test/web:1.0.0@sha256:4b7e2a91c3d5f6081726354a5b6c7d8e9f0a1b2c3d4e5f60718293a4b5c6d7e8"
@@ -207,6 +180,7 @@ func pausedRecord(src string) *Record {
 // write-back branch on top of the base, the base does not move, and a
 // second write-back does not move the branch.
 func TestProposeWriteback(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, src := gitopsRepo(t, webFiles)
 	rec := pausedRecord(src)
@@ -242,13 +216,13 @@ func TestProposeWriteback(t *testing.T) {
 		}
 		got.WriteString("--- " + f + "\n" + string(data))
 	}
-	got.WriteString("--- commit message\n" + gitT(t, r.Top, "log", "-1", "--format=%B", res.Commit) + "\n")
+	got.WriteString("--- commit message\n" + gittest.Run(t, r.Top, "log", "-1", "--format=%B", res.Commit) + "\n")
 	goldenText(t, "writeback/propose.golden", strings.ReplaceAll(got.String(), src, "<source commit>"))
 
 	if tip, err := r.Resolve(ctx, "refs/heads/"+res.Branch); err != nil || tip != res.Commit {
 		t.Fatalf("branch %s at %s (%v), want %s", res.Branch, tip, err, res.Commit)
 	}
-	if parent := gitT(t, r.Top, "rev-parse", res.Commit+"^"); parent != src {
+	if parent := gittest.Run(t, r.Top, "rev-parse", res.Commit+"^"); parent != src {
 		t.Fatalf("the write-back's parent is %s, want the base %s", parent, src)
 	}
 	if base, _ := r.BaseRev(ctx); base != src {
@@ -262,6 +236,7 @@ func TestProposeWriteback(t *testing.T) {
 // TestProposeWritebackNothingPermanent: with only other writers' changes
 // nothing is committed and the result names the base.
 func TestProposeWritebackNothingPermanent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, src := gitopsRepo(t, webFiles)
 	opts := WritebackOptions{Base: src, Path: "apps/web/overlays/production", Renderer: "test",
@@ -286,6 +261,7 @@ func TestProposeWritebackNothingPermanent(t *testing.T) {
 // TestProposeWritebackRefusals: the desired state before the pause must be
 // known; a failing live read is the write-back's error.
 func TestProposeWritebackRefusals(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, src := gitopsRepo(t, webFiles)
 	opts := WritebackOptions{Base: src, Path: "apps/web/overlays/production"}

@@ -2,6 +2,7 @@ package breakglass
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -21,6 +22,7 @@ func marshal(t *testing.T, rec *Record) string {
 // nil, one that does not parse or names another app or environment than
 // its path is invalid input naming the file.
 func TestReadRecord(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rec := pausedRecord(strings.Repeat("a", 40))
 	other := pausedRecord(strings.Repeat("a", 40))
@@ -44,7 +46,11 @@ func TestReadRecord(t *testing.T) {
 		if (got != nil) != tc.found || exitcode.Code(err) != tc.code {
 			t.Errorf("ReadRecord(%s) = %v, %v; want found %v, exit %d", tc.app, got, err, tc.found, tc.code)
 		}
-		if err != nil && !strings.Contains(err.Error(), Path("production", tc.app)) {
+		var ii *exitcode.InvalidInput
+		var re *RecordError
+		file := Path("production", tc.app)
+		named := errors.As(err, &ii) && ii.File == file || errors.As(err, &re) && re.File == file
+		if err != nil && !named {
 			t.Errorf("ReadRecord(%s): the error does not name the file: %v", tc.app, err)
 		}
 	}
@@ -54,6 +60,7 @@ func TestReadRecord(t *testing.T) {
 // branch tip; check sees the record at the tip and its refusal stops the
 // commit.
 func TestCommitRecord(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, base := gitopsRepo(t, map[string]string{"README": "x\n"})
 	rec := pausedRecord(base)
@@ -93,6 +100,7 @@ func TestCommitRecord(t *testing.T) {
 // or when the base has every file as the write-back wrote it (a squash
 // merge); else, and without a write-back, resume is refused.
 func TestMerged(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, base := gitopsRepo(t, map[string]string{"apps/web/overlays/production/kustomization.yaml": "resources: []\n"})
 	patch := map[string][]byte{"apps/web/overlays/production/kustomization.yaml": []byte("resources: []\npatches:\n- path: p.yaml\n"),
@@ -114,6 +122,9 @@ func TestMerged(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := pausedRecord(base)
+	// Each refused by rule breakglass; why is in the golden file, with the
+	// commit ids (new at every run) named.
+	record := errorLines(t, "testdata/merged.golden", 4, wb, "<write-back>", base, "<base>", partly, "<half>")
 	for _, tc := range []struct {
 		name, commit, base string
 		merged             bool
@@ -125,6 +136,7 @@ func TestMerged(t *testing.T) {
 		{"half merged", wb, partly, false},
 		{"unknown commit", strings.Repeat("0", 39) + "1", base, false},
 	} {
+		// not parallel: the cases share rec
 		t.Run(tc.name, func(t *testing.T) {
 			rec.Writeback = &Writeback{Branch: "throughline/breakglass/web/production/inc-42", Commit: tc.commit}
 			got, err := Merged(ctx, r, rec, tc.base)
@@ -134,19 +146,23 @@ func TestMerged(t *testing.T) {
 				}
 				return
 			}
-			if exitcode.Code(err) != exitcode.Refused || !strings.Contains(err.Error(), "not merged into main") {
+			if re := (*exitcode.Refusal)(nil); !errors.As(err, &re) || re.Rule != RulePause {
 				t.Fatalf("Merged = %q, %v; want refused", got, err)
 			}
+			record(tc.name, err)
 		})
 	}
 	rec.Writeback = nil
-	if _, err := Merged(ctx, r, rec, base); exitcode.Code(err) != exitcode.Refused || !strings.Contains(err.Error(), "has no write-back") {
+	_, err = Merged(ctx, r, rec, base)
+	if re := (*exitcode.Refusal)(nil); !errors.As(err, &re) || re.Rule != RulePause {
 		t.Fatalf("without a write-back: %v", err)
 	}
+	record("without a write-back", err)
 }
 
 // TestSourceCommit: a Flux revision names its commit after the last colon.
 func TestSourceCommit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, base := gitopsRepo(t, map[string]string{"README": "x\n"})
 	for rev, want := range map[string]string{base: base, "main@sha1:" + base: base, "main": base} {

@@ -10,6 +10,7 @@ import (
 // listed (text, PR body, JSON and the evidence) with short hashes only; its
 // labels and other objects' values are shown as they are.
 func TestChangeNeverShowsSecretValues(t *testing.T) {
+	t.Parallel()
 	const oldV, newV = "hunter2-plaintext", "NEWSECRET-plaintext"
 	changes := []Change{
 		{Object: "Secret prod/db", Path: "stringData.password", Before: oldV, Live: newV, Proposed: oldV, Manager: "kubectl-edit", Class: Permanent},

@@ -80,6 +80,7 @@ const (
 )
 
 func TestCompareManagedFieldsShapes(t *testing.T) {
+	t.Parallel()
 	web, build := render.Object{Map: fromJSON(t, desiredWeb)}, render.Object{Map: fromJSON(t, desiredPipeline)}
 	live := map[render.ID]map[string]any{Key(web.ID()): fromJSON(t, liveWeb), Key(build.ID()): fromJSON(t, livePipeline)}
 	withMemory := func(v string) render.Object {
@@ -123,6 +124,7 @@ func TestCompareManagedFieldsShapes(t *testing.T) {
 			want: without(without(all, stepImage), "x")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			prop := tc.proposed
 			if prop == nil {
 				prop = []render.Object{web, build}
@@ -180,6 +182,7 @@ func without(m map[string]Class, k string) map[string]Class {
 // its desired members and the operator's (not another writer's), the
 // index-addressed list whole.
 func TestPatchesEveryEntryKind(t *testing.T) {
+	t.Parallel()
 	web, build := render.Object{Map: fromJSON(t, desiredWeb)}, render.Object{Map: fromJSON(t, desiredPipeline)}
 	c := Compare{Before: []render.Object{web, build}, Proposed: []render.Object{web, build},
 		Live:               map[render.ID]map[string]any{Key(web.ID()): fromJSON(t, liveWeb), Key(build.ID()): fromJSON(t, livePipeline)},
@@ -211,6 +214,7 @@ func TestPatchesEveryEntryKind(t *testing.T) {
 // TestCompareObjectsOutsideTheRender: tracked live objects absent from the
 // render, and rendered objects absent live, are their own classes.
 func TestCompareObjectsOutsideTheRender(t *testing.T) {
+	t.Parallel()
 	web := render.Object{Map: fromJSON(t, desiredWeb)}
 	cm := fromJSON(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"hotfix","namespace":"prod","resourceVersion":"9",
 	  "managedFields":[{"manager":"kubectl-create","operation":"Update","apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:x":{}}}}]},"data":{"x":"1"}}`)
@@ -237,6 +241,7 @@ func TestCompareObjectsOutsideTheRender(t *testing.T) {
 }
 
 func TestFieldSetRefusesBadEntries(t *testing.T) {
+	t.Parallel()
 	for name, mf := range map[string]metav1.ManagedFieldsEntry{
 		"not FieldsV1": {Manager: "x", FieldsType: "FieldsV2", FieldsV1: metav1.NewFieldsV1(`{}`)},
 		"bad Key":      {Manager: "x", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"k:{not json":{}}`)},

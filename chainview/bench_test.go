@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +13,7 @@ import (
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/benchfixture"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -27,26 +25,8 @@ var benchEnvs = []string{"dev", "qa", "staging", "production"}
 func benchRepo(b *testing.B, apps int) *gitops.Repo {
 	b.Helper()
 	dir := b.TempDir()
-	git := func(args ...string) string {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@x", "GIT_COMMITTER_NAME=b",
-			"GIT_COMMITTER_EMAIL=b@x")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			b.Fatalf("git %v: %v: %s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	write := func(p string, data []byte) {
-		abs := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(abs, data, 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
+	git := func(args ...string) string { return gittest.Run(b, dir, args...) }
+	write := func(p string, data []byte) { gittest.Write(b, dir, map[string]string{p: string(data)}) }
 	policy := "apiVersion: throughline.dev/v1alpha1\nkind: PromotionPolicy\nenvironments:\n"
 	for _, e := range benchEnvs {
 		policy += fmt.Sprintf("  %s:\n    cluster: %s-1\n    paths: [\"apps/*/overlays/%s\"]\n", e, e, e)

@@ -62,6 +62,7 @@ func accepted(t *testing.T, f *chainfixture.Repo, rec *promotion.Record, observe
 // TestArrowAttacks: what a careless or hostile contributor commits, and
 // the arrow that must show it broken (never proven).
 func TestArrowAttacks(t *testing.T) {
+	t.Parallel()
 	approvers := []string{"alice@example.com", "bob@example.com"}
 	for _, tc := range []struct {
 		name  string
@@ -169,6 +170,7 @@ func TestArrowAttacks(t *testing.T) {
 		arrow: 5, want: "promotion/api/dev.yaml does not exist",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := chainfixture.New(t, example)
 			id := tc.twist(t, f)
 			m, err := Load(context.Background(), f.Repo, Options{Now: f.Next()})
@@ -190,6 +192,7 @@ func TestArrowAttacks(t *testing.T) {
 
 // TestArrowsOfTheStory: the verdicts of the untouched story.
 func TestArrowsOfTheStory(t *testing.T) {
+	t.Parallel()
 	f := chainfixture.New(t, example)
 	m, err := Load(context.Background(), f.Repo, Options{Now: chainfixture.Now})
 	must(t, err)
@@ -222,6 +225,7 @@ func TestArrowsOfTheStory(t *testing.T) {
 
 // TestDrift: live digests against the declared one.
 func TestDrift(t *testing.T) {
+	t.Parallel()
 	rec := &promotion.Record{Artifact: promotion.Artifact{Digest: chainfixture.Web}}
 	for _, tc := range []struct {
 		live Live

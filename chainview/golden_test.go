@@ -34,6 +34,7 @@ func loadStory(t *testing.T) (*chainfixture.Repo, *Site) {
 // (cart in production, and cart's accepted history), a paused app
 // (search), each page as golden HTML.
 func TestGoldenPages(t *testing.T) {
+	t.Parallel()
 	_, s := loadStory(t)
 	files, err := s.Files(context.Background())
 	if err != nil {
@@ -65,6 +66,7 @@ func TestGoldenPages(t *testing.T) {
 // TestInvalidRecordIsListed: a record that cannot be used is listed on
 // the grid, naming its file, and the rest of the view still loads.
 func TestInvalidRecordIsListed(t *testing.T) {
+	t.Parallel()
 	f := chainfixture.New(t, example)
 	f.Commit("a broken record", map[string][]byte{"promotion/bad/production.yaml": []byte("schemaVersion: promotion/v1\nstate: ACCEPTED\n")})
 	m, err := Load(context.Background(), f.Repo, Options{Now: chainfixture.Now})
@@ -88,6 +90,7 @@ func TestInvalidRecordIsListed(t *testing.T) {
 // HALTED record) is escaped, never markup; and no page shows the example's
 // Secret value (the refused-secret overlay is in the repository read).
 func TestPagesEscapeAndHideSecrets(t *testing.T) {
+	t.Parallel()
 	f := chainfixture.New(t, example)
 	rec := handRecord(t, f, "staging", pinned(f, "staging"), "alice@example.com") // halted by hand, markup in its reason
 	must(t, rec.Stop(promotion.Halted, `<script>alert(1)</script><a href="javascript:x">x</a>`, f.Next(), "hand"))

@@ -13,6 +13,7 @@ import (
 // TestHandler: GET and HEAD of every page, nothing that changes state
 // (405), unknown pages 404, and a policy that allows no script.
 func TestHandler(t *testing.T) {
+	t.Parallel()
 	f := chainfixture.New(t, example)
 	srv := httptest.NewServer(&Handler{Repo: f.Repo})
 	defer srv.Close()

@@ -23,6 +23,7 @@ func acceptance(app, env string, containers ...v1alpha1.ContainerStatus) v1alpha
 
 // TestLiveFromAcceptances: what runs, as the verifier's status says.
 func TestLiveFromAcceptances(t *testing.T) {
+	t.Parallel()
 	live := LiveFromAcceptances([]v1alpha1.Acceptance{
 		acceptance("checkout", "production", v1alpha1.ContainerStatus{Name: "api", Digest: chainfixture.Checkout, Outcome: v1alpha1.OutcomeVerified,
 			Observed: []v1alpha1.ObservedImage{{ImageID: "ghcr.io/x@sha256:" + strings.Repeat("f", 64), Match: v1alpha1.MatchIndexChild}}}),
@@ -44,6 +45,7 @@ func TestLiveFromAcceptances(t *testing.T) {
 // TestHandlerLive: the served grid shows drift from the live Acceptances,
 // asked again at every refresh, and none when the cluster cannot be read.
 func TestHandlerLive(t *testing.T) {
+	t.Parallel()
 	f := chainfixture.New(t, example)
 	var fail bool
 	h := &Handler{Repo: f.Repo, TTL: time.Nanosecond, Live: func(context.Context) (map[string]Live, error) {

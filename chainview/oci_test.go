@@ -30,6 +30,7 @@ const (
 // (HALTED evidence); ACCEPTED without the evidence; a record claiming an
 // OCI revision in a Git environment (dev), or a commit in an OCI one.
 func TestOCIChain(t *testing.T) {
+	t.Parallel()
 	type want struct {
 		status Status
 		says   string
@@ -145,6 +146,7 @@ func TestOCIChain(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := chainfixture.NewOCI(t, example)
 			id := tc.twist(t, f)
 			m, err := Load(context.Background(), f.Repo, Options{Now: chainfixture.Now})

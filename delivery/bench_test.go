@@ -3,9 +3,7 @@ package delivery
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/benchfixture"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -22,27 +21,20 @@ import (
 func benchRepo(b *testing.B, apps, rounds int) *gitops.Repo {
 	b.Helper()
 	dir := b.TempDir()
+	// A local exec, not gittest.Run: each commit has its own date (the
+	// rounds are an hour apart), in gittest's environment.
 	git := func(date time.Time, args ...string) string {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir
 		d := date.Format(time.RFC3339)
-		cmd.Env = append(os.Environ(), "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@x", "GIT_COMMITTER_NAME=b",
-			"GIT_COMMITTER_EMAIL=b@x", "GIT_AUTHOR_DATE="+d, "GIT_COMMITTER_DATE="+d)
+		cmd.Env = gittest.Env(dir, "GIT_AUTHOR_DATE="+d, "GIT_COMMITTER_DATE="+d)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			b.Fatalf("git %v: %v: %s", args, err, out)
 		}
 		return strings.TrimSpace(string(out))
 	}
-	write := func(p string, data []byte) {
-		abs := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(abs, data, 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
+	write := func(p string, data []byte) { gittest.Write(b, dir, map[string]string{p: string(data)}) }
 	envs := []string{"qa", "staging", "production"}
 	t0 := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
 	git(t0, "init", "-q", "-b", "main")

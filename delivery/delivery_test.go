@@ -65,6 +65,7 @@ func marshal(t *testing.T, rep *Report) []byte {
 // production, web HALTED live in production, cart's two digests and its
 // rollback, search in staging), all of it and from the middle of it on.
 func TestDeliveryStory(t *testing.T) {
+	t.Parallel()
 	f := chainfixture.New(t, example)
 	rep := read(t, f, time.Time{})
 	golden.Compare(t, "testdata/story.json", marshal(t, rep))
@@ -154,6 +155,7 @@ func halt(t *testing.T, f *chainfixture.Repo, app, digest, class string) {
 // contributor never panics the report nor gives it a negative duration:
 // what cannot be used is skipped, counted as invalid and named.
 func TestDeliveryHostile(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name         string
 		twist        func(t *testing.T, f *chainfixture.Repo)
@@ -263,6 +265,7 @@ func TestDeliveryHostile(t *testing.T) {
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := chainfixture.New(t, example)
 			tc.twist(t, f)
 			rep := read(t, f, time.Time{})
@@ -299,6 +302,7 @@ func find(t *testing.T, rep *Report, app, env string) *Figures {
 // TestDeliveryBounded: only the registry's pairs keep their own figures
 // (a record outside it is folded into _other), at most limit of them.
 func TestDeliveryBounded(t *testing.T) {
+	t.Parallel()
 	f := chainfixture.New(t, example)
 	rec, desired := f.Reconcile("stray", "staging", "1.0.0", "sha256:"+strings.Repeat("74", 32), 1, devVerified)
 	_ = desired
@@ -338,6 +342,7 @@ func TestDeliveryBounded(t *testing.T) {
 // TestDeliveryReaderRemembers: a second read of a later revision gives
 // the same figures as a fresh reader.
 func TestDeliveryReaderRemembers(t *testing.T) {
+	t.Parallel()
 	f := chainfixture.New(t, example)
 	rd := &Reader{Repo: f.Repo}
 	ctx := context.Background()

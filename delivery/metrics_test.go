@@ -14,6 +14,7 @@ import (
 // as "other" (the label values stay bounded), and a refresh of a tip that
 // did not move reads nothing again.
 func TestDeliveryMetricsCollector(t *testing.T) {
+	t.Parallel()
 	f := chainfixture.New(t, example)
 	halt(t, f, "quota", "sha256:"+strings.Repeat("71", 32), "made-up-class")
 	ctx := context.Background()

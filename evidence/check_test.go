@@ -2,40 +2,25 @@ package evidence
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/internal/gittest"
 )
 
 // TestRelate: the notifier's rule on a real history: main has desired and
 // a later commit, a side line of history is unrelated, the first commit is
 // earlier.
 func TestRelate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
-	run := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x",
-			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	run("init", "-q", "-b", "main")
-	commit := func(msg string) string {
-		run("commit", "-q", "--allow-empty", "-m", msg)
-		return run("rev-parse", "HEAD")
-	}
+	gittest.Init(t, dir)
+	commit := func(msg string) string { return gittest.Commit(t, dir, msg, nil) }
 	first := commit("first")
 	desired := commit("desired")
 	later := commit("later")
-	run("checkout", "-q", "--orphan", "side")
+	gittest.Run(t, dir, "checkout", "-q", "--orphan", "side")
 	side := commit("side")
 	repo, err := gitrepo.Open(context.Background(), dir)
 	if err != nil {
@@ -54,6 +39,7 @@ func TestRelate(t *testing.T) {
 
 // TestCheckPods: the imageIDs of the digest's Pods, by the verifier's match.
 func TestCheckPods(t *testing.T) {
+	t.Parallel()
 	d := "sha256:" + strings.Repeat("a", 64)
 	other := "sha256:" + strings.Repeat("b", 64)
 	pod := func(declared, imageID, outcome, match string) Pod {

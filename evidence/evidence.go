@@ -103,10 +103,21 @@ type Reporter struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Validate checks the fields every evidence record has.
+// FieldError is a record Validate refuses: File is its path, Field the
+// field that is wrong.
+type FieldError struct {
+	File, Field, Reason string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("evidence %s: %s: %s", e.File, e.Field, e.Reason)
+}
+
+// Validate checks the fields every evidence record has; a refusal is a
+// *FieldError.
 func (r *Record) Validate() error {
 	fail := func(field, format string, args ...any) error {
-		return fmt.Errorf("evidence %s: %s: %s", Path(r.Environment, r.App, r.PromotionID), field, fmt.Sprintf(format, args...))
+		return &FieldError{File: Path(r.Environment, r.App, r.PromotionID), Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case r.SchemaVersion != SchemaVersion:

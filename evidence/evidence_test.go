@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/forge"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -19,6 +20,7 @@ func record() *Record {
 }
 
 func TestRecordAcceptsOnlyTheApprovedRender(t *testing.T) {
+	t.Parallel()
 	r := record()
 	b, err := r.Marshal()
 	if err != nil {
@@ -28,9 +30,12 @@ func TestRecordAcceptsOnlyTheApprovedRender(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.ObservedRevision = strings.Repeat("b", 40)
-	if _, err := r.Marshal(); err == nil || !strings.Contains(err.Error(), "ACCEPTED only for a later commit") {
+	_, err = r.Marshal()
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "observedRevision" || fe.File != Path(r.Environment, r.App, r.PromotionID) {
 		t.Fatalf("err %v", err)
 	}
+	golden.Compare(t, "testdata/later-commit.golden", []byte(err.Error()+"\n"))
 	// A later commit is ACCEPTED only with the approved rendered hash and a
 	// reason saying so.
 	hash := "sha256:" + strings.Repeat("1", 64)
@@ -80,6 +85,7 @@ func (f *flaky) SetCommitStatus(_ context.Context, st forge.CommitStatus) error 
 }
 
 func TestStatusSinkRetries(t *testing.T) {
+	t.Parallel()
 	f := &flaky{fail: []error{errors.New("connection reset"), &forge.APIError{Kind: forge.GitHub, Status: 502}}}
 	s := &StatusSink{Forge: f, Backoff: time.Millisecond, TargetURL: "https://git.example.com/blob/main/%s"}
 	if err := s.Post(context.Background(), record()); err != nil {

@@ -3,9 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -33,33 +32,23 @@ type gitRepo struct {
 
 func newGitRepo(t *testing.T) *gitRepo {
 	g := &gitRepo{t: t, dir: t.TempDir()}
-	g.git("init", "-q", "-b", "main")
+	gittest.Init(t, g.dir)
 	return g
 }
 
 func (g *gitRepo) git(args ...string) string {
 	g.t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = g.dir
-	cmd.Env = append(os.Environ(), "HOME="+g.dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		g.t.Fatalf("git %v: %v: %s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return gittest.Run(g.t, g.dir, args...)
 }
 
 // commit writes files (relative path -> content) and commits them.
 func (g *gitRepo) commit(msg string, files map[string][]byte) string {
 	g.t.Helper()
+	text := make(map[string]string, len(files))
 	for p, data := range files {
-		abs := filepath.Join(g.dir, filepath.FromSlash(p))
-		must(g.t, os.MkdirAll(filepath.Dir(abs), 0o755))
-		must(g.t, os.WriteFile(abs, data, 0o644))
+		text[p] = string(data)
 	}
-	g.git("add", ".")
-	g.git("commit", "-q", "--allow-empty", "-m", msg)
-	return g.git("rev-parse", "HEAD")
+	return gittest.Commit(g.t, g.dir, msg, text)
 }
 
 func must(t *testing.T, err error) {
@@ -119,6 +108,21 @@ type history struct {
 	cA, cB, cC, cD, cB2, tip string
 }
 
+// ids are the replacements of the history's commit ids (and their 12
+// character prefixes), and of more, by names for golden files: a commit id
+// changes from run to run (the commit time is now).
+func (h *history) ids(more ...string) []string {
+	var r []string
+	for i, c := range append([]string{h.cA, h.cB, h.cC, h.cD, h.cB2}, more...) {
+		name := fmt.Sprintf("<commit %d>", i)
+		if i < 5 {
+			name = []string{"<A>", "<B>", "<C>", "<D>", "<B2>"}[i]
+		}
+		r = append(r, c, name, c[:12], name)
+	}
+	return r
+}
+
 func newHistory(t *testing.T) *history {
 	h := &history{g: newGitRepo(t)}
 	rev := func(c string) string { return strings.Repeat(c, 40) }
@@ -140,6 +144,7 @@ func newHistory(t *testing.T) *history {
 }
 
 func TestHistoryCountsOnlyProvenAcceptances(t *testing.T) {
+	t.Parallel()
 	h := newHistory(t)
 	l, err := History(context.Background(), h.repo, "main", "web", "production")
 	must(t, err)
@@ -173,12 +178,14 @@ func TestHistoryCountsOnlyProvenAcceptances(t *testing.T) {
 	}
 	// Pick refuses the unproven digests, naming why, and skips them for
 	// "previous".
+	record := errorLines(t, "testdata/pick-unproven.golden", 2, h.ids()...)
 	for _, d := range []string{dC, dD} {
 		_, err := Pick(l, d, dB, "production")
 		var re *exitcode.Refusal
-		if !errors.As(err, &re) || !strings.Contains(err.Error(), "claimed without proof") {
+		if !errors.As(err, &re) || re.Rule != RuleTarget {
 			t.Errorf("pick %s: %v", d, err)
 		}
+		record(d, err)
 	}
 	if p, err := Pick(l, Previous, dB, "production"); err != nil || p.Artifact.Digest != dA {
 		t.Fatalf("previous: %+v %v", p, err)
@@ -197,6 +204,7 @@ func rollbackRecord(t *testing.T, a Accepted, attempt int) *promotion.Record {
 }
 
 func TestCheckPrior(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	h := newHistory(t)
 	l, err := History(ctx, h.repo, "main", "web", "production")
@@ -212,6 +220,9 @@ func TestCheckPrior(t *testing.T) {
 		return rollbackRecord(t, f, 2)
 	}
 	side := h.g.git("commit-tree", "-p", h.cA, "-m", "not on main", h.cA+"^{tree}")
+	// Each a refusal by rule prior-acceptance; what Git refutes is in each
+	// message (the golden file).
+	record := errorLines(t, "testdata/check-prior.golden", 7, h.ids(side)...)
 	for name, tc := range map[string]struct {
 		rec  *promotion.Record
 		want string
@@ -229,11 +240,13 @@ func TestCheckPrior(t *testing.T) {
 			Evidence: promotion.PriorEvidencePath("production", "web", strings.Replace(h.recC.PromotionID, "cccccccccccc", "dddddddddddd", 1))}, 2), "never reached ACCEPTED"},
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			err := CheckPrior(ctx, h.repo, "main", tc.rec)
 			var re *exitcode.Refusal
-			if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("want a refusal saying %q, got %v", tc.want, err)
+			if !errors.As(err, &re) || re.Rule != RulePriorAcceptance {
+				t.Fatalf("want a refusal (%s: %s), got %v", RulePriorAcceptance, tc.want, err)
 			}
+			record(name, err)
 		})
 	}
 }
@@ -242,6 +255,7 @@ func TestCheckPrior(t *testing.T) {
 // proves it: History reports it unproven, CheckPrior refuses a claim on it
 // although the claimed commit itself is consistent.
 func TestEvidenceChangedAfterAcceptance(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	h := newHistory(t)
 	l, err := History(ctx, h.repo, "main", "web", "production")
@@ -265,16 +279,21 @@ func TestEvidenceChangedAfterAcceptance(t *testing.T) {
 	if !found {
 		t.Fatalf("unproven %+v: want A changed after the acceptance", l.Unproven)
 	}
+	record := errorLines(t, "testdata/evidence-changed-after-acceptance.golden", 2, h.ids()...)
 	var re *exitcode.Refusal
-	if err := CheckPrior(ctx, h.repo, "main", claim); !errors.As(err, &re) || !strings.Contains(err.Error(), "was changed after the acceptance") {
+	err = CheckPrior(ctx, h.repo, "main", claim)
+	if !errors.As(err, &re) || re.Rule != RulePriorAcceptance {
 		t.Fatalf("check of a claim on rewritten evidence: %v", err)
 	}
+	record("rewritten", err)
 	// Deleted entirely.
 	h.g.git("rm", "-q", a.Evidence)
 	h.g.commit("delete A's evidence", nil)
-	if err := CheckPrior(ctx, h.repo, "main", claim); !errors.As(err, &re) || !strings.Contains(err.Error(), "was deleted after the acceptance") {
+	err = CheckPrior(ctx, h.repo, "main", claim)
+	if !errors.As(err, &re) || re.Rule != RulePriorAcceptance {
 		t.Fatalf("check of a claim on deleted evidence: %v", err)
 	}
+	record("deleted", err)
 }
 
 // An acceptance the notifier took on a later commit of the branch (the
@@ -282,6 +301,7 @@ func TestEvidenceChangedAfterAcceptance(t *testing.T) {
 // any other, and a rollback to it passes the PR gate: the claim repeats the
 // observed revision the acceptance recorded, not the desired one.
 func TestRollbackToAnAcceptanceOfALaterCommit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	g := newGitRepo(t)
 	desired, later := strings.Repeat("7", 40), strings.Repeat("8", 40)
@@ -312,6 +332,7 @@ func TestRollbackToAnAcceptanceOfALaterCommit(t *testing.T) {
 // parse, or names another app, is listed in Unproven with the reason and
 // never counts as accepted; the proven acceptances around it still do.
 func TestHistoryListsUnusableVersions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for name, bad := range map[string]func(t *testing.T) []byte{
 		"does not parse": func(*testing.T) []byte { return []byte("schemaVersion: promotion/v1\nstate: ACCEPTED\nbogus: [\n") },
@@ -322,6 +343,7 @@ func TestHistoryListsUnusableVersions(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			g := newGitRepo(t)
 			recA := acceptedRecord(t, 1, dA, strings.Repeat("1", 40))
 			g.commit("A accepted", files(t, recA, evidenceOf(t, recA, promotion.Accepted, dA)))

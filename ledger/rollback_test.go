@@ -15,6 +15,7 @@ func acc(d string) Accepted {
 }
 
 func TestPick(t *testing.T) {
+	t.Parallel()
 	a, b, c := strings.Repeat("a", 64), strings.Repeat("b", 64), strings.Repeat("c", 64)
 	hist := &Log{Accepted: []Accepted{acc(c), acc(b), acc(a)}} // newest first
 	if p, err := Pick(hist, Previous, "sha256:"+c, "prod"); err != nil || p.Artifact.Digest != "sha256:"+b {
@@ -39,6 +40,7 @@ func TestPick(t *testing.T) {
 }
 
 func TestIrreversible(t *testing.T) {
+	t.Parallel()
 	d := "sha256:" + strings.Repeat("a", 64)
 	obj := func(annotated bool, digest string) render.Object {
 		tmpl := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "web", "image": "r/web@" + digest}}}}

@@ -17,6 +17,7 @@ import (
 // packages (the web view, delivery metrics) and the gate never import
 // promote, the package that writes records.
 func TestOnlyLedgerReadsHistory(t *testing.T) {
+	t.Parallel()
 	fset := token.NewFileSet()
 	var calls []string
 	imports := map[string][]string{} // package dir -> throughline imports

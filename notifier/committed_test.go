@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -14,14 +15,14 @@ import (
 func (f *fixture) commitAcceptance(app, hash string) string {
 	t := f.t
 	dir := filepath.Join(filepath.Dir(f.origin), "acc")
-	git(t, filepath.Dir(dir), "clone", "-q", f.origin, dir)
+	gittest.Run(t, filepath.Dir(dir), "clone", "-q", f.origin, dir)
 	file := filepath.Join(dir, "apps", app, "overlays", "production", "throughline-acceptance.yaml")
 	must(t, os.WriteFile(file, []byte("apiVersion: throughline.dev/v1alpha1\nkind: Acceptance\nmetadata:\n  name: "+app+"\n  namespace: shop\n"+
 		"spec:\n  app: "+app+"\n  environment: production\n  renderedHash: "+hash+"\n  objectCount: 2\n  workloads: []\n"), 0o644))
-	git(t, dir, "add", ".")
-	git(t, dir, "commit", "-q", "-m", "the committed Acceptance")
-	git(t, dir, "push", "-q", "origin", "main")
-	return git(t, dir, "rev-parse", "HEAD")
+	gittest.Run(t, dir, "add", ".")
+	gittest.Run(t, dir, "commit", "-q", "-m", "the committed Acceptance")
+	gittest.Run(t, dir, "push", "-q", "origin", "main")
+	return gittest.Run(t, dir, "rev-parse", "HEAD")
 }
 
 // TestFluxCommittedAcceptance: for Flux, the notifier compares the

@@ -3,12 +3,12 @@ package notifier
 import (
 	"context"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -17,15 +17,11 @@ import (
 func (f *fixture) push(files map[string]string) {
 	f.t.Helper()
 	dir := filepath.Join(f.t.TempDir(), "writer")
-	git(f.t, filepath.Dir(dir), "clone", "-q", f.origin, dir)
-	for p, s := range files {
-		abs := filepath.Join(dir, filepath.FromSlash(p))
-		must(f.t, os.MkdirAll(filepath.Dir(abs), 0o755))
-		must(f.t, os.WriteFile(abs, []byte(s), 0o644))
-	}
-	git(f.t, dir, "add", "-A")
-	git(f.t, dir, "commit", "-q", "-m", "writer")
-	git(f.t, dir, "push", "-q", "origin", "main")
+	gittest.Run(f.t, filepath.Dir(dir), "clone", "-q", f.origin, dir)
+	gittest.Write(f.t, dir, files)
+	gittest.Run(f.t, dir, "add", "-A")
+	gittest.Run(f.t, dir, "commit", "-q", "-m", "writer")
+	gittest.Run(f.t, dir, "push", "-q", "origin", "main")
 }
 
 func policyWithDeadline(d string) string {

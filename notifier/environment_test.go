@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -29,11 +30,11 @@ environments:
 func (f *fixture) pushPolicy(policy string) {
 	f.t.Helper()
 	dir := filepath.Join(f.t.TempDir(), "c")
-	git(f.t, filepath.Dir(dir), "clone", "-q", f.origin, dir)
+	gittest.Run(f.t, filepath.Dir(dir), "clone", "-q", f.origin, dir)
 	must(f.t, os.WriteFile(filepath.Join(dir, promotion.PolicyFile), []byte(policy), 0o644))
-	git(f.t, dir, "add", ".")
-	git(f.t, dir, "commit", "-q", "-m", "registry")
-	git(f.t, dir, "push", "-q", "origin", "main")
+	gittest.Run(f.t, dir, "add", ".")
+	gittest.Run(f.t, dir, "commit", "-q", "-m", "registry")
+	gittest.Run(f.t, dir, "push", "-q", "origin", "main")
 }
 
 // argoApp is the Application argocd/checkout rendering paths (one

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,6 +24,7 @@ import (
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/health"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -38,18 +38,6 @@ var (
 	fluxKey = []byte("flux-hmac-key")
 	argoTok = []byte("argocd-token")
 )
-
-func git(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v: %s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // reconciling is the RECONCILING record of app in production.
 func reconciling(t testing.TB, app, desired string) *promotion.Record {
@@ -92,16 +80,16 @@ func newFixture(t testing.TB, apps ...string) *fixture {
 	base := t.TempDir()
 	origin := filepath.Join(base, "origin.git")
 	seed := filepath.Join(base, "seed")
-	git(t, base, "init", "-q", "--bare", "-b", "main", origin)
-	git(t, base, "clone", "-q", origin, seed)
+	gittest.Run(t, base, "init", "-q", "--bare", "-b", "main", origin)
+	gittest.Run(t, base, "clone", "-q", origin, seed)
 	f := &fixture{t: t, origin: origin, desired: map[string]string{}, live: &fakeLive{m: map[string]*Live{}}}
 	for _, app := range apps {
 		p := filepath.Join(seed, "apps", app, "overlays", "production")
 		must(t, os.MkdirAll(p, 0o755))
 		must(t, os.WriteFile(filepath.Join(p, "kustomization.yaml"), []byte("images: [{name: x, digest: "+digest+"}]\n"), 0o644))
-		git(t, seed, "add", ".")
-		git(t, seed, "commit", "-q", "-m", "promote "+app)
-		f.desired[app] = git(t, seed, "rev-parse", "HEAD")
+		gittest.Run(t, seed, "add", ".")
+		gittest.Run(t, seed, "commit", "-q", "-m", "promote "+app)
+		f.desired[app] = gittest.Run(t, seed, "rev-parse", "HEAD")
 	}
 	for _, app := range apps {
 		rec := reconciling(t, app, f.desired[app])
@@ -112,11 +100,11 @@ func newFixture(t testing.TB, apps ...string) *fixture {
 		must(t, os.WriteFile(p, y, 0o644))
 		f.live.set(app, verified(app))
 	}
-	git(t, seed, "add", ".")
-	git(t, seed, "commit", "-q", "-m", "records")
-	git(t, seed, "push", "-q", "origin", "main")
+	gittest.Run(t, seed, "add", ".")
+	gittest.Run(t, seed, "commit", "-q", "-m", "records")
+	gittest.Run(t, seed, "push", "-q", "origin", "main")
 	work := filepath.Join(base, "work")
-	git(t, base, "clone", "-q", origin, work)
+	gittest.Run(t, base, "clone", "-q", origin, work)
 	r, err := gitrepo.Open(context.Background(), work)
 	must(t, err)
 	r.Env = []string{"HOME=" + base, "GIT_CONFIG_NOSYSTEM=1"}
@@ -143,17 +131,17 @@ func must(t testing.TB, err error) {
 }
 
 // tip is origin's main.
-func (f *fixture) tip() string { return git(f.t, f.origin, "rev-parse", "main") }
+func (f *fixture) tip() string { return gittest.Run(f.t, f.origin, "rev-parse", "main") }
 
 func (f *fixture) commits() int {
-	n := git(f.t, f.origin, "rev-list", "--count", "main")
+	n := gittest.Run(f.t, f.origin, "rev-list", "--count", "main")
 	var c int
 	_ = json.Unmarshal([]byte(n), &c)
 	return c
 }
 
 func (f *fixture) show(p string) string {
-	return git(f.t, f.origin, "show", "main:"+p)
+	return gittest.Run(f.t, f.origin, "show", "main:"+p)
 }
 
 // checkoutRecord is the promotion record of checkout in production on

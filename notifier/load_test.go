@@ -19,6 +19,7 @@ import (
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -52,12 +53,12 @@ func TestLoad(t *testing.T) {
 	base := t.TempDir()
 	origin := filepath.Join(base, "origin.git")
 	seed := filepath.Join(base, "seed")
-	git(t, base, "init", "-q", "--bare", "-b", "main", origin)
-	git(t, base, "clone", "-q", origin, seed)
+	gittest.Run(t, base, "init", "-q", "--bare", "-b", "main", origin)
+	gittest.Run(t, base, "clone", "-q", origin, seed)
 	must(t, os.WriteFile(filepath.Join(seed, "README"), []byte("gitops\n"), 0o644))
-	git(t, seed, "add", ".")
-	git(t, seed, "commit", "-q", "-m", "overlays")
-	desired := git(t, seed, "rev-parse", "HEAD")
+	gittest.Run(t, seed, "add", ".")
+	gittest.Run(t, seed, "commit", "-q", "-m", "overlays")
+	desired := gittest.Run(t, seed, "rev-parse", "HEAD")
 	setup := time.Now()
 	for i := range nApps {
 		app := fmt.Sprintf("app%05d", i)
@@ -67,12 +68,12 @@ func TestLoad(t *testing.T) {
 		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		must(t, os.WriteFile(p, y, 0o644))
 	}
-	git(t, seed, "add", ".")
-	git(t, seed, "commit", "-q", "-m", "records")
-	git(t, seed, "push", "-q", "origin", "main")
-	seedTip := git(t, seed, "rev-parse", "HEAD")
+	gittest.Run(t, seed, "add", ".")
+	gittest.Run(t, seed, "commit", "-q", "-m", "records")
+	gittest.Run(t, seed, "push", "-q", "origin", "main")
+	seedTip := gittest.Run(t, seed, "rev-parse", "HEAD")
 	work := filepath.Join(base, "work")
-	git(t, base, "clone", "-q", origin, work)
+	gittest.Run(t, base, "clone", "-q", origin, work)
 	r, err := gitrepo.Open(context.Background(), work)
 	must(t, err)
 	r.Env = []string{"HOME=" + base, "GIT_CONFIG_NOSYSTEM=1"}
@@ -151,8 +152,8 @@ func TestLoad(t *testing.T) {
 	drained := time.Since(start)
 
 	// Git: every commit is one distinct event's evidence.
-	commits, _ := strconv.Atoi(git(t, origin, "rev-list", "--count", seedTip+"..main"))
-	files := git(t, origin, "ls-tree", "-r", "--name-only", "main", "evidence/")
+	commits, _ := strconv.Atoi(gittest.Run(t, origin, "rev-list", "--count", seedTip+"..main"))
+	files := gittest.Run(t, origin, "ls-tree", "-r", "--name-only", "main", "evidence/")
 	nFiles := 0
 	if files != "" {
 		nFiles = len(strings.Split(files, "\n"))

@@ -18,6 +18,7 @@ import (
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/health"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -434,15 +435,15 @@ func TestProbesAndMetrics(t *testing.T) {
 func TestRecordOfAnotherAppIsUnusable(t *testing.T) {
 	f := newFixture(t, "checkout")
 	seed := filepath.Join(t.TempDir(), "seed")
-	git(t, filepath.Dir(seed), "clone", "-q", f.origin, seed)
+	gittest.Run(t, filepath.Dir(seed), "clone", "-q", f.origin, seed)
 	data, err := os.ReadFile(filepath.Join(seed, promotion.RecordPath("checkout", "production")))
 	must(t, err)
 	p := filepath.Join(seed, promotion.RecordPath("ops", "production"))
 	must(t, os.MkdirAll(filepath.Dir(p), 0o755))
 	must(t, os.WriteFile(p, data, 0o644))
-	git(t, seed, "add", ".")
-	git(t, seed, "commit", "-q", "-m", "a copied record")
-	git(t, seed, "push", "-q", "origin", "main")
+	gittest.Run(t, seed, "add", ".")
+	gittest.Run(t, seed, "commit", "-q", "-m", "a copied record")
+	gittest.Run(t, seed, "push", "-q", "origin", "main")
 	tip := f.tip()
 	code, rep := f.flux(fluxBody(t, "ops", f.desired["checkout"], "ReconciliationSucceeded"))
 	if code != http.StatusInternalServerError || rep.Result != resultError || !strings.Contains(rep.Reason, "cannot be used") || f.tip() != tip {

@@ -17,6 +17,7 @@ import (
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -43,18 +44,18 @@ func newOCILab(t *testing.T, oci, sha256 bool, registry bool) *ociLab {
 	if sha256 {
 		format = "--object-format=sha256"
 	}
-	git(t, base, "init", "-q", "--bare", format, "-b", "main", origin)
-	git(t, base, "init", "-q", format, "-b", "main", seed)
-	git(t, seed, "remote", "add", "origin", origin)
+	gittest.Run(t, base, "init", "-q", "--bare", format, "-b", "main", origin)
+	gittest.Run(t, base, "init", "-q", format, "-b", "main", seed)
+	gittest.Run(t, seed, "remote", "add", "origin", origin)
 	lab := &ociLab{}
 	overlay := filepath.Join(seed, "apps", "checkout", "overlays", "production")
 	must(t, os.MkdirAll(overlay, 0o755))
 	for i, rev := range []*string{&lab.earlier, &lab.desired} {
 		must(t, os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte("images: [{name: x, digest: "+digest+"}]\n# "+
 			string(rune('a'+i))+"\n"), 0o644))
-		git(t, seed, "add", ".")
-		git(t, seed, "commit", "-q", "-m", "overlay")
-		*rev = git(t, seed, "rev-parse", "HEAD")
+		gittest.Run(t, seed, "add", ".")
+		gittest.Run(t, seed, "commit", "-q", "-m", "overlay")
+		*rev = gittest.Run(t, seed, "rev-parse", "HEAD")
 	}
 	rec := reconcilingOCI(t, oci, lab.desired)
 	y, err := rec.Marshal()
@@ -62,12 +63,12 @@ func newOCILab(t *testing.T, oci, sha256 bool, registry bool) *ociLab {
 	p := filepath.Join(seed, promotion.RecordPath("checkout", "production"))
 	must(t, os.MkdirAll(filepath.Dir(p), 0o755))
 	must(t, os.WriteFile(p, y, 0o644))
-	git(t, seed, "add", ".")
-	git(t, seed, "commit", "-q", "-m", "records")
-	lab.later = git(t, seed, "rev-parse", "HEAD")
-	git(t, seed, "push", "-q", "origin", "main")
+	gittest.Run(t, seed, "add", ".")
+	gittest.Run(t, seed, "commit", "-q", "-m", "records")
+	lab.later = gittest.Run(t, seed, "rev-parse", "HEAD")
+	gittest.Run(t, seed, "push", "-q", "origin", "main")
 	work := filepath.Join(base, "work")
-	git(t, base, "clone", "-q", origin, work)
+	gittest.Run(t, base, "clone", "-q", origin, work)
 	r, err := gitrepo.Open(context.Background(), work)
 	must(t, err)
 	r.Env = []string{"HOME=" + base, "GIT_CONFIG_NOSYSTEM=1"}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/internal/gittest"
 )
 
 // replica is a second notifier with its own clone of the same origin: what
@@ -18,7 +19,7 @@ func (f *fixture) replica(t *testing.T) *httptest.Server {
 	t.Helper()
 	base := t.TempDir()
 	work := filepath.Join(base, "work")
-	git(t, base, "clone", "-q", f.origin, work)
+	gittest.Run(t, base, "clone", "-q", f.origin, work)
 	r, err := gitrepo.Open(context.Background(), work)
 	must(t, err)
 	r.Env = []string{"HOME=" + base, "GIT_CONFIG_NOSYSTEM=1"}

@@ -17,13 +17,14 @@ import (
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/forge"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/internal/gittest"
 )
 
 func TestStartServesAndStops(t *testing.T) {
 	ctx := context.Background()
 	base := t.TempDir()
-	git(t, base, "init", "-q", "--bare", "-b", "main", "origin.git")
-	git(t, base, "clone", "-q", "origin.git", "work")
+	gittest.Run(t, base, "init", "-q", "--bare", "-b", "main", "origin.git")
+	gittest.Run(t, base, "clone", "-q", "origin.git", "work")
 	repo, err := gitops.OpenLocal(ctx, filepath.Join(base, "work"))
 	must(t, err)
 

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/internal/gittest"
 )
 
 // selfSigned writes a self-signed certificate for 127.0.0.1 with the serial
@@ -51,8 +52,8 @@ func selfSigned(t *testing.T, serial int64, certFile, keyFile string) *x509.Cert
 func TestStartTLS(t *testing.T) {
 	ctx := context.Background()
 	base := t.TempDir()
-	git(t, base, "init", "-q", "--bare", "-b", "main", "origin.git")
-	git(t, base, "clone", "-q", "origin.git", "work")
+	gittest.Run(t, base, "init", "-q", "--bare", "-b", "main", "origin.git")
+	gittest.Run(t, base, "clone", "-q", "origin.git", "work")
 	repo, err := gitops.OpenLocal(ctx, filepath.Join(base, "work"))
 	must(t, err)
 	certFile, keyFile := filepath.Join(base, "tls.crt"), filepath.Join(base, "tls.key")

@@ -11,6 +11,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -98,12 +99,12 @@ func TestArgoCDRenderUnchanged(t *testing.T) {
 func (f *fixture) sideCommit() string {
 	f.t.Helper()
 	dir := f.t.TempDir()
-	git(f.t, dir, "clone", "-q", f.origin, "w")
+	gittest.Run(f.t, dir, "clone", "-q", f.origin, "w")
 	w := dir + "/w"
-	git(f.t, w, "checkout", "-q", "-b", "side", f.desired["checkout"])
-	git(f.t, w, "commit", "-q", "--allow-empty", "-m", "side")
-	git(f.t, w, "push", "-q", "origin", "side")
-	return git(f.t, w, "rev-parse", "HEAD")
+	gittest.Run(f.t, w, "checkout", "-q", "-b", "side", f.desired["checkout"])
+	gittest.Run(f.t, w, "commit", "-q", "--allow-empty", "-m", "side")
+	gittest.Run(f.t, w, "push", "-q", "origin", "side")
+	return gittest.Run(f.t, w, "rev-parse", "HEAD")
 }
 
 // TestResyncArgoCD: the resync reads an Application's status as the

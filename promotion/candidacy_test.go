@@ -1,6 +1,7 @@
 package promotion
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ func candidacyRecord(t *testing.T) *Record {
 // TestVerifyByCandidacy: the first environment's record is VERIFIED by the
 // evidence recorded at its own candidacy, round trips, and moves on.
 func TestVerifyByCandidacy(t *testing.T) {
+	t.Parallel()
 	r := candidacyRecord(t)
 	must(t, r.VerifyByCandidacy(t0.Add(time.Minute), "throughline promote verify"))
 	if !r.VerifiedIn.IsCandidacy() || r.VerifiedIn.Environment != "dev" {
@@ -41,28 +43,38 @@ func TestVerifyByCandidacy(t *testing.T) {
 // TestCandidacyRefusals: candidacy verifies only the record where the
 // artifact entered the chain, and cites no other environment's evidence.
 func TestCandidacyRefusals(t *testing.T) {
-	if err := candidate(t).VerifyByCandidacy(t0, "x"); err == nil || !strings.Contains(err.Error(), "candidacy") {
+	t.Parallel()
+	record := errorLines(t, "testdata/candidacy-refusals.golden", 5)
+	err := candidate(t).VerifyByCandidacy(t0, "x")
+	if te := (*TransitionError)(nil); !errors.As(err, &te) || te.From != Candidate || te.To != Verified {
 		t.Fatalf("a record without evidence was verified by candidacy: %v", err)
 	}
+	record("no evidence", err)
 	r := candidacyRecord(t)
 	must(t, r.VerifyByCandidacy(t0.Add(time.Minute), "x"))
 	good, err := r.Marshal()
 	must(t, err)
 	otherAttempt := AttemptKey{App: "checkout", Digest: digest, Environment: "staging", Attempt: 1}.ID()
-	for _, tc := range []struct{ name, from, to, want string }{
-		{"evidence of another attempt", "candidacy: " + r.PromotionID, "candidacy: " + otherAttempt, "does not name this attempt"},
-		{"cites runtime evidence", "  kind: candidacy\n", "  kind: candidacy\n  runtimeEvidence: evidence/dev/checkout/x.json\n", "runtimeEvidence"},
-		{"another environment", "  kind: candidacy\n  environment: dev\n", "  kind: candidacy\n  environment: staging\n", "verifiedIn"},
-		{"unknown kind", "  kind: candidacy\n", "  kind: self\n", "kind"},
+	// field is the *RecordError's; "" for the schema's refusals, whose
+	// message names the JSON pointer (in the golden file).
+	for _, tc := range []struct{ name, from, to, field string }{
+		{"evidence of another attempt", "candidacy: " + r.PromotionID, "candidacy: " + otherAttempt, "verifiedIn.kind"},
+		{"cites runtime evidence", "  kind: candidacy\n", "  kind: candidacy\n  runtimeEvidence: evidence/dev/checkout/x.json\n", ""},
+		{"another environment", "  kind: candidacy\n  environment: dev\n", "  kind: candidacy\n  environment: staging\n", "verifiedIn.environment"},
+		{"unknown kind", "  kind: candidacy\n", "  kind: self\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			data := strings.Replace(string(good), tc.from, tc.to, 1)
 			if data == string(good) {
 				t.Fatalf("the test's edit %q did not apply to:\n%s", tc.from, good)
 			}
-			if _, err := Parse("promotion/checkout/dev.yaml", []byte(data)); err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %v, want an error naming %q", err, tc.want)
+			_, err := Parse("promotion/checkout/dev.yaml", []byte(data))
+			var re *RecordError
+			if !errors.As(err, &re) || re.File != "promotion/checkout/dev.yaml" || re.Field != tc.field {
+				t.Fatalf("got %v, want a *RecordError of the file naming field %q", err, tc.field)
 			}
+			record(tc.name, err)
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package promotion
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -24,50 +25,54 @@ func approved(t *testing.T, v VerifiedIn) *Record {
 }
 
 func TestOCIRevisions(t *testing.T) {
+	t.Parallel()
 	at := t0.Add(3 * time.Minute)
 	ev := "evidence/production/checkout/x.json"
 	ociStaging := VerifiedIn{Environment: "staging", DesiredRevision: ociA, ObservedRevision: ociA, RenderedHash: hashB,
 		RuntimeEvidence: "evidence/staging/checkout/x.json"}
 	tests := []struct {
-		name string
-		v    VerifiedIn // zero: evidence()
-		step func(r *Record) error
-		want string // "": accepted; else the refusal names it
+		name  string
+		v     VerifiedIn // zero: evidence()
+		step  func(t *testing.T, r *Record) error
+		to    State  // "": accepted; else the transition refused
+		field string // the *RecordError's field, when the record it would make was refused
 	}{
-		{"oci desired and observed", VerifiedIn{}, func(r *Record) error {
+		{"oci desired and observed", VerifiedIn{}, func(t *testing.T, r *Record) error {
 			must(t, r.ReconcileOCI(ociA, rev1, at, "ci"))
 			return r.Accept(ociA, ev, at, "notifier")
-		}, ""},
-		{"oci verified in staging", ociStaging, func(*Record) error { return nil }, ""},
-		{"sha256 git commit, later commit observed", VerifiedIn{}, func(r *Record) error {
+		}, "", ""},
+		{"oci verified in staging", ociStaging, func(*testing.T, *Record) error { return nil }, "", ""},
+		{"sha256 git commit, later commit observed", VerifiedIn{}, func(t *testing.T, r *Record) error {
 			must(t, r.Reconcile(sha256Rev, at, "ci"))
 			return r.Accept(sha256Rv2, ev, at, "notifier")
-		}, ""},
-		{"tag without digest", VerifiedIn{}, func(r *Record) error { return r.ReconcileOCI("production", rev1, at, "ci") }, "not an OCI manifest digest"},
-		{"tag@digest is not a revision", VerifiedIn{}, func(r *Record) error { return r.ReconcileOCI("production@"+ociA, rev1, at, "ci") },
-			"not an OCI manifest digest"},
-		{"oci desired without its commit", VerifiedIn{}, func(r *Record) error { return r.ReconcileOCI(ociA, "", at, "ci") }, "desiredCommit"},
-		{"oci revision observed for a git desired commit", VerifiedIn{}, func(r *Record) error {
+		}, "", ""},
+		{"tag without digest", VerifiedIn{}, func(t *testing.T, r *Record) error { return r.ReconcileOCI("production", rev1, at, "ci") }, Reconciling, ""},
+		{"tag@digest is not a revision", VerifiedIn{}, func(t *testing.T, r *Record) error { return r.ReconcileOCI("production@"+ociA, rev1, at, "ci") },
+			Reconciling, ""},
+		{"oci desired without its commit", VerifiedIn{}, func(t *testing.T, r *Record) error { return r.ReconcileOCI(ociA, "", at, "ci") }, Reconciling, ""},
+		{"oci revision observed for a git desired commit", VerifiedIn{}, func(t *testing.T, r *Record) error {
 			must(t, r.Reconcile(rev1, at, "ci"))
 			return r.Accept(ociA, ev, at, "notifier")
-		}, "accepted.observedRevision"},
-		{"git sha-256 commit observed for an oci desired digest", VerifiedIn{}, func(r *Record) error {
+		}, Accepted, "accepted.observedRevision"},
+		{"git sha-256 commit observed for an oci desired digest", VerifiedIn{}, func(t *testing.T, r *Record) error {
 			must(t, r.ReconcileOCI(ociA, rev1, at, "ci"))
 			return r.Accept(strings.TrimPrefix(ociA, "sha256:"), ev, at, "notifier")
-		}, "accepted.observedRevision"},
-		{"digest of another artifact observed", VerifiedIn{}, func(r *Record) error {
+		}, Accepted, "accepted.observedRevision"},
+		{"digest of another artifact observed", VerifiedIn{}, func(t *testing.T, r *Record) error {
 			must(t, r.ReconcileOCI(ociA, rev1, at, "ci"))
 			return r.Accept(ociB, ev, at, "notifier")
-		}, "another digest is another artifact"},
-		{"verified in staging with another artifact", VerifiedIn{}, func(r *Record) error {
+		}, Accepted, "accepted.observedRevision"},
+		{"verified in staging with another artifact", VerifiedIn{}, func(t *testing.T, r *Record) error {
 			return r.Verify(VerifiedIn{Environment: "staging", DesiredRevision: ociA, ObservedRevision: ociB, RenderedHash: hashB, RuntimeEvidence: "e"}, at, "n")
-		}, "verifiedIn.observedRevision"},
-		{"verified in staging, kinds mixed", VerifiedIn{}, func(r *Record) error {
+		}, Verified, "verifiedIn.observedRevision"},
+		{"verified in staging, kinds mixed", VerifiedIn{}, func(t *testing.T, r *Record) error {
 			return r.Verify(VerifiedIn{Environment: "staging", DesiredRevision: ociA, ObservedRevision: rev2, RenderedHash: hashB, RuntimeEvidence: "e"}, at, "n")
-		}, "verifiedIn.observedRevision"},
+		}, Verified, "verifiedIn.observedRevision"},
 	}
+	record := errorLines(t, "testdata/oci-revisions.golden", 8)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			v := tt.v
 			if v.Environment == "" {
 				v = evidence()
@@ -78,8 +83,8 @@ func TestOCIRevisions(t *testing.T) {
 			} else {
 				r = approved(t, v)
 			}
-			err := tt.step(r)
-			if tt.want == "" {
+			err := tt.step(t, r)
+			if tt.to == "" {
 				must(t, err)
 				data, err := r.Marshal()
 				must(t, err)
@@ -88,36 +93,48 @@ func TestOCIRevisions(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("got %v, want a refusal naming %q", err, tt.want)
+			var te *TransitionError
+			if !errors.As(err, &te) || te.To != tt.to {
+				t.Fatalf("got %v, want the transition to %s refused", err, tt.to)
 			}
+			if re := te.Record; re != nil && (re.Field != tt.field || re.File != "promotion/checkout/production.yaml") || re == nil && tt.field != "" {
+				t.Fatalf("got %v, want a refusal of the record's field %q", err, tt.field)
+			}
+			record(tt.name, err)
 		})
 	}
 }
 
 func TestParseOCIRecordAttacks(t *testing.T) {
+	t.Parallel()
 	r := approved(t, evidence())
 	must(t, r.ReconcileOCI(ociA, rev1, t0.Add(3*time.Minute), "ci"))
 	must(t, r.Accept(ociA, "evidence/production/checkout/x.json", t0.Add(4*time.Minute), "notifier"))
 	data, err := r.Marshal()
 	must(t, err)
 	good := string(data)
-	for _, tc := range []struct{ name, data, want string }{
+	record := errorLines(t, "testdata/oci-record-attacks.golden", 5)
+	// field is the *RecordError's; "" for the schema's refusals, whose
+	// message names the JSON pointer (in the golden file).
+	for _, tc := range []struct{ name, data, field string }{
 		{"desiredCommit removed", strings.Replace(good, "  desiredCommit: "+rev1+"\n", "", 1), "reconciling.desiredCommit"},
 		{"observed another artifact", strings.Replace(good, "observedRevision: "+ociA, "observedRevision: "+ociB, 1), "accepted.observedRevision"},
-		{"observed a tag", strings.Replace(good, "observedRevision: "+ociA, "observedRevision: production", 1), "observedRevision"},
-		{"observed tag@digest", strings.Replace(good, "observedRevision: "+ociA, "observedRevision: production@"+ociA, 1), "observedRevision"},
+		{"observed a tag", strings.Replace(good, "observedRevision: "+ociA, "observedRevision: production", 1), ""},
+		{"observed tag@digest", strings.Replace(good, "observedRevision: "+ociA, "observedRevision: production@"+ociA, 1), ""},
 		{"desiredCommit on a git record", strings.Replace(strings.Replace(good, "observedRevision: "+ociA, "observedRevision: "+rev1, 1),
 			"desiredRevision: "+ociA, "desiredRevision: "+rev1, 1), "reconciling.desiredCommit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			if tc.data == good {
 				t.Fatal("the attack did not change the record")
 			}
 			_, err := Parse("promotion/checkout/production.yaml", []byte(tc.data))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %v, want an error naming %q", err, tc.want)
+			var re *RecordError
+			if !errors.As(err, &re) || re.File != "promotion/checkout/production.yaml" || re.Field != tc.field {
+				t.Fatalf("got %v, want a *RecordError of the file naming field %q", err, tc.field)
 			}
+			record(tc.name, err)
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package promotion
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,24 +21,29 @@ approvals:
 `
 
 // TestParsePolicyApproval: the policy approval file is written by pull
-// requests; each way it can be wrong is refused naming the field.
+// requests; each way it can be wrong is refused as a *RecordError naming
+// the file; the field it names is in each message (the golden file).
 func TestParsePolicyApproval(t *testing.T) {
+	t.Parallel()
 	file := PolicyApprovalPath("production")
+	record := errorLines(t, "testdata/policy-approval-errors.golden", 9)
 	for _, tc := range []struct {
-		name, file, edit, want string
+		name, file, edit string
+		bad              bool
 	}{
-		{"good", file, "", ""},
-		{"another environment's file", PolicyApprovalPath("staging"), "", "another environment's"},
-		{"unknown field", file, "extra: 1\n", "unknown field"},
-		{"two documents", file, "---\nkind: x\n", "exactly one YAML document"},
-		{"approval of another change", file, "inputHash: sha256:aaaa=>inputHash: sha256:bbbb", "the document's change is"},
-		{"no approver", file, "approver: alice@example.com=>approver: ' '", "approver: required"},
-		{"expiry before approval", file, "expiresAt: 2026-12-07=>expiresAt: 2026-12-05", "is not after approvedAt"},
-		{"kind", file, "kind: PolicyApproval=>kind: Record", "kind:"},
-		{"change not a hash", file, "change: sha256:aaaa=>change: sha256:zzzz", "change:"},
-		{"approves twice", file, "approvals:\n=>approvals:\n  - approver: alice@example.com\n    inputHash: sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n    approvedAt: 2026-12-06T08:00:00Z\n    expiresAt: 2026-12-07T08:00:00Z\n", "approves twice"},
+		{"good", file, "", false},
+		{"another environment's file", PolicyApprovalPath("staging"), "", true},
+		{"unknown field", file, "extra: 1\n", true},
+		{"two documents", file, "---\nkind: x\n", true},
+		{"approval of another change", file, "inputHash: sha256:aaaa=>inputHash: sha256:bbbb", true},
+		{"no approver", file, "approver: alice@example.com=>approver: ' '", true},
+		{"expiry before approval", file, "expiresAt: 2026-12-07=>expiresAt: 2026-12-05", true},
+		{"kind", file, "kind: PolicyApproval=>kind: Record", true},
+		{"change not a hash", file, "change: sha256:aaaa=>change: sha256:zzzz", true},
+		{"approves twice", file, "approvals:\n=>approvals:\n  - approver: alice@example.com\n    inputHash: sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n    approvedAt: 2026-12-06T08:00:00Z\n    expiresAt: 2026-12-07T08:00:00Z\n", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			data := goodApproval
 			if old, repl, ok := strings.Cut(tc.edit, "=>"); ok {
 				data = strings.Replace(data, old, repl, 1)
@@ -45,7 +51,7 @@ func TestParsePolicyApproval(t *testing.T) {
 				data += tc.edit
 			}
 			p, err := ParsePolicyApproval(tc.file, []byte(data))
-			if tc.want == "" {
+			if !tc.bad {
 				if err != nil || len(p.Approvals) != 1 || !p.Approvals[0].ExpiresAt.Equal(time.Date(2026, 12, 7, 8, 0, 0, 0, time.UTC)) {
 					t.Fatalf("%+v, %v", p, err)
 				}
@@ -58,9 +64,11 @@ func TestParsePolicyApproval(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.file) {
-				t.Fatalf("error %v, want %q naming %s", err, tc.want, tc.file)
+			var re *RecordError
+			if !errors.As(err, &re) || re.File != tc.file {
+				t.Fatalf("error %v, want a *RecordError naming %s", err, tc.file)
 			}
+			record(tc.name, err)
 		})
 	}
 }
@@ -87,12 +95,13 @@ func FuzzParsePolicyApproval(f *testing.F) {
 	})
 }
 
-// TestPolicyApprovalAliasBomb: an approvals file is written by the pull
-// request the gate judges; a billion-laughs document under the size limit
-// is refused as invalid, naming the aliasing, never expanded.
-func TestPolicyApprovalAliasBomb(t *testing.T) {
+// aliasBomb is a billion-laughs YAML document: header (whole lines), then
+// 12 levels of anchors, each aliasing the one before ten times (10^12 x's
+// once expanded, under 1 KiB as text).
+func aliasBomb(header string) string {
 	var b strings.Builder
-	b.WriteString("apiVersion: throughline.dev/v1alpha1\nkind: PolicyApproval\nenvironment: production\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
+	b.WriteString(header)
+	b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
 	for i := 1; i < 12; i++ {
 		fmt.Fprintf(&b, "a%d: &a%d [", i, i)
 		for j := range 10 {
@@ -103,8 +112,21 @@ func TestPolicyApprovalAliasBomb(t *testing.T) {
 		}
 		b.WriteString("]\n")
 	}
-	_, err := ParsePolicyApproval(PolicyApprovalPath("production"), []byte(b.String()))
-	if err == nil || !strings.Contains(err.Error(), "alias") || !strings.Contains(err.Error(), PolicyApprovalPath("production")) {
-		t.Fatalf("want an error naming the file and the aliasing, got %v", err)
+	return b.String()
+}
+
+// TestPolicyApprovalAliasBomb: an approvals file is written by the pull
+// request the gate judges; a billion-laughs document under the size limit
+// is refused as invalid, naming the file (typed) and the aliasing (the
+// golden file), never expanded.
+func TestPolicyApprovalAliasBomb(t *testing.T) {
+	t.Parallel()
+	record := errorLines(t, "testdata/policy-approval-alias-bomb.golden", 1)
+	bomb := aliasBomb("apiVersion: throughline.dev/v1alpha1\nkind: PolicyApproval\nenvironment: production\n")
+	_, err := ParsePolicyApproval(PolicyApprovalPath("production"), []byte(bomb))
+	var re *RecordError
+	if !errors.As(err, &re) || re.File != PolicyApprovalPath("production") {
+		t.Fatalf("want a *RecordError naming the file, got %v", err)
 	}
+	record("alias bomb", err)
 }

@@ -22,6 +22,7 @@ func prior() PriorAcceptance {
 }
 
 func TestPriorAcceptanceVerifiesARollback(t *testing.T) {
+	t.Parallel()
 	r := rollbackCandidate(t)
 	must(t, r.VerifyByPriorAcceptance(prior(), rev1, rev1, hashA, t0, "throughline rollback"))
 	must(t, r.Approve("alice", r.InputFor("v0.1.0"), t0.Add(24*time.Hour), t0.Add(time.Minute)))
@@ -44,6 +45,7 @@ func TestPriorAcceptanceVerifiesARollback(t *testing.T) {
 // A record written before verification kinds existed has no kind and
 // still parses, as kind environment.
 func TestOldStyleRecordStillParses(t *testing.T) {
+	t.Parallel()
 	r := accepted(t)
 	data, err := r.Marshal()
 	must(t, err)
@@ -63,9 +65,11 @@ func TestOldStyleRecordStillParses(t *testing.T) {
 }
 
 func TestPriorAcceptanceRefused(t *testing.T) {
+	t.Parallel()
 	otherDigest := AttemptKey{App: "checkout", Digest: digest2, Environment: "production", Attempt: 1}.ID()
 	otherEnv := AttemptKey{App: "checkout", Digest: digest, Environment: "staging", Attempt: 1}.ID()
 	later := AttemptKey{App: "checkout", Digest: digest, Environment: "production", Attempt: 3}.ID()
+	record := errorLines(t, "testdata/prior-acceptance-refused.golden", 8)
 	for name, tc := range map[string]struct {
 		edit  func(p *PriorAcceptance)
 		field string
@@ -84,14 +88,16 @@ func TestPriorAcceptanceRefused(t *testing.T) {
 		"attempt with leading zero": {func(p *PriorAcceptance) { p.PromotionID = strings.TrimSuffix(p.PromotionID, "1") + "01" }, "priorAcceptance.promotionId"},
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			r := rollbackCandidate(t)
 			p := prior()
 			tc.edit(&p)
 			err := r.VerifyByPriorAcceptance(p, rev1, rev1, hashA, t0, "x")
 			var te *TransitionError
-			if !errors.As(err, &te) || !strings.Contains(err.Error(), tc.field) {
-				t.Fatalf("want a refusal naming %s, got %v", tc.field, err)
+			if !errors.As(err, &te) || te.To != Verified || te.Record == nil || te.Record.Field != "verifiedIn."+tc.field {
+				t.Fatalf("want a refusal naming verifiedIn.%s, got %v", tc.field, err)
 			}
+			record(name, err)
 			if r.State != Candidate || r.VerifiedIn != nil {
 				t.Fatalf("a refused verification changed the record: %s %+v", r.State, r.VerifiedIn)
 			}
@@ -101,32 +107,40 @@ func TestPriorAcceptanceRefused(t *testing.T) {
 	r := rollbackCandidate(t)
 	ev := evidence()
 	ev.Environment = "production"
-	if err := r.Verify(ev, t0, "x"); err == nil || !strings.Contains(err.Error(), "another environment") {
+	err := r.Verify(ev, t0, "x")
+	var te *TransitionError
+	if !errors.As(err, &te) || te.Record == nil || te.Record.Field != "verifiedIn.environment" {
 		t.Fatalf("same-environment evidence without kind prior-acceptance: %v", err)
 	}
+	record("same environment without kind prior-acceptance", err)
 	// A prior acceptance naming another environment.
 	r = rollbackCandidate(t)
 	p := prior()
-	err := r.Verify(VerifiedIn{Kind: KindPriorAcceptance, Environment: "staging", DesiredRevision: rev1, ObservedRevision: rev1, RenderedHash: hashA, RuntimeEvidence: p.Evidence, PriorAcceptance: &p}, t0, "x")
-	if err == nil || !strings.Contains(err.Error(), "own") {
+	err = r.Verify(VerifiedIn{Kind: KindPriorAcceptance, Environment: "staging", DesiredRevision: rev1, ObservedRevision: rev1, RenderedHash: hashA, RuntimeEvidence: p.Evidence, PriorAcceptance: &p}, t0, "x")
+	if !errors.As(err, &te) || te.Record == nil || te.Record.Field != "verifiedIn.environment" {
 		t.Fatalf("prior acceptance of another environment: %v", err)
 	}
+	record("prior acceptance of another environment", err)
 }
 
 // The schema and Validate agree on the shape: kind prior-acceptance needs
 // priorAcceptance, any other kind must not carry one, unknown kinds and
 // fields are refused.
 func TestPriorAcceptanceSchema(t *testing.T) {
+	t.Parallel()
 	r := rollbackCandidate(t)
 	must(t, r.VerifyByPriorAcceptance(prior(), rev1, rev1, hashA, t0, "throughline rollback"))
 	data, err := r.Marshal()
 	must(t, err)
 	good := string(data)
-	for name, tc := range map[string]struct{ from, to, want string }{
-		"no priorAcceptance": {"  priorAcceptance:\n", "  unused:\n", "priorAcceptance"},
-		"unknown kind":       {"kind: prior-acceptance", "kind: trust-me", "kind"},
-		"environment kind with a prior acceptance": {"kind: prior-acceptance", "kind: environment", "priorAcceptance"},
-		"unknown field": {"    commit: ", "    signedBy: x\n    commit: ", "signedBy"},
+	record := errorLines(t, "testdata/prior-acceptance-schema.golden", 4)
+	// The schema refuses each: a *RecordError of the file whose message
+	// names the JSON pointer (in the golden file).
+	for name, tc := range map[string]struct{ from, to string }{
+		"no priorAcceptance": {"  priorAcceptance:\n", "  unused:\n"},
+		"unknown kind":       {"kind: prior-acceptance", "kind: trust-me"},
+		"environment kind with a prior acceptance": {"kind: prior-acceptance", "kind: environment"},
+		"unknown field": {"    commit: ", "    signedBy: x\n    commit: "},
 	} {
 		bad := strings.Replace(good, tc.from, tc.to, 1)
 		if bad == good {
@@ -134,8 +148,9 @@ func TestPriorAcceptanceSchema(t *testing.T) {
 		}
 		_, err := Parse("promotion/checkout/production.yaml", []byte(bad))
 		var re *RecordError
-		if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: want a record error naming %s, got %v", name, tc.want, err)
+		if !errors.As(err, &re) || re.File != "promotion/checkout/production.yaml" {
+			t.Errorf("%s: want a record error of the file, got %v", name, err)
 		}
+		record(name, err)
 	}
 }

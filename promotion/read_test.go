@@ -3,65 +3,57 @@ package promotion
 import (
 	"context"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/internal/gittest"
 )
 
 // commitFiles makes a Git repository in a temporary directory whose one
 // commit holds files, and opens it.
 func commitFiles(t *testing.T, files map[string]string) *gitops.Repo {
 	t.Helper()
-	dir := t.TempDir()
-	run := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x",
-			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, out)
-		}
-	}
-	run("init", "-q", "-b", "main")
-	for p, s := range files {
-		abs := filepath.Join(dir, filepath.FromSlash(p))
-		must(t, os.MkdirAll(filepath.Dir(abs), 0o755))
-		must(t, os.WriteFile(abs, []byte(s), 0o644))
-	}
-	run("add", ".")
-	run("commit", "-q", "--allow-empty", "-m", "files")
+	dir, _ := gittest.New(t, files)
 	r, err := gitops.OpenLocal(context.Background(), dir)
 	must(t, err)
 	return r
 }
 
 func TestReadRecord(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	data, err := accepted(t).Marshal()
 	must(t, err)
 	good := string(data)
+	record := errorLines(t, "testdata/readrecord-errors.golden", 3)
 	for _, tc := range []struct {
 		name, file, body, app, env string
 		code                       int
-		want                       string // in the error
 	}{
-		{"found", "promotion/checkout/production.yaml", good, "checkout", "production", exitcode.OK, ""},
-		{"absent", "promotion/checkout/staging.yaml", good, "checkout", "production", exitcode.OK, ""},
-		{"another environment's path", "promotion/checkout/staging.yaml", good, "checkout", "staging", exitcode.Invalid, `names app "checkout" environment "production"`},
-		{"another app's path", "promotion/payments/production.yaml", good, "payments", "production", exitcode.Invalid, "lives at the path of payments/production"},
-		{"does not parse", "promotion/checkout/production.yaml", "schemaVersion: [\n", "checkout", "production", exitcode.Invalid, "promotion record promotion/checkout/production.yaml"},
+		{"found", "promotion/checkout/production.yaml", good, "checkout", "production", exitcode.OK},
+		{"absent", "promotion/checkout/staging.yaml", good, "checkout", "production", exitcode.OK},
+		{"another environment's path", "promotion/checkout/staging.yaml", good, "checkout", "staging", exitcode.Invalid},
+		{"another app's path", "promotion/payments/production.yaml", good, "payments", "production", exitcode.Invalid},
+		{"does not parse", "promotion/checkout/production.yaml", "schemaVersion: [\n", "checkout", "production", exitcode.Invalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r := commitFiles(t, map[string]string{tc.file: tc.body})
 			rec, err := ReadRecord(ctx, r, "main", tc.app, tc.env)
-			if exitcode.Code(err) != tc.code || (tc.want != "" && !strings.Contains(err.Error(), tc.want)) {
-				t.Fatalf("%v (exit %d), want exit %d saying %q", err, exitcode.Code(err), tc.code, tc.want)
+			if exitcode.Code(err) != tc.code {
+				t.Fatalf("%v (exit %d), want exit %d", err, exitcode.Code(err), tc.code)
+			}
+			if tc.code != exitcode.OK {
+				// The error names the file of the path read: the mismatch
+				// (its app and environment in the golden file), or the parse.
+				var ii *exitcode.InvalidInput
+				var re *RecordError
+				named := errors.As(err, &ii) && ii.File == tc.file || errors.As(err, &re) && re.File == tc.file
+				if !named {
+					t.Fatalf("%v: does not name %s", err, tc.file)
+				}
+				record(tc.name, err)
 			}
 			switch {
 			case tc.name == "found" && (rec == nil || rec.App != "checkout" || rec.State != Accepted):
@@ -78,6 +70,7 @@ func TestReadRecord(t *testing.T) {
 }
 
 func TestReadPolicy(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p, err := ReadPolicy(ctx, commitFiles(t, nil), "main")
 	if err != nil || p != nil || p.Cluster("production") != "production" {
@@ -89,7 +82,8 @@ func TestReadPolicy(t *testing.T) {
 		t.Fatalf("present: %+v %v", p, err)
 	}
 	_, err = ReadPolicy(ctx, commitFiles(t, map[string]string{PolicyFile: "apiVersion: throughline.dev/v1alpha1\nkind: PromotionPolicy\nbogus: 1\n"}), "main")
-	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), PolicyFile) {
+	var re *RecordError
+	if exitcode.Code(err) != exitcode.Invalid || !errors.As(err, &re) || re.File != PolicyFile {
 		t.Fatalf("unknown field: %v", err)
 	}
 }

@@ -57,6 +57,7 @@ func must(t *testing.T, err error) {
 }
 
 func TestRoundTripEveryState(t *testing.T) {
+	t.Parallel()
 	r := accepted(t)
 	data, err := r.Marshal()
 	must(t, err)
@@ -73,6 +74,7 @@ func TestRoundTripEveryState(t *testing.T) {
 }
 
 func TestStateMachine(t *testing.T) {
+	t.Parallel()
 	r := candidate(t)
 	// No skipped state.
 	if err := r.Approve("alice", r.InputFor("v0.1.0"), t0.Add(time.Hour), t0); err == nil {
@@ -126,6 +128,7 @@ func TestStateMachine(t *testing.T) {
 }
 
 func TestCanTransition(t *testing.T) {
+	t.Parallel()
 	all := []State{Candidate, Verified, Approved, Reconciling, Accepted, Halted, Rejected}
 	legal := map[[2]State]bool{
 		{Candidate, Verified}: true, {Verified, Approved}: true, {Approved, Reconciling}: true, {Reconciling, Accepted}: true,
@@ -141,36 +144,42 @@ func TestCanTransition(t *testing.T) {
 }
 
 // TestParseBadInput: each a hand-edited record the parser must refuse,
-// naming the field.
+// naming the file and the field (Validate's field, or the JSON pointer in
+// the schema's message: the golden file holds every message).
 func TestParseBadInput(t *testing.T) {
+	t.Parallel()
 	good, err := accepted(t).Marshal()
 	must(t, err)
 	cand, err := candidate(t).Marshal()
 	must(t, err)
-	for _, tc := range []struct {
-		name, data, want string
+	cases := []struct {
+		name, data, field string
 	}{
-		{"illegal state jump", strings.Replace(string(cand), "\nstate: CANDIDATE\n", "\nstate: APPROVED\n", 1), "approval"},
-		{"illegal jump in history", strings.Replace(string(good), "- state: VERIFIED\n", "- state: RECONCILING\n", 1), "illegal transition"},
-		{"bad digest", strings.Replace(string(good), "digest: "+digest, "digest: sha256:ABC", 1), "/artifact/digest"},
-		{"missing field", strings.Replace(string(good), "  sourceCommit: "+rev1+"\n", "", 1), "sourceCommit"},
-		{"future schemaVersion", strings.Replace(string(good), "schemaVersion: promotion/v1", "schemaVersion: promotion/v2", 1), "unsupported schemaVersion"},
-		{"unknown field", string(good) + "extra: 1\n", "extra"},
-		{"two documents", string(good) + "---\n" + string(good), "one YAML document"},
-		{"state not history", strings.Replace(string(good), "\nstate: ACCEPTED\n", "\nstate: RECONCILING\n", 1), "history ends in ACCEPTED"},
+		{"illegal state jump", strings.Replace(string(cand), "\nstate: CANDIDATE\n", "\nstate: APPROVED\n", 1), ""},
+		{"illegal jump in history", strings.Replace(string(good), "- state: VERIFIED\n", "- state: RECONCILING\n", 1), "history[1].state"},
+		{"bad digest", strings.Replace(string(good), "digest: "+digest, "digest: sha256:ABC", 1), ""},
+		{"missing field", strings.Replace(string(good), "  sourceCommit: "+rev1+"\n", "", 1), ""},
+		{"future schemaVersion", strings.Replace(string(good), "schemaVersion: promotion/v1", "schemaVersion: promotion/v2", 1), "schemaVersion"},
+		{"unknown field", string(good) + "extra: 1\n", ""},
+		{"two documents", string(good) + "---\n" + string(good), ""},
+		{"state not history", strings.Replace(string(good), "\nstate: ACCEPTED\n", "\nstate: RECONCILING\n", 1), "state"},
 		{"promotionId mismatch", strings.Replace(string(good), "attempt: 1", "attempt: 2", 1), "promotionId"},
-		{"empty", "", "empty"},
-		{"not yaml", "{", "not YAML"},
-	} {
+		{"empty", "", ""},
+		{"not yaml", "{", ""},
+	}
+	record := errorLines(t, "testdata/parse-bad-input.golden", len(cases))
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := Parse("promotion/checkout/production.yaml", []byte(tc.data))
 			var re *RecordError
 			if !errors.As(err, &re) {
 				t.Fatalf("got %v, want a *RecordError", err)
 			}
-			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "promotion/checkout/production.yaml") {
-				t.Fatalf("error %q does not name %q and the file", err, tc.want)
+			if re.File != "promotion/checkout/production.yaml" || re.Field != tc.field {
+				t.Fatalf("error %q names file %q field %q, want the file and field %q", err, re.File, re.Field, tc.field)
 			}
+			record(tc.name, err)
 		})
 	}
 	_, err = Parse("f", []byte(strings.Replace(string(good), "schemaVersion: promotion/v1", "schemaVersion: promotion/v2", 1)))
@@ -180,6 +189,7 @@ func TestParseBadInput(t *testing.T) {
 }
 
 func TestMarshalRefusesInvalid(t *testing.T) {
+	t.Parallel()
 	r := candidate(t)
 	r.State = Verified // without evidence
 	if _, err := r.Marshal(); err == nil {
@@ -188,6 +198,7 @@ func TestMarshalRefusesInvalid(t *testing.T) {
 }
 
 func TestAttemptKey(t *testing.T) {
+	t.Parallel()
 	r := candidate(t)
 	k := r.Key()
 	if k.ID() != "checkout-production-abababababab-1" || r.PromotionID != k.ID() {
@@ -233,6 +244,7 @@ func TestAttemptKey(t *testing.T) {
 }
 
 func TestApprovalHash(t *testing.T) {
+	t.Parallel()
 	r := candidate(t)
 	must(t, r.Verify(evidence(), t0, "x"))
 	exp := t0.Add(time.Hour)
@@ -283,6 +295,7 @@ func obj(apiVersion, kind, ns, name string, spec map[string]any) render.Object {
 }
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	deploy := func(ns, image string, replicas int, cpu string, secret string) render.Object {
 		return obj("apps/v1", "Deployment", ns, "checkout", map[string]any{
 			"replicas": replicas,
@@ -358,6 +371,7 @@ func FuzzParse(f *testing.F) {
 // TestExampleRecords: every record under examples/ parses, and the staging
 // record's hashes are the example's own.
 func TestExampleRecords(t *testing.T) {
+	t.Parallel()
 	root := "../examples/gitops-env"
 	for _, f := range []string{"promotion/checkout/staging.yaml"} {
 		data, err := os.ReadFile(filepath.Join(root, f))

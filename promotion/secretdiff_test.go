@@ -23,6 +23,7 @@ func decode(t *testing.T, doc string) []render.Object {
 // one in another object is a short hash in the Change, its String and its
 // JSON: the old and new values appear nowhere.
 func TestClassifyNeverShowsSecretValues(t *testing.T) {
+	t.Parallel()
 	const oldV, newV = "hunter2-plaintext", "NEWSECRET-plaintext"
 	b64 := "aHVudGVyMi1wbGFpbnRleHQ=" // hunter2-plaintext
 	nb64 := "TkVXU0VDUkVULXBsYWludGV4dA=="

@@ -27,11 +27,16 @@ func CanTransition(from, to State) bool {
 	return next[from] == to
 }
 
-// TransitionError is a transition the state machine refuses.
+// TransitionError is a transition the state machine refuses. Record is
+// the refusal of the record the transition would make, when that is why
+// (Reason is then its message). It is deliberately not unwrapped: callers
+// tell a refused transition from a record that cannot be used (the
+// notifier answers them differently).
 type TransitionError struct {
 	ID       string
 	From, To State
 	Reason   string
+	Record   *RecordError
 }
 
 func (e *TransitionError) Error() string {
@@ -66,7 +71,9 @@ func (r *Record) advance(to State, at time.Time, by, reason string, set func()) 
 	}
 	if err := r.Validate(); err != nil {
 		*r = *c
-		return &TransitionError{ID: r.PromotionID, From: c.State, To: to, Reason: err.Error()}
+		te := &TransitionError{ID: r.PromotionID, From: c.State, To: to, Reason: err.Error()}
+		errors.As(err, &te.Record)
+		return te
 	}
 	return nil
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/throughline-dev/throughline/breakglass"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
@@ -360,12 +361,15 @@ func cluster(env string) string {
 	return "dev-eu-1"
 }
 
+// git runs git in gittest's environment with the story's author and the
+// time of its current moment: a local exec, not gittest.Run, because every
+// commit id of the story (in the web view's golden pages) depends on both.
 func (r *Repo) git(args ...string) string {
 	r.t.Helper()
 	date := T0.Add(time.Duration(r.tick) * 10 * time.Minute).Format(time.RFC3339)
 	cmd := exec.Command("git", args...)
 	cmd.Dir = r.Dir
-	cmd.Env = append(os.Environ(), "HOME="+r.Dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=throughline", "GIT_AUTHOR_EMAIL=throughline@example.invalid",
+	cmd.Env = gittest.Env(r.Dir, "GIT_AUTHOR_NAME=throughline", "GIT_AUTHOR_EMAIL=throughline@example.invalid",
 		"GIT_COMMITTER_NAME=throughline", "GIT_COMMITTER_EMAIL=throughline@example.invalid", "GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -377,11 +381,11 @@ func (r *Repo) git(args ...string) string {
 // commit writes files (slash path -> content) and commits every change.
 func (r *Repo) commit(msg string, files map[string][]byte) string {
 	r.t.Helper()
+	text := make(map[string]string, len(files))
 	for p, data := range files {
-		abs := filepath.Join(r.Dir, filepath.FromSlash(p))
-		must(r.t, os.MkdirAll(filepath.Dir(abs), 0o755))
-		must(r.t, os.WriteFile(abs, data, 0o644))
+		text[p] = string(data)
 	}
+	gittest.Write(r.t, r.Dir, text)
 	r.git("add", "-A")
 	r.git("commit", "-q", "--allow-empty", "-m", msg)
 	return r.git("rev-parse", "HEAD")

@@ -1,0 +1,47 @@
+package evidence
+
+import (
+	"flag"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/throughline-dev/throughline/internal/golden"
+)
+
+// errorLines collects the "<case>: <error>" lines of a table's error cases
+// (safe from parallel subtests) and, once the test and its subtests are
+// done, compares them sorted with the golden file: the cases assert on
+// error types and fields, the wording is tested here once. cases is the
+// number of lines the table records; fewer (a -run of some cases) skips
+// the comparison, fewer without -run fails. replace are old, new pairs
+// applied to each message (a commit id or a temporary directory that
+// changes from run to run).
+func errorLines(t *testing.T, file string, cases int, replace ...string) func(name string, err error) {
+	t.Helper()
+	r := strings.NewReplacer(replace...)
+	var mu sync.Mutex
+	var lines []string
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(lines) != cases {
+			if run := flag.Lookup("test.run"); !t.Failed() && (run == nil || run.Value.String() == "") {
+				t.Errorf("%d error lines for %s, want %d", len(lines), file, cases)
+			}
+			return
+		}
+		slices.Sort(lines)
+		golden.Compare(t, file, []byte(strings.Join(lines, "\n")+"\n"))
+	})
+	return func(name string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		msg := "<nil>"
+		if err != nil {
+			msg = r.Replace(err.Error())
+		}
+		lines = append(lines, name+": "+msg)
+	}
+}
