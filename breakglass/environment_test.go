@@ -7,6 +7,7 @@ import (
 
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -42,7 +43,7 @@ func TestWritebackEnvironmentIdentity(t *testing.T) {
 		files[k] = v
 	}
 	r, src := gitopsRepo(t, files)
-	record := errorLines(t, "testdata/writeback-environment.golden", 2)
+	record := golden.ErrorLines(t, "testdata/writeback-environment.golden", 2)
 	for _, tc := range []struct{ name, env, path, rule string }{
 		{"production's overlay for a staging pause", "staging", "apps/web/overlays/production", environment.RuleMismatch},
 		{"an environment the registry does not know", "qa", "apps/web/overlays/production", environment.RuleUnknown},

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/golden"
 )
 
 func marshal(t *testing.T, rec *Record) string {
@@ -124,7 +125,7 @@ func TestMerged(t *testing.T) {
 	rec := pausedRecord(base)
 	// Each refused by rule breakglass; why is in the golden file, with the
 	// commit ids (new at every run) named.
-	record := errorLines(t, "testdata/merged.golden", 4, wb, "<write-back>", base, "<base>", partly, "<half>")
+	record := golden.ErrorLines(t, "testdata/merged.golden", 4, wb, "<write-back>", base, "<base>", partly, "<half>")
 	for _, tc := range []struct {
 		name, commit, base string
 		merged             bool

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -28,7 +29,7 @@ func ociRecord() *Record {
 func TestOCIEvidence(t *testing.T) {
 	t.Parallel()
 	sha256Commit := strings.Repeat("c", 64)
-	record := errorLines(t, "testdata/oci-evidence.golden", 10)
+	record := golden.ErrorLines(t, "testdata/oci-evidence.golden", 10)
 	for _, tc := range []struct {
 		name  string
 		edit  func(r *Record)

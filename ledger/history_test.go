@@ -12,6 +12,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/gittest"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -178,7 +179,7 @@ func TestHistoryCountsOnlyProvenAcceptances(t *testing.T) {
 	}
 	// Pick refuses the unproven digests, naming why, and skips them for
 	// "previous".
-	record := errorLines(t, "testdata/pick-unproven.golden", 2, h.ids()...)
+	record := golden.ErrorLines(t, "testdata/pick-unproven.golden", 2, h.ids()...)
 	for _, d := range []string{dC, dD} {
 		_, err := Pick(l, d, dB, "production")
 		var re *exitcode.Refusal
@@ -222,7 +223,7 @@ func TestCheckPrior(t *testing.T) {
 	side := h.g.git("commit-tree", "-p", h.cA, "-m", "not on main", h.cA+"^{tree}")
 	// Each a refusal by rule prior-acceptance; what Git refutes is in each
 	// message (the golden file).
-	record := errorLines(t, "testdata/check-prior.golden", 7, h.ids(side)...)
+	record := golden.ErrorLines(t, "testdata/check-prior.golden", 7, h.ids(side)...)
 	for name, tc := range map[string]struct {
 		rec  *promotion.Record
 		want string
@@ -279,7 +280,7 @@ func TestEvidenceChangedAfterAcceptance(t *testing.T) {
 	if !found {
 		t.Fatalf("unproven %+v: want A changed after the acceptance", l.Unproven)
 	}
-	record := errorLines(t, "testdata/evidence-changed-after-acceptance.golden", 2, h.ids()...)
+	record := golden.ErrorLines(t, "testdata/evidence-changed-after-acceptance.golden", 2, h.ids()...)
 	var re *exitcode.Refusal
 	err = CheckPrior(ctx, h.repo, "main", claim)
 	if !errors.As(err, &re) || re.Rule != RulePriorAcceptance {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/throughline-dev/throughline/internal/golden"
 )
 
 // TestAddApproval: two distinct approvers for minApprovals 2, the second
@@ -13,7 +15,7 @@ func TestAddApproval(t *testing.T) {
 	t.Parallel()
 	r := candidate(t)
 	in := r.InputFor("v0.1.0")
-	record := errorLines(t, "testdata/add-approval.golden", 2)
+	record := golden.ErrorLines(t, "testdata/add-approval.golden", 2)
 	var te *TransitionError
 	err := r.AddApproval("alice@example.com", in, t0.Add(time.Hour), t0, 2)
 	if !errors.As(err, &te) || te.From != Candidate || te.To != Approved {
@@ -80,7 +82,7 @@ func TestApprovalsHandEdited(t *testing.T) {
 	}
 	// CheckUpdate's refusals are transitions of the record to itself; what
 	// was changed is in each message (the golden file).
-	record := errorLines(t, "testdata/approvals-hand-edited.golden", 2)
+	record := golden.ErrorLines(t, "testdata/approvals-hand-edited.golden", 2)
 	r := base.clone()
 	r.Approvals[0].ApprovedAt = r.Approvals[0].ApprovedAt.Add(time.Second)
 	err := CheckUpdate(base, r)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/throughline-dev/throughline/internal/golden"
 )
 
 // candidacyRecord is dev's CANDIDATE where CI's artifact entered the chain:
@@ -44,7 +46,7 @@ func TestVerifyByCandidacy(t *testing.T) {
 // artifact entered the chain, and cites no other environment's evidence.
 func TestCandidacyRefusals(t *testing.T) {
 	t.Parallel()
-	record := errorLines(t, "testdata/candidacy-refusals.golden", 5)
+	record := golden.ErrorLines(t, "testdata/candidacy-refusals.golden", 5)
 	err := candidate(t).VerifyByCandidacy(t0, "x")
 	if te := (*TransitionError)(nil); !errors.As(err, &te) || te.From != Candidate || te.To != Verified {
 		t.Fatalf("a record without evidence was verified by candidacy: %v", err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/golden"
 )
 
 // TestPolicyReconcileDeadline: a reconcileDeadline that is zero or negative
@@ -15,7 +16,7 @@ import (
 func TestPolicyReconcileDeadline(t *testing.T) {
 	t.Parallel()
 	head := "apiVersion: throughline.dev/v1alpha1\nkind: PromotionPolicy\nenvironments:\n"
-	record := errorLines(t, "testdata/reconcile-deadline.golden", 4)
+	record := golden.ErrorLines(t, "testdata/reconcile-deadline.golden", 4)
 	for _, c := range []struct {
 		name, env string
 		bad       bool

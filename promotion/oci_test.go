@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/throughline-dev/throughline/internal/golden"
 )
 
 var (
@@ -69,7 +71,7 @@ func TestOCIRevisions(t *testing.T) {
 			return r.Verify(VerifiedIn{Environment: "staging", DesiredRevision: ociA, ObservedRevision: rev2, RenderedHash: hashB, RuntimeEvidence: "e"}, at, "n")
 		}, Verified, "verifiedIn.observedRevision"},
 	}
-	record := errorLines(t, "testdata/oci-revisions.golden", 8)
+	record := golden.ErrorLines(t, "testdata/oci-revisions.golden", 8)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -113,7 +115,7 @@ func TestParseOCIRecordAttacks(t *testing.T) {
 	data, err := r.Marshal()
 	must(t, err)
 	good := string(data)
-	record := errorLines(t, "testdata/oci-record-attacks.golden", 5)
+	record := golden.ErrorLines(t, "testdata/oci-record-attacks.golden", 5)
 	// field is the *RecordError's; "" for the schema's refusals, whose
 	// message names the JSON pointer (in the golden file).
 	for _, tc := range []struct{ name, data, field string }{

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/throughline-dev/throughline/internal/golden"
 )
 
 const goodApproval = `apiVersion: throughline.dev/v1alpha1
@@ -26,7 +28,7 @@ approvals:
 func TestParsePolicyApproval(t *testing.T) {
 	t.Parallel()
 	file := PolicyApprovalPath("production")
-	record := errorLines(t, "testdata/policy-approval-errors.golden", 9)
+	record := golden.ErrorLines(t, "testdata/policy-approval-errors.golden", 9)
 	for _, tc := range []struct {
 		name, file, edit string
 		bad              bool
@@ -121,7 +123,7 @@ func aliasBomb(header string) string {
 // golden file), never expanded.
 func TestPolicyApprovalAliasBomb(t *testing.T) {
 	t.Parallel()
-	record := errorLines(t, "testdata/policy-approval-alias-bomb.golden", 1)
+	record := golden.ErrorLines(t, "testdata/policy-approval-alias-bomb.golden", 1)
 	bomb := aliasBomb("apiVersion: throughline.dev/v1alpha1\nkind: PolicyApproval\nenvironment: production\n")
 	_, err := ParsePolicyApproval(PolicyApprovalPath("production"), []byte(bomb))
 	var re *RecordError

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/throughline-dev/throughline/internal/golden"
 )
 
 // rollbackCandidate is attempt 3 of digest in production, proposed by a
@@ -69,7 +71,7 @@ func TestPriorAcceptanceRefused(t *testing.T) {
 	otherDigest := AttemptKey{App: "checkout", Digest: digest2, Environment: "production", Attempt: 1}.ID()
 	otherEnv := AttemptKey{App: "checkout", Digest: digest, Environment: "staging", Attempt: 1}.ID()
 	later := AttemptKey{App: "checkout", Digest: digest, Environment: "production", Attempt: 3}.ID()
-	record := errorLines(t, "testdata/prior-acceptance-refused.golden", 8)
+	record := golden.ErrorLines(t, "testdata/prior-acceptance-refused.golden", 8)
 	for name, tc := range map[string]struct {
 		edit  func(p *PriorAcceptance)
 		field string
@@ -133,7 +135,7 @@ func TestPriorAcceptanceSchema(t *testing.T) {
 	data, err := r.Marshal()
 	must(t, err)
 	good := string(data)
-	record := errorLines(t, "testdata/prior-acceptance-schema.golden", 4)
+	record := golden.ErrorLines(t, "testdata/prior-acceptance-schema.golden", 4)
 	// The schema refuses each: a *RecordError of the file whose message
 	// names the JSON pointer (in the golden file).
 	for name, tc := range map[string]struct{ from, to string }{

@@ -8,6 +8,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/gittest"
+	"github.com/throughline-dev/throughline/internal/golden"
 )
 
 // commitFiles makes a Git repository in a temporary directory whose one
@@ -26,7 +27,7 @@ func TestReadRecord(t *testing.T) {
 	data, err := accepted(t).Marshal()
 	must(t, err)
 	good := string(data)
-	record := errorLines(t, "testdata/readrecord-errors.golden", 3)
+	record := golden.ErrorLines(t, "testdata/readrecord-errors.golden", 3)
 	for _, tc := range []struct {
 		name, file, body, app, env string
 		code                       int

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -167,7 +168,7 @@ func TestParseBadInput(t *testing.T) {
 		{"empty", "", ""},
 		{"not yaml", "{", ""},
 	}
-	record := errorLines(t, "testdata/parse-bad-input.golden", len(cases))
+	record := golden.ErrorLines(t, "testdata/parse-bad-input.golden", len(cases))
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,6 +1,7 @@
 // Package golden compares test output with files under testdata/, the one
 // way the project's tests keep golden files: THROUGHLINE_UPDATE_GOLDEN=1
-// rewrites them. For tests only; it imports nothing but the standard library.
+// rewrites them (ErrorLines: a table's error messages, tested once). For tests
+// only; it imports nothing but the standard library.
 package golden
 
 import (

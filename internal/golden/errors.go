@@ -1,4 +1,4 @@
-package breakglass
+package golden
 
 import (
 	"flag"
@@ -6,11 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/throughline-dev/throughline/internal/golden"
 )
 
-// errorLines collects the "<case>: <error>" lines of a table's error cases
+// ErrorLines collects the "<case>: <error>" lines of a table's error cases
 // (safe from parallel subtests) and, once the test and its subtests are
 // done, compares them sorted with the golden file: the cases assert on
 // error types and fields, the wording is tested here once. cases is the
@@ -18,7 +16,7 @@ import (
 // the comparison, fewer without -run fails. replace are old, new pairs
 // applied to each message (a commit id or a temporary directory that
 // changes from run to run).
-func errorLines(t *testing.T, file string, cases int, replace ...string) func(name string, err error) {
+func ErrorLines(t *testing.T, file string, cases int, replace ...string) func(name string, err error) {
 	t.Helper()
 	r := strings.NewReplacer(replace...)
 	var mu sync.Mutex
@@ -33,7 +31,7 @@ func errorLines(t *testing.T, file string, cases int, replace ...string) func(na
 			return
 		}
 		slices.Sort(lines)
-		golden.Compare(t, file, []byte(strings.Join(lines, "\n")+"\n"))
+		Compare(t, file, []byte(strings.Join(lines, "\n")+"\n"))
 	})
 	return func(name string, err error) {
 		mu.Lock()
