@@ -11,27 +11,46 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 )
 
-// maxRecordFile bounds the bytes ReadRecordFile reads (ParseRecord refuses more than maxRecordSize).
+// maxRecordFile bounds the bytes ReadRecordBytes reads (ParseRecord refuses more than maxRecordSize).
 const maxRecordFile = 2 << 20
 
-// ReadRecordFile reads one drift record file (at most maxRecordFile bytes)
-// as untrusted input; an unreadable or invalid file is an
+// ReadRecordFile reads one drift record file (ReadRecordBytes) as
+// untrusted input; an unreadable or invalid file is an
 // *exitcode.InvalidInput (exit 4).
 func ReadRecordFile(file string) (Record, error) {
-	f, err := os.Open(file)
+	data, err := ReadRecordBytes(file)
 	if err != nil {
-		return Record{}, &exitcode.InvalidInput{File: file, Err: err}
-	}
-	defer func() { _ = f.Close() }() // opened read-only: the read reported any failure
-	data, err := io.ReadAll(io.LimitReader(f, maxRecordFile))
-	if err != nil {
-		return Record{}, &exitcode.InvalidInput{File: file, Err: err}
+		return Record{}, err
 	}
 	r, err := ParseRecord(file, data)
 	if err != nil {
 		return Record{}, &exitcode.InvalidInput{Err: err}
 	}
 	return r, nil
+}
+
+// ReadRecordBytes reads a drift record file of any kind (an image tag's,
+// a chart version's): a regular file (never a FIFO or a device, which
+// could block or never end), at most maxRecordFile bytes. An unreadable
+// one is an *exitcode.InvalidInput naming the file.
+func ReadRecordBytes(file string) ([]byte, error) {
+	// Stat before opening: opening a FIFO blocks until a writer comes.
+	if fi, err := os.Stat(file); err != nil || !fi.Mode().IsRegular() {
+		if err == nil {
+			err = fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+		}
+		return nil, &exitcode.InvalidInput{File: file, Err: err}
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, &exitcode.InvalidInput{File: file, Err: err}
+	}
+	defer func() { _ = f.Close() }() // opened read-only: the read reported any failure
+	data, err := io.ReadAll(io.LimitReader(f, maxRecordFile))
+	if err != nil {
+		return nil, &exitcode.InvalidInput{File: file, Err: err}
+	}
+	return data, nil
 }
 
 // WriteRecordFile writes r to file atomically: YAML when file ends in

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,6 +65,8 @@ func TestReadRecordFileInvalid(t *testing.T) {
 		{"md5", write("md5.json", strings.Replace(string(data), "sha256:", "md5:", 1))},
 		{"unknown field", write("extra.json", strings.Replace(string(data), "{", `{"extra": 1,`, 1))},
 		{"too large", write("large.json", strings.Repeat(" ", maxRecordSize+1))},
+		{"a directory", dir},
+		{"a FIFO (opening it would wait for a writer)", fifo(t, filepath.Join(dir, "fifo.json"))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ReadRecordFile(tc.file)
@@ -76,4 +79,13 @@ func TestReadRecordFileInvalid(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fifo makes a named pipe at p.
+func fifo(t *testing.T, p string) string {
+	t.Helper()
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,9 +13,6 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/registry"
 )
-
-// maxDriftFile bounds the bytes read of one drift record file.
-const maxDriftFile = 2 << 20
 
 // recordChart resolves a chart version (repo/name:version) and writes its
 // drift record (kind ChartResolution).
@@ -47,14 +43,15 @@ func (o *driftRecordOptions) recordChart(ctx context.Context, g *globals, stdout
 }
 
 // readDriftFiles reads image (TagResolution) and chart (ChartResolution)
-// drift records; an unreadable or invalid one is exit 4.
+// drift records, each read once and bounded; an unreadable or invalid one
+// is exit 4 naming the file.
 func readDriftFiles(files []string) ([]registry.SourcedRecord, []chartsource.SourcedRecord, error) {
 	var images []registry.SourcedRecord
 	var charts []chartsource.SourcedRecord
 	for _, f := range files {
-		data, err := readCapped(f, maxDriftFile)
+		data, err := registry.ReadRecordBytes(f)
 		if err != nil {
-			return nil, nil, &exitcode.InvalidInput{File: f, Err: err}
+			return nil, nil, err
 		}
 		if chartsource.IsRecord(data) {
 			r, err := chartsource.ParseRecord(f, data)
@@ -64,22 +61,13 @@ func readDriftFiles(files []string) ([]registry.SourcedRecord, []chartsource.Sou
 			charts = append(charts, chartsource.SourcedRecord{Record: r, File: f})
 			continue
 		}
-		r, err := registry.ReadRecordFile(f)
+		r, err := registry.ParseRecord(f, data)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, &exitcode.InvalidInput{Err: err}
 		}
 		images = append(images, registry.SourcedRecord{Record: r, File: f})
 	}
 	return images, charts, nil
-}
-
-func readCapped(file string, limit int64) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }() // read-only
-	return io.ReadAll(io.LimitReader(f, limit))
 }
 
 // checkCharts compares the chart records with each other and (unless
