@@ -9,6 +9,7 @@ import (
 )
 
 func TestObjectName(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"checkout-staging": "checkout-staging",
 		"Checkout_Staging": "checkout-staging",
@@ -27,6 +28,7 @@ func TestObjectName(t *testing.T) {
 // acceptance, cmp) free of Kubernetes clients and controllers, so the
 // sidecar starts fast.
 func TestRenderPathStaysLight(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps",
 		"github.com/throughline-dev/throughline/render",
 		"github.com/throughline-dev/throughline/policy",

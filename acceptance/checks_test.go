@@ -104,6 +104,7 @@ func TestDeclareChecks(t *testing.T) {
 // naming the file and field), a probe into another environment's
 // namespace too, and the query parser given is the one used.
 func TestDeclareChecksRefused(t *testing.T) {
+	t.Parallel()
 	file := "apps/a/overlays/staging/" + checkfile.File
 	for _, tc := range []struct {
 		name, body, field string
@@ -125,6 +126,7 @@ func TestDeclareChecksRefused(t *testing.T) {
 // not bind to the app (another environment's, a shared-* namespace of
 // another app, kube-system) refuses the render, rule check-namespace.
 func TestDeclareChecksOtherTenant(t *testing.T) {
+	t.Parallel()
 	file := "apps/a/overlays/staging/" + checkfile.File
 	for _, ns := range []string{"shop-production", "shared-b", "kube-system"} {
 		t.Run(ns, func(t *testing.T) {
@@ -146,6 +148,7 @@ func TestDeclareChecksOtherTenant(t *testing.T) {
 // TestCommittedAcceptanceStaleOnChecks: on the Flux path the committed
 // Acceptance carries the checks; changing a threshold makes it stale.
 func TestCommittedAcceptanceStaleOnChecks(t *testing.T) {
+	t.Parallel()
 	file := "apps/a/overlays/staging/" + checkfile.File
 	root := checksRepo(t, map[string]string{file: checksFile, "apps/a/overlays/staging/kustomization.yaml": "resources: [deployment.yaml]\n"})
 	d, err := declareStaging(t, root, nil)

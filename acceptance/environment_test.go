@@ -17,6 +17,7 @@ import (
 // repository without a registry) or names the environment itself; else it
 // is judged, and declared, in no environment.
 func TestDeclareEnvironmentFromCaller(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeTestFiles(t, root, map[string]string{
 		policy.AllowListFile: "apiVersion: throughline.dev/v1alpha1\nkind: AllowList\nimages:\n" +

@@ -20,6 +20,7 @@ import (
 // for a block list the only difference is the one added line, and a second
 // edit changes nothing.
 func TestAddResourceEditsOneLine(t *testing.T) {
+	t.Parallel()
 	ins, err := filepath.Glob("testdata/kustomization/*.in.yaml")
 	if err != nil || len(ins) == 0 {
 		t.Fatalf("no cases: %v", err)

@@ -14,6 +14,7 @@ import (
 // every label the Acceptance carries must be one the API server accepts,
 // stable, and distinct for distinct names; the spec keeps the full name.
 func TestLabelsAreValid(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("checkout-service-", 5) // 85 characters
 	tests := []struct{ app, env string }{
 		{"checkout", "production"},

@@ -18,6 +18,7 @@ import (
 // spec.sourceRevision that a render no longer writes (the output is a pure
 // function of the rendered content; the controller reports the revision).
 func TestAcceptanceBytes(t *testing.T) {
+	t.Parallel()
 	d, err := acceptance.Declare(context.Background(), acceptance.Request{
 		Render: render.Options{Root: "../examples/gitops-env", Path: "apps/checkout/overlays/dev"},
 		// The registry's environment of the path, as render gives it.

@@ -37,6 +37,7 @@ func writeTestFiles(t *testing.T, dir string, files map[string]string) {
 }
 
 func TestWriteFile(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		files map[string]string

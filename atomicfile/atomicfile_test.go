@@ -9,6 +9,7 @@ import (
 )
 
 func TestWrite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f.yaml")
 	if err := atomicfile.Write(p, []byte("one\n"), 0o640); err != nil {

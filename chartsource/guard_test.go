@@ -22,6 +22,7 @@ import (
 // request to another host gets nothing fetched from it (only blob downloads
 // may be redirected, and they are verified by digest).
 func TestOCIManifestRedirectRefused(t *testing.T) {
+	t.Parallel()
 	var foreignHits atomic.Int64
 	foreign := httptest.NewServer(counter(http.NotFoundHandler(), &foreignHits))
 	t.Cleanup(foreign.Close)
@@ -60,6 +61,7 @@ func (k staticKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
 // keychain's credentials for its host; without them the fetch fails (exit 1,
 // not "not found").
 func TestHTTPBasicAuth(t *testing.T) {
+	t.Parallel()
 	repo := chartfixture.StartRepo(t)
 	pkg := chartTgz(t, "web", "1.2.3", "x")
 	repo.Publish(t, [][]byte{pkg}, "", "")

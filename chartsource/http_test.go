@@ -19,6 +19,7 @@ import (
 // that package; a warm fetch makes no request; a repository that replaced
 // the package (index updated or not) is refused naming both digests.
 func TestHTTPChartPinnedByDigest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := chartfixture.StartRepo(t)
 	pkg := chartTgz(t, "web", "1.2.3", "first")
@@ -65,6 +66,7 @@ func TestHTTPChartPinnedByDigest(t *testing.T) {
 // TestHTTPRefusals: a repository may serve its packages only from its own
 // host and within the caps; nothing is requested of another host.
 func TestHTTPRefusals(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var foreignHits atomic.Int64
 	foreign := httptest.NewServer(counter(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -31,6 +31,7 @@ func padIndex(index []byte, size int) []byte {
 // but above the in-process cap is not parsed in the parent (it is the
 // render child's job, Options.LookupIndex): refused, naming the cap.
 func TestIndexParsedInProcessOnlyUpToCap(t *testing.T) {
+	t.Parallel()
 	repo := chartfixture.StartRepo(t)
 	pkg := chartTgz(t, "web", "1.2.3", "x")
 	repo.Set("/stable/index.yaml", padIndex(chartfixture.IndexFor(t, pkg), chartsource.MaxInProcessIndexSize+1))
@@ -52,6 +53,7 @@ func TestIndexParsedInProcessOnlyUpToCap(t *testing.T) {
 // file holding exactly what was served, removed after the lookup; the
 // entry it returns is the one used.
 func TestLookupIndexSeam(t *testing.T) {
+	t.Parallel()
 	repo := chartfixture.StartRepo(t)
 	pkg := chartTgz(t, "web", "1.2.3", "x")
 	index := padIndex(chartfixture.IndexFor(t, pkg), 3*chartsource.MaxInProcessIndexSize)
@@ -84,6 +86,7 @@ func TestLookupIndexSeam(t *testing.T) {
 }
 
 func TestLookupIndexFile(t *testing.T) {
+	t.Parallel()
 	pkg := chartTgz(t, "web", "1.2.3", "x")
 	good := chartfixture.IndexFor(t, pkg)
 	for _, tt := range []struct {

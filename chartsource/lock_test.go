@@ -21,6 +21,7 @@ func lockText(entry string) string {
 
 // TestParseLock: every malformed entry is exit 4 naming the file and field.
 func TestParseLock(t *testing.T) {
+	t.Parallel()
 	const ok = "  - repo: oci://ghcr.io/acme/charts\n    name: web\n    version: \"1.2.3\"\n    digest: " + goodDigest + "\n"
 	for _, tc := range []struct {
 		name, text, want string
@@ -66,6 +67,7 @@ func TestParseLock(t *testing.T) {
 // pin, for a range, or when the lock file leaves the root; none of them asks
 // the network (the fetcher here would fail on any request).
 func TestSourceRefusals(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	offline := fetcher(t.TempDir(), func(o *chartsource.Options) { o.Offline = true })
 	pinned := chartsource.Entry{Repo: "oci://ghcr.io/acme/charts", Name: "web", Version: "1.2.3", Digest: goodDigest}
@@ -110,6 +112,7 @@ func TestSourceRefusals(t *testing.T) {
 // stay, a new version replaces the old one's values, a new chart is
 // appended to charts.
 func TestUpdateLock(t *testing.T) {
+	t.Parallel()
 	const d2 = "sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
 	in := `# charts of the web app
 apiVersion: throughline.dev/v1alpha1

@@ -44,6 +44,7 @@ func repoWithLock(t *testing.T, dir string, es ...chartsource.Entry) *render.Con
 // asks the registry nothing; a re-push under the same version moves the tag
 // but not what renders, and pin and drift refuse it naming both digests.
 func TestOCIChartPinnedByDigest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	host, hits := startRegistry(t)
 	v1 := chartTgz(t, "podinfo", "6.7.1", "first")
@@ -109,6 +110,7 @@ func TestOCIChartPinnedByDigest(t *testing.T) {
 // TestOCIRefusals: what the lock pins must be a Helm chart, within the size
 // cap, served by the registry it names.
 func TestOCIRefusals(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	host, _ := startRegistry(t)
 	chart := chartTgz(t, "podinfo", "1.0.0", "x")
@@ -169,6 +171,7 @@ func TestOCIRefusals(t *testing.T) {
 // TestOCICacheVerifiedOnRead: a cache entry whose bytes were swapped is a
 // miss: the package is fetched again, never served wrong.
 func TestOCICacheVerifiedOnRead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	host, hits := startRegistry(t)
 	chart := chartTgz(t, "podinfo", "1.0.0", "x")

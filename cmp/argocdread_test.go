@@ -19,6 +19,7 @@ import (
 // must start with a document separator; every object and the Acceptance
 // must come out, cached or not.
 func TestOutputReadsAsArgoCDReadsIt(t *testing.T) {
+	t.Parallel()
 	root := writeRepo(t, repoFiles("r.example.test/web:1@"+digest))
 	cache := &cmp.Cache{Dir: t.TempDir()}
 	for _, pass := range []string{"render", "cache hit"} {

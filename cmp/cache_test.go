@@ -81,6 +81,7 @@ const unpinned = "r.example.test/web:1.2"
 // TestCacheEditedEntry edits a stored entry as anyone who can write the
 // cache directory could: the edited render must never be served.
 func TestCacheEditedEntry(t *testing.T) {
+	t.Parallel()
 	pinned := "r.example.test/web:1@" + cacheTestDigest
 	tests := []struct {
 		name string
@@ -125,6 +126,7 @@ func TestCacheEditedEntry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			c := &Cache{Dir: filepath.Join(t.TempDir(), "cache")}
 			root := cacheTestRepo(t, pinned)
 			first := cacheTestGenerate(t, root, c)
@@ -197,6 +199,7 @@ func storedProbes(t *testing.T, file string) []render.Probe {
 // have planted or can write is never read nor written; the render runs
 // uncached and says why.
 func TestCacheRefusesUnsafeDirectory(t *testing.T) {
+	t.Parallel()
 	pinned := "r.example.test/web:1@" + cacheTestDigest
 	tests := []struct {
 		name  string
@@ -248,6 +251,7 @@ func TestCacheRefusesUnsafeDirectory(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			dir := filepath.Join(t.TempDir(), "cache")
 			if tt.setup != nil {
 				tt.setup(t, dir)
@@ -276,6 +280,7 @@ func TestCacheRefusesUnsafeDirectory(t *testing.T) {
 // TestCacheCreatesPrivateDirectory: a missing cache directory is created
 // 0700 (its parents too).
 func TestCacheCreatesPrivateDirectory(t *testing.T) {
+	t.Parallel()
 	parent := filepath.Join(t.TempDir(), "xdg")
 	dir := filepath.Join(parent, "throughline", "render")
 	root := cacheTestRepo(t, "r.example.test/web:1@"+cacheTestDigest)

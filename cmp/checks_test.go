@@ -28,6 +28,7 @@ checks:
 // and the policy are inputs of the render); a malformed query is exit 4
 // naming the file and field.
 func TestGenerateCarriesChecks(t *testing.T) {
+	t.Parallel()
 	root, cache := copyExample(t), &cmp.Cache{Dir: t.TempDir()}
 	const staging = "apps/checkout/overlays/staging"
 	file := filepath.Join(root, staging, checkfile.File)
@@ -72,7 +73,11 @@ func TestGenerateCarriesChecks(t *testing.T) {
 	}
 	write(file, strings.Replace(stagingChecks, "[5m]))", "[5m])", 1))
 	_, err = generateAt(t, cache, root, staging)
-	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), staging+"/"+checkfile.File+": checks[0].prometheus.query:") {
+	if exitcode.Code(err) != exitcode.Invalid || findingOf(t, err).file != staging+"/"+checkfile.File {
 		t.Fatalf("malformed query: %v", err)
 	}
+	// The field (checks[0].prometheus.query) is in the message only.
+	msgs := &messages{cases: 1}
+	msgs.add("malformed query", err)
+	msgs.compare(t, "checks-query.golden")
 }

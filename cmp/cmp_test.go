@@ -11,6 +11,7 @@ import (
 
 	"github.com/throughline-dev/throughline/cmp"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -39,15 +40,7 @@ spec:
 func writeRepo(t *testing.T, files map[string]string) string {
 	t.Helper()
 	root := t.TempDir()
-	for name, body := range files {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	gittest.Write(t, root, files)
 	return root
 }
 
@@ -68,6 +61,7 @@ func generateApp(t *testing.T, root, revision string, cache *cmp.Cache) (*cmp.Re
 }
 
 func TestEnvFromEnviron(t *testing.T) {
+	t.Parallel()
 	env := cmp.EnvFromEnviron([]string{
 		"ARGOCD_APP_NAME=a", "ARGOCD_APP_SOURCE_PATH=apps/a", "ARGOCD_ENV_environment=from-env",
 		"PARAM_ENVIRONMENT=from-param", "ARGOCD_ENV_APP=x", "PATH=/bin", "BROKEN",
@@ -87,6 +81,7 @@ func TestEnvFromEnviron(t *testing.T) {
 }
 
 func TestGenerate(t *testing.T) {
+	t.Parallel()
 	root := writeRepo(t, repoFiles("r.example.test/web:1@"+digest))
 	res, err := generateApp(t, root, "1111111111111111111111111111111111111111", nil)
 	if err != nil {
@@ -115,30 +110,36 @@ func TestGenerate(t *testing.T) {
 }
 
 func TestGenerateRefusesUnpinned(t *testing.T) {
+	t.Parallel()
 	root := writeRepo(t, repoFiles("r.example.test/web:1.2"))
 	res, err := generateApp(t, root, "1", &cmp.Cache{Dir: t.TempDir()})
 	var refusal *policy.Refusal
 	if !errors.As(err, &refusal) || res != nil {
 		t.Fatalf("got %v, %v; want a refusal and no result", res, err)
 	}
-	if !strings.Contains(err.Error(), `"r.example.test/web:1.2"`) {
-		t.Errorf("refusal does not name the image: %v", err)
+	if v := refusal.Violations; len(v) != 1 || v[0].Rule != policy.RuleUnpinnedImage || v[0].Value != "r.example.test/web:1.2" {
+		t.Errorf("refusal does not name the image: %+v", v)
 	}
 }
 
 func TestGenerateSourcePathMismatch(t *testing.T) {
+	t.Parallel()
 	root := writeRepo(t, repoFiles("r.example.test/web@"+digest))
 	_, err := cmp.Generate(context.Background(), cmp.Options{
 		WorkDir: filepath.Join(root, appPath),
 		Env:     cmp.Env{SourcePath: "apps/other"},
 	})
-	if !errors.Is(err, exitcode.ErrInvalid) || !strings.Contains(err.Error(), "ARGOCD_APP_SOURCE_PATH") {
+	// The variable is named only in the message: render.RootFromSourcePath's
+	// errors are untyped.
+	var in *exitcode.InvalidInput
+	if !errors.As(err, &in) || in.File != "apps/other" || !strings.Contains(err.Error(), cmp.EnvAppSourcePath) {
 		t.Errorf("got %v", err)
 	}
 }
 
 // TestCache plays Argo CD: every commit is streamed into a new directory.
 func TestCache(t *testing.T) {
+	t.Parallel()
 	cache := &cmp.Cache{Dir: t.TempDir(), MaxPerApp: 2}
 	files := repoFiles("r.example.test/web@" + digest)
 	first, err := generateApp(t, writeRepo(t, files), "aaaa", cache)
@@ -187,6 +188,7 @@ func TestCache(t *testing.T) {
 }
 
 func TestCacheIsKeyedByEnv(t *testing.T) {
+	t.Parallel()
 	cache := &cmp.Cache{Dir: t.TempDir()}
 	root := writeRepo(t, repoFiles("r.example.test/web@"+digest))
 	if _, err := generateApp(t, root, "a", cache); err != nil {
@@ -207,6 +209,7 @@ func TestCacheIsKeyedByEnv(t *testing.T) {
 }
 
 func TestGenerateConcurrent(t *testing.T) {
+	t.Parallel()
 	cache := &cmp.Cache{Dir: t.TempDir()}
 	root := writeRepo(t, repoFiles("r.example.test/web@"+digest))
 	var wg sync.WaitGroup

@@ -11,6 +11,7 @@ import (
 	"github.com/throughline-dev/throughline/cmp"
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/promotion/policyfile"
 )
 
 // copyExample copies examples/gitops-env (its registry declares dev,
@@ -55,33 +56,36 @@ func generateAt(t *testing.T, cache *cmp.Cache, root, rel string, environ ...str
 // naming the path's environment and what the Application claims; the
 // Acceptance of an agreeing Application says the path's environment.
 func TestGenerateEnvironmentIdentity(t *testing.T) {
+	t.Parallel()
 	root, cache := copyExample(t), &cmp.Cache{Dir: t.TempDir()}
 	const production = "apps/checkout/overlays/production"
-	for _, tc := range []struct {
+	cases := []struct {
 		name    string
 		rel     string
 		environ []string
-		texts   []string
+		field   string
 	}{
 		{"staging's Application renders production", production,
 			[]string{"ARGOCD_APP_NAME=checkout-staging", "ARGOCD_APP_NAMESPACE=checkout-staging", "PARAM_ENVIRONMENT=staging"},
-			[]string{"environment production's, not staging's", `"checkout-staging"`}},
+			"environments.production.paths[0]"},
 		{"the plugin env claims staging", production,
 			[]string{"ARGOCD_APP_NAME=checkout-production", "ARGOCD_APP_NAMESPACE=checkout-production", "ARGOCD_ENV_ENVIRONMENT=staging"},
-			[]string{"environment production's, not staging's"}},
+			"environments.production.paths[0]"},
 		{"staging's destination namespace", production,
 			[]string{"ARGOCD_APP_NAME=checkout-production", "ARGOCD_APP_NAMESPACE=checkout-staging"},
-			[]string{`namespace "checkout-staging" is not one of environment production's destination namespaces`}},
+			"environments.production.namespaces"},
 		{"an environment the registry does not know", production,
 			[]string{"ARGOCD_APP_NAME=checkout-qa", "ARGOCD_APP_NAMESPACE=checkout-production", "PARAM_ENVIRONMENT=qa"},
-			[]string{`environment "qa" is not in the registry`}},
+			"environments"},
 		{"a path of no environment", "apps/checkout/overlays/refused-unpinned",
 			[]string{"ARGOCD_APP_NAME=checkout-staging", "ARGOCD_APP_NAMESPACE=checkout-staging", "PARAM_ENVIRONMENT=staging"},
-			[]string{"belongs to no environment"}},
+			"environments"},
 		{"another app's path", production,
 			[]string{"ARGOCD_APP_NAME=checkout-production", "ARGOCD_APP_NAMESPACE=checkout-production", "PARAM_APP=payments"},
-			[]string{"is app checkout's, not payments's"}},
-	} {
+			"environments.production.paths[0]"},
+	}
+	msgs := &messages{cases: len(cases)}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := generateAt(t, cache, root, tc.rel, tc.environ...)
 			var re *exitcode.Refusal
@@ -91,13 +95,14 @@ func TestGenerateEnvironmentIdentity(t *testing.T) {
 			if re.Rule != environment.RuleMismatch && re.Rule != environment.RuleUnknown {
 				t.Errorf("rule %s", re.Rule)
 			}
-			for _, s := range append([]string{"throughline-policy.yaml", tc.rel}, tc.texts...) {
-				if !strings.Contains(err.Error(), s) {
-					t.Errorf("refusal %q does not say %q", err, s)
-				}
+			if re.File != "throughline-policy.yaml" || re.Field != tc.field {
+				t.Errorf("refusal names file %q field %q, want throughline-policy.yaml and %s", re.File, re.Field, tc.field)
 			}
+			// What each side claimed and the path: environment-identity.golden.
+			msgs.add(tc.name, err)
 		})
 	}
+	msgs.compare(t, "environment-identity.golden")
 	// The production Application as examples/gitops-env declares it, and
 	// one without the parameter: the Acceptance says production.
 	for _, environ := range [][]string{
@@ -127,6 +132,7 @@ func TestGenerateEnvironmentIdentity(t *testing.T) {
 // TestGenerateWithoutRegistry: a repository whose policy declares no
 // environment renders as before, whatever the Application claims.
 func TestGenerateWithoutRegistry(t *testing.T) {
+	t.Parallel()
 	root := copyExample(t)
 	if err := os.Remove(filepath.Join(root, "throughline-policy.yaml")); err != nil {
 		t.Fatal(err)
@@ -141,6 +147,7 @@ func TestGenerateWithoutRegistry(t *testing.T) {
 // TestGenerateInvalidRegistry: a policy file that does not parse is
 // invalid input naming it.
 func TestGenerateInvalidRegistry(t *testing.T) {
+	t.Parallel()
 	root := copyExample(t)
 	p := filepath.Join(root, "throughline-policy.yaml")
 	data, err := os.ReadFile(p)
@@ -151,7 +158,8 @@ func TestGenerateInvalidRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = generateAt(t, nil, root, "apps/checkout/overlays/production", "ARGOCD_APP_NAME=checkout-production")
-	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), "throughline-policy.yaml") {
+	var re *policyfile.RecordError
+	if !errors.As(err, &re) || exitcode.Code(err) != exitcode.Invalid || re.File != policyfile.File {
 		t.Fatalf("invalid policy: exit %d %v", exitcode.Code(err), err)
 	}
 }

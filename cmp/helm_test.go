@@ -78,6 +78,7 @@ func generateChart(t *testing.T, root string, env ...string) (*cmp.Result, error
 // cluster's KUBE_VERSION; the Acceptance carries the hash of the chart's
 // objects and the workloads' image digests, as for any app.
 func TestGenerateChartApp(t *testing.T) {
+	t.Parallel()
 	root := chartRepo(t)
 	shopParams(t, root, "valueFiles: [values-staging.yaml]\nparameters: [{name: replicaCount, value: \"4\"}]\n"+
 		"kubeVersion: \"1.31.2\"\napiVersions: [v1, apps/v1, monitoring.coreos.com/v1]\n")
@@ -109,6 +110,7 @@ func TestGenerateChartApp(t *testing.T) {
 // TestGenerateChartRefusesUnpinnedImage: an image a chart template
 // produces from a tag is refused by the pin rule as any other (exit 3).
 func TestGenerateChartRefusesUnpinnedImage(t *testing.T) {
+	t.Parallel()
 	root := chartRepo(t)
 	tpl := filepath.Join(root, "apps/shop/templates/deployment.yaml")
 	data, err := os.ReadFile(tpl)
@@ -125,50 +127,66 @@ func TestGenerateChartRefusesUnpinnedImage(t *testing.T) {
 	if !errors.As(err, &refusal) || res != nil || exitcode.Code(err) != exitcode.Refused {
 		t.Fatalf("got %v, %v; want a refusal and no result", res, err)
 	}
-	if !strings.Contains(err.Error(), "registry.example.test/shop:latest") || !strings.Contains(err.Error(), "apps/shop/templates/deployment.yaml") {
-		t.Errorf("the refusal does not name the image and the template: %v", err)
+	if v := refusal.Violations; len(v) != 1 || v[0].Rule != policy.RuleUnpinnedImage ||
+		v[0].Value != "registry.example.test/shop:latest" || v[0].File != "apps/shop/templates/deployment.yaml" {
+		t.Errorf("the refusal does not name the image and the template: %+v", v)
 	}
 }
 
 // TestGenerateChartSchemaViolation: values the chart's values.schema.json
 // rejects are exit 4 naming it.
 func TestGenerateChartSchemaViolation(t *testing.T) {
+	t.Parallel()
 	root := chartRepo(t)
 	shopParams(t, root, "parameters: [{name: image.digest, value: latest}]\n")
 	_, err := generateChart(t, root)
-	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), "apps/shop/values.schema.json") ||
-		!strings.Contains(err.Error(), "/image/digest") {
-		t.Errorf("got %v", err)
+	if exitcode.Code(err) != exitcode.Invalid || findingOf(t, err).file != "apps/shop/values.schema.json" {
+		t.Fatalf("got %v", err)
 	}
+	// The value's pointer (/image/digest) is in the message only.
+	msgs := &messages{cases: 1}
+	msgs.add("schema violation", err)
+	msgs.compare(t, "chart-schema.golden")
 }
 
 // TestGenerateChartBadParameters: plugin parameters that are not Argo CD's
 // JSON list are exit 4 naming ARGOCD_APP_PARAMETERS; a parameters file
 // naming a value file outside the repository is exit 4 naming the file.
 func TestGenerateChartBadParameters(t *testing.T) {
+	t.Parallel()
 	root := chartRepo(t)
 	shopParams(t, root, "")
-	for _, p := range []string{
+	params := []string{
 		`ARGOCD_APP_PARAMETERS={"valueFiles": "x"}`,
 		`ARGOCD_APP_PARAMETERS=[{"name":"skipCrds","string":"maybe"}]`,
-	} {
+	}
+	// The files are typed; the field (valueFiles[0]) is in the message only.
+	msgs := &messages{cases: len(params) + 1}
+	for _, p := range params {
 		_, err := generateChart(t, root, p)
-		if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), "ARGOCD_APP_PARAMETERS") {
+		if exitcode.Code(err) != exitcode.Invalid || findingOf(t, err).file != render.EnvAppParameters {
 			t.Errorf("%s: got %v", p, err)
+			continue
 		}
+		msgs.add(p, err)
 	}
 	shopParams(t, root, "valueFiles: [../../../../../etc/passwd]\n")
 	_, err := generateChart(t, root)
-	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), "apps/shop/"+render.HelmParametersFile) ||
-		!strings.Contains(err.Error(), "valueFiles[0]") {
-		t.Errorf("a value file outside the repository: got %v", err)
+	if exitcode.Code(err) != exitcode.Invalid || findingOf(t, err).file != "apps/shop/"+render.HelmParametersFile {
+		t.Fatalf("a value file outside the repository: got %v", err)
 	}
+	if !errors.Is(err, render.ErrOutsideRoot) {
+		t.Errorf("a value file outside the repository: not ErrOutsideRoot: %v", err)
+	}
+	msgs.add("valueFiles outside the repository", err)
+	msgs.compare(t, "chart-parameters.golden")
 }
 
 // TestChartAppCache: a chart app's render is cached like any other: the
 // same files hit, a changed value file or parameters file (read through the
 // confined filesystem, so in the trace) misses and renders the change.
 func TestChartAppCache(t *testing.T) {
+	t.Parallel()
 	root := chartRepo(t)
 	cache := &cmp.Cache{Dir: t.TempDir()}
 	shopParams(t, root, "valueFiles: [values-staging.yaml]\n")

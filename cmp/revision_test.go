@@ -3,13 +3,13 @@ package cmp_test
 import (
 	"bytes"
 	"context"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/throughline-dev/throughline/cmp"
 	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/internal/gittest"
 )
 
 // TestGenerateIndependentOfRevision plays Argo CD's repo-server on a real Git
@@ -19,24 +19,13 @@ import (
 // OutOfSync (and an auto-synced one bumps its Acceptance, flaps its health
 // and notifies "deployed" for a commit that changed nothing of it).
 func TestGenerateIndependentOfRevision(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	files := repoFiles("r.example.test/web:1@" + digest)
 	files["apps/web/overlays/production/kustomization.yaml"] = "namespace: web-production\nresources: [../../base]\n"
-	work := writeRepo(t, files)
-	gitBin, err := exec.LookPath("git")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"}, {"add", "."},
-		{"-c", "user.name=t", "-c", "user.email=t@example.test", "commit", "-q", "-m", "base"},
-	} {
-		cmd := exec.Command(gitBin, args...)
-		cmd.Dir = work
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	work := t.TempDir()
+	gittest.Init(t, work)
+	gittest.Commit(t, work, "base", files)
 	repo, err := gitrepo.Open(ctx, work)
 	if err != nil {
 		t.Fatal(err)

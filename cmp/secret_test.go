@@ -14,6 +14,7 @@ import (
 // Secrets next to a policy violation, with a duplicated key, or in a name
 // clash must not put a value into it.
 func TestGenerateNeverEchoesSecretValues(t *testing.T) {
+	t.Parallel()
 	v := func(n int) string { return fmt.Sprintf("hunter2-plaintext-%d", n) }
 	secret := "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData:\n  password: " + v(1) + "\n"
 	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: \"nginx:latest\"}]}\n"
@@ -49,6 +50,7 @@ func TestGenerateNeverEchoesSecretValues(t *testing.T) {
 		}, exitcode.Refused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			root := writeRepo(t, tc.files)
 			_, err := generateApp(t, root, "0123456789abcdef0123456789abcdef01234567", nil)
 			if err == nil {

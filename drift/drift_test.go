@@ -9,6 +9,7 @@ import (
 )
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	res := func(key, dig, where string, at time.Duration) Resolution {
 		return Resolution{Key: key, Reference: key, Digest: dig, At: t0.Add(at), Where: where}

@@ -3,13 +3,12 @@ package environment
 import (
 	"strings"
 	"testing"
-
-	"github.com/throughline-dev/throughline/exitcode"
 )
 
 // TestPromotionOrder: promotesFrom names other environments of the
 // registry; an environment that lists none is a first environment.
 func TestPromotionOrder(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		from  map[string][]string
@@ -23,7 +22,13 @@ func TestPromotionOrder(t *testing.T) {
 		{"itself", map[string][]string{"staging": {"staging"}}, "environments.staging.promotesFrom[0]", nil},
 		{"twice", map[string][]string{"production": {"staging", "staging"}}, "environments.production.promotesFrom[1]", nil},
 	}
+	// Each error's field ([...]) in its message: testdata/order-fields.golden.
+	msgs := &messages{}
+	t.Cleanup(func() { msgs.compare(t, "order-fields.golden") })
 	for _, tt := range tests {
+		if tt.field != "" {
+			msgs.cases++
+		}
 		t.Run(tt.name, func(t *testing.T) {
 			p := example()
 			for env, from := range tt.from {
@@ -33,9 +38,8 @@ func TestPromotionOrder(t *testing.T) {
 			}
 			reg, err := New(file, p)
 			if tt.field != "" {
-				if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), tt.field+":") {
-					t.Fatalf("exit %d, want %d naming %s and %s: %v", exitcode.Code(err), exitcode.Invalid, file, tt.field, err)
-				}
+				wantInvalid(t, err)
+				msgs.add(tt.name+" ["+tt.field+"]", err)
 				return
 			}
 			if err != nil {
@@ -58,6 +62,7 @@ func TestPromotionOrder(t *testing.T) {
 // sources comes from one of them; an environment that declares none takes
 // any (as before the order existed).
 func TestCheckOrder(t *testing.T) {
+	t.Parallel()
 	p := example()
 	prod := p.Environments["production"]
 	prod.PromotesFrom = []string{"staging"}
@@ -77,9 +82,13 @@ func TestCheckOrder(t *testing.T) {
 		{"dev", "qa", false},      // unknown: the registry step refuses it
 	} {
 		err := reg.CheckOrder(tt.from, tt.to)
-		if got := err != nil; got != tt.refused || tt.refused && (exitcode.Code(err) != exitcode.Refused ||
-			!strings.Contains(err.Error(), RuleOrder) || !strings.Contains(err.Error(), "environments."+tt.to+".promotesFrom")) {
+		if got := err != nil; got != tt.refused {
 			t.Fatalf("%s -> %s: %v, want refused %v by %s", tt.from, tt.to, err, tt.refused, RuleOrder)
+		}
+		if tt.refused {
+			if re := wantRefusal(t, err); re.Rule != RuleOrder || re.Field != "environments."+tt.to+".promotesFrom" {
+				t.Fatalf("%s -> %s: rule %s field %s, want %s and environments.%s.promotesFrom", tt.from, tt.to, re.Rule, re.Field, RuleOrder, tt.to)
+			}
 		}
 	}
 }

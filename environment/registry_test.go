@@ -97,6 +97,9 @@ func TestNewRefusesInvalidRegistries(t *testing.T) {
 		{"zero evidence age", func(p *v1alpha1.PromotionPolicy) { p.EvidenceMaxAge = d(0) }, "evidenceMaxAge"},
 		{"allowed signers outside", func(p *v1alpha1.PromotionPolicy) { p.AllowedSigners = "../keys" }, "allowedSigners"},
 	}
+	// Each error's field ([...]) in its message: testdata/invalid-registries.golden.
+	msgs := &messages{cases: len(tests)}
+	t.Cleanup(func() { msgs.compare(t, "invalid-registries.golden") })
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := example()
@@ -105,12 +108,8 @@ func TestNewRefusesInvalidRegistries(t *testing.T) {
 			if err == nil {
 				t.Fatal("accepted")
 			}
-			if exitcode.Code(err) != exitcode.Invalid {
-				t.Errorf("exit %d, want %d: %v", exitcode.Code(err), exitcode.Invalid, err)
-			}
-			if !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), tt.field) {
-				t.Errorf("error %q does not name %s and %s", err, file, tt.field)
-			}
+			wantInvalid(t, err)
+			msgs.add(tt.name+" ["+tt.field+"]", err)
 		})
 	}
 }
@@ -118,6 +117,7 @@ func TestNewRefusesInvalidRegistries(t *testing.T) {
 // TestPolicyDocumentDuplicateEnvironment pins that YAML decoding (which
 // New's callers use) refuses an environment listed twice, naming it.
 func TestPolicyDocumentDuplicateEnvironment(t *testing.T) {
+	t.Parallel()
 	doc := "environments:\n  staging:\n    cluster: a\n  staging:\n    cluster: b\n"
 	_, err := sigyaml.YAMLToJSONStrict([]byte(doc))
 	if err == nil || !strings.Contains(err.Error(), "staging") {
@@ -126,6 +126,7 @@ func TestPolicyDocumentDuplicateEnvironment(t *testing.T) {
 }
 
 func TestResolve(t *testing.T) {
+	t.Parallel()
 	r, err := New(file, example())
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +162,14 @@ func TestResolve(t *testing.T) {
 			Resolved{}, RuleMismatch, `namespace "checkout-staging"`},
 		{"nothing given", Claim{App: "checkout"}, Resolved{}, RuleMismatch, "neither an environment nor an overlay path"},
 	}
+	// What each refusal says ([...]): testdata/resolve.golden.
+	msgs := &messages{}
+	t.Cleanup(func() { msgs.compare(t, "resolve.golden") })
+	for _, tt := range tests {
+		if tt.rule != "" {
+			msgs.cases++
+		}
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := r.Resolve(tt.claim)
@@ -178,14 +187,16 @@ func TestResolve(t *testing.T) {
 			if !errors.As(err, &ref) || ref.Rule != tt.rule || exitcode.Code(err) != exitcode.Refused {
 				t.Fatalf("want refusal %s, got %v", tt.rule, err)
 			}
-			if !strings.Contains(err.Error(), tt.text) || !strings.Contains(err.Error(), file) {
-				t.Errorf("error %q does not say %q and name %s", err, tt.text, file)
+			if re := wantRefusal(t, err); re.Rule == "" {
+				t.Errorf("a refusal without a rule: %v", err)
 			}
+			msgs.add(tt.name+" ["+tt.text+"]", err)
 		})
 	}
 }
 
 func TestEmptyRegistryPassesClaims(t *testing.T) {
+	t.Parallel()
 	r, err := New(file, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -197,6 +208,7 @@ func TestEmptyRegistryPassesClaims(t *testing.T) {
 }
 
 func TestEnvironmentQuestions(t *testing.T) {
+	t.Parallel()
 	r, err := New(file, example())
 	if err != nil {
 		t.Fatal(err)
@@ -221,6 +233,7 @@ func TestEnvironmentQuestions(t *testing.T) {
 // repository whatever the host's case, a trailing "/" or ".git"; another
 // owner, host or path is another repository.
 func TestSameRepoURL(t *testing.T) {
+	t.Parallel()
 	const want = "https://git.example.test/platform/gitops-env.git"
 	for _, tc := range []struct {
 		url  string

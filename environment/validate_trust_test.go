@@ -31,6 +31,7 @@ func trusted() *v1alpha1.TrustPolicy {
 }
 
 func TestTrustPolicyValidation(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		edit  func(tp *v1alpha1.TrustPolicy)
@@ -88,7 +89,13 @@ func TestTrustPolicyValidation(t *testing.T) {
 		{"no scan age", func(tp *v1alpha1.TrustPolicy) { tp.Attestations.VulnerabilityScan.MaxAge.Duration = 0 },
 			"environments.production.trust.attestations.vulnerabilityScan.maxAge"},
 	}
+	// Each error's field ([...]) in its message: testdata/trust-fields.golden.
+	msgs := &messages{}
+	t.Cleanup(func() { msgs.compare(t, "trust-fields.golden") })
 	for _, tt := range tests {
+		if tt.field != "" {
+			msgs.cases++
+		}
 		t.Run(tt.name, func(t *testing.T) {
 			p := example()
 			e := p.Environments["production"]
@@ -105,12 +112,8 @@ func TestTrustPolicyValidation(t *testing.T) {
 			if err == nil {
 				t.Fatal("accepted")
 			}
-			if exitcode.Code(err) != exitcode.Invalid {
-				t.Errorf("exit %d, want %d: %v", exitcode.Code(err), exitcode.Invalid, err)
-			}
-			if !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), tt.field+":") {
-				t.Errorf("error %q does not name %s and %s", err, file, tt.field)
-			}
+			wantInvalid(t, err)
+			msgs.add(tt.name+" ["+tt.field+"]", err)
 		})
 	}
 }
@@ -120,6 +123,7 @@ func TestTrustPolicyValidation(t *testing.T) {
 // attacker's repository whose identity merely contains it; validation
 // refuses it, naming the field.
 func TestUnanchoredIdentityRegexpRefused(t *testing.T) {
+	t.Parallel()
 	const (
 		careless = `https://github\.com/org/app/\.github/workflows/release\.yml@refs/heads/main`
 		attacker = "https://github.com/attacker/x/?https://github.com/org/app/.github/workflows/release.yml@refs/heads/main"

@@ -14,6 +14,7 @@ func (policyLike) Error() string { return "refused by policy" }
 func (policyLike) ExitCode() int { return Refused }
 
 func TestCode(t *testing.T) {
+	t.Parallel()
 	refusal := Refuse("record-transition", "APPROVED -> CANDIDATE is not a transition")
 	for _, tc := range []struct {
 		name string
@@ -43,6 +44,7 @@ func TestCode(t *testing.T) {
 }
 
 func TestIsAndAs(t *testing.T) {
+	t.Parallel()
 	cause := errors.New("the cause")
 	r := &Refusal{Rule: "digest", File: "promotion/a/prod.yaml", Field: "artifact.digest", Reason: "not the verified one", Err: cause}
 	err := fmt.Errorf("check: %w", r)

@@ -13,6 +13,7 @@ import (
 // TestClosePullRequests: each forge's documented list and close calls;
 // only the requests whose head is the branch are closed.
 func TestClosePullRequests(t *testing.T) {
+	t.Parallel()
 	const branch = "throughline/promote/checkout/production/4b7e2a91c3d5-1"
 	for _, tc := range []struct {
 		kind             Kind

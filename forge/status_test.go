@@ -22,6 +22,7 @@ import (
 //     (pending|success|error|failure|warning), target_url, description,
 //     context; Authorization: token; 201.
 func TestContractSetCommitStatus(t *testing.T) {
+	t.Parallel()
 	sha := strings.Repeat("ab", 20)
 	st := CommitStatus{SHA: sha, State: StatusFailure, Context: "throughline/production/checkout", Description: "HALTED: wrong revision", TargetURL: "https://git.example.com/evidence"}
 	for _, c := range []contract{
@@ -53,6 +54,7 @@ func TestContractSetCommitStatus(t *testing.T) {
 }
 
 func TestSetCommitStatusRefusals(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadGateway)
 	}))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/gittest"
 )
 
 // doc is a record kind as the record packages define them.
@@ -31,44 +31,22 @@ func parseDoc(file string, data []byte) (*doc, error) {
 	return &d, nil
 }
 
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v: %s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // newRepo commits files into a new repository and opens it.
 func newRepo(t *testing.T, files map[string]string) (*Repo, string) {
 	t.Helper()
 	dir := t.TempDir()
-	git(t, dir, "init", "-q", "-b", "main")
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git(t, dir, "add", ".")
-	git(t, dir, "commit", "-q", "-m", "init")
+	gittest.Init(t, dir)
+	rev := gittest.Commit(t, dir, "init", files)
 	r, err := OpenLocal(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.Env = []string{"HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1"}
-	return r, git(t, dir, "rev-parse", "HEAD")
+	return r, rev
 }
 
 func TestReadNamed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, rev := newRepo(t, map[string]string{
 		"promotion/checkout/staging.yaml":    "app: checkout\nenvironment: staging\n",
@@ -91,7 +69,8 @@ func TestReadNamed(t *testing.T) {
 			if found != tc.found || exitcode.Code(err) != tc.code {
 				t.Fatalf("ReadNamed = %v, %v, %v; want found %v, exit %d", d, found, err, tc.found, tc.code)
 			}
-			if err != nil && !strings.Contains(err.Error(), tc.file) {
+			var in *exitcode.InvalidInput
+			if err != nil && (!errors.As(err, &in) || in.File != tc.file) {
 				t.Errorf("the error does not name the file: %v", err)
 			}
 			if found && d.App != tc.app {
@@ -110,6 +89,7 @@ func TestReadNamed(t *testing.T) {
 }
 
 func TestTree(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	deploy := `apiVersion: apps/v1
 kind: Deployment
@@ -168,6 +148,7 @@ spec:
 }
 
 func TestOpen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	if _, err := OpenLocal(ctx, ""); exitcode.Code(err) != exitcode.Usage {
 		t.Errorf("OpenLocal(\"\") = %v, want a usage error", err)
@@ -187,6 +168,7 @@ func TestOpen(t *testing.T) {
 // make them read the machine's files: before, the readers checked only the
 // last path component with Lstat and followed a symlinked directory.
 func TestOptionalFileStaysInTheTree(t *testing.T) {
+	t.Parallel()
 	outside := t.TempDir()
 	if err := os.WriteFile(filepath.Join(outside, "throughline-checks.yaml"), []byte("secret: from the machine\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -229,6 +211,7 @@ func TestOptionalFileStaysInTheTree(t *testing.T) {
 // overlay (or the edited file itself) is a symlink must not make them
 // write outside it: the write is refused, nothing outside changes.
 func TestWriteFileNeverFollowsSymlinks(t *testing.T) {
+	t.Parallel()
 	outside := t.TempDir()
 	victim := filepath.Join(outside, "values.yaml")
 	if err := os.WriteFile(victim, []byte("untouched\n"), 0o644); err != nil {
@@ -306,9 +289,9 @@ func symlinkTree(t *testing.T, r *Repo, links map[string]string) *Tree {
 			t.Fatal(err)
 		}
 	}
-	git(t, r.Top, "add", "-A")
-	git(t, r.Top, "commit", "-q", "-m", "symlinks")
-	tree, err := r.Tree(context.Background(), git(t, r.Top, "rev-parse", "HEAD"))
+	gittest.Run(t, r.Top, "add", "-A")
+	gittest.Run(t, r.Top, "commit", "-q", "-m", "symlinks")
+	tree, err := r.Tree(context.Background(), gittest.Run(t, r.Top, "rev-parse", "HEAD"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,6 +305,7 @@ func symlinkTree(t *testing.T, r *Repo, links map[string]string) *Tree {
 // another's document; a revision that can move (a branch) is read again
 // every time, and a missing file is remembered as missing.
 func TestReadParsedOncePerCommit(t *testing.T) {
+	t.Parallel()
 	r, head := newRepo(t, map[string]string{"d.yaml": "app: checkout\nenvironment: staging\n"})
 	parses := 0
 	parse := func(file string, data []byte) (*doc, error) {

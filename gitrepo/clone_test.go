@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/internal/testenv"
 )
 
@@ -32,19 +33,14 @@ func newRemote(t *testing.T) *remoteRepo {
 		t.Fatal(err)
 	}
 	seed := filepath.Join(t.TempDir(), "seed")
-	git(t, filepath.Dir(seed), "clone", "-q", withCreds, seed)
-	for p, body := range map[string]string{
+	gittest.Run(t, filepath.Dir(seed), "clone", "-q", withCreds, seed)
+	gittest.Commit(t, seed, "seed", map[string]string{
 		"apps/shop/overlays/staging/kustomization.yaml": "resources: [../../base]\n",
 		"apps/shop/base/deploy.yaml":                    "kind: Deployment\n",
 		"promotion/shop/staging.yaml":                   "state: RECONCILING\n",
 		"zz.yaml":                                       "top: 1\n",
-	} {
-		must(t, os.MkdirAll(filepath.Join(seed, filepath.Dir(p)), 0o755))
-		must(t, os.WriteFile(filepath.Join(seed, p), []byte(body), 0o644))
-	}
-	git(t, seed, "add", ".")
-	git(t, seed, "commit", "-q", "-m", "seed")
-	git(t, seed, "push", "-q", "origin", "main")
+	})
+	gittest.Run(t, seed, "push", "-q", "origin", "main")
 	return &remoteRepo{server: gs, name: "org/gitops.git", url: gs.URL + "/org/gitops.git", seed: seed}
 }
 
@@ -67,11 +63,12 @@ func (rr *remoteRepo) clone(t *testing.T, dir string) *Repo {
 // tip is the remote's main, read with the git command line.
 func (rr *remoteRepo) tip(t *testing.T) string {
 	t.Helper()
-	git(t, rr.seed, "fetch", "-q", "origin")
-	return git(t, rr.seed, "rev-parse", "origin/main")
+	gittest.Run(t, rr.seed, "fetch", "-q", "origin")
+	return gittest.Run(t, rr.seed, "rev-parse", "origin/main")
 }
 
 func TestCloneReadsLikeTheCLI(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rr := newRemote(t)
 	r := rr.clone(t, filepath.Join(t.TempDir(), "clone"))
@@ -105,7 +102,7 @@ func TestCloneReadsLikeTheCLI(t *testing.T) {
 		if dir != "." {
 			args = append(args, "--", dir+"/")
 		}
-		want := strings.Fields(git(t, rr.seed, args...))
+		want := strings.Fields(gittest.Run(t, rr.seed, args...))
 		if strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Errorf("ListTree(%s) = %v, git ls-tree says %v", dir, got, want)
 		}
@@ -121,6 +118,7 @@ func TestCloneReadsLikeTheCLI(t *testing.T) {
 // The commit an in-process clone builds is the one git builds: same tree
 // id for the same change (git fsck checks the tree's order and modes).
 func TestCloneCommitMatchesGit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rr := newRemote(t)
 	r := rr.clone(t, filepath.Join(t.TempDir(), "clone"))
@@ -140,16 +138,16 @@ func TestCloneCommitMatchesGit(t *testing.T) {
 	theirs, err := cli.Commit(ctx, tip, files, "evidence\n")
 	must(t, err)
 	must(t, r.SetBranch(ctx, "main", tip, mine))
-	git(t, rr.seed, "fetch", "-q", "origin")
-	if got, want := git(t, rr.seed, "rev-parse", mine+"^{tree}"), git(t, rr.seed, "rev-parse", theirs+"^{tree}"); got != want {
+	gittest.Run(t, rr.seed, "fetch", "-q", "origin")
+	if got, want := gittest.Run(t, rr.seed, "rev-parse", mine+"^{tree}"), gittest.Run(t, rr.seed, "rev-parse", theirs+"^{tree}"); got != want {
 		t.Fatalf("in-process tree %s, git's %s:\n%s\n---\n%s", got, want,
-			git(t, rr.seed, "ls-tree", "-r", mine), git(t, rr.seed, "ls-tree", "-r", theirs))
+			gittest.Run(t, rr.seed, "ls-tree", "-r", mine), gittest.Run(t, rr.seed, "ls-tree", "-r", theirs))
 	}
-	git(t, rr.seed, "fsck", "--strict", "--no-dangling")
-	if got := git(t, rr.seed, "show", "origin/main:evidence/staging/shop/p-1.json"); got != "{}" {
+	gittest.Run(t, rr.seed, "fsck", "--strict", "--no-dangling")
+	if got := gittest.Run(t, rr.seed, "show", "origin/main:evidence/staging/shop/p-1.json"); got != "{}" {
 		t.Fatalf("pushed evidence reads %q", got)
 	}
-	if got := git(t, rr.seed, "log", "-1", "--format=%an <%ae>|%P", "origin/main"); got != "throughline <throughline@localhost>|"+tip {
+	if got := gittest.Run(t, rr.seed, "log", "-1", "--format=%an <%ae>|%P", "origin/main"); got != "throughline <throughline@localhost>|"+tip {
 		t.Fatalf("commit author|parents = %q", got)
 	}
 }
@@ -158,6 +156,7 @@ func TestCloneCommitMatchesGit(t *testing.T) {
 // already at the commit is ErrUnchanged, and Update re-applies its change
 // on a tip someone else moved.
 func TestClonePushIsCompareAndSwap(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rr := newRemote(t)
 	r := rr.clone(t, filepath.Join(t.TempDir(), "clone"))
@@ -165,10 +164,8 @@ func TestClonePushIsCompareAndSwap(t *testing.T) {
 	c1, err := r.Commit(ctx, tip, map[string][]byte{"one": []byte("1")}, "one")
 	must(t, err)
 	// Someone else moves main first.
-	must(t, os.WriteFile(filepath.Join(rr.seed, "other"), []byte("2"), 0o644))
-	git(t, rr.seed, "add", ".")
-	git(t, rr.seed, "commit", "-q", "-m", "other")
-	git(t, rr.seed, "push", "-q", "origin", "main")
+	gittest.Commit(t, rr.seed, "other", map[string]string{"other": "2"})
+	gittest.Run(t, rr.seed, "push", "-q", "origin", "main")
 	moved := rr.tip(t)
 	if err := r.SetBranch(ctx, "main", tip, c1); !errors.Is(err, ErrRejected) {
 		t.Fatalf("push on a moved branch: %v, want ErrRejected", err)
@@ -188,10 +185,8 @@ func TestClonePushIsCompareAndSwap(t *testing.T) {
 	sha, err := r.Update(ctx, "main", 3, func(ctx context.Context, tip string) (map[string][]byte, string, error) {
 		calls++
 		if calls == 1 { // lose the first race
-			must(t, os.WriteFile(filepath.Join(rr.seed, "third"), []byte("3"), 0o644))
-			git(t, rr.seed, "add", ".")
-			git(t, rr.seed, "commit", "-q", "-m", "third")
-			git(t, rr.seed, "push", "-q", "origin", "main")
+			gittest.Commit(t, rr.seed, "third", map[string]string{"third": "3"})
+			gittest.Run(t, rr.seed, "push", "-q", "origin", "main")
 		}
 		return map[string][]byte{"mine": []byte(tip)}, "mine", nil
 	})
@@ -199,12 +194,13 @@ func TestClonePushIsCompareAndSwap(t *testing.T) {
 	if calls != 2 || rr.tip(t) != sha {
 		t.Fatalf("Update: %d calls, remote at %s, want 2 calls and %s", calls, rr.tip(t), sha)
 	}
-	if got := git(t, rr.seed, "log", "--format=%s", "-3", "origin/main"); got != "mine\nthird\nother" {
+	if got := gittest.Run(t, rr.seed, "log", "--format=%s", "-3", "origin/main"); got != "mine\nthird\nother" {
 		t.Fatalf("history:\n%s", got)
 	}
 }
 
 func TestClonePushDeclinedByHook(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rr := newRemote(t)
 	hook := filepath.Join(rr.server.Root, rr.name, "hooks", "pre-receive")
@@ -222,43 +218,47 @@ func TestClonePushDeclinedByHook(t *testing.T) {
 // What a careless or hostile configuration gets: refused before any
 // network use, and no message holds the token.
 func TestCloneRefuses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rr := newRemote(t)
 	other := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(other, "notes.txt"), []byte("mine"), 0o644))
 	knownHosts := filepath.Join(t.TempDir(), "known_hosts")
 	must(t, os.WriteFile(knownHosts, nil, 0o600))
+	// The wording of every refusal: testdata/clone-refuses.golden.
+	msgs := &messages{cases: 10}
+	t.Cleanup(func() { msgs.compare(t, "clone-refuses.golden") })
 	for _, tc := range []struct {
-		name string
-		opts CloneOptions
-		want string
+		name   string
+		opts   CloneOptions
+		remote bool // refused by the remote, not a ConfigError
 	}{
-		{"password in the URL", CloneOptions{URL: strings.Replace(rr.url, "http://", "http://git:"+testToken+"@", 1)}, "carries a password"},
-		{"http to a remote host", CloneOptions{URL: "http://git.example.com/org/gitops.git"}, "use https://"},
-		{"ssh without known_hosts", CloneOptions{URL: "git@github.com:org/gitops.git", Credentials: Credentials{SSHKey: []byte("k")}},
-			"known_hosts"},
-		{"token for ssh", CloneOptions{URL: "ssh://git@github.com/org/gitops.git", Credentials: Credentials{Token: []byte(testToken)}}, "give an SSH key"},
-		{"ssh key for https", CloneOptions{URL: "https://github.com/org/gitops.git", Credentials: Credentials{SSHKey: []byte("k")}}, "SSH key"},
+		{"password in the URL", CloneOptions{URL: strings.Replace(rr.url, "http://", "http://git:"+testToken+"@", 1)}, false},
+		{"http to a remote host", CloneOptions{URL: "http://git.example.com/org/gitops.git"}, false},
+		{"ssh without known_hosts", CloneOptions{URL: "git@github.com:org/gitops.git", Credentials: Credentials{SSHKey: []byte("k")}}, false},
+		{"token for ssh", CloneOptions{URL: "ssh://git@github.com/org/gitops.git", Credentials: Credentials{Token: []byte(testToken)}}, false},
+		{"ssh key for https", CloneOptions{URL: "https://github.com/org/gitops.git", Credentials: Credentials{SSHKey: []byte("k")}}, false},
 		{"a broken ssh key", CloneOptions{URL: "ssh://git@github.com/org/gitops.git", Credentials: Credentials{SSHKey: []byte("not a key"),
-			KnownHostsFile: knownHosts}}, "the SSH key"},
-		{"unknown protocol", CloneOptions{URL: "ftp://example.com/x.git"}, "protocol"},
-		{"a directory holding something else", CloneOptions{URL: rr.url, Dir: other, Credentials: Credentials{Token: []byte(testToken)}},
-			"neither empty nor a clone"},
-		{"wrong token", CloneOptions{URL: rr.url, Credentials: Credentials{Token: []byte("wrong-" + testToken)}}, "authentication"},
-		{"no token", CloneOptions{URL: rr.url}, "authentication"},
+			KnownHostsFile: knownHosts}}, false},
+		{"unknown protocol", CloneOptions{URL: "ftp://example.com/x.git"}, false},
+		{"a directory holding something else", CloneOptions{URL: rr.url, Dir: other, Credentials: Credentials{Token: []byte(testToken)}}, false},
+		{"wrong token", CloneOptions{URL: rr.url, Credentials: Credentials{Token: []byte("wrong-" + testToken)}}, true},
+		{"no token", CloneOptions{URL: rr.url}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.opts.Dir == "" {
 				tc.opts.Dir = filepath.Join(t.TempDir(), "c")
 			}
 			_, err := Clone(ctx, tc.opts)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Clone: %v, want an error saying %q", err, tc.want)
+			if err == nil {
+				t.Fatal("Clone refused nothing")
 			}
 			var ce *ConfigError
-			if auth := strings.Contains(tc.want, "authentication"); errors.As(err, &ce) == auth {
-				t.Errorf("ConfigError: %t, want %t (the remote refused, not the configuration)", !auth, auth)
+			if errors.As(err, &ce) == tc.remote {
+				t.Errorf("ConfigError: %t, want %t (the remote refused, not the configuration)", !tc.remote, tc.remote)
 			}
+			msgs.add(tc.name, errors.New(strings.NewReplacer(strings.TrimPrefix(rr.server.URL, "http://"), "GIT-HOST",
+				tc.opts.Dir, "DIR").Replace(err.Error())))
 			if strings.Contains(err.Error(), testToken) {
 				t.Fatalf("the error prints the token: %v", err)
 			}
@@ -272,6 +272,7 @@ func TestCloneRefuses(t *testing.T) {
 // A second Clone into the same directory reuses it (a restarted Pod with
 // its volume), and one of another URL is refused.
 func TestCloneReopens(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rr := newRemote(t)
 	dir := filepath.Join(t.TempDir(), "clone")
@@ -287,6 +288,7 @@ func TestCloneReopens(t *testing.T) {
 }
 
 func TestCommitRefusesPathsOutsideTheTree(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rr := newRemote(t)
 	r := rr.clone(t, filepath.Join(t.TempDir(), "clone"))
@@ -315,6 +317,7 @@ func TestOpenWithoutGit(t *testing.T) {
 // The notifier reads (deliveries, the resync) while it writes: the clone
 // serializes go-git, so -race finds nothing and every read sees a commit.
 func TestCloneConcurrentUse(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rr := newRemote(t)
 	r := rr.clone(t, filepath.Join(t.TempDir(), "clone"))
@@ -348,16 +351,15 @@ func TestCloneConcurrentUse(t *testing.T) {
 // Git over SSH against a real sshd: the key and known_hosts of the
 // Credentials, a push, and what a wrong host key or client key gets.
 func TestCloneOverSSH(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := testenv.StartSSHGitServer(t)
 	bare := filepath.Join(t.TempDir(), "gitops.git")
-	git(t, filepath.Dir(bare), "init", "-q", "--bare", "-b", "main", bare)
+	gittest.Run(t, filepath.Dir(bare), "init", "-q", "--bare", "-b", "main", bare)
 	seed := filepath.Join(t.TempDir(), "seed")
-	git(t, filepath.Dir(seed), "clone", "-q", bare, seed)
-	must(t, os.WriteFile(filepath.Join(seed, "a.yaml"), []byte("a: 1\n"), 0o644))
-	git(t, seed, "add", ".")
-	git(t, seed, "commit", "-q", "-m", "seed")
-	git(t, seed, "push", "-q", "origin", "main")
+	gittest.Run(t, filepath.Dir(seed), "clone", "-q", bare, seed)
+	gittest.Commit(t, seed, "seed", map[string]string{"a.yaml": "a: 1\n"})
+	gittest.Run(t, seed, "push", "-q", "origin", "main")
 	creds := Credentials{SSHKey: srv.ClientKey, KnownHostsFile: srv.KnownHosts}
 	r, err := Clone(ctx, CloneOptions{URL: srv.URL(bare), Dir: filepath.Join(t.TempDir(), "c"), Credentials: creds})
 	if err != nil {
@@ -367,7 +369,7 @@ func TestCloneOverSSH(t *testing.T) {
 		return map[string][]byte{"evidence/e.json": []byte("{}")}, "evidence", nil
 	})
 	must(t, err)
-	if got := git(t, bare, "rev-parse", "main"); got != sha {
+	if got := gittest.Run(t, bare, "rev-parse", "main"); got != sha {
 		t.Fatalf("main on the SSH remote is %s, want the pushed %s", got, sha)
 	}
 	for name, tc := range map[string]struct {
@@ -389,6 +391,7 @@ func TestCloneOverSSH(t *testing.T) {
 // resolved a conflict in the file, a deletion and a re-creation, and
 // nothing for commits that left the file alone.
 func TestCloneFileHistoryMatchesGit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rr := newRemote(t)
 	const file = "promotion/shop/staging.yaml"
@@ -401,44 +404,45 @@ func TestCloneFileHistoryMatchesGit(t *testing.T) {
 				must(t, os.Remove(full))
 				continue
 			}
-			must(t, os.MkdirAll(filepath.Dir(full), 0o755))
-			must(t, os.WriteFile(full, []byte(body), 0o644))
+			gittest.Write(t, dir, map[string]string{p: body})
 		}
-		git(t, dir, "add", "-A")
+		gittest.Run(t, dir, "add", "-A")
 		n++
 		date := fmt.Sprintf("GIT_COMMITTER_DATE=2026-11-01T10:%02d:00Z", n)
-		cmd := exec.Command("git", "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "-a", "-m", msg)
-		cmd.Dir, cmd.Env = dir, append(os.Environ(), date, "GIT_AUTHOR_DATE=2026-11-01T10:00:00Z")
+		// A local exec: each commit needs its own dates (gittest.Env's extra).
+		cmd := exec.Command("git", "commit", "-q", "-a", "-m", msg)
+		cmd.Dir, cmd.Env = dir, gittest.Env(dir, date, "GIT_AUTHOR_DATE=2026-11-01T10:00:00Z")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("commit %s: %v: %s", msg, err, out)
 		}
 	}
 	s := rr.seed
-	git(t, s, "add", "-A")
+	gittest.Run(t, s, "add", "-A")
 	commit(s, "unrelated", map[string]string{"zz.yaml": "top: 2\n"})
 	commit(s, "record v2", map[string]string{file: "state: ACCEPTED\n"})
-	git(t, s, "checkout", "-q", "-b", "pr")
+	gittest.Run(t, s, "checkout", "-q", "-b", "pr")
 	commit(s, "record v3 on a branch", map[string]string{file: "state: VERIFIED\n"})
-	git(t, s, "checkout", "-q", "main")
+	gittest.Run(t, s, "checkout", "-q", "main")
 	commit(s, "unrelated on main", map[string]string{"zz.yaml": "top: 3\n"})
 	merge := func(msg string) {
-		cmd := exec.Command("git", "-c", "user.name=t", "-c", "user.email=t@x", "merge", "-q", "--no-ff", "-m", msg, "pr")
+		// A local exec: a merge that conflicts fails, and is resolved below.
+		cmd := exec.Command("git", "merge", "-q", "--no-ff", "-m", msg, "pr")
 		n++
-		cmd.Dir, cmd.Env = s, append(os.Environ(), fmt.Sprintf("GIT_COMMITTER_DATE=2026-11-01T10:%02d:00Z", n))
+		cmd.Dir, cmd.Env = s, gittest.Env(s, fmt.Sprintf("GIT_COMMITTER_DATE=2026-11-01T10:%02d:00Z", n))
 		_ = cmd.Run() // a conflict is resolved below
 	}
 	merge("merge pr")
-	git(t, s, "checkout", "-q", "pr")
+	gittest.Run(t, s, "checkout", "-q", "pr")
 	commit(s, "record v4 on the branch", map[string]string{file: "state: HALTED\n"})
-	git(t, s, "checkout", "-q", "main")
+	gittest.Run(t, s, "checkout", "-q", "main")
 	commit(s, "record v5 on main", map[string]string{file: "state: RECONCILING\n"})
 	merge("merge pr again")
 	must(t, os.WriteFile(filepath.Join(s, filepath.FromSlash(file)), []byte("state: ACCEPTED\nresolved: true\n"), 0o644))
-	git(t, s, "add", "-A")
+	gittest.Run(t, s, "add", "-A")
 	commit(s, "resolved", nil)
 	commit(s, "deleted", map[string]string{file: ""})
 	commit(s, "re-created", map[string]string{file: "state: CANDIDATE\n"})
-	git(t, s, "push", "-q", "origin", "main", "pr")
+	gittest.Run(t, s, "push", "-q", "origin", "main", "pr")
 
 	cli, err := Open(ctx, s)
 	must(t, err)
@@ -451,7 +455,7 @@ func TestCloneFileHistoryMatchesGit(t *testing.T) {
 		must(t, err)
 		t.Logf("%s: %d commits", p, len(want))
 		if strings.Join(got, " ") != strings.Join(want, " ") {
-			t.Errorf("FileHistory(%s):\n in process %v\n git        %v\n%s", p, got, want, git(t, s, "log", "--graph", "--format=%h %s", tip))
+			t.Errorf("FileHistory(%s):\n in process %v\n git        %v\n%s", p, got, want, gittest.Run(t, s, "log", "--graph", "--format=%h %s", tip))
 		}
 	}
 }
@@ -459,6 +463,7 @@ func TestCloneFileHistoryMatchesGit(t *testing.T) {
 // ReadInProcess on a work tree reads what git reads, with a GitOps root in
 // a subdirectory too, and sees what a later fetch brought (a new pack).
 func TestReadInProcessMatchesGit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rr := newRemote(t)
 	for _, sub := range []string{"", "apps"} {
@@ -508,13 +513,13 @@ func TestReadInProcessMatchesGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := filepath.Join(t.TempDir(), "other")
-	git(t, filepath.Dir(other), "clone", "-q", strings.Replace(rr.url, "http://", "http://git:"+testToken+"@", 1), other)
+	gittest.Run(t, filepath.Dir(other), "clone", "-q", strings.Replace(rr.url, "http://", "http://git:"+testToken+"@", 1), other)
+	many := map[string]string{}
 	for i := range 150 {
-		must(t, os.WriteFile(filepath.Join(other, fmt.Sprintf("f%03d.yaml", i)), []byte(fmt.Sprintf("n: %d\n", i)), 0o644))
+		many[fmt.Sprintf("f%03d.yaml", i)] = fmt.Sprintf("n: %d\n", i)
 	}
-	git(t, other, "add", "-A")
-	git(t, other, "commit", "-q", "-m", "many")
-	git(t, other, "push", "-q", "origin", "main")
+	gittest.Commit(t, other, "many", many)
+	gittest.Run(t, other, "push", "-q", "origin", "main")
 	must(t, fast.Fetch(ctx))
 	tip, err := fast.Resolve(ctx, "origin/main")
 	must(t, err)
@@ -527,6 +532,7 @@ func TestReadInProcessMatchesGit(t *testing.T) {
 // repository that cannot be read is an error, never a "no" (the notifier
 // would HALT a good promotion as "wrong revision" on a damaged clone).
 func TestCloneAncestryOnADamagedClone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rr := newRemote(t)
 	dir := filepath.Join(t.TempDir(), "clone")

@@ -7,26 +7,29 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/throughline-dev/throughline/internal/gittest"
 )
 
 // TestCommitTime: the committer time (not the author's) of a commit, the
 // same through git, in process on a work tree and on an in-process clone;
 // a commit the repository does not hold wraps ErrNotFound.
 func TestCommitTime(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, dir := newRepo(t)
 	// Author and committer dates differ, as for a pull request merged later.
-	git(t, dir, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "--allow-empty", "-m", "merge",
+	gittest.Run(t, dir, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "--allow-empty", "-m", "merge",
 		"--date=2026-11-20T09:00:00Z")
-	head := git(t, dir, "rev-parse", "HEAD")
-	want, err := time.Parse(time.RFC3339, git(t, dir, "log", "-1", "--format=%cI", head))
+	head := gittest.Run(t, dir, "rev-parse", "HEAD")
+	want, err := time.Parse(time.RFC3339, gittest.Run(t, dir, "log", "-1", "--format=%cI", head))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rr := newRemote(t)
 	mem := rr.clone(t, filepath.Join(t.TempDir(), "clone"))
 	memHead := rr.tip(t)
-	memWant, err := time.Parse(time.RFC3339, git(t, rr.seed, "log", "-1", "--format=%cI", memHead))
+	memWant, err := time.Parse(time.RFC3339, gittest.Run(t, rr.seed, "log", "-1", "--format=%cI", memHead))
 	if err != nil {
 		t.Fatal(err)
 	}

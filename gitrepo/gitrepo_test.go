@@ -4,38 +4,20 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
-)
 
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v: %s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
+	"github.com/throughline-dev/throughline/internal/gittest"
+)
 
 // newRepo makes a work tree with the GitOps root in sub/ and one commit.
 func newRepo(t *testing.T) (*Repo, string) {
 	t.Helper()
 	dir := t.TempDir()
-	git(t, dir, "init", "-q", "-b", "main")
-	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "sub", "a.yaml"), []byte("a: 1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	git(t, dir, "add", ".")
-	git(t, dir, "commit", "-q", "-m", "init")
+	gittest.Init(t, dir)
+	gittest.Commit(t, dir, "init", map[string]string{"sub/a.yaml": "a: 1\n"})
 	r, err := Open(context.Background(), filepath.Join(dir, "sub"))
 	if err != nil {
 		t.Fatal(err)
@@ -45,6 +27,7 @@ func newRepo(t *testing.T) (*Repo, string) {
 }
 
 func TestCommitLeavesWorkTree(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, dir := newRepo(t)
 	if r.Prefix != "sub/" || r.Remote != "" {
@@ -61,7 +44,7 @@ func TestCommitLeavesWorkTree(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "sub", "promotion")); !os.IsNotExist(err) {
 		t.Fatal("the commit wrote into the work tree")
 	}
-	if st := git(t, dir, "status", "--porcelain"); st != "" {
+	if st := gittest.Run(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("work tree or index changed: %q", st)
 	}
 	data, err := r.ReadFile(ctx, sha, "promotion/app/prod.yaml")
@@ -99,29 +82,26 @@ func TestCommitLeavesWorkTree(t *testing.T) {
 // our fetch and our push; the push is rejected (never forced), Update
 // fetches and re-applies on the new tip, and both changes survive.
 func TestUpdateRetriesNonFastForward(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	_, dir := newRepo(t)
 	bare := filepath.Join(t.TempDir(), "remote.git")
-	git(t, dir, "init", "-q", "--bare", "-b", "main", bare)
-	git(t, bare, "config", "receive.denyNonFastForwards", "true")
-	git(t, dir, "remote", "add", "origin", bare)
-	git(t, dir, "push", "-q", "origin", "main")
+	gittest.Run(t, dir, "init", "-q", "--bare", "-b", "main", bare)
+	gittest.Run(t, bare, "config", "receive.denyNonFastForwards", "true")
+	gittest.Run(t, dir, "remote", "add", "origin", bare)
+	gittest.Run(t, dir, "push", "-q", "origin", "main")
 	r, err := Open(ctx, filepath.Join(dir, "sub"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := filepath.Join(t.TempDir(), "other")
-	git(t, filepath.Dir(other), "clone", "-q", bare, other)
+	gittest.Run(t, filepath.Dir(other), "clone", "-q", bare, other)
 	var calls atomic.Int32
 	sha, err := r.Update(ctx, "main", 3, func(ctx context.Context, tip string) (map[string][]byte, string, error) {
 		if calls.Add(1) == 1 {
 			// The race: someone else lands first.
-			if err := os.WriteFile(filepath.Join(other, "sub", "b.yaml"), []byte("b: 1\n"), 0o644); err != nil {
-				return nil, "", err
-			}
-			git(t, other, "add", ".")
-			git(t, other, "commit", "-q", "-m", "other")
-			git(t, other, "push", "-q", "origin", "main")
+			gittest.Commit(t, other, "other", map[string]string{"sub/b.yaml": "b: 1\n"})
+			gittest.Run(t, other, "push", "-q", "origin", "main")
 		}
 		return map[string][]byte{"c.yaml": []byte("c: 1\n")}, "ours", nil
 	})
@@ -131,11 +111,11 @@ func TestUpdateRetriesNonFastForward(t *testing.T) {
 	if calls.Load() != 2 {
 		t.Fatalf("change applied %d times, want 2 (once rejected, once on the new tip)", calls.Load())
 	}
-	if got := git(t, bare, "rev-parse", "main"); got != sha {
+	if got := gittest.Run(t, bare, "rev-parse", "main"); got != sha {
 		t.Fatalf("remote main %s, want %s", got, sha)
 	}
 	for _, f := range []string{"sub/b.yaml", "sub/c.yaml"} {
-		git(t, bare, "cat-file", "-e", sha+":"+f)
+		gittest.Run(t, bare, "cat-file", "-e", sha+":"+f)
 	}
 }
 
@@ -143,12 +123,13 @@ func TestUpdateRetriesNonFastForward(t *testing.T) {
 // (a freeze): not a lost race, so Update stops at once with a
 // *DeclinedError carrying what the remote said.
 func TestUpdateDeclinedByHookIsNotRetried(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	_, dir := newRepo(t)
 	bare := filepath.Join(t.TempDir(), "remote.git")
-	git(t, dir, "init", "-q", "--bare", "-b", "main", bare)
-	git(t, dir, "remote", "add", "origin", bare)
-	git(t, dir, "push", "-q", "origin", "main")
+	gittest.Run(t, dir, "init", "-q", "--bare", "-b", "main", bare)
+	gittest.Run(t, dir, "remote", "add", "origin", bare)
+	gittest.Run(t, dir, "push", "-q", "origin", "main")
 	hook := filepath.Join(bare, "hooks", "pre-receive")
 	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho 'change freeze until Monday' >&2\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -163,8 +144,8 @@ func TestUpdateDeclinedByHookIsNotRetried(t *testing.T) {
 		return map[string][]byte{"c.yaml": []byte("c: 1\n")}, "ours", nil
 	})
 	var de *DeclinedError
-	if !errors.As(err, &de) || errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "change freeze until Monday") ||
-		!strings.Contains(err.Error(), "pre-receive hook declined") {
+	if !errors.As(err, &de) || errors.Is(err, ErrRejected) || de.Branch != "main" || !strings.Contains(de.Reason, "change freeze until Monday") ||
+		!strings.Contains(de.Reason, "pre-receive hook declined") {
 		t.Fatalf("want a DeclinedError with the hook's message: %v", err)
 	}
 	if calls.Load() != 1 {
@@ -176,6 +157,7 @@ func TestUpdateDeclinedByHookIsNotRetried(t *testing.T) {
 // ErrNotFound, anything else (a directory, a broken repository) is an error
 // of its own, and contents come back byte for byte.
 func TestReadFile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, _ := newRepo(t)
 	head, err := r.Resolve(ctx, "HEAD")
@@ -227,6 +209,7 @@ func TestReadFile(t *testing.T) {
 // an error naming the limit, through git and in process alike, and is
 // never held in memory whole.
 func TestReadFileBounded(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, _ := newRepo(t)
 	head, err := r.Resolve(ctx, "HEAD")

@@ -6,12 +6,15 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/throughline-dev/throughline/internal/gittest"
 )
 
 func TestIsAncestor(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, dir := newRepo(t)
-	first := git(t, dir, "rev-parse", "HEAD")
+	first := gittest.Run(t, dir, "rev-parse", "HEAD")
 	second, err := r.Commit(ctx, first, map[string][]byte{"b.yaml": []byte("b: 1\n")}, "second")
 	if err != nil {
 		t.Fatal(err)
@@ -51,9 +54,10 @@ func TestIsAncestor(t *testing.T) {
 }
 
 func TestListTreeAndFileHistory(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, dir := newRepo(t)
-	first := git(t, dir, "rev-parse", "HEAD")
+	first := gittest.Run(t, dir, "rev-parse", "HEAD")
 	odd := "promotion/check out/pro\tduction.yaml" // spaces and a tab: strings.Fields would split it
 	second, err := r.Commit(ctx, first, map[string][]byte{
 		odd:                         []byte("x: 1\n"),
@@ -101,6 +105,7 @@ func TestListTreeAndFileHistory(t *testing.T) {
 // "ls-tree --end-of-options REV --" without a pathspec, which made the
 // repository check see no overlay at all.
 func TestListTreeAtTheRepositoryRoot(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	_, dir := newRepo(t)
 	r, err := Open(ctx, dir)

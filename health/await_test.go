@@ -28,6 +28,7 @@ func testAcceptance(name string, spec map[string]any) *unstructured.Unstructured
 }
 
 func TestAwait(t *testing.T) {
+	t.Parallel()
 	s := runtime.NewScheme()
 	must := func(err error) {
 		t.Helper()
@@ -88,6 +89,7 @@ func TestAwait(t *testing.T) {
 }
 
 func TestReportDecided(t *testing.T) {
+	t.Parallel()
 	for o, want := range map[Outcome]bool{Verified: true, Mismatch: true, Pending: false, Unverifiable: false} {
 		if got := (&Report{Outcome: o}).Decided(); got != want {
 			t.Errorf("%s: Decided() = %v, want %v", o, got, want)

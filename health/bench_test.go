@@ -270,6 +270,7 @@ func BenchmarkVerify10000Pods(b *testing.B) {
 
 // TestSecondPassAsksNoRegistry is the benchmark's claim as a test.
 func TestSecondPassAsksNoRegistry(t *testing.T) {
+	t.Parallel()
 	f := newBenchFixture(t, 5, 3)
 	f.pass(t)
 	first := f.requests.Load()

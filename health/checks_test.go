@@ -128,6 +128,7 @@ func expect(t *testing.T, when string, st v1alpha1.AcceptanceStatus, acc *unstru
 // evaluation between), the requeue is the next due check; after the soak
 // the checks stop and Ready is True.
 func TestSoakGreen(t *testing.T) {
+	t.Parallel()
 	ev := &scripted{script: map[string][]runtimecheck.Result{"errors": {pass("0.01")}, "latency": {pass("0.2")}}}
 	l := newCheckLab(t, checksSpec("1m", prom("errors", "10s", 3), prom("latency", "30s", 1)), ev)
 	st, requeue, acc := l.at(0)
@@ -167,6 +168,7 @@ func TestSoakGreen(t *testing.T) {
 // False CheckFailed, Stalled: kstatus Failed) with its value, and stays
 // halted for the generation even if it passes later.
 func TestSoakFails(t *testing.T) {
+	t.Parallel()
 	ev := &scripted{script: map[string][]runtimecheck.Result{"errors": {pass("0.01"), fail("0.2"), pass("0.01"), fail("0.3"), fail("0.4"), pass("0")}}}
 	l := newCheckLab(t, checksSpec("10m", prom("errors", "10s", 2)), ev)
 	for i, want := range []string{"Soaking", "Soaking", "Soaking", "Soaking", "CheckFailed", "CheckFailed"} {
@@ -190,6 +192,7 @@ func TestSoakFails(t *testing.T) {
 // TestSoakUnverifiable: Prometheus down is never Verified, whatever the
 // soak; Ready Unknown reason Unverifiable.
 func TestSoakUnverifiable(t *testing.T) {
+	t.Parallel()
 	down := runtimecheck.Result{Verdict: v1alpha1.CheckUnverifiable, Message: "querying Prometheus: connection refused"}
 	ev := &scripted{script: map[string][]runtimecheck.Result{"errors": {pass("0"), down}}}
 	l := newCheckLab(t, checksSpec("30s", prom("errors", "10s", 1)), ev)
@@ -261,6 +264,7 @@ func (o *owners) Evaluate(ctx context.Context, ow runtimecheck.Owner, c v1alpha1
 // has none of them evaluated; its verdict says why. Checks that agree run
 // with the namespaces the committed registry binds, and only then.
 func TestChecksNotCommittedAreNotRun(t *testing.T) {
+	t.Parallel()
 	spec := checksSpec("0s", prom("error-ratio", "30s", 1))
 	spec["sourcePath"] = "apps/checkout/overlays/staging"
 	ev := &owners{scripted: scripted{script: map[string][]runtimecheck.Result{"error-ratio": {pass("0")}}}}

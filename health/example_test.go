@@ -17,6 +17,7 @@ import (
 // vouch for another namespace's Deployment). Every example Kustomization
 // with a targetNamespace must agree with the overlay it applies.
 func TestFluxExamplesTargetNamespace(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("../examples/flux/clusters/*/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no Flux examples: %v", err)

@@ -118,6 +118,7 @@ func TestHealthScriptAndKstatus(t *testing.T) {
 }
 
 func TestNewStatusKeepsTimes(t *testing.T) {
+	t.Parallel()
 	t0 := time.Unix(1_800_000_000, 0)
 	rep := &Report{Generation: 3, RenderedHash: renderedHash, Outcome: Verified, Reason: v1alpha1.ReasonVerified, Message: "ok"}
 	s1 := NewStatus(rep, v1alpha1.AcceptanceStatus{}, t0)

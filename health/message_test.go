@@ -16,6 +16,7 @@ import (
 // workload once, and a workload's own message (status.workloads[].message,
 // beside its kind and name) does not name it at all.
 func TestMessagesNameTheWorkloadOnce(t *testing.T) {
+	t.Parallel()
 	f := newBenchFixture(t, 1, 2)
 	var d appsv1.Deployment
 	if err := f.reader.Get(context.Background(), keyOf("ns-0", "web-0"), &d); err != nil {

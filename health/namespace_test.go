@@ -18,6 +18,7 @@ import (
 // namespace only (an empty namespace is its own); any other is Invalid,
 // naming the workload, before anything is read.
 func TestAcceptanceVouchesOnlyForItsNamespace(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name     string
 		accNS    string

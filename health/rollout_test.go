@@ -51,6 +51,7 @@ func pod(name string, lbls map[string]string, terminating bool) corev1.Pod {
 }
 
 func TestDeploymentRevision(t *testing.T) {
+	t.Parallel()
 	cur := map[string]string{LabelPodTemplateHash: "new"}
 	old := map[string]string{LabelPodTemplateHash: "old"}
 	tests := []struct {
@@ -104,6 +105,7 @@ func TestDeploymentRevision(t *testing.T) {
 }
 
 func TestStatefulSetDaemonSetJobRollout(t *testing.T) {
+	t.Parallel()
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 	s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Generation: 4}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(int32(2)), Selector: sel},
 		Status: appsv1.StatefulSetStatus{ObservedGeneration: 4, UpdateRevision: "db-2", UpdatedReplicas: 2}}
@@ -151,6 +153,7 @@ func TestStatefulSetDaemonSetJobRollout(t *testing.T) {
 }
 
 func TestArgoRolloutRevision(t *testing.T) {
+	t.Parallel()
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
 		"metadata": map[string]any{"name": "web", "namespace": "ns", "generation": int64(5)},

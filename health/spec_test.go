@@ -18,6 +18,7 @@ import (
 // and the report says it was checked by its spec, not counted among the
 // workloads whose Pods run the declared images.
 func TestCronJobNotCountedAsVerifiedLive(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name     string
 		live     string // the live CronJob's image; "" none applied

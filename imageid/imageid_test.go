@@ -12,6 +12,7 @@ const (
 )
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in, scheme, repo, digest string
 		err                      string

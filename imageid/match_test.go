@@ -12,6 +12,7 @@ import (
 func dg(c byte) string { return "sha256:" + strings.Repeat(string(c), 64) }
 
 func TestCompare(t *testing.T) {
+	t.Parallel()
 	index := &registry.Descriptor{Digest: dg('1'), MediaType: "application/vnd.oci.image.index.v1+json", Children: []registry.Child{
 		{Platform: registry.Platform{OS: "linux", Architecture: "amd64"}, Digest: dg('2'), ConfigDigest: dg('3')},
 		{Platform: registry.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}, Digest: dg('4'), ConfigDigest: dg('5')},
@@ -55,6 +56,7 @@ func TestCompare(t *testing.T) {
 }
 
 func TestNeedsRegistry(t *testing.T) {
+	t.Parallel()
 	if NeedsRegistry(dg('1'), "r@"+dg('1')) || !NeedsRegistry(dg('1'), dg('2')) || NeedsRegistry(dg('1'), "") {
 		t.Fatal("NeedsRegistry")
 	}

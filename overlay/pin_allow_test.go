@@ -15,6 +15,7 @@ import (
 // another environment, or judged in no environment (a directory named dev
 // when the caller does not apply the directory convention), it is Unpinned.
 func TestPlanPinAllowList(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pod := func(image string) string {
 		return "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    image: " + image + "\n"

@@ -34,6 +34,7 @@ spec:
 // after the edit judges the workloads, not that declaration (found by
 // e2e/fluxcontrol: pin --set refused every release of such an overlay).
 func TestSetImagesWithCommittedAcceptance(t *testing.T) {
+	t.Parallel()
 	kust := "resources:\n  - ../base\n  - throughline-acceptance.yaml\nimages:\n  - name: example.com/shop/web\n" +
 		"    newName: 127.0.0.1:5000/web\n    newTag: \"1.1@" + dig1 + "\"\n"
 	root := tree(t, setApp(kust, "app/throughline-acceptance.yaml", committedAcceptance))

@@ -67,6 +67,7 @@ const pinnedConfigMap = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: pinne
 // kustomization and compares the report, the error and every file with
 // testdata/setimages/<name>.golden. A failed set writes nothing.
 func TestSetImages(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		files map[string]string
@@ -90,6 +91,7 @@ func TestSetImages(t *testing.T) {
 		{"edit-not-rendered", setApp(replacementsKustomization, "app/pinned.yaml", pinnedConfigMap), []string{setWeb}, exitcode.Internal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			root := tree(t, tc.files)
 			before := dump(t, root)
 			var sets []ImageSet
@@ -125,14 +127,19 @@ func lines(s []string) string {
 // not written), for a new tag and for a new name alike, and passes on the
 // render after the edit.
 func TestProveSets(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
+	// What the proof says it misses: testdata/prove-sets.golden.
+	msgs := &messages{cases: 2}
+	t.Cleanup(func() { msgs.compare(t, "prove-sets.golden") })
 	for _, tc := range []struct {
-		name, set, want string
+		name, set string
 	}{
-		{"new tag", setWeb, "renders \"example.com/shop/web:1.0@" + dig1 + "\", want"},
-		{"new name", setMove, "no container of app renders \"127.0.0.1:5000/web:1.2@sha256:" + hexAB + "\""},
+		{"new tag", setWeb},
+		{"new name", setMove},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			root := tree(t, setApp("resources:\n  - ../base\n"))
 			opts := render.Options{Root: root, Path: filepath.Join(root, "app")}
 			set, err := ParseImageSet(tc.set)
@@ -145,9 +152,11 @@ func TestProveSets(t *testing.T) {
 				want = set.NewName
 			}
 			wants := []setWant{{Set: set, Image: want + ":" + set.Value(), Rendered: true}}
-			if err := proveSets(objs, wants, "app"); err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("proof on the render before the edit: %v, want an error with %q", err, tc.want)
+			err = proveSets(objs, wants, "app")
+			if err == nil {
+				t.Fatal("proof on the render before the edit passed")
 			}
+			msgs.add(tc.name, err)
 			if _, err := SetImages(ctx, opts, []ImageSet{set}); err != nil {
 				t.Fatal(err)
 			}

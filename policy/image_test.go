@@ -11,6 +11,9 @@ import (
 const hex64 = "9c2f1e0d7b6a5f4e3d2c1b0a99887766554433221100ffeeddccbbaa98765432"
 
 func TestCheckImage(t *testing.T) {
+	t.Parallel()
+	msgs := &messages{cases: 14}
+	t.Cleanup(func() { msgs.compare(t, "check-image.golden") })
 	for _, tc := range []struct {
 		image      string
 		repository string // for accepted images
@@ -44,9 +47,11 @@ func TestCheckImage(t *testing.T) {
 				if !errors.As(err, &ie) {
 					t.Fatalf("CheckImage(%q) = %+v, %v; want an ImageError", tc.image, p, err)
 				}
-				if !strings.Contains(err.Error(), tc.reason) || !strings.Contains(err.Error(), tc.image) {
-					t.Errorf("error %q should name the image and say %q", err, tc.reason)
+				if ie.Image != tc.image {
+					t.Errorf("error %q names image %q, want %q", err, ie.Image, tc.image)
 				}
+				// What it says ([...]): testdata/check-image.golden.
+				msgs.add(strings.ReplaceAll(tc.image, hex64, "HEX")+" ["+tc.reason+"]", errors.New(strings.ReplaceAll(err.Error(), hex64, "HEX")))
 				return
 			}
 			if err != nil {

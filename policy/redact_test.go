@@ -15,6 +15,7 @@ import (
 // render's errors are; whether the Secret carries it in stringData or
 // base64 in data.
 func TestViolationsNeverShowSecretValues(t *testing.T) {
+	t.Parallel()
 	const value = "s3cr3t-from-a-Secret"
 	for _, tc := range []struct{ name, secret string }{
 		{"stringData", "stringData: {password: " + value + "}\n"},

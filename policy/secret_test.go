@@ -29,6 +29,7 @@ secrets:
 // (naming the object, the fields and the keys, never the value) unless a
 // secrets[] entry names it in the render's environment.
 func TestSecretRule(t *testing.T) {
+	t.Parallel()
 	allow, err := policy.ParseAllowList([]byte(secretAllowList), policy.AllowListFile)
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +87,7 @@ func TestSecretRule(t *testing.T) {
 // image through in dev only; an unscoped one holds everywhere; a render
 // that names no environment gets only the unscoped ones.
 func TestAllowListEnvironments(t *testing.T) {
+	t.Parallel()
 	allow, err := policy.ParseAllowList([]byte(secretAllowList), policy.AllowListFile)
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +131,7 @@ spec:
 // TestAllowListBadInput: every malformed entry is an error naming the file
 // and the field.
 func TestAllowListBadInput(t *testing.T) {
+	t.Parallel()
 	const head = "apiVersion: throughline.dev/v1alpha1\nkind: AllowList\n"
 	for _, tc := range []struct{ name, doc, field string }{
 		{"unknown image key", "images: [{pattern: x, reason: y, env: [dev]}]\n", "unknown field"},

@@ -12,6 +12,7 @@ import (
 // TestEnsure: a missing directory is created 0700; a directory another
 // user could have planted or can write is refused with its reason.
 func TestEnsure(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, dir string) // dir does not exist yet
@@ -69,6 +70,7 @@ func TestEnsure(t *testing.T) {
 }
 
 func TestEnsureCreatesPrivate(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "a", "b")
 	if err := privatedir.Ensure(dir); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestJoinErrors(t *testing.T) {
+	t.Parallel()
 	unreachable := fmt.Errorf("resolve a:1: %w", ErrUnreachable)
 	notFound := fmt.Errorf("resolve b:1: %w", ErrNotFound)
 	invalid := fmt.Errorf("resolve C:1: %w", ErrInvalid)
@@ -26,6 +27,7 @@ func TestJoinErrors(t *testing.T) {
 		{"first of equals", []error{notFound, invalid}, notFound, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			err := JoinErrors(tc.errs)
 			if tc.worst == nil {
 				if err != nil {

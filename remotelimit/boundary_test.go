@@ -54,6 +54,7 @@ var remoteIO = map[string]bool{
 // package that talks to a registry hands go-containerregistry a bounded
 // transport somewhere.
 func TestRemoteReadsBounded(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)

@@ -127,6 +127,7 @@ func TestBodyOverLimitRefused(t *testing.T) {
 }
 
 func TestHeadNotChecked(t *testing.T) {
+	t.Parallel()
 	srv := serve(t, 1<<20, false)
 	client := &http.Client{Transport: remotelimit.New(nil, remotelimit.Fixed(remotelimit.Limit{Kind: "x", Max: 10}))}
 	resp, err := client.Head(srv.URL)
@@ -137,6 +138,7 @@ func TestHeadNotChecked(t *testing.T) {
 }
 
 func TestRegistryPolicy(t *testing.T) {
+	t.Parallel()
 	blob := remotelimit.Blob(20 << 20)
 	p := remotelimit.Registry(blob)
 	for _, tt := range []struct {
@@ -174,6 +176,7 @@ func TestRegistryPolicy(t *testing.T) {
 }
 
 func TestErrorWording(t *testing.T) {
+	t.Parallel()
 	e := &remotelimit.TooLargeError{URL: "https://r.example/v2/a/manifests/v1", Limit: remotelimit.Manifest, Declared: 99614720}
 	if got, want := e.Error(), "OCI manifest https://r.example/v2/a/manifests/v1: Content-Length 99614720 exceeds the 4194304 byte limit"; got != want {
 		t.Errorf("got  %q\nwant %q", got, want)

@@ -9,6 +9,7 @@ import (
 // order: a character above U+FFFF (a surrogate pair, 0xD8xx) sorts before
 // U+E000..U+FFFF, though its UTF-8 bytes sort after them.
 func TestCompareUTF16(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		a, b string
 		want int // sign

@@ -25,6 +25,7 @@ const gitConfig = "[core]\n\tbare = false\n[remote \"origin\"]\n\turl = https://
 // file and the field, and the token in .git/config appears nowhere. A chart
 // at the repository root renders without its .git directory.
 func TestGitDirectoryIsNeverRead(t *testing.T) {
+	t.Parallel()
 	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {k: v}\n"
 	cases := []struct {
 		name  string
@@ -83,6 +84,7 @@ func TestGitDirectoryIsNeverRead(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			files := map[string]string{".git/config": gitConfig, ".git/HEAD": "ref: refs/heads/main\n"}
 			for n, b := range tc.files {
 				files[n] = b

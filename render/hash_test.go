@@ -18,6 +18,7 @@ func decode(t *testing.T, yaml string) []render.Object {
 }
 
 func TestHashIgnoresFormattingAndOrder(t *testing.T) {
+	t.Parallel()
 	a := `apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -65,6 +66,7 @@ apiVersion: apps/v1
 }
 
 func TestHashChangesWithContent(t *testing.T) {
+	t.Parallel()
 	base := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: v}\n"
 	h0, _ := render.Hash(decode(t, base))
 	for name, y := range map[string]string{
@@ -86,6 +88,7 @@ func TestHashChangesWithContent(t *testing.T) {
 // TestCanonicalForm pins RFC 8785 details: keys sorted by UTF-16 code
 // units, integers without a fraction, minimal escapes.
 func TestCanonicalForm(t *testing.T) {
+	t.Parallel()
 	objs := decode(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: \"a<b>&\"}\ndata: {\"\U0001F600\": x, \"\uFB01\": y, b: \"tab\\there\"}\nn: 1.50\nm: 100\n")
 	got, err := render.Canonical(objs[0])
 	if err != nil {
@@ -103,6 +106,7 @@ func TestCanonicalForm(t *testing.T) {
 }
 
 func TestHashEmptySet(t *testing.T) {
+	t.Parallel()
 	h, err := render.Hash(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +121,7 @@ func TestHashEmptySet(t *testing.T) {
 // can (nil slices and maps, invalid UTF-8, integers beyond 2^53) give the
 // bytes of encoding/json + RFC 8785, as computed by gowebpki/jcs.
 func TestCanonicalMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	for name, v := range map[string]any{
 		"nil slice":    []any(nil),
 		"nil map":      map[string]any(nil),
@@ -127,6 +132,7 @@ func TestCanonicalMatchesEncodingJSON(t *testing.T) {
 		"nested":       map[string]any{"é": []any{nil, true, "€"}, "\U0001F600": map[string]any{}},
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			assertCanonical(t, render.Object{Map: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "v": v}})
 		})
 	}

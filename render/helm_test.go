@@ -22,6 +22,7 @@ func init() { render.UseHelm(helmrender.Engine{}) }
 // <case>/throughline-helm.yaml as its parameters file) and compares the
 // objects and the hash with expected.yaml and expected.hash.
 func TestHelmGolden(t *testing.T) {
+	t.Parallel()
 	cases, err := os.ReadDir("testdata/helm")
 	if err != nil {
 		t.Fatal(err)
@@ -31,6 +32,7 @@ func TestHelmGolden(t *testing.T) {
 			continue
 		}
 		t.Run(c.Name(), func(t *testing.T) {
+			t.Parallel()
 			dir := filepath.Join("testdata/helm", c.Name())
 			rel, err := os.ReadFile(filepath.Join(dir, "path"))
 			if err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/throughline-dev/throughline/exitcode"
@@ -75,7 +74,7 @@ func TestNoHelmEngine(t *testing.T) {
 	render.UseHelm(nil)
 	defer render.UseHelm(helmrender.Engine{})
 	_, err := renderOpts(render.Options{Root: "testdata/helm/repo", Path: "apps/shop"})
-	if !errors.Is(err, render.ErrNoHelm) || exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), "apps/shop") {
+	if !errors.Is(err, render.ErrNoHelm) || exitcode.Code(err) != exitcode.Invalid || invalidFile(t, err) != "apps/shop" {
 		t.Errorf("got %v", err)
 	}
 }

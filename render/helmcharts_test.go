@@ -43,6 +43,7 @@ func sha(data []byte) string {
 // files and their values schema's digest and $id; a change to any file of
 // the chart directory (a vendored subchart's too) changes the digest.
 func TestChartsUsed(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	copyTree(t, "testdata/helm/repo", root)
 	schema, err := os.ReadFile(filepath.Join(root, "apps/shop/values.schema.json"))
@@ -133,6 +134,7 @@ func tgz(t testing.TB, files ...[2]string) []byte {
 // TestPackageFile: the values schema is the chart's own (not a subchart's),
 // a path escaping the archive is refused, a file over the cap is refused.
 func TestPackageFile(t *testing.T) {
+	t.Parallel()
 	pkg := tgz(t, [2]string{"web/charts/sub/values.schema.json", "{}"}, [2]string{"web/values.schema.json", `{"$id":"x","version":3}`})
 	got, err := render.PackageFile(pkg, render.ValuesSchemaFile, 1<<20)
 	if err != nil || string(got) != `{"$id":"x","version":3}` {

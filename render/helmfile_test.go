@@ -16,10 +16,11 @@ import (
 // a careless or hostile contributor would break it; each failure is exit 4
 // naming the file and the field.
 func TestParseHelmParametersFile(t *testing.T) {
+	t.Parallel()
 	const file = "apps/shop/" + render.HelmParametersFile
 	cases := []struct {
 		name, data string
-		want       []string // in the error; none: parses
+		bad        bool // an error (its message in testdata/helm-parameters.golden); false: parses
 	}{
 		{"every field", helmParams(`releaseName: shop
 namespace: shop-staging
@@ -30,37 +31,43 @@ kubeVersion: "1.31.2"
 apiVersions: [v1]
 skipCrds: true
 skipTests: false
-`), nil},
-		{"values as a YAML string", helmParams("values: |\n  a: 1\n"), nil},
-		{"empty", "", []string{"is empty"}},
-		{"wrong kind", "apiVersion: throughline.dev/v1alpha1\nkind: ChartLock\n", []string{"apiVersion/kind", "ChartLock"}},
-		{"unknown field", helmParams("valueFile: [a.yaml]\n"), []string{"valueFile: unknown field"}},
-		{"duplicate key", helmParams("releaseName: a\nreleaseName: b\n"), []string{"already set"}},
-		{"a list", "- a\n", []string{"not a mapping"}},
-		{"release name not a string", helmParams("releaseName: [a]\n"), []string{"releaseName: not a string"}},
-		{"release name Helm refuses", helmParams("releaseName: Shop_1\n"), []string{"releaseName", "Shop_1"}},
-		{"release name too long", helmParams("releaseName: " + strings.Repeat("a", 54) + "\n"), []string{"releaseName"}},
-		{"namespace not a label", helmParams("namespace: shop.staging\n"), []string{"namespace", "shop.staging"}},
-		{"valueFiles a string", helmParams("valueFiles: a.yaml\n"), []string{"valueFiles: not a list of strings"}},
-		{"valueFiles empty entry", helmParams("valueFiles: [a.yaml, \"\"]\n"), []string{"valueFiles[1]: empty"}},
-		{"parameter value a number", helmParams("parameters: [{name: a, value: 3}]\n"), []string{"parameters[0]", "quote numbers"}},
-		{"parameter without a name", helmParams("parameters: [{value: \"3\"}]\n"), []string{"parameters[0].name: missing"}},
-		{"parameter with an unknown field", helmParams("parameters: [{name: a, value: b, force: true}]\n"), []string{"parameters[0]", "force"}},
-		{"parameters a map", helmParams("parameters: {a: b}\n"), []string{"parameters: not a list"}},
-		{"skipCrds a string", helmParams("skipCrds: \"yes\"\n"), []string{"skipCrds: not true or false"}},
-		{"values a list", helmParams("values: [a]\n"), []string{"values: not a mapping"}},
-		{"values string not a mapping", helmParams("values: \"- a\"\n"), []string{"values: not a YAML mapping"}},
-		{"alias bomb", helmParams("values:\n" + indent(aliasBomb(9, 7))), []string{"alias"}},
-		{"too large", helmParams("values: |\n  a: " + strings.Repeat("x", render.MaxHelmParametersFileSize) + "\n"),
-			[]string{render.ErrTooLarge.Error()}},
-		{"too many entries", helmParams("apiVersions: [" + strings.Repeat("v1, ", render.MaxHelmParameterEntries) + "v1]\n"),
-			[]string{"apiVersions", "at most"}},
-		{"two documents", helmParams("releaseName: a\n---\nreleaseName: b\n"), []string{"one YAML document"}},
+`), false},
+		{"values as a YAML string", helmParams("values: |\n  a: 1\n"), false},
+		{"empty", "", true},
+		{"wrong kind", "apiVersion: throughline.dev/v1alpha1\nkind: ChartLock\n", true},
+		{"unknown field", helmParams("valueFile: [a.yaml]\n"), true},
+		{"duplicate key", helmParams("releaseName: a\nreleaseName: b\n"), true},
+		{"a list", "- a\n", true},
+		{"release name not a string", helmParams("releaseName: [a]\n"), true},
+		{"release name Helm refuses", helmParams("releaseName: Shop_1\n"), true},
+		{"release name too long", helmParams("releaseName: " + strings.Repeat("a", 54) + "\n"), true},
+		{"namespace not a label", helmParams("namespace: shop.staging\n"), true},
+		{"valueFiles a string", helmParams("valueFiles: a.yaml\n"), true},
+		{"valueFiles empty entry", helmParams("valueFiles: [a.yaml, \"\"]\n"), true},
+		{"parameter value a number", helmParams("parameters: [{name: a, value: 3}]\n"), true},
+		{"parameter without a name", helmParams("parameters: [{value: \"3\"}]\n"), true},
+		{"parameter with an unknown field", helmParams("parameters: [{name: a, value: b, force: true}]\n"), true},
+		{"parameters a map", helmParams("parameters: {a: b}\n"), true},
+		{"skipCrds a string", helmParams("skipCrds: \"yes\"\n"), true},
+		{"values a list", helmParams("values: [a]\n"), true},
+		{"values string not a mapping", helmParams("values: \"- a\"\n"), true},
+		{"alias bomb", helmParams("values:\n" + indent(aliasBomb(9, 7))), true},
+		{"too large", helmParams("values: |\n  a: " + strings.Repeat("x", render.MaxHelmParametersFileSize) + "\n"), true},
+		{"too many entries", helmParams("apiVersions: [" + strings.Repeat("v1, ", render.MaxHelmParameterEntries) + "v1]\n"), true},
+		{"two documents", helmParams("releaseName: a\n---\nreleaseName: b\n"), true},
 	}
+	msgs := &messages{}
+	for _, tc := range cases {
+		if tc.bad {
+			msgs.cases++
+		}
+	}
+	t.Cleanup(func() { msgs.compare(t, "helm-parameters.golden") })
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			opts, err := render.ParseHelmParametersFile(file, []byte(tc.data))
-			if tc.want == nil {
+			if !tc.bad {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -73,11 +80,7 @@ skipTests: false
 			if !errors.As(err, &inv) || inv.File != file || exitcode.Code(err) != exitcode.Invalid {
 				t.Fatalf("got %v, want exit 4 naming %s", err, file)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("%q not in %v", w, err)
-				}
-			}
+			msgs.add(tc.name, err)
 		})
 	}
 }
@@ -87,6 +90,7 @@ skipTests: false
 // never followed; it is no chart file (.Files) and no manifest of a plain
 // directory.
 func TestHelmParametersFileConfined(t *testing.T) {
+	t.Parallel()
 	outside := filepath.Join(t.TempDir(), "p.yaml")
 	if err := os.WriteFile(outside, []byte(helmParams("releaseName: stolen\n")), 0o644); err != nil {
 		t.Fatal(err)
@@ -101,7 +105,7 @@ func TestHelmParametersFileConfined(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := renderOpts(render.Options{Root: root, Path: "app"})
-	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), "app/"+render.HelmParametersFile) ||
+	if exitcode.Code(err) != exitcode.Invalid || invalidFile(t, err) != "app/"+render.HelmParametersFile ||
 		strings.Contains(err.Error(), "stolen") || strings.Contains(err.Error(), outside) {
 		t.Fatalf("a parameters file linked out of the repository: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/throughline-dev/throughline/chartindex"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -50,13 +51,13 @@ func TestLookupIndexInChild(t *testing.T) {
 	}
 	hostile := index(t, 60<<20)
 	_, err = render.LookupIndex(context.Background(), hostile, "web", "1.2.3")
-	if !errors.Is(err, render.ErrMemoryBudget) || exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), "index.yaml of chart web") {
+	if !errors.Is(err, render.ErrMemoryBudget) || exitcode.Code(err) != exitcode.Invalid || invalidFile(t, err) != "index.yaml of chart web" {
 		t.Fatalf("a 60 MiB index: %v (exit %d), want the child's memory budget, exit 4, naming the index", err, exitcode.Code(err))
 	}
 
 	render.UseWorker(nil)
 	_, err = render.LookupIndex(context.Background(), big, "web", "1.2.3")
-	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), "too large") {
+	if exitcode.Code(err) != exitcode.Invalid || !errors.Is(err, chartindex.ErrTooLarge) {
 		t.Fatalf("in-process lookup above the cap: %v (exit %d)", err, exitcode.Code(err))
 	}
 }

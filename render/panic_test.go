@@ -15,6 +15,7 @@ import (
 // process (promote check, serve, the fuzzer) still run: the panic used to
 // leave the lock that serializes krusty held, and every later render hung.
 func TestRenderAfterAKustomizePanic(t *testing.T) {
+	t.Parallel()
 	root := writeTree(t, map[string]string{
 		"bad/kustomization.yaml": "resources: [r.yaml]\nreplacements: [{path: p.yaml}]\nopenapi: {path: e.env}\n",
 		"bad/r.yaml":             "aiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: b}\n",

@@ -93,8 +93,10 @@ func hostileSecrets() []struct {
 // TestSecretValuesNeverInErrors renders hostile Secrets through every error
 // path found and searches the error for the values.
 func TestSecretValuesNeverInErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range hostileSecrets() {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			root := writeTree(t, tc.files)
 			ctx := context.Background()
 			app, err := render.Open(ctx, render.Options{Root: root, Path: "app"})

@@ -138,6 +138,8 @@ func TestWorkerCannotRunGit(t *testing.T) {
 			t.Errorf("the render child ran git")
 		}
 		t.Logf("in the child: %v", err)
+		// The child's error crosses the process boundary as text: no
+		// exec.ErrNotFound to match.
 		if err == nil || !strings.Contains(err.Error(), `"git": executable file not found`) {
 			t.Errorf("want kustomize's no-git error, got %v", err)
 		}

@@ -143,6 +143,7 @@ func rawServer(t *testing.T, resp string) string {
 // length, in the verdict, value or message, whether bodyMatch matches,
 // captures or fails.
 func TestHTTPProbeNeverEchoesTheResponse(t *testing.T) {
+	t.Parallel()
 	const secret = "SECRET-7f3a9c41e2"
 	body := server(t, func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(`{"token":"` + secret + `"}`))
@@ -185,6 +186,7 @@ func TestHTTPProbeNeverEchoesTheResponse(t *testing.T) {
 // check naming another namespace probes nothing unless the verifier bound
 // that namespace to the Acceptance (from the committed registry).
 func TestHTTPProbeStaysInItsScope(t *testing.T) {
+	t.Parallel()
 	hit := false
 	url := server(t, func(w http.ResponseWriter, _ *http.Request) { hit = true })
 	objs := service(t, []string{url})

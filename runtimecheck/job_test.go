@@ -27,6 +27,7 @@ func fakeClient(t *testing.T, objs ...client.Object) client.Client {
 }
 
 func TestJobName(t *testing.T) {
+	t.Parallel()
 	if got := JobName("checkout", 3, "smoke"); got != "checkout-3-smoke" {
 		t.Fatal(got)
 	}
@@ -97,6 +98,7 @@ func TestJobCheck(t *testing.T) {
 // TestJobCheckForeignJob: someone pre-creates a completed Job of the name
 // the verifier would use. It must not pass the check.
 func TestJobCheckForeignJob(t *testing.T) {
+	t.Parallel()
 	forged := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "checkout-4-smoke"},
 		Status:     batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}},

@@ -44,6 +44,7 @@ func vector(values ...string) string {
 // that must not pass: only exactly one number compared with the threshold
 // decides; everything else is Unverifiable.
 func TestPrometheusVerdicts(t *testing.T) {
+	t.Parallel()
 	closed := func() string {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -101,6 +102,7 @@ func TestPrometheusVerdicts(t *testing.T) {
 }
 
 func TestPrometheusNotConfigured(t *testing.T) {
+	t.Parallel()
 	var p *Prometheus
 	r := p.Evaluate(context.Background(), &v1alpha1.PrometheusCheck{Query: "up", Op: ">", Threshold: 0}, time.Second)
 	if r.Verdict != v1alpha1.CheckUnverifiable || !strings.Contains(r.Message, "--prometheus-url") {
@@ -112,6 +114,7 @@ func TestPrometheusNotConfigured(t *testing.T) {
 // reach Prometheus, and that a URL carrying credentials is refused without
 // printing them.
 func TestPrometheusCredentials(t *testing.T) {
+	t.Parallel()
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = append(got, r.Header.Get("Authorization"))

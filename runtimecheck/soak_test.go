@@ -22,6 +22,7 @@ func st(name string, v v1alpha1.CheckVerdict, fails int32, at time.Time) v1alpha
 }
 
 func TestRecord(t *testing.T) {
+	t.Parallel()
 	c := promCheck("errors", 3)
 	job := v1alpha1.RuntimeCheck{Name: "smoke", FailureThreshold: 3, Job: &v1alpha1.JobCheck{Image: "i"}}
 	prev := func(n int32) *v1alpha1.CheckStatus { s := st(c.Name, v1alpha1.CheckFailed, n, t0); return &s }
@@ -50,6 +51,7 @@ func TestRecord(t *testing.T) {
 }
 
 func TestDue(t *testing.T) {
+	t.Parallel()
 	c := promCheck("errors", 1)
 	job := v1alpha1.RuntimeCheck{Name: "smoke", Job: &v1alpha1.JobCheck{Image: "i"}}
 	p := func(v v1alpha1.CheckVerdict) *v1alpha1.CheckStatus { s := st("x", v, 0, t0); return &s }
@@ -82,6 +84,7 @@ func TestDue(t *testing.T) {
 // soak is over with every check passed, never Verified with an
 // Unverifiable check, CheckFailed once a check reaches its threshold.
 func TestDecide(t *testing.T) {
+	t.Parallel()
 	spec := v1alpha1.RuntimeChecks{Soak: metav1.Duration{Duration: 5 * time.Minute}, Checks: []v1alpha1.RuntimeCheck{promCheck("errors", 2), promCheck("latency", 1)}}
 	after := t0.Add(6 * time.Minute)
 	green := []v1alpha1.CheckStatus{st("errors", v1alpha1.CheckPassed, 0, after), st("latency", v1alpha1.CheckPassed, 0, after)}

@@ -42,6 +42,7 @@ func plant(t *testing.T, path string, data []byte) {
 // refused as the registry's answer would be) or a bundle that fails
 // verification.
 func TestCachePlantedEntries(t *testing.T) {
+	t.Parallel()
 	nowhere := trusttest.DigestOf([]byte("a bundle that exists nowhere"))
 	tests := []struct {
 		name  string
@@ -78,6 +79,7 @@ func TestCachePlantedEntries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			w := trusttest.New(t, true)
 			img := w.Image("checkout")
 			e := w.CIEvidence(img)
@@ -139,6 +141,7 @@ func editScan(t *testing.T, dir string, img name.Digest, finished time.Time) int
 // entry is a miss, the recorded scan is fetched again and refused as too
 // old, and the cache holds the registry's bytes again.
 func TestCacheEditedEntryIsAMiss(t *testing.T) {
+	t.Parallel()
 	w := trusttest.New(t, true)
 	img := w.Image("checkout")
 	e := w.CIEvidence(img)
@@ -170,6 +173,7 @@ func TestCacheEditedEntryIsAMiss(t *testing.T) {
 // naming the directory and why, before any registry request; a missing
 // one is created private.
 func TestCacheDirectoryRules(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, dir string) // dir does not exist yet

@@ -6,6 +6,7 @@ import (
 )
 
 func TestSourceRepository(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"git+https://github.com/example/checkout@refs/heads/main": "https://github.com/example/checkout",
 		"git+https://github.com/example/checkout.git@v1.2.3":      "https://github.com/example/checkout",
@@ -20,6 +21,7 @@ func TestSourceRepository(t *testing.T) {
 }
 
 func TestReadScan(t *testing.T) {
+	t.Parallel()
 	finished := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	pred := func(findings string) []byte {
 		return []byte(`{"scanner":{"uri":"pkg:x","result":[` + findings + `]},"metadata":{"scanFinishedOn":"2026-12-01T10:00:00Z"}}`)
@@ -43,6 +45,7 @@ func TestReadScan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			s, err := ReadScan(tt.data)
 			if tt.bad {
 				if err == nil {

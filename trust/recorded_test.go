@@ -23,6 +23,7 @@ import (
 // though a fresh one now sits next to the image: never a newer one found
 // by tag. Verify (discovery) would take the fresh one.
 func TestVerifyRecordedUsesTheRecordedEvidence(t *testing.T) {
+	t.Parallel()
 	for _, referrers := range []bool{true, false} {
 		w := trusttest.New(t, referrers)
 		img := w.Image("checkout")
@@ -54,6 +55,7 @@ func TestVerifyRecordedUsesTheRecordedEvidence(t *testing.T) {
 // TestVerifyRecordedRefusals: recorded evidence the registry lost, and
 // recorded digests that do not cover the target's requirements.
 func TestVerifyRecordedRefusals(t *testing.T) {
+	t.Parallel()
 	w := trusttest.New(t, true)
 	img := w.Image("checkout")
 	e := w.CIEvidence(img)
@@ -63,7 +65,7 @@ func TestVerifyRecordedRefusals(t *testing.T) {
 	lost := "sha256:" + strings.Repeat("0", 64)
 	_, err := VerifyRecorded(ctx, pol, img.String(), []string{trusttest.DigestOf(e.Sig), lost}, Options{})
 	var r *exitcode.Refusal
-	if !errors.As(err, &r) || r.Rule != RuleEvidenceMissing || !strings.Contains(err.Error(), lost) {
+	if !errors.As(err, &r) || r.Rule != RuleEvidenceMissing || r.Field != "evidence "+lost {
 		t.Fatalf("lost evidence: %v", err)
 	}
 	_, err = VerifyRecorded(ctx, pol, img.String(), []string{trusttest.DigestOf(e.Prov), trusttest.DigestOf(e.SBOM), trusttest.DigestOf(e.Scan)}, Options{})
@@ -89,6 +91,7 @@ func TestVerifyRecordedRefusals(t *testing.T) {
 // recorded evidence (same signers, another environment's predicate rules)
 // makes no registry request, yet judges the scan's age at the new time.
 func TestCacheMakesNoRequest(t *testing.T) {
+	t.Parallel()
 	w := trusttest.New(t, true)
 	img := w.Image("checkout")
 	e := w.CIEvidence(img)
@@ -151,9 +154,13 @@ func mustPEM(t testing.TB, w *trusttest.World) []byte {
 // TestCompileRefusesBadFiles: a key or trusted root the repository does
 // not have, or that is not what it claims, is invalid input naming it.
 func TestCompileRefusesBadFiles(t *testing.T) {
+	t.Parallel()
 	w := trusttest.New(t, false)
 	w.Files["keys/garbage.pub"] = []byte("not a key")
 	w.Files["sigstore/garbage.json"] = []byte("{}")
+	// The field (environments.staging.trust.signatures[0]) is in the
+	// message only: testdata/compile-bad-files.golden.
+	msgs := &messages{cases: 4}
 	for _, c := range []struct{ file, key, root string }{
 		{"keys/missing.pub", "keys/missing.pub", ""},
 		{"keys/garbage.pub", "keys/garbage.pub", ""},
@@ -168,16 +175,20 @@ func TestCompileRefusesBadFiles(t *testing.T) {
 			tp.Signatures[0].Keyless.TrustedRoot = c.root
 		}
 		_, err := Compile(context.Background(), "staging", tp, w.Read)
-		if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), c.file) ||
-			!strings.Contains(err.Error(), "environments.staging.trust.signatures[0]") {
+		var in *exitcode.InvalidInput
+		if !errors.As(err, &in) || exitcode.Code(err) != exitcode.Invalid || in.File != c.file {
 			t.Errorf("%s: exit %d: %v", c.file, exitcode.Code(err), err)
+			continue
 		}
+		msgs.add(c.file, err)
 	}
+	msgs.compare(t, "compile-bad-files.golden")
 }
 
 // TestExamplePolicyCompiles: the example repository's trust policies
 // parse and their files load.
 func TestExamplePolicyCompiles(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "examples", "gitops-env")
 	data, err := os.ReadFile(filepath.Join(dir, policyfile.File))
 	if err != nil {
@@ -211,6 +222,7 @@ func TestExamplePolicyCompiles(t *testing.T) {
 // .att; referrers on a registry without the referrers API (the referrers
 // tag sha256-<hex>); some as referrers, some under cosign's tags.
 func TestDiscoveryLayouts(t *testing.T) {
+	t.Parallel()
 	for name, layout := range map[string]func(w *trusttest.World, img name.Digest, e *trusttest.Evidence){
 		"sig and att tags": func(w *trusttest.World, img name.Digest, e *trusttest.Evidence) {
 			w.AttachTag(img, ".sig", e.Sig)
@@ -225,6 +237,7 @@ func TestDiscoveryLayouts(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			w := trusttest.New(t, false)
 			img := w.Image("checkout")
 			e := w.CIEvidence(img)

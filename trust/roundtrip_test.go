@@ -161,8 +161,10 @@ var layouts = []layout{
 // with its evidence manifest makes at most 2 requests per image cold (the
 // manifest, and its share of the registry's handshake) and none warm.
 func TestGateRoundTrips(t *testing.T) {
+	t.Parallel()
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
 			const n = 5
 			g := newGate(t, n, l.referrers, l.bearer)
 			cand := g.opts(t.TempDir())
@@ -262,6 +264,7 @@ func BenchmarkGateRoundTrips(b *testing.B) {
 // recorded digest for other bytes, still judges exactly the recorded
 // bundles, fetched by digest.
 func TestEvidenceManifestDecidesNothing(t *testing.T) {
+	t.Parallel()
 	w := trusttest.New(t, true)
 	img := w.Image("checkout")
 	e := w.CIEvidence(img)

@@ -44,6 +44,7 @@ func readCRD(t *testing.T) *apiextv1.CustomResourceDefinition {
 // TestCRDNames checks the CRD's group, names and version against
 // GroupVersion and the kind constants.
 func TestCRDNames(t *testing.T) {
+	t.Parallel()
 	crd := readCRD(t)
 	gvk, gvr := v1alpha1.AcceptanceGVK(), v1alpha1.AcceptanceGVR()
 	for _, c := range []struct{ what, got, want string }{
@@ -78,6 +79,7 @@ func TestCRDNames(t *testing.T) {
 // the schema with a compatible type, every schema property must be a Go
 // field, and a required property must be one Go always writes.
 func TestCRDSchemaMatchesTypes(t *testing.T) {
+	t.Parallel()
 	crd := readCRD(t)
 	if len(crd.Spec.Versions) == 0 || crd.Spec.Versions[0].Schema == nil || crd.Spec.Versions[0].Schema.OpenAPIV3Schema == nil {
 		t.Fatalf("%s: no openAPIV3Schema", crdFile)

@@ -17,6 +17,7 @@ var (
 )
 
 func TestGroupVersionKinds(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ got, want string }{
 		{v1alpha1.GroupVersion.String(), "throughline.dev/v1alpha1"},
 		{v1alpha1.APIVersion, "throughline.dev/v1alpha1"},
@@ -35,6 +36,7 @@ func TestGroupVersionKinds(t *testing.T) {
 }
 
 func TestDeepCopyIsDeep(t *testing.T) {
+	t.Parallel()
 	a := &v1alpha1.Acceptance{
 		ObjectMeta: metav1.ObjectMeta{Name: "checkout", Labels: map[string]string{v1alpha1.LabelApp: "checkout"}},
 		Spec:       v1alpha1.AcceptanceSpec{App: "checkout", Workloads: []v1alpha1.Workload{{Kind: "Deployment", Name: "checkout", Containers: []v1alpha1.Container{{Name: "api"}}}}},

@@ -18,6 +18,7 @@ var allowedImports = []string{
 // TestLeafPackage checks that the package (without its tests) imports the
 // standard library and allowedImports only.
 func TestLeafPackage(t *testing.T) {
+	t.Parallel()
 	pkg, err := build.ImportDir(".", 0)
 	if err != nil {
 		t.Fatal(err)

@@ -72,6 +72,7 @@ func opts(t *testing.T) checkfile.Options {
 }
 
 func TestParseGood(t *testing.T) {
+	t.Parallel()
 	rc, err := checkfile.Parse("apps/checkout/overlays/staging/throughline-checks.yaml", []byte(good), opts(t))
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -96,6 +97,7 @@ func check(body string) string { return head + "checks:\n" + body }
 // TestParseHostile: what a careless or hostile contributor commits; each is
 // exit 4 naming the file and the field (or exit 3 for an unpinned image).
 func TestParseHostile(t *testing.T) {
+	t.Parallel()
 	const okProm = "    prometheus: {query: up, op: '>', threshold: 0}\n"
 	cases := []struct {
 		name, file string
@@ -230,6 +232,7 @@ func TestParseHostile(t *testing.T) {
 // own is refused with rule check-namespace, exit 3, naming the file, the
 // check, the field and the namespace.
 func TestParseNamespace(t *testing.T) {
+	t.Parallel()
 	pol := &v1alpha1.PromotionPolicy{Environments: map[string]v1alpha1.EnvironmentPolicy{
 		"staging":    {Paths: []string{"apps/*/overlays/staging"}, Namespaces: []string{"*-staging", "shared-cache"}},
 		"production": {Paths: []string{"apps/*/overlays/production"}, Namespaces: []string{"*-production"}},
@@ -290,6 +293,7 @@ func TestParseNamespace(t *testing.T) {
 // TestParseQueryParser: the query parser given is the one used, and its
 // message (the position) reaches the error.
 func TestParseQueryParser(t *testing.T) {
+	t.Parallel()
 	o := opts(t)
 	o.ParseQuery = func(q string) error { return errors.New("1:5: parse error: unexpected end of input") }
 	_, err := checkfile.Parse("f.yaml", []byte(good), o)
@@ -302,6 +306,7 @@ func TestParseQueryParser(t *testing.T) {
 // filesystem: absent is nil, a symlink out of the root is refused, and a
 // file above the size cap too.
 func TestReadConfined(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	outside := t.TempDir()
 	dir := filepath.Join(root, "apps", "checkout", "overlays", "staging")

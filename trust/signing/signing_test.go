@@ -119,6 +119,7 @@ func TestSignedEvidenceVerifies(t *testing.T) {
 // TestStatementRefusesBadInput: a subject that is not a sha256 digest, a
 // predicate that is not a JSON object.
 func TestStatementRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	good := "sha256:" + strings.Repeat("a", 64)
 	for _, c := range []struct{ digest, predicate string }{
 		{"sha256:abc", ""}, {"sha512:" + strings.Repeat("a", 64), ""}, {good, "[1]"}, {good, "not json"},
