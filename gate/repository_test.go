@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/internal/testenv"
 )
 
@@ -729,6 +731,81 @@ func TestCheckApplicationSet(t *testing.T) {
 				if !strings.Contains(all, w) {
 					t.Errorf("report does not say %q:\n%s", w, all)
 				}
+			}
+		})
+	}
+}
+
+// TestControllerFileSymlinkBothSteps: a claimed controller file committed
+// as a symbolic link (its content would be staging's Application) is one
+// invalid input naming it as a symbolic link, whichever step meets it (the
+// controllers step of throughline check, the judges step alone as policy
+// approve reads it) and whichever reader reads Git (git cat-file, in
+// process): the same error, never the link's text hashed as its content.
+func TestControllerFileSymlinkBothSteps(t *testing.T) {
+	f := newFixture(t)
+	f.branch("link", func() {
+		abs := filepath.Join(f.root, filepath.FromSlash(prodApp))
+		if err := os.Remove(abs); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("../staging/checkout.yaml", abs); err != nil {
+			t.Fatal(err)
+		}
+	})
+	var msgs []string
+	for _, inProcess := range []bool{false, true} {
+		r, err := openRepo(f.root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inProcess {
+			if err := r.ReadInProcess(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, checkErr := CheckRepository(context.Background(), r, Request{Base: "main", Head: "link"})
+		d, judgesErr := JudgesChange(context.Background(), r, "main", "link", "production")
+		for step, err := range map[string]error{"check": checkErr, "judges": judgesErr} {
+			var in *exitcode.InvalidInput
+			if exitcode.Code(err) != exitcode.Invalid || !errors.As(err, &in) || in.File != prodApp || !errors.Is(err, gitrepo.ErrSymlink) {
+				t.Fatalf("in process %v, %s step: exit %d, %v (judges %+v): want invalid input %s wrapping gitrepo.ErrSymlink",
+					inProcess, step, exitcode.Code(err), err, d, prodApp)
+			}
+			msgs = append(msgs, err.Error())
+		}
+	}
+	if len(slices.Compact(slices.Clone(msgs))) != 1 {
+		t.Fatalf("one link, four errors:\n%s", strings.Join(msgs, "\n"))
+	}
+}
+
+// TestCheckControllerFileExportAttributes: a pull request's .gitattributes
+// decides what git archive exports (export-ignore leaves a file out,
+// export-subst rewrites $Format:...$). A claimed controller file is read
+// from Git, as a controller applies it: hiding staging's Application from
+// the export, or spelling its path as a placeholder the export fills with
+// the commit's subject, does not hide its binding to production's overlay.
+func TestCheckControllerFileExportAttributes(t *testing.T) {
+	const app = "clusters/staging/checkout.yaml"
+	for _, tc := range []struct {
+		name, attributes, path, subject string
+	}{
+		{"export-ignore", app + " export-ignore\n", production, "pr"},
+		{"export-subst", app + " export-subst\n", "$Format:%s$", staging},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			f.git("checkout", "-q", "-b", "pr", "main")
+			f.write(map[string]string{".gitattributes": tc.attributes})
+			f.replace(app, "path: "+staging, "path: "+tc.path)
+			f.git("add", "-A")
+			f.git("commit", "-q", "-m", tc.subject)
+			f.git("checkout", "-q", "main")
+			rep := f.check("pr")
+			if !slices.Contains(rules(rep), RuleController) {
+				t.Fatalf("rules %v, want %s: %q", rules(rep), RuleController, rep.Refusals)
 			}
 		})
 	}
