@@ -108,7 +108,7 @@ func (c *repoCheck) controllers(ctx context.Context, t *gitops.Tree, rv *revisio
 				out = append(out, c.stray(ctl, rv)...)
 				continue
 			}
-			b := c.bind(t, ctl, owners, rv)
+			b := c.bind(ctl, owners, rv)
 			out = append(out, b.out...)
 			slices.Sort(b.bound)
 			for _, p := range slices.Compact(b.bound) {
@@ -271,11 +271,8 @@ func duplicateControllers(deploys map[deployment][]controller) []Finding {
 
 // binding collects the findings on one controller object.
 type binding struct {
-	c   *repoCheck
-	ctl controller
-	// tree is the revision the controller is read at (the records of a
-	// pinned environment are read there).
-	tree  *gitops.Tree
+	c     *repoCheck
+	ctl   controller
 	owner *environment.Environment
 	out   []Finding
 	// bound are the overlay paths the controller deploys (bound to the
@@ -303,8 +300,8 @@ func (b *binding) refuseChange(field, want, got, format string, args ...any) {
 // bind checks that ctl is bound to overlay paths and a destination of the
 // one environment that owns its file, and that the sources of a
 // multi-source Application render no object twice.
-func (c *repoCheck) bind(t *gitops.Tree, ctl controller, owners []*environment.Environment, rv *revision) *binding {
-	b := &binding{c: c, ctl: ctl, tree: t}
+func (c *repoCheck) bind(ctl controller, owners []*environment.Environment, rv *revision) *binding {
+	b := &binding{c: c, ctl: ctl}
 	switch len(owners) {
 	case 0:
 		if ctl.kind == "AppProject" {
@@ -334,7 +331,7 @@ func (c *repoCheck) bind(t *gitops.Tree, ctl controller, owners []*environment.E
 				"use list or Git directory generators and a plain template, or commit the Applications", b.owner.Name, why)
 		}
 		for _, app := range apps {
-			g := c.bind(t, app, owners, rv)
+			g := c.bind(app, owners, rv)
 			b.out, b.bound = append(b.out, g.out...), append(b.bound, g.bound...)
 		}
 	case "AppProject":
