@@ -151,8 +151,11 @@ func (c *repoCheck) strayProject(ctl controller) []Finding {
 // pin checks the targetRevision of a source of an environment whose
 // binding is pinned: a full commit id, and once the app it deploys has a
 // record with a desired revision (promote reconcile wrote both in one
-// commit), that revision. A pull request that moves the pin moves the
-// environment outside the promotion.
+// commit, on the base branch), that revision as the merge base records
+// it. A pull request that moves the pin moves the environment outside
+// the promotion, and one that moves the record's desired revision with it
+// moves both (the record is read where the change starts, never where it
+// ends).
 func (b *binding) pin(s argoSource) {
 	r := str(s.m, "targetRevision")
 	if !promotion.ValidRevision(r) {
@@ -164,7 +167,7 @@ func (b *binding) pin(s argoSource) {
 	if !ok || env != b.owner.Name {
 		return
 	}
-	data, err := b.tree.OptionalFile(promotion.RecordPath(app, env))
+	data, err := b.c.bt.OptionalFile(promotion.RecordPath(app, env))
 	if err != nil || data == nil {
 		return // no record yet (or none readable: the record gates judge it)
 	}

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -86,17 +88,18 @@ func (c *repoCheck) owners(f string) []*environment.Environment {
 
 // controllers checks every controller object of rv: those of the files
 // under ClustersDir or claimed by an environment (read from Git at t's
-// revision) are bound to their environment, and a controller object
-// anywhere else in the repository (read from t's export, never through a
-// link) that deploys a registered overlay is refused. Two controllers of
-// one kind deploying one overlay to one cluster are refused too.
-func (c *repoCheck) controllers(t *gitops.Tree, rv *revision) ([]Finding, error) {
+// revision: the blob a controller applies) are bound to their
+// environment, and a controller object anywhere else in the repository
+// (read from t's export, never through a link) that deploys a registered
+// overlay is refused. Two controllers of one kind deploying one overlay
+// to one cluster are refused too.
+func (c *repoCheck) controllers(ctx context.Context, t *gitops.Tree, rv *revision) ([]Finding, error) {
 	var out []Finding
 	deploys := map[deployment][]controller{}
 	for _, f := range rv.files {
 		owners := c.owners(f)
 		claimed := controllerFile(f, owners)
-		cs, err := c.readControllers(t, f, claimed)
+		cs, err := c.readControllers(ctx, t, f, claimed)
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +108,7 @@ func (c *repoCheck) controllers(t *gitops.Tree, rv *revision) ([]Finding, error)
 				out = append(out, c.stray(ctl, rv)...)
 				continue
 			}
-			b := c.bind(t, ctl, owners, rv)
+			b := c.bind(ctl, owners, rv)
 			out = append(out, b.out...)
 			slices.Sort(b.bound)
 			for _, p := range slices.Compact(b.bound) {
@@ -118,33 +121,66 @@ func (c *repoCheck) controllers(t *gitops.Tree, rv *revision) ([]Finding, error)
 }
 
 // readControllers reads the controller objects of the file f at t's
-// revision, through the tree's one bounded reader (no link followed, the
-// render's size and alias limits). A claimed file must parse (exit 4 naming
-// it); any other YAML or JSON file is looked at only when it is a regular
-// file naming a controller's API group, and one that does not parse is no
-// object a controller could apply from plain YAML.
-func (c *repoCheck) readControllers(t *gitops.Tree, f string, claimed bool) ([]controller, error) {
-	if !claimed {
-		if ext := path.Ext(f); ext != ".yaml" && ext != ".yml" && ext != ".json" || !t.IsFile(f) {
-			return nil, nil
+// revision. A claimed file is read from Git (readClaimed) and must parse
+// (exit 4 naming it); any other YAML or JSON file is read through the
+// tree's one bounded reader (no link followed, the render's size and alias
+// limits), looked at only when it is a regular file naming a controller's
+// API group, and one that does not parse is no object a controller could
+// apply from plain YAML.
+func (c *repoCheck) readControllers(ctx context.Context, t *gitops.Tree, f string, claimed bool) ([]controller, error) {
+	if claimed {
+		data, err := c.readClaimed(ctx, t.Rev, f)
+		if err != nil {
+			return nil, err
 		}
+		cs, err := parseControllers(f, data)
+		if err != nil {
+			return nil, exitcode.InvalidFile(f, err)
+		}
+		return cs, nil
+	}
+	if ext := path.Ext(f); ext != ".yaml" && ext != ".yml" && ext != ".json" || !t.IsFile(f) {
+		return nil, nil
 	}
 	data, err := t.OptionalFile(f)
 	if err != nil {
 		return nil, fmt.Errorf("reading controller file %s at %s: %w", f, t.Rev, err)
 	}
-	if !claimed {
-		if !bytes.Contains(data, []byte(argoGroup)) && !bytes.Contains(data, []byte(fluxGroup)) {
-			return nil, nil
-		}
-		cs, _ := parseControllers(f, data)
-		return cs, nil
+	if !bytes.Contains(data, []byte(argoGroup)) && !bytes.Contains(data, []byte(fluxGroup)) {
+		return nil, nil
 	}
-	cs, err := parseControllers(f, data)
-	if err != nil {
-		return nil, exitcode.InvalidFile(f, err)
-	}
+	cs, _ := parseControllers(f, data)
 	return cs, nil
+}
+
+// readClaimed reads the claimed controller file f at rev from Git, once
+// for the controllers and the judges steps (c.blobs): the blob a
+// controller applies, not the export (.gitattributes can change an
+// export's content: export-ignore, export-subst), bounded as the render
+// reads a file (render.DefaultMaxFileSize, render.CheckYAML). A symbolic
+// link is invalid input naming it (readGit).
+func (c *repoCheck) readClaimed(ctx context.Context, rev, f string) ([]byte, error) {
+	if data, ok := c.blobs[rev][f]; ok {
+		return data, nil
+	}
+	data, found, err := readGit(ctx, c.r, rev, f)
+	switch {
+	case err != nil:
+		return nil, err
+	case !found: // listed, but no blob: a submodule
+		return nil, exitcode.InvalidFile(f, fmt.Errorf("at %s: not a regular file", gitrepo.Short(rev)))
+	case len(data) > render.DefaultMaxFileSize:
+		return nil, exitcode.InvalidFile(f, fmt.Errorf("at %s: %w: %d bytes, limit %d", gitrepo.Short(rev), render.ErrTooLarge, len(data),
+			render.DefaultMaxFileSize))
+	}
+	if err := render.CheckYAML(data); err != nil {
+		return nil, exitcode.InvalidFile(f, fmt.Errorf("at %s: %w", gitrepo.Short(rev), err))
+	}
+	if c.blobs[rev] == nil {
+		c.blobs[rev] = map[string][]byte{}
+	}
+	c.blobs[rev][f] = data
+	return data, nil
 }
 
 // stray refuses a controller object in a file no environment claims
@@ -235,11 +271,8 @@ func duplicateControllers(deploys map[deployment][]controller) []Finding {
 
 // binding collects the findings on one controller object.
 type binding struct {
-	c   *repoCheck
-	ctl controller
-	// tree is the revision the controller is read at (the records of a
-	// pinned environment are read there).
-	tree  *gitops.Tree
+	c     *repoCheck
+	ctl   controller
 	owner *environment.Environment
 	out   []Finding
 	// bound are the overlay paths the controller deploys (bound to the
@@ -267,8 +300,8 @@ func (b *binding) refuseChange(field, want, got, format string, args ...any) {
 // bind checks that ctl is bound to overlay paths and a destination of the
 // one environment that owns its file, and that the sources of a
 // multi-source Application render no object twice.
-func (c *repoCheck) bind(t *gitops.Tree, ctl controller, owners []*environment.Environment, rv *revision) *binding {
-	b := &binding{c: c, ctl: ctl, tree: t}
+func (c *repoCheck) bind(ctl controller, owners []*environment.Environment, rv *revision) *binding {
+	b := &binding{c: c, ctl: ctl}
 	switch len(owners) {
 	case 0:
 		if ctl.kind == "AppProject" {
@@ -298,7 +331,7 @@ func (c *repoCheck) bind(t *gitops.Tree, ctl controller, owners []*environment.E
 				"use list or Git directory generators and a plain template, or commit the Applications", b.owner.Name, why)
 		}
 		for _, app := range apps {
-			g := c.bind(t, app, owners, rv)
+			g := c.bind(app, owners, rv)
 			b.out, b.bound = append(b.out, g.out...), append(b.bound, g.bound...)
 		}
 	case "AppProject":

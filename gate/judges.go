@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -75,36 +76,109 @@ func JudgesChange(ctx context.Context, r *gitops.Repo, base, head, env string) (
 	if err != nil {
 		return nil, exitcode.Usagef("%s and %s have no common history: %v", base, head, err)
 	}
+	if head, err = r.Resolve(ctx, head); err != nil { // read at a commit, as the every-PR check reads
+		return nil, exitcode.Usagef("%s: %v", head, err)
+	}
 	reg, err := promotion.ReadRegistry(ctx, r, base)
 	if err != nil {
 		return nil, err
 	}
-	return judgesChange(ctx, r, reg, trees{}, mb, head, env)
+	return judgesChange(ctx, newJudgesReader(r, nil), reg, mb, head, env)
 }
 
-// trees are the files of a revision's tree, listed once per revision for
-// every environment the check judges.
-type trees map[string][]string
+// judgesReader reads what judges the environments, each revision once
+// (judgesAt): the policy, the allowed signers, the allow-list, the tree's
+// listing and overlays, and each judged file's digest, shared by every
+// environment's view (revJudges.env).
+type judgesReader struct {
+	r    *gitops.Repo
+	revs map[string]*revJudges
+	// blobs are files already read from Git, by revision and file: the
+	// claimed controller files the controllers step read (nil: none).
+	blobs map[string]map[string][]byte
+}
 
-func (t trees) files(ctx context.Context, r *gitops.Repo, rev string) ([]string, error) {
-	if f, ok := t[rev]; ok {
-		return f, nil
+func newJudgesReader(r *gitops.Repo, blobs map[string]map[string][]byte) *judgesReader {
+	return &judgesReader{r: r, revs: map[string]*revJudges{}, blobs: blobs}
+}
+
+// revJudges is what judges the environments at one revision, read once
+// for all of them. An error that reading one part met is kept and
+// returned where an environment's view needs that part.
+type revJudges struct {
+	rd  *judgesReader
+	rev string
+	// pol is the policy at rev (nil: there is none, nothing judges).
+	pol *promotion.Policy
+	// common are the facts of every environment: the policy's top-level
+	// fields.
+	common judgeFacts
+	// signers are the allowed-signers facts (signersErr: reading them
+	// failed).
+	signers    judgeFacts
+	signersErr error
+	// allow is the allow-list (nil: none; allowErr: unreadable).
+	allow    *policy.AllowList
+	allowErr error
+	// listed: reg, files and overlays are read (listErr: failed).
+	listed   bool
+	listErr  error
+	reg      *environment.Registry
+	files    []string
+	overlays map[string]map[string]string
+	// digests are the judged files' digests (fileDigest) read so far.
+	digests map[string]string
+}
+
+// judgesAt reads what judges the environments at rev, once per revision.
+func (rd *judgesReader) judgesAt(ctx context.Context, rev string) (*revJudges, error) {
+	if j, ok := rd.revs[rev]; ok {
+		return j, nil
 	}
-	f, err := r.ListTree(ctx, rev, ".")
+	pol, err := promotion.ReadPolicy(ctx, rd.r, rev)
 	if err != nil {
 		return nil, err
 	}
-	t[rev] = f
-	return f, nil
+	j := &revJudges{rd: rd, rev: rev, pol: pol, common: judgeFacts{}, signers: judgeFacts{}, digests: map[string]string{}}
+	if pol != nil {
+		top := *pol
+		top.Environments = nil
+		if err := flatten(j.common, promotion.PolicyFile, "", top); err != nil {
+			return nil, err
+		}
+		if pol.AllowedSigners != "" {
+			j.signersErr = j.signerFacts(ctx, pol.AllowedSigners)
+		}
+		j.allow, j.allowErr = readAllowList(ctx, rd.r, rev)
+	}
+	rd.revs[rev] = j
+	return j, nil
+}
+
+// list reads the registry, the tree's files and its overlays at j's
+// revision, once.
+func (j *revJudges) list(ctx context.Context) error {
+	if j.listed {
+		return j.listErr
+	}
+	j.listed = true
+	if j.reg, j.listErr = promotion.Registry(j.pol); j.listErr != nil {
+		return j.listErr
+	}
+	if j.files, j.listErr = j.rd.r.ListTree(ctx, j.rev, "."); j.listErr != nil {
+		return j.listErr
+	}
+	j.overlays = overlaysAt(j.reg, j.files)
+	return nil
 }
 
 // judgesChange is JudgesChange with the base's registry and the merge base.
-func judgesChange(ctx context.Context, r *gitops.Repo, reg *environment.Registry, t trees, mb, head, env string) (*JudgesDiff, error) {
-	before, err := readJudges(ctx, r, t, mb, env, nil)
+func judgesChange(ctx context.Context, rd *judgesReader, reg *environment.Registry, mb, head, env string) (*JudgesDiff, error) {
+	before, err := rd.env(ctx, mb, env, nil)
 	if err != nil {
 		return nil, err
 	}
-	after, err := readJudges(ctx, r, t, head, env, before.apps)
+	after, err := rd.env(ctx, head, env, before.apps)
 	if err != nil {
 		return nil, err
 	}
@@ -119,90 +193,85 @@ func judgesChange(ctx context.Context, r *gitops.Repo, reg *environment.Registry
 	return d, nil
 }
 
-// judgesAt is what judges an environment at one revision, and its apps.
-type judgesAt struct {
+// envJudges is what judges an environment at one revision, and its apps.
+type envJudges struct {
 	facts judgeFacts
 	// apps are the environment's apps (those whose source checks judge it).
 	apps []string
 }
 
-// readJudges reads what judges env at rev: the policy's top-level fields
+// env is what judges env at rev (revJudges.env).
+func (rd *judgesReader) env(ctx context.Context, rev, env string, apps []string) (*envJudges, error) {
+	j, err := rd.judgesAt(ctx, rev)
+	if err != nil {
+		return nil, err
+	}
+	return j.env(ctx, env, apps)
+}
+
+// env is what judges env at j's revision: the policy's top-level fields
 // and env's registry entry, field by field (every field, present and
 // future: the entry is compared as its JSON), the allowed-signers file by
 // principal, the trust files the entry names, the allow-list entries in
 // env's scope, and the runtime checks file of each of apps' overlays in
-// every environment env promotes from (apps nil: env's own apps at rev),
-// and what deploys it: the content of every file its controllers patterns
-// claim (its Applications, Kustomizations, AppProject, the service account
-// and role bindings Flux applies as).
-func readJudges(ctx context.Context, r *gitops.Repo, t trees, rev, env string, apps []string) (*judgesAt, error) {
-	pol, err := promotion.ReadPolicy(ctx, r, rev)
-	if err != nil {
-		return nil, err
-	}
-	out := &judgesAt{facts: judgeFacts{}, apps: apps}
-	if pol == nil {
+// every environment env promotes from (apps nil: env's own apps at the
+// revision), and what deploys it: the content of every file its
+// controllers patterns claim (its Applications, Kustomizations,
+// AppProject, the service account and role bindings Flux applies as).
+func (j *revJudges) env(ctx context.Context, env string, apps []string) (*envJudges, error) {
+	out := &envJudges{facts: judgeFacts{}, apps: apps}
+	if j.pol == nil {
 		return out, nil
 	}
-	top := *pol
-	top.Environments = nil
-	if err := flatten(out.facts, promotion.PolicyFile, "", top); err != nil {
-		return nil, err
-	}
-	e, registered := pol.Environments[env]
+	maps.Copy(out.facts, j.common)
+	e, registered := j.pol.Environments[env]
 	if registered {
 		if err := flatten(out.facts, promotion.PolicyFile, "environments."+env, e); err != nil {
 			return nil, err
 		}
 	}
-	if pol.AllowedSigners != "" {
-		if err := signerFacts(ctx, r, rev, pol.AllowedSigners, out.facts); err != nil {
-			return nil, err
-		}
+	if j.signersErr != nil {
+		return nil, j.signersErr
 	}
+	maps.Copy(out.facts, j.signers)
 	if registered && e.Trust != nil {
 		for _, f := range e.Trust.Files() {
-			if err := fileFact(ctx, r, rev, f, "", out.facts); err != nil {
+			if err := j.fileFact(ctx, f, out.facts); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if err := allowListFacts(ctx, r, rev, env, out.facts); err != nil {
-		return nil, err
+	if j.allowErr != nil {
+		return nil, j.allowErr
 	}
+	allowListFacts(j.allow, env, out.facts)
 	if !registered {
 		return out, nil
 	}
-	reg, err := promotion.Registry(pol)
-	if err != nil {
+	if err := j.list(ctx); err != nil {
 		return nil, err
 	}
-	files, err := t.files(ctx, r, rev)
-	if err != nil {
-		return nil, err
-	}
-	if e, ok := reg.Get(env); ok {
-		for _, f := range files {
+	if e, ok := j.reg.Get(env); ok {
+		for _, f := range j.files {
 			if e.OwnsController(f) {
-				if err := fileFact(ctx, r, rev, f, "", out.facts); err != nil {
+				if err := j.fileFact(ctx, f, out.facts); err != nil {
 					return nil, err
 				}
 			}
 		}
 	}
-	overlays := overlaysAt(reg, files)
 	if out.apps == nil {
-		out.apps = sortedApps(overlays[env])
+		out.apps = sortedApps(j.overlays[env])
 	}
-	for _, src := range sources(reg, env) {
+	for _, src := range sources(j.reg, env) {
 		for _, app := range out.apps {
 			k := fact{field: fmt.Sprintf("runtime checks of %s in %s", app, src)}
-			dir, ok := overlays[src][app]
+			dir, ok := j.overlays[src][app]
 			if !ok {
 				continue // no evidence of app comes from src
 			}
 			file := path.Join(dir, render.ChecksFile)
-			v, err := fileDigest(ctx, r, rev, file)
+			v, err := j.digest(ctx, file)
 			if err != nil {
 				return nil, err
 			}
@@ -292,44 +361,78 @@ func flatten(facts judgeFacts, file, prefix string, v any) error {
 	return nil
 }
 
-// fileFact adds the content of file at rev as one fact (fileDigest).
-func fileFact(ctx context.Context, r *gitops.Repo, rev, file, field string, facts judgeFacts) error {
-	v, err := fileDigest(ctx, r, rev, file)
+// fileFact adds the content of file as one fact (digest).
+func (j *revJudges) fileFact(ctx context.Context, file string, facts judgeFacts) error {
+	v, err := j.digest(ctx, file)
 	if err != nil {
 		return err
 	}
-	facts[fact{file: file, field: field}] = v
+	facts[fact{file: file}] = v
 	return nil
 }
 
-// fileDigest is the content of file at rev in words: its sha256 and size,
-// "absent" when there is no such file.
-func fileDigest(ctx context.Context, r *gitops.Repo, rev, file string) (string, error) {
-	data, err := r.ReadFile(ctx, rev, file)
-	switch {
-	case errors.Is(err, gitrepo.ErrNotFound):
-		return "absent", nil
-	case err != nil:
-		return "", err
+// digest is the content of file at j's revision in words (fileDigest),
+// read once per revision: from the blobs the controllers step read, else
+// from Git.
+func (j *revJudges) digest(ctx context.Context, file string) (string, error) {
+	if v, ok := j.digests[file]; ok {
+		return v, nil
+	}
+	data, found := j.rd.blobs[j.rev][file]
+	if !found {
+		var err error
+		if data, found, err = readGit(ctx, j.rd.r, j.rev, file); err != nil {
+			return "", err
+		}
+	}
+	v := fileDigest(data, found)
+	j.digests[file] = v
+	return v, nil
+}
+
+// fileDigest is a file's content in words: its sha256 and size, "absent"
+// when there is no such file.
+func fileDigest(data []byte, found bool) string {
+	if !found {
+		return "absent"
 	}
 	sum := sha256.Sum256(data)
-	return fmt.Sprintf("sha256:%s (%d bytes)", hex.EncodeToString(sum[:])[:16], len(data)), nil
+	return fmt.Sprintf("sha256:%s (%d bytes)", hex.EncodeToString(sum[:])[:16], len(data))
+}
+
+// readGit reads file at rev from Git (the blob, what a controller or a
+// gate reads; never an export, whose content .gitattributes can change):
+// found is false when there is none. A symbolic link is invalid input
+// naming it, read in process or through git alike (gitrepo.ErrSymlink):
+// its content would be another file's.
+func readGit(ctx context.Context, r *gitops.Repo, rev, file string) (data []byte, found bool, err error) {
+	data, err = r.ReadFile(ctx, rev, file)
+	switch {
+	case errors.Is(err, gitrepo.ErrNotFound):
+		return nil, false, nil
+	case errors.Is(err, gitrepo.ErrSymlink):
+		return nil, false, exitcode.InvalidFile(file, fmt.Errorf("at %s: %w", gitrepo.Short(rev), gitrepo.ErrSymlink))
+	case err != nil:
+		return nil, false, err
+	}
+	return data, true, nil
 }
 
 // signerFacts adds the allowed-signers file as one fact per principal (its
 // keys and options), or as its content where it does not parse.
-func signerFacts(ctx context.Context, r *gitops.Repo, rev, file string, facts judgeFacts) error {
-	data, err := r.ReadFile(ctx, rev, file)
-	if errors.Is(err, gitrepo.ErrNotFound) {
-		facts[fact{file: file}] = "absent"
-		return nil
-	}
+func (j *revJudges) signerFacts(ctx context.Context, file string) error {
+	data, found, err := readGit(ctx, j.rd.r, j.rev, file)
 	if err != nil {
 		return err
 	}
+	if !found {
+		j.signers[fact{file: file}] = "absent"
+		return nil
+	}
 	signers, err := gitrepo.ParseAllowedSigners(data)
 	if err != nil {
-		return fileFact(ctx, r, rev, file, "", facts)
+		j.signers[fact{file: file}] = fileDigest(data, true)
+		return nil
 	}
 	keys := map[string][]string{}
 	for _, s := range signers {
@@ -343,7 +446,7 @@ func signerFacts(ctx context.Context, r *gitops.Repo, rev, file string, facts ju
 	}
 	for p, ks := range keys {
 		sort.Strings(ks)
-		facts[fact{file: file, field: "key of " + p}] = strings.Join(ks, ", ")
+		j.signers[fact{file: file, field: "key of " + p}] = strings.Join(ks, ", ")
 	}
 	return nil
 }
@@ -357,18 +460,24 @@ func tail(key string) string {
 	return "…" + key[len(key)-12:]
 }
 
-// allowListFacts adds the allow-list entries in env's scope, one fact each.
-func allowListFacts(ctx context.Context, r *gitops.Repo, rev, env string, facts judgeFacts) error {
-	data, err := r.ReadFile(ctx, rev, policy.AllowListFile)
-	if errors.Is(err, gitrepo.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
+// readAllowList reads the allow-list at rev (nil when there is none).
+func readAllowList(ctx context.Context, r *gitops.Repo, rev string) (*policy.AllowList, error) {
+	data, found, err := readGit(ctx, r, rev, policy.AllowListFile)
+	if err != nil || !found {
+		return nil, err
 	}
 	al, err := policy.ParseAllowList(data, policy.AllowListFile)
 	if err != nil {
-		return exitcode.InvalidFile(policy.AllowListFile, err)
+		return nil, exitcode.InvalidFile(policy.AllowListFile, err)
+	}
+	return al, nil
+}
+
+// allowListFacts adds the entries of al (nil: none) in env's scope, one
+// fact each.
+func allowListFacts(al *policy.AllowList, env string, facts judgeFacts) {
+	if al == nil {
+		return
 	}
 	in := func(envs []string) bool { return len(envs) == 0 || slices.Contains(envs, env) }
 	for _, im := range al.Images {
@@ -381,7 +490,6 @@ func allowListFacts(ctx context.Context, r *gitops.Repo, rev, env string, facts 
 			facts[fact{file: policy.AllowListFile, field: fmt.Sprintf("secrets[%s/%s]", s.Namespace, s.Name)}] = strconv.Quote(s.Reason)
 		}
 	}
-	return nil
 }
 
 // diffFacts is every fact whose value differs, sorted by file and field.
@@ -441,9 +549,9 @@ func changeHash(env string, changes []Finding) string {
 // the report; a protected one's change is refused, change by change, unless
 // the pull request carries its approvers' signed approvals of it.
 func (c *repoCheck) judges(ctx context.Context) error {
-	t := trees{}
+	rd := newJudgesReader(c.r, c.blobs)
 	for _, name := range c.reg.Names() {
-		d, err := judgesChange(ctx, c.r, c.reg, t, c.rep.MergeBase, c.rep.Head, name)
+		d, err := judgesChange(ctx, rd, c.reg, c.rep.MergeBase, c.rep.Head, name)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 // main after the branch was cut is not part of the branch's change: diffing
 // the two tips would report it (reversed) and refuse it.
 func TestCheckAfterMainMoved(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.branch("feature", func() {
 		k := staging + "/kustomization.yaml"

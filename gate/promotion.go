@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -205,6 +206,10 @@ func (c *promotionCheck) record(ctx context.Context) (stop bool, err error) {
 	}
 	if err := promotion.CheckUpdate(prev, c.rec); err != nil {
 		rep.refuse(Finding{Rule: RuleRecordUpdate, File: c.recFile}, "%s: %v", c.recFile, err)
+	}
+	for _, f := range postMerge(prev, c.rec) {
+		rep.refuse(Finding{Rule: RuleRecordUpdate, File: c.recFile, Field: f.field, Old: f.old, New: f.new},
+			"%s: %s %s -> %s in a pull request: only %s writes it, after the merge", c.recFile, f.field, f.old, f.new, f.by)
 	}
 	var re *exitcode.Refusal
 	if errors.As(inFlight(prev, c.rec), &re) {
@@ -439,4 +444,48 @@ func (c *promotionCheck) drift(ctx context.Context) error {
 		c.rep.refuse(f, "%s", f.Reason)
 	}
 	return nil
+}
+
+// postMergeField is a field of a record that only a post-merge job writes.
+type postMergeField struct{ field, old, new, by string }
+
+// postMerge lists what next, the record a pull request writes over prev
+// (the base's), changes of what only the post-merge jobs write: the
+// reconciling desired revision (promote reconcile, with the pin of a
+// pinned environment) and the accepted observation (the notifier). A pull
+// request that wrote them would choose the commit the environment runs.
+func postMerge(prev, next *promotion.Record) []postMergeField {
+	var was promotion.Record
+	if prev != nil && prev.Key() == next.Key() {
+		was = *prev
+	}
+	none := func(s string) string { return cmp.Or(s, "(none)") }
+	var out []postMergeField
+	var pr, nr promotion.Reconciliation
+	if was.Reconciling != nil {
+		pr = *was.Reconciling
+	}
+	if next.Reconciling != nil {
+		nr = *next.Reconciling
+	}
+	if pr.DesiredRevision != nr.DesiredRevision {
+		out = append(out, postMergeField{"reconciling.desiredRevision", none(pr.DesiredRevision), none(nr.DesiredRevision), "promote reconcile"})
+	}
+	if pr.DesiredCommit != nr.DesiredCommit {
+		out = append(out, postMergeField{"reconciling.desiredCommit", none(pr.DesiredCommit), none(nr.DesiredCommit), "promote reconcile"})
+	}
+	var pa, na promotion.Acceptance
+	if was.Accepted != nil {
+		pa = *was.Accepted
+	}
+	if next.Accepted != nil {
+		na = *next.Accepted
+	}
+	if pa.ObservedRevision != na.ObservedRevision {
+		out = append(out, postMergeField{"accepted.observedRevision", none(pa.ObservedRevision), none(na.ObservedRevision), "the notifier"})
+	}
+	if pa.RuntimeEvidence != na.RuntimeEvidence {
+		out = append(out, postMergeField{"accepted.runtimeEvidence", none(pa.RuntimeEvidence), none(na.RuntimeEvidence), "the notifier"})
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 // TestValuesViolations: each violated field is named in the last layer that
 // sets it; a $ref to a file of the machine is never loaded.
 func TestValuesViolations(t *testing.T) {
+	t.Parallel()
 	layer := func(file, prefix, y string) valuesLayer {
 		l := valuesLayer{file: file, prefix: prefix}
 		if err := sigyaml.Unmarshal([]byte(y), &l.values); err != nil {

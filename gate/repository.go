@@ -123,6 +123,10 @@ type repoCheck struct {
 	bt, ht *gitops.Tree
 	base   *revision
 	head   *revision
+	// blobs are the claimed controller files read from Git, by revision
+	// and file: the controllers step reads them, the judges step hashes
+	// the same bytes.
+	blobs map[string]map[string][]byte
 }
 
 // CheckRepository is the repository check of the change from req.Base to req.Head
@@ -134,7 +138,7 @@ type repoCheck struct {
 // failure to decide: exit 2 for a revision that does not resolve, exit 4
 // for an invalid policy, manifest or controller file.
 func CheckRepository(ctx context.Context, r *gitops.Repo, req Request) (*RepositoryReport, error) {
-	c := &repoCheck{r: r, req: req}
+	c := &repoCheck{r: r, req: req, blobs: map[string]map[string][]byte{}}
 	if err := c.start(ctx, req); err != nil {
 		return nil, err
 	}
@@ -160,7 +164,7 @@ func CheckRepository(ctx context.Context, r *gitops.Repo, req Request) (*Reposit
 	if err := c.trusted(ctx); err != nil {
 		return nil, err
 	}
-	if err := c.structure(); err != nil {
+	if err := c.structure(ctx); err != nil {
 		return nil, err
 	}
 	if err := c.judges(ctx); err != nil {
@@ -277,12 +281,12 @@ func (c *repoCheck) protected(env string, o OverlayDiff) {
 
 // structure refuses the duplicate objects and the unbound controllers the
 // head has and the base had not; those the base had are Preexisting.
-func (c *repoCheck) structure() error {
-	before, err := c.findings(c.bt, c.base)
+func (c *repoCheck) structure(ctx context.Context) error {
+	before, err := c.findings(ctx, c.bt, c.base)
 	if err != nil {
 		return err
 	}
-	after, err := c.findings(c.ht, c.head)
+	after, err := c.findings(ctx, c.ht, c.head)
 	if err != nil {
 		return err
 	}
@@ -302,9 +306,9 @@ func (c *repoCheck) structure() error {
 
 // findings are the duplicate objects and controller findings of one
 // revision, sorted.
-func (c *repoCheck) findings(t *gitops.Tree, rv *revision) ([]Finding, error) {
+func (c *repoCheck) findings(ctx context.Context, t *gitops.Tree, rv *revision) ([]Finding, error) {
 	out := duplicates(c.reg, rv)
-	cs, err := c.controllers(t, rv)
+	cs, err := c.controllers(ctx, t, rv)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 // whose evidence differs from its source's is refused naming the bundle
 // that changed, not every digest of both.
 func TestEvidenceChangeNamesOnlyWhatChanged(t *testing.T) {
+	t.Parallel()
 	item := func(kind, hex string) promotion.EvidenceItem {
 		return promotion.EvidenceItem{Kind: kind, Digest: "sha256:" + strings.Repeat(hex, 64)}
 	}

@@ -21,6 +21,7 @@ import (
 // CI's image with its evidence passes; and a PR that edits the trust
 // policy away in the same change is judged by the base's.
 func TestCheckVerifiesImagesOfTrustedEnvironments(t *testing.T) {
+	t.Parallel()
 	w := trusttest.New(t, false)
 	good := w.Image("throughline-dev/checkout")
 	w.AttachTag(good, ".att", w.CIEvidence(good).All()...)

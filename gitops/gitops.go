@@ -123,6 +123,9 @@ func Read[T any](ctx context.Context, r *Repo, rev, file string, parse Parser[T]
 	if errors.Is(err, gitrepo.ErrNotFound) {
 		return doc, false, nil
 	}
+	if errors.Is(err, gitrepo.ErrSymlink) {
+		return doc, false, exitcode.InvalidFile(file, err)
+	}
 	if err != nil {
 		return doc, false, err
 	}

@@ -204,15 +204,20 @@ func (r *Repo) ReadFile(ctx context.Context, rev, p string) ([]byte, error) {
 		defer m.lock()()
 		return m.readFile(rev, r.full(p))
 	}
-	spec := rev + ":" + r.full(p)
+	full := r.full(p)
+	dir, name := path.Split(full)
+	spec := rev + ":" + full
 	if strings.ContainsAny(spec, "\n\x00") {
 		return nil, fmt.Errorf("reading %q at %s: a path with a newline or NUL", p, rev)
 	}
 	// One process: cat-file --batch answers "<spec> missing" for a missing
-	// object, so a failing git is not mistaken for a missing file.
+	// object, so a failing git is not mistaken for a missing file. The
+	// file's directory comes first: its tree says the file's mode (git
+	// would answer a symbolic link's blob, the link's text, like a file's).
 	// The same bound as the in-process reader: a blob over maxBlob (and its
 	// header) is never held in memory whole.
-	out, err := r.runCapped(ctx, nil, []byte(spec+"\n"), maxBlob+1024, "cat-file", "--batch")
+	in := rev + ":" + strings.TrimSuffix(dir, "/") + "\n" + spec + "\n"
+	out, err := r.runCapped(ctx, nil, []byte(in), maxTree+maxBlob+2048, "cat-file", "--batch")
 	if errors.Is(err, errTooLarge) {
 		return nil, fmt.Errorf("reading %s at %s: over the %d-byte limit", p, rev, maxBlob)
 	}
@@ -221,6 +226,25 @@ func (r *Repo) ReadFile(ctx context.Context, rev, p string) ([]byte, error) {
 	}
 	header, body, _ := bytes.Cut(out, []byte{'\n'})
 	f := strings.Fields(string(header))
+	switch {
+	case len(f) == 2 && f[1] == "missing":
+		out = body // no such directory: the second answer says the file is missing too
+	case len(f) != 3:
+		return nil, fmt.Errorf("reading %s at %s: unexpected answer %q from git cat-file", p, rev, header)
+	case f[1] != "tree": // a file where a directory would be: no such file
+		return nil, fmt.Errorf("%s at %s: %w (%w)", p, rev, ErrNotFound, fs.ErrNotExist)
+	default:
+		size, err := strconv.Atoi(f[2])
+		if err != nil || size < 0 || size > maxTree || len(body) < size+1 {
+			return nil, fmt.Errorf("reading %s at %s: git cat-file announced %q bytes for its directory, sent %d", p, rev, f[2], len(body))
+		}
+		if treeEntryMode(body[:size], name, len(f[0])/2) == "120000" {
+			return nil, fmt.Errorf("reading %s at %s: %w", p, rev, ErrSymlink)
+		}
+		out = body[size+1:]
+	}
+	header, body, _ = bytes.Cut(out, []byte{'\n'})
+	f = strings.Fields(string(header))
 	switch {
 	case len(f) == 2 && f[1] == "missing":
 		return nil, fmt.Errorf("%s at %s: %w (%w)", p, rev, ErrNotFound, fs.ErrNotExist)
@@ -237,6 +261,32 @@ func (r *Repo) ReadFile(ctx context.Context, rev, p string) ([]byte, error) {
 		return nil, fmt.Errorf("reading %s at %s: git cat-file announced %q bytes, sent %d", p, rev, f[2], len(body))
 	}
 	return body[:size:size], nil
+}
+
+// maxTree bounds the directory listing ReadFile reads through git to learn
+// a file's mode (a directory of about 100,000 entries).
+const maxTree = 8 << 20
+
+// ErrSymlink is wrapped by ReadFile's error for a path that is a symbolic
+// link at the revision, in process and through git alike: its content
+// would be another file's, or a file outside the repository.
+var ErrSymlink = errors.New("a symbolic link: throughline never follows one")
+
+// treeEntryMode is the mode of the entry name in the raw tree object tree
+// (git's "<octal mode> <name>\x00<hashLen-byte id>" entries), "" when it
+// has none.
+func treeEntryMode(tree []byte, name string, hashLen int) string {
+	for len(tree) > 0 {
+		sp, nul := bytes.IndexByte(tree, ' '), bytes.IndexByte(tree, 0)
+		if sp < 0 || nul < sp || len(tree) < nul+1+hashLen {
+			return ""
+		}
+		if string(tree[sp+1:nul]) == name {
+			return string(tree[:sp])
+		}
+		tree = tree[nul+1+hashLen:]
+	}
+	return ""
 }
 
 // Export writes the tree of rev into dst (which must be empty or absent)

@@ -238,3 +238,48 @@ func TestReadFileBounded(t *testing.T) {
 	}
 	check("in process", r)
 }
+
+// TestReadFileSymlink: a committed symbolic link is ErrSymlink through git
+// and in process alike (both would otherwise answer the link's text as
+// the file's content), at the GitOps root and below it; the file beside
+// it, a file under a same-named directory and a missing one read as before.
+func TestReadFileSymlink(t *testing.T) {
+	ctx := context.Background()
+	r, dir := newRepo(t)
+	for _, l := range []string{"sub/link.yaml", "sub/clusters/link.yaml"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, l)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("a.yaml", filepath.Join(dir, filepath.FromSlash(l))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sub", "clusters", "app.yaml"), []byte("b: 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "add", ".")
+	git(t, dir, "commit", "-q", "-m", "links")
+	check := func(how string) {
+		t.Helper()
+		for _, l := range []string{"link.yaml", "clusters/link.yaml"} {
+			if b, err := r.ReadFile(ctx, "HEAD", l); !errors.Is(err, ErrSymlink) || !strings.Contains(err.Error(), l) {
+				t.Errorf("%s: %s: %q %v, want ErrSymlink naming it", how, l, b, err)
+			}
+		}
+		for f, want := range map[string]string{"a.yaml": "a: 1\n", "clusters/app.yaml": "b: 2\n"} {
+			if b, err := r.ReadFile(ctx, "HEAD", f); err != nil || string(b) != want {
+				t.Errorf("%s: %s: %q %v", how, f, b, err)
+			}
+		}
+		for _, f := range []string{"nope/x.yaml", "a.yaml/x", "clusters/nope.yaml"} {
+			if _, err := r.ReadFile(ctx, "HEAD", f); !errors.Is(err, ErrNotFound) {
+				t.Errorf("%s: %s: %v, want ErrNotFound", how, f, err)
+			}
+		}
+	}
+	check("git cat-file")
+	if err := r.ReadInProcess(); err != nil {
+		t.Fatal(err)
+	}
+	check("in process")
+}

@@ -83,6 +83,9 @@ func (m *inProcess) readFile(rev, p string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s at %s: %w", p, rev, err)
 	}
+	if f.Mode == filemode.Symlink { // go-git counts a link as a file: its content would be the link's text
+		return nil, fmt.Errorf("reading %s at %s: %w", p, rev, ErrSymlink)
+	}
 	if !f.Mode.IsFile() {
 		return nil, fmt.Errorf("reading %s at %s: not a file (mode %s)", p, rev, f.Mode)
 	}
