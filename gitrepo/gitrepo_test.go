@@ -257,8 +257,8 @@ func TestReadFileSymlink(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "sub", "clusters", "app.yaml"), []byte("b: 2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	git(t, dir, "add", ".")
-	git(t, dir, "commit", "-q", "-m", "links")
+	gittest.Run(t, dir, "add", ".")
+	gittest.Run(t, dir, "commit", "-q", "-m", "links")
 	check := func(how string) {
 		t.Helper()
 		for _, l := range []string{"link.yaml", "clusters/link.yaml"} {
