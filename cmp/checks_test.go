@@ -8,6 +8,7 @@ import (
 
 	"github.com/throughline-dev/throughline/cmp"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
 )
 
@@ -77,7 +78,6 @@ func TestGenerateCarriesChecks(t *testing.T) {
 		t.Fatalf("malformed query: %v", err)
 	}
 	// The field (checks[0].prometheus.query) is in the message only.
-	msgs := &messages{cases: 1}
-	msgs.add("malformed query", err)
-	msgs.compare(t, "checks-query.golden")
+	msgs := golden.ErrorLines(t, "testdata/checks-query.golden", 1)
+	msgs("malformed query", err)
 }

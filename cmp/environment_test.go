@@ -11,6 +11,7 @@ import (
 	"github.com/throughline-dev/throughline/cmp"
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/promotion/policyfile"
 )
 
@@ -84,7 +85,7 @@ func TestGenerateEnvironmentIdentity(t *testing.T) {
 			[]string{"ARGOCD_APP_NAME=checkout-production", "ARGOCD_APP_NAMESPACE=checkout-production", "PARAM_APP=payments"},
 			"environments.production.paths[0]"},
 	}
-	msgs := &messages{cases: len(cases)}
+	msgs := golden.ErrorLines(t, "testdata/environment-identity.golden", len(cases))
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := generateAt(t, cache, root, tc.rel, tc.environ...)
@@ -99,10 +100,9 @@ func TestGenerateEnvironmentIdentity(t *testing.T) {
 				t.Errorf("refusal names file %q field %q, want throughline-policy.yaml and %s", re.File, re.Field, tc.field)
 			}
 			// What each side claimed and the path: environment-identity.golden.
-			msgs.add(tc.name, err)
+			msgs(tc.name, err)
 		})
 	}
-	msgs.compare(t, "environment-identity.golden")
 	// The production Application as examples/gitops-env declares it, and
 	// one without the parameter: the Acceptance says production.
 	for _, environ := range [][]string{

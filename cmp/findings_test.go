@@ -2,13 +2,9 @@ package cmp_test
 
 import (
 	"errors"
-	"sort"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/throughline-dev/throughline/exitcode"
-	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/policy"
 )
 
@@ -39,34 +35,4 @@ func findingOf(t *testing.T, err error) finding {
 	}
 	t.Fatalf("not a typed finding: %v", err)
 	return finding{}
-}
-
-// messages collects the wording of a table's errors, one entry per case,
-// for one golden file: the wording is tested there once.
-type messages struct {
-	mu    sync.Mutex
-	lines []string
-	cases int // how many cases the table has
-}
-
-// add records err's message under the case name; a message of several
-// lines keeps them, indented.
-func (m *messages) add(name string, err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.lines = append(m.lines, name+": "+strings.ReplaceAll(err.Error(), "\n", "\n\t")+"\n")
-}
-
-// compare compares the messages, sorted by case, with testdata/file, when
-// every case of the table ran (not under a -run that picks some).
-func (m *messages) compare(t *testing.T, file string) {
-	t.Helper()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.lines) != m.cases {
-		t.Logf("testdata/%s not compared: %d of %d cases gave an error", file, len(m.lines), m.cases)
-		return
-	}
-	sort.Strings(m.lines)
-	golden.Compare(t, "testdata/"+file, []byte(strings.Join(m.lines, "")))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/throughline-dev/throughline/cmp"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
 	"github.com/throughline-dev/throughline/render/helmrender"
@@ -144,9 +145,8 @@ func TestGenerateChartSchemaViolation(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	// The value's pointer (/image/digest) is in the message only.
-	msgs := &messages{cases: 1}
-	msgs.add("schema violation", err)
-	msgs.compare(t, "chart-schema.golden")
+	msgs := golden.ErrorLines(t, "testdata/chart-schema.golden", 1)
+	msgs("schema violation", err)
 }
 
 // TestGenerateChartBadParameters: plugin parameters that are not Argo CD's
@@ -161,14 +161,14 @@ func TestGenerateChartBadParameters(t *testing.T) {
 		`ARGOCD_APP_PARAMETERS=[{"name":"skipCrds","string":"maybe"}]`,
 	}
 	// The files are typed; the field (valueFiles[0]) is in the message only.
-	msgs := &messages{cases: len(params) + 1}
+	msgs := golden.ErrorLines(t, "testdata/chart-parameters.golden", len(params)+1)
 	for _, p := range params {
 		_, err := generateChart(t, root, p)
 		if exitcode.Code(err) != exitcode.Invalid || findingOf(t, err).file != render.EnvAppParameters {
 			t.Errorf("%s: got %v", p, err)
 			continue
 		}
-		msgs.add(p, err)
+		msgs(p, err)
 	}
 	shopParams(t, root, "valueFiles: [../../../../../etc/passwd]\n")
 	_, err := generateChart(t, root)
@@ -178,8 +178,7 @@ func TestGenerateChartBadParameters(t *testing.T) {
 	if !errors.Is(err, render.ErrOutsideRoot) {
 		t.Errorf("a value file outside the repository: not ErrOutsideRoot: %v", err)
 	}
-	msgs.add("valueFiles outside the repository", err)
-	msgs.compare(t, "chart-parameters.golden")
+	msgs("valueFiles outside the repository", err)
 }
 
 // TestChartAppCache: a chart app's render is cached like any other: the

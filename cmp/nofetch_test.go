@@ -16,6 +16,7 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/internal/gittest"
+	"github.com/throughline-dev/throughline/internal/golden"
 )
 
 // recorder remembers every connection and request a server received.
@@ -197,8 +198,7 @@ func TestRemoteEntriesAreNeverFetched(t *testing.T) {
 	gitHost := startGitServer(t, rec)
 	tmp, sshLog := hostileEnv(t, gitHost)
 	const kfile = "apps/web/overlays/staging/kustomization.yaml"
-	msgs := &messages{cases: len(loadingFields) * len(remoteForms)}
-	defer msgs.compare(t, "remote-entries.golden")
+	msgs := golden.ErrorLines(t, "testdata/remote-entries.golden", len(loadingFields)*len(remoteForms))
 	for _, f := range loadingFields {
 		for _, form := range remoteForms {
 			// Not Sprintf: a form naming neither server got %!(EXTRA ...) appended.
@@ -225,7 +225,7 @@ func TestRemoteEntriesAreNeverFetched(t *testing.T) {
 					if got.file != kfile || (want == exitcode.Refused && got.field != f.field) {
 						t.Errorf("the error names %+v, want %s and %s: %v", got, kfile, f.field, err)
 					}
-					msgs.add(t.Name(), errors.New(strings.NewReplacer(httpHost, "HTTP-HOST", gitHost, "GIT-HOST").Replace(err.Error())))
+					msgs(t.Name(), errors.New(strings.NewReplacer(httpHost, "HTTP-HOST", gitHost, "GIT-HOST").Replace(err.Error())))
 				}
 				if seen := rec.take(); len(seen) > 0 {
 					t.Errorf("the render reached the network: %v", seen)
@@ -307,8 +307,7 @@ func TestMissingLocalEntryIsRefusedBeforeKrusty(t *testing.T) {
 		{"crds[0]", "resources: [../../base]\ncrds: [%s]\n", "../../../../../../../../../../etc/passwd"},
 		{"resources[1]", "resources: [../../base, %s]\n", "/etc/passwd"},
 	}
-	golden := &messages{cases: len(cases)}
-	defer golden.compare(t, "missing-local-entry.golden")
+	record := golden.ErrorLines(t, "testdata/missing-local-entry.golden", len(cases))
 	for _, tc := range cases {
 		var msgs []string
 		for _, entry := range []string{tc.twin, tc.twin + "-no-such-file"} {
@@ -329,7 +328,7 @@ func TestMissingLocalEntryIsRefusedBeforeKrusty(t *testing.T) {
 				t.Errorf("%s: the error names a machine path: %v", tc.field, err)
 			}
 			if len(msgs) == 0 {
-				golden.add(tc.field, errors.New(msg))
+				record(tc.field, errors.New(msg))
 			}
 			msgs = append(msgs, msg)
 			if tc.twin == "" {

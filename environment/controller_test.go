@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/throughline-dev/throughline/internal/golden"
 )
 
 func TestCheckController(t *testing.T) {
@@ -28,8 +30,7 @@ func TestCheckController(t *testing.T) {
 	ks := map[string]any{"kind": "Kustomization", "metadata": map[string]any{"namespace": "flux-system", "name": "checkout"},
 		"spec": map[string]any{"path": "./gitops/apps/checkout/overlays/staging", "targetNamespace": "checkout-staging"}}
 	// What each refusal says ([...]): testdata/controller.golden.
-	msgs := &messages{}
-	t.Cleanup(func() { msgs.compare(t, "controller.golden") })
+	msgs := golden.ErrorLines(t, "testdata/controller.golden", 0)
 	for _, tc := range []struct {
 		name   string
 		obj    map[string]any
@@ -47,9 +48,6 @@ func TestCheckController(t *testing.T) {
 		{"outside the GitOps root", app("checkout-production", "apps/checkout/overlays/production"), "gitops/", "production", "belongs to no environment"},
 		{"unknown environment", app("checkout-qa", "apps/checkout/overlays/production"), "", "qa", `environment "qa" is not in the registry`},
 	} {
-		if tc.text != "" {
-			msgs.cases++
-		}
 		t.Run(tc.name, func(t *testing.T) {
 			err := r.CheckController("checkout", tc.env, ControllerOf(tc.obj, tc.prefix))
 			if tc.text == "" {
@@ -61,7 +59,7 @@ func TestCheckController(t *testing.T) {
 			if re := wantRefusal(t, err); re.Rule == "" {
 				t.Errorf("a refusal without a rule: %v", err)
 			}
-			msgs.add(tc.name+" ["+tc.text+"]", err)
+			msgs(tc.name+" ["+tc.text+"]", err)
 		})
 	}
 }

@@ -3,6 +3,8 @@ package environment
 import (
 	"strings"
 	"testing"
+
+	"github.com/throughline-dev/throughline/internal/golden"
 )
 
 // TestPromotionOrder: promotesFrom names other environments of the
@@ -23,12 +25,8 @@ func TestPromotionOrder(t *testing.T) {
 		{"twice", map[string][]string{"production": {"staging", "staging"}}, "environments.production.promotesFrom[1]", nil},
 	}
 	// Each error's field ([...]) in its message: testdata/order-fields.golden.
-	msgs := &messages{}
-	t.Cleanup(func() { msgs.compare(t, "order-fields.golden") })
+	msgs := golden.ErrorLines(t, "testdata/order-fields.golden", 0)
 	for _, tt := range tests {
-		if tt.field != "" {
-			msgs.cases++
-		}
 		t.Run(tt.name, func(t *testing.T) {
 			p := example()
 			for env, from := range tt.from {
@@ -39,7 +37,7 @@ func TestPromotionOrder(t *testing.T) {
 			reg, err := New(file, p)
 			if tt.field != "" {
 				wantInvalid(t, err)
-				msgs.add(tt.name+" ["+tt.field+"]", err)
+				msgs(tt.name+" ["+tt.field+"]", err)
 				return
 			}
 			if err != nil {

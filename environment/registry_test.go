@@ -11,6 +11,7 @@ import (
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/golden"
 )
 
 const file = "throughline-policy.yaml"
@@ -98,8 +99,7 @@ func TestNewRefusesInvalidRegistries(t *testing.T) {
 		{"allowed signers outside", func(p *v1alpha1.PromotionPolicy) { p.AllowedSigners = "../keys" }, "allowedSigners"},
 	}
 	// Each error's field ([...]) in its message: testdata/invalid-registries.golden.
-	msgs := &messages{cases: len(tests)}
-	t.Cleanup(func() { msgs.compare(t, "invalid-registries.golden") })
+	msgs := golden.ErrorLines(t, "testdata/invalid-registries.golden", len(tests))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := example()
@@ -109,7 +109,7 @@ func TestNewRefusesInvalidRegistries(t *testing.T) {
 				t.Fatal("accepted")
 			}
 			wantInvalid(t, err)
-			msgs.add(tt.name+" ["+tt.field+"]", err)
+			msgs(tt.name+" ["+tt.field+"]", err)
 		})
 	}
 }
@@ -163,13 +163,7 @@ func TestResolve(t *testing.T) {
 		{"nothing given", Claim{App: "checkout"}, Resolved{}, RuleMismatch, "neither an environment nor an overlay path"},
 	}
 	// What each refusal says ([...]): testdata/resolve.golden.
-	msgs := &messages{}
-	t.Cleanup(func() { msgs.compare(t, "resolve.golden") })
-	for _, tt := range tests {
-		if tt.rule != "" {
-			msgs.cases++
-		}
-	}
+	msgs := golden.ErrorLines(t, "testdata/resolve.golden", 0)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := r.Resolve(tt.claim)
@@ -190,7 +184,7 @@ func TestResolve(t *testing.T) {
 			if re := wantRefusal(t, err); re.Rule == "" {
 				t.Errorf("a refusal without a rule: %v", err)
 			}
-			msgs.add(tt.name+" ["+tt.text+"]", err)
+			msgs(tt.name+" ["+tt.text+"]", err)
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
+	"github.com/throughline-dev/throughline/internal/golden"
 )
 
 func TestSourceValidation(t *testing.T) {
@@ -31,12 +32,8 @@ func TestSourceValidation(t *testing.T) {
 			"environments.production.source.oci.tag"},
 	}
 	// Each refusal's field ([...]) in its message: testdata/source-fields.golden.
-	msgs := &messages{}
-	t.Cleanup(func() { msgs.compare(t, "source-fields.golden") })
+	msgs := golden.ErrorLines(t, "testdata/source-fields.golden", 0)
 	for _, tt := range tests {
-		if tt.field != "" {
-			msgs.cases++
-		}
 		t.Run(tt.name, func(t *testing.T) {
 			p := example()
 			e := p.Environments["production"]
@@ -60,7 +57,7 @@ func TestSourceValidation(t *testing.T) {
 				t.Fatal("accepted")
 			}
 			wantInvalid(t, err)
-			msgs.add(tt.name+" ["+tt.field+"]", err)
+			msgs(tt.name+" ["+tt.field+"]", err)
 		})
 	}
 	var empty *Registry
@@ -91,8 +88,7 @@ func TestCheckControllerSource(t *testing.T) {
 		return map[string]any{"kind": "Application", "metadata": map[string]any{"namespace": "argocd", "name": "checkout"},
 			"spec": map[string]any{"source": map[string]any{"repoURL": repoURL, "path": path}}}
 	}
-	msgs := &messages{cases: 3}
-	t.Cleanup(func() { msgs.compare(t, "source-kinds.golden") })
+	msgs := golden.ErrorLines(t, "testdata/source-kinds.golden", 3)
 	for _, tc := range []struct {
 		name string
 		obj  map[string]any
@@ -122,7 +118,7 @@ func TestCheckControllerSource(t *testing.T) {
 				t.Fatalf("got field %q, want environments.%s.source: %v", re.Field, tc.env, err)
 			}
 			// What it says: testdata/source-kinds.golden.
-			msgs.add(tc.name+" ["+tc.want+"]", err)
+			msgs(tc.name+" ["+tc.want+"]", err)
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/golden"
 )
 
 // trusted is a valid trust policy: a key signer, a keyless signer and
@@ -90,12 +91,8 @@ func TestTrustPolicyValidation(t *testing.T) {
 			"environments.production.trust.attestations.vulnerabilityScan.maxAge"},
 	}
 	// Each error's field ([...]) in its message: testdata/trust-fields.golden.
-	msgs := &messages{}
-	t.Cleanup(func() { msgs.compare(t, "trust-fields.golden") })
+	msgs := golden.ErrorLines(t, "testdata/trust-fields.golden", 0)
 	for _, tt := range tests {
-		if tt.field != "" {
-			msgs.cases++
-		}
 		t.Run(tt.name, func(t *testing.T) {
 			p := example()
 			e := p.Environments["production"]
@@ -113,7 +110,7 @@ func TestTrustPolicyValidation(t *testing.T) {
 				t.Fatal("accepted")
 			}
 			wantInvalid(t, err)
-			msgs.add(tt.name+" ["+tt.field+"]", err)
+			msgs(tt.name+" ["+tt.field+"]", err)
 		})
 	}
 }

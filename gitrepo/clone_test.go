@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/internal/gittest"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/internal/testenv"
 )
 
@@ -226,8 +227,7 @@ func TestCloneRefuses(t *testing.T) {
 	knownHosts := filepath.Join(t.TempDir(), "known_hosts")
 	must(t, os.WriteFile(knownHosts, nil, 0o600))
 	// The wording of every refusal: testdata/clone-refuses.golden.
-	msgs := &messages{cases: 10}
-	t.Cleanup(func() { msgs.compare(t, "clone-refuses.golden") })
+	msgs := golden.ErrorLines(t, "testdata/clone-refuses.golden", 10)
 	for _, tc := range []struct {
 		name   string
 		opts   CloneOptions
@@ -257,7 +257,7 @@ func TestCloneRefuses(t *testing.T) {
 			if errors.As(err, &ce) == tc.remote {
 				t.Errorf("ConfigError: %t, want %t (the remote refused, not the configuration)", !tc.remote, tc.remote)
 			}
-			msgs.add(tc.name, errors.New(strings.NewReplacer(strings.TrimPrefix(rr.server.URL, "http://"), "GIT-HOST",
+			msgs(tc.name, errors.New(strings.NewReplacer(strings.TrimPrefix(rr.server.URL, "http://"), "GIT-HOST",
 				tc.opts.Dir, "DIR").Replace(err.Error())))
 			if strings.Contains(err.Error(), testToken) {
 				t.Fatalf("the error prints the token: %v", err)

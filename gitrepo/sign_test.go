@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/internal/gittest"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/internal/sshkey"
 )
 
@@ -83,8 +84,7 @@ func TestParseAllowedSigners(t *testing.T) {
 	t.Parallel()
 	k := sshkey.New(t, "alice@example.com")
 	// The wording of each refusal: testdata/allowed-signers.golden.
-	msgs := &messages{cases: 6}
-	t.Cleanup(func() { msgs.compare(t, "allowed-signers.golden") })
+	msgs := golden.ErrorLines(t, "testdata/allowed-signers.golden", 6)
 	for _, tc := range []struct {
 		name, text string
 		line       int // of the refusal; 0: parses
@@ -107,7 +107,7 @@ func TestParseAllowedSigners(t *testing.T) {
 			case tc.line != 0 && (!errors.As(err, &se) || se.Line != tc.line):
 				t.Fatalf("%v, want line %d", err, tc.line)
 			case tc.line != 0:
-				msgs.add(tc.name, errors.New(strings.NewReplacer(k.Public, "KEY", strings.Fields(k.Public)[1], "KEYDATA").Replace(err.Error())))
+				msgs(tc.name, errors.New(strings.NewReplacer(k.Public, "KEY", strings.Fields(k.Public)[1], "KEYDATA").Replace(err.Error())))
 			}
 		})
 	}

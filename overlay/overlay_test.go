@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/golden"
 )
 
 const (
@@ -15,8 +16,7 @@ const (
 
 func TestSetImageDigest(t *testing.T) {
 	t.Parallel()
-	msgs := &messages{cases: 8}
-	t.Cleanup(func() { msgs.compare(t, "set-image-digest.golden") })
+	msgs := golden.ErrorLines(t, "testdata/set-image-digest.golden", 8)
 	for _, tc := range []struct {
 		name, in, image, tag string
 		want                 string // "" with changed false: data unchanged
@@ -111,7 +111,7 @@ func TestSetImageDigest(t *testing.T) {
 				if errors.As(err, &ie) != tc.input || (tc.input && ie.File != "k.yaml") {
 					t.Fatalf("error %v: *exitcode.InvalidInput %v, want %v naming k.yaml", err, !tc.input, tc.input)
 				}
-				msgs.add(tc.name, err)
+				msgs(tc.name, err)
 				return
 			}
 			if err != nil {
@@ -133,8 +133,7 @@ func TestSetImageDigest(t *testing.T) {
 
 func TestImageEntrySet(t *testing.T) {
 	t.Parallel()
-	msgs := &messages{cases: 3}
-	t.Cleanup(func() { msgs.compare(t, "image-entry-set.golden") })
+	msgs := golden.ErrorLines(t, "testdata/image-entry-set.golden", 3)
 	for _, tc := range []struct {
 		name, in, image, key, value string
 		want, old                   string
@@ -195,7 +194,7 @@ func TestImageEntrySet(t *testing.T) {
 				if err == nil {
 					t.Fatalf("no error (output %q)", out)
 				}
-				msgs.add(tc.name, err)
+				msgs(tc.name, err)
 				return
 			}
 			if err != nil {
@@ -216,8 +215,7 @@ func TestImageEntrySet(t *testing.T) {
 
 func TestAppendImages(t *testing.T) {
 	t.Parallel()
-	msgs := &messages{cases: 1}
-	t.Cleanup(func() { msgs.compare(t, "append-images.golden") })
+	msgs := golden.ErrorLines(t, "testdata/append-images.golden", 1)
 	agent := NewImage{Name: "shop/agent", NewTag: "2.0@" + newDigest}
 	web := NewImage{Name: "shop/web", NewName: "mirror/web", NewTag: "1@" + newDigest}
 	for _, tc := range []struct {
@@ -278,7 +276,7 @@ func TestAppendImages(t *testing.T) {
 				if !errors.As(err, &ie) || ie.File != "k.yaml" {
 					t.Fatalf("error %v, want invalid input naming k.yaml", err)
 				}
-				msgs.add(tc.name, err)
+				msgs(tc.name, err)
 				return
 			}
 			if err != nil {

@@ -146,20 +146,19 @@ func TestPinRefusals(t *testing.T) {
 	}
 	// The tags and the digest problem are named in the messages only:
 	// testdata/pin-refusals.golden.
-	msgs := &messages{cases: 3}
-	defer msgs.compare(t, "pin-refusals.golden")
+	msgs := golden.ErrorLines(t, "testdata/pin-refusals.golden", 3)
 	var r *exitcode.Refusal
 	var in *exitcode.InvalidInput
 	if err := p.Conflicts(); !errors.As(err, &r) || r.Rule != RuleUnpinned || exitcode.Code(err) != exitcode.Refused {
 		t.Fatalf("two tags: %v", err)
 	} else {
-		msgs.add("two tags", err)
+		msgs("two tags", err)
 	}
 	bad := tree(t, map[string]string{"app/pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    image: x/y:1@sha256:abc\n"})
 	if _, err := PlanPin(ctx, render.Options{Root: bad, Path: filepath.Join(bad, "app")}, PinPolicy{}); !errors.As(err, &in) || in.File != "app" {
 		t.Fatalf("malformed digest: %v", err)
 	} else {
-		msgs.add("malformed digest", err)
+		msgs("malformed digest", err)
 	}
 	flow := tree(t, map[string]string{
 		"base/kustomization.yaml": "resources:\n  - deployment.yaml\n",
@@ -175,7 +174,7 @@ func TestPinRefusals(t *testing.T) {
 		in.File != "app/kustomization.yaml" {
 		t.Fatalf("flow images: %v", err)
 	} else {
-		msgs.add("flow images", err)
+		msgs("flow images", err)
 	}
 	if dump(t, flow) != before {
 		t.Fatal("a refused pin wrote")
@@ -185,8 +184,7 @@ func TestPinRefusals(t *testing.T) {
 func TestParseImageSet(t *testing.T) {
 	t.Parallel()
 	hex := strings.Repeat("ab", 32)
-	msgs := &messages{cases: 9}
-	defer msgs.compare(t, "parse-image-set.golden")
+	msgs := golden.ErrorLines(t, "testdata/parse-image-set.golden", 9)
 	for _, tc := range []struct {
 		in   string
 		want ImageSet
@@ -212,7 +210,7 @@ func TestParseImageSet(t *testing.T) {
 				t.Errorf("ParseImageSet(%q) = %+v; want an error", tc.in, got)
 				continue
 			}
-			msgs.add(strings.ReplaceAll(tc.in, hex, "HEX"), errors.New(strings.ReplaceAll(err.Error(), hex, "HEX")))
+			msgs(strings.ReplaceAll(tc.in, hex, "HEX"), errors.New(strings.ReplaceAll(err.Error(), hex, "HEX")))
 			continue
 		}
 		if err != nil || got != tc.want {

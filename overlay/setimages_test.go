@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -130,8 +131,7 @@ func TestProveSets(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	// What the proof says it misses: testdata/prove-sets.golden.
-	msgs := &messages{cases: 2}
-	t.Cleanup(func() { msgs.compare(t, "prove-sets.golden") })
+	msgs := golden.ErrorLines(t, "testdata/prove-sets.golden", 2)
 	for _, tc := range []struct {
 		name, set string
 	}{
@@ -156,7 +156,7 @@ func TestProveSets(t *testing.T) {
 			if err == nil {
 				t.Fatal("proof on the render before the edit passed")
 			}
-			msgs.add(tc.name, err)
+			msgs(tc.name, err)
 			if _, err := SetImages(ctx, opts, []ImageSet{set}); err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/policy"
 )
 
@@ -12,8 +13,7 @@ const hex64 = "9c2f1e0d7b6a5f4e3d2c1b0a99887766554433221100ffeeddccbbaa98765432"
 
 func TestCheckImage(t *testing.T) {
 	t.Parallel()
-	msgs := &messages{cases: 14}
-	t.Cleanup(func() { msgs.compare(t, "check-image.golden") })
+	msgs := golden.ErrorLines(t, "testdata/check-image.golden", 14)
 	for _, tc := range []struct {
 		image      string
 		repository string // for accepted images
@@ -51,7 +51,7 @@ func TestCheckImage(t *testing.T) {
 					t.Errorf("error %q names image %q, want %q", err, ie.Image, tc.image)
 				}
 				// What it says ([...]): testdata/check-image.golden.
-				msgs.add(strings.ReplaceAll(tc.image, hex64, "HEX")+" ["+tc.reason+"]", errors.New(strings.ReplaceAll(err.Error(), hex64, "HEX")))
+				msgs(strings.ReplaceAll(tc.image, hex64, "HEX")+" ["+tc.reason+"]", errors.New(strings.ReplaceAll(err.Error(), hex64, "HEX")))
 				return
 			}
 			if err != nil {

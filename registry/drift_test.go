@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/drift"
+	"github.com/throughline-dev/throughline/internal/golden"
 )
 
 // TestTagMovedIsRefused is the negative experiment: a tag is resolved, the
@@ -107,8 +108,7 @@ func TestParseRecord(t *testing.T) {
 		}
 	}
 	// The wording of each refusal: testdata/parse-record.golden.
-	msgs := &messages{cases: 14}
-	t.Cleanup(func() { msgs.compare(t, "parse-record.golden") })
+	msgs := golden.ErrorLines(t, "testdata/parse-record.golden", 14)
 	for _, tc := range []struct{ name, in string }{
 		{"empty", ``},
 		{"null", `null`},
@@ -132,7 +132,7 @@ func TestParseRecord(t *testing.T) {
 			if !errors.As(err, &re) || re.File != "in.json" {
 				t.Fatalf("err = %v, want a RecordError naming in.json", err)
 			}
-			msgs.add(tc.name, err)
+			msgs(tc.name, err)
 		})
 	}
 }

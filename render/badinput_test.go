@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -37,8 +38,7 @@ func TestBadInput(t *testing.T) {
 	aliasBomb = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\ndata:\n" + indent(aliasBomb)
 
 	// Each message (the file it names) is in testdata/bad-input.golden.
-	msgs := &messages{cases: 14}
-	t.Cleanup(func() { msgs.compare(t, "bad-input.golden") })
+	msgs := golden.ErrorLines(t, "testdata/bad-input.golden", 14)
 	for _, tc := range []struct {
 		name  string
 		setup func(t *testing.T, root string)
@@ -124,7 +124,7 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("error is not an invalid-input error: %T %v", err, err)
 			}
 			rel, _ := filepath.Rel(filepath.Join(root, "app"), outside)
-			msgs.add(tc.name, errors.New(strings.NewReplacer(outside, "OUTSIDE", root, "ROOT", rel, "OUTSIDE-RELATIVE").Replace(err.Error())))
+			msgs(tc.name, errors.New(strings.NewReplacer(outside, "OUTSIDE", root, "ROOT", rel, "OUTSIDE-RELATIVE").Replace(err.Error())))
 			if strings.Contains(err.Error(), secret) {
 				t.Errorf("content from outside the root leaked into the error: %v", err)
 			}

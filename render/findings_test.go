@@ -2,13 +2,9 @@ package render_test
 
 import (
 	"errors"
-	"sort"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/throughline-dev/throughline/exitcode"
-	"github.com/throughline-dev/throughline/internal/golden"
 )
 
 // invalidFile is the file an invalid-input error names, failing t when
@@ -20,34 +16,4 @@ func invalidFile(t *testing.T, err error) string {
 		t.Fatalf("not invalid input: %T %v", err, err)
 	}
 	return in.File
-}
-
-// messages collects the wording of a table's errors, one entry per case,
-// for one golden file: the wording is tested there once.
-type messages struct {
-	mu    sync.Mutex
-	lines []string
-	cases int // how many cases the table has
-}
-
-// add records err's message under the case name; a message of several
-// lines keeps them, indented.
-func (m *messages) add(name string, err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.lines = append(m.lines, name+": "+strings.ReplaceAll(err.Error(), "\n", "\n\t")+"\n")
-}
-
-// compare compares the messages, sorted by case, with testdata/file, when
-// every case of the table ran (not under a -run that picks some).
-func (m *messages) compare(t *testing.T, file string) {
-	t.Helper()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.lines) != m.cases {
-		t.Logf("testdata/%s not compared: %d of %d cases gave an error", file, len(m.lines), m.cases)
-		return
-	}
-	sort.Strings(m.lines)
-	golden.Compare(t, "testdata/"+file, []byte(strings.Join(m.lines, "")))
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -162,8 +163,7 @@ func TestSchemaInsideTheChartValidates(t *testing.T) {
 		"properties": {"replicas": {"$ref": "#/definitions/n"}, "port": {"$ref": "defs/port.json"},
 		"name": {"$ref": "defs/port.json#/definitions/name"}}}`
 	// The value each rejection names: testdata/schema-inside-chart.golden.
-	msgs := &messages{cases: 3}
-	t.Cleanup(func() { msgs.compare(t, "schema-inside-chart.golden") })
+	msgs := golden.ErrorLines(t, "testdata/schema-inside-chart.golden", 3)
 	for _, tc := range []struct {
 		name, values string
 		code         int
@@ -191,7 +191,7 @@ func TestSchemaInsideTheChartValidates(t *testing.T) {
 				if f := invalidFile(t, err); f != "app/values.schema.json" {
 					t.Errorf("names %s, not the schema file: %v", f, err)
 				}
-				msgs.add(tc.name, err)
+				msgs(tc.name, err)
 			}
 		})
 	}

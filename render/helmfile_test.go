@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -56,13 +57,7 @@ skipTests: false
 		{"too many entries", helmParams("apiVersions: [" + strings.Repeat("v1, ", render.MaxHelmParameterEntries) + "v1]\n"), true},
 		{"two documents", helmParams("releaseName: a\n---\nreleaseName: b\n"), true},
 	}
-	msgs := &messages{}
-	for _, tc := range cases {
-		if tc.bad {
-			msgs.cases++
-		}
-	}
-	t.Cleanup(func() { msgs.compare(t, "helm-parameters.golden") })
+	msgs := golden.ErrorLines(t, "testdata/helm-parameters.golden", 0)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -80,7 +75,7 @@ skipTests: false
 			if !errors.As(err, &inv) || inv.File != file || exitcode.Code(err) != exitcode.Invalid {
 				t.Fatalf("got %v, want exit 4 naming %s", err, file)
 			}
-			msgs.add(tc.name, err)
+			msgs(tc.name, err)
 		})
 	}
 }

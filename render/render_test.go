@@ -131,9 +131,8 @@ func TestRemoteResourcesAreListedAndNeverFetched(t *testing.T) {
 		t.Fatalf("Build with remote resources: %v, want an invalid-input error asking to vendor", err)
 	}
 	// That it asks to vendor the base is in the message only.
-	msgs := &messages{cases: 1}
-	msgs.add("remote resources", err)
-	msgs.compare(t, "remote-build.golden")
+	msgs := golden.ErrorLines(t, "testdata/remote-build.golden", 1)
+	msgs("remote resources", err)
 }
 
 func TestIsRemote(t *testing.T) {
@@ -178,7 +177,7 @@ func TestRootDiscovery(t *testing.T) {
 
 	// RootFromSourcePath's errors are untyped: their wording is in
 	// testdata/root-from-source-path.golden.
-	msgs := &messages{cases: 3}
+	msgs := golden.ErrorLines(t, "testdata/root-from-source-path.golden", 3)
 	for _, tc := range []struct {
 		wd, source, want string
 		bad              bool
@@ -201,14 +200,13 @@ func TestRootDiscovery(t *testing.T) {
 				t.Errorf("RootFromSourcePath(%q, %q) = %q; want an error", tc.wd, tc.source, got)
 				continue
 			}
-			msgs.add(tc.wd+" "+tc.source, err)
+			msgs(tc.wd+" "+tc.source, err)
 			continue
 		}
 		if err != nil || got != tc.want {
 			t.Errorf("RootFromSourcePath(%q, %q) = %q, %v; want %q", tc.wd, tc.source, got, err, tc.want)
 		}
 	}
-	msgs.compare(t, "root-from-source-path.golden")
 }
 
 func TestConfinedFSRefusesWrites(t *testing.T) {

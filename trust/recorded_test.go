@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/promotion/policyfile"
 	"github.com/throughline-dev/throughline/trust/trusttest"
 )
@@ -160,7 +161,7 @@ func TestCompileRefusesBadFiles(t *testing.T) {
 	w.Files["sigstore/garbage.json"] = []byte("{}")
 	// The field (environments.staging.trust.signatures[0]) is in the
 	// message only: testdata/compile-bad-files.golden.
-	msgs := &messages{cases: 4}
+	msgs := golden.ErrorLines(t, "testdata/compile-bad-files.golden", 4)
 	for _, c := range []struct{ file, key, root string }{
 		{"keys/missing.pub", "keys/missing.pub", ""},
 		{"keys/garbage.pub", "keys/garbage.pub", ""},
@@ -180,9 +181,8 @@ func TestCompileRefusesBadFiles(t *testing.T) {
 			t.Errorf("%s: exit %d: %v", c.file, exitcode.Code(err), err)
 			continue
 		}
-		msgs.add(c.file, err)
+		msgs(c.file, err)
 	}
-	msgs.compare(t, "compile-bad-files.golden")
 }
 
 // TestExamplePolicyCompiles: the example repository's trust policies
