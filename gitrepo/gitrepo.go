@@ -1,7 +1,6 @@
 package gitrepo
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
@@ -15,6 +14,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // Repo is a Git work tree holding a GitOps repository, possibly in a
@@ -290,71 +294,120 @@ func treeEntryMode(tree []byte, name string, hashLen int) string {
 }
 
 // Export writes the tree of rev into dst (which must be empty or absent)
-// and returns the GitOps root inside it.
+// and returns the GitOps root inside it. It writes the committed blobs as
+// they are, read in process: no attribute of the tree applies (git archive
+// would honour a pull request's .gitattributes, leaving files out with
+// export-ignore and rewriting them with export-subst, so that what is
+// judged is not what Argo CD or Flux check out). Symbolic links are
+// written as links (the renderer refuses one that leaves its root);
+// submodules as empty directories.
 func (r *Repo) Export(ctx context.Context, rev, dst string) (string, error) {
-	args := []string{"archive", "--format=tar", rev}
-	if r.Prefix != "" {
-		args = append(args, "--", strings.TrimSuffix(r.Prefix, "/"))
-	}
-	data, err := r.runBytes(ctx, nil, nil, args...)
+	sha, err := r.Resolve(ctx, rev)
 	if err != nil {
 		return "", fmt.Errorf("export %s: %w", rev, err)
 	}
-	if err := extract(data, dst); err != nil {
+	m := r.reader()
+	if m == nil {
+		m = &inProcess{}
+		if err := m.reopen(r.Top); err != nil {
+			return "", fmt.Errorf("export %s: open %s in process: %w", rev, r.Top, err)
+		}
+	} else {
+		defer m.lock()()
+	}
+	t, err := m.tree(sha)
+	if err == nil && r.Prefix != "" {
+		t, err = t.Tree(strings.TrimSuffix(r.Prefix, "/"))
+	}
+	if err != nil {
+		return "", fmt.Errorf("export %s: %w", rev, err)
+	}
+	root := filepath.Join(dst, filepath.FromSlash(r.Prefix))
+	if err := writeTree(ctx, m.repo, t, root); err != nil {
 		return "", fmt.Errorf("export %s to %s: %w", rev, dst, err)
 	}
-	return filepath.Join(dst, filepath.FromSlash(r.Prefix)), nil
+	return root, nil
 }
 
-func extract(data []byte, dst string) error {
-	tr := tar.NewReader(bytes.NewReader(data))
+// writeTree writes every entry of t under dir.
+func writeTree(ctx context.Context, repo *gogit.Repository, t *object.Tree, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	w := object.NewTreeWalker(t, true, nil)
+	defer w.Close()
 	for {
-		h, err := tr.Next()
-		if err == io.EOF {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		name, e, err := w.Next()
+		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		name := path.Clean(h.Name)
-		if name == "." || strings.HasPrefix(name, "../") || path.IsAbs(name) {
-			return fmt.Errorf("archive entry %q escapes the destination", h.Name)
+		if name == "" || strings.HasPrefix(name, "../") || path.IsAbs(name) || path.Clean(name) != name {
+			return fmt.Errorf("tree entry %q escapes the destination", name)
 		}
-		p := filepath.Join(dst, filepath.FromSlash(name))
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				return err
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		switch e.Mode {
+		case filemode.Dir, filemode.Submodule:
+			err = os.MkdirAll(p, 0o755)
+		case filemode.Symlink:
+			err = writeLink(repo, e.Hash, p)
+		default: // regular, executable, the deprecated group-writable mode
+			perm := os.FileMode(0o644)
+			if e.Mode == filemode.Executable {
+				perm = 0o755
 			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return err
-			}
-			mode := os.FileMode(0o644)
-			if h.Mode&0o111 != 0 {
-				mode = 0o755
-			}
-			f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(f, tr)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-		case tar.TypeSymlink:
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return err
-			}
-			// The renderer refuses links that leave its root.
-			if err := os.Symlink(h.Linkname, p); err != nil {
-				return err
-			}
+			err = writeBlob(repo, e.Hash, p, perm)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
+}
+
+func writeBlob(repo *gogit.Repository, h plumbing.Hash, p string, perm os.FileMode) error {
+	b, err := repo.BlobObject(h)
+	if err != nil {
+		return err
+	}
+	rd, err := b.Reader()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rd.Close() }() // read only
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, rd)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func writeLink(repo *gogit.Repository, h plumbing.Hash, p string) error {
+	b, err := repo.BlobObject(h)
+	if err != nil {
+		return err
+	}
+	if b.Size > 4096 {
+		return fmt.Errorf("symbolic link target of %d bytes", b.Size)
+	}
+	rd, err := b.Reader()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rd.Close() }() // read only
+	target, err := io.ReadAll(rd)
+	if err != nil {
+		return err
+	}
+	return os.Symlink(string(target), p)
 }
 
 // Changed lists the files that differ between base and head, as work-tree

@@ -283,3 +283,55 @@ func TestReadFileSymlink(t *testing.T) {
 	}
 	check("in process")
 }
+
+// TestExportIgnoresAttributes: a pull request's .gitattributes must not
+// change what is exported (git archive leaves export-ignore files out and
+// rewrites $Format:...$ under export-subst); Argo CD and Flux check out
+// the committed blobs, so the gate judges those. Links stay links,
+// executables executable.
+func TestExportIgnoresAttributes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r, dir := newRepo(t)
+	gittest.Write(t, dir, map[string]string{
+		"sub/.gitattributes":   "hidden.yaml export-ignore\nsubst.yaml export-subst\n",
+		"sub/hidden.yaml":      "kind: ConfigMap\n",
+		"sub/subst.yaml":       "path: $Format:%s$\n",
+		"sub/bin/run.sh":       "#!/bin/sh\n",
+		"outside/other.yaml":   "x: 1\n",
+		"sub/nested/deep.yaml": "d: 1\n",
+	})
+	if err := os.Chmod(filepath.Join(dir, "sub", "bin", "run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("a.yaml", filepath.Join(dir, "sub", "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	sha := gittest.Commit(t, dir, "apps/production/overlay", nil)
+	for _, how := range []string{"git", "in process"} {
+		if how == "in process" {
+			if err := r.ReadInProcess(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		root, err := r.Export(ctx, sha, filepath.Join(t.TempDir(), "x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for f, want := range map[string]string{"hidden.yaml": "kind: ConfigMap\n", "subst.yaml": "path: $Format:%s$\n",
+			"nested/deep.yaml": "d: 1\n", "a.yaml": "a: 1\n"} {
+			if got, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f))); err != nil || string(got) != want {
+				t.Errorf("%s: %s is %q, %v; want the committed %q", how, f, got, err, want)
+			}
+		}
+		if fi, err := os.Stat(filepath.Join(root, "bin", "run.sh")); err != nil || fi.Mode().Perm()&0o111 == 0 {
+			t.Errorf("%s: bin/run.sh: %v %v, want executable", how, fi, err)
+		}
+		if target, err := os.Readlink(filepath.Join(root, "link.yaml")); err != nil || target != "a.yaml" {
+			t.Errorf("%s: link.yaml: %q %v, want a link to a.yaml", how, target, err)
+		}
+		if _, err := os.Stat(filepath.Join(filepath.Dir(root), "outside")); !os.IsNotExist(err) {
+			t.Errorf("%s: a file outside the GitOps root was exported: %v", how, err)
+		}
+	}
+}
