@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/internal/golden"
+	"github.com/throughline-dev/throughline/internal/hostile"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -414,19 +414,8 @@ func TestCheck(t *testing.T) {
 func TestCheckAliasBombOutsideClusters(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	var b strings.Builder
-	b.WriteString("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: bomb}\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
-	for i := 1; i < 12; i++ {
-		fmt.Fprintf(&b, "a%d: &a%d [", i, i)
-		for j := range 10 {
-			if j > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "*a%d", i-1)
-		}
-		b.WriteString("]\n")
-	}
-	f.branch("bomb", func() { f.write(map[string]string{"platform/bomb.yaml": b.String()}) })
+	bomb := "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: bomb}\n" + hostile.AliasBomb(10, 12)
+	f.branch("bomb", func() { f.write(map[string]string{"platform/bomb.yaml": bomb}) })
 	_, err := CheckRepository(context.Background(), f.repo, Request{Base: "main", Head: "bomb"})
 	var in *exitcode.InvalidInput
 	if !errors.As(err, &in) || in.File != "platform/bomb.yaml" || !errors.Is(err, render.ErrYAMLLimit) {

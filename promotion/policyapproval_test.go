@@ -2,12 +2,12 @@ package promotion
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/throughline-dev/throughline/internal/golden"
+	"github.com/throughline-dev/throughline/internal/hostile"
 )
 
 const goodApproval = `apiVersion: throughline.dev/v1alpha1
@@ -97,26 +97,6 @@ func FuzzParsePolicyApproval(f *testing.F) {
 	})
 }
 
-// aliasBomb is a billion-laughs YAML document: header (whole lines), then
-// 12 levels of anchors, each aliasing the one before ten times (10^12 x's
-// once expanded, under 1 KiB as text).
-func aliasBomb(header string) string {
-	var b strings.Builder
-	b.WriteString(header)
-	b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
-	for i := 1; i < 12; i++ {
-		fmt.Fprintf(&b, "a%d: &a%d [", i, i)
-		for j := range 10 {
-			if j > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "*a%d", i-1)
-		}
-		b.WriteString("]\n")
-	}
-	return b.String()
-}
-
 // TestPolicyApprovalAliasBomb: an approvals file is written by the pull
 // request the gate judges; a billion-laughs document under the size limit
 // is refused as invalid, naming the file (typed) and the aliasing (the
@@ -124,7 +104,7 @@ func aliasBomb(header string) string {
 func TestPolicyApprovalAliasBomb(t *testing.T) {
 	t.Parallel()
 	record := golden.ErrorLines(t, "testdata/policy-approval-alias-bomb.golden", 1)
-	bomb := aliasBomb("apiVersion: throughline.dev/v1alpha1\nkind: PolicyApproval\nenvironment: production\n")
+	bomb := "apiVersion: throughline.dev/v1alpha1\nkind: PolicyApproval\nenvironment: production\n" + hostile.AliasBomb(10, 12)
 	_, err := ParsePolicyApproval(PolicyApprovalPath("production"), []byte(bomb))
 	var re *RecordError
 	if !errors.As(err, &re) || re.File != PolicyApprovalPath("production") {

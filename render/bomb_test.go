@@ -9,21 +9,9 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/hostile"
 	"github.com/throughline-dev/throughline/render"
 )
-
-// aliasBomb is a mapping of levels keys, each an anchored list of width
-// aliases to the previous one: width^levels scalars once the aliases are
-// expanded. aliasBomb(9, 7) is 397 bytes and expands to about 4.8 million
-// nodes (~100 MB of YAML); aliasBomb(9, 10) to 3.5 billion.
-func aliasBomb(width, levels int) string {
-	var b strings.Builder
-	b.WriteString("l0: &l0 [" + strings.TrimSuffix(strings.Repeat("lol,", width), ",") + "]\n")
-	for i := 1; i < levels; i++ {
-		fmt.Fprintf(&b, "l%d: &l%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*l%d,", i-1), width), ","))
-	}
-	return b.String()
-}
 
 // bombPositions are the files krusty (or the plain-manifest reader) parses,
 // each holding the bomb in place of ordinary content. want is the file the
@@ -111,7 +99,7 @@ func TestAliasBombsAreRefused(t *testing.T) {
 		name          string
 		width, levels int
 	}{{"9x7", 9, 7}, {"9x10", 9, 10}} {
-		for _, tc := range bombPositions(aliasBomb(size.width, size.levels)) {
+		for _, tc := range bombPositions(hostile.AliasBomb(size.width, size.levels)) {
 			t.Run(size.name+"/"+tc.name, func(t *testing.T) {
 				root := writeTree(t, tc.files)
 				ctx := context.Background()
@@ -218,7 +206,7 @@ func TestYAMLLimits(t *testing.T) {
 	}
 	// kyaml decodes each "---" part on its own: a bomb after a part that
 	// is not YAML is still a bomb.
-	if err := render.CheckYAML([]byte("a: b\n...\nbroken: [\n---\n" + aliasBomb(9, 7))); !errors.Is(err, render.ErrYAMLLimit) {
+	if err := render.CheckYAML([]byte("a: b\n...\nbroken: [\n---\n" + hostile.AliasBomb(9, 7))); !errors.Is(err, render.ErrYAMLLimit) {
 		t.Errorf("a bomb after a syntax error: got %v", err)
 	}
 	if err := render.CheckYAML([]byte("a: &a [*a]\n")); !errors.Is(err, render.ErrYAMLLimit) {

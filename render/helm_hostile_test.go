@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/hostile"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -138,8 +139,8 @@ func TestChartAppAttacks(t *testing.T) {
 		{name: "template over the size cap", maxFile: 4096, files: map[string]string{"templates/big.yaml": "# " + strings.Repeat("x", 5000)},
 			code: exitcode.Invalid, want: []string{"app/templates/big.yaml", "size limit"}},
 		{name: "alias bomb in the output", files: map[string]string{"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\n" +
-			"metadata: {name: cm}\nbomb:\n" + indent(aliasBomb(9, 7))}, code: exitcode.Invalid, want: []string{"app/templates/cm.yaml", "alias"}},
-		{name: "alias bomb in a values file", files: map[string]string{"bomb.yaml": aliasBomb(9, 7)},
+			"metadata: {name: cm}\nbomb:\n" + indent(hostile.AliasBomb(9, 7))}, code: exitcode.Invalid, want: []string{"app/templates/cm.yaml", "alias"}},
+		{name: "alias bomb in a values file", files: map[string]string{"bomb.yaml": hostile.AliasBomb(9, 7)},
 			params: "valueFiles: [bomb.yaml]", code: exitcode.Invalid, want: []string{"app/bomb.yaml", "alias"}},
 		{name: "template error", files: map[string]string{"templates/cm.yaml": fmt.Sprintf(configMapTpl, `{{ fail "no database configured" }}`)},
 			code: exitcode.Invalid, want: []string{"app/templates/cm.yaml", "no database configured"}},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/internal/golden"
+	"github.com/throughline-dev/throughline/internal/hostile"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -52,7 +53,7 @@ skipTests: false
 		{"skipCrds a string", helmParams("skipCrds: \"yes\"\n"), true},
 		{"values a list", helmParams("values: [a]\n"), true},
 		{"values string not a mapping", helmParams("values: \"- a\"\n"), true},
-		{"alias bomb", helmParams("values:\n" + indent(aliasBomb(9, 7))), true},
+		{"alias bomb", helmParams("values:\n" + indent(hostile.AliasBomb(9, 7))), true},
 		{"too large", helmParams("values: |\n  a: " + strings.Repeat("x", render.MaxHelmParametersFileSize) + "\n"), true},
 		{"too many entries", helmParams("apiVersions: [" + strings.Repeat("v1, ", render.MaxHelmParameterEntries) + "v1]\n"), true},
 		{"two documents", helmParams("releaseName: a\n---\nreleaseName: b\n"), true},

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/hostile"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -26,11 +27,11 @@ func FuzzKustomization(f *testing.F) {
 		resource, patch, envs string
 	}{
 		{0, cm, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {c: d}\n", "K=V\n"},
-		{1, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\nbomb:\n" + indent(aliasBomb(9, 7)), cm, "K=" + secret + "\n"},
+		{1, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\nbomb:\n" + indent(hostile.AliasBomb(9, 7)), cm, "K=" + secret + "\n"},
 		{2, sec, "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: [" + secret + "]\n", "password=" + secret + "\n"},
-		{3, cm, "- {op: test, path: /data/a, value: x}\n", aliasBomb(3, 3)},
+		{3, cm, "- {op: test, path: /data/a, value: x}\n", hostile.AliasBomb(3, 3)},
 		{4, "a: &a [*a]\n", "<<: *b\n", "\x00"},
-		{5, sec + "---\n" + sec, aliasBomb(9, 4), "password"},
+		{5, sec + "---\n" + sec, hostile.AliasBomb(9, 4), "password"},
 		{6, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  labels: &l {a: b}\n  annotations: *l\n", cm, ""},
 		{7, strings.Repeat("[", 600) + strings.Repeat("]", 600), cm, ""},
 	} {
