@@ -47,7 +47,7 @@ func (o *adoptOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.cluster, "cluster", "", "target cluster (default: the environment registry's); must be ENV's")
 	f.StringVar(&o.records, "records-branch", "", "branch the record is committed on (default: the base branch)")
 	f.StringVar(&o.by, "by", "", "who adopts the environment (recorded as author and approver)")
-	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
+	outputFlag(f, &o.output, "output: text or json", "text", "json")
 }
 
 func newAdoptCommand(g *globals, stdout io.Writer) *cobra.Command {
@@ -62,9 +62,6 @@ func newAdoptCommand(g *globals, stdout io.Writer) *cobra.Command {
 func (o *adoptOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
 	if o.app == "" || o.env == "" {
 		return exitcode.Usagef("--app and --env are required")
-	}
-	if err := checkOutput(o.output); err != nil {
-		return err
 	}
 	r, err := openRepo(ctx, o.repo)
 	if err != nil {

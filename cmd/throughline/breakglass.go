@@ -276,7 +276,7 @@ func (o *writebackOptions) addFlags(f *pflag.FlagSet) {
 	f.StringSliceVar(&o.writers, "writer", nil, "field managers that are legitimate writers besides the controller; repeatable")
 	f.StringSliceVar(&o.ctlNames, "controller-manager", nil,
 		"field managers of the GitOps controller, besides argocd-controller and kustomize-controller")
-	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
+	outputFlag(f, &o.output, "output: text or json", "text", "json")
 }
 
 func newBreakglassWritebackCommand(g *globals, stdout io.Writer) *cobra.Command {
@@ -295,9 +295,6 @@ func (o *writebackOptions) run(ctx context.Context, g *globals, stdout io.Writer
 	bf := &o.bf
 	if err := bf.check(); err != nil {
 		return err
-	}
-	if o.output != "text" && o.output != "json" {
-		return exitcode.Usagef("-o %q: want text or json", o.output)
 	}
 	fc, err := o.ff.client()
 	if err != nil {

@@ -71,7 +71,7 @@ func (o *checkOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.base, "base", "", "the change's base revision (the PR's target branch)")
 	f.StringVar(&o.head, "head", "", "the change's head revision")
 	f.StringArrayVar(&o.driftFiles, "drift-record", nil, "a drift record for the promotion gate of a promotion change (repeatable)")
-	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
+	outputFlag(f, &o.output, "output: text or json", "text", "json")
 	f.BoolVar(&o.json, "json", false, "same as --output json")
 	o.ff.addFlags(f)
 	o.tg.addFlags(f)
@@ -92,9 +92,6 @@ func (o *checkOptions) run(ctx context.Context, g *globals, stdout io.Writer) er
 	}
 	if o.json {
 		o.output = "json"
-	}
-	if err := checkOutput(o.output); err != nil {
-		return err
 	}
 	fc, err := o.ff.client()
 	if err != nil {

@@ -92,7 +92,7 @@ func (o *promoteProposeOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.targetPath, "path", "", "target overlay, relative to the repository "+
 		"(default: the environment registry's, else apps/APP/overlays/TO); must be TO's")
 	f.StringVar(&o.cluster, "cluster", "", "target cluster (default: the environment registry's, else the environment name); must be the environment's")
-	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
+	outputFlag(f, &o.output, "output: text or json", "text", "json")
 	o.ff.addFlags(f)
 	o.tg.addFlags(f)
 }
@@ -112,9 +112,6 @@ func (o *promoteProposeOptions) run(ctx context.Context, g *globals, stdout io.W
 	}
 	if o.from == o.to {
 		return exitcode.Usagef("--from and --to are both %q", o.to)
-	}
-	if err := checkOutput(o.output); err != nil {
-		return err
 	}
 	fc, err := o.ff.client()
 	if err != nil {
@@ -146,13 +143,6 @@ func (o *promoteProposeOptions) run(ctx context.Context, g *globals, stdout io.W
 	return nil
 }
 
-// checkOutput refuses an -o other than text or json.
-func checkOutput(output string) error {
-	if output != "text" && output != "json" {
-		return exitcode.Usagef("-o %q: want text or json", output)
-	}
-	return nil
-}
 
 // printProposal prints the branch, the pull request and the changes of p.
 func printProposal(w io.Writer, p *promote.Proposal) {
@@ -386,7 +376,7 @@ func (o *promoteStatusOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.repo, "repo", "", "the GitOps repository")
 	f.StringVar(&o.app, "app", "", "only this application")
 	f.BoolVar(&o.all, "all", false, "also list merged and closed attempt branches")
-	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
+	outputFlag(f, &o.output, "output: text or json", "text", "json")
 	o.delivery.addFlags(f)
 }
 
@@ -400,9 +390,6 @@ func newPromoteStatusCommand(stdout io.Writer) *cobra.Command {
 }
 
 func (o *promoteStatusOptions) run(ctx context.Context, stdout io.Writer) error {
-	if err := checkOutput(o.output); err != nil {
-		return err
-	}
 	if o.delivery.since != "" {
 		return o.runDelivery(ctx, stdout)
 	}

@@ -69,7 +69,7 @@ func (o *promoteCandidateOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.sourceCommit, "source-commit", "", "the full id of the commit CI built the image from (the provenance must name it)")
 	f.StringVar(&o.targetPath, "path", "", "target overlay, relative to the repository (default: the environment registry's); must be TO's")
 	f.StringVar(&o.cluster, "cluster", "", "target cluster (default: the environment registry's); must be the environment's")
-	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
+	outputFlag(f, &o.output, "output: text or json", "text", "json")
 	o.tg.addFlags(f) // the later gates' trust flags (propose, verify, check, rollback)
 	o.ff.addFlags(f)
 }
@@ -87,9 +87,6 @@ func newPromoteCandidateCommand(g *globals, stdout io.Writer) *cobra.Command {
 func (o *promoteCandidateOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
 	if o.app == "" || o.to == "" || o.image == "" || o.sourceCommit == "" {
 		return exitcode.Usagef("--app, --to, --image and --source-commit are required")
-	}
-	if err := checkOutput(o.output); err != nil {
-		return err
 	}
 	fc, err := o.ff.client()
 	if err != nil {

@@ -55,7 +55,7 @@ func (o *promoteCheckOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.base, "base", "", "the PR's base revision")
 	f.StringVar(&o.head, "head", "", "the PR's head revision")
 	f.StringArrayVar(&o.driftFiles, "drift-record", nil, "a drift record (throughline drift record) to check the artifact's tag against (repeatable)")
-	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
+	outputFlag(f, &o.output, "output: text or json", "text", "json")
 	o.tg.addFlags(f)
 }
 
@@ -71,9 +71,6 @@ func newPromoteCheckCommand(g *globals, stdout io.Writer) *cobra.Command {
 func (o *promoteCheckOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
 	if o.base == "" || o.head == "" {
 		return exitcode.Usagef("--base and --head are required")
-	}
-	if err := checkOutput(o.output); err != nil {
-		return err
 	}
 	r, err := gitops.OpenLocal(ctx, o.repo)
 	if err != nil {

@@ -36,7 +36,7 @@ type renderOptions struct {
 
 func (o *renderOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.root, "root", "", "repository root (default: the enclosing Git work tree, else PATH)")
-	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml (a stream) or json (a v1 List)")
+	outputFlag(f, &o.output, "output format: yaml (a stream) or json (a v1 List)", "yaml", "json")
 	f.BoolVar(&o.hashOnly, "hash", false, "print only the rendered hash")
 	f.BoolVar(&o.writeAcceptance, "write-acceptance", false, "write the Acceptance into the overlay as "+acceptance.File+" (the Flux path)")
 	f.BoolVar(&o.checkAcceptance, "check-acceptance", false, "exit 3 when the committed Acceptance does not match the render")
@@ -100,9 +100,6 @@ func (o *renderOptions) run(ctx context.Context, g *globals, stdout io.Writer, a
 
 // declare checks the flags and renders path with every policy rule.
 func (o *renderOptions) declare(ctx context.Context, g *globals, path string) (*acceptance.Declaration, error) {
-	if o.output != "yaml" && o.output != "json" {
-		return nil, exitcode.Usagef("-o %q: want yaml or json", o.output)
-	}
 	if o.writeAcceptance && o.checkAcceptance {
 		return nil, exitcode.Usagef("--write-acceptance and --check-acceptance exclude each other")
 	}

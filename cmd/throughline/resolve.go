@@ -105,7 +105,7 @@ type resolveOptions struct {
 }
 
 func (o *resolveOptions) addFlags(f *pflag.FlagSet) {
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	outputFlag(f, &o.output, "output format: table or json", "table", "json")
 }
 
 func newResolveCommand(g *globals, stdout io.Writer) *cobra.Command {
@@ -129,9 +129,6 @@ func newResolveCommand(g *globals, stdout io.Writer) *cobra.Command {
 }
 
 func (o *resolveOptions) run(ctx context.Context, g *globals, stdout io.Writer, images []string) error {
-	if o.output != "table" && o.output != "json" {
-		return exitcode.Usagef("-o %q: want table or json", o.output)
-	}
 	if charts, rest := splitChartArgs(images); len(charts) > 0 {
 		if len(rest) > 0 {
 			return exitcode.Usagef("resolve charts (%s) and images (%s) in separate calls", charts[0], rest[0])

@@ -69,7 +69,7 @@ func (o *rollbackOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.cluster, "cluster", "", "target cluster (default: the environment registry's, else the environment name); must be the environment's")
 	f.BoolVar(&o.acceptIrreversible, "accept-irreversible-migration", false,
 		"roll back although the current artifact's workload is marked "+ledger.AnnotationIrreversible)
-	f.StringVarP(&o.output, "output", "o", "text", "output: text or json")
+	outputFlag(f, &o.output, "output: text or json", "text", "json")
 	o.ff.addFlags(f)
 	o.tg.addFlags(f)
 }
@@ -88,9 +88,6 @@ func newRollbackCommand(g *globals, stdout io.Writer) *cobra.Command {
 func (o *rollbackOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
 	if o.app == "" || o.env == "" || o.to == "" {
 		return exitcode.Usagef("--app, --env and --to are required")
-	}
-	if err := checkOutput(o.output); err != nil {
-		return err
 	}
 	fc, err := o.ff.client()
 	if err != nil {

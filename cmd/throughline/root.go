@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -145,4 +147,29 @@ func leaf(cmd *cobra.Command, addFlags func(*pflag.FlagSet), run func(ctx contex
 		addFlags(cmd.Flags())
 	}
 	return cmd
+}
+
+// outputFlag adds -o/--output to f: one of choices (the first is the
+// default), any other value a usage error when the flags are parsed.
+func outputFlag(f *pflag.FlagSet, p *string, usage string, choices ...string) {
+	*p = choices[0]
+	f.VarP(&choiceValue{p: p, choices: choices}, "output", "o", usage)
+}
+
+// choiceValue is a string flag that takes one of its choices.
+type choiceValue struct {
+	p       *string
+	choices []string
+}
+
+func (c *choiceValue) String() string { return *c.p }
+
+func (c *choiceValue) Type() string { return "string" }
+
+func (c *choiceValue) Set(v string) error {
+	if !slices.Contains(c.choices, v) {
+		return fmt.Errorf("want %s", strings.Join(c.choices, " or "))
+	}
+	*c.p = v
+	return nil
 }

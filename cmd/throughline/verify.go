@@ -95,7 +95,7 @@ type verifyOptions struct {
 func (o *verifyOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the Acceptance (required)")
 	f.StringVar(&o.name, "acceptance", "", "name of the Acceptance (required)")
-	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	outputFlag(f, &o.output, "output format: text or json", "text", "json")
 	f.DurationVar(&o.wait, "wait", 0, "keep asking this long while the verdict is pending or unverifiable")
 	f.DurationVar(&o.pollInterval, "poll-interval", 5*time.Second, "pause between two checks with --wait")
 }
@@ -117,9 +117,6 @@ func newVerifyCommand(g *globals, stdout io.Writer) *cobra.Command {
 func (o *verifyOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
 	if o.namespace == "" || o.name == "" {
 		return exitcode.Usagef("--namespace and --acceptance are required")
-	}
-	if o.output != "text" && o.output != "json" {
-		return exitcode.Usagef("-o %q: want text or json", o.output)
 	}
 	if o.pollInterval <= 0 {
 		return exitcode.Usagef("--poll-interval %s: want > 0", o.pollInterval)
