@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -18,15 +19,15 @@ func TestAdopt(t *testing.T) {
 		"apps/web/base/deployment.yaml":    rbDeployment(reg, ""),
 		rbOverlay + "/kustomization.yaml":  rbKustomization(reg, "1.0.0", digest),
 	})
-	gitT(t, top, "init", "-q", "-b", "main")
-	gitT(t, top, "add", ".")
-	gitT(t, top, "commit", "-q", "-m", "installed")
-	base := gitT(t, top, "rev-parse", "HEAD")
+	gittest.Run(t, top, "init", "-q", "-b", "main")
+	gittest.Run(t, top, "add", ".")
+	gittest.Run(t, top, "commit", "-q", "-m", "installed")
+	base := gittest.Run(t, top, "rev-parse", "HEAD")
 	res := runCLI(t, "adopt", "--repo", top, "--app", "web", "--env", "production", "--by", "alice")
 	if res.code != exitcode.OK || !strings.Contains(res.stdout, "adopted web-production-aaaaaaaaaaaa-1") {
 		t.Fatalf("adopt: %d %s %s", res.code, res.stdout, res.stderr)
 	}
-	data := gitT(t, top, "show", "main:"+promotion.RecordPath("web", "production"))
+	data := gittest.Run(t, top, "show", "main:"+promotion.RecordPath("web", "production"))
 	rec, err := promotion.Parse(promotion.RecordPath("web", "production"), []byte(data))
 	if err != nil {
 		t.Fatal(err)

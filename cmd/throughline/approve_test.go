@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
 )
@@ -26,10 +27,10 @@ func unsignedApprovals(t *testing.T, root string) {
 // signAs makes git in top sign with k (repository config).
 func signAs(t *testing.T, top string, k sshkey.Key) {
 	t.Helper()
-	gitT(t, top, "config", "gpg.format", "ssh")
-	gitT(t, top, "config", "user.signingkey", k.Private)
-	gitT(t, top, "config", "user.email", k.Principal)
-	gitT(t, top, "config", "user.name", k.Principal)
+	gittest.Run(t, top, "config", "gpg.format", "ssh")
+	gittest.Run(t, top, "config", "user.signingkey", k.Private)
+	gittest.Run(t, top, "config", "user.email", k.Principal)
+	gittest.Run(t, top, "config", "user.name", k.Principal)
 }
 
 // TestPromoteSignedApprovals: the example's production needs two signed
@@ -48,7 +49,7 @@ func TestPromoteSignedApprovals(t *testing.T) {
 	}
 	// The example's policy with the approvers' keys of this test.
 	writeTree(t, root, map[string]string{"throughline-policy.yaml": string(example), "allowed-signers": sshkey.Signers(alice, bob)})
-	gitT(t, top, "commit", "-q", "-am", "approvers")
+	gittest.Run(t, top, "commit", "-q", "-am", "approvers")
 	repo := []string{"--repo", root, "--app", "checkout", "--to", "production"}
 	if r := runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production"); r.code != 0 {
 		t.Fatalf("propose: %d %s %s", r.code, r.stdout, r.stderr)

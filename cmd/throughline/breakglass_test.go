@@ -7,6 +7,7 @@ import (
 
 	"github.com/throughline-dev/throughline/breakglass"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/gittest"
 )
 
 func breakglassRepo(t *testing.T, files map[string]string) string {
@@ -14,9 +15,9 @@ func breakglassRepo(t *testing.T, files map[string]string) string {
 	top := t.TempDir()
 	files["README"] = "x\n"
 	writeTree(t, top, files)
-	gitT(t, top, "init", "-q", "-b", "main")
-	gitT(t, top, "add", ".")
-	gitT(t, top, "commit", "-q", "-m", "seed")
+	gittest.Run(t, top, "init", "-q", "-b", "main")
+	gittest.Run(t, top, "add", ".")
+	gittest.Run(t, top, "commit", "-q", "-m", "seed")
 	return top
 }
 

@@ -10,17 +10,18 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/gate"
+	"github.com/throughline-dev/throughline/internal/gittest"
 )
 
 // checkBranch commits change on a new branch from main of the promotion
 // fixture and checks main out again.
 func checkBranch(t *testing.T, top, branch string, change func()) {
 	t.Helper()
-	gitT(t, top, "checkout", "-q", "-b", branch, "main")
+	gittest.Run(t, top, "checkout", "-q", "-b", branch, "main")
 	change()
-	gitT(t, top, "add", "-A")
-	gitT(t, top, "commit", "-q", "--allow-empty", "-m", branch)
-	gitT(t, top, "checkout", "-q", "main")
+	gittest.Run(t, top, "add", "-A")
+	gittest.Run(t, top, "commit", "-q", "--allow-empty", "-m", branch)
+	gittest.Run(t, top, "checkout", "-q", "main")
 }
 
 // TestCheckCommand: the seed's negative experiment (staging's overlay
@@ -120,7 +121,7 @@ func TestCheckForgeStatus(t *testing.T) {
 	t.Setenv("THROUGHLINE_FORGE_TOKEN", "tok")
 	res := runCLI(t, "check", "--repo", root, "--base", "main", "--head", "readme", "--forge", "github", "--forge-url", srv.URL,
 		"--forge-repo", "platform/gitops-env")
-	head := gitT(t, top, "rev-parse", "readme")
+	head := gittest.Run(t, top, "rev-parse", "readme")
 	if res.code != 0 || len(got) != 1 || got[0]["state"] != "success" || got[0]["context"] != "throughline/check" ||
 		paths[0] != "/repos/platform/gitops-env/statuses/"+head {
 		t.Fatalf("exit %d %v %v\n%s\n%s", res.code, paths, got, res.stdout, res.stderr)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/promote"
 	"github.com/throughline-dev/throughline/trust/trusttest"
 )
@@ -38,9 +39,9 @@ func candidateRepo(t *testing.T, w *trusttest.World) string {
 		writeTree(t, root, map[string]string{"apps/checkout/base/" + f: strings.ReplaceAll(readFile(t, p), "ghcr.io/throughline-dev/checkout", w.Host+"/checkout")})
 	}
 	writeTree(t, root, map[string]string{"throughline-policy.yaml": candidatePolicy, "keys/ci.pub": string(w.Files["keys/ci.pub"])})
-	gitT(t, top, "init", "-q", "-b", "main")
-	gitT(t, top, "add", ".")
-	gitT(t, top, "commit", "-q", "-m", "the example, its image in the test registry")
+	gittest.Run(t, top, "init", "-q", "-b", "main")
+	gittest.Run(t, top, "add", ".")
+	gittest.Run(t, top, "commit", "-q", "-m", "the example, its image in the test registry")
 	return root
 }
 

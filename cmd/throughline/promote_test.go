@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promote"
@@ -28,19 +28,6 @@ const (
 	promOldDigest  = "sha256:9c2f1e0d7b6a5f4e3d2c1b0a99887766554433221100ffeeddccbbaa98765432"
 	promStagingRev = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"
 )
-
-func gitT(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v: %s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // rawRender renders the overlay at p of the GitOps root root without
 // policy: the objects and their rendered hash.
@@ -108,9 +95,9 @@ func promoteFixture(t *testing.T) (top, root string) {
 	writeTree(t, root, map[string]string{"apps/checkout/overlays/staging/kustomization.yaml": strings.Replace(readFile(t, k), "1.4.2@"+promOldDigest, "1.5.0@"+promNewDigest, 1)})
 	stagingAccepted(t, root, promNewDigest)
 	unsignedApprovals(t, root) // signed approvals: approve_test.go
-	gitT(t, top, "init", "-q", "-b", "main")
-	gitT(t, top, "add", ".")
-	gitT(t, top, "commit", "-q", "-m", "staging accepted 1.5.0")
+	gittest.Run(t, top, "init", "-q", "-b", "main")
+	gittest.Run(t, top, "add", ".")
+	gittest.Run(t, top, "commit", "-q", "-m", "staging accepted 1.5.0")
 	return top, root
 }
 
@@ -119,7 +106,7 @@ func promoteFixture(t *testing.T) (top, root string) {
 // APPROVED, then passes.
 func TestPromoteFlow(t *testing.T) {
 	top, root := promoteFixture(t)
-	mainBefore := gitT(t, top, "rev-parse", "main")
+	mainBefore := gittest.Run(t, top, "rev-parse", "main")
 	res := runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production", "-o", "json")
 	if res.code != 0 {
 		t.Fatalf("propose: %d %s %s", res.code, res.stdout, res.stderr)
@@ -131,15 +118,15 @@ func TestPromoteFlow(t *testing.T) {
 	if p.Existing || p.Record.State != promotion.Candidate || p.Branch != "throughline/promote/checkout/production/4b7e2a91c3d5-1" {
 		t.Fatalf("proposal %+v", p)
 	}
-	if gitT(t, top, "rev-parse", "main") != mainBefore || gitT(t, top, "status", "--porcelain") != "" {
+	if gittest.Run(t, top, "rev-parse", "main") != mainBefore || gittest.Run(t, top, "status", "--porcelain") != "" {
 		t.Fatal("propose changed main or the work tree")
 	}
 	// Only the digest and the record changed; replicas, hosts, resources stay.
-	files := gitT(t, top, "diff", "--name-only", "main", p.Branch)
+	files := gittest.Run(t, top, "diff", "--name-only", "main", p.Branch)
 	if files != "gitops/apps/checkout/overlays/production/kustomization.yaml\ngitops/promotion/checkout/production.yaml" {
 		t.Fatalf("files changed: %q", files)
 	}
-	diff := gitT(t, top, "diff", "-U0", "main", p.Branch, "--", "gitops/apps")
+	diff := gittest.Run(t, top, "diff", "-U0", "main", p.Branch, "--", "gitops/apps")
 	if !strings.Contains(diff, `-    newTag: "1.4.2@`+promOldDigest) || !strings.Contains(diff, `+    newTag: "1.5.0@`+promNewDigest) || strings.Count(diff, "\n+") != 2 || strings.Count(diff, "\n-") != 2 {
 		t.Fatalf("overlay diff:\n%s", diff)
 	}
@@ -155,7 +142,7 @@ func TestPromoteFlow(t *testing.T) {
 	if again.code != 0 || !strings.Contains(again.stdout, "existing attempt checkout-production-4b7e2a91c3d5-1") {
 		t.Fatalf("second propose: %d %s %s", again.code, again.stdout, again.stderr)
 	}
-	if n := strings.Count(gitT(t, top, "branch", "--list", "throughline/*"), "\n") + 1; n != 1 {
+	if n := strings.Count(gittest.Run(t, top, "branch", "--list", "throughline/*"), "\n") + 1; n != 1 {
 		t.Fatalf("%d branches after two proposes", n)
 	}
 
@@ -215,8 +202,8 @@ func TestPromoteFlow(t *testing.T) {
 	// A new commit on main that changes production's render: moved on.
 	env := filepath.Join(root, "apps/checkout/overlays/production/environment.yaml")
 	writeTree(t, root, map[string]string{"apps/checkout/overlays/production/environment.yaml": strings.Replace(readFile(t, env), "value: production", "value: production-eu", 1)})
-	gitT(t, top, "commit", "-q", "-am", "production parameter")
-	gitT(t, top, "merge", "-q", "--no-edit", p.Branch)
+	gittest.Run(t, top, "commit", "-q", "-am", "production parameter")
+	gittest.Run(t, top, "merge", "-q", "--no-edit", p.Branch)
 	moved, err := gate.CheckPromotion(ctx, r, gate.Request{Base: "main~1", Head: p.Branch, Now: time.Now(), Renderer: buildVersion()})
 	if err != nil {
 		t.Fatal(err)
@@ -244,11 +231,11 @@ func proposeBranch(t *testing.T, root string) string {
 // the GitOps root) and checks main out again.
 func amendBranch(t *testing.T, top, branch string, change func()) {
 	t.Helper()
-	gitT(t, top, "checkout", "-q", branch)
+	gittest.Run(t, top, "checkout", "-q", branch)
 	change()
-	gitT(t, top, "add", "-A")
-	gitT(t, top, "commit", "-q", "-m", "edit")
-	gitT(t, top, "checkout", "-q", "main")
+	gittest.Run(t, top, "add", "-A")
+	gittest.Run(t, top, "commit", "-q", "-m", "edit")
+	gittest.Run(t, top, "checkout", "-q", "main")
 }
 
 // TestPromoteCheckNegative: the seeds' negative experiments and the bad PRs.
@@ -341,13 +328,13 @@ func TestPromoteProposeRefusals(t *testing.T) {
 			t.Errorf("propose %v: %d %s", args, r.code, r.stderr)
 		}
 	}
-	if out := gitT(t, top, "branch", "--list", "throughline/*"); out != "" {
+	if out := gittest.Run(t, top, "branch", "--list", "throughline/*"); out != "" {
 		t.Fatalf("refused proposals left branches: %s", out)
 	}
 	// A future schemaVersion in the source record is invalid input.
 	f := filepath.Join(root, "promotion/checkout/staging.yaml")
 	writeTree(t, root, map[string]string{"promotion/checkout/staging.yaml": strings.Replace(readFile(t, f), "promotion/v1", "promotion/v2", 1)})
-	gitT(t, top, "commit", "-q", "-am", "v2")
+	gittest.Run(t, top, "commit", "-q", "-am", "v2")
 	if r := runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production"); r.code != 4 || !strings.Contains(r.stderr, "unsupported schemaVersion") {
 		t.Fatalf("future schemaVersion: %d %s", r.code, r.stderr)
 	}
@@ -417,12 +404,12 @@ func TestPromoteNewAttempt(t *testing.T) {
 	// Production's parameters change on main: the target moved on.
 	env := filepath.Join(root, "apps/checkout/overlays/production/environment.yaml")
 	writeTree(t, root, map[string]string{"apps/checkout/overlays/production/environment.yaml": strings.Replace(readFile(t, env), "cpu: 1,", "cpu: 2,", 1)})
-	gitT(t, top, "commit", "-q", "-am", "production needs more cpu")
+	gittest.Run(t, top, "commit", "-q", "-am", "production needs more cpu")
 	second := proposeBranch(t, root)
 	if second == first || !strings.HasSuffix(second, "-2") {
 		t.Fatalf("after a target change: branch %s (first %s), want attempt 2", second, first)
 	}
-	data := gitT(t, top, "show", second+":gitops/promotion/checkout/production.yaml")
+	data := gittest.Run(t, top, "show", second+":gitops/promotion/checkout/production.yaml")
 	rec, err := promotion.Parse("production.yaml", []byte(data))
 	if err != nil || rec.State != promotion.Candidate || rec.Approval != nil || rec.Attempt != 2 {
 		t.Fatalf("attempt 2: %+v %v", rec, err)
@@ -444,7 +431,7 @@ func TestPromoteNewAttempt(t *testing.T) {
 	}
 	pol := filepath.Join(root, "throughline-policy.yaml")
 	writeTree(t, root, map[string]string{"throughline-policy.yaml": strings.Replace(readFile(t, pol), "prod-eu-1", "prod-us-1", 1)})
-	gitT(t, top, "commit", "-q", "-am", "production moves to prod-us-1")
+	gittest.Run(t, top, "commit", "-q", "-am", "production moves to prod-us-1")
 	res = runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production")
 	if res.code != 0 || !strings.Contains(res.stdout, "proposed checkout-production-4b7e2a91c3d5-3") {
 		t.Fatalf("other cluster: %d %s %s", res.code, res.stdout, res.stderr)
@@ -481,21 +468,21 @@ func TestPromoteReconcile(t *testing.T) {
 	if r := reconcile(); r.code != 3 || !strings.Contains(r.stderr, "merge the promotion PR first") {
 		t.Fatalf("reconcile before the merge: %d %s %s", r.code, r.stdout, r.stderr)
 	}
-	gitT(t, top, "merge", "-q", "--no-ff", "--no-edit", p.Branch)
+	gittest.Run(t, top, "merge", "-q", "--no-ff", "--no-edit", p.Branch)
 	if r := reconcile(); r.code != 3 || !strings.Contains(r.stderr, "no approval") {
 		t.Fatalf("reconcile of a merged but unapproved record: %d %s %s", r.code, r.stdout, r.stderr)
 	}
-	gitT(t, top, "reset", "-q", "--hard", "HEAD~1")
+	gittest.Run(t, top, "reset", "-q", "--hard", "HEAD~1")
 	if r := runCLI(t, "promote", "approve", "--repo", root, "--app", "checkout", "--to", "production", "--approver", "alice", "--expires", "2h"); r.code != 0 {
 		t.Fatalf("approve: %d %s %s", r.code, r.stdout, r.stderr)
 	}
-	gitT(t, top, "merge", "-q", "--no-ff", "--no-edit", p.Branch)
-	merged := gitT(t, top, "rev-parse", "main")
+	gittest.Run(t, top, "merge", "-q", "--no-ff", "--no-edit", p.Branch)
+	merged := gittest.Run(t, top, "rev-parse", "main")
 	r := reconcile()
 	if r.code != 0 || !strings.Contains(r.stdout, "RECONCILING "+p.Record.PromotionID+" desired "+merged) {
 		t.Fatalf("reconcile: %d %s %s", r.code, r.stdout, r.stderr)
 	}
-	data := gitT(t, top, "show", "main:gitops/promotion/checkout/production.yaml")
+	data := gittest.Run(t, top, "show", "main:gitops/promotion/checkout/production.yaml")
 	rec, err := promotion.Parse("production.yaml", []byte(data))
 	if err != nil {
 		t.Fatal(err)

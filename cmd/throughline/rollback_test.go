@@ -9,6 +9,7 @@ import (
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/promote"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -83,9 +84,9 @@ func rbAcceptWith(t *testing.T, top, reg, tag, digest string, attempt int, withE
 		files[evidence.Path("production", "web", rec.PromotionID)] = string(evData)
 	}
 	writeTree(t, top, files)
-	gitT(t, top, "add", ".")
-	gitT(t, top, "commit", "-q", "-m", "accepted "+tag)
-	return gitT(t, top, "rev-parse", "HEAD")
+	gittest.Run(t, top, "add", ".")
+	gittest.Run(t, top, "commit", "-q", "-m", "accepted "+tag)
+	return gittest.Run(t, top, "rev-parse", "HEAD")
 }
 
 func newRollbackFixture(t *testing.T, annotations string) *rollbackFixture {
@@ -98,7 +99,7 @@ func newRollbackFixture(t *testing.T, annotations string) *rollbackFixture {
 		"apps/web/base/kustomization.yaml": "resources:\n  - deployment.yaml\n",
 		"apps/web/base/deployment.yaml":    rbDeployment(reg, annotations),
 	})
-	gitT(t, f.top, "init", "-q", "-b", "main")
+	gittest.Run(t, f.top, "init", "-q", "-b", "main")
 	f.acceptedA = rbAccept(t, f.top, reg, "1.0.0", f.a, 1)
 	rbAccept(t, f.top, reg, "1.1.0", f.b, 1)
 	return f
@@ -106,7 +107,7 @@ func newRollbackFixture(t *testing.T, annotations string) *rollbackFixture {
 
 func TestRollbackPrevious(t *testing.T) {
 	f := newRollbackFixture(t, "")
-	mainBefore := gitT(t, f.top, "rev-parse", "main")
+	mainBefore := gittest.Run(t, f.top, "rev-parse", "main")
 	res := runCLI(t, "rollback", "--repo", f.top, "--app", "web", "--env", "production", "--to", "previous", "-o", "json")
 	if res.code != exitcode.OK {
 		t.Fatalf("rollback: %d %s %s", res.code, res.stdout, res.stderr)
@@ -127,18 +128,18 @@ func TestRollbackPrevious(t *testing.T) {
 		t.Fatalf("verifiedIn %+v %+v", v, v.PriorAcceptance)
 	}
 	// History is untouched: main did not move, the branch descends from it.
-	if gitT(t, f.top, "rev-parse", "main") != mainBefore || gitT(t, f.top, "status", "--porcelain") != "" {
+	if gittest.Run(t, f.top, "rev-parse", "main") != mainBefore || gittest.Run(t, f.top, "status", "--porcelain") != "" {
 		t.Fatal("rollback changed main or the work tree")
 	}
-	gitT(t, f.top, "merge-base", "--is-ancestor", mainBefore, out.Proposal.Branch)
-	k := gitT(t, f.top, "show", out.Proposal.Branch+":"+rbOverlay+"/kustomization.yaml")
+	gittest.Run(t, f.top, "merge-base", "--is-ancestor", mainBefore, out.Proposal.Branch)
+	k := gittest.Run(t, f.top, "show", out.Proposal.Branch+":"+rbOverlay+"/kustomization.yaml")
 	if k != strings.TrimSpace(rbKustomization(f.reg, "1.0.0", f.a)) {
 		t.Fatalf("overlay on the branch:\n%s", k)
 	}
-	if files := gitT(t, f.top, "diff", "--name-only", mainBefore, out.Proposal.Branch); files != "apps/web/overlays/production/kustomization.yaml\npromotion/web/production.yaml" {
+	if files := gittest.Run(t, f.top, "diff", "--name-only", mainBefore, out.Proposal.Branch); files != "apps/web/overlays/production/kustomization.yaml\npromotion/web/production.yaml" {
 		t.Fatalf("changed files: %s", files)
 	}
-	if msg := gitT(t, f.top, "log", "-1", "--format=%B", out.Proposal.Branch); !strings.Contains(msg, "Rollback-From: "+f.b) || !strings.Contains(msg, "Rollback-To: "+f.a) {
+	if msg := gittest.Run(t, f.top, "log", "-1", "--format=%B", out.Proposal.Branch); !strings.Contains(msg, "Rollback-From: "+f.b) || !strings.Contains(msg, "Rollback-To: "+f.a) {
 		t.Fatalf("commit message: %s", msg)
 	}
 	// The same request again is the existing attempt.
@@ -159,7 +160,7 @@ func TestRollbackNeverAccepted(t *testing.T) {
 	if cur.code != exitcode.Refused || !strings.Contains(cur.stderr, "already the desired digest") {
 		t.Fatalf("want refusal of the current digest: %d %s", cur.code, cur.stderr)
 	}
-	if b := gitT(t, f.top, "branch", "--list", "throughline/*"); b != "" {
+	if b := gittest.Run(t, f.top, "branch", "--list", "throughline/*"); b != "" {
 		t.Fatalf("a refused rollback made branches: %s", b)
 	}
 }
@@ -196,9 +197,9 @@ func TestRollbackIrreversibleMigration(t *testing.T) {
 func TestRollbackNoRecord(t *testing.T) {
 	top := t.TempDir()
 	writeTree(t, top, map[string]string{"README": "x\n"})
-	gitT(t, top, "init", "-q", "-b", "main")
-	gitT(t, top, "add", ".")
-	gitT(t, top, "commit", "-q", "-m", "empty")
+	gittest.Run(t, top, "init", "-q", "-b", "main")
+	gittest.Run(t, top, "add", ".")
+	gittest.Run(t, top, "commit", "-q", "-m", "empty")
 	res := runCLI(t, "rollback", "--repo", top, "--app", "web", "--env", "production", "--to", "previous")
 	if res.code != exitcode.Refused {
 		t.Fatalf("want refusal: %d %s", res.code, res.stderr)
@@ -211,7 +212,7 @@ func TestRollbackRefusedByPolicy(t *testing.T) {
 	f := newRollbackFixture(t, "")
 	dep := rbDeployment(f.reg, "") + "        - name: sidecar\n          image: " + f.reg + "/sidecar:latest\n"
 	writeTree(t, f.top, map[string]string{"apps/web/base/deployment.yaml": dep})
-	gitT(t, f.top, "commit", "-q", "-am", "sidecar by tag")
+	gittest.Run(t, f.top, "commit", "-q", "-am", "sidecar by tag")
 	res := runCLI(t, "rollback", "--repo", f.top, "--app", "web", "--env", "production", "--to", "previous")
 	if res.code != exitcode.Refused || !strings.Contains(res.stderr, "sidecar") {
 		t.Fatalf("want policy refusal: %d %s", res.code, res.stderr)
@@ -246,14 +247,14 @@ func TestRollbackPassesCheckForgedClaimRefused(t *testing.T) {
 
 	// Forge the claim on a copy of the approved branch.
 	approved := readRecordAt(t, f.top, branch)
-	acceptedB := gitT(t, f.top, "rev-parse", "main")
+	acceptedB := gittest.Run(t, f.top, "rev-parse", "main")
 	for name, tc := range map[string]struct {
 		edit func(p *promotion.PriorAcceptance)
 		want string
 	}{
 		// main's tip holds b's acceptance: attempt 1 of a is not ACCEPTED there.
 		"attempt never ACCEPTED at that commit": {func(p *promotion.PriorAcceptance) { p.Commit = acceptedB }, "that attempt never reached ACCEPTED in that commit"},
-		"commit not on the base":                {func(p *promotion.PriorAcceptance) { p.Commit = gitT(t, f.top, "rev-parse", branch) }, "not in the history of the base"},
+		"commit not on the base":                {func(p *promotion.PriorAcceptance) { p.Commit = gittest.Run(t, f.top, "rev-parse", branch) }, "not in the history of the base"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			forged := *approved
@@ -267,11 +268,11 @@ func TestRollbackPassesCheckForgedClaimRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			fb := "forged/" + strings.ReplaceAll(name, " ", "-")
-			gitT(t, f.top, "branch", fb, branch)
-			gitT(t, f.top, "checkout", "-q", fb)
+			gittest.Run(t, f.top, "branch", fb, branch)
+			gittest.Run(t, f.top, "checkout", "-q", fb)
 			writeTree(t, f.top, map[string]string{promotion.RecordPath("web", "production"): string(data)})
-			gitT(t, f.top, "commit", "-q", "-am", "forged claim")
-			gitT(t, f.top, "checkout", "-q", "main")
+			gittest.Run(t, f.top, "commit", "-q", "-am", "forged claim")
+			gittest.Run(t, f.top, "checkout", "-q", "main")
 			chk := runCLI(t, "promote", "check", "--repo", f.top, "--base", "main", "--head", fb)
 			if chk.code != exitcode.Refused || !strings.Contains(chk.stdout, tc.want) {
 				t.Fatalf("check of a forged claim: %d, want a refusal saying %q\n%s\n%s", chk.code, tc.want, chk.stdout, chk.stderr)
@@ -308,7 +309,7 @@ func TestRollbackUnprovenAcceptance(t *testing.T) {
 
 func readRecordAt(t *testing.T, top, rev string) *promotion.Record {
 	t.Helper()
-	rec, err := promotion.Parse("record", []byte(gitT(t, top, "show", rev+":"+promotion.RecordPath("web", "production"))))
+	rec, err := promotion.Parse("record", []byte(gittest.Run(t, top, "show", rev+":"+promotion.RecordPath("web", "production"))))
 	if err != nil {
 		t.Fatal(err)
 	}

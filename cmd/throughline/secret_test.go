@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/gittest"
 )
 
 // The needles: a Secret's old and new values, never to be shown.
@@ -101,8 +102,8 @@ func TestSecretValueNeverShown(t *testing.T) {
 		"throughline-allowlist.yaml": strings.Replace(readFile(t, allow), "secrets: []\n", "secrets:\n  - name: checkout-db\n    namespace: checkout-production\n"+
 			"    environments: [production]\n    reason: legacy database password, moving to ExternalSecret (SEC-2001)\n", 1),
 	})
-	gitT(t, top, "add", "-A")
-	gitT(t, top, "commit", "-q", "-m", "production: an allow-listed Secret")
+	gittest.Run(t, top, "add", "-A")
+	gittest.Run(t, top, "commit", "-q", "-m", "production: an allow-listed Secret")
 	r := runCLI(t, "render", "--root", root, "-o", "json", filepath.Dir(k))
 	if r.code != exitcode.OK || !strings.Contains(r.stderr, "allow-list exception used: Secret") || !strings.Contains(r.stdout, `"secret": "checkout-db"`) {
 		t.Fatalf("the allow-listed Secret is refused in production, or its exception is silent: %d %s", r.code, r.stderr)
@@ -131,7 +132,7 @@ func TestSecretValueNeverShown(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &p); err != nil {
 		t.Fatal(err)
 	}
-	assertNoNeedle(t, "the commit propose made", gitT(t, top, "diff", "main", p.Branch))
+	assertNoNeedle(t, "the commit propose made", gittest.Run(t, top, "diff", "main", p.Branch))
 
 	amendBranch(t, top, p.Branch, func() {
 		writeTree(t, root, map[string]string{"apps/checkout/overlays/production/db-secret.yaml": secretDoc("checkout-db", secretNew)})

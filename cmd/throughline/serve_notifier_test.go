@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/gittest"
 )
 
 func TestNotifierFlags(t *testing.T) {
@@ -34,11 +34,7 @@ func TestNotifierFlags(t *testing.T) {
 	// A clone with an origin, a key in a file, a free port.
 	dir := t.TempDir()
 	for _, args := range [][]string{{"init", "-q", "--bare", "-b", "main", "origin.git"}, {"clone", "-q", "origin.git", "work"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, out)
-		}
+		gittest.Run(t, dir, args...)
 	}
 	key := filepath.Join(dir, "key")
 	if err := os.WriteFile(key, []byte("k3y\n"), 0o600); err != nil {

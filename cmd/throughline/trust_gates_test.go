@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/internal/testenv"
 )
 
@@ -29,14 +30,14 @@ func TestGatesRequireRecordedEvidence(t *testing.T) {
 		}
 		writeTree(t, root, map[string]string{"throughline-policy.yaml": string(example)})
 		unsignedApprovals(t, root)
-		gitT(t, top, "commit", "-q", "-am", "production requires evidence")
+		gittest.Run(t, top, "commit", "-q", "-am", "production requires evidence")
 	}
 	strict()
 	propose := append([]string{"promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production"}, cache...)
 	wantRefused(t, "propose", runCLI(t, propose...), image)
 
 	testenv.RemoveTrust(t, root)
-	gitT(t, top, "commit", "-q", "-am", "production requires nothing")
+	gittest.Run(t, top, "commit", "-q", "-am", "production requires nothing")
 	if r := runCLI(t, propose...); r.code != exitcode.OK {
 		t.Fatalf("propose without a trust policy: exit %d: %s", r.code, r.stderr)
 	}
