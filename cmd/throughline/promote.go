@@ -143,7 +143,6 @@ func (o *promoteProposeOptions) run(ctx context.Context, g *globals, stdout io.W
 	return nil
 }
 
-
 // printProposal prints the branch, the pull request and the changes of p.
 func printProposal(w io.Writer, p *promote.Proposal) {
 	fmt.Fprintf(w, "branch %s at %s\n", p.Branch, p.Commit)
