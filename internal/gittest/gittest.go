@@ -54,9 +54,9 @@ func Write(t testing.TB, dir string, files map[string]string) {
 	}
 }
 
-// Replace replaces the one occurrence of old in the file at p (slash path
+// Replace replaces the one occurrence of old by replacement in the file at p (slash path
 // relative to dir), failing the test when old is not there exactly once.
-func Replace(t testing.TB, dir, p, old, new string) {
+func Replace(t testing.TB, dir, p, old, replacement string) {
 	t.Helper()
 	abs := filepath.Join(dir, filepath.FromSlash(p))
 	b, err := os.ReadFile(abs)
@@ -66,7 +66,7 @@ func Replace(t testing.TB, dir, p, old, new string) {
 	if n := strings.Count(string(b), old); n != 1 {
 		t.Fatalf("replacing in %s: %q occurs %d times, want 1", p, old, n)
 	}
-	if err := os.WriteFile(abs, []byte(strings.Replace(string(b), old, new, 1)), 0o644); err != nil {
+	if err := os.WriteFile(abs, []byte(strings.Replace(string(b), old, replacement, 1)), 0o644); err != nil {
 		t.Fatalf("replacing in %s: %v", p, err)
 	}
 }
