@@ -56,6 +56,7 @@ func argoRetrying(rev string, n int64) []byte {
 // health check, Argo CD sync succeeded) and another render runs. Before the
 // fix every case here HALTED at once (class render).
 func TestApplyFailureWaits(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name      string
 		committed string // the Acceptance committed in the overlay (Flux); "" none
@@ -137,6 +138,7 @@ func TestApplyFailureWaits(t *testing.T) {
 			code: 200, result: resultHalted, class: ClassRender, reason: "rendered hash mismatch: the Acceptance declares " + hashB},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, "checkout")
 			files := map[string]string{}
 			if c.policy != "" {
@@ -185,6 +187,7 @@ func TestApplyFailureWaits(t *testing.T) {
 // status says waiting), the denial is lifted, Flux applies the committed
 // Acceptance and the verifier verifies it: ACCEPTED.
 func TestAdmissionDenialThenLifted(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t, "checkout")
 	f.desired["checkout"] = f.commitAcceptance("checkout", hashA)

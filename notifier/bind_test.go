@@ -88,6 +88,7 @@ func fakeKube(objs ...runtime.Object) *KubeAcceptances {
 // ignored, two in that namespace are refused, and a controller object that
 // binds no namespace decides nothing.
 func TestAcceptanceBoundToTheControllerObject(t *testing.T) {
+	t.Parallel()
 	const inv = "shop_checkout_throughline.dev_Acceptance"
 	for _, tc := range []struct {
 		name   string
@@ -147,6 +148,7 @@ func TestAcceptanceBoundToTheControllerObject(t *testing.T) {
 			objs: func(t testing.TB) []runtime.Object { return []runtime.Object{acceptanceIn(t, "shop", "checkout")} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, "checkout")
 			f.handler.proc.Live = fakeKube(tc.objs(t)...)
 			tip := f.tip()
@@ -179,6 +181,7 @@ func TestAcceptanceBoundToTheControllerObject(t *testing.T) {
 // restricts the lookup: a controller object binding another namespace is
 // refused as unbound, not searched.
 func TestKubeAcceptancesNamespaceFlag(t *testing.T) {
+	t.Parallel()
 	k := fakeKube(application("shop"), acceptanceIn(t, "shop", "checkout"))
 	k.Namespace = "payments"
 	ev := Event{Source: "argocd", App: "checkout", Environment: "production", Ref: ObjectRef{Kind: "Application", Namespace: "argocd", Name: "checkout"}}
@@ -196,6 +199,7 @@ func TestKubeAcceptancesNamespaceFlag(t *testing.T) {
 // event's involvedObject and the Argo CD payload's application and
 // namespace; a Flux event about another kind binds nothing.
 func TestControllerRefFromDeliveries(t *testing.T) {
+	t.Parallel()
 	ev, err := decodeFlux(fluxBody(t, "checkout", srcRev, "ReconciliationSucceeded"))
 	must(t, err)
 	if want := (ObjectRef{Kind: "Kustomization", Namespace: "flux-system", Name: "checkout"}); ev.Ref != want {

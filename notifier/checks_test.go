@@ -37,6 +37,7 @@ func withChecks(live *Live, ratio string, verdict v1alpha1.CheckVerdict) *Live {
 // ACCEPTED evidence carries every check with its value and the soak window;
 // a passed rollout deadline halts (class live).
 func TestRuntimeCheckDecisions(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		live   *Live
@@ -59,6 +60,7 @@ func TestRuntimeCheckDecisions(t *testing.T) {
 			200, resultHalted, promotion.Halted, ClassLive, []string{"rollout deadline exceeded"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, "checkout")
 			f.live.set("checkout", c.live)
 			code, rep := f.argo(argoBody(f.desired["checkout"], "Healthy"))
@@ -90,6 +92,7 @@ func TestRuntimeCheckDecisions(t *testing.T) {
 // TestSpecChecksFromObject: the notifier reads spec.checks of the
 // Acceptance object as the render wrote it.
 func TestSpecChecksFromObject(t *testing.T) {
+	t.Parallel()
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "throughline.dev/v1alpha1", "kind": "Acceptance",
 		"metadata": map[string]any{"name": "checkout", "namespace": "shop"},
 		"spec": map[string]any{"renderedHash": hashA, "checks": map[string]any{"soak": "10m", "checks": []any{

@@ -17,6 +17,7 @@ import (
 // Unverifiable), the images are verified but the notifier decides nothing:
 // it answers 503 and writes nothing, whatever Argo CD's health says.
 func TestRuntimeChecksWait(t *testing.T) {
+	t.Parallel()
 	soak := metav1.NewTime(t0.Add(20 * time.Minute))
 	checkPhase := func(reason, msg string, check v1alpha1.CheckStatus) *Live {
 		l := liveWith("checkout", metav1.ConditionUnknown, reason, msg, health.Verified)
@@ -36,6 +37,7 @@ func TestRuntimeChecksWait(t *testing.T) {
 			v1alpha1.CheckStatus{Name: "error-ratio", Verdict: v1alpha1.CheckPassed, Value: "0.001", LastEvaluated: soak})},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, "checkout")
 			f.live.set("checkout", c.live)
 			tip := f.tip()

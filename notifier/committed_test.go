@@ -1,7 +1,6 @@
 package notifier
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,19 +15,18 @@ func (f *fixture) commitAcceptance(app, hash string) string {
 	t := f.t
 	dir := filepath.Join(filepath.Dir(f.origin), "acc")
 	gittest.Run(t, filepath.Dir(dir), "clone", "-q", f.origin, dir)
-	file := filepath.Join(dir, "apps", app, "overlays", "production", "throughline-acceptance.yaml")
-	must(t, os.WriteFile(file, []byte("apiVersion: throughline.dev/v1alpha1\nkind: Acceptance\nmetadata:\n  name: "+app+"\n  namespace: shop\n"+
-		"spec:\n  app: "+app+"\n  environment: production\n  renderedHash: "+hash+"\n  objectCount: 2\n  workloads: []\n"), 0o644))
-	gittest.Run(t, dir, "add", ".")
-	gittest.Run(t, dir, "commit", "-q", "-m", "the committed Acceptance")
+	commit := gittest.Commit(t, dir, "the committed Acceptance", map[string]string{
+		"apps/" + app + "/overlays/production/throughline-acceptance.yaml": "apiVersion: throughline.dev/v1alpha1\nkind: Acceptance\nmetadata:\n  name: " +
+			app + "\n  namespace: shop\nspec:\n  app: " + app + "\n  environment: production\n  renderedHash: " + hash + "\n  objectCount: 2\n  workloads: []\n"})
 	gittest.Run(t, dir, "push", "-q", "origin", "main")
-	return gittest.Run(t, dir, "rev-parse", "HEAD")
+	return commit
 }
 
 // TestFluxCommittedAcceptance: for Flux, the notifier compares the
 // Acceptance committed in the overlay at the observed revision with the
 // record and with the live one.
 func TestFluxCommittedAcceptance(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, committed, live string
 		result                string
@@ -40,6 +38,7 @@ func TestFluxCommittedAcceptance(t *testing.T) {
 		{"fresh but not applied", hashA, hashB, resultHalted, "Flux did not apply the committed Acceptance"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, "checkout")
 			later := f.commitAcceptance("checkout", c.committed)
 			live := verified("checkout")

@@ -36,6 +36,7 @@ func policyWithDeadline(d string) string {
 // controller is stuck on. Without a deadline the notifier waits for ever.
 // The record became RECONCILING at t0+3m; the notifier's clock says t0+1h.
 func TestReconcileDeadline(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		policy string
@@ -53,6 +54,7 @@ func TestReconcileDeadline(t *testing.T) {
 		{"negative deadline", policyWithDeadline("-10m"), http.StatusInternalServerError, resultError},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, "checkout", "payments")
 			if c.policy != "" {
 				f.push(map[string]string{promotion.PolicyFile: c.policy})
@@ -98,6 +100,7 @@ func TestReconcileDeadline(t *testing.T) {
 // message, and HALTED at the reconcileDeadline naming that message, not only
 // the revision it is stuck on (before: "still observes", the message lost).
 func TestStuckControllerNamesItsFailure(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, policy, result, reason string
 		code                         int
@@ -108,6 +111,7 @@ func TestStuckControllerNamesItsFailure(t *testing.T) {
 			"reconcileDeadline 10m0s passed: Kustomization/flux-system/payments reports ReconciliationFailed: " + denied, http.StatusOK},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, "checkout", "payments")
 			f.push(map[string]string{promotion.PolicyFile: c.policy})
 			stuck := f.desired["checkout"] // an ancestor of payments' desired commit
@@ -134,6 +138,7 @@ func TestStuckControllerNamesItsFailure(t *testing.T) {
 // once HALTED "still observes" a commit two commits behind (CI, issue 41).
 // The delivery waits; the resync's reading of the controller object HALTs.
 func TestResyncDecidesDeadline(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		body func(f *fixture) []byte
@@ -146,6 +151,7 @@ func TestResyncDecidesDeadline(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, "checkout", "payments")
 			f.push(map[string]string{promotion.PolicyFile: policyWithDeadline("10m")})
 			f.handler.proc.ResyncDecidesDeadline = true

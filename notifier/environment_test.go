@@ -2,7 +2,6 @@ package notifier
 
 import (
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,9 +30,7 @@ func (f *fixture) pushPolicy(policy string) {
 	f.t.Helper()
 	dir := filepath.Join(f.t.TempDir(), "c")
 	gittest.Run(f.t, filepath.Dir(dir), "clone", "-q", f.origin, dir)
-	must(f.t, os.WriteFile(filepath.Join(dir, promotion.PolicyFile), []byte(policy), 0o644))
-	gittest.Run(f.t, dir, "add", ".")
-	gittest.Run(f.t, dir, "commit", "-q", "-m", "registry")
+	gittest.Commit(f.t, dir, "registry", map[string]string{promotion.PolicyFile: policy})
 	gittest.Run(f.t, dir, "push", "-q", "origin", "main")
 }
 
@@ -68,6 +65,7 @@ func fluxKs(p, target string) *unstructured.Unstructured {
 // object renders production's path of checkout into one of production's
 // namespaces; otherwise it is refused (409) and nothing is written.
 func TestDeliveryBoundToItsEnvironment(t *testing.T) {
+	t.Parallel()
 	const prod, stg = "apps/checkout/overlays/production", "apps/checkout/overlays/staging"
 	for _, tc := range []struct {
 		name, source string
@@ -101,6 +99,7 @@ func TestDeliveryBoundToItsEnvironment(t *testing.T) {
 		}, http.StatusConflict, "environment staging's, not production's"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, "checkout")
 			f.pushPolicy(registryPolicy)
 			k := fakeKube(tc.objs(t)...)
@@ -134,6 +133,7 @@ func TestDeliveryBoundToItsEnvironment(t *testing.T) {
 // TestDeliveryWithoutRegistry: a repository without environments binds
 // as before.
 func TestDeliveryWithoutRegistry(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "checkout")
 	k := fakeKube(argoApp("shop", "apps/checkout/overlays/staging"), acceptanceIn(t, "shop", "checkout"))
 	k.Registry = BaseRegistry(&gitops.Repo{Repo: f.repo, Base: "main"})

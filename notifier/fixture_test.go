@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -84,24 +83,18 @@ func newFixture(t testing.TB, apps ...string) *fixture {
 	gittest.Run(t, base, "clone", "-q", origin, seed)
 	f := &fixture{t: t, origin: origin, desired: map[string]string{}, live: &fakeLive{m: map[string]*Live{}}}
 	for _, app := range apps {
-		p := filepath.Join(seed, "apps", app, "overlays", "production")
-		must(t, os.MkdirAll(p, 0o755))
-		must(t, os.WriteFile(filepath.Join(p, "kustomization.yaml"), []byte("images: [{name: x, digest: "+digest+"}]\n"), 0o644))
-		gittest.Run(t, seed, "add", ".")
-		gittest.Run(t, seed, "commit", "-q", "-m", "promote "+app)
-		f.desired[app] = gittest.Run(t, seed, "rev-parse", "HEAD")
+		f.desired[app] = gittest.Commit(t, seed, "promote "+app,
+			map[string]string{"apps/" + app + "/overlays/production/kustomization.yaml": "images: [{name: x, digest: " + digest + "}]\n"})
 	}
+	records := map[string]string{}
 	for _, app := range apps {
 		rec := reconciling(t, app, f.desired[app])
 		y, err := rec.Marshal()
 		must(t, err)
-		p := filepath.Join(seed, promotion.RecordPath(app, "production"))
-		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		must(t, os.WriteFile(p, y, 0o644))
+		records[promotion.RecordPath(app, "production")] = string(y)
 		f.live.set(app, verified(app))
 	}
-	gittest.Run(t, seed, "add", ".")
-	gittest.Run(t, seed, "commit", "-q", "-m", "records")
+	gittest.Commit(t, seed, "records", records)
 	gittest.Run(t, seed, "push", "-q", "origin", "main")
 	work := filepath.Join(base, "work")
 	gittest.Run(t, base, "clone", "-q", origin, work)

@@ -18,6 +18,7 @@ import (
 // TestKubeAcceptancesLongNames: the notifier selects an Acceptance by the
 // label values the render writes, also for names longer than a label value.
 func TestKubeAcceptancesLongNames(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("checkout-service-", 5)[:80]
 	env := "production"
 	obj := func(name, app string) *unstructured.Unstructured {

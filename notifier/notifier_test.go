@@ -23,6 +23,7 @@ import (
 )
 
 func TestFluxAcceptedThenReplay(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "checkout")
 	before := f.commits()
 	body := fluxBody(t, "checkout", f.desired["checkout"], "ReconciliationSucceeded")
@@ -65,6 +66,7 @@ func TestFluxAcceptedThenReplay(t *testing.T) {
 }
 
 func TestAuthRefusalsWriteNothing(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "checkout")
 	tip := f.tip()
 	body := fluxBody(t, "checkout", f.desired["checkout"], "ReconciliationSucceeded")
@@ -100,6 +102,7 @@ func TestAuthRefusalsWriteNothing(t *testing.T) {
 }
 
 func TestSignatureAlgorithms(t *testing.T) {
+	t.Parallel()
 	body := []byte(`{"x":1}`)
 	for _, fn := range []struct {
 		name string
@@ -118,6 +121,7 @@ func TestSignatureAlgorithms(t *testing.T) {
 }
 
 func TestArgoCDAccepted(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "checkout")
 	code, rep := f.argo(argoBody(f.desired["checkout"], "Healthy"))
 	if code != 200 || rep.Result != resultAccepted {
@@ -129,6 +133,7 @@ func TestArgoCDAccepted(t *testing.T) {
 }
 
 func TestOversizedAndMalformed(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "checkout")
 	tip := f.tip()
 	big := []byte(`{"pad":"` + strings.Repeat("x", 70<<10) + `"}`)
@@ -183,6 +188,7 @@ func TestOversizedAndMalformed(t *testing.T) {
 // logged and counted, never 404: a 404 makes Flux's notification-controller
 // put a Warning event on the Alert at every reconciliation (issue 22).
 func TestUnknownApp(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "checkout")
 	tip := f.tip()
 	code, rep := f.flux(fluxBody(t, "payments", f.desired["checkout"], "ReconciliationSucceeded"))
@@ -205,6 +211,7 @@ func TestUnknownApp(t *testing.T) {
 }
 
 func TestWrongRevisionHalts(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "checkout")
 	other := strings.Repeat("e", 40) // not in the repository
 	code, rep := f.flux(fluxBody(t, "checkout", other, "ReconciliationSucceeded"))
@@ -230,6 +237,7 @@ func TestWrongRevisionHalts(t *testing.T) {
 // Acceptance declares the approved rendered hash, and the evidence says
 // why; a later commit rendering other objects is HALTED.
 func TestLaterRevision(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		hash   string
@@ -242,6 +250,7 @@ func TestLaterRevision(t *testing.T) {
 		{"no rendered hash", "", resultHalted, promotion.Halted, "cannot tell whether"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, "checkout")
 			live := verified("checkout")
 			live.RenderedHash, live.Status.RenderedHash = c.hash, c.hash
@@ -268,6 +277,7 @@ func TestLaterRevision(t *testing.T) {
 }
 
 func TestAncestorRevisionWaits(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "checkout", "payments")
 	tip := f.tip()
 	// checkout's desired commit is an ancestor of payments' desired commit.
@@ -278,6 +288,7 @@ func TestAncestorRevisionWaits(t *testing.T) {
 }
 
 func TestLiveDecisions(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name    string
 		live    *Live
@@ -306,6 +317,7 @@ func TestLiveDecisions(t *testing.T) {
 		{"no acceptance", nil, "Healthy", 503, resultWait, "no Acceptance", promotion.Reconciling, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, "checkout")
 			if c.live == nil {
 				delete(f.live.m, "checkout")
@@ -325,6 +337,7 @@ func TestLiveDecisions(t *testing.T) {
 }
 
 func TestRenderedHashMismatchHalts(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "checkout")
 	l := verified("checkout")
 	l.RenderedHash, l.Status.RenderedHash = hashB, hashB
@@ -336,6 +349,7 @@ func TestRenderedHashMismatchHalts(t *testing.T) {
 }
 
 func TestGitDownAnswers5xx(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "checkout")
 	must(t, os.Rename(f.origin, f.origin+".gone"))
 	code, rep := f.flux(fluxBody(t, "checkout", f.desired["checkout"], "ReconciliationSucceeded"))
@@ -350,6 +364,7 @@ func TestGitDownAnswers5xx(t *testing.T) {
 }
 
 func TestAPIServerDownAnswers5xx(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "checkout")
 	f.live.err = errors.New("connection refused")
 	tip := f.tip()
@@ -399,6 +414,7 @@ func TestUnauthenticatedFloodDoesNotStarve(t *testing.T) {
 }
 
 func TestProbesAndMetrics(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "checkout")
 	f.flux(fluxBody(t, "checkout", f.desired["checkout"], "ReconciliationSucceeded"))
 	f.flux(fluxBody(t, "checkout", f.desired["checkout"], "ReconciliationSucceeded"))
@@ -433,16 +449,13 @@ func TestProbesAndMetrics(t *testing.T) {
 // is never taken for ops' record: nothing is written, the answer says the
 // record cannot be used.
 func TestRecordOfAnotherAppIsUnusable(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "checkout")
 	seed := filepath.Join(t.TempDir(), "seed")
 	gittest.Run(t, filepath.Dir(seed), "clone", "-q", f.origin, seed)
 	data, err := os.ReadFile(filepath.Join(seed, promotion.RecordPath("checkout", "production")))
 	must(t, err)
-	p := filepath.Join(seed, promotion.RecordPath("ops", "production"))
-	must(t, os.MkdirAll(filepath.Dir(p), 0o755))
-	must(t, os.WriteFile(p, data, 0o644))
-	gittest.Run(t, seed, "add", ".")
-	gittest.Run(t, seed, "commit", "-q", "-m", "a copied record")
+	gittest.Commit(t, seed, "a copied record", map[string]string{promotion.RecordPath("ops", "production"): string(data)})
 	gittest.Run(t, seed, "push", "-q", "origin", "main")
 	tip := f.tip()
 	code, rep := f.flux(fluxBody(t, "ops", f.desired["checkout"], "ReconciliationSucceeded"))

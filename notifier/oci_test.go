@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,24 +47,14 @@ func newOCILab(t *testing.T, oci, sha256 bool, registry bool) *ociLab {
 	gittest.Run(t, base, "init", "-q", format, "-b", "main", seed)
 	gittest.Run(t, seed, "remote", "add", "origin", origin)
 	lab := &ociLab{}
-	overlay := filepath.Join(seed, "apps", "checkout", "overlays", "production")
-	must(t, os.MkdirAll(overlay, 0o755))
 	for i, rev := range []*string{&lab.earlier, &lab.desired} {
-		must(t, os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte("images: [{name: x, digest: "+digest+"}]\n# "+
-			string(rune('a'+i))+"\n"), 0o644))
-		gittest.Run(t, seed, "add", ".")
-		gittest.Run(t, seed, "commit", "-q", "-m", "overlay")
-		*rev = gittest.Run(t, seed, "rev-parse", "HEAD")
+		*rev = gittest.Commit(t, seed, "overlay", map[string]string{
+			"apps/checkout/overlays/production/kustomization.yaml": "images: [{name: x, digest: " + digest + "}]\n# " + string(rune('a'+i)) + "\n"})
 	}
 	rec := reconcilingOCI(t, oci, lab.desired)
 	y, err := rec.Marshal()
 	must(t, err)
-	p := filepath.Join(seed, promotion.RecordPath("checkout", "production"))
-	must(t, os.MkdirAll(filepath.Dir(p), 0o755))
-	must(t, os.WriteFile(p, y, 0o644))
-	gittest.Run(t, seed, "add", ".")
-	gittest.Run(t, seed, "commit", "-q", "-m", "records")
-	lab.later = gittest.Run(t, seed, "rev-parse", "HEAD")
+	lab.later = gittest.Commit(t, seed, "records", map[string]string{promotion.RecordPath("checkout", "production"): string(y)})
 	gittest.Run(t, seed, "push", "-q", "origin", "main")
 	work := filepath.Join(base, "work")
 	gittest.Run(t, base, "clone", "-q", origin, work)
@@ -146,6 +135,7 @@ func argoOCIBody(rev string) []byte {
 // another artifact, an artifact whose revision annotation names another
 // commit.
 func TestOCISources(t *testing.T) {
+	t.Parallel()
 	hexOf := func(d string) string { return strings.TrimPrefix(d, "sha256:") }
 	type outcome struct {
 		decision promotion.State // "" : waited for (WaitError)
@@ -205,6 +195,7 @@ func TestOCISources(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			l := newOCILab(t, tt.oci, tt.sha256, tt.reg)
 			decode := decodeFlux
 			if tt.argo {
@@ -238,6 +229,7 @@ func TestOCISources(t *testing.T) {
 
 // TestParseRevision: the forms controllers report, and what is refused.
 func TestParseRevision(t *testing.T) {
+	t.Parallel()
 	c1, c2, d := strings.Repeat("a", 40), strings.Repeat("b", 64), strings.Repeat("e", 64)
 	for _, tc := range []struct {
 		rev, git, oci string

@@ -36,6 +36,7 @@ func (f *fixture) replica(t *testing.T) *httptest.Server {
 // the compare-and-swap push makes the loser re-read Git and find the
 // evidence there.
 func TestTwoReplicasOneCommit(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "checkout", "payments")
 	other := f.replica(t)
 	before := f.commits()

@@ -57,6 +57,7 @@ func retrying(st map[string]any, n int64) map[string]any {
 // StatusEvent decides only on what the shipped triggers would send, and
 // never on a status older than its object's spec.
 func TestStatusEvent(t *testing.T) {
+	t.Parallel()
 	const p = "apps/checkout/overlays/production"
 	for _, tc := range []struct {
 		name     string
@@ -89,6 +90,7 @@ func TestStatusEvent(t *testing.T) {
 			"conditions": readyCond("True", "ReconciliationSucceeded")}), wait: "is neither <ref>@sha1:<commit>"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			ev, why := StatusEvent(tc.obj, "checkout", "production")
 			if tc.wait != "" {
 				if !strings.Contains(why, tc.wait) {
@@ -116,6 +118,7 @@ func TestStatusEvent(t *testing.T) {
 // record's target path; a label naming another app or environment, or a
 // second object with the same path (ambiguous), is never picked blindly.
 func TestControllersOf(t *testing.T) {
+	t.Parallel()
 	rec := reconciling(t, "checkout", srcRev)
 	prod, stg := rec.Target.Path, "apps/checkout/overlays/staging"
 	objs := []unstructured.Unstructured{

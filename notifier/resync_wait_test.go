@@ -23,6 +23,7 @@ import (
 // Ready at the desired commit the next pass accepts it (issue 22: it was
 // HALTED by the failure, then "duplicate" for ever).
 func TestResyncWaitsOutControllerFailure(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t, "checkout")
 	rev := f.desired["checkout"]

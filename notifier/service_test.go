@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -18,9 +19,11 @@ import (
 	"github.com/throughline-dev/throughline/forge"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/gittest"
+	"github.com/throughline-dev/throughline/internal/golden"
 )
 
 func TestStartServesAndStops(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	base := t.TempDir()
 	gittest.Run(t, base, "init", "-q", "--bare", "-b", "main", "origin.git")
@@ -71,9 +74,12 @@ func TestStartServesAndStops(t *testing.T) {
 	must(t, err)
 	defer func() { _ = svc.Stop(ctx) }()
 	_, err = Start(ctx, ServiceConfig{Handler: Config{FluxKey: fluxKey}, Addr: svc.Addr().String(), Repo: repo, Kube: &rest.Config{}})
-	if err == nil || !strings.Contains(err.Error(), "listening on") {
-		t.Fatalf("taken port: %v", err)
+	// The listener's own error, kept in the chain; the wording ("listening
+	// on <addr>") in the golden file.
+	if opErr := (*net.OpError)(nil); !errors.As(err, &opErr) || opErr.Op != "listen" {
+		t.Fatalf("taken port: %v, want the listener's error", err)
 	}
+	golden.ErrorLines(t, "testdata/start-taken-port.golden", 1, svc.Addr().String(), "<addr>")("taken port", err)
 }
 
 func get(t *testing.T, url string) (int, string) {
@@ -103,6 +109,7 @@ func (f *blockingForge) SetCommitStatus(_ context.Context, st forge.CommitStatus
 }
 
 func TestStatusPosterBoundsAndCounts(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		fail       error
@@ -112,6 +119,7 @@ func TestStatusPosterBoundsAndCounts(t *testing.T) {
 		{"forge refuses", &forge.APIError{Status: http.StatusUnprocessableEntity}, 0, DefaultStatusesInFlight + 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			fg := &blockingForge{release: make(chan struct{}), fail: tc.fail}
 			m, err := NewMetrics(prometheus.NewRegistry())
 			must(t, err)

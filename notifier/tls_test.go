@@ -50,6 +50,7 @@ func selfSigned(t *testing.T, serial int64, certFile, keyFile string) *x509.Cert
 // replaced on disk (as cert-manager renews a mounted Secret) without a
 // restart.
 func TestStartTLS(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	base := t.TempDir()
 	gittest.Run(t, base, "init", "-q", "--bare", "-b", "main", "origin.git")

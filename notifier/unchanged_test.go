@@ -33,6 +33,7 @@ func argoUnchanged(opRev, syncRev, syncStatus, health string) []byte {
 // descends from the desired commit; anything less still waits. Before the
 // fix every case waited until the reconcileDeadline HALTED it.
 func TestArgoCDRenderUnchanged(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		sync   func(f *fixture) string // status.sync.revision
@@ -59,6 +60,7 @@ func TestArgoCDRenderUnchanged(t *testing.T) {
 			health: "Healthy", code: 503, result: resultWait},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, "checkout", "payments")
 			live := verified("payments")
 			live.RenderedHash, live.Status.RenderedHash = c.live, c.live
@@ -114,10 +116,12 @@ func (f *fixture) sideCommit() string {
 // waited for (before the fix it was "neither Succeeded nor Degraded" for
 // ever, never reaching the deadline).
 func TestResyncArgoCD(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	gvrs := map[schema.GroupVersionResource]string{ApplicationResource: "ApplicationList", KustomizationResource: "KustomizationList"}
 	const p = "apps/payments/overlays/production"
 	t.Run("sync failed", func(t *testing.T) {
+		t.Parallel()
 		f := newFixture(t, "checkout", "payments")
 		stale := verified("payments")
 		stale.RenderedHash, stale.Status.RenderedHash = hashB, hashB
@@ -142,6 +146,7 @@ func TestResyncArgoCD(t *testing.T) {
 		}
 	})
 	t.Run("render unchanged", func(t *testing.T) {
+		t.Parallel()
 		f := newFixture(t, "checkout", "payments")
 		f.live.set("payments", verified("payments"))
 		app := resyncApp("payments", p, nil, argoStatus("Succeeded", "Healthy", f.desired["payments"], f.desired["checkout"]))
@@ -164,6 +169,7 @@ func TestResyncArgoCD(t *testing.T) {
 // one, decided by the same rendered-hash rule (a guard, passing before the
 // change too).
 func TestFluxRenderUnchanged(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t, "checkout")
 	later := f.tip()

@@ -41,6 +41,7 @@ func current(conds ...any) map[string]any {
 // ACCEPTED, Degraded is HALTED, Progressing is wait (503), never anything
 // else, and never a Lua error.
 func TestVerdictTable(t *testing.T) {
+	t.Parallel()
 	script, err := argolua.LoadScript(filepath.Join("..", "deploy", "argocd", "argocd-cm-health.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +102,7 @@ func TestVerdictTable(t *testing.T) {
 	verdicts := map[string]Verdict{"Healthy": VerdictAccept, "Degraded": VerdictHalt, "Progressing": VerdictWait}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			got, msg, err := argolua.Run(script, tt.obj)
 			if err != nil {
 				t.Fatalf("Argo CD health: %v", err)

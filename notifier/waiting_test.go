@@ -34,6 +34,7 @@ func fluxFailure(t testing.TB, app, rev, reason, msg string) []byte {
 // accepts. Before the fix the first failure HALTED the promotion and the
 // Ready event was answered "duplicate"/"ignored".
 func TestControllerFailureWaits(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "checkout")
 	rev := f.desired["checkout"]
 	tip := f.tip()
@@ -83,6 +84,7 @@ func TestControllerFailureWaits(t *testing.T) {
 // environment's reconcileDeadline passing while the controller fails;
 // a controller failure alone, from Flux or Argo CD, waits.
 func TestWhatHalts(t *testing.T) {
+	t.Parallel()
 	mismatch := liveWith("checkout", metav1.ConditionFalse, v1alpha1.ReasonImageMismatch, "app runs sha256:ee", health.Mismatch)
 	pending := liveWith("checkout", metav1.ConditionFalse, v1alpha1.ReasonRolloutInProgress, "3/6 updated", health.Pending)
 	for _, c := range []struct {
@@ -108,6 +110,7 @@ func TestWhatHalts(t *testing.T) {
 			"reconcileDeadline 10m0s passed: Application/argocd/checkout reports", promotion.Halted},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, "checkout")
 			if c.policy != "" {
 				f.push(map[string]string{promotion.PolicyFile: c.policy})

@@ -43,6 +43,7 @@ func (f *fixture) checkAcceptanceAt(rev string) string {
 // exactly that change: a committed Acceptance other than the fresh render
 // of head, or one left stale, is refused.
 func TestProposeRefreshesAcceptance(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	accFile := production + "/" + acceptance.File
 	for _, tc := range []struct {
@@ -64,6 +65,7 @@ func TestProposeRefreshesAcceptance(t *testing.T) {
 		}, "is not the fresh render"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t)
 			f.unsignedApprovals() // signed approvals: approvals_test.go
 			f.commitAcceptance()
@@ -100,6 +102,7 @@ func TestProposeRefreshesAcceptance(t *testing.T) {
 // TestRollbackRefreshesAcceptance: a rollback refreshes the committed
 // Acceptance in its commit too, and the gate accepts it.
 func TestRollbackRefreshesAcceptance(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f, _ := newRollbackFixture(t)
 	d, err := acceptance.Declare(ctx, acceptance.Request{

@@ -41,6 +41,7 @@ func (f *fixture) acceptProduction(desired, digest string) {
 // tip (the overlay unchanged); once serve's live verification accepts it,
 // rollback --to previous goes back to it.
 func TestAdoptionIsARollbackTarget(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, adopt := range []bool{false, true} {
 		f := newFixture(t)
@@ -92,6 +93,7 @@ func TestAdoptionIsARollbackTarget(t *testing.T) {
 // record, an adoption of the new digest "approved" by a free-text name
 // (no signed approval, no evidence): the PR gate refuses it.
 func TestForgedAdoptionRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t)
 	f.git("checkout", "-q", "-b", "forged")

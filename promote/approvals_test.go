@@ -3,7 +3,6 @@ package promote
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -100,20 +100,28 @@ func (f *fixture) handApproval(branch string, signer *sshkey.Key, approver strin
 	if edit != nil {
 		edit()
 	}
+	f.commitSigned(signer, "approve")
+	f.git("checkout", "-q", "main")
+}
+
+// commitSigned stages everything and commits it with msg as git itself
+// would for signer (nil: unsigned), extra (an author) added to gittest's
+// environment before the signer's. The one exec of git outside gittest:
+// gittest.Run runs git in gittest.Env(dir) with nothing added, and a
+// signed commit needs the signer's key and identity in the environment.
+func (f *fixture) commitSigned(signer *sshkey.Key, msg string, extra ...string) {
+	f.t.Helper()
 	f.git("add", "-A")
-	args := []string{"commit", "-q", "-m", "approve", "--no-gpg-sign"}
-	var env []string
+	args := []string{"commit", "-q", "--allow-empty", "-m", msg, "--no-gpg-sign"}
 	if signer != nil {
-		args, env = []string{"commit", "-q", "-m", "approve", "-S"}, signer.Env()
+		args[len(args)-1] = "-S"
+		extra = append(extra, signer.Env()...)
 	}
 	cmd := exec.Command("git", args...)
-	cmd.Dir = f.top
-	cmd.Env = append(append(os.Environ(), "HOME="+f.top, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid"), env...)
+	cmd.Dir, cmd.Env = f.top, gittest.Env(f.top, extra...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		f.t.Fatalf("git commit: %v: %s", err, out)
 	}
-	f.git("checkout", "-q", "main")
 }
 
 // unsignedApprovals drops the example's production approvers (tests of
@@ -139,6 +147,8 @@ func withoutApprovers(policy string) string {
 // by promote check (and by promote approve where it goes through it).
 // Every case passed the gate before approvals were signed.
 func TestSignedApprovalAttacks(t *testing.T) {
+	t.Parallel()
+	record := errorLines(t, "testdata/signed-approval-attacks.golden", 1)
 	for _, tc := range []struct {
 		name, min string
 		attack    func(f *fixture, k keys, p *Proposal)
@@ -174,9 +184,12 @@ func TestSignedApprovalAttacks(t *testing.T) {
 		{"one approver twice for minApprovals 2", "2", func(f *fixture, k keys, p *Proposal) {
 			_, err := f.approve(k.alice)
 			must(t, err)
-			if _, err := f.approve(k.alice); !isRefusal(err, RuleTransition) || !strings.Contains(err.Error(), "already approved") {
-				t.Fatalf("alice again: %v", err)
+			_, err = f.approve(k.alice)
+			var te *promotion.TransitionError
+			if refusedBy(t, err, RuleTransition); !errors.As(err, &te) || te.From != promotion.Verified || te.To != promotion.Approved {
+				t.Fatalf("alice again: %v, want a transition error VERIFIED -> APPROVED", err)
 			}
+			record("alice approves twice", err) // "already approved"
 			f.handApproval(p.Branch, &k.alice, "bob@example.com", nil)
 		}, []string{gate.RuleApprovalSignature}, "signed by alice@example.com, not by the approver it names"},
 		{"a PR adds its own key and approves with it", "1", func(f *fixture, k keys, p *Proposal) {
@@ -217,11 +230,13 @@ func TestSignedApprovalAttacks(t *testing.T) {
 // TestProposerCannotApprove: who signed the proposal (or wrote it, by its
 // author) cannot approve it, by promote approve or by hand.
 func TestProposerCannotApprove(t *testing.T) {
+	t.Parallel()
+	record := errorLines(t, "testdata/proposer-cannot-approve.golden", 2)
 	f, k := signedFixture(t, "1")
 	p := f.verified(&k.alice)
-	if _, err := f.approve(k.alice); !isRefusal(err, gate.RuleFourEyes) || !strings.Contains(err.Error(), "signer of") {
-		t.Fatalf("the proposer approves: %v", err)
-	}
+	_, err := f.approve(k.alice)
+	refusedBy(t, err, gate.RuleFourEyes)
+	record("the signer of the proposal approves", err)
 	f.handApproval(p.Branch, &k.alice, "alice@example.com", nil)
 	rep := f.check(p.Branch, time.Now())
 	if rep.OK || strings.Join(rules(rep), " ") != gate.RuleApprovalCount+" "+gate.RuleFourEyes {
@@ -233,14 +248,15 @@ func TestProposerCannotApprove(t *testing.T) {
 	f.git("checkout", "-q", p.Branch)
 	f.git("commit", "-q", "--allow-empty", "-m", "touch up", "--author", "Bob <bob@example.com>")
 	f.git("checkout", "-q", "main")
-	if _, err := f.approve(k.bob); !isRefusal(err, gate.RuleFourEyes) || !strings.Contains(err.Error(), "author of") {
-		t.Fatalf("the author approves: %v", err)
-	}
+	_, err = f.approve(k.bob)
+	refusedBy(t, err, gate.RuleFourEyes)
+	record("the author of the proposal approves", err)
 }
 
 // TestSignedApprovals: two distinct approvers sign for minApprovals 2; the
 // record is APPROVED after the second and the gate passes.
 func TestSignedApprovals(t *testing.T) {
+	t.Parallel()
 	f, k := signedFixture(t, "2")
 	p := f.verified(nil)
 	tr, err := f.approve(k.alice)
@@ -271,11 +287,15 @@ func TestSignedApprovals(t *testing.T) {
 // TestAllowedSignersInvalid: a missing or malformed allowed-signers file
 // at the base is invalid input naming the file (and the line).
 func TestAllowedSignersInvalid(t *testing.T) {
-	for _, tc := range []struct{ name, content, want string }{
-		{"malformed", "# keys\nalice@example.com ssh-ed25519 !!!\n", "allowed-signers: not an allowed-signers file: line 2: ssh-ed25519 key: not base64"},
-		{"missing", "", "allowed-signers: allowedSigners in throughline-policy.yaml: the file does not exist"},
+	t.Parallel()
+	// The wording (the line, the policy's field) is in the golden file.
+	record := errorLines(t, "testdata/allowed-signers-invalid.golden", 4)
+	for _, tc := range []struct{ name, content string }{
+		{"malformed", "# keys\nalice@example.com ssh-ed25519 !!!\n"},
+		{"missing", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f, k := signedFixture(t, "1")
 			p := f.verified(nil)
 			if tc.content == "" {
@@ -285,13 +305,11 @@ func TestAllowedSignersInvalid(t *testing.T) {
 			}
 			f.commit("break the allowed signers")
 			_, err := f.approve(k.alice)
-			if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("approve: %v", err)
-			}
+			invalidFile(t, err, "allowed-signers")
+			record(tc.name+", approve", err)
 			_, err = gate.CheckPromotion(context.Background(), f.repo, gate.Request{Base: "main", Head: p.Branch, Now: time.Now(), Renderer: renderer})
-			if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("check: %v", err)
-			}
+			invalidFile(t, err, "allowed-signers")
+			record(tc.name+", check", err)
 		})
 	}
 }
@@ -300,6 +318,7 @@ func TestAllowedSignersInvalid(t *testing.T) {
 // reason; the gate refuses it; an approval of a branch that renders
 // something else rejects the attempt.
 func TestReject(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t)
 	p := f.propose()
@@ -330,9 +349,8 @@ func TestReject(t *testing.T) {
 	f.amend(p.Branch, func() { f.write(map[string]string{kfile: strings.Replace(f.read(kfile), "count: 6", "count: 8", 1)}) })
 	now := time.Now()
 	_, err = Approve(ctx, f.repo, ApproveRequest{App: "checkout", To: "production", Approver: "alice", Expires: now.Add(time.Hour), Now: now, Renderer: renderer})
-	if !isRefusal(err, RuleApproval) || !strings.Contains(err.Error(), "the record is now REJECTED") {
-		t.Fatalf("approve of a changed render: %v", err)
-	}
+	refusedBy(t, err, RuleApproval)
+	errorLines(t, "testdata/reject.golden", 1)("approve of a changed render", err) // "the record is now REJECTED"
 	rec, err := promotion.ReadRecord(ctx, f.repo, p.Branch, "checkout", "production")
 	must(t, err)
 	if rec.State != promotion.Rejected || !strings.Contains(rec.Reason, "approve refused: the attempt branch renders") {

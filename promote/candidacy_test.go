@@ -2,14 +2,12 @@ package promote
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/throughline-dev/throughline/environment"
-	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/trust"
@@ -22,6 +20,7 @@ import (
 // same claim. No other environment ran the artifact before: without the
 // candidacy kind, a first environment could never leave CANDIDATE.
 func TestCandidacyVerified(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w := trusttest.New(t, true)
 	f := newCandidateFixture(t, w, candidatePolicy(candidateTrust("72h")))
@@ -53,6 +52,7 @@ func TestCandidacyVerified(t *testing.T) {
 // environment before it), and a candidacy whose recorded scan has grown
 // too old for the environment by the time it is verified.
 func TestCandidacyRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w := trusttest.New(t, true)
 	f := newCandidateFixture(t, w, candidatePolicy(candidateTrust("72h")))
@@ -90,13 +90,13 @@ func TestCandidacyRefused(t *testing.T) {
 // a proposal from dev (skipping staging) is refused before anything is
 // read or written.
 func TestProposeFollowsOrder(t *testing.T) {
+	t.Parallel()
 	w := trusttest.New(t, true)
 	f := newCandidateFixture(t, w, candidatePolicy(""))
 	tip := f.git("rev-parse", "main")
 	_, err := Propose(context.Background(), f.repo, ProposeRequest{App: "checkout", From: "dev", To: "production", Renderer: renderer})
-	var re *exitcode.Refusal
-	if !errors.As(err, &re) || re.Rule != environment.RuleOrder || !strings.Contains(err.Error(), "environments.production.promotesFrom") {
-		t.Fatalf("dev -> production: %v, want a refusal by %s", err, environment.RuleOrder)
+	if re := refusedBy(t, err, environment.RuleOrder); re.File != promotion.PolicyFile || re.Field != "environments.production.promotesFrom" {
+		t.Fatalf("dev -> production: %v, want a refusal of %s environments.production.promotesFrom", err, promotion.PolicyFile)
 	}
 	if branches := f.git("branch", "--list", "throughline/*"); branches != "" || f.git("rev-parse", "main") != tip {
 		t.Fatalf("a refused proposal wrote: branches %q", branches)

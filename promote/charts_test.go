@@ -269,10 +269,13 @@ func TestProposeRefusesMovedChart(t *testing.T) {
 		"  - repo: " + c.repoURL + "\n    name: web\n    version: \"1.1.0\"\n    digest: " + other + "\n"})
 	c.commit("production pins 1.1.0 elsewhere")
 	_, err := Propose(context.Background(), c.repo, ProposeRequest{App: "checkout", From: "staging", To: "production", Path: production, Renderer: renderer})
-	var re *exitcode.Refusal
-	if !errors.As(err, &re) || re.Rule != gate.RuleChartVersionMoved || !strings.Contains(err.Error(), other) || !strings.Contains(err.Error(), c.d110) {
-		t.Fatalf("propose over a lock pinning 1.1.0 to %s: %v", other, err)
+	lock := production + "/" + chartsource.LockFile
+	if re := refusedBy(t, err, gate.RuleChartVersionMoved); re.Object != c.repoURL+"/web:1.1.0" || re.File != lock || re.Field != "charts[1].digest" {
+		t.Fatalf("propose over a lock pinning 1.1.0 to %s: %v, want a refusal of %s/web:1.1.0 in %s charts[1].digest", other, err, c.repoURL, lock)
 	}
+	// Both digests named: the golden file.
+	errorLines(t, "testdata/propose-chart-moved.golden", 1)("lock pins 1.1.0 elsewhere",
+		redacted(err, other, "<production's lock>", c.d110, "<staging's>", c.repoURL, "<repo>"))
 }
 
 // TestRollbackChartStillServed: a rollback's chart must still be served
@@ -289,12 +292,15 @@ func TestRollbackChartStillServed(t *testing.T) {
 	if err := gate.ChartsServed(ctx, src, accepted); err != nil {
 		t.Fatalf("the accepted package, still served: %v", err)
 	}
+	// Both digests named: the golden file.
+	record := errorLines(t, "testdata/chart-still-served.golden", 2)
 	repushed := chartfixture.Push(t, host, "charts", chartfixture.SchemaTgz(t, "web", "1.0.0", "repushed"))
 	err := gate.ChartsServed(ctx, src, accepted)
-	var re *exitcode.Refusal
-	if !errors.As(err, &re) || re.Rule != gate.RuleChartVersionMoved || !strings.Contains(err.Error(), first) || !strings.Contains(err.Error(), repushed) {
+	if re := refusedBy(t, err, gate.RuleChartVersionMoved); re.Object != oci+"/web:1.0.0" || re.Field != "artifact.charts" {
 		t.Fatalf("OCI version re-pushed (%s -> %s): %v", first, repushed, err)
 	}
+	record("OCI version re-pushed", redacted(err, first, "<accepted>", repushed, "<repushed>", oci, "<repo>"))
+	var re *exitcode.Refusal
 	if err := gate.ChartsServed(ctx, src, []promotion.Chart{{Name: "web", Version: "9.9.9", Digest: first, Source: oci}}); !errors.As(err, &re) ||
 		re.Rule != gate.RuleChartGone {
 		t.Fatalf("a version the registry does not serve: %v", err)
@@ -309,10 +315,11 @@ func TestRollbackChartStillServed(t *testing.T) {
 	}
 	v2 := chartfixture.SchemaTgz(t, "web", "2.0.0", "http-repushed")
 	repo.Publish(t, [][]byte{v2}, "", "")
-	if err := gate.ChartsServed(ctx, src, httpAccepted); !errors.As(err, &re) || re.Rule != gate.RuleChartVersionMoved ||
-		!strings.Contains(err.Error(), chartfixture.Digest(v1)) || !strings.Contains(err.Error(), chartfixture.Digest(v2)) {
+	err = gate.ChartsServed(ctx, src, httpAccepted)
+	if re := refusedBy(t, err, gate.RuleChartVersionMoved); re.Object != repo.URL()+"/web:2.0.0" || re.Field != "artifact.charts" {
 		t.Fatalf("HTTP version re-published with another package: %v", err)
 	}
+	record("HTTP version re-published", redacted(err, chartfixture.Digest(v1), "<accepted>", chartfixture.Digest(v2), "<repushed>", repo.URL(), "<repo>"))
 	// A chart of the repository needs no source.
 	if err := gate.ChartsServed(ctx, nil, []promotion.Chart{{Name: "web", Version: "1.0.0", Digest: first, Source: "apps/web/chart"}}); err != nil {
 		t.Fatalf("a chart of the repository: %v", err)
@@ -335,8 +342,6 @@ func TestChartSourceRecordWithoutCharts(t *testing.T) {
 	c.write(map[string]string{ks: strings.Replace(c.read(ks), "size: 2", "size: 3", 1)})
 	c.commit("staging changed after its acceptance")
 	_, err := Propose(context.Background(), c.repo, ProposeRequest{App: "checkout", From: "staging", To: "production", Path: production, Renderer: renderer})
-	var re *exitcode.Refusal
-	if !errors.As(err, &re) || re.Rule != gate.RuleChartUnverified || !strings.Contains(err.Error(), "not the render staging accepted") {
-		t.Fatalf("propose from a staging that renders other charts than it accepted: %v", err)
-	}
+	refusedBy(t, err, gate.RuleChartUnverified)
+	errorLines(t, "testdata/chart-unverified.golden", 1)("staging renders other charts than it accepted", redacted(err, c.repoURL, "<repo>"))
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/evidence"
-	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
 )
@@ -35,8 +34,10 @@ checks:
 // change of the overlay. A query Prometheus cannot parse in the target's
 // checks refuses the PR gate's render with the parser's position.
 func TestCheckRefusesChecksChange(t *testing.T) {
+	t.Parallel()
 	file := production + "/" + checkfile.File
 	t.Run("checks loosened in a promotion", func(t *testing.T) {
+		t.Parallel()
 		f := newFixture(t)
 		p := f.propose()
 		f.amend(p.Branch, func() { f.write(map[string]string{file: strings.Replace(productionChecks, "0.01", "0.9", 1)}) })
@@ -46,13 +47,16 @@ func TestCheckRefusesChecksChange(t *testing.T) {
 		}
 	})
 	t.Run("a query only Prometheus's parser refuses", func(t *testing.T) {
+		t.Parallel()
 		f := newFixture(t)
 		f.write(map[string]string{file: strings.Replace(productionChecks, "sum(rate(http_requests_total{job=\"checkout\"}[5m]))", "rate(x)", 1)})
 		f.commit("production checks")
 		_, err := Propose(context.Background(), f.repo, ProposeRequest{App: "checkout", From: "staging", To: "production", Path: production, Renderer: renderer})
-		if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), file+": checks[0].prometheus.query: PromQL 1:") {
-			t.Fatalf("propose: %v", err)
+		var fe *checkfile.FieldError
+		if invalidFile(t, err, file); !errors.As(err, &fe) || fe.Field != "checks[0].prometheus.query" {
+			t.Fatalf("propose: %v, want the field checks[0].prometheus.query", err)
 		}
+		errorLines(t, "testdata/checks-promql.golden", 1)("propose", err) // the field and the parser's position
 	})
 }
 
@@ -95,10 +99,12 @@ func (f *fixture) editEvidence(edit func(ev *evidence.Record)) {
 // after the declared soak backs no promotion (exit 3, rule
 // checks-not-passed, naming the check), for verify and propose alike.
 func TestVerifyRequiresChecksPassed(t *testing.T) {
+	t.Parallel()
+	record := errorLines(t, "testdata/checks-not-passed.golden", 14)
 	for _, tc := range []struct {
 		name   string
 		attack func(ev *evidence.Record)
-		want   string
+		want   string // what the golden file says
 	}{
 		{"no checks in the evidence", func(ev *evidence.Record) { ev.Checks = nil }, "check error-ratio is not in the evidence"},
 		{"a check missing", func(ev *evidence.Record) { ev.Checks = ev.Checks[:2] }, "check healthz is not in the evidence"},
@@ -116,16 +122,15 @@ func TestVerifyRequiresChecksPassed(t *testing.T) {
 		}, "declares a soak of 10m0s; the evidence's soak lasted 2m0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			f := newFixture(t)
 			p := f.propose()
 			f.editEvidence(tc.attack)
 			check := func(what string, err error) {
 				t.Helper()
-				var re *exitcode.Refusal
-				if !errors.As(err, &re) || re.Rule != ledger.RuleChecksNotPassed || !strings.Contains(err.Error(), tc.want) {
-					t.Fatalf("%s: %v, want rule %s saying %q", what, err, ledger.RuleChecksNotPassed, tc.want)
-				}
+				refusedBy(t, err, ledger.RuleChecksNotPassed)
+				record(tc.name+", "+what, err) // tc.want
 			}
 			_, err := Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "production", Now: time.Now()})
 			check("verify", err)
@@ -135,6 +140,7 @@ func TestVerifyRequiresChecksPassed(t *testing.T) {
 		})
 	}
 	t.Run("every check passed after the soak", func(t *testing.T) {
+		t.Parallel()
 		f := newFixture(t)
 		f.propose()
 		if _, err := Verify(context.Background(), f.repo, VerifyRequest{App: "checkout", To: "production", Now: time.Now()}); err != nil {

@@ -82,12 +82,14 @@ func (f *fixture) rewriteAcceptance(change func(ev map[string]string)) {
 // staging's record ACCEPTED for the digest on main; propose and verify
 // both refuse, naming why.
 func TestSourceEvidenceRefusals(t *testing.T) {
+	t.Parallel()
 	other := "sha256:" + strings.Repeat("7", 64)
+	record := errorLines(t, "testdata/source-evidence-refusals.golden", 20)
 	for _, tc := range []struct {
 		name   string
 		attack func(f *fixture)
 		code   int
-		want   string
+		want   string // refused: what the golden file says; invalid: the folder of the file named
 	}{
 		{"observed revision that does not descend from the desired one", func(f *fixture) {
 			f.git("checkout", "-q", "--orphan", "side")
@@ -144,17 +146,20 @@ func TestSourceEvidenceRefusals(t *testing.T) {
 		}, exitcode.Refused, "it says HALTED"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			f := newFixture(t)
 			p := f.propose()
 			tc.attack(f)
 			check := func(what string, err error) {
 				t.Helper()
-				var re *exitcode.Refusal
-				if exitcode.Code(err) != tc.code || !strings.Contains(err.Error(), tc.want) ||
-					(tc.code == exitcode.Refused && (!errors.As(err, &re) || re.Rule != ledger.RuleSourceEvidence)) {
-					t.Fatalf("%s: %v (exit %d), want exit %d saying %q", what, err, exitcode.Code(err), tc.code, tc.want)
+				var ii *exitcode.InvalidInput
+				if tc.code == exitcode.Refused {
+					refusedBy(t, err, ledger.RuleSourceEvidence)
+				} else if exitcode.Code(err) != tc.code || !errors.As(err, &ii) || !strings.HasPrefix(ii.File, tc.want) {
+					t.Fatalf("%s: %v (exit %d), want exit %d naming a file of %s", what, err, exitcode.Code(err), tc.code, tc.want)
 				}
+				record(tc.name+", "+what, err) // tc.want
 			}
 			_, err := Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "production", Now: time.Now()})
 			check("verify", err)
@@ -174,20 +179,22 @@ func f0(p string) string { return strings.TrimSuffix(p, ".json") }
 // TestVerifySource: the source is found when one environment accepted the
 // digest, and --from naming one that did not is refused.
 func TestVerifySource(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t)
 	f.propose()
 	_, err := Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "production", From: "dev", Now: time.Now()})
-	var re *exitcode.Refusal
-	if !errors.As(err, &re) || re.Rule != ledger.RuleSourceEvidence || !strings.Contains(err.Error(), "promotion/checkout/dev.yaml does not exist") {
-		t.Fatalf("verify from dev: %v", err)
+	if re := refusedBy(t, err, ledger.RuleSourceEvidence); re.File != promotion.RecordPath("checkout", "dev") {
+		t.Fatalf("verify from dev: %v, want a refusal of %s", err, promotion.RecordPath("checkout", "dev"))
 	}
+	errorLines(t, "testdata/verify-source.golden", 1)("verify from dev", err) // "does not exist"
 }
 
 // TestExampleEvidence: in the example repository, staging's record and the
 // notifier's evidence agree (promote verify would accept them), and the
 // dev evidence its verifiedIn cites exists and says the same.
 func TestExampleEvidence(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := &fixture{t: t, top: t.TempDir()}
 	f.root = filepath.Join(f.top, "gitops")

@@ -19,6 +19,7 @@ import (
 // request is no longer refused for it: a new attempt waits or supersedes
 // explicitly.
 func TestOneAttemptInFlight(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t)
 	f.unsignedApprovals()

@@ -14,6 +14,7 @@ import (
 // (another app's values) is not part of the promotion. A change of the
 // target itself on main still voids the approval (the target moved on).
 func TestCheckAfterMainMoved(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		moved func(f *fixture)
@@ -32,6 +33,7 @@ func TestCheckAfterMainMoved(t *testing.T) {
 		}, []string{gate.RuleApprovalVoid}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t)
 			f.unsignedApprovals()
 			now := time.Now()

@@ -2,6 +2,7 @@ package promote
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,7 @@ func pushArtifact(t *testing.T, ref, rev, content string) string {
 // the digest staging's tag resolves to, only when the artifact's revision
 // annotation names the merged commit.
 func TestDesiredArtifact(t *testing.T) {
+	t.Parallel()
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
 	f := newFixture(t)
 	repoRef := reg.Host + "/gitops/staging"
@@ -63,19 +65,17 @@ func TestDesiredArtifact(t *testing.T) {
 		name string
 		rev  string // the annotation; "" none
 		env  string
-		code int    // 0: resolved
-		want string // in the error
+		code int // 0: resolved; the errors' wording is in the golden file
 	}{
-		{"the merged commit's artifact", "main@sha1:" + merged, "staging", 0, ""},
-		{"a bare commit id", merged, "staging", 0, ""},
-		{"a git environment", "", "production", 0, ""},
-		{"attack: an artifact of an earlier commit (CI has not pushed yet)", "main@sha1:" + earlier, "staging", exitcode.Pending,
-			"has not pushed the merged commit's artifact"},
-		{"attack: an artifact naming another commit", "main@sha1:" + strings.Repeat("9", 40), "staging", exitcode.Refused,
-			"neither the merged commit"},
-		{"attack: an artifact without revision annotation", "", "staging", exitcode.Refused, "names no full commit id"},
-		{"attack: an annotation naming a tag, not a commit", "v1.2.0", "staging", exitcode.Refused, "names no full commit id"},
+		{"the merged commit's artifact", "main@sha1:" + merged, "staging", 0},
+		{"a bare commit id", merged, "staging", 0},
+		{"a git environment", "", "production", 0},
+		{"attack: an artifact of an earlier commit (CI has not pushed yet)", "main@sha1:" + earlier, "staging", exitcode.Pending},
+		{"attack: an artifact naming another commit", "main@sha1:" + strings.Repeat("9", 40), "staging", exitcode.Refused},
+		{"attack: an artifact without revision annotation", "", "staging", exitcode.Refused},
+		{"attack: an annotation naming a tag, not a commit", "v1.2.0", "staging", exitcode.Refused},
 	}
+	record := errorLines(t, "testdata/desired-artifact.golden", 4, reg.Host, "<registry>", merged, "<merged>", earlier, "<earlier>")
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// Each artifact differs (its content), so each push moves the tag.
@@ -88,11 +88,16 @@ func TestDesiredArtifact(t *testing.T) {
 				t.Fatalf("a Git environment's desired revision is the commit, got %s", got)
 			case tt.code == 0 && tt.env == "staging" && got != d:
 				t.Fatalf("desired %s, want the pushed %s", got, d)
-			case tt.code != 0 && (exitcode.Code(err) != tt.code || !strings.Contains(err.Error(), tt.want)):
-				t.Fatalf("got exit %d %v, want exit %d saying %q", exitcode.Code(err), err, tt.code, tt.want)
+			case tt.code != 0 && exitcode.Code(err) != tt.code:
+				t.Fatalf("got exit %d %v, want exit %d", exitcode.Code(err), err, tt.code)
 			}
-			if tt.code == exitcode.Refused && !isRefusal(err, RuleOCIArtifact) {
-				t.Errorf("%v does not name rule oci-artifact", err)
+			if tt.code == exitcode.Refused {
+				if re := refusedBy(t, err, RuleOCIArtifact); re.File != promotion.PolicyFile || re.Field != "environments.staging.source.oci" {
+					t.Errorf("%v does not name %s environments.staging.source.oci", err, promotion.PolicyFile)
+				}
+			}
+			if tt.code != 0 {
+				record(tt.name, redacted(err, d, "<pushed>"))
 			}
 		})
 	}
@@ -104,6 +109,7 @@ func TestDesiredArtifact(t *testing.T) {
 // not). The desired artifact is verified; another digest, and a revision
 // of the other kind than the registry's, are refused.
 func TestVerifyOCISource(t *testing.T) {
+	t.Parallel()
 	ociStaging, other := "sha256:"+strings.Repeat("e1", 32), "sha256:"+strings.Repeat("f2", 32)
 	ociPolicy := func(f *fixture) {
 		f.write(map[string]string{promotion.PolicyFile: strings.Replace(f.read(promotion.PolicyFile), "    reconcileDeadline: 15m\n",
@@ -124,11 +130,12 @@ func TestVerifyOCISource(t *testing.T) {
 			}
 		}
 	}
+	record := errorLines(t, "testdata/verify-oci-source.golden", 3)
 	for _, tc := range []struct {
 		name   string
 		attack func(f *fixture)
 		code   int
-		want   string
+		want   string // invalid: the record's field; refused: what the golden file says
 	}{
 		{"the desired artifact of an OCI environment", func(f *fixture) {
 			ociPolicy(f)
@@ -137,7 +144,7 @@ func TestVerifyOCISource(t *testing.T) {
 		{"attack: a digest of another artifact observed", func(f *fixture) {
 			ociPolicy(f)
 			f.rewriteAcceptance(asOCI(f, other))
-		}, exitcode.Invalid, "observedRevision"},
+		}, exitcode.Invalid, "accepted.observedRevision"},
 		{"attack: an OCI revision for a Git environment", func(f *fixture) {
 			f.rewriteAcceptance(asOCI(f, ociStaging))
 		}, exitcode.Refused, "environment staging's source is Git"},
@@ -147,6 +154,7 @@ func TestVerifyOCISource(t *testing.T) {
 		}, exitcode.Refused, "environment staging's source is an OCI artifact"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t)
 			f.propose()
 			tc.attack(f)
@@ -158,9 +166,16 @@ func TestVerifyOCISource(t *testing.T) {
 				}
 				return
 			}
-			if exitcode.Code(err) != tc.code || !strings.Contains(err.Error(), tc.want) || (tc.code == exitcode.Refused && !isRefusal(err, ledger.RuleSourceEvidence)) {
-				t.Fatalf("got exit %d %v, want exit %d saying %q", exitcode.Code(err), err, tc.code, tc.want)
+			staging := promotion.RecordPath("checkout", "staging")
+			var rerr *promotion.RecordError
+			if tc.code == exitcode.Refused {
+				if re := refusedBy(t, err, ledger.RuleSourceEvidence); re.File != staging {
+					t.Fatalf("%v, want a refusal of %s", err, staging)
+				}
+			} else if exitcode.Code(err) != tc.code || !errors.As(err, &rerr) || rerr.File != staging || rerr.Field != tc.want {
+				t.Fatalf("got exit %d %v, want exit %d, a record error of %s %s", exitcode.Code(err), err, tc.code, staging, tc.want)
 			}
+			record(tc.name, err) // tc.want
 		})
 	}
 }

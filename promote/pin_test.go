@@ -8,6 +8,7 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gate"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -19,6 +20,7 @@ import (
 // the pin and the record in agreement, and refuses a pull request that
 // moves the pin back.
 func TestReconcileMovesPin(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t)
 	f.unsignedApprovals()
@@ -37,10 +39,13 @@ func TestReconcileMovesPin(t *testing.T) {
 	// written there.
 	f.git("branch", "records", "main")
 	recordsTip := f.git("rev-parse", "records")
-	if _, _, err := Reconcile(ctx, f.repo, ReconcileRequest{App: "checkout", To: "production", RecordsBranch: "records", Now: now, By: "test",
-		Renderer: renderer}); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "is pinned") {
+	record := errorLines(t, "testdata/reconcile-pinned.golden", 1)
+	_, _, err := Reconcile(ctx, f.repo, ReconcileRequest{App: "checkout", To: "production", RecordsBranch: "records", Now: now, By: "test",
+		Renderer: renderer})
+	if exitcode.Code(err) != exitcode.Usage {
 		t.Fatalf("reconcile of a pinned environment on a records branch: exit %d: %v", exitcode.Code(err), err)
 	}
+	record("records branch of a pinned environment", err) // "is pinned"
 	if tip := f.git("rev-parse", "records"); tip != recordsTip {
 		t.Fatalf("the refused reconcile moved the records branch")
 	}
@@ -88,13 +93,9 @@ func TestReconcileMovesPin(t *testing.T) {
 	}
 }
 
-// replace replaces old by repl in the root-relative file p, which must
-// hold old.
+// replace replaces the one occurrence of old by repl in the root-relative
+// file p.
 func (f *fixture) replace(p, old, repl string) {
 	f.t.Helper()
-	s := f.read(p)
-	if !strings.Contains(s, old) {
-		f.t.Fatalf("%s does not hold %q", p, old)
-	}
-	f.write(map[string]string{p: strings.Replace(s, old, repl, 1)})
+	gittest.Replace(f.t, f.root, p, old, repl)
 }

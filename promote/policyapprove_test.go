@@ -3,8 +3,6 @@ package promote
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -21,18 +19,7 @@ func (f *fixture) commitAs(branch string, signer *sshkey.Key, author string, cha
 	f.t.Helper()
 	f.git("checkout", "-q", branch)
 	change()
-	f.git("add", "-A")
-	args, env := []string{"commit", "-q", "--allow-empty", "-m", "change", "--no-gpg-sign"}, []string(nil)
-	if signer != nil {
-		args, env = []string{"commit", "-q", "--allow-empty", "-m", "change", "-S"}, signer.Env()
-	}
-	cmd := exec.Command("git", args...)
-	cmd.Dir = f.top
-	cmd.Env = append(append(os.Environ(), "HOME="+f.top, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME="+author, "GIT_AUTHOR_EMAIL="+author,
-		"GIT_COMMITTER_NAME="+author, "GIT_COMMITTER_EMAIL="+author), env...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		f.t.Fatalf("git commit: %v: %s", err, out)
-	}
+	f.commitSigned(signer, "change", "GIT_AUTHOR_NAME="+author, "GIT_AUTHOR_EMAIL="+author, "GIT_COMMITTER_NAME="+author, "GIT_COMMITTER_EMAIL="+author)
 	f.git("checkout", "-q", "main")
 }
 
@@ -75,6 +62,7 @@ func repoRules(rep *gate.RepositoryReport) string {
 // every-PR check only with minApprovals (2) signed approvals of exactly
 // that change by production's approvers who did not write it, unexpired.
 func TestPolicyApproval(t *testing.T) {
+	t.Parallel()
 	f, k := signedFixture(t, "2")
 	f.write(map[string]string{"allowed-signers": sshkey.Signers(k.alice, k.bob, k.carol, k.dave)})
 	f.commit("dave's key")
@@ -115,6 +103,7 @@ func TestPolicyApproval(t *testing.T) {
 
 // TestPolicyApprovalAttacks: approvals that must not count.
 func TestPolicyApprovalAttacks(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		// attack writes on the PR branch after the change; it returns the
@@ -173,6 +162,7 @@ func TestPolicyApprovalAttacks(t *testing.T) {
 		}, gate.RuleApprovalCount},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f, k := signedFixture(t, "1")
 			f.write(map[string]string{"allowed-signers": sshkey.Signers(k.alice, k.bob, k.carol, k.dave)})
 			f.commit("dave's key")

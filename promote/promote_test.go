@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +15,8 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/internal/gittest"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
@@ -40,25 +42,13 @@ type fixture struct {
 
 func (f *fixture) git(args ...string) string {
 	f.t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = f.top
-	cmd.Env = append(os.Environ(), "HOME="+f.top, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		f.t.Fatalf("git %v: %v: %s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return gittest.Run(f.t, f.top, args...)
 }
 
 // write writes files (GitOps-root-relative path -> content).
 func (f *fixture) write(files map[string]string) {
 	f.t.Helper()
-	for p, s := range files {
-		abs := filepath.Join(f.root, filepath.FromSlash(p))
-		must(f.t, os.MkdirAll(filepath.Dir(abs), 0o755))
-		must(f.t, os.WriteFile(abs, []byte(s), 0o644))
-	}
+	gittest.Write(f.t, f.root, files)
 }
 
 func (f *fixture) read(p string) string {
@@ -71,9 +61,7 @@ func (f *fixture) read(p string) string {
 // commit commits every change of the work tree on the current branch.
 func (f *fixture) commit(msg string) string {
 	f.t.Helper()
-	f.git("add", "-A")
-	f.git("commit", "-q", "-m", msg)
-	return f.git("rev-parse", "HEAD")
+	return gittest.Commit(f.t, f.top, msg, nil)
 }
 
 // amend adds a commit on branch made by change and returns to main.
@@ -117,9 +105,8 @@ func newFixture(t *testing.T) *fixture {
 	f.root = filepath.Join(f.top, "gitops")
 	copyDir(t, exampleRepo, f.root)
 	testenv.RemoveTrust(t, f.root) // made-up digests, no evidence: the trust gates are trust_test.go's
-	k := "apps/checkout/overlays/staging/kustomization.yaml"
-	f.write(map[string]string{k: strings.Replace(f.read(k), "1.4.2@"+oldDigest, "1.5.0@"+newDigest, 1)})
-	f.git("init", "-q", "-b", "main")
+	f.replace("apps/checkout/overlays/staging/kustomization.yaml", "1.4.2@"+oldDigest, "1.5.0@"+newDigest)
+	gittest.Init(t, f.top)
 	desired := f.commit("staging desires 1.5.0")
 	f.stagingReconciling(desired)
 	f.commit("staging RECONCILING")
@@ -170,6 +157,7 @@ func rules(rep *gate.PromotionReport) []string {
 // CANDIDATE with typed findings, verify, approve, the gate passing, status
 // and reconcile after the merge.
 func TestFlow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t)
 	f.unsignedApprovals() // signed approvals: approvals_test.go
@@ -230,6 +218,7 @@ func TestFlow(t *testing.T) {
 // TestCheckFindings: the bad PRs, each refused with its typed findings and
 // the same text as before.
 func TestCheckFindings(t *testing.T) {
+	t.Parallel()
 	kfile := production + "/kustomization.yaml"
 	for _, tc := range []struct {
 		name   string
@@ -258,6 +247,7 @@ func TestCheckFindings(t *testing.T) {
 		}, []string{gate.RuleParameter, gate.RuleRenderedHash}, []string{"replicas changed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t)
 			p := f.propose()
 			f.amend(p.Branch, func() { tc.change(f) })
@@ -282,6 +272,7 @@ func TestCheckFindings(t *testing.T) {
 // promotion: the repository check judges it (a README passes; staging
 // copied over production is refused, its differences named).
 func TestCheckWithoutRecord(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.git("checkout", "-q", "-b", "no-record")
 	f.write(map[string]string{"README.md": "hello\n"})
@@ -306,25 +297,28 @@ func TestCheckWithoutRecord(t *testing.T) {
 // TestProposeRefusals: nothing ACCEPTED in the source; a source record
 // that cannot be used is invalid input.
 func TestProposeRefusals(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t)
+	record := errorLines(t, "testdata/propose-refusals.golden", 2)
 	_, err := Propose(ctx, f.repo, ProposeRequest{App: "checkout", From: "dev", To: "production", Path: production, Renderer: renderer})
-	var re *exitcode.Refusal
-	if !errors.As(err, &re) || re.Rule != RulePromotion || !strings.Contains(err.Error(), "nothing is verified in dev") {
-		t.Fatalf("no source record: %v", err)
-	}
+	refusedBy(t, err, RulePromotion)
+	record("no source record", err)
 	file := promotion.RecordPath("checkout", "staging")
 	f.write(map[string]string{file: strings.Replace(f.read(file), "promotion/v1", "promotion/v2", 1)})
 	f.commit("v2")
 	_, err = Propose(ctx, f.repo, ProposeRequest{App: "checkout", From: "staging", To: "production", Path: production, Renderer: renderer})
-	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(err.Error(), "unsupported schemaVersion") {
-		t.Fatalf("future schemaVersion: %v", err)
+	var rerr *promotion.RecordError
+	if exitcode.Code(err) != exitcode.Invalid || !errors.As(err, &rerr) || rerr.File != file || rerr.Field != "schemaVersion" {
+		t.Fatalf("future schemaVersion: %v, want invalid input, a record error of %s schemaVersion", err, file)
 	}
+	record("future schemaVersion", err)
 }
 
 // TestStatusOddFileNames: files under promotion/ whose names hold spaces,
 // or are no record's, are neither read nor split into other names.
 func TestStatusOddFileNames(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.write(map[string]string{
 		"promotion/my app/production.yaml":    "not a record\n",
@@ -344,19 +338,25 @@ func TestStatusOddFileNames(t *testing.T) {
 
 // TestAttemptBranch: the only open attempt branch, none, or several.
 func TestAttemptBranch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t)
-	if _, err := AttemptBranch(ctx, f.repo, "", "checkout", "production"); exitcode.Code(err) != exitcode.Usage {
+	record := errorLines(t, "testdata/attempt-branch.golden", 2)
+	_, err := AttemptBranch(ctx, f.repo, "", "checkout", "production")
+	if exitcode.Code(err) != exitcode.Usage {
 		t.Fatalf("no branch: %v", err)
 	}
+	record("no branch", err)
 	p := f.propose()
 	if b, err := AttemptBranch(ctx, f.repo, "", "checkout", "production"); err != nil || b != p.Branch {
 		t.Fatalf("one branch: %s %v", b, err)
 	}
 	f.git("branch", p.Branch+"x")
-	if _, err := AttemptBranch(ctx, f.repo, "", "checkout", "production"); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "several") {
+	_, err = AttemptBranch(ctx, f.repo, "", "checkout", "production")
+	if exitcode.Code(err) != exitcode.Usage {
 		t.Fatalf("several branches: %v", err)
 	}
+	record("several branches", err) // both named, in the golden file
 	if b, err := AttemptBranch(ctx, f.repo, "given", "checkout", "production"); err != nil || b != "given" {
 		t.Fatalf("given: %s %v", b, err)
 	}
@@ -367,6 +367,7 @@ func TestAttemptBranch(t *testing.T) {
 // edited on the branch (another observed revision, another evidence file)
 // is refused even when it is approved after the edit.
 func TestCheckVerifiedInIsProven(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
@@ -379,6 +380,7 @@ func TestCheckVerifiedInIsProven(t *testing.T) {
 		{"source environment", func(v *promotion.VerifiedIn) { v.Environment = "dev" }, "no runtime evidence"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t)
 			f.unsignedApprovals() // signed approvals: approvals_test.go
 			p := f.propose()
@@ -408,6 +410,7 @@ func TestCheckVerifiedInIsProven(t *testing.T) {
 // TestCheckReadsThePolicyAtTheBase: a promotion PR that also edits the
 // policy to allow its own parameter change is judged by the base's policy.
 func TestCheckReadsThePolicyAtTheBase(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	p := f.propose()
 	kfile := production + "/kustomization.yaml"
@@ -422,4 +425,63 @@ func TestCheckReadsThePolicyAtTheBase(t *testing.T) {
 	if !slices.Contains(got, gate.RuleParameter) || !slices.Contains(got, gate.RuleFile) {
 		t.Fatalf("rules %v, want %s (the base's policy) and %s (the policy changed):\n%s", got, gate.RuleParameter, gate.RuleFile, strings.Join(rep.Refusals, "\n"))
 	}
+}
+
+// refusedBy fails t unless err is a refusal (exit 3) of rule, and returns
+// (a copy of) it: a test asserts on its fields, the golden file on its
+// wording.
+func refusedBy(t *testing.T, err error, rule string) exitcode.Refusal {
+	t.Helper()
+	var re *exitcode.Refusal
+	if !errors.As(err, &re) || re.Rule != rule || exitcode.Code(err) != exitcode.Refused {
+		t.Fatalf("want a refusal by %s (exit %d), got exit %d: %v", rule, exitcode.Refused, exitcode.Code(err), err)
+	}
+	return *re
+}
+
+// invalidFile fails t unless err is invalid input (exit 4) naming file.
+func invalidFile(t *testing.T, err error, file string) {
+	t.Helper()
+	var ii *exitcode.InvalidInput
+	if !errors.As(err, &ii) || ii.File != file || exitcode.Code(err) != exitcode.Invalid {
+		t.Fatalf("want invalid input naming %s (exit %d), got exit %d: %v", file, exitcode.Invalid, exitcode.Code(err), err)
+	}
+}
+
+// errorLines is golden.ErrorLines with, after replace, the values of the
+// run written <commit>, <time> and <age> in every message: the fixtures'
+// commits and evidence times differ from run to run, and refusals name them.
+func errorLines(t *testing.T, file string, cases int, replace ...string) func(name string, err error) {
+	t.Helper()
+	record := golden.ErrorLines(t, file, cases)
+	return func(name string, err error) { record(name, withoutRunValues(redacted(err, replace...))) }
+}
+
+// withoutRunValues is err with the commit ids in its message (full, or
+// short after "at" or "of"), its timestamps and ages written <commit>,
+// <time> and <age>.
+func withoutRunValues(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := commitID.ReplaceAllString(err.Error(), "<commit>")
+	msg = shortCommit.ReplaceAllString(msg, "$1 <commit>")
+	msg = timestamp.ReplaceAllString(msg, "<time>")
+	return errors.New(age.ReplaceAllString(msg, "<age> ago"))
+}
+
+var (
+	commitID    = regexp.MustCompile(`\b[0-9a-f]{40}\b`)
+	shortCommit = regexp.MustCompile(`\b(at|of) [0-9a-f]{12}\b`)
+	timestamp   = regexp.MustCompile(`\b(\d{4}-\d\d-\d\dT)?\d\d:\d\d:\d\d(\.\d+)?Z`)
+	age         = regexp.MustCompile(`\b(\d+h)?(\d+m)?[\d.]+s ago\b`)
+)
+
+// redacted is err with each old, new pair of replace applied to its
+// message, for a golden file (digests and addresses of the run).
+func redacted(err error, replace ...string) error {
+	if err == nil {
+		return nil
+	}
+	return errors.New(strings.NewReplacer(replace...).Replace(err.Error()))
 }

@@ -78,6 +78,7 @@ func newRollbackFixture(t *testing.T) (*fixture, string) {
 }
 
 func TestRollback(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f, acceptedA := newRollbackFixture(t)
 	var asked []string
@@ -101,27 +102,33 @@ func TestRollback(t *testing.T) {
 }
 
 func TestRollbackRefusals(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f, _ := newRollbackFixture(t)
 	unreachable := exitcode.NotDecided(errors.New("registry unreachable"))
+	record := errorLines(t, "testdata/rollback-refusals.golden", 4)
 	for _, tc := range []struct {
 		name   string
 		to     string
 		exists func(context.Context, string) (bool, error)
 		code   int
-		want   string
+		rule   string // of a refusal; the wording of each is in the golden file
 	}{
-		{"deleted", ledger.Previous, func(context.Context, string) (bool, error) { return false, nil }, exitcode.Refused, "no longer exists in the registry"},
-		{"registry down", ledger.Previous, func(context.Context, string) (bool, error) { return false, unreachable }, exitcode.Pending,
-			"rollback target " + webImage + "@" + digestA},
-		{"current", digestB, func(context.Context, string) (bool, error) { return true, nil }, exitcode.Refused, "already the desired digest"},
-		{"never accepted", "sha256:" + strings.Repeat("c", 64), func(context.Context, string) (bool, error) { return true, nil }, exitcode.Refused, "never ACCEPTED"},
+		{"deleted", ledger.Previous, func(context.Context, string) (bool, error) { return false, nil }, exitcode.Refused, RuleRollbackTarget},
+		{"registry down", ledger.Previous, func(context.Context, string) (bool, error) { return false, unreachable }, exitcode.Pending, ""},
+		{"current", digestB, func(context.Context, string) (bool, error) { return true, nil }, exitcode.Refused, ledger.RuleTarget},
+		{"never accepted", "sha256:" + strings.Repeat("c", 64), func(context.Context, string) (bool, error) { return true, nil }, exitcode.Refused,
+			ledger.RuleTarget},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Rollback(ctx, f.repo, RollbackRequest{App: "web", Env: "production", To: tc.to, Path: webOverlay, Renderer: renderer, Exists: tc.exists})
-			if exitcode.Code(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("%v (exit %d), want exit %d saying %q", err, exitcode.Code(err), tc.code, tc.want)
+			switch {
+			case tc.rule != "":
+				refusedBy(t, err, tc.rule)
+			case exitcode.Code(err) != tc.code || !errors.Is(err, unreachable):
+				t.Fatalf("%v (exit %d), want exit %d, the registry's error", err, exitcode.Code(err), tc.code)
 			}
+			record(tc.name, err)
 		})
 	}
 	if b := f.git("branch", "--list", "throughline/*"); b != "" {

@@ -2,7 +2,6 @@ package promote
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/throughline-dev/throughline/acceptance"
 	"github.com/throughline-dev/throughline/chartsource"
 	"github.com/throughline-dev/throughline/evidence"
-	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/chartfixture"
@@ -112,10 +110,11 @@ func TestRollbackChart(t *testing.T) {
 
 	repushed := chartfixture.Push(t, host, "charts", chartfixture.SchemaTgz(t, "web", "1.0.0", "repushed"))
 	_, err = Rollback(ctx, f.repo, req)
-	var re *exitcode.Refusal
-	if !errors.As(err, &re) || re.Rule != gate.RuleChartVersionMoved || !strings.Contains(err.Error(), d100) || !strings.Contains(err.Error(), repushed) {
-		t.Fatalf("rollback to chart 1.0.0 re-pushed as %s: %v", repushed, err)
+	if re := refusedBy(t, err, gate.RuleChartVersionMoved); re.Field != "artifact.charts" || re.Object != repoURL+"/web:1.0.0" {
+		t.Fatalf("rollback to chart 1.0.0 re-pushed as %s: %v, want a refusal of %s/web:1.0.0 artifact.charts", repushed, err, repoURL)
 	}
+	// Both digests named: the golden file.
+	errorLines(t, "testdata/rollback-chart-moved.golden", 1)("re-pushed", redacted(err, d100, "<accepted>", repushed, "<repushed>", host, "<registry>"))
 	if b := f.git("branch", "--list", "throughline/*"); b != "" {
 		t.Fatalf("a refused rollback made branches: %s", b)
 	}

@@ -30,6 +30,7 @@ func (f *fixture) approvedAttempt() string {
 // reaches the base) and reconciled, status no longer lists it as open;
 // --all still lists it, saying merged. A branch not merged yet stays open.
 func TestStatusMergedAttempts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name  string
@@ -55,6 +56,7 @@ func TestStatusMergedAttempts(t *testing.T) {
 		}, ledger.BranchClosed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t)
 			branch := f.approvedAttempt()
 			tc.merge(f, branch)

@@ -16,6 +16,7 @@ import (
 // is refused as a moved tag without any --drift-record file; with
 // movedTags: warn in the policy it passes with the warning listed.
 func TestCheckMovedTagFromRecords(t *testing.T) {
+	t.Parallel()
 	const movedDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	for _, tc := range []struct {
 		name   string
@@ -27,6 +28,7 @@ func TestCheckMovedTagFromRecords(t *testing.T) {
 		{"warned by policy", func(s string) string { return s + "movedTags: warn\n" }, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t)
 			f.unsignedApprovals()
 			f.write(map[string]string{promotion.PolicyFile: tc.policy(f.read(promotion.PolicyFile))})

@@ -176,14 +176,16 @@ func (tf *trustFixture) checkReq(head string, now time.Time) gate.Request {
 const image = artifactRepo + "@" + newDigest
 
 // wantTrustRefusal fails unless err is a refusal (exit 3) of rule naming
-// the image and, when given, the evidence digest.
-func wantTrustRefusal(t *testing.T, gate string, err error, rule, evidence string) {
+// the image (its Object), the rule (its Reason begins with it) and, when
+// given, the evidence digest (its Field).
+func wantTrustRefusal(t *testing.T, gate string, err error, rule, evidence string) exitcode.Refusal {
 	t.Helper()
 	var re *exitcode.Refusal
-	if !errors.As(err, &re) || exitcode.Code(err) != exitcode.Refused || re.Rule != rule || !strings.Contains(err.Error(), image) ||
-		!strings.Contains(err.Error(), rule) || evidence != "" && !strings.Contains(err.Error(), "evidence "+evidence) {
+	if !errors.As(err, &re) || exitcode.Code(err) != exitcode.Refused || re.Rule != rule || re.Object != image ||
+		!strings.HasPrefix(re.Reason, rule) || evidence != "" && re.Field != "evidence "+evidence {
 		t.Fatalf("%s: want refusal %s naming %s and evidence %q, got exit %d: %v", gate, rule, image, evidence, exitcode.Code(err), err)
 	}
+	return *re
 }
 
 // wantFinding fails unless rep lists a finding of rule naming the image
@@ -301,8 +303,10 @@ func (a trustAttack) evidence(e *trusttest.Evidence) string {
 // evidence staging's record carries, by its recorded digests, against
 // production's trust policy at the base, and refuses every attack.
 func TestProposeReverifiesEvidence(t *testing.T) {
+	t.Parallel()
 	for _, a := range trustAttacks() {
 		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
 			tf, e := newAttack(t, a)
 			_, err := Propose(context.Background(), tf.repo, tf.proposeReq())
 			wantTrustRefusal(t, "propose", err, a.rule, a.evidence(e))
@@ -314,8 +318,10 @@ func TestProposeReverifiesEvidence(t *testing.T) {
 // required nothing is refused at VERIFIED once the base's policy requires
 // evidence the record's does not satisfy.
 func TestVerifyReverifiesEvidence(t *testing.T) {
+	t.Parallel()
 	for _, a := range trustAttacks() {
 		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
 			tf, e := newAttack(t, a)
 			tf.setTrust(nil)
 			_, err := Propose(context.Background(), tf.repo, tf.proposeReq())
@@ -330,8 +336,10 @@ func TestVerifyReverifiesEvidence(t *testing.T) {
 // TestCheckReverifiesEvidence: the PR gate re-verifies the record's
 // evidence against the base's trust policy and lists the refusal.
 func TestCheckReverifiesEvidence(t *testing.T) {
+	t.Parallel()
 	for _, a := range trustAttacks() {
 		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
 			tf, e := newAttack(t, a)
 			p := tf.verifiedAndApproved()
 			rep, err := gate.CheckPromotion(context.Background(), tf.repo, tf.checkReq(p.Branch, time.Now()))
@@ -349,6 +357,7 @@ func TestCheckReverifiesEvidence(t *testing.T) {
 // attached later, or none) or whose source commit they edit is refused by
 // the PR gate.
 func TestGatesCarryAndReverifyTheSameEvidence(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var e *trusttest.Evidence
 	all := func(tf *trustFixture) [][]byte {
@@ -420,6 +429,7 @@ func TestGatesCarryAndReverifyTheSameEvidence(t *testing.T) {
 // record on its branch to reference other evidence than staging's record
 // (a fresher scan attached later, which verifies) is refused at VERIFIED.
 func TestVerifyRefusesEditedEvidence(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var e *trusttest.Evidence
 	all := func(tf *trustFixture) [][]byte {
@@ -443,8 +453,10 @@ func TestVerifyRefusesEditedEvidence(t *testing.T) {
 		tf.write(map[string]string{file: string(data)})
 	})
 	_, err = Verify(ctx, tf.repo, tf.verifyReq(time.Now()))
-	wantTrustRefusal(t, "verify", err, gate.RuleEvidenceDiffers, "")
-	if !strings.Contains(err.Error(), trusttest.DigestOf(fresh)) || !strings.Contains(err.Error(), trusttest.DigestOf(e.Scan)) {
-		t.Fatalf("verify: the refusal names neither evidence: %v", err)
+	if re := wantTrustRefusal(t, "verify", err, gate.RuleEvidenceDiffers, ""); re.File != file || re.Field != "artifact.evidence" {
+		t.Fatalf("verify: %v, want a refusal of %s artifact.evidence", err, file)
 	}
+	// Both evidence digests named: the golden file.
+	errorLines(t, "testdata/evidence-differs.golden", 1)("a scan swapped on the branch",
+		redacted(err, trusttest.DigestOf(fresh), "<the branch's scan>", trusttest.DigestOf(e.Scan), "<the recorded scan>"))
 }

@@ -13,6 +13,7 @@ import (
 // (before, evidence reached client-go through health.MatchImageID and every
 // package here pulled in about 1,150 packages).
 func TestRecordPathStaysLight(t *testing.T) {
+	t.Parallel()
 	pkgs := []string{"promotion", "evidence", "ledger", "delivery", "promote", "gate", "gitops", "imageid", "chainview", "breakglass"}
 	args := []string{"list", "-deps"}
 	for _, p := range pkgs {
