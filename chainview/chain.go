@@ -25,6 +25,8 @@ type chainer struct {
 	// reg is the environment registry at rev: it says which environments
 	// read an OCI artifact (nil: every one reads Git).
 	reg *environment.Registry
+	// keys are the notifier keys the policy at rev lists (nil: none).
+	keys *evidence.Keys
 }
 
 // kustomizationNames are the file names kustomize recognizes (konfig's
@@ -161,7 +163,7 @@ func (c *chainer) sourceArtifact(ctx context.Context, rec *promotion.Record, arr
 	case v.EvidenceCommit != "":
 		at = v.EvidenceCommit
 	}
-	ev, found, err := gitops.ReadNamed(ctx, c.repo, at, file, rec.App, v.Environment, evidence.Parse)
+	ev, found, err := ledger.ReadEvidence(ctx, c.repo, at, file, rec.App, v.Environment, c.keys)
 	if why, err := refusal(err); err != nil || why != "" || !found {
 		for i := range 2 {
 			arrows[i].Status, arrows[i].Summary = Broken, fmt.Sprintf("%s at %s cannot be read: %s", file, short(at), orDash(why))
@@ -319,7 +321,7 @@ func refusal(err error) (string, error) {
 // podsAt reads the Pods of an evidence file for display (nil when it
 // cannot be read: the verdict says why).
 func (c *chainer) podsAt(ctx context.Context, rev, file, app, env string) []evidence.Pod {
-	ev, found, err := gitops.ReadNamed(ctx, c.repo, rev, file, app, env, evidence.Parse)
+	ev, found, err := ledger.ReadEvidence(ctx, c.repo, rev, file, app, env, c.keys)
 	if err != nil || !found {
 		return nil
 	}
@@ -473,7 +475,7 @@ func (c *chainer) pins(ctx context.Context, rev, dir, digest string) (string, bo
 // when there is none; problem says why one is unusable).
 func (c *chainer) targetEvidence(ctx context.Context, rec *promotion.Record) (*evidence.Record, string, error) {
 	file := evidence.Path(rec.Target.Environment, rec.App, rec.PromotionID)
-	ev, found, err := gitops.ReadNamed(ctx, c.repo, c.rev, file, rec.App, rec.Target.Environment, evidence.Parse)
+	ev, found, err := ledger.ReadEvidence(ctx, c.repo, c.rev, file, rec.App, rec.Target.Environment, c.keys)
 	if why, err := refusal(err); err != nil || why != "" {
 		return nil, why, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/throughline-dev/throughline/breakglass"
 	"github.com/throughline-dev/throughline/environment"
+	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/ledger"
@@ -77,7 +78,16 @@ func Load(ctx context.Context, repo *gitops.Repo, opts Options) (*Model, error) 
 	if err != nil && exitcode.Code(err) != exitcode.Invalid {
 		return nil, err
 	}
-	c := &chainer{repo: repo, rev: m.Rev, now: m.Now, reg: reg}
+	keys, err := ledger.EvidenceKeysAt(ctx, repo, m.Rev)
+	if exitcode.Code(err) == exitcode.Invalid {
+		// An unusable evidenceSigners file proves no evidence (the
+		// gates refuse it too).
+		keys, err = &evidence.Keys{File: "evidenceSigners (unusable: " + err.Error() + ")"}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := &chainer{repo: repo, rev: m.Rev, now: m.Now, reg: reg, keys: keys}
 	var cells []*Cell
 	for _, app := range m.Apps {
 		for _, row := range rows {

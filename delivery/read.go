@@ -218,13 +218,21 @@ func (rd *Reader) evidence(ctx context.Context, rev string, rep *Report, attempt
 	if err != nil {
 		return fmt.Errorf("listing %s at %s: %w", evidence.Dir, rev, err)
 	}
+	keys, err := ledger.EvidenceKeysAt(ctx, rd.Repo, rev)
+	if exitcode.Code(err) == exitcode.Invalid {
+		rep.problem(nil, Problem{File: promotion.PolicyFile, Reason: err.Error()})
+		keys, err = &evidence.Keys{File: "evidenceSigners"}, nil // unusable: no evidence counts
+	}
+	if err != nil {
+		return err
+	}
 	for _, file := range files {
 		env, app, id, ok := evidenceName(file)
 		if !ok {
 			continue
 		}
-		ev, found, err := gitops.ReadNamed(ctx, rd.Repo, rev, file, app, env, evidence.Parse)
-		if exitcode.Code(err) == exitcode.Invalid {
+		ev, found, err := ledger.ReadEvidence(ctx, rd.Repo, rev, file, app, env, keys)
+		if c := exitcode.Code(err); err != nil && (c == exitcode.Invalid || c == exitcode.Refused) {
 			rep.problem(nil, Problem{File: file, Reason: err.Error()})
 			continue
 		}

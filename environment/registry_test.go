@@ -97,6 +97,12 @@ func TestNewRefusesInvalidRegistries(t *testing.T) {
 		}, "environments.qa.binding.pinned"},
 		{"zero evidence age", func(p *v1alpha1.PromotionPolicy) { p.EvidenceMaxAge = d(0) }, "evidenceMaxAge"},
 		{"allowed signers outside", func(p *v1alpha1.PromotionPolicy) { p.AllowedSigners = "../keys" }, "allowedSigners"},
+		{"evidence signers outside", func(p *v1alpha1.PromotionPolicy) { p.EvidenceSigners = "/etc/keys" }, "evidenceSigners"},
+		{"negative evidence age of an environment", func(p *v1alpha1.PromotionPolicy) {
+			e := p.Environments["staging"]
+			e.EvidenceMaxAge = d(-time.Hour)
+			p.Environments["staging"] = e
+		}, "environments.staging.evidenceMaxAge"},
 	}
 	// Each error's field ([...]) in its message: testdata/invalid-registries.golden.
 	msgs := golden.ErrorLines(t, "testdata/invalid-registries.golden", len(tests))

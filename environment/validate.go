@@ -20,6 +20,11 @@ func checkTopLevel(p *v1alpha1.PromotionPolicy) error {
 			return fmt.Errorf("allowedSigners: %w", err)
 		}
 	}
+	if p.EvidenceSigners != "" {
+		if err := checkRelative(p.EvidenceSigners); err != nil {
+			return fmt.Errorf("evidenceSigners: %w", err)
+		}
+	}
 	if p.EvidenceMaxAge != nil && p.EvidenceMaxAge.Duration <= 0 {
 		return fmt.Errorf("evidenceMaxAge: %s: must be positive", p.EvidenceMaxAge.Duration)
 	}
@@ -53,6 +58,9 @@ func checkEnvironment(name string, e v1alpha1.EnvironmentPolicy) error {
 	}
 	if err := checkPatterns(e.Controllers, true); err != nil {
 		return fmt.Errorf("%s.controllers%w", field, err)
+	}
+	if e.EvidenceMaxAge != nil && e.EvidenceMaxAge.Duration <= 0 {
+		return fmt.Errorf("%s.evidenceMaxAge: %s: must be positive", field, e.EvidenceMaxAge.Duration)
 	}
 	if err := checkTrust(field, e.Trust); err != nil {
 		return err

@@ -2,7 +2,11 @@ package evidence
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
 	"testing"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // FuzzParse: evidence files are read from the GitOps repository, which
@@ -36,6 +40,42 @@ func FuzzParse(f *testing.F) {
 		twice, err := again.Marshal()
 		if err != nil || !bytes.Equal(once, twice) {
 			t.Fatalf("encoding is not stable (%v):\n%s\n%s", err, once, twice)
+		}
+	})
+}
+
+// FuzzOpen: the signature file and the evidenceSigners file come from the
+// repository too. Open and ParseKeys never panic, and Open never accepts a
+// signature of other bytes than the file's.
+func FuzzOpen(f *testing.F) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		f.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		f.Fatal(err)
+	}
+	good, err := record().Marshal()
+	if err != nil {
+		f.Fatal(err)
+	}
+	sig, err := Sign(good, signer)
+	if err != nil {
+		f.Fatal(err)
+	}
+	line := []byte(record().Environment + " " + string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
+	f.Add(good, sig, line)
+	f.Add(good, sig[:len(sig)/2], line)
+	f.Add([]byte(`{}`), sig, []byte("staging,production cert-authority "+string(ssh.MarshalAuthorizedKey(signer.PublicKey()))))
+	f.Fuzz(func(t *testing.T, data, sig, signers []byte) {
+		keys, err := ParseKeys("signers", signers)
+		if err != nil {
+			return
+		}
+		env := record().Environment
+		if _, err := Open("fuzz.json", env, data, sig, keys); err == nil && !bytes.Equal(data, good) {
+			t.Fatalf("Open accepted bytes the key never signed:\n%s", data)
 		}
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/throughline-dev/throughline/forge"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/gitrepo"
@@ -39,6 +41,11 @@ type GitSink struct {
 	Attempts int
 	// By is written as the history entry's author (default "throughline-notifier").
 	By string
+	// Signer signs every evidence file the sink writes (Sign: the SSH
+	// signature in SignaturePath beside it, in the same commit). Nil
+	// writes unsigned evidence, which a policy that lists evidenceSigners
+	// refuses.
+	Signer ssh.Signer
 
 	// mu serializes this replica's writes to the branch (concurrent writes
 	// from one clone only lose compare-and-swap races to each other);
@@ -173,13 +180,19 @@ func (s *GitSink) Write(ctx context.Context, app, env, observedRevision string, 
 		if err != nil {
 			return nil, "", err
 		}
+		files := map[string][]byte{evPath: evJSON, file: recYAML}
+		if s.Signer != nil {
+			if files[SignaturePath(evPath)], err = Sign(evJSON, s.Signer); err != nil {
+				return nil, "", fmt.Errorf("evidence %s: %w", evPath, err)
+			}
+		}
 		out.Evidence = ev
 		msg := fmt.Sprintf("throughline: %s %s in %s\n\nPromotion: %s\nDesired-Revision: %s\nObserved-Revision: %s\nEvidence: %s\n",
 			app, ev.Decision, env, rec.PromotionID, ev.DesiredRevision, ev.ObservedRevision, evPath)
 		if ev.Reason != "" {
 			msg += "Reason: " + ev.Reason + "\n"
 		}
-		return map[string][]byte{evPath: evJSON, file: recYAML}, msg, nil
+		return files, msg, nil
 	})
 	if errors.Is(err, ErrDuplicate) {
 		s.remember(key, out.Evidence)

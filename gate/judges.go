@@ -146,8 +146,12 @@ func (rd *judgesReader) judgesAt(ctx context.Context, rev string) (*revJudges, e
 		if err := flatten(j.common, promotion.PolicyFile, "", top); err != nil {
 			return nil, err
 		}
-		if pol.AllowedSigners != "" {
-			j.signersErr = j.signerFacts(ctx, pol.AllowedSigners)
+		// The approvers' keys and the notifiers' keys (evidenceSigners:
+		// principals are environments) judge every environment alike.
+		for _, file := range []string{pol.AllowedSigners, pol.EvidenceSigners} {
+			if file != "" && j.signersErr == nil {
+				j.signersErr = j.signerFacts(ctx, file)
+			}
 		}
 		j.allow, j.allowErr = readAllowList(ctx, rd.r, rev)
 	}

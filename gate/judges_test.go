@@ -1,11 +1,15 @@
 package gate
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/internal/golden"
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -128,5 +132,53 @@ func TestJudgesOfUnprotectedEnvironmentAdded(t *testing.T) {
 		if d.Environment == "production" {
 			t.Fatalf("production's judges moved: %v", d.Words())
 		}
+	}
+}
+
+// TestEvidenceSignersChangeRefused: the notifiers' keys judge what
+// evidence carries a digest to production. A pull request that adds a key
+// (one its author holds), removes one, or re-points evidenceSigners is a
+// protected change.
+func TestEvidenceSignersChangeRefused(t *testing.T) {
+	t.Parallel()
+	staging := sshkey.NewNotifier(t, "staging")
+	rogue := sshkey.NewNotifier(t, "staging")
+	for _, tc := range []struct {
+		name   string
+		change func(f *fixture)
+		what   string
+	}{
+		{"a key added", func(f *fixture) {
+			f.write(map[string]string{".throughline/evidence-signers": staging.Line() + rogue.Line()})
+		}, ".throughline/evidence-signers key of staging"},
+		{"the key removed", func(f *fixture) {
+			f.write(map[string]string{".throughline/evidence-signers": "# rotated\n"})
+		}, ".throughline/evidence-signers key of staging"},
+		{"evidenceSigners dropped", func(f *fixture) {
+			f.replace(promotion.PolicyFile, "evidenceSigners: .throughline/evidence-signers\n", "")
+		}, "throughline-policy.yaml evidenceSigners"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixtureWith(t, func(root string) {
+				gittest.Write(t, root, map[string]string{".throughline/evidence-signers": staging.Line()})
+				data, err := os.ReadFile(filepath.Join(root, promotion.PolicyFile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				gittest.Write(t, root, map[string]string{promotion.PolicyFile: string(data) + "evidenceSigners: .throughline/evidence-signers\n"})
+			})
+			f.branch("pr", func() { tc.change(f) })
+			rep := f.check("pr")
+			var refused []Finding
+			for _, fd := range rep.Findings {
+				if fd.Rule == RuleJudges && fd.Environment == "production" && strings.TrimSpace(fd.File+" "+fd.Field) == tc.what {
+					refused = append(refused, fd)
+				}
+			}
+			if len(refused) == 0 || rep.OK {
+				t.Fatalf("%s not refused for production: %+v", tc.what, rep.Findings)
+			}
+		})
 	}
 }

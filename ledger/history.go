@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -108,7 +107,11 @@ func (rd *Reader) History(ctx context.Context, rev, app, env string) (*Log, erro
 	// The evidence files at rev, read once: each proven acceptance's file
 	// must still say so there, and a file saying ACCEPTED for an attempt
 	// whose record never did is reported.
-	names, tip, err := evidenceAt(ctx, repo, rev, app, env)
+	keys, err := EvidenceKeysAt(ctx, repo, rev)
+	if err != nil {
+		return nil, err
+	}
+	names, tip, err := evidenceAt(ctx, repo, rev, app, env, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +134,7 @@ func (rd *Reader) History(ctx context.Context, rev, app, env string) (*Log, erro
 			continue
 		}
 		claimed[rec.PromotionID] = true
-		a, why, err := prove(ctx, repo, c, rec)
+		a, why, err := prove(ctx, repo, c, rec, keys)
 		if err != nil {
 			return nil, err
 		}
@@ -165,7 +168,7 @@ func unclaimed(rev, file string, names []string, tip map[string]parsed, claimed 
 		ev, err := tip[rel].ev, tip[rel].err
 		if err != nil {
 			out = append(out, Unproven{PromotionID: strings.TrimSuffix(path.Base(rel), ".json"), Commit: rev,
-				Reason: fmt.Sprintf("%s does not parse: %v", rel, err)})
+				Reason: fmt.Sprintf("%s cannot be used: %v", rel, err)})
 			continue
 		}
 		if ev.Decision != promotion.Accepted || claimed[ev.PromotionID] {
@@ -180,23 +183,22 @@ func unclaimed(rev, file string, names []string, tip map[string]parsed, claimed 
 // prove reads, in the tree of commit, the evidence file the ACCEPTED
 // record rec names and returns the acceptance when both agree, else why
 // not (an error is a failure to read Git).
-func prove(ctx context.Context, repo *gitops.Repo, commit string, rec *promotion.Record) (*Accepted, string, error) {
+func prove(ctx context.Context, repo *gitops.Repo, commit string, rec *promotion.Record, keys *evidence.Keys) (*Accepted, string, error) {
 	env, app := rec.Target.Environment, rec.App
 	want := promotion.PriorEvidencePath(env, app, rec.PromotionID)
 	if rec.Accepted.RuntimeEvidence != want {
 		return nil, fmt.Sprintf("the record's accepted.runtimeEvidence is %q, not the notifier's evidence file %s", rec.Accepted.RuntimeEvidence, want), nil
 	}
-	data, err := repo.ReadFile(ctx, commit, want)
-	if errors.Is(err, gitrepo.ErrNotFound) {
+	f, found, err := open(ctx, repo, commit, want, env, keys)
+	switch {
+	case err != nil:
+		return nil, "", err
+	case !found:
 		return nil, fmt.Sprintf("the record says ACCEPTED but %s does not exist in that commit (no runtime evidence)", want), nil
+	case f.err != nil:
+		return nil, fmt.Sprintf("%s cannot be used: %v", want, f.err), nil
 	}
-	if err != nil {
-		return nil, "", fmt.Errorf("reading %s at %s: %w", want, commit, err)
-	}
-	ev, err := evidence.Parse(want, data)
-	if err != nil {
-		return nil, fmt.Sprintf("%s does not parse: %v", want, err), nil
-	}
+	ev := f.ev
 	switch {
 	case ev.Decision != promotion.Accepted:
 		return nil, fmt.Sprintf("%s says %s, the record says ACCEPTED", want, ev.Decision), nil
@@ -214,20 +216,37 @@ func prove(ctx context.Context, repo *gitops.Repo, commit string, rec *promotion
 }
 
 // parsed is an evidence file as read at one commit: the record, or why it
-// does not parse.
+// cannot be used (it is not signed by a listed notifier key, or does not
+// parse).
 type parsed struct {
 	ev  *evidence.Record
 	err error
 }
 
-func parse(file string, data []byte) parsed {
-	ev, err := evidence.Parse(file, data)
-	return parsed{ev, err}
+// open reads the evidence file at rev with its signature
+// (ReadEvidence): found is false when there is none; a file that cannot
+// be used is parsed.err, a failure to read Git the error.
+func open(ctx context.Context, repo *gitops.Repo, rev, file, env string, keys *evidence.Keys) (parsed, bool, error) {
+	app := path.Base(path.Dir(file))
+	ev, found, err := ReadEvidence(ctx, repo, rev, file, app, env, keys)
+	if c := exitcode.Code(err); err != nil && (c == exitcode.Invalid || c == exitcode.Refused) {
+		return parsed{err: err}, true, nil
+	}
+	return parsed{ev: ev}, found, err
+}
+
+// EvidenceKeysAt are the notifier keys of the policy at rev (EvidenceKeys).
+func EvidenceKeysAt(ctx context.Context, repo *gitops.Repo, rev string) (*evidence.Keys, error) {
+	pol, err := promotion.ReadPolicy(ctx, repo, rev)
+	if err != nil {
+		return nil, err
+	}
+	return EvidenceKeys(ctx, repo, rev, pol)
 }
 
 // evidenceAt reads every evidence file of app in env at rev: their paths
 // in Git's order, and each parsed.
-func evidenceAt(ctx context.Context, repo *gitops.Repo, rev, app, env string) ([]string, map[string]parsed, error) {
+func evidenceAt(ctx context.Context, repo *gitops.Repo, rev, app, env string, keys *evidence.Keys) ([]string, map[string]parsed, error) {
 	dir := path.Join(promotion.EvidenceDir, env, app)
 	list, err := repo.ListTree(ctx, rev, dir)
 	if err != nil {
@@ -239,27 +258,24 @@ func evidenceAt(ctx context.Context, repo *gitops.Repo, rev, app, env string) ([
 		if path.Dir(rel) != dir || !strings.HasSuffix(rel, ".json") {
 			continue // the files of dir itself, as the notifier writes them
 		}
-		data, err := repo.ReadFile(ctx, rev, rel)
+		f, _, err := open(ctx, repo, rev, rel, env, keys)
 		if err != nil {
-			return nil, nil, fmt.Errorf("reading %s at %s: %w", rel, rev, err)
+			return nil, nil, err
 		}
 		names = append(names, rel)
-		files[rel] = parse(rel, data)
+		files[rel] = f
 	}
 	return names, files, nil
 }
 
 // stillSays reports why the evidence of a, read at rev, no longer says
 // what it said when a was accepted ("" when it does).
-func stillSays(ctx context.Context, repo *gitops.Repo, rev string, a *Accepted) (string, error) {
-	data, err := repo.ReadFile(ctx, rev, a.Evidence)
-	if errors.Is(err, gitrepo.ErrNotFound) {
-		return changedSince(rev, a, parsed{}, false), nil
-	}
+func stillSays(ctx context.Context, repo *gitops.Repo, rev string, a *Accepted, env string, keys *evidence.Keys) (string, error) {
+	f, found, err := open(ctx, repo, rev, a.Evidence, env, keys)
 	if err != nil {
-		return "", fmt.Errorf("reading %s at %s: %w", a.Evidence, rev, err)
+		return "", err
 	}
-	return changedSince(rev, a, parse(a.Evidence, data), true), nil
+	return changedSince(rev, a, f, found), nil
 }
 
 // changedSince reports why f, the evidence of a as it is at rev (absent
@@ -271,7 +287,7 @@ func changedSince(rev string, a *Accepted, f parsed, present bool) string {
 		return fmt.Sprintf("%s was deleted after the acceptance at %s (it is absent at %s)", a.Evidence, gitrepo.Short(a.Commit), gitrepo.Short(rev))
 	}
 	if f.err != nil {
-		return fmt.Sprintf("%s was changed after the acceptance at %s and no longer parses at %s: %v", a.Evidence,
+		return fmt.Sprintf("%s was changed after the acceptance at %s and cannot be used at %s: %v", a.Evidence,
 			gitrepo.Short(a.Commit), gitrepo.Short(rev), f.err)
 	}
 	ev := f.ev
@@ -326,7 +342,11 @@ func CheckPrior(ctx context.Context, repo *gitops.Repo, base string, rec *promot
 	case prev.Artifact.Digest != rec.Artifact.Digest:
 		return refuse("that attempt accepted %s, this record rolls back to %s", prev.Artifact.Digest, rec.Artifact.Digest)
 	}
-	a, why, err := prove(ctx, repo, p.Commit, prev)
+	keys, err := EvidenceKeysAt(ctx, repo, base)
+	if err != nil {
+		return err
+	}
+	a, why, err := prove(ctx, repo, p.Commit, prev, keys)
 	if err != nil {
 		return err
 	}
@@ -341,7 +361,7 @@ func CheckPrior(ctx context.Context, repo *gitops.Repo, base string, rec *promot
 	case v.RenderedHash != a.RenderedHash:
 		return refuse("verifiedIn.renderedHash %s is not the accepted render %s", v.RenderedHash, a.RenderedHash)
 	}
-	if why, err := stillSays(ctx, repo, base, a); err != nil {
+	if why, err := stillSays(ctx, repo, base, a, rec.Target.Environment, keys); err != nil {
 		return err
 	} else if why != "" {
 		return refuse("%s", why)

@@ -75,14 +75,24 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 	if err != nil {
 		return nil, err
 	}
-	ev, found, err := gitops.ReadNamed(ctx, r, commit, want, app, env, evidence.Parse)
+	// The policy at base is read once: it names the notifier keys, the
+	// registry says the source kind, and the evidence's maximum age.
+	pol, err := promotion.ReadPolicy(ctx, r, base)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := EvidenceKeys(ctx, r, base, pol)
+	if err != nil {
+		return nil, err
+	}
+	ev, found, err := ReadEvidence(ctx, r, commit, want, app, env, keys)
 	switch {
 	case err != nil:
 		return nil, err
 	case !found:
 		return nil, refuse("%s names %s, which does not exist at %s, where the record became ACCEPTED", file, want, gitrepo.Short(commit))
 	}
-	atBase, found, err := gitops.ReadNamed(ctx, r, base, want, app, env, evidence.Parse)
+	atBase, found, err := ReadEvidence(ctx, r, base, want, app, env, keys)
 	switch {
 	case err != nil:
 		return nil, err
@@ -92,12 +102,6 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 	s := &SourceEvidence{Environment: env, Record: rec, Evidence: ev, Path: want, Commit: commit}
 	if why := ev.Accepts(rec); why != "" {
 		return nil, refuse("%s at %s: %s", want, gitrepo.Short(commit), why)
-	}
-	// The policy at base is read once: the registry says the source kind,
-	// the policy the evidence's maximum age.
-	pol, err := promotion.ReadPolicy(ctx, r, base)
-	if err != nil {
-		return nil, err
 	}
 	reg, err := promotion.Registry(pol)
 	if err != nil {
@@ -109,6 +113,11 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 	}
 	if why == "" {
 		why = checkSourceKind(reg, env, ev)
+	}
+	if why == "" && !promotion.ValidOCIRevision(ev.DesiredRevision) {
+		if why, err = checkOrder(ctx, r, commit, ev); err != nil {
+			return nil, err
+		}
 	}
 	if why == "" {
 		why = ev.CheckPods(digest)
@@ -123,9 +132,9 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 		return nil, &exitcode.Refusal{Rule: RuleChecksNotPassed, File: want,
 			Reason: fmt.Sprintf("runtime checks of %s in %s not passed: ", digest, env) + why}
 	}
-	if pol != nil && pol.EvidenceMaxAge != nil && now.Sub(ev.Time) > pol.EvidenceMaxAge.Duration {
-		return nil, refuse("%s at %s was written at %s, %s ago: older than evidenceMaxAge %s in %s", want, gitrepo.Short(commit),
-			ev.Time.UTC().Format(time.RFC3339), now.Sub(ev.Time).Round(time.Second), pol.EvidenceMaxAge.Duration, promotion.PolicyFile)
+	if maxAge := pol.EvidenceMaxAgeOf(env); !now.IsZero() && now.Sub(ev.Time) > maxAge {
+		return nil, refuse("%s at %s was written at %s, %s ago: older than the evidenceMaxAge %s of %s in %s", want, gitrepo.Short(commit),
+			ev.Time.UTC().Format(time.RFC3339), now.Sub(ev.Time).Round(time.Second), maxAge, env, promotion.PolicyFile)
 	}
 	return s, nil
 }

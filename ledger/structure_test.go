@@ -12,14 +12,14 @@ import (
 )
 
 // TestOnlyLedgerReadsHistory: the ledger is the one reader of records
-// through Git history. Any other package calling FileHistory (the history
+// through Git history, and of runtime evidence (signature checked). Any other package calling FileHistory (the history
 // of a file) answers the ledger's question a second way; the read-only
 // packages (the web view, delivery metrics) and the gate never import
 // promote, the package that writes records.
 func TestOnlyLedgerReadsHistory(t *testing.T) {
 	t.Parallel()
 	fset := token.NewFileSet()
-	var calls []string
+	var calls, unsigned []string
 	imports := map[string][]string{} // package dir -> throughline imports
 	err := filepath.WalkDir("..", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -40,16 +40,20 @@ func TestOnlyLedgerReadsHistory(t *testing.T) {
 			v, _ := strconv.Unquote(im.Path.Value)
 			imports[dir] = append(imports[dir], v)
 		}
-		if dir == "../gitrepo" || dir == "../ledger" {
-			return nil
-		}
 		f, err = parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
 		if err != nil {
 			return err
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
-			if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "FileHistory" {
-				calls = append(calls, fset.Position(sel.Pos()).String())
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if sel.Sel.Name == "FileHistory" && dir != "../gitrepo" && dir != "../ledger" {
+				calls = append(calls, fset.Position(sel.Pos()).String()+" reads a file's history outside the ledger: read records through ledger.Reader")
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "evidence" && sel.Sel.Name == "Parse" {
+				unsigned = append(unsigned, fset.Position(sel.Pos()).String())
 			}
 			return true
 		})
@@ -62,7 +66,13 @@ func TestOnlyLedgerReadsHistory(t *testing.T) {
 		t.Fatalf("read %d packages: the walk did not find the module", len(imports))
 	}
 	for _, c := range calls {
-		t.Errorf("%s reads a file's history outside the ledger: read records through ledger.Reader", c)
+		t.Error(c)
+	}
+	// Runtime evidence is read from Git only with its signature checked
+	// before it is parsed: ledger.ReadEvidence (evidence.Open). A caller
+	// of evidence.Parse would take the file's word for it.
+	for _, c := range unsigned {
+		t.Errorf("%s parses runtime evidence without its signature: read it through ledger.ReadEvidence", c)
 	}
 	for _, dir := range []string{"../chainview", "../delivery", "../ledger", "../gate"} {
 		for _, im := range imports[dir] {

@@ -5,11 +5,14 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/crypto/ssh"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -66,6 +69,43 @@ type ServiceConfig struct {
 	ResyncInterval time.Duration
 	// OnResync is told of every record resynced and every failed pass; nil is silent.
 	OnResync func(Resynced)
+	// EvidenceKeyFile is the OpenSSH private key (unencrypted, from a
+	// Secret) that signs every evidence file the notifier writes; its
+	// public key is listed in the policy's evidenceSigners for the
+	// environments this notifier serves. "": evidence is unsigned.
+	EvidenceKeyFile string
+}
+
+// maxKeyFile caps an SSH private key file.
+const maxKeyFile = 64 << 10
+
+// EvidenceSigner reads the SSH private key file that signs evidence (nil
+// for ""). The error names the file, never its content.
+func EvidenceSigner(file string) (ssh.Signer, error) {
+	if file == "" {
+		return nil, nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("notifier: evidence signing key: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("notifier: reading the evidence signing key %s: %w", file, err)
+	}
+	if len(data) > maxKeyFile {
+		return nil, fmt.Errorf("notifier: evidence signing key %s: over %d bytes: not an SSH private key", file, maxKeyFile)
+	}
+	signer, err := ssh.ParsePrivateKey(data)
+	if err != nil {
+		var missing *ssh.PassphraseMissingError
+		if errors.As(err, &missing) {
+			return nil, fmt.Errorf("notifier: evidence signing key %s is encrypted: give an unencrypted key (from a Secret)", file)
+		}
+		return nil, fmt.Errorf("notifier: evidence signing key %s: not an OpenSSH private key", file)
+	}
+	return signer, nil
 }
 
 // Service is a running notifier: its HTTP server and the commit statuses
@@ -76,7 +116,14 @@ type Service struct {
 	branch   string
 	cancelBG context.CancelFunc
 	resync   *Resyncer
+	// signingKey is the fingerprint of the evidence signing key ("":
+	// evidence is unsigned).
+	signingKey string
 }
+
+// SigningKey is the fingerprint of the key that signs the evidence this
+// notifier writes ("" when it writes unsigned evidence).
+func (s *Service) SigningKey() string { return s.signingKey }
 
 // Start starts the notifier service of cfg: the listener is bound before
 // Start returns (a taken port is an error), then the receivers are served
@@ -89,12 +136,16 @@ func Start(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 	if branch == "" {
 		branch = cfg.Repo.Base
 	}
+	signer, err := EvidenceSigner(cfg.EvidenceKeyFile)
+	if err != nil {
+		return nil, err
+	}
 	dyn, err := dynamic.NewForConfig(cfg.Kube)
 	if err != nil {
 		return nil, fmt.Errorf("notifier: API client: %w", err)
 	}
 	proc := &Processor{
-		Git:  &evidence.GitSink{Repo: cfg.Repo.Repo, Branch: branch, Attempts: DefaultGitAttempts},
+		Git:  &evidence.GitSink{Repo: cfg.Repo.Repo, Branch: branch, Attempts: DefaultGitAttempts, Signer: signer},
 		Live: &KubeAcceptances{Client: dyn, Namespace: cfg.Namespace, Registry: BaseRegistry(cfg.Repo), Prefix: cfg.Repo.Prefix},
 		// The registry settles whether a sha256 revision is an artifact's digest or a SHA-256 commit.
 		Registry: BaseRegistry(cfg.Repo),
@@ -125,6 +176,9 @@ func Start(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 		ln = tls.NewListener(ln, certs.tlsConfig())
 	}
 	s := &Service{srv: NewServer(cfg.Addr, h, DefaultProcessTimeout), ln: ln, branch: branch, cancelBG: cancelBG}
+	if signer != nil {
+		s.signingKey = ssh.FingerprintSHA256(signer.PublicKey())
+	}
 	if cfg.ResyncInterval > 0 {
 		s.resync = &Resyncer{Proc: proc, Client: dyn, Prefix: cfg.Repo.Prefix, Interval: cfg.ResyncInterval, Metrics: h.Metrics(), Log: cfg.OnResync}
 	}

@@ -20,9 +20,8 @@ import (
 // serve's live verification does.
 func (f *fixture) acceptProduction(desired, digest string) {
 	t := f.t
-	sink := &evidence.GitSink{Repo: f.repo.Repo, Branch: "main"}
 	at := time.Now()
-	_, err := sink.Write(context.Background(), "checkout", "production", desired,
+	_, err := f.sink().Write(context.Background(), "checkout", "production", desired,
 		func(_ context.Context, rec *promotion.Record, _ string) (*evidence.Record, error) {
 			checks, soakStarted := f.passedChecks(production, at)
 			return &evidence.Record{Decision: promotion.Accepted, ObservedRevision: desired, RenderedHash: rec.Target.RenderedHash,

@@ -79,7 +79,7 @@ func newChartFixture(t *testing.T, unrecorded ...bool) *chartFixture {
 	f.repo, err = gitops.Open(context.Background(), f.root)
 	must(t, err)
 	f.repo.Charts = c.source
-	f.acceptStaging(desired, time.Now().Add(-30*time.Minute))
+	f.acceptStaging(desired, time.Now())
 	return c
 }
 

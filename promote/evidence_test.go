@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -48,8 +50,7 @@ func (f *fixture) stagingReconciling(desired string) {
 // follows.
 func (f *fixture) acceptStaging(desired string, at time.Time) {
 	t := f.t
-	sink := &evidence.GitSink{Repo: f.repo.Repo, Branch: "main"}
-	_, err := sink.Write(context.Background(), "checkout", "staging", desired,
+	_, err := f.sink().Write(context.Background(), "checkout", "staging", desired,
 		func(_ context.Context, rec *promotion.Record, _ string) (*evidence.Record, error) {
 			checks, soakStarted := f.passedChecks("apps/checkout/overlays/staging", at)
 			return &evidence.Record{Decision: promotion.Accepted, ObservedRevision: desired, RenderedHash: rec.Target.RenderedHash,
@@ -62,19 +63,34 @@ func (f *fixture) acceptStaging(desired string, at time.Time) {
 	f.git("reset", "-q", "--hard")
 }
 
+// sink is the notifier's Git sink on main, signing with the fixture's
+// notifier key when the policy lists it (newFixture; a chart fixture's
+// policy does not).
+func (f *fixture) sink() *evidence.GitSink {
+	sink := &evidence.GitSink{Repo: f.repo.Repo, Branch: "main"}
+	if f.notifier.Signer != nil {
+		sink.Signer = f.notifier
+	}
+	return sink
+}
+
 // evidencePath is staging's evidence file.
 func (f *fixture) evidencePath() string {
 	return evidence.Path("staging", "checkout", promotion.AttemptKey{App: "checkout", Digest: newDigest, Environment: "staging", Attempt: 1}.ID())
 }
 
 // rewriteAcceptance rewrites main's last commit (the notifier's) with the
-// evidence file and staging's record as change leaves them: a hand-made
-// acceptance commit.
+// evidence file and staging's record as change leaves them, the evidence
+// signed again with the notifier's key: a hand-made acceptance commit by
+// someone who holds that key (the checks behind the signature still hold).
 func (f *fixture) rewriteAcceptance(change func(ev map[string]string)) {
 	f.t.Helper()
 	files := map[string]string{"evidence": f.read(f.evidencePath()), "record": f.read(promotion.RecordPath("checkout", "staging"))}
 	change(files)
-	f.write(map[string]string{f.evidencePath(): files["evidence"], promotion.RecordPath("checkout", "staging"): files["record"]})
+	sig, err := evidence.Sign([]byte(files["evidence"]), f.notifier)
+	must(f.t, err)
+	f.write(map[string]string{f.evidencePath(): files["evidence"], promotion.RecordPath("checkout", "staging"): files["record"],
+		evidence.SignaturePath(f.evidencePath()): string(sig)})
 	f.git("commit", "-q", "-a", "--amend", "--no-edit")
 }
 
@@ -84,7 +100,7 @@ func (f *fixture) rewriteAcceptance(change func(ev map[string]string)) {
 func TestSourceEvidenceRefusals(t *testing.T) {
 	t.Parallel()
 	other := "sha256:" + strings.Repeat("7", 64)
-	record := errorLines(t, "testdata/source-evidence-refusals.golden", 20)
+	record := errorLines(t, "testdata/source-evidence-refusals.golden", 24)
 	for _, tc := range []struct {
 		name   string
 		attack func(f *fixture)
@@ -131,9 +147,23 @@ func TestSourceEvidenceRefusals(t *testing.T) {
 			})
 		}, exitcode.Refused, "no Pod runs a container declared with " + newDigest},
 		{"evidence older than evidenceMaxAge", func(f *fixture) {
-			f.write(map[string]string{promotion.PolicyFile: f.read(promotion.PolicyFile) + "evidenceMaxAge: 10m\n"})
-			f.commit("evidence at most 10 minutes old")
-		}, exitcode.Refused, "older than evidenceMaxAge 10m0s"},
+			f.write(map[string]string{promotion.PolicyFile: f.read(promotion.PolicyFile) + "evidenceMaxAge: 1s\n"})
+			f.commit("evidence at most a second old")
+			time.Sleep(1100 * time.Millisecond) // the evidence is dated to the second: now it is over a second old
+		}, exitcode.Refused, "older than the evidenceMaxAge 1s"},
+		{"evidence dated before the commit it observes", func(f *fixture) {
+			f.rewriteAcceptance(func(m map[string]string) {
+				m["evidence"] = regexp.MustCompile(`"time": "[^"]*"`).ReplaceAllString(m["evidence"], `"time": "2025-06-01T10:00:00Z"`)
+			})
+		}, exitcode.Refused, "before the observed commit"},
+		{"revisions that are commits of no repository", func(f *fixture) {
+			fake := strings.Repeat("ab", 20)
+			f.rewriteAcceptance(func(m map[string]string) {
+				old := f.git("log", "-1", "--format=%H", "main~2")
+				m["evidence"] = strings.ReplaceAll(m["evidence"], old, fake)
+				m["record"] = strings.ReplaceAll(m["record"], old, fake)
+			})
+		}, exitcode.Refused, "is not a commit in the history of"},
 		{"a hand-written file that is not evidence/v1", func(f *fixture) {
 			f.rewriteAcceptance(func(m map[string]string) {
 				m["evidence"] = "environment: staging\ndigest: " + newDigest + "\ndesiredRevision: x\nobservedRevision: y\n"
@@ -173,6 +203,59 @@ func TestSourceEvidenceRefusals(t *testing.T) {
 	}
 }
 
+// TestEvidenceSignatureRefusals: the issue's sequence. Staging's record
+// rewritten to ACCEPTED by an arbitrary author, with an evidence/v1 file
+// edited to match, carries nothing to production: evidence counts only
+// signed by a notifier key the base's evidenceSigners lists for staging.
+func TestEvidenceSignatureRefusals(t *testing.T) {
+	t.Parallel()
+	record := errorLines(t, "testdata/evidence-signature-refusals.golden", 8)
+	for _, tc := range []struct {
+		name   string
+		attack func(f *fixture)
+		reason string
+	}{
+		{"hand-written evidence without a signature", func(f *fixture) {
+			ev := f.read(f.evidencePath())
+			f.git("rm", "-q", "gitops/"+evidence.SignaturePath(f.evidencePath()))
+			f.write(map[string]string{f.evidencePath(): strings.Replace(ev, `"Verified"`, `"Verified" `, 1)})
+			f.git("commit", "-q", "-a", "--amend", "--no-edit")
+		}, "no signature"},
+		{"evidence edited after the notifier signed it", func(f *fixture) {
+			ev := f.read(f.evidencePath())
+			f.write(map[string]string{f.evidencePath(): strings.Replace(ev, `"Verified"`, `"Verified" `, 1)})
+			f.git("commit", "-q", "-a", "--amend", "--no-edit")
+		}, "does not verify"},
+		{"evidence signed by a key the policy does not list", func(f *fixture) {
+			f.notifier = sshkey.NewNotifier(t, "staging")
+			f.rewriteAcceptance(func(map[string]string) {})
+		}, "lists no such key"},
+		{"evidence signed by production's notifier", func(f *fixture) {
+			prod := sshkey.NewNotifier(t, "production")
+			f.write(map[string]string{evidenceSignersFile: f.notifier.Line() + prod.Line()})
+			f.notifier = prod
+			f.rewriteAcceptance(func(map[string]string) {})
+		}, "for production, not for staging"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			f := newFixture(t)
+			p := f.propose()
+			tc.attack(f)
+			_, err := Verify(ctx, f.repo, VerifyRequest{App: "checkout", To: "production", Now: time.Now()})
+			refusedBy(t, err, ledger.RuleEvidenceSignature)
+			record(tc.name+", verify", err)
+			f.git("branch", "-q", "-D", p.Branch)
+			_, err = Propose(ctx, f.repo, ProposeRequest{App: "checkout", From: "staging", To: "production", Path: production, Renderer: renderer})
+			if re := refusedBy(t, err, ledger.RuleEvidenceSignature); re.File != f.evidencePath() || !strings.Contains(re.Reason, tc.reason) {
+				t.Fatalf("propose: %+v, want a refusal naming %s: %s", re, f.evidencePath(), tc.reason)
+			}
+			record(tc.name+", propose", err)
+		})
+	}
+}
+
 // f0 is the folder of a path with its trailing ".json" name cut.
 func f0(p string) string { return strings.TrimSuffix(p, ".json") }
 
@@ -190,9 +273,11 @@ func TestVerifySource(t *testing.T) {
 	errorLines(t, "testdata/verify-source.golden", 1)("verify from dev", err) // "does not exist"
 }
 
-// TestExampleEvidence: in the example repository, staging's record and the
-// notifier's evidence agree (promote verify would accept them), and the
-// dev evidence its verifiedIn cites exists and says the same.
+// TestExampleEvidence: the example repository's evidence names desired
+// and observed revisions that are commits of no repository a user has
+// (c0ffee...): the gates refuse it, as they refuse any evidence whose
+// revisions are not commits of the history that recorded it. The example
+// that walks the chain with real commits is issue 35's.
 func TestExampleEvidence(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -204,16 +289,8 @@ func TestExampleEvidence(t *testing.T) {
 	repo, err := gitops.Open(ctx, f.root)
 	must(t, err)
 	at, _ := time.Parse(time.RFC3339, "2026-11-21T00:00:00Z")
-	s, err := ledger.ReadSourceEvidence(ctx, repo, commit, "checkout", "staging", oldDigest, at)
-	must(t, err)
-	if s.Commit != commit || s.Path != "evidence/staging/checkout/checkout-staging-9c2f1e0d7b6a-1.json" {
-		t.Fatalf("staging evidence %s at %s", s.Path, s.Commit)
-	}
-	v := s.Record.VerifiedIn
-	dev, found, err := gitops.ReadNamed(ctx, repo, commit, v.RuntimeEvidence, "checkout", "dev", evidence.Parse)
-	must(t, err)
-	if !found || dev.ArtifactDigest != oldDigest || dev.DesiredRevision != v.DesiredRevision || dev.ObservedRevision != v.ObservedRevision ||
-		dev.RenderedHash != v.RenderedHash || dev.Decision != promotion.Accepted || dev.CheckPods(oldDigest) != "" {
-		t.Fatalf("dev evidence %s does not back staging's verifiedIn %+v: %+v", v.RuntimeEvidence, v, dev)
+	_, err = ledger.ReadSourceEvidence(ctx, repo, commit, "checkout", "staging", oldDigest, at)
+	if re := refusedBy(t, err, ledger.RuleSourceEvidence); !strings.Contains(re.Reason, "is not a commit in the history of") {
+		t.Fatalf("the example's staging evidence: %v, want it refused for revisions that are not commits", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/internal/golden"
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
@@ -38,7 +39,13 @@ type fixture struct {
 	t         *testing.T
 	top, root string
 	repo      *gitops.Repo
+	// notifier signs the evidence the fixture's notifier writes: the
+	// policy lists it for dev, staging and production (evidenceSigners).
+	notifier sshkey.Notifier
 }
+
+// evidenceSignersFile is the fixture's evidenceSigners.
+const evidenceSignersFile = ".throughline/evidence-signers"
 
 func (f *fixture) git(args ...string) string {
 	f.t.Helper()
@@ -106,6 +113,9 @@ func newFixture(t *testing.T) *fixture {
 	copyDir(t, exampleRepo, f.root)
 	testenv.RemoveTrust(t, f.root) // made-up digests, no evidence: the trust gates are trust_test.go's
 	f.replace("apps/checkout/overlays/staging/kustomization.yaml", "1.4.2@"+oldDigest, "1.5.0@"+newDigest)
+	f.notifier = sshkey.NewNotifier(t, "dev", "staging", "production")
+	f.write(map[string]string{evidenceSignersFile: f.notifier.Line(),
+		promotion.PolicyFile: f.read(promotion.PolicyFile) + "evidenceSigners: " + evidenceSignersFile + "\n"})
 	gittest.Init(t, f.top)
 	desired := f.commit("staging desires 1.5.0")
 	f.stagingReconciling(desired)
@@ -113,7 +123,7 @@ func newFixture(t *testing.T) *fixture {
 	var err error
 	f.repo, err = gitops.Open(context.Background(), f.root)
 	must(t, err)
-	f.acceptStaging(desired, time.Now().Add(-30*time.Minute))
+	f.acceptStaging(desired, time.Now())
 	return f
 }
 
@@ -458,8 +468,8 @@ func errorLines(t *testing.T, file string, cases int, replace ...string) func(na
 }
 
 // withoutRunValues is err with the commit ids in its message (full, or
-// short after "at" or "of"), its timestamps and ages written <commit>,
-// <time> and <age>.
+// short after "at", "of" or "commit"), its timestamps, ages and key
+// fingerprints written <commit>, <time>, <age> and <key>.
 func withoutRunValues(err error) error {
 	if err == nil {
 		return nil
@@ -467,14 +477,17 @@ func withoutRunValues(err error) error {
 	msg := commitID.ReplaceAllString(err.Error(), "<commit>")
 	msg = shortCommit.ReplaceAllString(msg, "$1 <commit>")
 	msg = timestamp.ReplaceAllString(msg, "<time>")
+	msg = keyFingerprint.ReplaceAllString(msg, "<key>")
 	return errors.New(age.ReplaceAllString(msg, "<age> ago"))
 }
 
 var (
 	commitID    = regexp.MustCompile(`\b[0-9a-f]{40}\b`)
-	shortCommit = regexp.MustCompile(`\b(at|of) [0-9a-f]{12}\b`)
-	timestamp   = regexp.MustCompile(`\b(\d{4}-\d\d-\d\dT)?\d\d:\d\d:\d\d(\.\d+)?Z`)
-	age         = regexp.MustCompile(`\b(\d+h)?(\d+m)?[\d.]+s ago\b`)
+	shortCommit = regexp.MustCompile(`\b(at|of|commit) [0-9a-f]{12}\b`)
+	// keyFingerprint is an SSH key's (the tests make their keys).
+	keyFingerprint = regexp.MustCompile(`SHA256:[A-Za-z0-9+/]{43}`)
+	timestamp      = regexp.MustCompile(`\b(\d{4}-\d\d-\d\dT)?\d\d:\d\d:\d\d(\.\d+)?Z`)
+	age            = regexp.MustCompile(`\b(\d+h)?(\d+m)?[\d.]+s ago\b`)
 )
 
 // redacted is err with each old, new pair of replace applied to its

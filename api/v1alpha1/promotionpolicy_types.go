@@ -1,6 +1,10 @@
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // PromotionPolicy is the repository's promotion policy
 // (throughline-policy.yaml). Absent, every default is the strict one; a nil
@@ -19,8 +23,17 @@ type PromotionPolicy struct {
 	// (gpg.ssh.allowedSignersFile). Approvals are commits signed by one of
 	// an environment's Approvers with the key this file lists for them.
 	AllowedSigners string `json:"allowedSigners,omitempty"`
+	// EvidenceSigners is the repository-relative path of the notifiers'
+	// SSH public keys, in git's allowed-signers format: each line's
+	// principals are the environments whose runtime evidence that key
+	// may sign (a notifier signs every evidence/v1 file it writes, in a
+	// .sig file beside it). When it is set, the gates accept runtime
+	// evidence only with a valid signature by a key listed for the
+	// evidence's environment.
+	EvidenceSigners string `json:"evidenceSigners,omitempty"`
 	// EvidenceMaxAge is how old the source environment's runtime evidence
-	// may be when a promotion is verified (none: no limit).
+	// may be when a promotion is verified (default DefaultEvidenceMaxAge;
+	// an environment's evidenceMaxAge overrides it for its own evidence).
 	EvidenceMaxAge *metav1.Duration `json:"evidenceMaxAge,omitempty"`
 	// AllowParameters are top-level keys of the target overlay's
 	// kustomization a promotion may change besides the image digest
@@ -35,6 +48,27 @@ type PromotionPolicy struct {
 	// name the artifact's tag with another digest: "refuse" (the default)
 	// or "warn".
 	MovedTags string `json:"movedTags,omitempty"`
+}
+
+// DefaultEvidenceMaxAge is how old runtime evidence may be when neither
+// the policy nor the source environment sets evidenceMaxAge: a week. An
+// acceptance older than that is re-verified (promoted again into the
+// source environment) before it moves on.
+const DefaultEvidenceMaxAge = 7 * 24 * time.Hour
+
+// EvidenceMaxAgeOf is how old env's runtime evidence may be: env's own
+// evidenceMaxAge, else the policy's, else DefaultEvidenceMaxAge.
+func (p *PromotionPolicy) EvidenceMaxAgeOf(env string) time.Duration {
+	if p == nil {
+		return DefaultEvidenceMaxAge
+	}
+	if e, ok := p.Environments[env]; ok && e.EvidenceMaxAge != nil {
+		return e.EvidenceMaxAge.Duration
+	}
+	if p.EvidenceMaxAge != nil {
+		return p.EvidenceMaxAge.Duration
+	}
+	return DefaultEvidenceMaxAge
 }
 
 // The values of MovedTags.
@@ -79,6 +113,10 @@ type EnvironmentPolicy struct {
 	// the notifier halts it, naming the revision the controller is stuck
 	// on (none: no deadline).
 	ReconcileDeadline *metav1.Duration `json:"reconcileDeadline,omitempty"`
+	// EvidenceMaxAge is how old this environment's runtime evidence may
+	// be when a promotion out of it is verified (default: the policy's
+	// evidenceMaxAge).
+	EvidenceMaxAge *metav1.Duration `json:"evidenceMaxAge,omitempty"`
 	// RolloutDeadline is how long, from the generation's first
 	// observation, the running images may take to be verified before the
 	// Acceptance turns Ready False with reason DeadlineExceeded (none: no

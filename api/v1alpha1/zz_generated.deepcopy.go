@@ -427,6 +427,11 @@ func (in *EnvironmentPolicy) DeepCopyInto(out *EnvironmentPolicy) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.EvidenceMaxAge != nil {
+		in, out := &in.EvidenceMaxAge, &out.EvidenceMaxAge
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.RolloutDeadline != nil {
 		in, out := &in.RolloutDeadline, &out.RolloutDeadline
 		*out = new(v1.Duration)

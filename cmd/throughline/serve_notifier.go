@@ -33,6 +33,7 @@ type notifierFlags struct {
 	statusURL     string
 	tlsCertFile   string
 	tlsKeyFile    string
+	evidenceKey   string
 	forge         forgeFlags
 	git           gitRemoteFlags
 	// repo is the notifier's repository once started (nil when off): the
@@ -70,6 +71,8 @@ func (n *notifierFlags) add(cmd *cobra.Command) {
 		`commit status link, formatted with the evidence path (e.g. "https://github.com/org/gitops/blob/main/%s")`)
 	f.StringVar(&n.tlsCertFile, "notifier-tls-cert-file", "", "serve HTTPS with this PEM certificate (chain), reloaded when it changes")
 	f.StringVar(&n.tlsKeyFile, "notifier-tls-key-file", "", "PEM private key of --notifier-tls-cert-file")
+	f.StringVar(&n.evidenceKey, "notifier-evidence-key-file", "", "OpenSSH private key (unencrypted, from a Secret) that signs every "+
+		"evidence file; list its public key in the policy's evidenceSigners (none: unsigned evidence, which that policy refuses)")
 	f.DurationVar(&n.resync, "notifier-resync-interval", notifier.DefaultResyncInterval,
 		"decide every RECONCILING record from its Application's or Kustomization's own status this often, without waiting "+
 			"for a delivery (leader only; 0 turns it off: then a lost delivery leaves the record RECONCILING)")
@@ -120,7 +123,10 @@ func (n *notifierFlags) start(ctx context.Context, cfg *rest.Config, log zerolog
 	log.Info().Str("address", svc.Addr().String()).Bool("tls", sc.TLSCertFile != "").Str("branch", svc.Branch()).
 		Bool("flux", len(sc.Handler.FluxKey) > 0).
 		Bool("argocd", len(sc.Handler.ArgoCDToken) > 0).Bool("commitStatus", sc.Forge != nil).Dur("resync", sc.ResyncInterval).
-		Msg("starting the notifier")
+		Str("evidenceKey", svc.SigningKey()).Msg("starting the notifier")
+	if svc.SigningKey() == "" {
+		log.Warn().Msg("no --notifier-evidence-key-file: the evidence is unsigned, and a policy that lists evidenceSigners refuses it")
+	}
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -131,7 +137,8 @@ func (n *notifierFlags) start(ctx context.Context, cfg *rest.Config, log zerolog
 // config checks the flags, reads the secrets and opens the clone.
 func (n *notifierFlags) config(ctx context.Context, cfg *rest.Config) (notifier.ServiceConfig, error) {
 	sc := notifier.ServiceConfig{Addr: n.addr, Branch: n.branch, Kube: cfg, Namespace: n.namespace, StatusURL: n.statusURL,
-		Handler: notifier.Config{MaxBody: n.maxBody, Rate: n.rate, Burst: n.burst}, TLSCertFile: n.tlsCertFile, TLSKeyFile: n.tlsKeyFile}
+		Handler: notifier.Config{MaxBody: n.maxBody, Rate: n.rate, Burst: n.burst}, TLSCertFile: n.tlsCertFile, TLSKeyFile: n.tlsKeyFile,
+		EvidenceKeyFile: n.evidenceKey}
 	if n.repoDir == "" {
 		return sc, exitcode.Usagef("--notifier-bind-address needs --notifier-repo")
 	}

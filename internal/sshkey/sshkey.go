@@ -3,11 +3,16 @@
 package sshkey
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // Key is one key pair.
@@ -65,4 +70,42 @@ func (k Key) Env() []string {
 		"GIT_AUTHOR_NAME=" + k.Principal, "GIT_AUTHOR_EMAIL=" + k.Principal,
 		"GIT_COMMITTER_NAME=" + k.Principal, "GIT_COMMITTER_EMAIL=" + k.Principal,
 	}
+}
+
+// Notifier is a notifier's evidence signing key, made in process (no
+// ssh-keygen: every test that writes evidence signs it).
+type Notifier struct {
+	ssh.Signer
+	// Environments are the principals its evidenceSigners line lists.
+	Environments []string
+	key          ed25519.PrivateKey
+}
+
+// NewNotifier makes an ed25519 evidence signing key for envs.
+func NewNotifier(t testing.TB, envs ...string) Notifier {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Notifier{Signer: s, Environments: envs, key: priv}
+}
+
+// Line is the key's evidenceSigners line.
+func (n Notifier) Line() string {
+	return strings.Join(n.Environments, ",") + " " + string(ssh.MarshalAuthorizedKey(n.PublicKey()))
+}
+
+// PrivatePEM is the key as an OpenSSH private key file's content.
+func (n Notifier) PrivatePEM(t testing.TB) []byte {
+	t.Helper()
+	b, err := ssh.MarshalPrivateKey(n.key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(b)
 }
