@@ -94,6 +94,9 @@ func TestHealthScriptAndKstatus(t *testing.T) {
 			"Progressing", "Unverifiable: check errors", status.InProgressStatus},
 		{"check failed", acceptanceWith(2, checkStatusFor(2, Mismatch, v1alpha1.ReasonCheckFailed, "check errors failed 3 times in a row: value 0.2")),
 			"Degraded", "CheckFailed: check errors", status.FailedStatus},
+		{"a check unmeasurable past its deadline", acceptanceWith(2, checkStatusFor(2, Mismatch, v1alpha1.ReasonCheckUnverifiable,
+			"check errors could not be measured within the environment's reconcileDeadline 15m0s")),
+			"Degraded", "CheckUnverifiable: check errors", status.FailedStatus},
 		{"deadline exceeded", acceptanceWith(2, statusFor(2, Mismatch, v1alpha1.ReasonDeadlineExceeded, "not verified within the rollout deadline 10m0s")),
 			"Degraded", "DeadlineExceeded: not verified", status.FailedStatus},
 	}
