@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/runtimecheck"
 )
 
@@ -365,17 +366,20 @@ func TestCheckUnverifiableHalts(t *testing.T) {
 
 // TestUnverifiableAfterRefused: a check's unverifiableAfter that is not a
 // duration or is negative makes the Acceptance Invalid (Ready False,
-// Stalled), the error naming the field; nothing is evaluated.
+// Stalled), the error naming the field; nothing is evaluated. The wording
+// is in testdata/unverifiable-after-refused.golden.
 func TestUnverifiableAfterRefused(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
+	cases := []struct {
 		name  string
 		value any
 	}{
 		{"negative", "-5m"},
 		{"not a duration", "forever"},
 		{"a number", int64(300)},
-	} {
+	}
+	record := golden.ErrorLines(t, "testdata/unverifiable-after-refused.golden", len(cases))
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			check := prom("errors", "10s", 1)
@@ -392,6 +396,7 @@ func TestUnverifiableAfterRefused(t *testing.T) {
 			if !errors.As(err, &fe) || fe.Field != "spec.checks.checks[1].unverifiableAfter" {
 				t.Fatalf("DecodeSpec: %v; want a *FieldError naming spec.checks.checks[1].unverifiableAfter", err)
 			}
+			record(c.name, err)
 		})
 	}
 }
