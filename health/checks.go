@@ -40,9 +40,11 @@ type CommittedChecks interface {
 //   - Images verified, checks declared: the soak starts (status.soakStartedAt,
 //     kept for the generation); due checks are evaluated; the verdict is
 //     runtimecheck.Decide's: Soaking (Ready Unknown), Verified (Ready True),
-//     CheckFailed (Ready False, Stalled; kept for the generation, it halts)
-//     or Unverifiable (Ready Unknown). Once Verified, the checks are done
-//     for the generation.
+//     CheckFailed (Ready False, Stalled; kept for the generation, it halts),
+//     CheckUnverifiable (a check unmeasurable past its unverifiableAfter or
+//     the environment's reconcileDeadline: Ready False, Stalled; kept for
+//     the generation, it halts) or Unverifiable (Ready Unknown). Once
+//     Verified, the checks are done for the generation.
 func (r *Reconciler) applyRuntime(ctx context.Context, acc *unstructured.Unstructured, rep *Report,
 	prev v1alpha1.AcceptanceStatus, now time.Time,
 ) time.Duration {
@@ -67,10 +69,11 @@ func (r *Reconciler) applyRuntime(ctx context.Context, acc *unstructured.Unstruc
 			return false
 		}
 		ready := meta.FindStatusCondition(prev.Conditions, v1alpha1.ConditionReady)
-		rep.Outcome, rep.Reason, rep.Message, rep.CheckPhase = Mismatch, reason, ready.Message, reason == v1alpha1.ReasonCheckFailed
+		rep.Outcome, rep.Reason, rep.Message = Mismatch, reason, ready.Message
+		rep.CheckPhase = reason == v1alpha1.ReasonCheckFailed || reason == v1alpha1.ReasonCheckUnverifiable
 		return true
 	}
-	if halted(v1alpha1.ReasonCheckFailed) {
+	if halted(v1alpha1.ReasonCheckFailed) || halted(v1alpha1.ReasonCheckUnverifiable) {
 		return 0
 	}
 	if rep.Outcome != Verified {
@@ -97,7 +100,7 @@ func (r *Reconciler) applyRuntime(ctx context.Context, acc *unstructured.Unstruc
 		rep.Outcome, rep.Reason, rep.Message, rep.Checks, rep.SoakStartedAt = Unverifiable, v1alpha1.ReasonUnverifiable, why, nil, nil
 		return 0 // Unverifiable: retried with backoff
 	}
-	return r.evaluateChecks(ctx, acc, rep, *spec.Checks, probe, now)
+	return r.evaluateChecks(ctx, acc, rep, *spec.Checks, spec.Deadlines, probe, now)
 }
 
 // committedChecks asks r.Committed whether the live checks are the
@@ -119,9 +122,11 @@ func (r *Reconciler) committedChecks(ctx context.Context, acc *unstructured.Unst
 	return probe, ""
 }
 
-// evaluateChecks evaluates the due checks and decides.
+// evaluateChecks evaluates the due checks and decides (dl: the
+// environment's deadlines, whose reconcileDeadline bounds how long a check
+// may stay Unverifiable).
 func (r *Reconciler) evaluateChecks(ctx context.Context, acc *unstructured.Unstructured, rep *Report, spec v1alpha1.RuntimeChecks,
-	probe []string, now time.Time,
+	dl *v1alpha1.Deadlines, probe []string, now time.Time,
 ) time.Duration {
 	ev := r.Checks
 	if ev == nil {
@@ -141,11 +146,11 @@ func (r *Reconciler) evaluateChecks(ctx context.Context, acc *unstructured.Unstr
 	}
 	rep.Checks = statuses
 	soak := rep.SoakStartedAt.Time
-	d := runtimecheck.Decide(spec, statuses, soak, now)
+	d := runtimecheck.Decide(spec, dl, statuses, soak, now)
 	switch d.Reason {
 	case v1alpha1.ReasonVerified:
 		rep.Message += "; " + d.Message
-	case v1alpha1.ReasonCheckFailed:
+	case v1alpha1.ReasonCheckFailed, v1alpha1.ReasonCheckUnverifiable:
 		rep.Outcome, rep.Reason, rep.Message = Mismatch, d.Reason, d.Message
 		return 0
 	case v1alpha1.ReasonUnverifiable:
@@ -156,7 +161,7 @@ func (r *Reconciler) evaluateChecks(ctx context.Context, acc *unstructured.Unstr
 	if d.Reason == v1alpha1.ReasonVerified {
 		return 0
 	}
-	return runtimecheck.NextDue(spec, statuses, soak, now)
+	return runtimecheck.NextDue(spec, dl, statuses, soak, now)
 }
 
 // rolloutDeadline turns a rollout that was not verified within the
@@ -178,4 +183,46 @@ func rolloutDeadline(dl *v1alpha1.Deadlines, rep *Report, prev v1alpha1.Acceptan
 		dl.Rollout.Duration, start.UTC().Format(time.RFC3339), rep.Reason, rep.Message)
 	rep.Outcome, rep.Reason = Mismatch, v1alpha1.ReasonDeadlineExceeded
 	return 0
+}
+
+// FieldError is a field of an Acceptance's spec that is wrong; Field is
+// its path (spec.checks.checks[0].unverifiableAfter).
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+// Error names the field, then what is wrong with it.
+func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+
+// Unwrap is the cause.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// checkUnverifiableAfter refuses, as a *FieldError naming the field, a
+// check's unverifiableAfter that is not a Go duration string or is
+// negative (spec: the raw spec, before it is decoded; the render refuses
+// the same in throughline-checks.yaml, this catches a hand-written
+// Acceptance).
+func checkUnverifiableAfter(spec map[string]any) error {
+	raw, _, _ := unstructured.NestedFieldNoCopy(spec, "checks", "checks")
+	checks, _ := raw.([]any)
+	for i, c := range checks {
+		m, ok := c.(map[string]any)
+		if !ok || m["unverifiableAfter"] == nil {
+			continue
+		}
+		field := fmt.Sprintf("spec.checks.checks[%d].unverifiableAfter", i)
+		s, ok := m["unverifiableAfter"].(string)
+		if !ok {
+			return &FieldError{field, fmt.Errorf("not a duration (want a string like \"30m\"): %v", m["unverifiableAfter"])}
+		}
+		d, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			return &FieldError{field, fmt.Errorf("not a duration (want a string like \"30m\"): %q", s)}
+		case d < 0:
+			return &FieldError{field, fmt.Errorf("%s: must not be negative (zero means the environment's reconcileDeadline)", d)}
+		}
+	}
+	return nil
 }

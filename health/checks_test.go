@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/runtimecheck"
 )
 
@@ -287,5 +289,114 @@ func TestChecksNotCommittedAreNotRun(t *testing.T) {
 	expect(t, "agrees", st, acc, metav1.ConditionTrue, v1alpha1.ReasonVerified, status.CurrentStatus)
 	if len(ev.seen) != 1 || !slices.Equal(ev.seen[0].ProbeNamespaces, []string{"shared-cache"}) {
 		t.Fatalf("evaluations %+v; want one with the committed namespaces", ev.seen)
+	}
+}
+
+// TestCheckUnverifiableHalts (issue 33): a check that cannot be measured
+// (a label typo: no sample) is Unverifiable (Ready Unknown, waiting) until
+// it has been so for its unverifiableAfter, by default the environment's
+// reconcileDeadline (spec.deadlines.observedRevision), counted from its
+// first Unverifiable evaluation; then Ready False CheckUnverifiable,
+// Stalled (kstatus Failed, the notifier HALTs), naming the check and why,
+// final for the generation. An explicit unverifiableAfter wins.
+func TestCheckUnverifiableHalts(t *testing.T) {
+	t.Parallel()
+	noSamples := runtimecheck.Result{Verdict: v1alpha1.CheckUnverifiable, Message: "query returned no samples"}
+	withUnverifiableAfter := func(after string) map[string]any {
+		c := prom("errors", "10s", 1)
+		if after != "" {
+			c["unverifiableAfter"] = after
+		}
+		return c
+	}
+	for _, c := range []struct {
+		name     string
+		after    string // the check's unverifiableAfter
+		deadline string // the environment's reconcileDeadline
+		halts    time.Duration
+	}{
+		{"the default is the reconcileDeadline", "", "5m", 5 * time.Minute},
+		{"unverifiableAfter wins over a longer reconcileDeadline", "2m", "30m", 2 * time.Minute},
+		{"unverifiableAfter wins over a shorter reconcileDeadline", "8m", "1m", 8 * time.Minute},
+		{"zero unverifiableAfter is the reconcileDeadline", "0s", "3m", 3 * time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			// Passes first, so the run of Unverifiable evaluations begins
+			// at t0+10s, not when the soak began.
+			ev := &scripted{script: map[string][]runtimecheck.Result{"errors": {pass("0"), noSamples}}}
+			spec := checksSpec("1h", withUnverifiableAfter(c.after))
+			spec["deadlines"] = map[string]any{"observedRevision": c.deadline}
+			l := newCheckLab(t, spec, ev)
+			l.at(0)
+			began := 10 * time.Second
+			st, requeue, acc := l.at(began)
+			expect(t, "first unmeasurable", st, acc, metav1.ConditionUnknown, v1alpha1.ReasonUnverifiable, status.InProgressStatus)
+			if s := runtimecheck.Find(st.Checks, "errors"); s == nil || s.UnverifiableSince == nil || !s.UnverifiableSince.Time.Equal(l.now) {
+				t.Fatalf("unverifiableSince of %+v; want %s", s, l.now)
+			}
+			if requeue <= 0 || requeue > 10*time.Second {
+				t.Fatalf("requeue %s", requeue)
+			}
+			st, _, acc = l.at(began + c.halts - time.Second)
+			expect(t, "just before the deadline", st, acc, metav1.ConditionUnknown, v1alpha1.ReasonUnverifiable, status.InProgressStatus)
+			st, _, acc = l.at(began + c.halts)
+			expect(t, "at the deadline", st, acc, metav1.ConditionFalse, v1alpha1.ReasonCheckUnverifiable, status.FailedStatus)
+			if s := runtimecheck.Find(st.Checks, "errors"); s == nil || s.Verdict != v1alpha1.CheckUnverifiable || s.Message != noSamples.Message {
+				t.Fatalf("check status %+v; want the last Unverifiable evaluation", s)
+			}
+			calls := ev.calls["errors"]
+			// Final for the generation: a later pass does not undo it.
+			ev.script["errors"] = []runtimecheck.Result{pass("0")}
+			st, requeue, acc = l.at(began + c.halts + time.Hour)
+			expect(t, "later", st, acc, metav1.ConditionFalse, v1alpha1.ReasonCheckUnverifiable, status.FailedStatus)
+			if ev.calls["errors"] != calls || requeue > DefaultResync {
+				t.Fatalf("a halted check was evaluated again (%d calls, %d before) or requeued in %s", ev.calls["errors"], calls, requeue)
+			}
+		})
+	}
+	// Without a reconcileDeadline or an unverifiableAfter it waits, as
+	// before.
+	ev := &scripted{script: map[string][]runtimecheck.Result{"errors": {noSamples}}}
+	l := newCheckLab(t, checksSpec("0s", prom("errors", "10s", 1)), ev)
+	l.at(0)
+	st, _, acc := l.at(24 * time.Hour)
+	expect(t, "no deadline", st, acc, metav1.ConditionUnknown, v1alpha1.ReasonUnverifiable, status.InProgressStatus)
+}
+
+// TestUnverifiableAfterRefused: a check's unverifiableAfter that is not a
+// duration or is negative makes the Acceptance Invalid (Ready False,
+// Stalled), the error naming the field; nothing is evaluated. The wording
+// is in testdata/unverifiable-after-refused.golden.
+func TestUnverifiableAfterRefused(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		value any
+	}{
+		{"negative", "-5m"},
+		{"not a duration", "forever"},
+		{"a number", int64(300)},
+	}
+	record := golden.ErrorLines(t, "testdata/unverifiable-after-refused.golden", len(cases))
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			check := prom("errors", "10s", 1)
+			check["unverifiableAfter"] = c.value
+			ev := &scripted{script: map[string][]runtimecheck.Result{"errors": {pass("0")}}}
+			l := newCheckLab(t, checksSpec("0s", prom("latency", "10s", 1), check), ev)
+			st, _, acc := l.at(0)
+			expect(t, c.name, st, acc, metav1.ConditionFalse, v1alpha1.ReasonInvalid, status.FailedStatus)
+			if len(ev.calls) != 0 {
+				t.Fatalf("evaluated %v", ev.calls)
+			}
+			_, err := DecodeSpec(acc)
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != "spec.checks.checks[1].unverifiableAfter" {
+				t.Fatalf("DecodeSpec: %v; want a *FieldError naming spec.checks.checks[1].unverifiableAfter", err)
+			}
+			record(c.name, err)
+		})
 	}
 }

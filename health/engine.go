@@ -122,6 +122,9 @@ func DecodeSpec(u *unstructured.Unstructured) (v1alpha1.AcceptanceSpec, error) {
 	if !ok {
 		return spec, &InvalidError{name, errors.New("no spec")}
 	}
+	if err := checkUnverifiableAfter(m); err != nil {
+		return spec, &InvalidError{name, err}
+	}
 	raw, err := json.Marshal(m)
 	if err == nil {
 		err = json.Unmarshal(raw, &spec)

@@ -51,9 +51,9 @@ func acceptanceWith(gen int64, st *v1alpha1.AcceptanceStatus) *unstructured.Unst
 }
 
 // checkStatusFor is the status of the runtime checks' phase (the images
-// verified).
-func checkStatusFor(gen int64, o Outcome, reason, msg string) *v1alpha1.AcceptanceStatus {
-	s := NewStatus(&Report{Generation: gen, RenderedHash: renderedHash, Outcome: o, Reason: reason, Message: msg, CheckPhase: true},
+// verified) at generation 2.
+func checkStatusFor(o Outcome, reason, msg string) *v1alpha1.AcceptanceStatus {
+	s := NewStatus(&Report{Generation: 2, RenderedHash: renderedHash, Outcome: o, Reason: reason, Message: msg, CheckPhase: true},
 		v1alpha1.AcceptanceStatus{}, time.Unix(1_800_000_000, 0))
 	return &s
 }
@@ -88,12 +88,15 @@ func TestHealthScriptAndKstatus(t *testing.T) {
 		{"unverifiable", acceptanceWith(2, statusFor(2, Unverifiable, v1alpha1.ReasonUnverifiable, "registry unreachable")), "Progressing", "Unverifiable: registry unreachable", status.InProgressStatus},
 		{"mismatch", acceptanceWith(2, statusFor(2, Mismatch, v1alpha1.ReasonImageMismatch, "container web (Pod web-1): imageID r@sha256:9 is not")), "Degraded", "ImageMismatch: container web (Pod web-1)", status.FailedStatus},
 		{"invalid", acceptanceWith(2, statusFor(2, Mismatch, v1alpha1.ReasonInvalid, "spec.workloads[0]: kind and name are required")), "Degraded", "Invalid: spec.workloads[0]", status.FailedStatus},
-		{"soaking", acceptanceWith(2, checkStatusFor(2, Pending, v1alpha1.ReasonSoaking, "images verified; soak until")), "Progressing", "Soaking: images verified",
+		{"soaking", acceptanceWith(2, checkStatusFor(Pending, v1alpha1.ReasonSoaking, "images verified; soak until")), "Progressing", "Soaking: images verified",
 			status.InProgressStatus},
-		{"a check unverifiable", acceptanceWith(2, checkStatusFor(2, Unverifiable, v1alpha1.ReasonUnverifiable, "check errors: querying Prometheus")),
+		{"a check unverifiable", acceptanceWith(2, checkStatusFor(Unverifiable, v1alpha1.ReasonUnverifiable, "check errors: querying Prometheus")),
 			"Progressing", "Unverifiable: check errors", status.InProgressStatus},
-		{"check failed", acceptanceWith(2, checkStatusFor(2, Mismatch, v1alpha1.ReasonCheckFailed, "check errors failed 3 times in a row: value 0.2")),
+		{"check failed", acceptanceWith(2, checkStatusFor(Mismatch, v1alpha1.ReasonCheckFailed, "check errors failed 3 times in a row: value 0.2")),
 			"Degraded", "CheckFailed: check errors", status.FailedStatus},
+		{"a check unmeasurable past its deadline", acceptanceWith(2, checkStatusFor(Mismatch, v1alpha1.ReasonCheckUnverifiable,
+			"check errors could not be measured within the environment's reconcileDeadline 15m0s")),
+			"Degraded", "CheckUnverifiable: check errors", status.FailedStatus},
 		{"deadline exceeded", acceptanceWith(2, statusFor(2, Mismatch, v1alpha1.ReasonDeadlineExceeded, "not verified within the rollout deadline 10m0s")),
 			"Degraded", "DeadlineExceeded: not verified", status.FailedStatus},
 	}

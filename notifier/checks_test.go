@@ -11,6 +11,7 @@ import (
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/health"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -106,4 +107,47 @@ func TestSpecChecksFromObject(t *testing.T) {
 	if _, err := LiveFrom(u); err == nil {
 		t.Fatal("a spec.checks that does not decode is read")
 	}
+}
+
+// TestCheckUnverifiableHalts (issue 33): an Acceptance whose runtime check
+// could not be measured within its deadline (Ready False,
+// CheckUnverifiable, the verifier's verdict) HALTS the record with class
+// runtime; the evidence carries the check with its last Unverifiable
+// evaluation (why it could not be measured) and the reason names it. The
+// wording is in testdata/check-unverifiable.golden.
+func TestCheckUnverifiableHalts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "checkout")
+	live := withChecks(liveWith("checkout", metav1.ConditionFalse, v1alpha1.ReasonCheckUnverifiable,
+		"check error-ratio could not be measured within the environment's reconcileDeadline 15m0s "+
+			"(unverifiable since 2026-11-29T10:20:00Z): query returned no samples", health.Verified), "", v1alpha1.CheckUnverifiable)
+	live.Status.VerifiedAt = nil
+	live.Status.Checks[0].Message = "query returned no samples"
+	f.live.set("checkout", live)
+	code, rep := f.argo(argoBody(f.desired["checkout"], "Degraded"))
+	if code != 200 || rep.Result != resultHalted {
+		t.Fatalf("%d %+v; want 200 halted", code, rep)
+	}
+	rec := f.checkoutRecord()
+	if rec.State != promotion.Halted {
+		t.Fatalf("state %s, want HALTED", rec.State)
+	}
+	ev, err := evidence.Parse("x", []byte(f.show(evidence.Path("production", "checkout", rec.PromotionID))))
+	must(t, err)
+	if ev.Decision != promotion.Halted || ev.Class != evidence.ClassRuntime {
+		t.Fatalf("decision %s class %q; want HALTED %s", ev.Decision, ev.Class, evidence.ClassRuntime)
+	}
+	var got *evidence.Check
+	for i := range ev.Checks {
+		if ev.Checks[i].Name == "error-ratio" {
+			got = &ev.Checks[i]
+		}
+	}
+	if got == nil || got.Verdict != string(v1alpha1.CheckUnverifiable) || got.Message != "query returned no samples" {
+		t.Fatalf("evidence check %+v; want error-ratio Unverifiable with its last message", got)
+	}
+	if !strings.Contains(ev.Reason, "error-ratio") || rec.Reason != ev.Reason {
+		t.Fatalf("record reason %q, evidence reason %q; want the same, naming the check", rec.Reason, ev.Reason)
+	}
+	golden.Compare(t, "testdata/check-unverifiable.golden", []byte(ev.Reason+"\n"))
 }

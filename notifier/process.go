@@ -265,6 +265,8 @@ func (p *Processor) decide(ctx context.Context, ev Event, rec *promotion.Record,
 	switch {
 	case verdict == VerdictHalt && ready.Reason == v1alpha1.ReasonCheckFailed:
 		return halt(evidence.ClassRuntime, "runtime check failed: Acceptance %s: %s", out.Acceptance, failedChecks(out))
+	case verdict == VerdictHalt && ready.Reason == v1alpha1.ReasonCheckUnverifiable:
+		return halt(evidence.ClassRuntime, "runtime check not measurable: Acceptance %s is %s: %s", out.Acceptance, ready.Reason, ready.Message)
 	case verdict == VerdictHalt && ready.Reason == v1alpha1.ReasonDeadlineExceeded:
 		return halt(ClassLive, "rollout deadline exceeded: Acceptance %s is %s: %s", out.Acceptance, ready.Reason, ready.Message)
 	case verdict == VerdictHalt:
@@ -308,18 +310,21 @@ func (v Verdict) String() string {
 
 // Judge decides from an Acceptance's status: wait unless the status is for
 // the current generation and rendered hash and has a Ready condition (the
-// first one); then halt on reason ImageMismatch, Invalid, CheckFailed or
-// DeadlineExceeded whatever its status, accept on Ready=True with reason
-// Verified (after the soak of any runtime checks), else wait (a rollout in
-// progress, the soak going on, an unverifiable digest, a workload not found yet: the verifier
-// reports these as pending). It returns the Ready condition it read.
+// first one); then halt on reason ImageMismatch, Invalid, CheckFailed,
+// CheckUnverifiable (a runtime check not measurable within its deadline)
+// or DeadlineExceeded whatever its status, accept on Ready=True with
+// reason Verified (after the soak of any runtime checks), else wait (a
+// rollout in progress, the soak going on, an unverifiable digest or check
+// before its deadline, a workload not found yet: the verifier reports these
+// as pending). It returns the Ready condition it read.
 func Judge(live *Live) (Verdict, *metav1.Condition) {
 	ready := meta.FindStatusCondition(live.Status.Conditions, v1alpha1.ConditionReady)
 	switch {
 	case ready == nil || !live.current():
 		return VerdictWait, ready
 	case ready.Reason == v1alpha1.ReasonImageMismatch || ready.Reason == v1alpha1.ReasonInvalid ||
-		ready.Reason == v1alpha1.ReasonCheckFailed || ready.Reason == v1alpha1.ReasonDeadlineExceeded:
+		ready.Reason == v1alpha1.ReasonCheckFailed || ready.Reason == v1alpha1.ReasonCheckUnverifiable ||
+		ready.Reason == v1alpha1.ReasonDeadlineExceeded:
 		return VerdictHalt, ready
 	case ready.Status == metav1.ConditionTrue && ready.Reason == v1alpha1.ReasonVerified:
 		return VerdictAccept, ready

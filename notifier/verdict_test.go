@@ -76,6 +76,7 @@ func TestVerdictTable(t *testing.T) {
 		{"image mismatch", verdictObj(current(ready("False", "ImageMismatch"))), "Degraded"},
 		{"invalid", verdictObj(current(ready("False", "Invalid"))), "Degraded"},
 		{"runtime check failed", verdictObj(current(ready("False", "CheckFailed"))), "Degraded"},
+		{"runtime check unmeasurable past its deadline", verdictObj(current(ready("False", "CheckUnverifiable"))), "Degraded"},
 		{"rollout deadline exceeded", verdictObj(current(ready("False", "DeadlineExceeded"))), "Degraded"},
 		{"soaking", verdictObj(current(ready("Unknown", "Soaking"))), "Progressing"},
 		{"image mismatch of an older generation", verdictObj(with(current(ready("False", "ImageMismatch")), "observedGeneration", int64(1))), "Progressing"},

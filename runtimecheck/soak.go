@@ -29,6 +29,36 @@ func Threshold(c v1alpha1.RuntimeCheck) int32 {
 	return 1
 }
 
+// UnverifiableAfter is how long the check may stay Unverifiable before it
+// halts: its unverifiableAfter, else the environment's reconcileDeadline
+// (dl.ObservedRevision, as the render copied it into spec.deadlines);
+// zero when neither is set (an unmeasurable check then waits for ever).
+func UnverifiableAfter(c v1alpha1.RuntimeCheck, dl *v1alpha1.Deadlines) time.Duration {
+	d, _ := unverifiableAfter(c, dl)
+	return d
+}
+
+// unverifiableAfter is UnverifiableAfter and the field it comes from.
+func unverifiableAfter(c v1alpha1.RuntimeCheck, dl *v1alpha1.Deadlines) (time.Duration, string) {
+	switch {
+	case c.UnverifiableAfter != nil && c.UnverifiableAfter.Duration > 0:
+		return c.UnverifiableAfter.Duration, "unverifiableAfter"
+	case dl != nil && dl.ObservedRevision != nil && dl.ObservedRevision.Duration > 0:
+		return dl.ObservedRevision.Duration, "the environment's reconcileDeadline"
+	}
+	return 0, ""
+}
+
+// UnverifiableSince is when the check's current run of Unverifiable
+// evaluations began: status.unverifiableSince, or its last evaluation for a
+// status written before that field existed.
+func UnverifiableSince(s v1alpha1.CheckStatus) time.Time {
+	if s.UnverifiableSince != nil {
+		return s.UnverifiableSince.Time
+	}
+	return s.LastEvaluated.Time
+}
+
 // Find returns the status of the named check, nil when none.
 func Find(statuses []v1alpha1.CheckStatus, name string) *v1alpha1.CheckStatus {
 	for i := range statuses {
@@ -59,7 +89,10 @@ func next(c v1alpha1.RuntimeCheck, prev *v1alpha1.CheckStatus) time.Time {
 
 // Record folds a result into the check's status: a failure counts one more
 // consecutive failure (a final one counts up to the threshold at once), a
-// pass resets the count, Pending and Unverifiable leave it as it was.
+// pass resets the count, Pending and Unverifiable leave it as it was. An
+// Unverifiable result keeps the start of the run of Unverifiable ones it
+// continues (unverifiableSince; now when it begins one), any other verdict
+// ends the run.
 func Record(c v1alpha1.RuntimeCheck, prev *v1alpha1.CheckStatus, r Result, now time.Time) v1alpha1.CheckStatus {
 	s := v1alpha1.CheckStatus{
 		Name: c.Name, Verdict: r.Verdict, Value: truncate(r.Value, 256), Message: truncate(r.Message, 1024),
@@ -67,6 +100,13 @@ func Record(c v1alpha1.RuntimeCheck, prev *v1alpha1.CheckStatus, r Result, now t
 	}
 	if prev != nil {
 		s.ConsecutiveFailures = prev.ConsecutiveFailures
+	}
+	if r.Verdict == v1alpha1.CheckUnverifiable {
+		since := s.LastEvaluated
+		if prev != nil && prev.Verdict == v1alpha1.CheckUnverifiable {
+			since = metav1.NewTime(UnverifiableSince(*prev))
+		}
+		s.UnverifiableSince = &since
 	}
 	switch r.Verdict {
 	case v1alpha1.CheckPassed:
@@ -90,28 +130,49 @@ func truncate(s string, n int) string {
 // Decision is the checks' verdict on the Ready condition of an Acceptance
 // whose images are verified.
 type Decision struct {
-	// Reason is Verified, Soaking, CheckFailed or Unverifiable.
+	// Reason is Verified, Soaking, CheckFailed, CheckUnverifiable or
+	// Unverifiable.
 	Reason  string
 	Message string
+	// Checks are the names of the checks that decided a CheckFailed (the
+	// first that reached its threshold) or a CheckUnverifiable (every
+	// check unmeasurable past its deadline).
+	Checks []string
 }
 
-// Decide judges the checks' statuses: CheckFailed as soon as a check
-// reached its failure threshold; Unverifiable while a check could not be
-// measured (never Verified); Soaking while a check has not passed yet or
-// the soak time since soakStart has not passed; Verified when every check
-// passed at its last evaluation, after soakStart, and the soak is over.
-func Decide(spec v1alpha1.RuntimeChecks, statuses []v1alpha1.CheckStatus, soakStart, now time.Time) Decision {
-	var unverif, waiting []string
+// Decide judges the checks' statuses (dl: the environment's deadlines,
+// spec.deadlines): CheckFailed as soon as a check reached its failure
+// threshold; CheckUnverifiable when a check has been Unverifiable for its
+// UnverifiableAfter since its run of Unverifiable evaluations began;
+// Unverifiable while a check could not be measured (never Verified);
+// Soaking while a check has not passed yet or the soak time since
+// soakStart has not passed; Verified when every check passed at its last
+// evaluation, after soakStart, and the soak is over.
+func Decide(spec v1alpha1.RuntimeChecks, dl *v1alpha1.Deadlines, statuses []v1alpha1.CheckStatus, soakStart, now time.Time) Decision {
+	var unverif, waiting, expired, expiredNames []string
 	for _, c := range spec.Checks {
 		s := Find(statuses, c.Name)
 		switch {
 		case s == nil:
 			waiting = append(waiting, c.Name+" not evaluated yet")
 		case s.ConsecutiveFailures >= Threshold(c):
-			return Decision{Reason: v1alpha1.ReasonCheckFailed, Message: fmt.Sprintf("check %s failed %d times in a row (threshold %d): value %s: %s",
-				c.Name, s.ConsecutiveFailures, Threshold(c), orNone(s.Value), s.Message)}
+			return Decision{Reason: v1alpha1.ReasonCheckFailed, Checks: []string{c.Name},
+				Message: fmt.Sprintf("check %s failed %d times in a row (threshold %d): value %s: %s",
+					c.Name, s.ConsecutiveFailures, Threshold(c), orNone(s.Value), s.Message)}
 		case s.Verdict == v1alpha1.CheckUnverifiable:
-			unverif = append(unverif, fmt.Sprintf("check %s: %s", c.Name, s.Message))
+			after, from := unverifiableAfter(c, dl)
+			since := UnverifiableSince(*s)
+			switch {
+			case after > 0 && !now.Before(since.Add(after)):
+				expiredNames = append(expiredNames, c.Name)
+				expired = append(expired, fmt.Sprintf("check %s could not be measured within %s %s (unverifiable since %s): %s",
+					c.Name, from, after, since.UTC().Format(time.RFC3339), s.Message))
+			case after > 0:
+				unverif = append(unverif, fmt.Sprintf("check %s: %s (unverifiable since %s; halts at %s, %s %s)", c.Name, s.Message,
+					since.UTC().Format(time.RFC3339), since.Add(after).UTC().Format(time.RFC3339), from, after))
+			default:
+				unverif = append(unverif, fmt.Sprintf("check %s: %s", c.Name, s.Message))
+			}
 		case s.Verdict == v1alpha1.CheckFailed:
 			waiting = append(waiting, fmt.Sprintf("%s failed %d of %d (value %s)", c.Name, s.ConsecutiveFailures, Threshold(c), orNone(s.Value)))
 		case s.Verdict != v1alpha1.CheckPassed:
@@ -119,6 +180,9 @@ func Decide(spec v1alpha1.RuntimeChecks, statuses []v1alpha1.CheckStatus, soakSt
 		case s.LastEvaluated.Time.Before(soakStart.Truncate(time.Second)):
 			waiting = append(waiting, c.Name+" not evaluated since the soak began")
 		}
+	}
+	if len(expired) > 0 {
+		return Decision{Reason: v1alpha1.ReasonCheckUnverifiable, Message: strings.Join(expired, "; "), Checks: expiredNames}
 	}
 	if len(unverif) > 0 {
 		return Decision{Reason: v1alpha1.ReasonUnverifiable, Message: strings.Join(unverif, "; ")}
@@ -143,10 +207,11 @@ func orNone(s string) string {
 	return s
 }
 
-// NextDue is how long until the next check is due or the soak ends,
+// NextDue is how long until the next check is due, the soak ends or an
+// Unverifiable check's UnverifiableAfter passes (dl: spec.deadlines),
 // whichever comes first (at least a second); zero when nothing is due
 // again (every check final).
-func NextDue(spec v1alpha1.RuntimeChecks, statuses []v1alpha1.CheckStatus, soakStart, now time.Time) time.Duration {
+func NextDue(spec v1alpha1.RuntimeChecks, dl *v1alpha1.Deadlines, statuses []v1alpha1.CheckStatus, soakStart, now time.Time) time.Duration {
 	var d time.Duration
 	take := func(t time.Time) {
 		w := max(t.Sub(now), time.Second)
@@ -166,6 +231,11 @@ func NextDue(spec v1alpha1.RuntimeChecks, statuses []v1alpha1.CheckStatus, soakS
 			// finished for this generation
 		default:
 			take(next(c, s))
+		}
+		if after := UnverifiableAfter(c, dl); s != nil && s.Verdict == v1alpha1.CheckUnverifiable && after > 0 {
+			if end := UnverifiableSince(*s).Add(after); now.Before(end) {
+				take(end)
+			}
 		}
 	}
 	return d

@@ -1,6 +1,7 @@
 package runtimecheck
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,13 +117,13 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Decide(spec, tt.statuses, t0, tt.now)
+			d := Decide(spec, nil, tt.statuses, t0, tt.now)
 			if d.Reason != tt.reason || !strings.Contains(d.Message, tt.msg) {
 				t.Fatalf("got %s %q; want %s containing %q", d.Reason, d.Message, tt.reason, tt.msg)
 			}
 		})
 	}
-	if d := Decide(v1alpha1.RuntimeChecks{Checks: spec.Checks}, green, after, after); d.Reason != v1alpha1.ReasonVerified {
+	if d := Decide(v1alpha1.RuntimeChecks{Checks: spec.Checks}, nil, green, after, after); d.Reason != v1alpha1.ReasonVerified {
 		t.Fatalf("no soak: %+v", d)
 	}
 }
@@ -149,9 +150,112 @@ func TestNextDue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := NextDue(spec, tt.statuses, t0, tt.now); got != tt.want {
+			if got := NextDue(spec, nil, tt.statuses, t0, tt.now); got != tt.want {
 				t.Fatalf("NextDue = %s, want %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// unmeasurable is a check's status after an unbroken run of Unverifiable
+// evaluations that began at since, the last one at at.
+func unmeasurable(name string, since, at time.Time) v1alpha1.CheckStatus {
+	s := st(name, v1alpha1.CheckUnverifiable, 0, at)
+	s.Value, s.Message, s.UnverifiableSince = "", "query returned no samples", &metav1.Time{Time: since}
+	return s
+}
+
+// TestUnverifiableAfter (issue 33): a check that cannot be measured (a
+// label typo, no traffic, Prometheus unreachable) halts, reason
+// CheckUnverifiable naming it, once it has been Unverifiable for its
+// unverifiableAfter, by default the environment's reconcileDeadline
+// (spec.deadlines.observedRevision); an explicit value wins; before the
+// deadline, and without any, it waits (Unverifiable).
+func TestUnverifiableAfter(t *testing.T) {
+	t.Parallel()
+	d := func(x time.Duration) *metav1.Duration { return &metav1.Duration{Duration: x} }
+	env := &v1alpha1.Deadlines{ObservedRevision: d(15 * time.Minute)}
+	plain := promCheck("errors", 1)
+	own := promCheck("errors", 1)
+	own.UnverifiableAfter = d(5 * time.Minute)
+	since := t0.Add(time.Minute)
+	tests := []struct {
+		name   string
+		check  v1alpha1.RuntimeCheck
+		dl     *v1alpha1.Deadlines
+		now    time.Time
+		after  time.Duration
+		reason string
+	}{
+		{"no deadline at all: waits for ever", plain, nil, since.Add(24 * time.Hour), 0, v1alpha1.ReasonUnverifiable},
+		{"reconcileDeadline not passed: waits", plain, env, since.Add(14 * time.Minute), 15 * time.Minute, v1alpha1.ReasonUnverifiable},
+		{"reconcileDeadline passed: halts", plain, env, since.Add(15 * time.Minute), 15 * time.Minute, v1alpha1.ReasonCheckUnverifiable},
+		{"unverifiableAfter wins over a longer reconcileDeadline", own, env, since.Add(5 * time.Minute), 5 * time.Minute, v1alpha1.ReasonCheckUnverifiable},
+		{"unverifiableAfter wins over a shorter reconcileDeadline", own, &v1alpha1.Deadlines{ObservedRevision: d(time.Minute)},
+			since.Add(4 * time.Minute), 5 * time.Minute, v1alpha1.ReasonUnverifiable},
+		{"unverifiableAfter without a reconcileDeadline", own, &v1alpha1.Deadlines{Rollout: d(time.Minute)},
+			since.Add(6 * time.Minute), 5 * time.Minute, v1alpha1.ReasonCheckUnverifiable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := UnverifiableAfter(tt.check, tt.dl); got != tt.after {
+				t.Fatalf("UnverifiableAfter = %s, want %s", got, tt.after)
+			}
+			spec := v1alpha1.RuntimeChecks{Checks: []v1alpha1.RuntimeCheck{promCheck("latency", 1), tt.check}}
+			statuses := []v1alpha1.CheckStatus{st("latency", v1alpha1.CheckPassed, 0, tt.now), unmeasurable("errors", since, tt.now)}
+			got := Decide(spec, tt.dl, statuses, t0, tt.now)
+			if got.Reason != tt.reason {
+				t.Fatalf("Decide = %s %q; want %s", got.Reason, got.Message, tt.reason)
+			}
+			if tt.reason == v1alpha1.ReasonCheckUnverifiable && (!slices.Equal(got.Checks, []string{"errors"}) ||
+				!strings.Contains(got.Message, "query returned no samples")) {
+				t.Fatalf("Decide names %q (%q); want check errors and why it could not be measured", got.Checks, got.Message)
+			}
+			// The requeue wakes the verifier at the deadline, not later.
+			if left := since.Add(tt.after).Sub(tt.now); tt.after > 0 && left > 0 {
+				if next := NextDue(spec, tt.dl, statuses, t0, tt.now); next > left {
+					t.Fatalf("NextDue = %s, after the deadline in %s", next, left)
+				}
+			}
+		})
+	}
+	// A failure beats an unmeasurable check past its deadline.
+	spec := v1alpha1.RuntimeChecks{Checks: []v1alpha1.RuntimeCheck{plain, promCheck("latency", 1)}}
+	statuses := []v1alpha1.CheckStatus{unmeasurable("errors", since, since), st("latency", v1alpha1.CheckFailed, 1, since)}
+	if got := Decide(spec, env, statuses, t0, since.Add(time.Hour)); got.Reason != v1alpha1.ReasonCheckFailed || !slices.Equal(got.Checks, []string{"latency"}) {
+		t.Fatalf("Decide = %+v; want CheckFailed naming latency", got)
+	}
+}
+
+// TestRecordUnverifiableSince: the run of Unverifiable evaluations keeps
+// its start; any measured verdict ends it, and the next Unverifiable one
+// starts a new run (a blip of Prometheus mid-soak is not counted from the
+// soak's start).
+func TestRecordUnverifiableSince(t *testing.T) {
+	t.Parallel()
+	c := promCheck("errors", 3)
+	down := unverifiable("query returned no samples")
+	s1 := Record(c, nil, down, t0)
+	if s1.UnverifiableSince == nil || !s1.UnverifiableSince.Time.Equal(t0) {
+		t.Fatalf("first Unverifiable: since %v, want %s", s1.UnverifiableSince, t0)
+	}
+	s2 := Record(c, &s1, down, t0.Add(time.Minute))
+	if !s2.UnverifiableSince.Time.Equal(t0) {
+		t.Fatalf("still Unverifiable: since %v, want %s", s2.UnverifiableSince, t0)
+	}
+	s3 := Record(c, &s2, passed("0", ""), t0.Add(2*time.Minute))
+	if s3.UnverifiableSince != nil {
+		t.Fatalf("a pass kept unverifiableSince %v", s3.UnverifiableSince)
+	}
+	s4 := Record(c, &s3, down, t0.Add(3*time.Minute))
+	if !s4.UnverifiableSince.Time.Equal(t0.Add(3 * time.Minute)) {
+		t.Fatalf("a new run: since %v, want %s", s4.UnverifiableSince, t0.Add(3*time.Minute))
+	}
+	// A status written before unverifiableSince existed counts from its
+	// last evaluation.
+	old := st("errors", v1alpha1.CheckUnverifiable, 0, t0)
+	if s := Record(c, &old, down, t0.Add(time.Hour)); !s.UnverifiableSince.Time.Equal(t0) {
+		t.Fatalf("from an old status: since %v, want %s", s.UnverifiableSince, t0)
 	}
 }

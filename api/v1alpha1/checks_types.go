@@ -12,6 +12,13 @@ const (
 	// ReasonCheckFailed: a check failed FailureThreshold times in a row
 	// (Ready False, Stalled True: kstatus Failed, Argo CD Degraded).
 	ReasonCheckFailed = "CheckFailed"
+	// ReasonCheckUnverifiable: a check stayed Unverifiable (could not be
+	// measured: no sample, Prometheus unreachable, a Job not created) longer
+	// than its unverifiableAfter, by default the environment's
+	// reconcileDeadline (spec.deadlines.observedRevision). Ready False,
+	// Stalled True: kstatus Failed, Argo CD Degraded, the notifier HALTs
+	// with class runtime. Final for the generation, like CheckFailed.
+	ReasonCheckUnverifiable = "CheckUnverifiable"
 	// ReasonDeadlineExceeded: the rollout did not verify within
 	// spec.deadlines.rollout (Ready False, Stalled True).
 	ReasonDeadlineExceeded = "DeadlineExceeded"
@@ -50,6 +57,14 @@ type RuntimeCheck struct {
 	Interval metav1.Duration `json:"interval,omitempty"`
 	// FailureThreshold is how many consecutive failures halt; zero means 1.
 	FailureThreshold int32 `json:"failureThreshold,omitempty"`
+	// UnverifiableAfter is how long the check may stay Unverifiable (not
+	// measurable), counted from the first evaluation of an unbroken run of
+	// Unverifiable ones (CheckStatus.UnverifiableSince), before Ready turns
+	// False with reason CheckUnverifiable. Unset or zero means the environment's
+	// reconcileDeadline (spec.deadlines.observedRevision); with neither, an
+	// unmeasurable check waits for ever. A pointer, so that a check
+	// without it renders as before (the rendered Acceptance unchanged).
+	UnverifiableAfter *metav1.Duration `json:"unverifiableAfter,omitempty"`
 
 	Prometheus *PrometheusCheck `json:"prometheus,omitempty"`
 	HTTP       *HTTPCheck       `json:"http,omitempty"`
@@ -138,4 +153,8 @@ type CheckStatus struct {
 	ConsecutiveFailures int32       `json:"consecutiveFailures,omitempty"`
 	LastEvaluated       metav1.Time `json:"lastEvaluated"`
 	Message             string      `json:"message,omitempty"`
+	// UnverifiableSince is when the check's current run of Unverifiable
+	// evaluations began (absent unless the verdict is Unverifiable): the
+	// start of its unverifiableAfter.
+	UnverifiableSince *metav1.Time `json:"unverifiableSince,omitempty"`
 }

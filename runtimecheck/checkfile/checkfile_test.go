@@ -1,11 +1,13 @@
 package checkfile_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/environment"
@@ -25,6 +27,7 @@ checks:
   - name: error-ratio
     interval: 30s
     failureThreshold: 3
+    unverifiableAfter: 20m
     prometheus:
       query: sum(rate(http_requests_total{job="checkout",code=~"5.."}[5m])) / sum(rate(http_requests_total{job="checkout"}[5m]))
       op: "<"
@@ -86,8 +89,22 @@ func TestParseGood(t *testing.T) {
 	if h := rc.Checks[2].HTTP; h == nil || h.Service.Port != 8080 || h.Service.Namespace != "" || h.MaxLatency.Duration.String() != "500ms" {
 		t.Errorf("checks[2].http = %+v", h)
 	}
-	if rc.Checks[0].FailureThreshold != 3 || rc.Checks[0].Interval.Duration.String() != "30s" {
+	if rc.Checks[0].FailureThreshold != 3 || rc.Checks[0].Interval.Duration.String() != "30s" || rc.Checks[0].UnverifiableAfter == nil ||
+		rc.Checks[0].UnverifiableAfter.Duration != 20*time.Minute || rc.Checks[1].UnverifiableAfter != nil {
 		t.Errorf("checks[0] = %+v", rc.Checks[0])
+	}
+	// A check without unverifiableAfter renders as before it existed: the
+	// Acceptance of an app that does not use it does not change.
+	raw, err := json.Marshal(rc.Checks[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m["unverifiableAfter"]; ok {
+		t.Errorf("checks[1] without unverifiableAfter renders it: %s", raw)
 	}
 }
 
@@ -129,6 +146,9 @@ func TestParseHostile(t *testing.T) {
 		{"negative failureThreshold", check("  - name: a\n    failureThreshold: -1\n" + okProm), "checks[0].failureThreshold", "negative", 0},
 		{"failureThreshold a string", check("  - name: a\n    failureThreshold: three\n" + okProm), "checks[0].failureThreshold", "integer", 0},
 		{"failureThreshold a fraction", check("  - name: a\n    failureThreshold: 1.5\n" + okProm), "checks[0].failureThreshold", "integer", 0},
+		{"negative unverifiableAfter", check("  - name: a\n    unverifiableAfter: -10m\n" + okProm), "checks[0].unverifiableAfter", "negative", 0},
+		{"unverifiableAfter not a duration", check("  - name: a\n    unverifiableAfter: forever\n" + okProm), "checks[0].unverifiableAfter", "duration", 0},
+		{"unverifiableAfter a number", check("  - name: a\n    unverifiableAfter: 600\n" + okProm), "checks[0].unverifiableAfter", "duration", 0},
 		{"malformed PromQL", check("  - name: a\n    prometheus: {query: 'sum(rate(x[5m])', op: '<', threshold: 1}\n"),
 			"checks[0].prometheus.query", "", 0},
 		{"empty PromQL", check("  - name: a\n    prometheus: {query: '', op: '<', threshold: 1}\n"), "checks[0].prometheus.query", "empty", 0},

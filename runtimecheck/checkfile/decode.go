@@ -33,9 +33,11 @@ type rawCheck struct {
 	Name             string          `json:"name"`
 	Interval         json.RawMessage `json:"interval"`
 	FailureThreshold json.RawMessage `json:"failureThreshold"`
-	Prometheus       json.RawMessage `json:"prometheus"`
-	HTTP             json.RawMessage `json:"http"`
-	Job              json.RawMessage `json:"job"`
+	// UnverifiableAfter: how long the check may stay Unverifiable.
+	UnverifiableAfter json.RawMessage `json:"unverifiableAfter"`
+	Prometheus        json.RawMessage `json:"prometheus"`
+	HTTP              json.RawMessage `json:"http"`
+	Job               json.RawMessage `json:"job"`
 }
 
 type rawPrometheus struct {
@@ -114,6 +116,13 @@ func decodeCheck(field string, raw json.RawMessage, c *v1alpha1.RuntimeCheck) er
 	}
 	if c.FailureThreshold, err = integer(field+".failureThreshold", r.FailureThreshold, math.MinInt32, math.MaxInt32); err != nil {
 		return err
+	}
+	if present(r.UnverifiableAfter) {
+		d, err := duration(field+".unverifiableAfter", r.UnverifiableAfter)
+		if err != nil {
+			return err
+		}
+		c.UnverifiableAfter = &d
 	}
 	n := 0
 	if present(r.Prometheus) {
