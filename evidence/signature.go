@@ -163,7 +163,8 @@ func Open(file, env string, data, sig []byte, keys *Keys) (*Record, error) {
 		return &SignatureError{File: file, Keys: keys.File, Key: fp, Reason: fmt.Sprintf(format, args...)}
 	}
 	if sig == nil {
-		return nil, fail("", "no signature file %s: the policy's evidenceSigners (%s) requires evidence signed by a notifier", SignaturePath(file), keys.File)
+		return nil, fail("", "no signature file %s: the policy's evidenceSigners (%s) requires evidence signed by a notifier",
+			SignaturePath(file), keys.File)
 	}
 	if len(sig) > maxSignatureSize {
 		return nil, fail("", "%s is %d bytes, over the %d byte limit", SignaturePath(file), len(sig), maxSignatureSize)

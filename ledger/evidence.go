@@ -97,8 +97,9 @@ func readBlob(ctx context.Context, r *gitops.Repo, rev, file string) ([]byte, bo
 // in the history of commit (what the controller read was on the branch
 // before the notifier recorded it), ev must not be dated before the
 // observed commit (it cannot have observed a commit not yet made) nor
-// after commit (it cannot be older than the commit that records it), each
-// within ClockSkew.
+// after commit (it cannot be older than the commit that records it), and
+// its verifiedAt must fall between the desired commit and its own decision
+// (the delivery metrics' order), each within ClockSkew.
 func checkOrder(ctx context.Context, r *gitops.Repo, commit string, ev *evidence.Record) (string, error) {
 	for _, rv := range []struct{ field, rev string }{{"desiredRevision", ev.DesiredRevision}, {"observedRevision", ev.ObservedRevision}} {
 		if !promotion.ValidRevision(rv.rev) {
@@ -118,6 +119,10 @@ func checkOrder(ctx context.Context, r *gitops.Repo, commit string, ev *evidence
 	if err != nil {
 		return "", err
 	}
+	desired, err := r.CommitTime(ctx, ev.DesiredRevision)
+	if err != nil {
+		return "", err
+	}
 	recorded, err := r.CommitTime(ctx, commit)
 	if err != nil {
 		return "", err
@@ -129,6 +134,12 @@ func checkOrder(ctx context.Context, r *gitops.Repo, commit string, ev *evidence
 	case ev.Time.After(recorded.Add(ClockSkew)):
 		return fmt.Sprintf("it is dated %s, after the commit %s that records it (%s)", ev.Time.UTC().Format(time.RFC3339),
 			gitrepo.Short(commit), recorded.UTC().Format(time.RFC3339)), nil
+	case ev.VerifiedAt != nil && ev.VerifiedAt.Before(desired.Add(-ClockSkew)):
+		return fmt.Sprintf("its verifiedAt %s is before the desired commit %s was made (%s)", ev.VerifiedAt.UTC().Format(time.RFC3339),
+			gitrepo.Short(ev.DesiredRevision), desired.UTC().Format(time.RFC3339)), nil
+	case ev.VerifiedAt != nil && ev.VerifiedAt.After(ev.Time.Add(ClockSkew)):
+		return fmt.Sprintf("its verifiedAt %s is after its own ACCEPTED decision (%s)", ev.VerifiedAt.UTC().Format(time.RFC3339),
+			ev.Time.UTC().Format(time.RFC3339)), nil
 	}
 	return "", nil
 }

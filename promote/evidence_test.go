@@ -100,7 +100,7 @@ func (f *fixture) rewriteAcceptance(change func(ev map[string]string)) {
 func TestSourceEvidenceRefusals(t *testing.T) {
 	t.Parallel()
 	other := "sha256:" + strings.Repeat("7", 64)
-	record := errorLines(t, "testdata/source-evidence-refusals.golden", 24)
+	record := errorLines(t, "testdata/source-evidence-refusals.golden", 26)
 	for _, tc := range []struct {
 		name   string
 		attack func(f *fixture)
@@ -156,6 +156,12 @@ func TestSourceEvidenceRefusals(t *testing.T) {
 				m["evidence"] = regexp.MustCompile(`"time": "[^"]*"`).ReplaceAllString(m["evidence"], `"time": "2025-06-01T10:00:00Z"`)
 			})
 		}, exitcode.Refused, "before the observed commit"},
+		{"verified after its own decision", func(f *fixture) {
+			f.rewriteAcceptance(func(m map[string]string) {
+				m["evidence"] = regexp.MustCompile(`"verifiedAt": "[^"]*"`).ReplaceAllString(m["evidence"],
+					`"verifiedAt": "`+time.Now().Add(time.Hour).UTC().Format(time.RFC3339)+`"`)
+			})
+		}, exitcode.Refused, "after its own ACCEPTED decision"},
 		{"revisions that are commits of no repository", func(f *fixture) {
 			fake := strings.Repeat("ab", 20)
 			f.rewriteAcceptance(func(m map[string]string) {

@@ -71,7 +71,7 @@ func TestServeNotifierComponent(t *testing.T) {
 		t.Errorf("args %v", args)
 	}
 	checkEmptyDir(t, "the notifier's clone", filepath.Dir(get("notifier-repo")), vols, mounts)
-	for _, flag := range []string{"notifier-git-token-file", "notifier-flux-key-file", "notifier-argocd-token-file"} {
+	for _, flag := range []string{"notifier-git-token-file", "notifier-flux-key-file", "notifier-argocd-token-file", "notifier-evidence-key-file"} {
 		dir := filepath.Dir(get(flag))
 		v, ok := vols[mounts[dir]]
 		if !ok || v["secret"] == nil {

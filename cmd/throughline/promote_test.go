@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
@@ -21,12 +22,12 @@ import (
 	"github.com/throughline-dev/throughline/promote"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
+	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
 )
 
 const (
-	promNewDigest  = "sha256:4b7e2a91c3d5f6081726354a5b6c7d8e9f0a1b2c3d4e5f60718293a4b5c6d7e8"
-	promOldDigest  = "sha256:9c2f1e0d7b6a5f4e3d2c1b0a99887766554433221100ffeeddccbbaa98765432"
-	promStagingRev = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"
+	promNewDigest = "sha256:4b7e2a91c3d5f6081726354a5b6c7d8e9f0a1b2c3d4e5f60718293a4b5c6d7e8"
+	promOldDigest = "sha256:9c2f1e0d7b6a5f4e3d2c1b0a99887766554433221100ffeeddccbbaa98765432"
 )
 
 // rawRender renders the overlay at p of the GitOps root root without
@@ -36,8 +37,9 @@ func rawRender(root, p string) ([]render.Object, string, error) {
 }
 
 // stagingAccepted writes the staging record of checkout: digest ACCEPTED
-// in staging at promStagingRev.
-func stagingAccepted(t *testing.T, root, digest string) {
+// in staging at desired (a commit of the fixture's history), with the
+// notifier's evidence written now.
+func stagingAccepted(t *testing.T, root, digest, desired string) {
 	t.Helper()
 	_, hash, err := rawRender(root, "apps/checkout/overlays/staging")
 	if err != nil {
@@ -54,8 +56,8 @@ func stagingAccepted(t *testing.T, root, digest string) {
 	steps := []error{
 		rec.Verify(promotion.VerifiedIn{Environment: "dev", DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40), RenderedHash: "sha256:" + strings.Repeat("3", 64), RuntimeEvidence: "evidence/dev/checkout/1.json"}, t0, "test"),
 		rec.Approve("alice", rec.InputFor(buildVersion()), t0.Add(time.Hour*48), t0),
-		rec.Reconcile(promStagingRev, t0, "test"),
-		rec.Accept(promStagingRev, "evidence/staging/checkout/"+rec.PromotionID+".json", t0, "test"),
+		rec.Reconcile(desired, t0, "test"),
+		rec.Accept(desired, "evidence/staging/checkout/"+rec.PromotionID+".json", t0, "test"),
 	}
 	for _, err := range steps {
 		if err != nil {
@@ -66,10 +68,26 @@ func stagingAccepted(t *testing.T, root, digest string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The notifier's evidence, committed with the record (its own encoding).
+	// The notifier's evidence, committed with the record (its own encoding):
+	// every runtime check staging's overlay declares Passed after its soak.
+	at := time.Now().UTC().Truncate(time.Second)
+	checksData, err := os.ReadFile(filepath.Join(root, "apps/checkout/overlays/staging", checkfile.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := checkfile.Parse(checkfile.File, checksData, checkfile.Options{AnyNamespace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := evidence.Checks(rc, nil)
+	for i := range checks {
+		checks[i].Verdict, checks[i].Value, checks[i].EvaluatedAt = string(v1alpha1.CheckPassed), "0.001", &at
+	}
+	soakStarted := at.Add(-rc.Soak.Duration - time.Minute)
 	ev := &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: "checkout", Environment: "staging", PromotionID: rec.PromotionID,
-		Decision: promotion.Accepted, Image: rec.Artifact.Image, ArtifactDigest: digest, DesiredRevision: promStagingRev,
-		ObservedRevision: promStagingRev, RenderedHash: hash, DesiredRenderedHash: hash, Time: t0,
+		Decision: promotion.Accepted, Image: rec.Artifact.Image, ArtifactDigest: digest, DesiredRevision: desired,
+		ObservedRevision: desired, RenderedHash: hash, DesiredRenderedHash: hash, Time: at, VerifiedAt: &at, Checks: checks,
+		SoakStartedAt: &soakStarted, Soak: rc.Soak.Duration.String(),
 		Pods: []evidence.Pod{{Workload: "Deployment/checkout-staging/checkout", Container: "checkout", Pod: "checkout-1", Pods: 1,
 			Declared: digest, ImageID: "ghcr.io/throughline-dev/checkout@" + digest, Outcome: "Verified", Match: "Exact"}},
 		ReportedBy: evidence.Reporter{Source: "argocd"}}
@@ -93,9 +111,11 @@ func promoteFixture(t *testing.T) (top, root string) {
 	testenv.RemoveTrust(t, root) // made-up digests, no evidence: the trust gates are trust_gates_test.go's
 	k := filepath.Join(root, "apps/checkout/overlays/staging/kustomization.yaml")
 	writeTree(t, root, map[string]string{"apps/checkout/overlays/staging/kustomization.yaml": strings.Replace(readFile(t, k), "1.4.2@"+promOldDigest, "1.5.0@"+promNewDigest, 1)})
-	stagingAccepted(t, root, promNewDigest)
 	unsignedApprovals(t, root) // signed approvals: approve_test.go
 	gittest.Run(t, top, "init", "-q", "-b", "main")
+	gittest.Run(t, top, "add", ".")
+	gittest.Run(t, top, "commit", "-q", "-m", "staging desires 1.5.0")
+	stagingAccepted(t, root, promNewDigest, gittest.Run(t, top, "rev-parse", "HEAD"))
 	gittest.Run(t, top, "add", ".")
 	gittest.Run(t, top, "commit", "-q", "-m", "staging accepted 1.5.0")
 	return top, root

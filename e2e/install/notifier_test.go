@@ -26,6 +26,7 @@ import (
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/internal/ociimage"
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -145,8 +146,9 @@ func TestNotifierFromImage(t *testing.T) {
 	}
 	playSynced(t, ctx, c, app, desired, src, dst)
 
-	serve, logs := startImageServe(t, ctx, api, bin, gs.URL+"/org/gitops.git", token)
-	ev := waitEvidence(t, ctx, gitEnv, withCreds, app, desired)
+	key := sshkey.NewNotifier(t, "production")
+	serve, logs := startImageServe(t, ctx, api, bin, gs.URL+"/org/gitops.git", token, key)
+	ev := waitEvidence(t, ctx, gitEnv, withCreds, app, desired, key)
 	pods := 0
 	for _, p := range ev.Pods {
 		pods += p.Pods
@@ -226,20 +228,21 @@ func playSynced(t *testing.T, ctx context.Context, c client.Client, app, rev str
 
 // startImageServe runs the image's binary as deploy/serve does, with the
 // notifier on, an empty PATH and HOME, and the secrets in files.
-func startImageServe(t *testing.T, ctx context.Context, api *testenv.APIServer, bin, gitURL, token string) (*exec.Cmd, *bytes.Buffer) {
+func startImageServe(t *testing.T, ctx context.Context, api *testenv.APIServer, bin, gitURL, token string, key sshkey.Notifier) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	kubeconfig, err := api.Kubeconfig("throughline-serve", "")
 	must(t, err)
 	secrets := t.TempDir()
-	tokenFile, argoFile := filepath.Join(secrets, "token"), filepath.Join(secrets, "argocd-token")
+	tokenFile, argoFile, keyFile := filepath.Join(secrets, "token"), filepath.Join(secrets, "argocd-token"), filepath.Join(secrets, "evidence-key")
 	must(t, os.WriteFile(tokenFile, []byte(token+"\n"), 0o600))
 	must(t, os.WriteFile(argoFile, []byte("argocd-webhook-t0ken\n"), 0o600))
+	must(t, os.WriteFile(keyFile, key.PrivatePEM(t), 0o600))
 	cmd := exec.CommandContext(ctx, bin, "serve", "--leader-elect=false", "--log-format=json",
 		"--health-probe-bind-address", freeAddr(t), "--metrics-bind-address", "0",
 		"--registry-cache-dir", filepath.Join(t.TempDir(), "registry"), "--pending-requeue", "1s",
 		"--notifier-bind-address", freeAddr(t), "--notifier-repo", filepath.Join(t.TempDir(), "gitops"),
 		"--notifier-git-url", gitURL, "--notifier-git-username", "x-access-token", "--notifier-git-token-file", tokenFile,
-		"--notifier-argocd-token-file", argoFile, "--notifier-resync-interval", "2s")
+		"--notifier-argocd-token-file", argoFile, "--notifier-resync-interval", "2s", "--notifier-evidence-key-file", keyFile)
 	empty := t.TempDir()
 	cmd.Env = []string{"PATH=" + empty, "HOME=" + empty, "KUBECONFIG=" + kubeconfig}
 	logs := &bytes.Buffer{}
@@ -255,8 +258,8 @@ func startImageServe(t *testing.T, ctx context.Context, api *testenv.APIServer, 
 }
 
 // waitEvidence waits until main on the Git server holds app's record
-// decided and returns its evidence.
-func waitEvidence(t *testing.T, ctx context.Context, gitEnv []string, remote, app, desired string) *evidence.Record {
+// decided and returns its evidence, signed by key (the notifier's).
+func waitEvidence(t *testing.T, ctx context.Context, gitEnv []string, remote, app, desired string, key sshkey.Notifier) *evidence.Record {
 	t.Helper()
 	clone := filepath.Join(t.TempDir(), "check")
 	testenv.Git(t, ctx, gitEnv, filepath.Dir(clone), "clone", "-q", remote, clone)
@@ -267,7 +270,15 @@ func waitEvidence(t *testing.T, ctx context.Context, gitEnv []string, remote, ap
 		must(t, err)
 		if rec.State != promotion.Reconciling {
 			evPath := evidence.Path("production", app, rec.PromotionID)
-			ev, err := evidence.Parse(evPath, []byte(testenv.Git(t, ctx, gitEnv, clone, "show", "origin/main:"+evPath)))
+			keys, err := evidence.ParseKeys("evidence-signers", []byte(key.Line()))
+			must(t, err)
+			// The bytes as committed (testenv.Git trims its output).
+			show := func(file string) []byte {
+				out, err := exec.CommandContext(ctx, "git", "-C", clone, "show", "origin/main:"+file).Output()
+				must(t, err)
+				return out
+			}
+			ev, err := evidence.Open(evPath, "production", show(evPath), show(evidence.SignaturePath(evPath)), keys)
 			must(t, err)
 			if ev.ObservedRevision != desired {
 				t.Fatalf("evidence observes %s, want the desired %s", ev.ObservedRevision, desired)

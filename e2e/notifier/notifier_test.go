@@ -39,6 +39,7 @@ import (
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/notifier"
 	"github.com/throughline-dev/throughline/promotion"
@@ -91,6 +92,9 @@ type env struct {
 	policyRev string
 	// haltReason is what a HALTED record's reason contains.
 	haltReason string
+	// key signs the evidence the notifier writes (its evidenceSigners
+	// line lists production).
+	key sshkey.Notifier
 }
 
 // setup starts the Git server with the seed repository and the notifier.
@@ -111,7 +115,7 @@ func setupWithPolicy(t *testing.T, ctx context.Context, api *testenv.APIServer, 
 	seed := t.TempDir()
 	git(t, seed, "clone", "-q", remote, "r")
 	seed = filepath.Join(seed, "r")
-	e := &env{api: api, remote: remote, app: app, commits: 2, haltReason: "wrong revision"}
+	e := &env{api: api, remote: remote, app: app, commits: 2, haltReason: "wrong revision", key: sshkey.NewNotifier(t, "production")}
 	if policy != "" {
 		must(t, os.WriteFile(filepath.Join(seed, promotion.PolicyFile), []byte(policy), 0o644))
 		git(t, seed, "add", ".")
@@ -177,7 +181,7 @@ func setupWithPolicy(t *testing.T, ctx context.Context, api *testenv.APIServer, 
 	if policy != "" {
 		live.Registry = notifier.BaseRegistry(&gitops.Repo{Repo: repo, Base: "main"})
 	}
-	proc := &notifier.Processor{Git: &evidence.GitSink{Repo: repo, Branch: "main"}, Live: live}
+	proc := &notifier.Processor{Git: &evidence.GitSink{Repo: repo, Branch: "main", Signer: e.key}, Live: live}
 	h, err := notifier.New(cfg, proc, nil)
 	must(t, err)
 	srv := httptest.NewServer(h)
@@ -208,7 +212,16 @@ func (e *env) decided(t *testing.T, source string, want promotion.State, observe
 		must(t, err)
 		if rec.State == want {
 			evPath := evidence.Path("production", e.app, rec.PromotionID)
-			ev, err := evidence.Parse(evPath, []byte(git(t, clone, "show", tip+":"+evPath)))
+			// Signed by the notifier's key, as the gates read it
+			// (ledger.ReadEvidence: evidence.Open with evidenceSigners).
+			keys, err := evidence.ParseKeys("evidence-signers", []byte(e.key.Line()))
+			must(t, err)
+			show := func(file string) []byte {
+				out, err := exec.Command("git", "-C", clone, "show", tip+":"+file).Output()
+				must(t, err)
+				return out
+			}
+			ev, err := evidence.Open(evPath, "production", show(evPath), show(evidence.SignaturePath(evPath)), keys)
 			must(t, err)
 			if ev.Decision != want || ev.ObservedRevision != observed || ev.ReportedBy.Source != source {
 				t.Fatalf("evidence %+v", ev)
