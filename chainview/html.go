@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/atomicfile"
+	"github.com/throughline-dev/throughline/ledger"
 )
 
 //go:embed templates/*.tmpl templates/style.css
@@ -41,7 +42,7 @@ type page struct {
 func NewSite(m *Model) (*Site, error) {
 	funcs := template.FuncMap{
 		"short":  short,
-		"digest": shortDigest,
+		"digest": ledger.ShortDigest,
 		"tag":    imageTag,
 		"lower":  func(s any) string { return strings.ToLower(fmt.Sprint(s)) },
 		"inc":    func(i int) int { return i + 1 },
@@ -160,14 +161,6 @@ func (s *Site) WriteSite(ctx context.Context, dir string) ([]string, error) {
 		}
 	}
 	return names, nil
-}
-
-// shortDigest is sha256: and the first 12 hex digits.
-func shortDigest(d string) string {
-	if h, ok := strings.CutPrefix(d, "sha256:"); ok && len(h) > 12 {
-		return "sha256:" + h[:12]
-	}
-	return d
 }
 
 // age is a duration in its two largest units (3d4h, 2h5m, 45s).

@@ -1,6 +1,7 @@
 package chainview
 
 import (
+	"errors"
 	"strings"
 	"time"
 
@@ -22,6 +23,16 @@ type Options struct {
 	// CommitURL, when set, makes every commit a link: a format with one %s
 	// for the full commit id (https://forge.example/org/gitops/commit/%s).
 	CommitURL string
+}
+
+// CheckCommitURL refuses a CommitURL that does not take exactly one %s
+// (and no other verb); the empty one (no links) is fine.
+func CheckCommitURL(u string) error {
+	plain := strings.ReplaceAll(u, "%%", "")
+	if u != "" && (strings.Count(plain, "%") != 1 || strings.Count(plain, "%s") != 1) {
+		return errors.New("want exactly one %s for the commit id")
+	}
+	return nil
 }
 
 // Live is what one app runs in one environment.

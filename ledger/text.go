@@ -22,16 +22,19 @@ func WriteStatusTable(w io.Writer, rows []StatusRow) error {
 		if row.Why != "" {
 			note = strings.TrimPrefix(note+"; "+row.Why, "; ")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", row.App, row.Environment, row.Attempt, row.State, shortDigest(row.Digest),
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", row.App, row.Environment, row.Attempt, row.State, ShortDigest(row.Digest),
 			row.PromotionID, row.Ref, row.Branch, note)
 	}
 	return tw.Flush()
 }
 
-// shortDigest is a digest cut to its algorithm and 12 hex digits.
-func shortDigest(d string) string {
-	if len(d) > 19 {
-		return d[:19]
+// ShortDigest is a digest cut to its algorithm and 12 hex digits
+// (sha256:4b7e2a91c3d5), as the status table, the commit messages and the
+// web view show it; a string without an algorithm, or not longer than
+// that, is returned as it is.
+func ShortDigest(d string) string {
+	if alg, hex, ok := strings.Cut(d, ":"); ok && len(hex) > 12 {
+		return alg + ":" + hex[:12]
 	}
 	return d
 }

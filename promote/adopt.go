@@ -9,6 +9,7 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/overlay"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -89,7 +90,7 @@ func Adopt(ctx context.Context, r *gitops.Repo, req AdoptRequest) (*Adoption, er
 			return nil, "", err
 		}
 		return map[string][]byte{file: data}, fmt.Sprintf("adopt %s %s in %s\n\nPromotion: %s\nAdopted-By: %s\nDesired: %s\n",
-			req.App, ShortDigest(rec.Artifact.Digest), req.Env, rec.PromotionID, req.By, baseRev), nil
+			req.App, ledger.ShortDigest(rec.Artifact.Digest), req.Env, rec.PromotionID, req.By, baseRev), nil
 	})
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/registry"
 	"github.com/throughline-dev/throughline/trust"
@@ -183,7 +184,7 @@ func candidateMessage(rec *promotion.Record) string {
 	a := rec.Artifact
 	var b strings.Builder
 	fmt.Fprintf(&b, "candidate %s %s for %s\n\nPromotion: %s\nAttempt-Key: %s %s %s %d\nImage: %s\nSource-Commit: %s\n",
-		rec.App, ShortDigest(a.Digest), rec.Target.Environment, rec.PromotionID, rec.App, a.Digest, rec.Target.Environment, rec.Attempt,
+		rec.App, ledger.ShortDigest(a.Digest), rec.Target.Environment, rec.PromotionID, rec.App, a.Digest, rec.Target.Environment, rec.Attempt,
 		a.Image, a.SourceCommit)
 	if a.Evidence != nil {
 		for _, it := range a.Evidence.Items {

@@ -81,17 +81,10 @@ func Propose(ctx context.Context, r *gitops.Repo, req ProposeRequest) (*Proposal
 		By: "throughline promote propose",
 		Message: func(rec *promotion.Record) string {
 			return fmt.Sprintf("promote %s %s to %s\n\nPromotion: %s\nAttempt-Key: %s %s %s %d\nSource: %s (%s)\n",
-				app, ShortDigest(rec.Artifact.Digest), to, rec.PromotionID, app, rec.Artifact.Digest, to, rec.Attempt, from, promotion.RecordPath(app, from))
+				app, ledger.ShortDigest(rec.Artifact.Digest), to, rec.PromotionID, app, rec.Artifact.Digest, to, rec.Attempt,
+				from, promotion.RecordPath(app, from))
 		},
 	})
-}
-
-// ShortDigest is the digest cut to its algorithm and 12 hex digits.
-func ShortDigest(d string) string {
-	if len(d) > 19 {
-		return d[:19]
-	}
-	return d
 }
 
 // proposeOptions are what differs between the callers of the propose path

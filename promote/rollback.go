@@ -108,7 +108,7 @@ func Rollback(ctx context.Context, r *gitops.Repo, req RollbackRequest) (*Rollba
 			Message: func(rec *promotion.Record) string {
 				return fmt.Sprintf("rollback %s in %s to %s\n\nPromotion: %s\nAttempt-Key: %s %s %s %d\n"+
 					"Rollback-From: %s\nRollback-To: %s (%s, accepted at %s)\n",
-					app, env, ShortDigest(rec.Artifact.Digest), rec.PromotionID, app, rec.Artifact.Digest, env, rec.Attempt,
+					app, env, ledger.ShortDigest(rec.Artifact.Digest), rec.PromotionID, app, rec.Artifact.Digest, env, rec.Attempt,
 					from, pick.Artifact.Digest, pick.PromotionID, pick.Commit)
 			},
 		})

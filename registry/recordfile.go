@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/throughline-dev/throughline/atomicfile"
 	"github.com/throughline-dev/throughline/exitcode"
@@ -34,18 +35,21 @@ func ReadRecordFile(file string) (Record, error) {
 // could block or never end), at most maxRecordFile bytes. An unreadable
 // one is an *exitcode.InvalidInput naming the file.
 func ReadRecordBytes(file string) ([]byte, error) {
-	// Stat before opening: opening a FIFO blocks until a writer comes.
-	if fi, err := os.Stat(file); err != nil || !fi.Mode().IsRegular() {
-		if err == nil {
-			err = fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-		}
-		return nil, &exitcode.InvalidInput{File: file, Err: err}
-	}
-	f, err := os.Open(file)
+	// Non-blocking: opening a FIFO does not wait for a writer. The kind is
+	// judged on the file opened (fstat), not on a path that could be
+	// replaced between a stat and the open.
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, &exitcode.InvalidInput{File: file, Err: err}
 	}
 	defer func() { _ = f.Close() }() // opened read-only: the read reported any failure
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
+	if err != nil {
+		return nil, &exitcode.InvalidInput{File: file, Err: err}
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxRecordFile))
 	if err != nil {
 		return nil, &exitcode.InvalidInput{File: file, Err: err}

@@ -126,7 +126,7 @@ func (o *promoteProposeOptions) run(ctx context.Context, g *globals, stdout io.W
 	if err != nil {
 		return err
 	}
-	title := fmt.Sprintf("promote %s %s to %s (%s)", o.app, promote.ShortDigest(p.Record.Artifact.Digest), o.to, p.Record.PromotionID)
+	title := fmt.Sprintf("promote %s %s to %s (%s)", o.app, ledger.ShortDigest(p.Record.Artifact.Digest), o.to, p.Record.PromotionID)
 	if err := p.OpenPullRequest(ctx, fc, r.Base, title, p.PullRequestBody()); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promote"
 )
 
@@ -101,7 +102,7 @@ func (o *promoteCandidateOptions) run(ctx context.Context, g *globals, stdout io
 	if err != nil {
 		return err
 	}
-	title := fmt.Sprintf("candidate %s %s for %s (%s)", o.app, promote.ShortDigest(p.Record.Artifact.Digest), o.to, p.Record.PromotionID)
+	title := fmt.Sprintf("candidate %s %s for %s (%s)", o.app, ledger.ShortDigest(p.Record.Artifact.Digest), o.to, p.Record.PromotionID)
 	if err := p.OpenPullRequest(ctx, fc, r.Base, title, p.PullRequestBody()); err != nil {
 		return err
 	}

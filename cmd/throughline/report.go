@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -56,8 +55,8 @@ func (o *reportOptions) run(ctx context.Context, g *globals, stdout io.Writer) e
 	if o.out == "" {
 		return exitcode.Usagef("--out DIR is required")
 	}
-	if err := checkCommitURL(o.commitURL); err != nil {
-		return err
+	if err := chainview.CheckCommitURL(o.commitURL); err != nil {
+		return exitcode.Usagef("--commit-url %q: %w", o.commitURL, err)
 	}
 	r, err := gitops.OpenLocal(ctx, o.repo)
 	if err != nil {
@@ -84,14 +83,4 @@ func (o *reportOptions) run(ctx context.Context, g *globals, stdout io.Writer) e
 	g.log.Info().Str("rev", m.Rev).Int("pages", len(files)).Str("out", o.out).Msg("report written")
 	_, err = fmt.Fprintf(stdout, "wrote %d files (%d promotions, %d apps) read at %s to %s\n", len(files), len(m.Promotions), len(m.Apps), m.Rev, o.out)
 	return err
-}
-
-// checkCommitURL refuses a --commit-url that does not take exactly one %s
-// (and no other verb).
-func checkCommitURL(u string) error {
-	plain := strings.ReplaceAll(u, "%%", "")
-	if u != "" && (strings.Count(plain, "%") != 1 || strings.Count(plain, "%s") != 1) {
-		return exitcode.Usagef("--commit-url %q: want exactly one %%s for the commit id", u)
-	}
-	return nil
 }

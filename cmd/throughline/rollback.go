@@ -113,7 +113,7 @@ func (o *rollbackOptions) run(ctx context.Context, g *globals, stdout io.Writer)
 	}
 	warnRollback(g, res)
 	p := res.Proposal
-	title := fmt.Sprintf("rollback %s in %s to %s (%s)", o.app, o.env, promote.ShortDigest(p.Record.Artifact.Digest), p.Record.PromotionID)
+	title := fmt.Sprintf("rollback %s in %s to %s (%s)", o.app, o.env, ledger.ShortDigest(p.Record.Artifact.Digest), p.Record.PromotionID)
 	if err := p.OpenPullRequest(ctx, fc, r.Base, title, res.PullRequestBody()); err != nil {
 		return err
 	}

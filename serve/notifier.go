@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"bytes"
@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/forge"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/notifier"
 )
@@ -34,8 +35,10 @@ type notifierFlags struct {
 	tlsCertFile   string
 	tlsKeyFile    string
 	evidenceKey   string
-	forge         forgeFlags
-	git           gitRemoteFlags
+	// forgeKind, forgeURL and forgeRepo are the forge of the commit
+	// statuses (none without forgeKind).
+	forgeKind, forgeURL, forgeRepo string
+	git                            gitRemoteFlags
 	// repo is the notifier's repository once started (nil when off): the
 	// web view reads it too.
 	repo   *gitops.Repo
@@ -51,8 +54,7 @@ const (
 	envArgoCDToken = "THROUGHLINE_ARGOCD_TOKEN"
 )
 
-func (n *notifierFlags) add(cmd *cobra.Command) {
-	f := cmd.Flags()
+func (n *notifierFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&n.addr, "notifier-bind-address", "", `serve the Argo CD / Flux webhook receivers here, e.g. ":8443" ("" turns them off)`)
 	f.StringVar(&n.repoDir, "notifier-repo", "", "clone of the GitOps repository (remote origin) the evidence is committed to; "+
 		"with --notifier-git-url, the directory serve clones it into")
@@ -76,10 +78,10 @@ func (n *notifierFlags) add(cmd *cobra.Command) {
 	f.DurationVar(&n.resync, "notifier-resync-interval", notifier.DefaultResyncInterval,
 		"decide every RECONCILING record from its Application's or Kustomization's own status this often, without waiting "+
 			"for a delivery (leader only; 0 turns it off: then a lost delivery leaves the record RECONCILING)")
-	f.StringVar(&n.forge.kind, "forge", "", "set commit statuses on the desired commit on: github, gitlab or gitea "+
+	f.StringVar(&n.forgeKind, "forge", "", "set commit statuses on the desired commit on: github, gitlab or gitea "+
 		"(token from THROUGHLINE_FORGE_TOKEN, else GITHUB_TOKEN / GITLAB_TOKEN / GITEA_TOKEN)")
-	f.StringVar(&n.forge.url, "forge-url", "", "forge API base URL (default https://api.github.com, https://gitlab.com)")
-	f.StringVar(&n.forge.repo, "forge-repo", "", "repository on the forge: owner/name (GitLab: group/project)")
+	f.StringVar(&n.forgeURL, "forge-url", "", "forge API base URL (default https://api.github.com, https://gitlab.com)")
+	f.StringVar(&n.forgeRepo, "forge-repo", "", "repository on the forge: owner/name (GitLab: group/project)")
 }
 
 func readSecret(file, env string) ([]byte, error) {
@@ -163,11 +165,11 @@ func (n *notifierFlags) config(ctx context.Context, cfg *rest.Config) (notifier.
 		return sc, err
 	}
 	n.repo = sc.Repo
-	fc, err := n.forge.client()
-	if err != nil {
-		return sc, err
-	}
-	if fc != nil {
+	if n.forgeKind != "" {
+		fc, err := forge.New(forge.Kind(n.forgeKind), n.forgeURL, n.forgeRepo)
+		if err != nil {
+			return sc, exitcode.Usagef("%v", err)
+		}
 		sc.Forge = fc
 	}
 	return sc, nil

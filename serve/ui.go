@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"cmp"
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,8 +34,7 @@ type uiFlags struct {
 // uiRenderTimeout bounds one load and render of the pages.
 const uiRenderTimeout = 60 * time.Second
 
-func (u *uiFlags) add(cmd *cobra.Command) {
-	f := cmd.Flags()
+func (u *uiFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&u.addr, "ui-bind-address", "", `serve the read-only web view of the chain here, e.g. "127.0.0.1:8090" ("" turns it off)`)
 	f.StringVar(&u.repo, "ui-repo", "", "clone of the GitOps repository the web view reads (default: --notifier-repo)")
 	f.StringVar(&u.rev, "ui-rev", "", "revision the web view reads (default: the repository's base branch)")
@@ -101,8 +100,8 @@ func (u *uiFlags) handler(ctx context.Context, n *notifierFlags, log zerolog.Log
 	if (u.tlsCertFile == "") != (u.tlsKeyFile == "") {
 		return nil, exitcode.Usagef("--ui-tls-cert-file and --ui-tls-key-file go together")
 	}
-	if err := checkCommitURL(u.commitURL); err != nil {
-		return nil, err
+	if err := chainview.CheckCommitURL(u.commitURL); err != nil {
+		return nil, exitcode.Usagef("--ui-commit-url %q: %w", u.commitURL, err)
 	}
 	// The notifier's repository when the view reads it: its clone (the
 	// in-process one of --notifier-git-url in the image, which has no git).

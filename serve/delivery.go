@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/delivery"
 	"github.com/throughline-dev/throughline/exitcode"
@@ -22,8 +22,7 @@ type deliveryFlags struct {
 	limit    int
 }
 
-func (d *deliveryFlags) add(cmd *cobra.Command) {
-	f := cmd.Flags()
+func (d *deliveryFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&d.on, "delivery-metrics", true, "expose the delivery metrics of the records and evidence in Git on /metrics "+
 		"(read from --notifier-repo's branch; see docs/delivery-metrics.md)")
 	f.DurationVar(&d.interval, "delivery-metrics-interval", delivery.DefaultInterval,
