@@ -13,12 +13,14 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -46,9 +48,14 @@ func (e *env) service(t *testing.T, ctx context.Context, cfg notifier.Config) *n
 	u.User = nil
 	repo, err := gitops.Clone(ctx, gitrepo.CloneOptions{URL: u.String(), Dir: filepath.Join(t.TempDir(), "svc"), Credentials: creds})
 	must(t, err)
+	keyFile := filepath.Join(t.TempDir(), "evidence-key") // as serve reads it from its Secret
+	must(t, os.WriteFile(keyFile, e.key.PrivatePEM(t), 0o600))
 	svc, err := notifier.Start(ctx, notifier.ServiceConfig{Handler: cfg, Addr: "127.0.0.1:0", Repo: repo, Kube: e.api.Config,
-		ResyncInterval: time.Second, OnResync: func(r notifier.Resynced) { t.Logf("resync: %+v", r) }})
+		ResyncInterval: time.Second, OnResync: func(r notifier.Resynced) { t.Logf("resync: %+v", r) }, EvidenceKeyFile: keyFile})
 	must(t, err)
+	if svc.SigningKey() != ssh.FingerprintSHA256(e.key.PublicKey()) {
+		t.Fatalf("the service signs with %q, want the key of its file", svc.SigningKey())
+	}
 	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
 	return svc
 }
