@@ -97,32 +97,34 @@ func SameEvidence(rec, src *promotion.Record) error {
 	if a == nil && b == nil || a != nil && b != nil && a.Equal(b) {
 		return nil
 	}
+	change, changed := evidenceChange(b, a)
+	field := "artifact.evidence"
+	if len(changed) == 1 {
+		field = "evidence " + changed[0]
+	}
 	return &exitcode.Refusal{Rule: RuleEvidenceDiffers, File: promotion.RecordPath(rec.App, rec.Target.Environment),
-		Object: ArtifactRef(rec.Artifact), Field: "artifact.evidence",
+		Object: ArtifactRef(rec.Artifact), Field: field,
 		Reason: fmt.Sprintf("%s: the evidence of %s is not its source's, %s (%s): %s; the evidence is recorded once at candidacy "+
 			"and every later record references exactly it", RuleEvidenceDiffers, rec.PromotionID, src.PromotionID,
-			promotion.RecordPath(src.App, src.Target.Environment), evidenceChange(b, a))}
+			promotion.RecordPath(src.App, src.Target.Environment), change)}
 }
 
 // evidenceChange says what differs in got from want: only the bundles,
-// candidacy, environment or manifest that changed.
-func evidenceChange(want, got *promotion.SupplyChain) string {
+// candidacy, environment or manifest that changed; changed are the
+// digests of the bundles that changed (those got brings in, else those it
+// drops).
+func evidenceChange(want, got *promotion.SupplyChain) (string, []string) {
 	switch {
 	case got == nil:
-		return "it carries none, its source " + DescribeEvidence(want)
+		return "it carries none, its source " + DescribeEvidence(want), nil
 	case want == nil:
-		return "it carries " + DescribeEvidence(got) + ", its source none"
+		return "it carries " + DescribeEvidence(got) + ", its source none", nil
 	}
-	var out []string
-	for _, it := range got.Items {
-		if !slices.Contains(want.Items, it) {
-			out = append(out, fmt.Sprintf("%s %s added", it.Kind, it.Digest))
-		}
-	}
-	for _, it := range want.Items {
-		if !slices.Contains(got.Items, it) {
-			out = append(out, fmt.Sprintf("%s %s missing", it.Kind, it.Digest))
-		}
+	var out, changed []string
+	if !slices.Equal(got.Items, want.Items) {
+		var change string
+		change, changed = itemChanges(want.Items, got.Items)
+		out = append(out, change)
 	}
 	for _, f := range []struct{ name, want, got string }{
 		{"candidacy", want.Candidacy, got.Candidacy},
@@ -133,10 +135,7 @@ func evidenceChange(want, got *promotion.SupplyChain) string {
 			out = append(out, fmt.Sprintf("%s %q, not %q", f.name, f.got, f.want))
 		}
 	}
-	if len(out) == 0 {
-		out = append(out, "the same bundles in another order")
-	}
-	return strings.Join(out, "; ")
+	return strings.Join(out, "; "), changed
 }
 
 // DescribeEvidence names a record's supply-chain evidence in a sentence

@@ -453,8 +453,9 @@ func TestVerifyRefusesEditedEvidence(t *testing.T) {
 		tf.write(map[string]string{file: string(data)})
 	})
 	_, err = Verify(ctx, tf.repo, tf.verifyReq(time.Now()))
-	if re := wantTrustRefusal(t, "verify", err, gate.RuleEvidenceDiffers, ""); re.File != file || re.Field != "artifact.evidence" {
-		t.Fatalf("verify: %v, want a refusal of %s artifact.evidence", err, file)
+	// Only the swapped scan is named (its field), not the whole list.
+	if re := wantTrustRefusal(t, "verify", err, gate.RuleEvidenceDiffers, ""); re.File != file || re.Field != "evidence "+trusttest.DigestOf(fresh) {
+		t.Fatalf("verify: %v, want a refusal of %s naming the branch's scan %s", err, file, trusttest.DigestOf(fresh))
 	}
 	// Both evidence digests named: the golden file.
 	errorLines(t, "testdata/evidence-differs.golden", 1)("a scan swapped on the branch",
