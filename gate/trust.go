@@ -192,18 +192,46 @@ func (c *promotionCheck) trustSource(ctx context.Context) (*promotion.Record, er
 	return src, nil
 }
 
-// trustFinding lists a refusal of the supply-chain gate as a finding;
-// any other error is returned.
+// trustFinding lists a refusal of the supply-chain gate as a finding,
+// each of several (package trust refuses every bad bundle: errors.Join)
+// as its own; any other error is returned.
 func (c *promotionCheck) trustFinding(err error) error {
 	var re *exitcode.Refusal
 	if !errors.As(err, &re) {
 		return err
 	}
-	file := re.File
-	if file == "" {
-		file = c.recFile
+	rs := refusalsOf(err)
+	for _, r := range rs {
+		file := r.File
+		if file == "" {
+			file = c.recFile
+		}
+		msg := err.Error()
+		if len(rs) > 1 {
+			msg = r.Error()
+		}
+		c.rep.refuse(Finding{Rule: r.Rule, File: file, Object: r.Object, Field: r.Field}, "%s", msg)
 	}
-	c.rep.refuse(Finding{Rule: re.Rule, File: file, Object: re.Object, Field: re.Field}, "%s", err.Error())
+	return nil
+}
+
+// refusalsOf are the refusals of err's tree (errors.Unwrap and
+// errors.Join), outermost first, not looking inside a refusal.
+func refusalsOf(err error) []*exitcode.Refusal {
+	switch u := err.(type) { //nolint:errorlint // the walk of the tree: each node's own Unwrap
+	case nil:
+		return nil
+	case *exitcode.Refusal:
+		return []*exitcode.Refusal{u}
+	case interface{ Unwrap() []error }:
+		var out []*exitcode.Refusal
+		for _, e := range u.Unwrap() {
+			out = append(out, refusalsOf(e)...)
+		}
+		return out
+	case interface{ Unwrap() error }:
+		return refusalsOf(u.Unwrap())
+	}
 	return nil
 }
 
