@@ -295,8 +295,9 @@ func TestPromoteCheckNegative(t *testing.T) {
 			if res.code != tc.code {
 				t.Fatalf("exit %d, want %d\n%s\n%s", res.code, tc.code, res.stdout, res.stderr)
 			}
-			if strings.Contains(res.stdout, "promotion :") || strings.Contains(res.stdout, "(state )") {
-				t.Errorf("the report prints empty fields:\n%s", res.stdout)
+			if out := res.stdout + res.stderr; strings.Contains(out, "promotion :") || strings.Contains(out, "(state )") ||
+				strings.Contains(out, "promotion  refused") {
+				t.Errorf("the report prints empty fields:\n%s\n%s", res.stdout, res.stderr)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(res.stdout+res.stderr, w) {
