@@ -74,6 +74,11 @@ changed target (parameters, cluster, renderer version) makes a new attempt, and
 so does the same digest after its attempt was HALTED or REJECTED (attempt n+1,
 even when the overlay already holds the digest: only the record is new).
 
+A new attempt supersedes the open attempts of the same app and environment:
+its commit message names each (Supersedes: <promotionId> (<branch>)), their
+branches are deleted (compare-and-swap: a branch someone pushed to since is
+left, and the output says so) and, with --forge, their pull requests closed.
+
 With a remote, the branch is pushed (never forced: when another proposer
 created it first, its attempt is returned). With --forge, a pull/merge request
 is opened with the classified diff as its body; otherwise the branch is printed.`
@@ -149,6 +154,16 @@ func printProposal(w io.Writer, p *promote.Proposal) {
 	fmt.Fprintf(w, "branch %s at %s\n", p.Branch, p.Commit)
 	if p.PR != "" {
 		fmt.Fprintf(w, "pull request %s\n", p.PR)
+	}
+	for _, s := range p.Superseded {
+		what := "branch " + s.Branch + " deleted"
+		if !s.Deleted {
+			what = "branch " + s.Branch + " not deleted: " + s.NotDeleted
+		}
+		for _, n := range s.PullRequests {
+			what += fmt.Sprintf(", pull request #%d closed", n)
+		}
+		fmt.Fprintf(w, "supersedes %s: %s\n", s.PromotionID, what)
 	}
 	for _, c := range p.Changes {
 		fmt.Fprintln(w, "  "+c.String())
