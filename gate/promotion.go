@@ -377,7 +377,10 @@ func (c *promotionCheck) evidence(ctx context.Context) error {
 		// The first environment: the evidence recorded at candidacy, in a
 		// first environment of the base's registry (supplyChain re-verifies
 		// the evidence).
-		return c.trustFinding(CandidacyClaim(ctx, c.r, c.rep.Base, rec))
+		if err := CandidacyClaim(ctx, c.r, c.rep.Base, rec); err != nil {
+			return c.trustFinding(err)
+		}
+		return c.trustFinding(SealedCandidacy(ctx, c.r, c.req.Head, rec, c.req.Trust))
 	case rec.VerifiedIn.IsPriorAcceptance():
 		// A rollback: the claim must be backed by the base's history.
 		var re *exitcode.Refusal

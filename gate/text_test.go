@@ -35,6 +35,10 @@ func TestWriteText(t *testing.T) {
 		Refusals: []string{"rendered-hash: the branch renders another hash"}}
 	ok := &PromotionReport{PromotionID: "checkout-staging-2", App: "checkout", Digest: "sha256:bbbb", Environment: "staging",
 		State: promotion.Approved, OK: true}
+	two := &PromotionReport{Files: []string{"promotion/checkout/production.yaml", "promotion/checkout/staging.yaml"},
+		Refusals: []string{"a promotion change carries exactly one promotion record, this one changes 2 " +
+			"(promotion/checkout/production.yaml, promotion/checkout/staging.yaml)"},
+		Findings: []Finding{{Rule: RuleRecordCount}}}
 	var buf bytes.Buffer
 	for _, tc := range []struct {
 		name  string
@@ -43,6 +47,8 @@ func TestWriteText(t *testing.T) {
 		{"verdict refused", func() error { return (&Verdict{Repository: repo, Promotion: prom}).WriteText(&buf) }},
 		{"promotion refused", func() error { return prom.WriteText(&buf) }},
 		{"promotion ok", func() error { return ok.WriteText(&buf) }},
+		// Two records changed: no one record, so no "promotion :   ->  (state )".
+		{"two records changed", func() error { return two.WriteText(&buf) }},
 		{"no registry, ok", func() error {
 			return (&Verdict{Repository: &RepositoryReport{Base: base, Head: head}, OK: true}).WriteText(&buf)
 		}},

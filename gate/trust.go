@@ -97,32 +97,34 @@ func SameEvidence(rec, src *promotion.Record) error {
 	if a == nil && b == nil || a != nil && b != nil && a.Equal(b) {
 		return nil
 	}
+	change, changed := evidenceChange(b, a)
+	field := "artifact.evidence"
+	if len(changed) == 1 {
+		field = "evidence " + changed[0]
+	}
 	return &exitcode.Refusal{Rule: RuleEvidenceDiffers, File: promotion.RecordPath(rec.App, rec.Target.Environment),
-		Object: ArtifactRef(rec.Artifact), Field: "artifact.evidence",
+		Object: ArtifactRef(rec.Artifact), Field: field,
 		Reason: fmt.Sprintf("%s: the evidence of %s is not its source's, %s (%s): %s; the evidence is recorded once at candidacy "+
 			"and every later record references exactly it", RuleEvidenceDiffers, rec.PromotionID, src.PromotionID,
-			promotion.RecordPath(src.App, src.Target.Environment), evidenceChange(b, a))}
+			promotion.RecordPath(src.App, src.Target.Environment), change)}
 }
 
 // evidenceChange says what differs in got from want: only the bundles,
-// candidacy, environment or manifest that changed.
-func evidenceChange(want, got *promotion.SupplyChain) string {
+// candidacy, environment or manifest that changed; changed are the
+// digests of the bundles that changed (those got brings in, else those it
+// drops).
+func evidenceChange(want, got *promotion.SupplyChain) (string, []string) {
 	switch {
 	case got == nil:
-		return "it carries none, its source " + DescribeEvidence(want)
+		return "it carries none, its source " + DescribeEvidence(want), nil
 	case want == nil:
-		return "it carries " + DescribeEvidence(got) + ", its source none"
+		return "it carries " + DescribeEvidence(got) + ", its source none", nil
 	}
-	var out []string
-	for _, it := range got.Items {
-		if !slices.Contains(want.Items, it) {
-			out = append(out, fmt.Sprintf("%s %s added", it.Kind, it.Digest))
-		}
-	}
-	for _, it := range want.Items {
-		if !slices.Contains(got.Items, it) {
-			out = append(out, fmt.Sprintf("%s %s missing", it.Kind, it.Digest))
-		}
+	var out, changed []string
+	if !slices.Equal(got.Items, want.Items) {
+		var change string
+		change, changed = itemChanges(want.Items, got.Items)
+		out = append(out, change)
 	}
 	for _, f := range []struct{ name, want, got string }{
 		{"candidacy", want.Candidacy, got.Candidacy},
@@ -133,10 +135,7 @@ func evidenceChange(want, got *promotion.SupplyChain) string {
 			out = append(out, fmt.Sprintf("%s %q, not %q", f.name, f.got, f.want))
 		}
 	}
-	if len(out) == 0 {
-		out = append(out, "the same bundles in another order")
-	}
-	return strings.Join(out, "; ")
+	return strings.Join(out, "; "), changed
 }
 
 // DescribeEvidence names a record's supply-chain evidence in a sentence
@@ -193,18 +192,46 @@ func (c *promotionCheck) trustSource(ctx context.Context) (*promotion.Record, er
 	return src, nil
 }
 
-// trustFinding lists a refusal of the supply-chain gate as a finding;
-// any other error is returned.
+// trustFinding lists a refusal of the supply-chain gate as a finding,
+// each of several (package trust refuses every bad bundle: errors.Join)
+// as its own; any other error is returned.
 func (c *promotionCheck) trustFinding(err error) error {
 	var re *exitcode.Refusal
 	if !errors.As(err, &re) {
 		return err
 	}
-	file := re.File
-	if file == "" {
-		file = c.recFile
+	rs := refusalsOf(err)
+	for _, r := range rs {
+		file := r.File
+		if file == "" {
+			file = c.recFile
+		}
+		msg := err.Error()
+		if len(rs) > 1 {
+			msg = r.Error()
+		}
+		c.rep.refuse(Finding{Rule: r.Rule, File: file, Object: r.Object, Field: r.Field}, "%s", msg)
 	}
-	c.rep.refuse(Finding{Rule: re.Rule, File: file, Object: re.Object, Field: re.Field}, "%s", err.Error())
+	return nil
+}
+
+// refusalsOf are the refusals of err's tree (errors.Unwrap and
+// errors.Join), outermost first, not looking inside a refusal.
+func refusalsOf(err error) []*exitcode.Refusal {
+	switch u := err.(type) { //nolint:errorlint // the walk of the tree: each node's own Unwrap
+	case nil:
+		return nil
+	case *exitcode.Refusal:
+		return []*exitcode.Refusal{u}
+	case interface{ Unwrap() []error }:
+		var out []*exitcode.Refusal
+		for _, e := range u.Unwrap() {
+			out = append(out, refusalsOf(e)...)
+		}
+		return out
+	case interface{ Unwrap() error }:
+		return refusalsOf(u.Unwrap())
+	}
 	return nil
 }
 

@@ -151,9 +151,9 @@ func (r *Repo) DeleteBranch(ctx context.Context, branch, old string) error {
 		return fmt.Errorf("delete %q: not a branch and commit", branch)
 	}
 	if r.Remote != "" {
-		if _, err := r.run(ctx, nil, "push", "--porcelain", "--force-with-lease="+ref+":"+old, r.Remote, ":"+ref); err != nil {
-			var ge *Error
-			if errors.As(err, &ge) && rejected(ge.Stderr) {
+		if out, err := r.run(ctx, nil, "push", "--porcelain", "--force-with-lease="+ref+":"+old, r.Remote, ":"+ref); err != nil {
+			var ge *Error // porcelain: the "!" line of a stale lease is on stdout
+			if errors.As(err, &ge) && rejected(ge.Stderr+out) {
 				return fmt.Errorf("delete %s on %s: %w", branch, r.Remote, ErrRejected)
 			}
 			return fmt.Errorf("delete %s on %s: %w", branch, r.Remote, err)

@@ -125,3 +125,27 @@ func (r *Repo) Identities(ctx context.Context, rev string) (author, committer st
 	a, c, _ := strings.Cut(strings.TrimSpace(out), "\n")
 	return strings.TrimSpace(a), strings.TrimSpace(c), nil
 }
+
+// Message is the commit message of rev.
+func (r *Repo) Message(ctx context.Context, rev string) (string, error) {
+	if strings.HasPrefix(rev, "-") || rev == "" {
+		return "", fmt.Errorf("message of %q: not a revision", rev)
+	}
+	if m := r.reader(); m != nil {
+		defer m.lock()()
+		h, err := m.resolve(rev)
+		if err != nil {
+			return "", fmt.Errorf("message of %s: %w", rev, err)
+		}
+		c, err := m.repo.CommitObject(h)
+		if err != nil {
+			return "", fmt.Errorf("message of %s: %w", rev, err)
+		}
+		return c.Message, nil
+	}
+	out, err := r.run(ctx, nil, "log", "-1", "--format=%B", "--end-of-options", rev)
+	if err != nil {
+		return "", fmt.Errorf("message of %s: %w", rev, err)
+	}
+	return out, nil
+}

@@ -11,9 +11,12 @@ import (
 )
 
 // verifyCandidacy moves a candidacy's record to VERIFIED (the claim, and
-// its evidence re-verified) and returns the commit message.
-func verifyCandidacy(ctx context.Context, r *gitops.Repo, base string, rec *promotion.Record, req VerifyRequest) (string, error) {
+// its evidence the one sealed at candidacy, re-verified) and returns the commit message.
+func verifyCandidacy(ctx context.Context, r *gitops.Repo, base, tip string, rec *promotion.Record, req VerifyRequest) (string, error) {
 	if err := gate.CandidacyClaim(ctx, r, base, rec); err != nil {
+		return "", err
+	}
+	if err := gate.SealedCandidacy(ctx, r, tip, rec, req.Trust); err != nil {
 		return "", err
 	}
 	if err := gate.Reverify(ctx, r, base, rec.Artifact, rec.Target.Environment, req.Trust, req.Now); err != nil {

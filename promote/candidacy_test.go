@@ -102,3 +102,97 @@ func TestProposeFollowsOrder(t *testing.T) {
 		t.Fatalf("a refused proposal wrote: branches %q", branches)
 	}
 }
+
+// TestCandidacySealed (issue 33, item 3): the candidacy's evidence is
+// sealed by the candidate commit's message and the evidence manifest
+// promote candidate pushed. A recorded bundle swapped for another valid
+// bundle of the same image (a fresher scan, which verifies) is refused
+// with evidence-differs naming that one bundle: edited in a later commit
+// of the attempt branch, or in a rewritten candidate commit whose message
+// matches it (the evidence manifest still tells), at promote verify and
+// at the PR gate.
+func TestCandidacySealed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	file := promotion.RecordPath("checkout", "dev")
+	type attempt struct {
+		f       *fixture
+		w       *trusttest.World
+		p       *Proposal
+		e       *trusttest.Evidence
+		fresh   []byte
+		swapped func()
+	}
+	newAttempt := func(t *testing.T) *attempt {
+		w := trusttest.New(t, true)
+		f := newCandidateFixture(t, w, candidatePolicy(candidateTrust("72h")))
+		img := w.Image("checkout")
+		e := w.CIEvidence(img)
+		w.Attach(img, e.All()...)
+		p, err := f.candidate(w, ref(img), trusttest.SourceCommit)
+		must(t, err)
+		fresh := w.SignKey(w.Key, trusttest.Scan(img, w.Now.Add(-time.Minute), nil))
+		w.Attach(img, fresh)
+		a := &attempt{f: f, w: w, p: p, e: e, fresh: fresh}
+		a.swapped = func() {
+			rec, err := promotion.Parse(file, []byte(f.read(file)))
+			must(t, err)
+			for i, it := range rec.Artifact.Evidence.Items {
+				if it.Digest == trusttest.DigestOf(e.Scan) {
+					rec.Artifact.Evidence.Items[i].Digest = trusttest.DigestOf(fresh)
+				}
+			}
+			data, err := rec.Marshal()
+			must(t, err)
+			f.write(map[string]string{file: string(data)})
+		}
+		return a
+	}
+	record := errorLines(t, "testdata/candidacy-sealed.golden", 2)
+	verify := func(t *testing.T, a *attempt) error {
+		hex := strings.TrimPrefix(a.p.Record.Artifact.Digest, "sha256:")
+		_, err := Verify(ctx, a.f.repo, VerifyRequest{App: "checkout", To: "dev", Now: a.w.Now, Trust: trust.Options{Now: a.w.Now}})
+		re := refusedBy(t, err, gate.RuleEvidenceDiffers)
+		if re.File != file || re.Field != "evidence "+trusttest.DigestOf(a.fresh) {
+			t.Fatalf("verify: %v, want a refusal of %s naming the swapped scan %s (its field), got %q", err, file,
+				trusttest.DigestOf(a.fresh), re.Field)
+		}
+		return redacted(err, trusttest.DigestOf(a.fresh), "<the swapped scan>", trusttest.DigestOf(a.e.Scan), "<the sealed scan>",
+			a.p.Record.Artifact.Evidence.Manifest, "<the evidence manifest>", hex, "<hex>", hex[:12], "<hex12>", a.w.Host, "<registry>")
+	}
+	t.Run("a scan swapped in a later commit", func(t *testing.T) {
+		t.Parallel()
+		a := newAttempt(t)
+		a.f.amend(a.p.Branch, a.swapped)
+		record("a scan swapped in a later commit", verify(t, a))
+	})
+	t.Run("the candidate commit rewritten", func(t *testing.T) {
+		t.Parallel()
+		a := newAttempt(t)
+		msg := strings.ReplaceAll(a.f.git("log", "-1", "--format=%B", a.p.Branch), trusttest.DigestOf(a.e.Scan), trusttest.DigestOf(a.fresh))
+		a.f.git("checkout", "-q", a.p.Branch)
+		a.swapped()
+		a.f.git("commit", "-q", "-a", "--amend", "-m", msg)
+		a.f.git("checkout", "-q", "main")
+		record("the candidate commit rewritten", verify(t, a))
+	})
+	t.Run("the PR gate", func(t *testing.T) {
+		t.Parallel()
+		a := newAttempt(t)
+		_, err := Verify(ctx, a.f.repo, VerifyRequest{App: "checkout", To: "dev", Now: a.w.Now, Trust: trust.Options{Now: a.w.Now}})
+		must(t, err)
+		_, err = Approve(ctx, a.f.repo, ApproveRequest{App: "checkout", To: "dev", Approver: "alice", Expires: a.w.Now.Add(2 * time.Hour),
+			Now: a.w.Now, Renderer: renderer})
+		must(t, err)
+		a.f.amend(a.p.Branch, a.swapped)
+		rep, err := gate.CheckPromotion(ctx, a.f.repo, gate.Request{Base: "main", Head: a.p.Branch, Now: a.w.Now, Renderer: renderer,
+			Trust: trust.Options{Now: a.w.Now}})
+		must(t, err)
+		for _, fd := range rep.Findings {
+			if fd.Rule == gate.RuleEvidenceDiffers && fd.File == file && fd.Field == "evidence "+trusttest.DigestOf(a.fresh) {
+				return
+			}
+		}
+		t.Fatalf("the PR gate does not refuse the swapped scan with %s naming it: %+v", gate.RuleEvidenceDiffers, rep.Findings)
+	})
+}

@@ -179,7 +179,9 @@ func sourceConflict(req CandidateRequest, rec *promotion.Record) error {
 		Err: fmt.Errorf("attempt %s records the digest as built from %s, not %s", rec.PromotionID, rec.Artifact.SourceCommit, req.SourceCommit)}
 }
 
-// candidateMessage is the commit message of a new candidate record.
+// candidateMessage is the commit message of a new candidate record: its
+// Promotion, Evidence and Evidence-Manifest lines seal the candidacy's
+// evidence (gate.SealedCandidacy).
 func candidateMessage(rec *promotion.Record) string {
 	a := rec.Artifact
 	var b strings.Builder
@@ -188,7 +190,10 @@ func candidateMessage(rec *promotion.Record) string {
 		a.Image, a.SourceCommit)
 	if a.Evidence != nil {
 		for _, it := range a.Evidence.Items {
-			fmt.Fprintf(&b, "Evidence: %s %s\n", it.Kind, it.Digest)
+			fmt.Fprintf(&b, "%s%s %s\n", gate.SealEvidence, it.Kind, it.Digest)
+		}
+		if a.Evidence.Manifest != "" {
+			fmt.Fprintf(&b, "%s%s\n", gate.SealManifest, a.Evidence.Manifest)
 		}
 	}
 	return b.String()

@@ -25,7 +25,30 @@ type Proposal struct {
 	Existing bool               `json:"existing"`
 	Changes  []promotion.Change `json:"changes"`
 	PR       string             `json:"pullRequest,omitempty"`
+	// Superseded are the open attempts of the same app and environment
+	// this new attempt supersedes (its commit message names them,
+	// Supersedes lines): their branches deleted, compare-and-swap, and
+	// their pull requests closed by OpenPullRequest with a forge.
+	Superseded []Superseded `json:"superseded,omitempty"`
 }
+
+// Superseded is an open attempt a new attempt superseded.
+type Superseded struct {
+	PromotionID string `json:"promotionId"`
+	Branch      string `json:"branch"`
+	// Commit is the branch's tip when it was superseded: it is deleted
+	// only while still there (never over someone's new commit).
+	Commit string `json:"commit"`
+	// Deleted: the branch is gone; else NotDeleted says why it is left.
+	Deleted    bool   `json:"deleted"`
+	NotDeleted string `json:"notDeleted,omitempty"`
+	// PullRequests are the numbers of its pull requests closed.
+	PullRequests []int `json:"pullRequests,omitempty"`
+}
+
+// SupersedesLine begins a line of a new attempt's commit message naming
+// an attempt it supersedes: "Supersedes: <promotionId> (<branch>)".
+const SupersedesLine = "Supersedes: "
 
 // ProposeRequest asks to promote app's digest accepted in From to To.
 type ProposeRequest struct {
@@ -240,7 +263,63 @@ func proposeArtifact(ctx context.Context, r *gitops.Repo, baseRev string, art pr
 	if err := promotion.CheckUpdate(cur, rec); err != nil && cur != nil && cur.Artifact.Digest == rec.Artifact.Digest && cur.Attempt == rec.Attempt {
 		return nil, exitcode.Refuse(RulePromotion, "%s", err.Error())
 	}
-	return commitAttempt(ctx, r, baseRev, rec, e, o.Message(rec))
+	sup, err := openAttemptsOf(ctx, r, baseRev, app, to, cur)
+	if err != nil {
+		return nil, err
+	}
+	msg := o.Message(rec)
+	for _, a := range sup {
+		msg += fmt.Sprintf("%s%s (%s)\n", SupersedesLine, a.PromotionID, a.Branch)
+	}
+	p, err = commitAttempt(ctx, r, baseRev, rec, e, msg)
+	if err != nil || p.Existing {
+		return p, err
+	}
+	p.Superseded = closeSuperseded(ctx, r, sup)
+	return p, nil
+}
+
+// openAttemptsOf are the open attempts of app/to (onBase: its record at
+// baseRev), with their branches' tips: what a new attempt supersedes.
+func openAttemptsOf(ctx context.Context, r *gitops.Repo, baseRev, app, to string, onBase *promotion.Record) ([]Superseded, error) {
+	bs, names, err := attemptBranchTips(ctx, r, app, to)
+	if err != nil {
+		return nil, err
+	}
+	var out []Superseded
+	for _, b := range names {
+		rec, err := promotion.ReadRecord(ctx, r, bs[b], app, to)
+		if err != nil || rec == nil {
+			continue // not an attempt this can judge: left alone
+		}
+		open, _, err := isOpen(ctx, r, baseRev, bs[b], rec, onBase)
+		if err != nil {
+			return nil, err
+		}
+		if open {
+			out = append(out, Superseded{PromotionID: rec.PromotionID, Branch: b, Commit: bs[b]})
+		}
+	}
+	return out, nil
+}
+
+// closeSuperseded deletes the branch of each superseded attempt while it
+// is still at the tip it was superseded at (compare-and-swap: a branch
+// someone pushed to since is left, saying so). The new attempt is
+// committed either way: a leftover branch is only clutter.
+func closeSuperseded(ctx context.Context, r *gitops.Repo, sup []Superseded) []Superseded {
+	for i, a := range sup {
+		err := r.DeleteBranch(ctx, a.Branch, a.Commit)
+		switch {
+		case err == nil, errors.Is(err, gitrepo.ErrNotFound):
+			sup[i].Deleted = true
+		case errors.Is(err, gitrepo.ErrRejected):
+			sup[i].NotDeleted = fmt.Sprintf("%s moved since %s: left as it is (%v)", a.Branch, gitrepo.Short(a.Commit), err)
+		default:
+			sup[i].NotDeleted = err.Error()
+		}
+	}
+	return sup
 }
 
 // openAttempt looks at the attempt branches of art's digest for app/to

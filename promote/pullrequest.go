@@ -47,8 +47,10 @@ func (res *RollbackResult) PullRequestBody() string {
 }
 
 // OpenPullRequest opens the pull request of the pushed proposal p on base
-// with fc and records its URL in p. Nothing is opened without a forge (fc
-// nil) or for an attempt that existed already (its pull request is open).
+// with fc and records its URL in p, then closes the pull requests of the
+// attempts p superseded (recording their numbers). Nothing is opened
+// without a forge (fc nil) or for an attempt that existed already (its
+// pull request is open).
 func (p *Proposal) OpenPullRequest(ctx context.Context, fc *forge.Client, base, title, body string) error {
 	if fc == nil || p.Existing {
 		return nil
@@ -58,5 +60,13 @@ func (p *Proposal) OpenPullRequest(ctx context.Context, fc *forge.Client, base, 
 		return fmt.Errorf("branch %s pushed, but opening the pull request failed: %w", p.Branch, err)
 	}
 	p.PR = pr.URL
+	for i, s := range p.Superseded {
+		closed, err := fc.ClosePullRequests(ctx, s.Branch)
+		if err != nil {
+			return fmt.Errorf("%s opened, but closing the pull request of the superseded attempt %s (%s) failed: %w", p.PR, s.PromotionID,
+				s.Branch, err)
+		}
+		p.Superseded[i].PullRequests = closed
+	}
 	return nil
 }

@@ -119,9 +119,9 @@ func Verify(ctx context.Context, r *gitops.Repo, req VerifyRequest) (*Transition
 	if err != nil {
 		return nil, err
 	}
-	return updateRecord(ctx, r, b, req.App, req.To, "", func(ctx context.Context, _ string, rec *promotion.Record) (string, error) {
+	return updateRecord(ctx, r, b, req.App, req.To, "", func(ctx context.Context, tip string, rec *promotion.Record) (string, error) {
 		if rec.IsCandidacy() && (req.From == "" || req.From == req.To) {
-			return verifyCandidacy(ctx, r, base, rec, req)
+			return verifyCandidacy(ctx, r, base, tip, rec, req)
 		}
 		from, err := ledger.SourceEnvironment(ctx, r, base, req.From, rec)
 		if err != nil {

@@ -453,10 +453,44 @@ func TestVerifyRefusesEditedEvidence(t *testing.T) {
 		tf.write(map[string]string{file: string(data)})
 	})
 	_, err = Verify(ctx, tf.repo, tf.verifyReq(time.Now()))
-	if re := wantTrustRefusal(t, "verify", err, gate.RuleEvidenceDiffers, ""); re.File != file || re.Field != "artifact.evidence" {
-		t.Fatalf("verify: %v, want a refusal of %s artifact.evidence", err, file)
+	// Only the swapped scan is named (its field), not the whole list.
+	if re := wantTrustRefusal(t, "verify", err, gate.RuleEvidenceDiffers, ""); re.File != file || re.Field != "evidence "+trusttest.DigestOf(fresh) {
+		t.Fatalf("verify: %v, want a refusal of %s naming the branch's scan %s", err, file, trusttest.DigestOf(fresh))
 	}
 	// Both evidence digests named: the golden file.
 	errorLines(t, "testdata/evidence-differs.golden", 1)("a scan swapped on the branch",
 		redacted(err, trusttest.DigestOf(fresh), "<the branch's scan>", trusttest.DigestOf(e.Scan), "<the recorded scan>"))
+}
+
+// TestCheckReportsEveryBadBundle (issue 33, messages): a record whose
+// signature and scan were both signed by a rogue key gets one finding for
+// each bundle at the PR gate, and promote propose refuses both: not only
+// the first.
+func TestCheckReportsEveryBadBundle(t *testing.T) {
+	t.Parallel()
+	a := trustAttack{name: "a rogue signature and scan", edit: func(tf *trustFixture, e *trusttest.Evidence) {
+		e.Sig = tf.w.SignKey(tf.w.OtherKey, trusttest.Signature(tf.img))
+		e.Scan = tf.w.SignKey(tf.w.OtherKey, trusttest.Scan(tf.img, time.Now().Add(-time.Hour), nil))
+	}}
+	tf, e := newAttack(t, a)
+	p := tf.verifiedAndApproved()
+	rep, err := gate.CheckPromotion(context.Background(), tf.repo, tf.checkReq(p.Branch, time.Now()))
+	must(t, err)
+	for _, b := range [][]byte{e.Sig, e.Scan} {
+		n := 0
+		for _, f := range rep.Findings {
+			if f.Rule == trust.RuleSignatureInvalid && f.Field == "evidence "+trusttest.DigestOf(b) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("%d findings %s naming %s, want 1: %+v", n, trust.RuleSignatureInvalid, trusttest.DigestOf(b), rep.Findings)
+		}
+	}
+	tf2, e2 := newAttack(t, a)
+	_, err = Propose(context.Background(), tf2.repo, tf2.proposeReq())
+	wantTrustRefusal(t, "propose", err, trust.RuleSignatureInvalid, trusttest.DigestOf(e2.Sig))
+	if !strings.Contains(err.Error(), "evidence "+trusttest.DigestOf(e2.Scan)) {
+		t.Fatalf("propose names the bad signature only: %v", err)
+	}
 }

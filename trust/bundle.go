@@ -1,6 +1,8 @@
 package trust
 
 import (
+	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 
@@ -45,6 +47,9 @@ func verifyBundle(p *Policy, data []byte) (*verified, string, error) {
 			if errors.As(err, &idErr) {
 				rule = RuleSignatureIdentity
 			}
+			if why := s.key.why(&b, env); why != nil {
+				err = why // sigstore's "accepted signatures do not match threshold" says neither
+			}
 			errs = append(errs, fmt.Errorf("%s: %w", s.name, err))
 			continue
 		}
@@ -62,4 +67,42 @@ func verifyBundle(p *Policy, data []byte) (*verified, string, error) {
 	}
 	v.Statement = payload
 	return v, "", nil
+}
+
+// why says why a bundle that k's signer did not verify fails with k:
+// signed by another key (its key hint, when it names one, is not k's), or
+// a signature that does not verify its payload with k (a payload changed
+// after signing, or another key under k's hint). Nil when k is nil (a
+// keyless signer) or when neither holds (sigstore's error then stands).
+func (k *publicKey) why(b *bundle.Bundle, env *bundle.Envelope) error {
+	if k == nil {
+		return nil
+	}
+	vm := b.GetVerificationMaterial()
+	if vm.GetCertificate() != nil || vm.GetX509CertificateChain() != nil {
+		return fmt.Errorf("signed keyless (a certificate), not with the key %s", k.hint)
+	}
+	hint := vm.GetPublicKey().GetHint()
+	if hint != "" && hint != k.hint {
+		return fmt.Errorf("signed by the key %s, not the trusted key %s", hint, k.hint)
+	}
+	raw := env.RawEnvelope()
+	payload, err := env.DecodeB64Payload()
+	if err != nil {
+		return nil
+	}
+	pae := fmt.Appendf(nil, "DSSEv1 %d %s %d ", len(raw.PayloadType), raw.PayloadType, len(payload))
+	pae = append(pae, payload...)
+	for _, sig := range raw.Signatures {
+		data, err := base64.StdEncoding.DecodeString(sig.Sig)
+		if err == nil && k.verifier.VerifySignature(bytes.NewReader(data), bytes.NewReader(pae)) == nil {
+			return nil // the signature verifies: something else failed
+		}
+	}
+	if hint == "" {
+		return fmt.Errorf("its signature does not verify its payload with the trusted key %s (the bundle names no key: "+
+			"signed by another key, or its payload changed after signing)", k.hint)
+	}
+	return fmt.Errorf("its signature does not verify its payload with the key %s it names, the trusted one "+
+		"(its payload changed after signing)", k.hint)
 }

@@ -2,6 +2,7 @@ package trust
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -32,15 +33,55 @@ func judge(ctx context.Context, pol *Policy, img name.Digest, ds []v1.Hash, held
 	if j.opts.Now.IsZero() {
 		j.opts.Now = time.Now()
 	}
+	// Every bad bundle of an unmet requirement is refused, one refusal
+	// per bundle (errors.Join when several); a requirement no bundle
+	// fails is refused as missing, the first alone.
+	var refused, missing []*exitcode.Refusal
 	for i := range pol.signers {
-		if err := j.signature(i); err != nil {
-			return nil, err
+		refused, missing = j.refuse(refused, missing, j.signature(i))
+	}
+	for _, err := range j.attestations() {
+		refused, missing = j.refuse(refused, missing, err)
+	}
+	if len(refused) == 0 && len(missing) > 0 {
+		return nil, missing[0]
+	}
+	switch len(refused) {
+	case 0:
+		return j.ev, nil
+	case 1:
+		return nil, refused[0]
+	}
+	errs := make([]error, len(refused))
+	for i, r := range refused {
+		errs[i] = r
+	}
+	return nil, errors.Join(errs...)
+}
+
+// refuse adds the refusals of err (one, or errors.Join of several) to
+// refused, each bundle's once, or to missing when they name no bundle.
+func (j *judgement) refuse(refused, missing []*exitcode.Refusal, err error) (bad, none []*exitcode.Refusal) {
+	if err == nil {
+		return refused, missing
+	}
+	var rs []error
+	if u, ok := err.(interface{ Unwrap() []error }); ok { //nolint:errorlint // the members of a join
+		rs = u.Unwrap()
+	} else {
+		rs = []error{err}
+	}
+	for _, e := range rs {
+		r, ok := e.(*exitcode.Refusal) //nolint:errorlint // judge's own refusals, never wrapped
+		switch {
+		case !ok:
+		case r.Field == "":
+			missing = append(missing, r)
+		case !slices.ContainsFunc(refused, func(o *exitcode.Refusal) bool { return o.Field == r.Field && o.Rule == r.Rule }):
+			refused = append(refused, r)
 		}
 	}
-	if err := j.attestations(); err != nil {
-		return nil, err
-	}
-	return j.ev, nil
+	return refused, missing
 }
 
 type judgement struct {
@@ -56,20 +97,33 @@ func (j *judgement) add(c *candidate, signer int) {
 		Signer: j.pol.signers[signer].name})
 }
 
-// failure is the refusal of the first failed bundle of kind, else any
-// failed bundle's when anyKind, else nil.
-func (j *judgement) failure(kind string, anyKind bool) *exitcode.Refusal {
+// failure is the refusal of every failed bundle of kind, else of every
+// failed bundle of no known kind when anyKind, else nil (errors.Join when
+// several).
+func (j *judgement) failure(kind string, anyKind bool) error {
+	var errs []error
 	for _, c := range j.cands {
 		if !c.ok() && c.kind == kind {
-			return c.fail
+			errs = append(errs, c.fail)
 		}
 	}
 	for _, c := range j.cands {
-		if !c.ok() && anyKind && c.kind == kindOther {
-			return c.fail
+		if len(errs) == 0 && !c.ok() && anyKind && c.kind == kindOther {
+			errs = append(errs, c.fail)
 		}
 	}
-	return nil
+	return joined(errs)
+}
+
+// joined is errs as one error: nil, the only one, or their join.
+func joined(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return errors.Join(errs...)
 }
 
 // signature requires a signature statement verified by signer i.
@@ -80,52 +134,51 @@ func (j *judgement) signature(i int) error {
 			return nil
 		}
 	}
-	if f := j.failure(KindSignature, true); f != nil {
-		return f
+	if err := j.failure(KindSignature, true); err != nil {
+		return err
 	}
 	return refusef(RuleSignatureMissing, j.img, "", "no signature by %s (%d bundles found)", j.pol.signers[i].name, len(j.cands))
 }
 
-func (j *judgement) attestations() error {
+// attestations are the refusals of the policy's unmet attestation
+// requirements, in the policy's order.
+func (j *judgement) attestations() []error {
 	a := j.pol.Spec.Attestations
 	if a == nil {
 		return nil
 	}
+	var errs []error
 	if a.Provenance != nil {
-		err := j.attestation(KindProvenance, func(c *candidate) (string, error) {
+		errs = append(errs, j.attestation(KindProvenance, func(c *candidate) (string, error) {
 			rule, commit, err := checkProvenance(c.stmt, a.Provenance, j.opts.SourceCommit)
 			if err == nil {
 				j.ev.SourceCommit = commit
 			}
 			return rule, err
-		})
-		if err != nil {
-			return err
-		}
+		}))
 	}
 	if a.SBOM != nil {
-		err := j.attestation(KindSBOM, func(c *candidate) (string, error) {
+		errs = append(errs, j.attestation(KindSBOM, func(c *candidate) (string, error) {
 			f := sbomFormat(c.stmt.GetPredicateType())
 			if len(a.SBOM.Formats) > 0 && !slices.Contains(a.SBOM.Formats, f) {
 				return RuleSBOMFormat, fmt.Errorf("an SBOM in %s, the policy accepts %q", f, a.SBOM.Formats)
 			}
 			return "", nil
-		})
-		if err != nil {
-			return err
-		}
+		}))
 	}
 	if a.VulnerabilityScan != nil {
-		return j.attestation(KindScan, func(c *candidate) (string, error) {
+		errs = append(errs, j.attestation(KindScan, func(c *candidate) (string, error) {
 			return checkScan(c.stmt, a.VulnerabilityScan, j.opts.Now)
-		})
+		}))
 	}
-	return nil
+	return errs
 }
 
-// attestation requires a verified statement of kind that check accepts.
+// attestation requires a verified statement of kind that check accepts;
+// else it refuses every bundle of kind that check refused, or that did
+// not verify (errors.Join when several), else the requirement as missing.
 func (j *judgement) attestation(kind string, check func(*candidate) (string, error)) error {
-	var first *exitcode.Refusal
+	var errs []error
 	for _, c := range j.cands {
 		if !c.ok() || c.kind != kind {
 			continue
@@ -135,15 +188,13 @@ func (j *judgement) attestation(kind string, check func(*candidate) (string, err
 			j.add(c, c.v.Signers[0])
 			return nil
 		}
-		if first == nil {
-			first = refuse(rule, j.img, c.digest, err)
-		}
+		errs = append(errs, refuse(rule, j.img, c.digest, err))
 	}
-	if first != nil {
-		return first
+	if err := j.failure(kind, false); err != nil {
+		errs = append(errs, err)
 	}
-	if f := j.failure(kind, false); f != nil {
-		return f
+	if len(errs) > 0 {
+		return joined(errs)
 	}
 	return refusef(RuleAttestationMissing, j.img, "", "no verified %s attestation (%d bundles found)", kind, len(j.cands))
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -185,21 +186,87 @@ func embedded(m *v1.Manifest, held map[v1.Hash][]byte) {
 // is then fetched by digest.
 func fetchEvidenceManifest(ctx context.Context, img name.Digest, d string, opts []remote.Option) (map[v1.Hash][]byte, error) {
 	held := map[v1.Hash][]byte{}
-	ref, err := name.NewDigest(img.Context().Name()+"@"+d, name.StrictValidation)
-	if err != nil {
-		return nil, &exitcode.InvalidInput{Err: fmt.Errorf("recorded evidence manifest %q of %s: %w", d, img, err)}
-	}
-	desc, err := remote.Get(ref, append(opts, remote.WithContext(ctx))...)
-	if isNotFound(err) {
-		return held, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("fetching the evidence manifest %s: %w", ref, registry.Wrap("get", ref.String(), err))
-	}
-	m, err := v1.ParseManifest(bytes.NewReader(desc.Manifest))
-	if err != nil {
-		return nil, fmt.Errorf("reading the evidence manifest %s: %w", ref, err)
+	m, _, err := readEvidenceManifest(ctx, img, d, opts)
+	if err != nil || m == nil {
+		return held, err
 	}
 	embedded(m, held)
 	return held, nil
+}
+
+// readEvidenceManifest reads and parses the evidence manifest d of img's
+// repository (nil when the registry lost it) and returns its bytes too.
+func readEvidenceManifest(ctx context.Context, img name.Digest, d string, opts []remote.Option) (*v1.Manifest, []byte, error) {
+	ref, err := name.NewDigest(img.Context().Name()+"@"+d, name.StrictValidation)
+	if err != nil {
+		return nil, nil, &exitcode.InvalidInput{Err: fmt.Errorf("recorded evidence manifest %q of %s: %w", d, img, err)}
+	}
+	desc, err := remote.Get(ref, append(opts, remote.WithContext(ctx))...)
+	if isNotFound(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("fetching the evidence manifest %s: %w", ref, registry.Wrap("get", ref.String(), err))
+	}
+	m, err := v1.ParseManifest(bytes.NewReader(desc.Manifest))
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the evidence manifest %s: %w", ref, err)
+	}
+	return m, desc.Manifest, nil
+}
+
+// ErrNotEvidenceManifest means the recorded evidence manifest is not an
+// evidence manifest (EvidenceArtifactType) whose subject is the image.
+var ErrNotEvidenceManifest = errors.New("not an evidence manifest of the image")
+
+// Sealed lists the bundle digests the evidence manifest d of image (a
+// digest reference) seals, in its order: what promote candidate verified
+// and pushed (Options.Seal). found is false when the registry no longer
+// has the manifest. A manifest of another artifact type or about another
+// image is ErrNotEvidenceManifest. The manifest's bytes are read from the
+// cache when it holds them (they hash to d), else from the registry and
+// then kept in the cache: a warm gate makes no registry request.
+func Sealed(ctx context.Context, image, d string, opts Options) (digests []string, found bool, err error) {
+	img, err := parseImage(image)
+	if err != nil {
+		return nil, false, err
+	}
+	h, err := v1.NewHash(d)
+	if err != nil {
+		return nil, false, &exitcode.InvalidInput{Err: fmt.Errorf("recorded evidence manifest %q of %s: %w", d, img, err)}
+	}
+	if err := opts.open(); err != nil {
+		return nil, false, err
+	}
+	var m *v1.Manifest
+	raw := opts.cache.get(h)
+	if raw != nil {
+		if m, err = v1.ParseManifest(bytes.NewReader(raw)); err != nil {
+			raw = nil // not a manifest: read it from the registry
+		}
+	}
+	if raw == nil {
+		if err := opts.connect(ctx, img); err != nil {
+			return nil, false, err
+		}
+		if m, raw, err = readEvidenceManifest(ctx, img, d, opts.Remote); err != nil || m == nil {
+			return nil, false, err
+		}
+		if err := opts.cache.put(h, raw); err != nil {
+			return nil, false, err
+		}
+	}
+	var typed struct {
+		ArtifactType string `json:"artifactType"`
+	}
+	if json.Unmarshal(raw, &typed) != nil || typed.ArtifactType != EvidenceArtifactType || m.Subject == nil ||
+		m.Subject.Digest.String() != img.DigestStr() {
+		return nil, true, fmt.Errorf("evidence manifest %s of %s: %w", d, img, ErrNotEvidenceManifest)
+	}
+	for _, l := range m.Layers {
+		if l.MediaType == types.MediaType(BundleMediaType) {
+			digests = append(digests, l.Digest.String())
+		}
+	}
+	return digests, true, nil
 }

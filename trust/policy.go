@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto"
 	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -40,6 +42,17 @@ type signer struct {
 	name     string // "publicKey keys/ci.pub", "keyless <identity> (<issuer>)"
 	verifier *verify.Verifier
 	identity *verify.CertificateIdentity // keyless only
+	// key is a public-key signer's key, to say why a bundle failed (nil
+	// for keyless).
+	key *publicKey
+}
+
+// publicKey is a policy key: its verifier and its hint (the base64
+// SHA-256 of its DER encoding, as sigstore-go and cosign write it in a
+// bundle's verification material).
+type publicKey struct {
+	verifier signature.Verifier
+	hint     string
 }
 
 // Compile loads the files of env's trust policy tp through read and builds
@@ -87,11 +100,11 @@ func compileSigner(ctx context.Context, s v1alpha1.SignerPolicy, read ReadFile) 
 		if err != nil {
 			return signer{}, nil, exitcode.InvalidFile(s.PublicKey, fmt.Errorf("publicKey: %w", err))
 		}
-		v, err := keyVerifier(data)
+		v, key, err := keyVerifier(data)
 		if err != nil {
 			return signer{}, nil, exitcode.InvalidFile(s.PublicKey, fmt.Errorf("publicKey: %w", err))
 		}
-		return signer{name: "publicKey " + s.PublicKey, verifier: v}, data, nil
+		return signer{name: "publicKey " + s.PublicKey, verifier: v, key: key}, data, nil
 	}
 	k := s.Keyless
 	if k == nil {
@@ -131,18 +144,27 @@ func compileSigner(ctx context.Context, s v1alpha1.SignerPolicy, read ReadFile) 
 
 // keyVerifier is a sigstore-go verifier of bundles signed with the PEM
 // public key in data (any key hint: the policy names the one key).
-func keyVerifier(data []byte) (*verify.Verifier, error) {
+func keyVerifier(data []byte) (*verify.Verifier, *publicKey, error) {
 	pub, err := cryptoutils.UnmarshalPEMToPublicKey(data)
 	if err != nil {
-		return nil, fmt.Errorf("not a PEM public key: %w", err)
+		return nil, nil, fmt.Errorf("not a PEM public key: %w", err)
 	}
 	sv, err := signature.LoadVerifier(pub, crypto.SHA256)
 	if err != nil {
-		return nil, fmt.Errorf("loading the public key: %w", err)
+		return nil, nil, fmt.Errorf("loading the public key: %w", err)
 	}
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encoding the public key: %w", err)
+	}
+	sum := sha256.Sum256(der)
 	key := root.NewExpiringKey(sv, time.Time{}, time.Time{})
 	tm := root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) { return key, nil })
-	return verify.NewVerifier(tm, verify.WithNoObserverTimestamps())
+	v, err := verify.NewVerifier(tm, verify.WithNoObserverTimestamps())
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, &publicKey{verifier: sv, hint: base64.StdEncoding.EncodeToString(sum[:])}, nil
 }
 
 // ForEnvironment compiles the trust policy of env in the registry reg

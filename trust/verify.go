@@ -290,7 +290,7 @@ func load(ctx context.Context, pol *Policy, img name.Digest, d v1.Hash, held map
 	v, rule, err := verifyBundle(pol, data)
 	if err != nil {
 		c.kind = kindOf(claimedType(data))
-		c.fail = refuse(rule, img.String(), c.digest, err)
+		c.fail = refuse(rule, img.String(), c.digest, fmt.Errorf("%s: %w", statementOf(c.kind), err))
 		return c, nil
 	}
 	if !fromCache {
@@ -337,4 +337,20 @@ func subjects(s *intoto.Statement) []string {
 		}
 	}
 	return out
+}
+
+// statementOf names the statement a bundle of kind claims to carry (its
+// payload, unverified), for a refusal of its signature.
+func statementOf(kind string) string {
+	switch kind {
+	case KindSignature:
+		return "the signature statement"
+	case KindProvenance:
+		return "the provenance attestation"
+	case KindSBOM:
+		return "the SBOM attestation"
+	case KindScan:
+		return "the vulnerability scan attestation"
+	}
+	return "a statement of no kind the policy knows"
 }

@@ -4,15 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/exitcode"
-	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promote"
+	"github.com/throughline-dev/throughline/promotion"
 )
 
 const promoteLong = `A promotion moves an artifact identity (an image digest) from one environment
@@ -72,6 +73,11 @@ same request again returns the existing attempt (and opens no second PR); a
 changed target (parameters, cluster, renderer version) makes a new attempt, and
 so does the same digest after its attempt was HALTED or REJECTED (attempt n+1,
 even when the overlay already holds the digest: only the record is new).
+
+A new attempt supersedes the open attempts of the same app and environment:
+its commit message names each (Supersedes: <promotionId> (<branch>)), their
+branches are deleted (compare-and-swap: a branch someone pushed to since is
+left, and the output says so) and, with --forge, their pull requests closed.
 
 With a remote, the branch is pushed (never forced: when another proposer
 created it first, its attempt is returned). With --forge, a pull/merge request
@@ -149,6 +155,16 @@ func printProposal(w io.Writer, p *promote.Proposal) {
 	if p.PR != "" {
 		fmt.Fprintf(w, "pull request %s\n", p.PR)
 	}
+	for _, s := range p.Superseded {
+		what := "branch " + s.Branch + " deleted"
+		if !s.Deleted {
+			what = "branch " + s.Branch + " not deleted: " + s.NotDeleted
+		}
+		for _, n := range s.PullRequests {
+			what += fmt.Sprintf(", pull request #%d closed", n)
+		}
+		fmt.Fprintf(w, "supersedes %s: %s\n", s.PromotionID, what)
+	}
 	for _, c := range p.Changes {
 		fmt.Fprintln(w, "  "+c.String())
 	}
@@ -212,14 +228,51 @@ func (o *promoteVerifyOptions) run(ctx context.Context, g *globals, stdout io.Wr
 	if err != nil {
 		return err
 	}
-	v := t.Record.VerifiedIn
 	g.log.Debug().Str("promotion", t.Record.PromotionID).Str("commit", t.Commit).Msg("verified")
-	by := fmt.Sprintf("evidence %s at %s", v.RuntimeEvidence, v.EvidenceCommit)
-	if v.IsCandidacy() {
-		by = "its candidacy: " + gate.DescribeEvidence(t.Record.Artifact.Evidence)
-	}
-	_, err = fmt.Fprintf(stdout, "VERIFIED %s on %s%s at %s (%s)\n", t.Record.PromotionID, t.Branch, pickedNote(o.branch), t.Commit, by)
+	_, err = fmt.Fprintf(stdout, "VERIFIED %s on %s%s at %s%s\n", t.Record.PromotionID, t.Branch, pickedNote(o.branch), t.Commit,
+		verifiedBy(t.Record))
 	return err
+}
+
+// candidacyProof names a candidacy's own proof: the bundles recorded and
+// sealed at candidacy, and their evidence manifest.
+func candidacyProof(ev *promotion.SupplyChain) string {
+	if ev == nil {
+		return "its candidacy, with no evidence recorded"
+	}
+	var items []string
+	for _, it := range ev.Items {
+		items = append(items, it.Kind+" "+it.Digest)
+	}
+	proof := "no bundle: the policy requires none"
+	if len(items) > 0 {
+		proof = strings.Join(items, ", ")
+	}
+	if ev.Manifest != "" {
+		proof += "; evidence manifest " + ev.Manifest
+	}
+	return fmt.Sprintf("its candidacy %s in %s: %s", ev.Candidacy, ev.Environment, proof)
+}
+
+// verifiedBy is " (<what verified rec>)": its candidacy's own evidence,
+// the source environment's evidence file and commit, or the prior
+// acceptance; "" when the record says none (never an empty field).
+func verifiedBy(rec *promotion.Record) string {
+	v := rec.VerifiedIn
+	switch {
+	case v == nil:
+		return ""
+	case v.IsCandidacy():
+		return " (" + candidacyProof(rec.Artifact.Evidence) + ")"
+	case v.IsPriorAcceptance():
+		return fmt.Sprintf(" (its prior acceptance %s: %s at %s)", v.PriorAcceptance.PromotionID, v.PriorAcceptance.Evidence,
+			v.PriorAcceptance.Commit)
+	case v.RuntimeEvidence != "" && v.EvidenceCommit != "":
+		return fmt.Sprintf(" (evidence %s at %s)", v.RuntimeEvidence, v.EvidenceCommit)
+	case v.RuntimeEvidence != "":
+		return fmt.Sprintf(" (evidence %s)", v.RuntimeEvidence)
+	}
+	return ""
 }
 
 const promoteApproveLong = `Render the target at the attempt branch's tip and move the record from VERIFIED

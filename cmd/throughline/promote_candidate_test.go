@@ -14,6 +14,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/promote"
+	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/trust/trusttest"
 )
 
@@ -87,9 +88,47 @@ func TestPromoteCandidate(t *testing.T) {
 	// VERIFIED by its candidacy: the line names the recorded evidence, no
 	// empty "evidence  at " of a source environment it does not have.
 	r = runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "staging", "--trust-cache-dir", t.TempDir())
-	if r.code != exitcode.OK || !strings.Contains(r.stdout, "VERIFIED "+p.Record.PromotionID) || !strings.Contains(r.stdout, "its candidacy: ") ||
+	if r.code != exitcode.OK || !strings.Contains(r.stdout, "VERIFIED "+p.Record.PromotionID) || !strings.Contains(r.stdout, "its candidacy "+p.Record.PromotionID+" in staging: ") ||
 		!strings.Contains(r.stdout, trusttest.DigestOf(e.Prov)) || strings.Contains(r.stdout, "evidence  at") {
 		t.Fatalf("verify of the candidacy: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestPromoteVerifySealedCandidacy (issue 33, item 3): a recorded bundle
+// of the CANDIDATE record swapped for another valid bundle of the same
+// image (a fresher scan) on the attempt branch: promote verify --to
+// staging exits 3 with evidence-differs naming that bundle, and records
+// nothing.
+func TestPromoteVerifySealedCandidacy(t *testing.T) {
+	w := trusttest.New(t, true)
+	root := candidateRepo(t, w)
+	top := filepath.Dir(root)
+	img := w.Image("checkout")
+	e := w.CIEvidence(img)
+	w.Attach(img, e.All()...)
+	image := img.Context().String() + ":1.5.0@" + img.DigestStr()
+	r := runCLI(t, "promote", "candidate", "--repo", root, "--app", "checkout", "--to", "staging", "--image", image,
+		"--source-commit", trusttest.SourceCommit)
+	if r.code != exitcode.OK {
+		t.Fatalf("candidate: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	fresh := w.SignKey(w.Key, trusttest.Scan(img, w.Now.Add(-time.Minute), nil))
+	w.Attach(img, fresh)
+	branch := "throughline/promote/checkout/staging/" + trusttest.Hex(img)[:12] + "-1"
+	file := promotion.RecordPath("checkout", "staging")
+	amendBranch(t, top, branch, func() {
+		writeTree(t, root, map[string]string{file: strings.Replace(readFile(t, filepath.Join(root, file)), trusttest.DigestOf(e.Scan),
+			trusttest.DigestOf(fresh), 1)})
+	})
+	tip := gittest.Run(t, top, "rev-parse", branch)
+	r = runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "staging")
+	if r.code != exitcode.Refused || !strings.Contains(r.stderr, "evidence-differs") || !strings.Contains(r.stderr, "evidence "+trusttest.DigestOf(fresh)) ||
+		strings.Contains(r.stderr, trusttest.DigestOf(e.Sig)) {
+		t.Fatalf("verify of the swapped scan: exit %d, want %d (evidence-differs naming only the swapped scan)\n%s\n%s", r.code,
+			exitcode.Refused, r.stdout, r.stderr)
+	}
+	if now := gittest.Run(t, top, "rev-parse", branch); now != tip {
+		t.Fatalf("a refused verify moved %s: %s -> %s", branch, tip, now)
 	}
 }
 

@@ -93,6 +93,9 @@ func (o *promoteCheckOptions) run(ctx context.Context, g *globals, stdout io.Wri
 	if !rep.OK && rep.Repository != nil { // no promotion record: the repository check judged the change
 		return exitcode.Refuse(gate.RuleRepositoryCheck, "change refused: %d reason(s) (listed on stdout)", len(rep.Refusals))
 	}
+	if !rep.OK && rep.PromotionID == "" { // no one record (several, or a deleted one): the refusals say why
+		return exitcode.Refuse(gate.RulePromotionCheck, "promotion change refused: %d reason(s) (listed on stdout)", len(rep.Refusals))
+	}
 	if !rep.OK {
 		return exitcode.Refuse(gate.RulePromotionCheck, "promotion %s refused: %d reason(s) (listed on stdout)", rep.PromotionID, len(rep.Refusals))
 	}

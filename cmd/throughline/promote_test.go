@@ -315,8 +315,9 @@ func TestPromoteCheckNegative(t *testing.T) {
 			if res.code != tc.code {
 				t.Fatalf("exit %d, want %d\n%s\n%s", res.code, tc.code, res.stdout, res.stderr)
 			}
-			if strings.Contains(res.stdout, "promotion :") || strings.Contains(res.stdout, "(state )") {
-				t.Errorf("the report prints empty fields:\n%s", res.stdout)
+			if out := res.stdout + res.stderr; strings.Contains(out, "promotion :") || strings.Contains(out, "(state )") ||
+				strings.Contains(out, "promotion  refused") {
+				t.Errorf("the report prints empty fields:\n%s\n%s", res.stdout, res.stderr)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(res.stdout+res.stderr, w) {
@@ -425,7 +426,12 @@ func TestPromoteNewAttempt(t *testing.T) {
 	env := filepath.Join(root, "apps/checkout/overlays/production/environment.yaml")
 	writeTree(t, root, map[string]string{"apps/checkout/overlays/production/environment.yaml": strings.Replace(readFile(t, env), "cpu: 1,", "cpu: 2,", 1)})
 	gittest.Run(t, top, "commit", "-q", "-am", "production needs more cpu")
+	firstTip := gittest.Run(t, top, "rev-parse", first)
 	second := proposeBranch(t, root)
+	// Attempt 2 supersedes attempt 1: its branch is deleted.
+	if left := gittest.Run(t, top, "branch", "--list", first); left != "" {
+		t.Fatalf("the superseded attempt's branch %s is left", first)
+	}
 	if second == first || !strings.HasSuffix(second, "-2") {
 		t.Fatalf("after a target change: branch %s (first %s), want attempt 2", second, first)
 	}
@@ -439,7 +445,7 @@ func TestPromoteNewAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := gate.CheckPromotion(context.Background(), r, gate.Request{Base: "main", Head: first, Now: time.Now(), Renderer: buildVersion()})
+	rep, err := gate.CheckPromotion(context.Background(), r, gate.Request{Base: "main", Head: firstTip, Now: time.Now(), Renderer: buildVersion()})
 	if err != nil || rep.OK {
 		t.Fatalf("old attempt against the moved target: %+v %v", rep, err)
 	}
@@ -453,16 +459,18 @@ func TestPromoteNewAttempt(t *testing.T) {
 	writeTree(t, root, map[string]string{"throughline-policy.yaml": strings.Replace(readFile(t, pol), "prod-eu-1", "prod-us-1", 1)})
 	gittest.Run(t, top, "commit", "-q", "-am", "production moves to prod-us-1")
 	res = runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production")
-	if res.code != 0 || !strings.Contains(res.stdout, "proposed checkout-production-4b7e2a91c3d5-3") {
+	if res.code != 0 || !strings.Contains(res.stdout, "proposed checkout-production-4b7e2a91c3d5-3") ||
+		!strings.Contains(res.stdout, "supersedes checkout-production-4b7e2a91c3d5-2: branch "+second+" deleted") {
 		t.Fatalf("other cluster: %d %s %s", res.code, res.stdout, res.stderr)
 	}
 	res = runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production", "--cluster", "prod-us-1")
 	if res.code != 0 || !strings.Contains(res.stdout, "existing attempt checkout-production-4b7e2a91c3d5-3") {
 		t.Fatalf("same request again: %d %s %s", res.code, res.stdout, res.stderr)
 	}
-	// Several open attempts: verify needs --branch.
-	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production"); r.code != 2 {
-		t.Fatalf("ambiguous branch: %d %s", r.code, r.stderr)
+	// The superseded attempts are closed: verify picks the only open one.
+	if r := runCLI(t, "promote", "verify", "--repo", root, "--app", "checkout", "--to", "production"); r.code != 0 ||
+		!strings.Contains(r.stdout, "VERIFIED checkout-production-4b7e2a91c3d5-3") {
+		t.Fatalf("verify after the superseded attempts closed: %d %s %s", r.code, r.stdout, r.stderr)
 	}
 }
 
