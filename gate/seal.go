@@ -10,6 +10,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/trust"
 )
@@ -94,17 +95,16 @@ func SealedCandidacy(ctx context.Context, r *gitops.Repo, head string, rec *prom
 // candidateCommit is the commit of head's history where rec's record
 // (same promotion id) first appears.
 func candidateCommit(ctx context.Context, r *gitops.Repo, head string, rec *promotion.Record) (string, error) {
-	hist, err := r.FileHistory(ctx, head, promotion.RecordPath(rec.App, rec.Target.Environment))
+	versions, err := (&ledger.Reader{Repo: r}).Versions(ctx, head, rec.App, rec.Target.Environment)
 	if err != nil {
 		return "", err
 	}
 	first := head
-	for _, c := range hist {
-		at, err := promotion.ReadRecord(ctx, r, c, rec.App, rec.Target.Environment)
-		if err != nil || at == nil || at.PromotionID != rec.PromotionID {
-			break // an unreadable or earlier record: the attempt starts after it
+	for _, v := range versions {
+		if v.Record == nil || v.Record.PromotionID != rec.PromotionID {
+			break // an unreadable, deleted or earlier record: the attempt starts after it
 		}
-		first = c
+		first = v.Commit
 	}
 	return first, nil
 }
