@@ -195,8 +195,11 @@ for who in alice bob; do
   echo "throughline policy approve --environment production --branch fresher-scans --base main --expires 24h   # as $who, signing with $who's key"
   GIT_CONFIG_COUNT=2 GIT_CONFIG_KEY_0=user.signingkey GIT_CONFIG_VALUE_0="$work/$who" GIT_CONFIG_KEY_1=gpg.format GIT_CONFIG_VALUE_1=ssh \
     GIT_AUTHOR_NAME=$who GIT_AUTHOR_EMAIL=$who@example.com GIT_COMMITTER_NAME=$who GIT_COMMITTER_EMAIL=$who@example.com \
-    "$tl" policy approve --log-level warn --repo "$work/gitops" --environment production --branch fresher-scans --base main --expires 24h |
-    head -1 || exit 1
+    "$tl" policy approve --log-level warn --repo "$work/gitops" --environment production --branch fresher-scans --base main --expires 24h \
+    >"$work/approve.out" || exit 1
+  # its first line; read whole first: head(1) closing the pipe early would
+  # fail the command with SIGPIPE when it writes on
+  head -1 "$work/approve.out"
 done
 echo "throughline check --base main --head fresher-scans"
 out=$("$tl" check --log-level warn --repo "$work/gitops" --base main --head fresher-scans 2>/dev/null)
