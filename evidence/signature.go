@@ -153,11 +153,12 @@ func (e *SignatureError) Problem() string {
 // evidence file of env, by a key keys list for env, and then parses it
 // (the parser never sees bytes whose signature did not verify). A
 // signature problem is a *SignatureError; a file that does not parse is
-// Parse's error. keys nil is a policy that lists no evidence signers:
-// the file is parsed unchecked.
+// Parse's error. keys nil is a policy that lists no evidence signers: no
+// evidence is accepted, signed or not (a notifier key is not optional).
 func Open(file, env string, data, sig []byte, keys *Keys) (*Record, error) {
 	if keys == nil {
-		return Parse(file, data)
+		return nil, &SignatureError{File: file, Reason: "the policy lists no evidenceSigners: runtime evidence counts only signed by a notifier key " +
+			"it lists for " + env}
 	}
 	fail := func(fp, format string, args ...any) error {
 		return &SignatureError{File: file, Keys: keys.File, Key: fp, Reason: fmt.Sprintf(format, args...)}

@@ -47,7 +47,7 @@ func EvidenceKeys(ctx context.Context, r *gitops.Repo, rev string, pol *promotio
 // ReadEvidence is the one way runtime evidence is read from Git: the
 // evidence file at rev and its signature beside it, opened with keys
 // (evidence.Open: the signature is checked before a byte is parsed; keys
-// nil accepts unsigned evidence). found is false when there is no
+// nil, a policy listing no evidenceSigners, accepts none). found is false when there is no
 // evidence file. A signature that does not prove the file is a refusal
 // (exit 3, RuleEvidenceSignature) naming the file and the key found; a
 // file that does not parse, or names another app or environment than its
