@@ -13,6 +13,7 @@ import (
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/internal/golden"
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -25,15 +26,20 @@ var (
 	t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 )
 
-// gitRepo is a real Git repository in a temporary directory.
+// gitRepo is a real Git repository in a temporary directory whose
+// policy lists the notifier's key (evidenceSigners): commit signs every
+// evidence file it writes with it, as the notifier does.
 type gitRepo struct {
-	t   *testing.T
-	dir string
+	t        *testing.T
+	dir      string
+	notifier sshkey.Notifier
 }
 
 func newGitRepo(t *testing.T) *gitRepo {
-	g := &gitRepo{t: t, dir: t.TempDir()}
+	g := &gitRepo{t: t, dir: t.TempDir(), notifier: sshkey.NewNotifier(t, "staging", "production")}
 	gittest.Init(t, g.dir)
+	gittest.Commit(t, g.dir, "policy: the notifier's key", map[string]string{
+		promotion.PolicyFile: sshkey.Policy, sshkey.EvidenceSignersFile: g.notifier.Line()})
 	return g
 }
 
@@ -49,6 +55,7 @@ func (g *gitRepo) commit(msg string, files map[string][]byte) string {
 	for p, data := range files {
 		text[p] = string(data)
 	}
+	sshkey.SignAll(g.t, g.notifier, text)
 	return gittest.Commit(g.t, g.dir, msg, text)
 }
 
@@ -190,6 +197,38 @@ func TestHistoryCountsOnlyProvenAcceptances(t *testing.T) {
 	}
 	if p, err := Pick(l, Previous, dB, "production"); err != nil || p.Artifact.Digest != dA {
 		t.Fatalf("previous: %+v %v", p, err)
+	}
+}
+
+// TestHistoryNeedsNotifierKeys: evidence counts only signed by a key the
+// policy at the rollback's start lists. A pull request that drops
+// evidenceSigners, or lists another key, leaves nothing proven: no
+// acceptance is taken on a file's word.
+func TestHistoryNeedsNotifierKeys(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, policy, signers, reason string
+	}{
+		{"no evidenceSigners", "apiVersion: throughline.dev/v1alpha1\nkind: PromotionPolicy\n", "", "the policy lists no evidenceSigners"},
+		{"another key", sshkey.Policy, sshkey.NewNotifier(t, "production").Line(), "lists no such key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHistory(t)
+			files := map[string]string{promotion.PolicyFile: tc.policy}
+			if tc.signers != "" {
+				files[sshkey.EvidenceSignersFile] = tc.signers
+			}
+			gittest.Commit(t, h.g.dir, "policy: "+tc.name, files)
+			l, err := History(context.Background(), h.repo, "main", "web", "production")
+			must(t, err)
+			if len(l.Accepted) != 0 {
+				t.Fatalf("accepted %+v with %s", l.Accepted, tc.name)
+			}
+			if len(l.Unproven) == 0 || !strings.Contains(l.Unproven[0].Reason, tc.reason) {
+				t.Fatalf("unproven %+v, want the first to say %q", l.Unproven, tc.reason)
+			}
+		})
 	}
 }
 

@@ -119,6 +119,9 @@ const EvidenceSignersFile = ".throughline/evidence-signers"
 // PolicyLine is the policy line naming EvidenceSignersFile.
 const PolicyLine = "evidenceSigners: " + EvidenceSignersFile + "\n"
 
+// Policy is a policy that says nothing else.
+const Policy = "apiVersion: throughline.dev/v1alpha1\nkind: PromotionPolicy\n" + PolicyLine
+
 // Signature is the notifier's signature of an evidence file's bytes, the
 // content of its <file>.sig beside it (evidence.Sign).
 func (n Notifier) Signature(t testing.TB, data []byte) []byte {

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path"
 
 	sigyaml "sigs.k8s.io/yaml"
 
@@ -34,10 +35,14 @@ type RecordError struct {
 }
 
 func (e *RecordError) Error() string {
-	if e.Field != "" {
-		return fmt.Sprintf("promotion record %s: %s: %v", e.File, e.Field, e.Err)
+	what := "promotion record"
+	if path.Base(e.File) == File {
+		what = "promotion policy"
 	}
-	return fmt.Sprintf("promotion record %s: %v", e.File, e.Err)
+	if e.Field != "" {
+		return fmt.Sprintf("%s %s: %s: %v", what, e.File, e.Field, e.Err)
+	}
+	return fmt.Sprintf("%s %s: %v", what, e.File, e.Err)
 }
 
 func (e *RecordError) Unwrap() error { return e.Err }
