@@ -74,7 +74,7 @@ func (n *notifierFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&n.tlsCertFile, "notifier-tls-cert-file", "", "serve HTTPS with this PEM certificate (chain), reloaded when it changes")
 	f.StringVar(&n.tlsKeyFile, "notifier-tls-key-file", "", "PEM private key of --notifier-tls-cert-file")
 	f.StringVar(&n.evidenceKey, "notifier-evidence-key-file", "", "OpenSSH private key (unencrypted, from a Secret) that signs every "+
-		"evidence file; list its public key in the policy's evidenceSigners (none: unsigned evidence, which that policy refuses)")
+		"evidence file; list its public key in the policy's evidenceSigners (none: unsigned evidence, which every gate refuses)")
 	f.DurationVar(&n.resync, "notifier-resync-interval", notifier.DefaultResyncInterval,
 		"decide every RECONCILING record from its Application's or Kustomization's own status this often, without waiting "+
 			"for a delivery (leader only; 0 turns it off: then a lost delivery leaves the record RECONCILING)")
@@ -127,7 +127,7 @@ func (n *notifierFlags) start(ctx context.Context, cfg *rest.Config, log zerolog
 		Bool("argocd", len(sc.Handler.ArgoCDToken) > 0).Bool("commitStatus", sc.Forge != nil).Dur("resync", sc.ResyncInterval).
 		Str("evidenceKey", svc.SigningKey()).Msg("starting the notifier")
 	if svc.SigningKey() == "" {
-		log.Warn().Msg("no --notifier-evidence-key-file: the evidence is unsigned, and a policy that lists evidenceSigners refuses it")
+		log.Warn().Msg("no --notifier-evidence-key-file: the evidence is unsigned, and every gate refuses it (the policy's evidenceSigners must list the notifier's key)")
 	}
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

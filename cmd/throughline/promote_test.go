@@ -14,9 +14,11 @@ import (
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/gittest"
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promote"
@@ -95,7 +97,9 @@ func stagingAccepted(t *testing.T, root, digest, desired string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeTree(t, root, map[string]string{"promotion/checkout/staging.yaml": string(data), evidence.Path("staging", "checkout", rec.PromotionID): string(evJSON)})
+	files := map[string]string{"promotion/checkout/staging.yaml": string(data), evidence.Path("staging", "checkout", rec.PromotionID): string(evJSON)}
+	signEvidence(t, root, files)
+	writeTree(t, root, files)
 }
 
 // promoteFixture is the example environment in a Git repository (the
@@ -119,6 +123,56 @@ func promoteFixture(t *testing.T) (top, root string) {
 	gittest.Run(t, top, "add", ".")
 	gittest.Run(t, top, "commit", "-q", "-m", "staging accepted 1.5.0")
 	return top, root
+}
+
+// TestProposeRefusesHandWrittenEvidence: the sequence on a copy of
+// the example. Staging's record and evidence written by hand (no notifier
+// signature), or a policy edited to list no notifier key, carry nothing to
+// production: propose exits 3 naming the evidence file, and writes nothing.
+func TestProposeRefusesHandWrittenEvidence(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		attack func(t *testing.T, top, root string)
+		reason string
+	}{
+		{"the evidence without its signature", func(t *testing.T, top, root string) {
+			gittest.Run(t, top, "rm", "-q", filepath.Join(root, evidence.SignaturePath(stagingEvidence(t, root))))
+		}, "no signature file"},
+		{"a policy that lists no notifier key", func(t *testing.T, top, root string) {
+			pol := readFile(t, filepath.Join(root, promotion.PolicyFile))
+			writeTree(t, root, map[string]string{promotion.PolicyFile: strings.Replace(pol, sshkey.PolicyLine, "", 1)})
+		}, "the policy lists no evidenceSigners"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			top, root := promoteFixture(t)
+			tc.attack(t, top, root)
+			gittest.Run(t, top, "commit", "-q", "-a", "-m", tc.name)
+			before := gittest.Run(t, top, "for-each-ref")
+			r := runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production")
+			file := stagingEvidence(t, root)
+			if r.code != exitcode.Refused || !strings.Contains(r.stderr, file) || !strings.Contains(r.stderr, tc.reason) ||
+				!strings.Contains(r.stderr, ledger.RuleEvidenceSignature) {
+				t.Fatalf("propose: exit %d, want %d naming %s (%s):\n%s%s", r.code, exitcode.Refused, file, tc.reason, r.stdout, r.stderr)
+			}
+			if after := gittest.Run(t, top, "for-each-ref"); after != before {
+				t.Fatalf("a refused propose wrote to Git:\n%s\nwas\n%s", after, before)
+			}
+		})
+	}
+}
+
+// stagingEvidence is the evidence file of staging's record in root.
+func stagingEvidence(t *testing.T, root string) string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(root, "evidence/staging/checkout/checkout-staging-"+strings.TrimPrefix(promNewDigest, "sha256:")[:12]+"-*.json"))
+	if err != nil || len(m) != 1 {
+		t.Fatalf("staging's evidence: %v %v", m, err)
+	}
+	rel, err := filepath.Rel(root, m[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
 }
 
 // TestPromoteFlow: propose writes only the digest on a branch, a second

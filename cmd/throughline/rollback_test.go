@@ -83,6 +83,7 @@ func rbAcceptWith(t *testing.T, top, reg, tag, digest string, attempt int, withE
 		}
 		files[evidence.Path("production", "web", rec.PromotionID)] = string(evData)
 	}
+	signEvidence(t, top, files)
 	writeTree(t, top, files)
 	gittest.Run(t, top, "add", ".")
 	gittest.Run(t, top, "commit", "-q", "-m", "accepted "+tag)
