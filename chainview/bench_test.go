@@ -14,6 +14,7 @@ import (
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/benchfixture"
 	"github.com/throughline-dev/throughline/internal/gittest"
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -21,7 +22,8 @@ import (
 var benchEnvs = []string{"dev", "qa", "staging", "production"}
 
 // benchRepo is a repository of apps apps in the four environments: one
-// commit of overlays, one of an ACCEPTED record per app and environment.
+// commit of overlays (and the policy, whose evidenceSigners lists a
+// notifier's key), one of an ACCEPTED record per app and environment.
 func benchRepo(b *testing.B, apps int) *gitops.Repo {
 	b.Helper()
 	dir := b.TempDir()
@@ -31,7 +33,8 @@ func benchRepo(b *testing.B, apps int) *gitops.Repo {
 	for _, e := range benchEnvs {
 		policy += fmt.Sprintf("  %s:\n    cluster: %s-1\n    paths: [\"apps/*/overlays/%s\"]\n", e, e, e)
 	}
-	write(promotion.PolicyFile, []byte(policy))
+	write(promotion.PolicyFile, []byte(policy+sshkey.PolicyLine))
+	write(sshkey.EvidenceSignersFile, []byte(sshkey.NewNotifier(b, benchEnvs...).Line()))
 	d := benchfixture.Digest(0)
 	for i := range apps {
 		for _, e := range benchEnvs {

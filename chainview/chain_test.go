@@ -2,12 +2,14 @@ package chainview
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/throughline-dev/throughline/chainview/chainfixture"
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -69,6 +71,7 @@ func TestArrowAttacks(t *testing.T) {
 		twist func(t *testing.T, f *chainfixture.Repo) string // commits the attack; the promotionId to look at
 		arrow int                                             // 1-based
 		want  string
+		names string // a file the arrow must name (in its summary or facts)
 	}{{
 		name: "a record claiming ACCEPTED without an evidence file",
 		twist: func(t *testing.T, f *chainfixture.Repo) string {
@@ -129,6 +132,25 @@ func TestArrowAttacks(t *testing.T) {
 		},
 		arrow: 9, want: "was changed after the acceptance",
 	}, {
+		name: "evidence no notifier signed, claimed ACCEPTED",
+		twist: func(t *testing.T, f *chainfixture.Repo) string {
+			rec := handRecord(t, f, "production", pinned(f, "production"), approvers...)
+			f.CommitUnsigned("accepted", accepted(t, f, rec, rec.Reconciling.DesiredRevision, func(*evidence.Record) {}))
+			return rec.PromotionID
+		},
+		arrow: 9, want: "no signature file", names: evidence.Path("production", "api", "api-production-9d9d9d9d9d9d-1"),
+	}, {
+		name: "evidence signed by a key the policy does not list, claimed ACCEPTED",
+		twist: func(t *testing.T, f *chainfixture.Repo) string {
+			rec := handRecord(t, f, "production", pinned(f, "production"), approvers...)
+			files := accepted(t, f, rec, rec.Reconciling.DesiredRevision, func(*evidence.Record) {})
+			file := evidence.Path("production", "api", rec.PromotionID)
+			files[evidence.SignaturePath(file)] = sshkey.NewNotifier(t, "production").Signature(t, files[file])
+			f.Commit("accepted", files)
+			return rec.PromotionID
+		},
+		arrow: 9, want: sshkey.EvidenceSignersFile + " lists no such key", names: evidence.Path("production", "api", "api-production-9d9d9d9d9d9d-1"),
+	}, {
 		name: "one approver where production requires two",
 		twist: func(t *testing.T, f *chainfixture.Repo) string {
 			rec := handRecord(t, f, "production", pinned(f, "production"), "alice@example.com")
@@ -182,6 +204,9 @@ func TestArrowAttacks(t *testing.T) {
 			a := ch.Arrows[tc.arrow-1]
 			if a.Status != Broken || !strings.Contains(a.Summary, tc.want) {
 				t.Fatalf("arrow %d %s: %s %q, want broken saying %q", tc.arrow, a.Name, a.Status, a.Summary, tc.want)
+			}
+			if tc.names != "" && !strings.Contains(fmt.Sprint(a.Summary, a.Facts), tc.names) {
+				t.Fatalf("arrow %d %s does not name %s: %q %v", tc.arrow, a.Name, tc.names, a.Summary, a.Facts)
 			}
 			if ch.Verdict() != Broken {
 				t.Fatalf("chain %s, want broken", ch.Verdict())

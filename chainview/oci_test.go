@@ -87,7 +87,7 @@ func TestOCIChain(t *testing.T) {
 			name: "ACCEPTED without the evidence",
 			twist: func(t *testing.T, f *chainfixture.Repo) string {
 				a := f.Accept("web", "production", "2.1.0", chainfixture.Web, 1, f.FromDev)
-				f.Git("rm", "-q", a.Path)
+				f.Git("rm", "-q", a.Path, evidence.SignaturePath(a.Path))
 				f.Commit("lose the evidence", nil)
 				return a.Record.PromotionID
 			},

@@ -12,12 +12,14 @@ import (
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/benchfixture"
 	"github.com/throughline-dev/throughline/internal/gittest"
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
 // benchRepo is a repository of apps apps in three environments, each
 // promoted rounds times (one commit per round of every record ACCEPTED
-// and its evidence), read in process.
+// and its evidence, signed by the notifier the policy's evidenceSigners
+// lists), read in process.
 func benchRepo(b *testing.B, apps, rounds int) *gitops.Repo {
 	b.Helper()
 	dir := b.TempDir()
@@ -37,8 +39,16 @@ func benchRepo(b *testing.B, apps, rounds int) *gitops.Repo {
 	write := func(p string, data []byte) { gittest.Write(b, dir, map[string]string{p: string(data)}) }
 	envs := []string{"qa", "staging", "production"}
 	t0 := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	n := sshkey.NewNotifier(b, envs...)
+	policy := "apiVersion: throughline.dev/v1alpha1\nkind: PromotionPolicy\nenvironments:\n"
+	for _, e := range envs {
+		policy += fmt.Sprintf("  %s:\n    cluster: %s\n    paths: [\"apps/*/overlays/%s\"]\n", e, e, e)
+	}
+	write(promotion.PolicyFile, []byte(policy+sshkey.PolicyLine))
+	write(sshkey.EvidenceSignersFile, []byte(n.Line()))
 	git(t0, "init", "-q", "-b", "main")
-	git(t0, "commit", "-q", "--allow-empty", "-m", "start")
+	git(t0, "add", "-A")
+	git(t0, "commit", "-q", "-m", "start")
 	for round := range rounds {
 		at := t0.Add(time.Duration(round) * time.Hour)
 		desired := git(at, "rev-parse", "HEAD")
@@ -47,7 +57,9 @@ func benchRepo(b *testing.B, apps, rounds int) *gitops.Repo {
 			for _, e := range envs {
 				rec, ev := benchAttempt(b, fmt.Sprintf("app%03d", i), e, d, desired, at)
 				write(promotion.RecordPath(rec.App, e), must(rec.Marshal()))
-				write(evidence.Path(e, rec.App, rec.PromotionID), must(ev.Marshal()))
+				file, data := evidence.Path(e, rec.App, rec.PromotionID), must(ev.Marshal())
+				write(file, data)
+				write(evidence.SignaturePath(file), n.Signature(b, data))
 			}
 		}
 		git(at.Add(30*time.Minute), "add", "-A")

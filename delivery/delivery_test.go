@@ -12,6 +12,7 @@ import (
 	"github.com/throughline-dev/throughline/chainview/chainfixture"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/internal/golden"
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -190,12 +191,27 @@ func TestDeliveryHostile(t *testing.T) {
 			f.Commit("broken evidence", map[string][]byte{prodEvidence: []byte(`{"schemaVersion": "evidence/v1", "app": `)})
 		},
 		file: prodEvidence, reason: "unexpected EOF",
-		check: func(t *testing.T, rep *Report) {
-			fg := find(t, rep, "checkout", "production")
-			if fg.Outcomes[OutcomeAccepted] != 1 || fg.ObservedToAccepted.Count != 0 || fg.OpenedToApproved.Count != 1 {
-				t.Errorf("the record still counts, without the evidence's figures: %+v", fg)
-			}
+		check: noEvidence,
+	}, {
+		name: "evidence no notifier signed",
+		twist: func(t *testing.T, f *chainfixture.Repo) {
+			f.Git("rm", "-q", evidence.SignaturePath(prodEvidence))
+			f.Commit("the evidence without its signature", nil)
 		},
+		file: prodEvidence, reason: "no signature file " + evidence.SignaturePath(prodEvidence),
+		check: noEvidence,
+	}, {
+		name: "evidence signed by a key the policy does not list",
+		twist: func(t *testing.T, f *chainfixture.Repo) {
+			data, err := os.ReadFile(filepath.Join(f.Dir, filepath.FromSlash(prodEvidence)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			other := sshkey.NewNotifier(t, "production")
+			f.Commit("the evidence signed by another key", map[string][]byte{evidence.SignaturePath(prodEvidence): other.Signature(t, data)})
+		},
+		file: prodEvidence, reason: sshkey.EvidenceSignersFile + " lists no such key",
+		check: noEvidence,
 	}, {
 		name: "evidence of an unknown promotion",
 		twist: func(t *testing.T, f *chainfixture.Repo) {
@@ -285,6 +301,16 @@ func TestDeliveryHostile(t *testing.T) {
 				tc.check(t, rep)
 			}
 		})
+	}
+}
+
+// noEvidence: checkout's ACCEPTED attempt in production still counts,
+// without the figures of its evidence (prodEvidence is unusable).
+func noEvidence(t *testing.T, rep *Report) {
+	t.Helper()
+	fg := find(t, rep, "checkout", "production")
+	if fg.Outcomes[OutcomeAccepted] != 1 || fg.ObservedToAccepted.Count != 0 || fg.MergedToObserved.Count != 0 || fg.OpenedToApproved.Count != 1 {
+		t.Errorf("the record still counts, without the evidence's figures: %+v", fg)
 	}
 }
 

@@ -19,7 +19,13 @@
 // ACCEPTED in staging, then in production, whose revisions are the
 // artifact's digest and the commit it was built from (dev reads Git).
 //
-// Commit times are fixed so the commit ids (and golden pages) are stable.
+// As in a real deployment, the policy names an evidenceSigners file
+// (sshkey.EvidenceSignersFile) listing the notifier's key (Notifier) for
+// every environment, and the notifier signs every evidence file it
+// commits (<file>.sig beside it).
+//
+// Commit times, and the notifier's key, are fixed so the commit ids (and
+// golden pages) are stable.
 // It is for tests only.
 package chainfixture
 
@@ -27,6 +33,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,6 +45,7 @@ import (
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/gittest"
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/runtimecheck/checkfile"
@@ -71,7 +79,14 @@ type Repo struct {
 	// environment's (promote reconcile with source.oci): the desired
 	// revision ArtifactOf(the desired commit), the commit the desiredCommit.
 	OCI map[string]bool
+	// Notifier signs the evidence the story commits; the evidenceSigners
+	// file lists it for dev, staging and production.
+	Notifier sshkey.Notifier
 }
+
+// Environments are the example's environments, the ones the notifier's
+// key is listed for.
+var Environments = []string{"dev", "staging", "production"}
 
 // New builds the story in a temporary directory from the example at
 // example (the path of examples/gitops-env).
@@ -118,11 +133,18 @@ func ArtifactOf(commit string) string {
 // directory and opens it as report and serve do.
 func open(t testing.TB, example string, edit func(dir string)) *Repo {
 	t.Helper()
-	r := &Repo{t: t, Dir: t.TempDir(), OCI: map[string]bool{}}
+	r := &Repo{t: t, Dir: t.TempDir(), OCI: map[string]bool{},
+		Notifier: sshkey.FixedNotifier(t, "chainfixture notifier", Environments...)}
 	copyDir(t, example, r.Dir)
 	if edit != nil {
 		edit(r.Dir)
 	}
+	// The notifier's key, listed in the policy's evidenceSigners.
+	pol := filepath.Join(r.Dir, promotion.PolicyFile)
+	data, err := os.ReadFile(pol)
+	must(t, err)
+	must(t, os.WriteFile(pol, append(data, sshkey.PolicyLine...), 0o644))
+	gittest.Write(t, r.Dir, map[string]string{sshkey.EvidenceSignersFile: r.Notifier.Line()})
 	// The example's own record and evidence are illustrations with
 	// made-up commits: the story writes real ones.
 	for _, p := range []string{"promotion/checkout", "evidence/dev", "evidence/staging"} {
@@ -130,7 +152,6 @@ func open(t testing.TB, example string, edit func(dir string)) *Repo {
 	}
 	r.git("init", "-q", "-b", "main")
 	r.commit("the example environment", nil)
-	var err error
 	r.Repo, err = gitops.OpenLocal(context.Background(), r.Dir)
 	if err == nil {
 		err = r.Repo.ReadInProcess() // as report and serve read it
@@ -378,8 +399,25 @@ func (r *Repo) git(args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// commit writes files (slash path -> content) and commits every change.
+// commit writes files (slash path -> content), and beside every evidence
+// file among them its signature by the notifier (unless files gives one),
+// and commits every change.
 func (r *Repo) commit(msg string, files map[string][]byte) string {
+	r.t.Helper()
+	unsigned := map[string][]byte{}
+	for p, data := range files {
+		if _, ok := files[evidence.SignaturePath(p)]; !ok {
+			unsigned[p] = data
+		}
+	}
+	sshkey.SignAll(r.t, r.Notifier, unsigned)
+	signed := maps.Clone(files)
+	maps.Copy(signed, unsigned)
+	return r.commitAsIs(msg, signed)
+}
+
+// commitAsIs writes files and commits every change.
+func (r *Repo) commitAsIs(msg string, files map[string][]byte) string {
 	r.t.Helper()
 	text := make(map[string]string, len(files))
 	for p, data := range files {
@@ -405,8 +443,15 @@ func (r *Repo) Orphan() string {
 func (r *Repo) Next() time.Time { return r.next() }
 
 // Commit writes files and commits them on main (for tests that add their
-// own twist to the story).
+// own twist to the story), every evidence file signed by the notifier
+// (beside it, unless files gives its .sig).
 func (r *Repo) Commit(msg string, files map[string][]byte) string { return r.commit(msg, files) }
+
+// CommitUnsigned is Commit without signing any evidence file: what a
+// contributor without the notifier's key commits.
+func (r *Repo) CommitUnsigned(msg string, files map[string][]byte) string {
+	return r.commitAsIs(msg, files)
+}
 
 func marshal(t testing.TB, rec *promotion.Record) []byte {
 	data, err := rec.Marshal()

@@ -5,6 +5,7 @@ package sshkey
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/pem"
 	"os"
 	"os/exec"
@@ -90,6 +91,21 @@ func NewNotifier(t testing.TB, envs ...string) Notifier {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return notifier(t, priv, envs)
+}
+
+// FixedNotifier is the ed25519 evidence signing key for envs derived from
+// seed: the same key, and the same signature of the same bytes, at every
+// run, for a fixture whose commit ids must not change (golden pages show
+// them). A test key only: anyone who reads seed has it.
+func FixedNotifier(t testing.TB, seed string, envs ...string) Notifier {
+	t.Helper()
+	s := sha256.Sum256([]byte(seed))
+	return notifier(t, ed25519.NewKeyFromSeed(s[:]), envs)
+}
+
+func notifier(t testing.TB, priv ed25519.PrivateKey, envs []string) Notifier {
+	t.Helper()
 	s, err := ssh.NewSignerFromKey(priv)
 	if err != nil {
 		t.Fatal(err)
