@@ -180,39 +180,21 @@ func unclaimed(rev, file string, names []string, tip map[string]parsed, claimed 
 	return out
 }
 
-// prove reads, in the tree of commit, the evidence file the ACCEPTED
-// record rec names and returns the acceptance when both agree, else why
-// not (an error is a failure to read Git).
+// prove is Prove for the history: the acceptance of rec in commit when
+// its evidence proves it, else why not (a file that is not signed by a
+// listed key or not evidence/v1 is a reason too; an error is a failure to
+// read Git).
 func prove(ctx context.Context, repo *gitops.Repo, commit string, rec *promotion.Record, keys *evidence.Keys) (*Accepted, string, error) {
-	env, app := rec.Target.Environment, rec.App
-	want := promotion.PriorEvidencePath(env, app, rec.PromotionID)
-	if rec.Accepted.RuntimeEvidence != want {
-		return nil, fmt.Sprintf("the record's accepted.runtimeEvidence is %q, not the notifier's evidence file %s", rec.Accepted.RuntimeEvidence, want), nil
+	_, why, err := Prove(ctx, repo, commit, rec, keys)
+	if c := exitcode.Code(err); err != nil && (c == exitcode.Invalid || c == exitcode.Refused) {
+		return nil, fmt.Sprintf("%s cannot be used: %v", evidence.Path(rec.Target.Environment, rec.App, rec.PromotionID), err), nil
 	}
-	f, found, err := open(ctx, repo, commit, want, env, keys)
-	switch {
-	case err != nil:
-		return nil, "", err
-	case !found:
-		return nil, fmt.Sprintf("the record says ACCEPTED but %s does not exist in that commit (no runtime evidence)", want), nil
-	case f.err != nil:
-		return nil, fmt.Sprintf("%s cannot be used: %v", want, f.err), nil
-	}
-	ev := f.ev
-	switch {
-	case ev.Decision != promotion.Accepted:
-		return nil, fmt.Sprintf("%s says %s, the record says ACCEPTED", want, ev.Decision), nil
-	case ev.App != app || ev.Environment != env || ev.PromotionID != rec.PromotionID:
-		return nil, fmt.Sprintf("%s is for %s/%s %s, the record is %s/%s %s", want, ev.App, ev.Environment, ev.PromotionID, app, env, rec.PromotionID), nil
-	case ev.ArtifactDigest != rec.Artifact.Digest:
-		return nil, fmt.Sprintf("%s is for digest %s, the record accepted %s", want, ev.ArtifactDigest, rec.Artifact.Digest), nil
-	case ev.DesiredRevision != rec.Reconciling.DesiredRevision || ev.ObservedRevision != rec.Accepted.ObservedRevision:
-		return nil, fmt.Sprintf("%s observed %s for desired %s, the record observed %s for desired %s", want,
-			ev.ObservedRevision, ev.DesiredRevision, rec.Accepted.ObservedRevision, rec.Reconciling.DesiredRevision), nil
+	if err != nil || why != "" {
+		return nil, why, err
 	}
 	return &Accepted{Artifact: rec.Artifact, PromotionID: rec.PromotionID, Attempt: rec.Attempt, Commit: commit,
 		DesiredRevision: rec.Reconciling.DesiredRevision, ObservedRevision: rec.Accepted.ObservedRevision,
-		RenderedHash: rec.Target.RenderedHash, Evidence: want}, "", nil
+		RenderedHash: rec.Target.RenderedHash, Evidence: evidence.Path(rec.Target.Environment, rec.App, rec.PromotionID)}, "", nil
 }
 
 // parsed is an evidence file as read at one commit: the record, or why it

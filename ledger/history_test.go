@@ -48,6 +48,14 @@ func (g *gitRepo) git(args ...string) string {
 	return gittest.Run(g.t, g.dir, args...)
 }
 
+// desire commits a change of production's overlay (what a promotion
+// merges) and returns its id: the desired and observed revision of an
+// acceptance, a real commit of the history.
+func (g *gitRepo) desire(name string) string {
+	g.t.Helper()
+	return gittest.Commit(g.t, g.dir, "production desires "+name, map[string]string{"apps/web/overlays/production/desired": name + "\n"})
+}
+
 // commit writes files (relative path -> content) and commits them.
 func (g *gitRepo) commit(msg string, files map[string][]byte) string {
 	g.t.Helper()
@@ -85,13 +93,20 @@ func evidenceOf(t *testing.T, rec *promotion.Record, decision promotion.State, d
 	t.Helper()
 	ev := &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: rec.App, Environment: rec.Target.Environment, PromotionID: rec.PromotionID,
 		Decision: decision, Image: rec.Artifact.Image, ArtifactDigest: digest, DesiredRevision: rec.Reconciling.DesiredRevision,
-		ObservedRevision: rec.Reconciling.DesiredRevision, ReportedBy: evidence.Reporter{Source: "flux"}, Time: t0}
+		ObservedRevision: rec.Reconciling.DesiredRevision, ReportedBy: evidence.Reporter{Source: "flux"}, Time: time.Now().UTC().Truncate(time.Second),
+		Pods: runs(digest)}
 	if decision == promotion.Halted {
 		ev.Reason = "image mismatch"
 	}
 	data, err := ev.Marshal()
 	must(t, err)
 	return data
+}
+
+// runs is the Pods of a notifier's evidence: one Pod of web running digest.
+func runs(digest string) []evidence.Pod {
+	return []evidence.Pod{{Workload: "Deployment/web-production/web", Container: "web", Pod: "web-1", Pods: 1, Declared: digest,
+		ImageID: "r.example/web@" + digest, Outcome: "Verified", Match: "Exact"}}
 }
 
 func files(t *testing.T, rec *promotion.Record, ev []byte) map[string][]byte {
@@ -128,21 +143,25 @@ func (h *history) ids(more ...string) []string {
 		}
 		r = append(r, c, name, c[:12], name)
 	}
+	for name, rec := range map[string]*promotion.Record{"A": h.recA, "B": h.recB, "C": h.recC, "B2": h.recB2} {
+		d := rec.Reconciling.DesiredRevision
+		r = append(r, d, "<desired "+name+">", d[:12], "<desired "+name+">")
+	}
 	return r
 }
 
 func newHistory(t *testing.T) *history {
 	h := &history{g: newGitRepo(t)}
-	rev := func(c string) string { return strings.Repeat(c, 40) }
-	h.recA = acceptedRecord(t, 1, dA, rev("1"))
+	rev := h.g.desire
+	h.recA = acceptedRecord(t, 1, dA, rev("A"))
 	h.cA = h.g.commit("A accepted", files(t, h.recA, evidenceOf(t, h.recA, promotion.Accepted, dA)))
-	h.recB = acceptedRecord(t, 1, dB, rev("2"))
+	h.recB = acceptedRecord(t, 1, dB, rev("B"))
 	h.cB = h.g.commit("B accepted by hand, no evidence", files(t, h.recB, nil))
-	h.recC = acceptedRecord(t, 1, dC, rev("3"))
+	h.recC = acceptedRecord(t, 1, dC, rev("C"))
 	h.cC = h.g.commit("C accepted, evidence of another digest", files(t, h.recC, evidenceOf(t, h.recC, promotion.Accepted, dD)))
-	recD := acceptedRecord(t, 1, dD, rev("4"))
+	recD := acceptedRecord(t, 1, dD, rev("D"))
 	h.cD = h.g.commit("D evidence only", map[string][]byte{promotion.PriorEvidencePath("production", "web", recD.PromotionID): evidenceOf(t, recD, promotion.Accepted, dD)})
-	h.recB2 = acceptedRecord(t, 2, dB, rev("5"))
+	h.recB2 = acceptedRecord(t, 2, dB, rev("B2"))
 	h.cB2 = h.g.commit("B accepted as attempt 2", files(t, h.recB2, evidenceOf(t, h.recB2, promotion.Accepted, dB)))
 	h.tip = h.cB2
 	var err error
@@ -165,7 +184,7 @@ func TestHistoryCountsOnlyProvenAcceptances(t *testing.T) {
 		t.Fatalf("accepted %v, want %v", got, want)
 	}
 	a := l.Accepted[1]
-	if a.Evidence != "evidence/production/web/"+h.recA.PromotionID+".json" || a.DesiredRevision != strings.Repeat("1", 40) || a.RenderedHash != h1 {
+	if a.Evidence != "evidence/production/web/"+h.recA.PromotionID+".json" || a.DesiredRevision != h.recA.Reconciling.DesiredRevision || a.RenderedHash != h1 {
 		t.Fatalf("acceptance of A: %+v", a)
 	}
 	if l.Attempts[dB] != 2 || l.Attempts[dA] != 1 {
@@ -176,7 +195,7 @@ func TestHistoryCountsOnlyProvenAcceptances(t *testing.T) {
 		reasons[u.PromotionID] = u.Reason
 	}
 	for id, want := range map[string]string{
-		h.recB.PromotionID: "does not exist in that commit",
+		h.recB.PromotionID: "which does not exist at",
 		h.recC.PromotionID: "is for digest " + dD,
 		strings.Replace(h.recB.PromotionID, "bbbbbbbbbbbb", "dddddddddddd", 1): "was never ACCEPTED",
 	} {
@@ -197,6 +216,55 @@ func TestHistoryCountsOnlyProvenAcceptances(t *testing.T) {
 	}
 	if p, err := Pick(l, Previous, dB, "production"); err != nil || p.Artifact.Digest != dA {
 		t.Fatalf("previous: %+v %v", p, err)
+	}
+}
+
+// TestHistoryProvesLikeTheGates: a rollback target is proven by the same
+// proof as a promotion's source (Prove): evidence whose revisions are not
+// commits of the history, dated before the commit it observed, or whose
+// Pods ran another image does not make a digest a rollback target.
+func TestHistoryProvesLikeTheGates(t *testing.T) {
+	t.Parallel()
+	other := "sha256:" + strings.Repeat("e", 64)
+	for _, tc := range []struct {
+		name   string
+		rev    func(g *gitRepo) string
+		edit   func(ev *evidence.Record)
+		reason string
+	}{
+		{"revisions that are commits of no repository", func(*gitRepo) string { return strings.Repeat("ab", 20) }, nil,
+			"is not a commit in the history of"},
+		{"dated before the commit it observed", nil, func(ev *evidence.Record) { ev.Time = time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC) },
+			"before the observed commit"},
+		{"a Pod running another image", nil, func(ev *evidence.Record) { ev.Pods[0].ImageID = "r.example/web@" + other },
+			"runs imageID r.example/web@" + other},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			g := newGitRepo(t)
+			rev := g.desire("A")
+			if tc.rev != nil {
+				rev = tc.rev(g)
+			}
+			rec := acceptedRecord(t, 1, dA, rev)
+			data := evidenceOf(t, rec, promotion.Accepted, dA)
+			if tc.edit != nil {
+				ev, err := evidence.Parse("ev.json", data)
+				must(t, err)
+				tc.edit(ev)
+				data, err = ev.Marshal()
+				must(t, err)
+			}
+			g.commit("A accepted", files(t, rec, data))
+			repo, err := gitops.OpenLocal(ctx, g.dir)
+			must(t, err)
+			l, err := History(ctx, repo, "main", "web", "production")
+			must(t, err)
+			if len(l.Accepted) != 0 || len(l.Unproven) != 1 || !strings.Contains(l.Unproven[0].Reason, tc.reason) {
+				t.Fatalf("accepted %+v, unproven %+v: want A unproven because %q", l.Accepted, l.Unproven, tc.reason)
+			}
+		})
 	}
 }
 
@@ -272,7 +340,7 @@ func TestCheckPrior(t *testing.T) {
 		"other revision than accepted":               {forged(func(f *Accepted) { f.DesiredRevision = strings.Repeat("9", 40) }), "the acceptance was desired"},
 		"other rendered hash":                        {forged(func(f *Accepted) { f.RenderedHash = "sha256:" + strings.Repeat("2", 64) }), "is not the accepted render"},
 		"record ACCEPTED without evidence": {rollbackRecord(t, Accepted{Artifact: h.recB.Artifact, PromotionID: h.recB.PromotionID, Commit: h.cB,
-			DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40), RenderedHash: h1, Evidence: promotion.PriorEvidencePath("production", "web", h.recB.PromotionID)}, 3), "does not exist in that commit"},
+			DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40), RenderedHash: h1, Evidence: promotion.PriorEvidencePath("production", "web", h.recB.PromotionID)}, 3), "which does not exist at"},
 		"evidence with another digest": {rollbackRecord(t, Accepted{Artifact: h.recC.Artifact, PromotionID: h.recC.PromotionID, Commit: h.cC,
 			DesiredRevision: strings.Repeat("3", 40), ObservedRevision: strings.Repeat("3", 40), RenderedHash: h1, Evidence: promotion.PriorEvidencePath("production", "web", h.recC.PromotionID)}, 2), "is for digest " + dD},
 		"evidence only, the record never ACCEPTED": {rollbackRecord(t, Accepted{Artifact: promotion.Artifact{Image: "r.example/web@" + dD, Digest: dD, SourceCommit: strings.Repeat("5", 40)},
@@ -344,7 +412,7 @@ func TestRollbackToAnAcceptanceOfALaterCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	g := newGitRepo(t)
-	desired, later := strings.Repeat("7", 40), strings.Repeat("8", 40)
+	desired, later := g.desire("A"), g.desire("A, a later commit rendering the same objects")
 	rec, err := promotion.NewCandidate("web", 1, promotion.Artifact{Image: "r.example/web@" + dA, Digest: dA, SourceCommit: strings.Repeat("5", 40)},
 		promotion.Target{Environment: "production", Path: "apps/web/overlays/production", Cluster: "production", RenderedHash: h1, BaseRenderedHash: h1, Renderer: "v1"}, t0, "test")
 	must(t, err)
@@ -354,7 +422,8 @@ func TestRollbackToAnAcceptanceOfALaterCommit(t *testing.T) {
 	must(t, rec.Accept(later, promotion.PriorEvidencePath("production", "web", rec.PromotionID), t0, "notifier"))
 	ev := &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: "web", Environment: "production", PromotionID: rec.PromotionID,
 		Decision: promotion.Accepted, Reason: "observed a later commit that renders the approved objects", Image: rec.Artifact.Image, ArtifactDigest: dA,
-		DesiredRevision: desired, ObservedRevision: later, RenderedHash: h1, DesiredRenderedHash: h1, ReportedBy: evidence.Reporter{Source: "flux"}, Time: t0}
+		DesiredRevision: desired, ObservedRevision: later, RenderedHash: h1, DesiredRenderedHash: h1, ReportedBy: evidence.Reporter{Source: "flux"},
+		Time: time.Now().UTC().Truncate(time.Second), Pods: runs(dA)}
 	data, err := ev.Marshal()
 	must(t, err)
 	g.commit("A accepted on a later commit", files(t, rec, data))
@@ -385,7 +454,7 @@ func TestHistoryListsUnusableVersions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			g := newGitRepo(t)
-			recA := acceptedRecord(t, 1, dA, strings.Repeat("1", 40))
+			recA := acceptedRecord(t, 1, dA, g.desire("A"))
 			g.commit("A accepted", files(t, recA, evidenceOf(t, recA, promotion.Accepted, dA)))
 			bad := g.commit("a broken record", map[string][]byte{promotion.RecordPath("web", "production"): bad(t)})
 			repo, err := gitops.OpenLocal(ctx, g.dir)

@@ -37,19 +37,19 @@ func (s *SourceEvidence) VerifiedIn() promotion.VerifiedIn {
 }
 
 // ReadSourceEvidence reads app's record in env at base (the base branch's
-// commit) and the runtime evidence its accepted.runtimeEvidence names, at
-// the commit where the record became ACCEPTED, and checks that they prove
-// digest: the record ACCEPTED for digest; the evidence file the notifier's
-// (evidence/<env>/<app>/<promotionId>.json), present there, an evidence/v1
-// ACCEPTED decision for that attempt, digest and revisions; the observed
-// revision the desired one or a later commit rendering the approved
-// objects (the notifier's rule); the file unchanged at base since; every Pod of the digest running it (the
-// verifier's imageID match); no older than the policy's evidenceMaxAge at
-// base; when the source overlay declared runtime checks at the observed
-// revision, every one Passed in the evidence after a completed soak (rule
+// commit), finds the commit where it became ACCEPTED, and proves digest
+// ran in env by the one proof (Prove: the notifier's signed evidence/v1
+// file of that attempt, in that commit, agreeing with the record, in
+// order with the history, every Pod of the digest running it). What a
+// promotion adds: the record ACCEPTED for digest at base; the evidence's
+// revisions of env's source kind (registry at base); the file unchanged at
+// base since; no older than the policy's evidenceMaxAge at base; when the
+// source overlay declared runtime checks at the observed revision, every
+// one Passed in the evidence after a completed soak (rule
 // checks-not-passed). What does not prove it is a refusal (exit 3, rule
-// source-evidence or checks-not-passed); an evidence file that is not evidence/v1 is invalid
-// input (exit 4 naming the file and field). Propose and Verify both call it.
+// source-evidence, evidence-signature or checks-not-passed); an evidence
+// file that is not evidence/v1 is invalid input (exit 4 naming the file
+// and field). Verify, propose, check and the web view call it.
 func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, digest string, now time.Time) (*SourceEvidence, error) {
 	file := promotion.RecordPath(app, env)
 	refuse := func(format string, args ...any) error {
@@ -85,12 +85,19 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 	if err != nil {
 		return nil, err
 	}
-	ev, found, err := ReadEvidence(ctx, r, commit, want, app, env, keys)
+	reg, err := promotion.Registry(pol)
+	if err != nil {
+		return nil, err
+	}
+	ev, why, err := Prove(ctx, r, commit, rec, keys)
 	switch {
 	case err != nil:
 		return nil, err
-	case !found:
-		return nil, refuse("%s names %s, which does not exist at %s, where the record became ACCEPTED", file, want, gitrepo.Short(commit))
+	case ev != nil && checkSourceKind(reg, env, ev) != "":
+		// Revisions of the wrong kind say why the rest does not hold.
+		return nil, refuse("%s at %s: %s", want, gitrepo.Short(commit), checkSourceKind(reg, env, ev))
+	case why != "":
+		return nil, refuse("%s", why)
 	}
 	atBase, found, err := ReadEvidence(ctx, r, base, want, app, env, keys)
 	switch {
@@ -100,31 +107,6 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 		return nil, refuse("%s was changed after the acceptance at %s: it is not the same at %s", want, gitrepo.Short(commit), gitrepo.Short(base))
 	}
 	s := &SourceEvidence{Environment: env, Record: rec, Evidence: ev, Path: want, Commit: commit}
-	if why := ev.Accepts(rec); why != "" {
-		return nil, refuse("%s at %s: %s", want, gitrepo.Short(commit), why)
-	}
-	reg, err := promotion.Registry(pol)
-	if err != nil {
-		return nil, err
-	}
-	why, err := ev.CheckRevisions(ctx, r.IsAncestor)
-	if err != nil {
-		return nil, err
-	}
-	if why == "" {
-		why = checkSourceKind(reg, env, ev)
-	}
-	if why == "" && !promotion.ValidOCIRevision(ev.DesiredRevision) {
-		if why, err = checkOrder(ctx, r, commit, ev); err != nil {
-			return nil, err
-		}
-	}
-	if why == "" {
-		why = ev.CheckPods(digest)
-	}
-	if why != "" {
-		return nil, refuse("%s at %s: %s", want, gitrepo.Short(commit), why)
-	}
 	if why, err := checksPassed(ctx, r, rec, ev); err != nil || why != "" {
 		if err != nil {
 			return nil, err
