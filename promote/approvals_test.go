@@ -22,6 +22,7 @@ func signedPolicy(minApprovals string) string {
 	return `apiVersion: throughline.dev/v1alpha1
 kind: PromotionPolicy
 allowedSigners: allowed-signers
+evidenceSigners: .throughline/evidence-signers
 environments:
   dev:
     cluster: dev-eu-1

@@ -71,6 +71,7 @@ func newChartFixture(t *testing.T, unrecorded ...bool) *chartFixture {
 		kp:                                      f.read(kp) + chartEntry(c.repoURL, "1.0.0", "6"),
 		production + "/" + chartsource.LockFile: lockFor(c.repoURL, "1.0.0", c.d100),
 	})
+	f.useNotifier()
 	f.git("init", "-q", "-b", "main")
 	desired := f.commit("staging desires 1.5.0 and chart web 1.1.0")
 	c.stagingReconciling(desired)

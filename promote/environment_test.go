@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throughline-dev/throughline/internal/sshkey"
+
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gate"
@@ -202,7 +204,8 @@ func TestRollbackEnvironmentIdentity(t *testing.T) {
 	ctx := context.Background()
 	f, _ := newRollbackFixture(t)
 	f.write(map[string]string{promotion.PolicyFile: "apiVersion: throughline.dev/v1alpha1\nkind: PromotionPolicy\nenvironments:\n" +
-		"  staging:\n    paths: [\"apps/*/overlays/staging\"]\n  production:\n    cluster: production\n    paths: [\"apps/*/overlays/production\"]\n"})
+		"  staging:\n    paths: [\"apps/*/overlays/staging\"]\n  production:\n    cluster: production\n    paths: [\"apps/*/overlays/production\"]\n" +
+		sshkey.PolicyLine})
 	f.commit("registry")
 	exists := func(context.Context, string) (bool, error) { return true, nil }
 	record := errorLines(t, "testdata/rollback-environment-identity.golden", 3)

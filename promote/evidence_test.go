@@ -238,7 +238,7 @@ func TestEvidenceSignatureRefusals(t *testing.T) {
 		}, "lists no such key"},
 		{"evidence signed by production's notifier", func(f *fixture) {
 			prod := sshkey.NewNotifier(t, "production")
-			f.write(map[string]string{evidenceSignersFile: f.notifier.Line() + prod.Line()})
+			f.write(map[string]string{sshkey.EvidenceSignersFile: f.notifier.Line() + prod.Line()})
 			f.notifier = prod
 			f.rewriteAcceptance(func(map[string]string) {})
 		}, "for production, not for staging"},
@@ -279,11 +279,11 @@ func TestVerifySource(t *testing.T) {
 	errorLines(t, "testdata/verify-source.golden", 1)("verify from dev", err) // "does not exist"
 }
 
-// TestExampleEvidence: the example repository's evidence names desired
-// and observed revisions that are commits of no repository a user has
-// (c0ffee...): the gates refuse it, as they refuse any evidence whose
-// revisions are not commits of the history that recorded it. The example
-// that walks the chain with real commits is issue 35's.
+// TestExampleEvidence: the example repository's evidence is signed by no
+// notifier and its policy lists no evidenceSigners: the gates refuse it
+// (its revisions, c0ffee..., are not commits of the history either). The
+// example that walks the chain with real commits and a notifier key is
+// issue 35's.
 func TestExampleEvidence(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -296,7 +296,7 @@ func TestExampleEvidence(t *testing.T) {
 	must(t, err)
 	at, _ := time.Parse(time.RFC3339, "2026-11-21T00:00:00Z")
 	_, err = ledger.ReadSourceEvidence(ctx, repo, commit, "checkout", "staging", oldDigest, at)
-	if re := refusedBy(t, err, ledger.RuleSourceEvidence); !strings.Contains(re.Reason, "is not a commit in the history of") {
-		t.Fatalf("the example's staging evidence: %v, want it refused for revisions that are not commits", err)
+	if re := refusedBy(t, err, ledger.RuleEvidenceSignature); !strings.Contains(re.Reason, "the policy lists no evidenceSigners") {
+		t.Fatalf("the example's staging evidence: %v, want it refused for want of a notifier key", err)
 	}
 }

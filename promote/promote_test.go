@@ -44,9 +44,6 @@ type fixture struct {
 	notifier sshkey.Notifier
 }
 
-// evidenceSignersFile is the fixture's evidenceSigners.
-const evidenceSignersFile = ".throughline/evidence-signers"
-
 func (f *fixture) git(args ...string) string {
 	f.t.Helper()
 	return gittest.Run(f.t, f.top, args...)
@@ -113,9 +110,7 @@ func newFixture(t *testing.T) *fixture {
 	copyDir(t, exampleRepo, f.root)
 	testenv.RemoveTrust(t, f.root) // made-up digests, no evidence: the trust gates are trust_test.go's
 	f.replace("apps/checkout/overlays/staging/kustomization.yaml", "1.4.2@"+oldDigest, "1.5.0@"+newDigest)
-	f.notifier = sshkey.NewNotifier(t, "dev", "staging", "production")
-	f.write(map[string]string{evidenceSignersFile: f.notifier.Line(),
-		promotion.PolicyFile: f.read(promotion.PolicyFile) + "evidenceSigners: " + evidenceSignersFile + "\n"})
+	f.useNotifier()
 	gittest.Init(t, f.top)
 	desired := f.commit("staging desires 1.5.0")
 	f.stagingReconciling(desired)

@@ -3,6 +3,8 @@ package promote
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -37,25 +40,63 @@ func (f *fixture) accept(tag, digest string) string {
 	rec, err := promotion.NewCandidate("web", 1, promotion.Artifact{Image: webImage + ":" + tag + "@" + digest, Digest: digest, SourceCommit: strings.Repeat("1", 40)},
 		promotion.Target{Environment: "production", Path: webOverlay, Cluster: "production", RenderedHash: hash, BaseRenderedHash: hash, Renderer: renderer}, t0, "test")
 	must(t, err)
-	rev := strings.Repeat("a", 40)
+	return f.acceptWeb(rec, tag)
+}
+
+// acceptWeb commits what a promotion of rec (web's production CANDIDATE,
+// whose overlay is written) leaves in Git: the overlay as the desired
+// commit, then rec reconciled and ACCEPTED at it with the notifier's
+// evidence (every Pod running the digest), signed by the notifier key the
+// policy lists. It returns the acceptance commit.
+func (f *fixture) acceptWeb(rec *promotion.Record, what string) string {
+	t, hash := f.t, rec.Target.RenderedHash
+	t0 := time.Now().Add(-time.Hour)
 	for _, err := range []error{
 		rec.Verify(promotion.VerifiedIn{Environment: "staging", DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40),
 			RenderedHash: hash, RuntimeEvidence: "evidence/staging/web/x.json"}, t0, "test"),
 		rec.Approve("alice", rec.InputFor(renderer), t0.Add(48*time.Hour), t0),
-		rec.Reconcile(rev, t0, "test"),
-		rec.Accept(rev, evidence.Path("production", "web", rec.PromotionID), t0, "test"),
 	} {
 		must(t, err)
 	}
+	rev := f.commit("production desires " + what)
+	must(t, rec.Reconcile(rev, t0, "test"))
+	must(t, rec.Accept(rev, evidence.Path("production", "web", rec.PromotionID), t0, "test"))
 	data, err := rec.Marshal()
 	must(t, err)
+	digest := rec.Artifact.Digest
 	ev := &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: "web", Environment: "production", PromotionID: rec.PromotionID,
 		Decision: promotion.Accepted, Image: rec.Artifact.Image, ArtifactDigest: digest, DesiredRevision: rev, ObservedRevision: rev,
-		DesiredRenderedHash: hash, RenderedHash: hash, ReportedBy: evidence.Reporter{Source: "flux"}, Time: t0}
+		DesiredRenderedHash: hash, RenderedHash: hash, ReportedBy: evidence.Reporter{Source: "flux"}, Time: time.Now().UTC().Truncate(time.Second),
+		Pods: []evidence.Pod{{Workload: "Deployment/web-production/web", Container: "web", Pod: "web-1", Pods: 2, Declared: digest,
+			ImageID: webImage + "@" + digest, Outcome: "Verified", Match: "Exact"}}}
 	evData, err := ev.Marshal()
 	must(t, err)
-	f.write(map[string]string{promotion.RecordPath("web", "production"): string(data), evidence.Path("production", "web", rec.PromotionID): string(evData)})
-	return f.commit("accepted " + tag)
+	files := map[string]string{promotion.RecordPath("web", "production"): string(data), evidence.Path("production", "web", rec.PromotionID): string(evData)}
+	f.signEvidence(files)
+	f.write(files)
+	return f.commit("accepted " + what)
+}
+
+// signEvidence signs the evidence files of files with the fixture's
+// notifier key (useNotifier).
+func (f *fixture) signEvidence(files map[string]string) {
+	f.useNotifier()
+	sshkey.SignAll(f.t, f.notifier, files)
+}
+
+// useNotifier makes the fixture's notifier key, once, and lists it in the
+// policy (evidenceSigners; a policy of its own when the repository has
+// none), as a deployment does: evidence counts only signed by it.
+func (f *fixture) useNotifier() {
+	if f.notifier.Signer != nil {
+		return
+	}
+	f.notifier = sshkey.NewNotifier(f.t, "dev", "staging", "production")
+	pol := sshkey.Policy
+	if data, err := os.ReadFile(filepath.Join(f.root, promotion.PolicyFile)); err == nil {
+		pol = string(data) + sshkey.PolicyLine
+	}
+	f.write(map[string]string{promotion.PolicyFile: pol, sshkey.EvidenceSignersFile: f.notifier.Line()})
 }
 
 // newRollbackFixture is web in production: A accepted, then B (desired now).

@@ -10,7 +10,6 @@ import (
 
 	"github.com/throughline-dev/throughline/acceptance"
 	"github.com/throughline-dev/throughline/chartsource"
-	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/chartfixture"
@@ -44,25 +43,7 @@ func (f *fixture) acceptWithChart(src render.ChartSource, tag, digest, repoURL, 
 		SourceCommit: strings.Repeat("1", 40), Charts: gate.RecordCharts(cs)},
 		promotion.Target{Environment: "production", Path: webOverlay, Cluster: "production", RenderedHash: hash, BaseRenderedHash: hash, Renderer: renderer}, t0, "test")
 	must(t, err)
-	rev := strings.Repeat("a", 40)
-	for _, err := range []error{
-		rec.Verify(promotion.VerifiedIn{Environment: "staging", DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40),
-			RenderedHash: hash, RuntimeEvidence: "evidence/staging/web/x.json"}, t0, "test"),
-		rec.Approve("alice", rec.InputFor(renderer), t0.Add(48*time.Hour), t0),
-		rec.Reconcile(rev, t0, "test"),
-		rec.Accept(rev, evidence.Path("production", "web", rec.PromotionID), t0, "test"),
-	} {
-		must(t, err)
-	}
-	data, err := rec.Marshal()
-	must(t, err)
-	ev := &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: "web", Environment: "production", PromotionID: rec.PromotionID,
-		Decision: promotion.Accepted, Image: rec.Artifact.Image, ArtifactDigest: digest, DesiredRevision: rev, ObservedRevision: rev,
-		DesiredRenderedHash: hash, RenderedHash: hash, ReportedBy: evidence.Reporter{Source: "flux"}, Time: t0}
-	evData, err := ev.Marshal()
-	must(t, err)
-	f.write(map[string]string{promotion.RecordPath("web", "production"): string(data), evidence.Path("production", "web", rec.PromotionID): string(evData)})
-	f.commit("accepted " + tag + " with chart " + version)
+	f.acceptWeb(rec, tag+" with chart "+version)
 }
 
 // TestRollbackChart: web accepted A with chart 1.0.0, then B with chart

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throughline-dev/throughline/internal/sshkey"
+
 	"github.com/google/go-containerregistry/pkg/name"
 	sigyaml "sigs.k8s.io/yaml"
 
@@ -47,7 +49,7 @@ func newTrustRollbackFixture(t *testing.T, record [][]byte, key []byte) *fixture
 	f.git("commit", "-q", "-a", "--amend", "--no-edit")
 	f.accept("1.1.0", digestB)
 	pol, err := sigyaml.Marshal(map[string]any{"apiVersion": "throughline.dev/v1alpha1", "kind": "PromotionPolicy",
-		"environments": map[string]any{"production": map[string]any{"cluster": "production", "paths": []string{"apps/*/overlays/production"},
+		"evidenceSigners": sshkey.EvidenceSignersFile, "environments": map[string]any{"production": map[string]any{"cluster": "production", "paths": []string{"apps/*/overlays/production"},
 			"trust": trusttest.KeyPolicy(productionScanAge)}}})
 	must(t, err)
 	f.write(map[string]string{promotion.PolicyFile: string(pol), "keys/ci.pub": string(key)})
