@@ -47,8 +47,9 @@ func TestPromoteSignedApprovals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The example's policy with the approvers' keys of this test.
-	writeTree(t, root, map[string]string{"throughline-policy.yaml": string(example), "allowed-signers": sshkey.Signers(alice, bob)})
+	// The example's policy with the approvers' keys of this test (and the
+	// fixture's notifier key: staging's evidence is signed).
+	writeTree(t, root, map[string]string{"throughline-policy.yaml": listEvidenceSigners(string(example)), "allowed-signers": sshkey.Signers(alice, bob)})
 	gittest.Run(t, top, "commit", "-q", "-am", "approvers")
 	repo := []string{"--repo", root, "--app", "checkout", "--to", "production"}
 	if r := runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production"); r.code != 0 {

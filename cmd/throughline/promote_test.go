@@ -150,8 +150,12 @@ func TestProposeRefusesHandWrittenEvidence(t *testing.T) {
 			before := gittest.Run(t, top, "for-each-ref")
 			r := runCLI(t, "promote", "propose", "--repo", root, "--app", "checkout", "--from", "staging", "--to", "production")
 			file := stagingEvidence(t, root)
-			if r.code != exitcode.Refused || !strings.Contains(r.stderr, file) || !strings.Contains(r.stderr, tc.reason) ||
-				!strings.Contains(r.stderr, ledger.RuleEvidenceSignature) {
+			// The CLI prints a refusal without its rule's name; the one of
+			// rule evidence-signature (ledger.ReadEvidence) names the file and
+			// the commit it was read at ("<file>: at <commit>: <problem>"), and
+			// promote/evidence_test.go (TestEvidenceSignatureRefusals) asserts the
+			// rule itself.
+			if want := "refused: " + file + ": at "; r.code != exitcode.Refused || !strings.HasPrefix(r.stderr, want) || !strings.Contains(r.stderr, tc.reason) {
 				t.Fatalf("propose: exit %d, want %d naming %s (%s):\n%s%s", r.code, exitcode.Refused, file, tc.reason, r.stdout, r.stderr)
 			}
 			if after := gittest.Run(t, top, "for-each-ref"); after != before {

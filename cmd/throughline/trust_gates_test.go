@@ -28,7 +28,8 @@ func TestGatesRequireRecordedEvidence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeTree(t, root, map[string]string{"throughline-policy.yaml": string(example)})
+		// The fixture's notifier key stays listed: staging's evidence is signed.
+		writeTree(t, root, map[string]string{"throughline-policy.yaml": listEvidenceSigners(string(example))})
 		unsignedApprovals(t, root)
 		gittest.Run(t, top, "commit", "-q", "-am", "production requires evidence")
 	}
