@@ -63,6 +63,9 @@ func (u Unproven) String() string {
 	if u.PromotionID == "" {
 		return fmt.Sprintf("a record at %s: %s", gitrepo.Short(u.Commit), u.Reason)
 	}
+	if u.Digest == "" { // a file that cannot be read says no digest
+		return fmt.Sprintf("%s at %s: %s", u.PromotionID, gitrepo.Short(u.Commit), u.Reason)
+	}
 	return fmt.Sprintf("%s (%s) at %s: %s", u.PromotionID, u.Digest, gitrepo.Short(u.Commit), u.Reason)
 }
 
@@ -168,7 +171,7 @@ func unclaimed(rev, file string, names []string, tip map[string]parsed, claimed 
 		ev, err := tip[rel].ev, tip[rel].err
 		if err != nil {
 			out = append(out, Unproven{PromotionID: strings.TrimSuffix(path.Base(rel), ".json"), Commit: rev,
-				Reason: fmt.Sprintf("%s cannot be used: %v", rel, err)})
+				Reason: unusable(rel, err)})
 			continue
 		}
 		if ev.Decision != promotion.Accepted || claimed[ev.PromotionID] {
@@ -187,7 +190,7 @@ func unclaimed(rev, file string, names []string, tip map[string]parsed, claimed 
 func prove(ctx context.Context, repo *gitops.Repo, commit string, rec *promotion.Record, keys *evidence.Keys) (*Accepted, string, error) {
 	_, why, err := Prove(ctx, repo, commit, rec, keys)
 	if c := exitcode.Code(err); err != nil && (c == exitcode.Invalid || c == exitcode.Refused) {
-		return nil, fmt.Sprintf("%s cannot be used: %v", evidence.Path(rec.Target.Environment, rec.App, rec.PromotionID), err), nil
+		return nil, unusable(evidence.Path(rec.Target.Environment, rec.App, rec.PromotionID), err), nil
 	}
 	if err != nil || why != "" {
 		return nil, why, err
@@ -195,6 +198,15 @@ func prove(ctx context.Context, repo *gitops.Repo, commit string, rec *promotion
 	return &Accepted{Artifact: rec.Artifact, PromotionID: rec.PromotionID, Attempt: rec.Attempt, Commit: commit,
 		DesiredRevision: rec.Reconciling.DesiredRevision, ObservedRevision: rec.Accepted.ObservedRevision,
 		RenderedHash: rec.Target.RenderedHash, Evidence: evidence.Path(rec.Target.Environment, rec.App, rec.PromotionID)}, "", nil
+}
+
+// unusable says why file cannot be used, naming it once (err's text
+// usually starts with it).
+func unusable(file string, err error) string {
+	if rest, ok := strings.CutPrefix(err.Error(), file+": "); ok {
+		return file + " cannot be used: " + rest
+	}
+	return fmt.Sprintf("%s cannot be used: %v", file, err)
 }
 
 // parsed is an evidence file as read at one commit: the record, or why it

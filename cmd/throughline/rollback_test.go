@@ -57,7 +57,10 @@ func rbAcceptWith(t *testing.T, top, reg, tag, digest string, attempt int, withE
 	if err != nil {
 		t.Fatal(err)
 	}
-	rev := strings.Repeat("a", 40)
+	// The overlay is the desired commit the controller observed.
+	gittest.Run(t, top, "add", ".")
+	gittest.Run(t, top, "commit", "-q", "-m", "production desires "+tag)
+	rev := gittest.Run(t, top, "rev-parse", "HEAD")
 	for _, err := range []error{
 		rec.Verify(promotion.VerifiedIn{Environment: "staging", DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40), RenderedHash: hash, RuntimeEvidence: "evidence/staging/web/x.json"}, t0, "test"),
 		rec.Approve("alice", rec.InputFor(buildVersion()), t0.Add(48*time.Hour), t0),
@@ -76,7 +79,9 @@ func rbAcceptWith(t *testing.T, top, reg, tag, digest string, attempt int, withE
 	if withEvidence {
 		ev := &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: "web", Environment: "production", PromotionID: rec.PromotionID,
 			Decision: promotion.Accepted, Image: rec.Artifact.Image, ArtifactDigest: digest, DesiredRevision: rev, ObservedRevision: rev,
-			DesiredRenderedHash: hash, RenderedHash: hash, ReportedBy: evidence.Reporter{Source: "flux"}, Time: t0}
+			DesiredRenderedHash: hash, RenderedHash: hash, ReportedBy: evidence.Reporter{Source: "flux"}, Time: time.Now().UTC().Truncate(time.Second),
+			Pods: []evidence.Pod{{Workload: "Deployment/default/web", Container: "web", Pod: "web-1", Pods: 2, Declared: digest,
+				ImageID: reg + "/web@" + digest, Outcome: "Verified", Match: "Exact"}}}
 		evData, err := ev.Marshal()
 		if err != nil {
 			t.Fatal(err)
