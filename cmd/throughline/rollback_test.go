@@ -297,7 +297,7 @@ func TestRollbackUnprovenAcceptance(t *testing.T) {
 	d := pushRandomImage(t, f.reg+"/web:1.3.0")
 	rbAccept(t, f.top, f.reg, "1.3.0", d, 1)
 	res := runCLI(t, "rollback", "--repo", f.top, "--app", "web", "--env", "production", "--to", c)
-	if res.code != exitcode.Refused || !strings.Contains(res.stderr, "claimed without proof") || !strings.Contains(res.stderr, "does not exist in that commit") {
+	if res.code != exitcode.Refused || !strings.Contains(res.stderr, "claimed without proof") || !strings.Contains(res.stderr, "which does not exist at") {
 		t.Fatalf("rollback to an unproven digest: %d %s", res.code, res.stderr)
 	}
 	prev := runCLI(t, "rollback", "--repo", f.top, "--app", "web", "--env", "production", "--to", "previous", "-o", "json")
