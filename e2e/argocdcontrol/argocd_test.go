@@ -23,6 +23,7 @@ import (
 	"github.com/throughline-dev/throughline/health"
 	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
+	"github.com/throughline-dev/throughline/promotion"
 )
 
 var throughlineBin string
@@ -68,6 +69,9 @@ type env struct {
 	// alice and bob are production's approvers: their keys are the
 	// allowed-signers file seeded into the repository.
 	alice, bob sshkey.Key
+	// notifier is the notifier's evidence signing key: the policy's
+	// evidenceSigners lists it for every environment.
+	notifier sshkey.Notifier
 }
 
 // TestArgoCDControlPlane: examples/gitops-env's staging Application through
@@ -142,6 +146,14 @@ func (e *env) seedGit(root string) string {
 	// Production's approvers sign with keys of the test.
 	e.alice, e.bob = sshkey.New(e.t, "alice@example.com"), sshkey.New(e.t, "bob@example.com")
 	must(e.t, os.WriteFile(filepath.Join(e.work, "allowed-signers"), []byte(sshkey.Signers(e.alice, e.bob)), 0o644))
+	// The notifier signs the evidence it writes with a key the policy's
+	// evidenceSigners lists.
+	e.notifier = sshkey.NewNotifier(e.t, "dev", "staging", "production")
+	must(e.t, os.MkdirAll(filepath.Join(e.work, filepath.Dir(sshkey.EvidenceSignersFile)), 0o755))
+	must(e.t, os.WriteFile(filepath.Join(e.work, sshkey.EvidenceSignersFile), []byte(e.notifier.Line()), 0o644))
+	pol, err := os.ReadFile(filepath.Join(e.work, promotion.PolicyFile))
+	must(e.t, err)
+	must(e.t, os.WriteFile(filepath.Join(e.work, promotion.PolicyFile), append(pol, sshkey.PolicyLine...), 0o644))
 	e.git("init", "-q", "-b", "main")
 	e.git("add", "-A")
 	e.git("commit", "-q", "-m", "examples/gitops-env")

@@ -126,15 +126,18 @@ func (e *env) reconcilingRecord(desired, ref, digest string, attempt int) *promo
 // notifierService starts the notifier as serve does from the release image
 // (notifier.Start on an in-process clone, serve --notifier-git-url) of
 // the Git server's repository, reading the test's API server; its resync
-// loop is not started (the test runs its passes).
+// loop is not started (the test runs its passes). It signs the evidence
+// with e.notifier's key, from a file as serve reads it.
 func (e *env) notifierService(api *testenv.APIServer, remote string) *notifier.Service {
 	e.t.Helper()
 	repo, err := gitops.Clone(e.ctx, gitrepo.CloneOptions{URL: remote, Dir: filepath.Join(e.t.TempDir(), "notifier")})
 	must(e.t, err)
 	t := e.t
+	keyFile := filepath.Join(t.TempDir(), "evidence-key") // as serve reads it from its Secret
+	must(t, os.WriteFile(keyFile, e.notifier.PrivatePEM(t), 0o600))
 	svc, err := notifier.Start(e.ctx, notifier.ServiceConfig{
 		Handler: notifier.Config{ArgoCDToken: []byte("s3cr3t-t0ken"), Rate: -1}, Addr: "127.0.0.1:0", Repo: repo, Kube: api.Config,
-		ResyncInterval: time.Minute, OnResync: func(r notifier.Resynced) { t.Logf("resync: %+v", r) },
+		ResyncInterval: time.Minute, OnResync: func(r notifier.Resynced) { t.Logf("resync: %+v", r) }, EvidenceKeyFile: keyFile,
 	})
 	must(e.t, err)
 	e.t.Cleanup(func() { _ = svc.Stop(context.Background()) })

@@ -83,7 +83,7 @@ func TestFluxAdmissionDenialWaits(t *testing.T) {
 	must(t, err)
 	dyn, err := dynamic.NewForConfig(l.cfg)
 	must(t, err)
-	r := &notifier.Resyncer{Proc: &notifier.Processor{Git: &evidence.GitSink{Repo: repo, Branch: "main"}, Live: &notifier.KubeAcceptances{Client: dyn}},
+	r := &notifier.Resyncer{Proc: &notifier.Processor{Git: &evidence.GitSink{Repo: repo, Branch: "main", Signer: l.g.notifier}, Live: &notifier.KubeAcceptances{Client: dyn}},
 		Client: dyn}
 	// The resync (or a delivery Flux sends after the deadline) halts it.
 	eventually(l.ctx, t, time.Minute, "arrow reconcileDeadline passed -> HALTED", func() string {

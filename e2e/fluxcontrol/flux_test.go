@@ -73,7 +73,7 @@ func startNotifier(ctx context.Context, t *testing.T, api *testenv.APIServer, g 
 	got := &deliveries{}
 	// As serve configures it with the resync on (its default): the
 	// reconcileDeadline HALT is the resync's (the tests run its passes).
-	proc := &notifier.Processor{Git: &evidence.GitSink{Repo: repo, Branch: "main"}, Live: &notifier.KubeAcceptances{Client: dyn},
+	proc := &notifier.Processor{Git: &evidence.GitSink{Repo: repo, Branch: "main", Signer: g.notifier}, Live: &notifier.KubeAcceptances{Client: dyn},
 		ResyncDecidesDeadline: true}
 	h, err := notifier.New(notifier.Config{FluxKey: key, Rate: -1, Log: got.log}, proc, nil)
 	must(t, err)

@@ -125,8 +125,9 @@ func stagingEvidence(ctx context.Context, t *testing.T, g *gitops, deliv *delive
 	if n := g.git("rev-list", "--count", applied+".."+tip); n != "1" {
 		t.Fatalf("%s: %s commits on main after the applied %s, want exactly one evidence commit", evidenceArrow, n, applied)
 	}
-	if files := strings.Fields(g.git("diff", "--name-only", applied, tip)); strings.Join(files, " ") != evPath+" "+recPath {
-		t.Fatalf("%s: the evidence commit %s changes %v, want %s and %s", evidenceArrow, tip, files, evPath, recPath)
+	sigPath := evidence.SignaturePath(evPath)
+	if files := strings.Fields(g.git("diff", "--name-only", applied, tip)); strings.Join(files, " ") != evPath+" "+sigPath+" "+recPath {
+		t.Fatalf("%s: the evidence commit %s changes %v, want %s, its signature %s and %s", evidenceArrow, tip, files, evPath, sigPath, recPath)
 	}
 	found := false
 	for _, d := range deliv.list() {

@@ -24,7 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
+	"github.com/throughline-dev/throughline/promotion"
 )
 
 func must(t testing.TB, err error) {
@@ -162,10 +164,14 @@ type gitops struct {
 	env    []string
 	remote string
 	dir    string
+	// notifier is the key the notifier signs evidence with: the policy's
+	// evidenceSigners lists it for every environment.
+	notifier sshkey.Notifier
 }
 
 // newGitOps creates org/gitops-env.git on gs, seeded with examples/gitops-env
-// (main), and a working clone.
+// (main), its policy naming the evidenceSigners file that lists g.notifier,
+// and a working clone.
 func newGitOps(ctx context.Context, t *testing.T, gs *testenv.GitServer, root string) *gitops {
 	t.Helper()
 	remote, err := gs.CreateRepo(ctx, "org/gitops-env.git")
@@ -176,6 +182,12 @@ func newGitOps(ctx context.Context, t *testing.T, gs *testenv.GitServer, root st
 	must(t, os.CopyFS(g.dir, os.DirFS(filepath.Join(root, "examples", "gitops-env"))))
 	testenv.RemoveRuntimeChecks(t, g.dir) // no app serves and no Prometheus runs here
 	testenv.RemoveTrust(t, g.dir)         // made-up digests without evidence: e2e/supplychain's subject
+	g.notifier = sshkey.NewNotifier(t, "dev", "staging", "production")
+	must(t, os.MkdirAll(filepath.Join(g.dir, filepath.Dir(sshkey.EvidenceSignersFile)), 0o755))
+	must(t, os.WriteFile(filepath.Join(g.dir, sshkey.EvidenceSignersFile), []byte(g.notifier.Line()), 0o644))
+	pol, err := os.ReadFile(filepath.Join(g.dir, promotion.PolicyFile))
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(g.dir, promotion.PolicyFile), append(pol, sshkey.PolicyLine...), 0o644))
 	return g
 }
 

@@ -23,9 +23,8 @@ var (
 )
 
 const (
-	newDigest  = "sha256:4b7e2a91c3d5f6081726354a5b6c7d8e9f0a1b2c3d4e5f60718293a4b5c6d7e8"
-	oldDigest  = "sha256:9c2f1e0d7b6a5f4e3d2c1b0a99887766554433221100ffeeddccbbaa98765432"
-	stagingRev = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"
+	newDigest = "sha256:4b7e2a91c3d5f6081726354a5b6c7d8e9f0a1b2c3d4e5f60718293a4b5c6d7e8"
+	oldDigest = "sha256:9c2f1e0d7b6a5f4e3d2c1b0a99887766554433221100ffeeddccbbaa98765432"
 )
 
 func TestMain(m *testing.M) { testenv.MainWithThroughline(m, &throughlineBin) }
@@ -75,9 +74,18 @@ func seed(t *testing.T, ctx context.Context, remote string) (alice, bob sshkey.K
 	t.Helper()
 	work := t.TempDir()
 	copyDir(t, filepath.Join(testenv.RepoRoot(t), "examples", "gitops-env"), work)
-	testenv.RemoveTrust(t, work) // made-up digests without evidence: e2e/supplychain's subject
+	testenv.RemoveRuntimeChecks(t, work) // no app serves and no Prometheus runs here
+	testenv.RemoveTrust(t, work)         // made-up digests without evidence: e2e/supplychain's subject
 	alice, bob = sshkey.New(t, "alice@example.com"), sshkey.New(t, "bob@example.com")
 	must(t, os.WriteFile(filepath.Join(work, "allowed-signers"), []byte(sshkey.Signers(alice, bob)), 0o644))
+	// The notifier's key, which the policy's evidenceSigners lists for
+	// every environment: it signs the staging evidence below.
+	notifier := sshkey.NewNotifier(t, "dev", "staging", "production")
+	must(t, os.MkdirAll(filepath.Join(work, filepath.Dir(sshkey.EvidenceSignersFile)), 0o755))
+	must(t, os.WriteFile(filepath.Join(work, sshkey.EvidenceSignersFile), []byte(notifier.Line()), 0o644))
+	pol, err := os.ReadFile(filepath.Join(work, promotion.PolicyFile))
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(work, promotion.PolicyFile), append(pol, sshkey.PolicyLine...), 0o644))
 	k := filepath.Join(work, "apps/checkout/overlays/staging/kustomization.yaml")
 	data, err := os.ReadFile(k)
 	must(t, err)
@@ -90,6 +98,11 @@ func seed(t *testing.T, ctx context.Context, remote string) (alice, bob sshkey.K
 	hash := strings.TrimSpace(res.Stdout)
 	ver, err := cli(ctx, work, "version")
 	must(t, err)
+	// The commit staging desires and observes: the overlay at 1.5.0.
+	git(t, ctx, work, "init", "-q", "-b", "main")
+	git(t, ctx, work, "add", ".")
+	git(t, ctx, work, "commit", "-q", "-m", "staging desires checkout 1.5.0")
+	stagingRev := git(t, ctx, work, "rev-parse", "HEAD")
 	t0 := time.Now().Add(-time.Hour)
 	rec, err := promotion.NewCandidate("checkout", 1,
 		promotion.Artifact{Image: "ghcr.io/throughline-dev/checkout:1.5.0@" + newDigest, Digest: newDigest, SourceCommit: strings.Repeat("1", 40)},
@@ -105,10 +118,11 @@ func seed(t *testing.T, ctx context.Context, remote string) (alice, bob sshkey.K
 	must(t, err)
 	must(t, os.MkdirAll(filepath.Join(work, "promotion", "checkout"), 0o755))
 	must(t, os.WriteFile(filepath.Join(work, "promotion", "checkout", "staging.yaml"), out, 0o644))
-	// The notifier's evidence, committed with the ACCEPTED record.
+	// The notifier's evidence, signed, committed with the ACCEPTED record
+	// (dated after the commit it observes).
 	ev := &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: "checkout", Environment: "staging", PromotionID: rec.PromotionID,
 		Decision: promotion.Accepted, Image: rec.Artifact.Image, ArtifactDigest: newDigest, DesiredRevision: stagingRev, ObservedRevision: stagingRev,
-		RenderedHash: hash, DesiredRenderedHash: hash, Time: t0,
+		RenderedHash: hash, DesiredRenderedHash: hash, Time: time.Now().UTC().Truncate(time.Second),
 		Pods: []evidence.Pod{{Workload: "Deployment/checkout-staging/checkout", Container: "api", Pod: "checkout-1", Pods: 2, Declared: newDigest,
 			ImageID: "ghcr.io/throughline-dev/checkout@" + newDigest, Outcome: "Verified", Match: "Exact"}},
 		ReportedBy: evidence.Reporter{Source: "argocd"}}
@@ -116,7 +130,7 @@ func seed(t *testing.T, ctx context.Context, remote string) (alice, bob sshkey.K
 	must(t, err)
 	must(t, os.MkdirAll(filepath.Join(work, filepath.Dir(evFile)), 0o755))
 	must(t, os.WriteFile(filepath.Join(work, evFile), evJSON, 0o644))
-	git(t, ctx, work, "init", "-q", "-b", "main")
+	must(t, os.WriteFile(filepath.Join(work, evidence.SignaturePath(evFile)), notifier.Signature(t, evJSON), 0o644))
 	git(t, ctx, work, "add", ".")
 	git(t, ctx, work, "commit", "-q", "-m", "staging accepted checkout 1.5.0")
 	git(t, ctx, work, "push", "-q", remote, "main")

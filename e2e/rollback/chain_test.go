@@ -28,6 +28,7 @@ import (
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/health"
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/notifier"
 	"github.com/throughline-dev/throughline/promotion"
@@ -54,6 +55,9 @@ type chain struct {
 	events   string // notification-controller's events endpoint
 	ks       *unstructured.Unstructured
 	rollout  int
+	// key signs the evidence the notifier writes; the policy's
+	// evidenceSigners lists it for production.
+	key sshkey.Notifier
 }
 
 // TestRollbackEvidenceChain: production accepts A, then B, each through
@@ -87,6 +91,8 @@ func TestRollbackEvidenceChain(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(ci, overlay), 0o755))
 	must(t, os.WriteFile(filepath.Join(ci, "apps/web/base/kustomization.yaml"), []byte("resources:\n  - deployment.yaml\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(ci, "apps/web/base/deployment.yaml"), []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: "+c.imageRep+":1.0.0\n"), 0o644))
+	c.key = sshkey.NewNotifier(t, "production")
+	writePolicy(t, ci, c.key)
 	git(t, ctx, ci, "init", "-q", "-b", "main")
 	git(t, ctx, ci, "remote", "add", "origin", remoteURL)
 	recA := c.desire(ci, "1.0.0", a, 1)
@@ -299,7 +305,7 @@ func (c *chain) startNotifier(root string) {
 	repo.Env = gitEnv(work)
 	dyn, err := dynamic.NewForConfig(c.api.Config)
 	must(t, err)
-	proc := &notifier.Processor{Git: &evidence.GitSink{Repo: repo, Branch: "main"}, Live: &notifier.KubeAcceptances{Client: dyn}}
+	proc := &notifier.Processor{Git: &evidence.GitSink{Repo: repo, Branch: "main", Signer: c.key}, Live: &notifier.KubeAcceptances{Client: dyn}}
 	h, err := notifier.New(notifier.Config{FluxKey: key, Rate: -1}, proc, nil)
 	must(t, err)
 	srv := httptest.NewServer(h)

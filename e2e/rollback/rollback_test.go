@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -58,8 +59,20 @@ func push(t *testing.T, ctx context.Context, ref string) string {
 
 const overlay = "apps/web/overlays/production"
 
-// accept writes the overlay at digest and its ACCEPTED record, commits.
-func accept(t *testing.T, ctx context.Context, work, repo, tag, digest string) {
+// writePolicy writes the policy naming the evidenceSigners file that lists
+// the notifier key n (a real deployment's: the gates accept only evidence
+// it signed).
+func writePolicy(t *testing.T, work string, n sshkey.Notifier) {
+	t.Helper()
+	must(t, os.MkdirAll(filepath.Join(work, filepath.Dir(sshkey.EvidenceSignersFile)), 0o755))
+	must(t, os.WriteFile(filepath.Join(work, sshkey.EvidenceSignersFile), []byte(n.Line()), 0o644))
+	must(t, os.WriteFile(filepath.Join(work, promotion.PolicyFile),
+		[]byte("apiVersion: throughline.dev/v1alpha1\nkind: PromotionPolicy\n"+sshkey.PolicyLine), 0o644))
+}
+
+// accept writes the overlay at digest and its ACCEPTED record with the
+// evidence the notifier n signs, commits.
+func accept(t *testing.T, ctx context.Context, work, repo, tag, digest string, n sshkey.Notifier) {
 	t.Helper()
 	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: web-production\nresources:\n  - ../../base\nimages:\n  - name: " +
 		repo + "\n    newTag: \"" + tag + "@" + digest + "\"\n"
@@ -96,6 +109,7 @@ func accept(t *testing.T, ctx context.Context, work, repo, tag, digest string) {
 	must(t, err)
 	must(t, os.MkdirAll(filepath.Join(work, filepath.Dir(evPath)), 0o755))
 	must(t, os.WriteFile(filepath.Join(work, evPath), evData, 0o644))
+	must(t, os.WriteFile(filepath.Join(work, evidence.SignaturePath(evPath)), n.Signature(t, evData), 0o644))
 	git(t, ctx, work, "add", ".")
 	git(t, ctx, work, "commit", "-q", "-m", "production accepted web "+tag)
 }
@@ -130,11 +144,13 @@ func TestRollback(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(work, overlay), 0o755))
 	must(t, os.WriteFile(filepath.Join(work, "apps/web/base/kustomization.yaml"), []byte("resources:\n  - deployment.yaml\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(work, "apps/web/base/deployment.yaml"), []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 3\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: "+repo+":1.0.0\n"), 0o644))
+	key := sshkey.NewNotifier(t, "production")
+	writePolicy(t, work, key)
 	git(t, ctx, work, "init", "-q", "-b", "main")
 	git(t, ctx, work, "add", ".")
 	git(t, ctx, work, "commit", "-q", "-m", "web base")
-	accept(t, ctx, work, repo, "1.0.0", a)
-	accept(t, ctx, work, repo, "1.1.0", b)
+	accept(t, ctx, work, repo, "1.0.0", a, key)
+	accept(t, ctx, work, repo, "1.1.0", b, key)
 	git(t, ctx, work, "push", "-q", remoteURL, "main")
 	mainTip := git(t, ctx, work, "rev-parse", "HEAD")
 

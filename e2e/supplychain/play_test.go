@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -27,16 +28,22 @@ type Accepted struct {
 	// environment.
 	Bin string
 	Env []string
+	// Notifier signs the evidence, as the environment's notifier does
+	// (the policy's evidenceSigners lists its key).
+	Notifier sshkey.Notifier
 }
 
 var newTag = regexp.MustCompile(`(?m)^(\s*newTag:\s*).*$`)
 
-// PlayAccepted writes, in the GitOps work tree dir, a.Artifact's digest
-// into the overlay's images: entry and the environment's record ACCEPTED
-// for it with the notifier's evidence file next to it: what the
-// reconciler, the kubelet and the notifier would leave on main after the
-// environment ran the artifact (they are PLAYED here; e2e/argocdcontrol and
-// e2e/fluxcontrol run them). The caller commits.
+// PlayAccepted commits, in the GitOps work tree dir, a.Artifact's digest
+// into the overlay's images: entry unless it is there already (the desired
+// commit is then the work tree's HEAD), then writes the
+// environment's record ACCEPTED for it with the notifier's evidence file,
+// signed by a.Notifier, next to it, both observing the desired commit:
+// what the reconciler, the kubelet and the notifier would leave on main
+// after the environment ran the artifact (they are PLAYED here;
+// e2e/argocdcontrol and e2e/fluxcontrol run them). The caller commits the
+// record and the evidence.
 func PlayAccepted(t testing.TB, ctx context.Context, dir string, a Accepted) {
 	t.Helper()
 	k := filepath.Join(dir, filepath.FromSlash(a.Overlay), "kustomization.yaml")
@@ -57,7 +64,11 @@ func PlayAccepted(t testing.TB, ctx context.Context, dir string, a Accepted) {
 	}
 	hash := run("render", "--hash", "--root", dir, filepath.Join(dir, filepath.FromSlash(a.Overlay)))
 	renderer := run("version")
-	t0, rev := time.Now().Add(-time.Hour), strings.Repeat("5e", 20)
+	if testenv.Git(t, ctx, a.Env, dir, "status", "--porcelain") != "" { // else the candidacy's merge pinned it
+		testenv.Git(t, ctx, a.Env, dir, "add", ".")
+		testenv.Git(t, ctx, a.Env, dir, "commit", "-q", "-m", a.Environment+" desires "+a.Artifact.Image)
+	}
+	t0, rev := time.Now().Add(-time.Hour), testenv.Git(t, ctx, a.Env, dir, "rev-parse", "HEAD")
 	rec, err := promotion.NewCandidate(a.App, 1, a.Artifact, promotion.Target{Environment: a.Environment, Path: a.Overlay, Cluster: a.Cluster,
 		RenderedHash: hash, BaseRenderedHash: hash, Renderer: renderer}, t0, "e2e")
 	if err != nil {
@@ -83,7 +94,7 @@ func PlayAccepted(t testing.TB, ctx context.Context, dir string, a Accepted) {
 	name = name[:strings.LastIndex(name, ":")]
 	ev := &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: a.App, Environment: a.Environment, PromotionID: rec.PromotionID,
 		Decision: promotion.Accepted, Image: a.Artifact.Image, ArtifactDigest: a.Artifact.Digest, DesiredRevision: rev, ObservedRevision: rev,
-		RenderedHash: hash, DesiredRenderedHash: hash, Time: t0,
+		RenderedHash: hash, DesiredRenderedHash: hash, Time: time.Now().UTC().Truncate(time.Second), // after the desired commit
 		Pods: []evidence.Pod{{Workload: "Deployment/" + a.App + "-" + a.Environment + "/" + a.App, Container: a.App, Pod: a.App + "-1", Pods: 1,
 			Declared: a.Artifact.Digest, ImageID: name + "@" + a.Artifact.Digest, Outcome: "Verified", Match: "Exact"}},
 		ReportedBy: evidence.Reporter{Source: "argocd"}}
@@ -91,7 +102,9 @@ func PlayAccepted(t testing.TB, ctx context.Context, dir string, a Accepted) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for p, b := range map[string][]byte{promotion.RecordPath(a.App, a.Environment): recData, evFile: evData} {
+	files := map[string][]byte{promotion.RecordPath(a.App, a.Environment): recData, evFile: evData}
+	sshkey.SignAll(t, a.Notifier, files)
+	for p, b := range files {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/trust"
@@ -37,6 +38,9 @@ type world struct {
 	ci     *trusttest.World
 	remote string
 	cache  string
+	// notifier signs the runtime evidence the test plays; the policy's
+	// evidenceSigners lists it for every environment.
+	notifier sshkey.Notifier
 }
 
 func (w *world) git(dir string, args ...string) string {
@@ -71,7 +75,7 @@ func newWorld(t *testing.T) *world {
 	srv := testenv.StartGitServer(t, testenv.GitServerOptions{})
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	t.Cleanup(cancel)
-	w := &world{t: t, ctx: ctx, ci: trusttest.New(t, false), cache: t.TempDir()}
+	w := &world{t: t, ctx: ctx, ci: trusttest.New(t, false), cache: t.TempDir(), notifier: sshkey.NewNotifier(t, "dev", "staging", "production")}
 	w.ci.Host = reg.Host // the CI pushes to the real registry
 	var err error
 	w.remote, err = srv.CreateRepo(ctx, "platform/gitops-env.git")
@@ -87,7 +91,9 @@ func newWorld(t *testing.T) *world {
 			keep = append(keep, l)
 		}
 	}
-	must(t, os.WriteFile(pol, []byte(strings.Join(keep, "")), 0o644))
+	must(t, os.WriteFile(pol, []byte(strings.Join(keep, "")+sshkey.PolicyLine), 0o644))
+	must(t, os.MkdirAll(filepath.Join(work, filepath.Dir(sshkey.EvidenceSignersFile)), 0o755))
+	must(t, os.WriteFile(filepath.Join(work, sshkey.EvidenceSignersFile), []byte(w.notifier.Line()), 0o644))
 	must(t, os.WriteFile(filepath.Join(work, "keys", "ci.pub"), w.ci.Files["keys/ci.pub"], 0o644))
 	w.git(work, "init", "-q", "-b", "main")
 	w.git(work, "add", ".")
@@ -144,7 +150,7 @@ func (w *world) acceptInStaging(image string, sc *promotion.SupplyChain) {
 	ref := digestRef(w.t, image)
 	PlayAccepted(w.t, w.ctx, dir, Accepted{App: "checkout", Environment: "staging", Cluster: "staging-eu-1", Overlay: "apps/checkout/overlays/staging",
 		Artifact: promotion.Artifact{Image: image, Digest: ref[strings.Index(ref, "@")+1:], SourceCommit: trusttest.SourceCommit, Evidence: sc},
-		Bin:      throughlineBin, Env: testenv.GitEnv(dir)})
+		Bin:      throughlineBin, Env: testenv.GitEnv(dir), Notifier: w.notifier})
 	w.git(dir, "add", ".")
 	w.git(dir, "commit", "-q", "-m", "staging ACCEPTED "+image)
 	w.git(dir, "push", "-q", "origin", "main")
