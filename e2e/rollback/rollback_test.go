@@ -91,6 +91,9 @@ func accept(t *testing.T, ctx context.Context, work, repo, tag, digest string, n
 		promotion.Target{Environment: "production", Path: overlay, Cluster: "production", RenderedHash: hash, BaseRenderedHash: hash, Renderer: strings.TrimSpace(ver.Stdout)},
 		t0, "e2e")
 	must(t, err)
+	// The overlay is the desired commit the controller observed.
+	git(t, ctx, work, "add", ".")
+	git(t, ctx, work, "commit", "-q", "-m", "production desires web "+tag)
 	rev := git(t, ctx, work, "rev-parse", "HEAD")
 	must(t, rec.Verify(promotion.VerifiedIn{Environment: "staging", DesiredRevision: strings.Repeat("2", 40), ObservedRevision: strings.Repeat("2", 40), RenderedHash: hash, RuntimeEvidence: "evidence/staging/web/1.json"}, t0, "e2e"))
 	must(t, rec.Approve("alice", rec.InputFor(strings.TrimSpace(ver.Stdout)), t0.Add(48*time.Hour), t0))
@@ -104,7 +107,9 @@ func accept(t *testing.T, ctx context.Context, work, repo, tag, digest string, n
 	// The notifier's evidence file, as it commits it with the record.
 	ev := &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: "web", Environment: "production", PromotionID: rec.PromotionID,
 		Decision: promotion.Accepted, Image: rec.Artifact.Image, ArtifactDigest: digest, DesiredRevision: rev, ObservedRevision: rev,
-		DesiredRenderedHash: hash, RenderedHash: hash, ReportedBy: evidence.Reporter{Source: "flux"}, Time: t0}
+		DesiredRenderedHash: hash, RenderedHash: hash, ReportedBy: evidence.Reporter{Source: "flux"}, Time: time.Now().UTC().Truncate(time.Second),
+		Pods: []evidence.Pod{{Workload: "Deployment/web-production/web", Container: "web", Pod: "web-1", Pods: 1, Declared: digest,
+			ImageID: repo + "@" + digest, Outcome: "Verified", Match: "Exact"}}}
 	evData, err := ev.Marshal()
 	must(t, err)
 	must(t, os.MkdirAll(filepath.Join(work, filepath.Dir(evPath)), 0o755))
