@@ -127,7 +127,8 @@ func (n *notifierFlags) start(ctx context.Context, cfg *rest.Config, log zerolog
 		Bool("argocd", len(sc.Handler.ArgoCDToken) > 0).Bool("commitStatus", sc.Forge != nil).Dur("resync", sc.ResyncInterval).
 		Str("evidenceKey", svc.SigningKey()).Msg("starting the notifier")
 	if svc.SigningKey() == "" {
-		log.Warn().Msg("no --notifier-evidence-key-file: the evidence is unsigned, and every gate refuses it (the policy's evidenceSigners must list the notifier's key)")
+		log.Warn().Msg("no --notifier-evidence-key-file: the evidence is unsigned, and every gate refuses it " +
+			"(the policy's evidenceSigners must list the notifier's key)")
 	}
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
