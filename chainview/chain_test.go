@@ -9,6 +9,7 @@ import (
 
 	"github.com/throughline-dev/throughline/chainview/chainfixture"
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/internal/signedevidence"
 	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -145,7 +146,7 @@ func TestArrowAttacks(t *testing.T) {
 			rec := handRecord(t, f, "production", pinned(f, "production"), approvers...)
 			files := accepted(t, f, rec, rec.Reconciling.DesiredRevision, func(*evidence.Record) {})
 			file := evidence.Path("production", "api", rec.PromotionID)
-			files[evidence.SignaturePath(file)] = sshkey.NewNotifier(t, "production").Signature(t, files[file])
+			files[evidence.SignaturePath(file)] = signedevidence.Sign(t, sshkey.NewNotifier(t, "production"), files[file])
 			f.Commit("accepted", files)
 			return rec.PromotionID
 		},

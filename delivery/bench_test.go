@@ -12,6 +12,7 @@ import (
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/benchfixture"
 	"github.com/throughline-dev/throughline/internal/gittest"
+	"github.com/throughline-dev/throughline/internal/signedevidence"
 	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -59,7 +60,7 @@ func benchRepo(b *testing.B, apps, rounds int) *gitops.Repo {
 				write(promotion.RecordPath(rec.App, e), must(rec.Marshal()))
 				file, data := evidence.Path(e, rec.App, rec.PromotionID), must(ev.Marshal())
 				write(file, data)
-				write(evidence.SignaturePath(file), n.Signature(b, data))
+				write(evidence.SignaturePath(file), signedevidence.Sign(b, n, data))
 			}
 		}
 		git(at.Add(30*time.Minute), "add", "-A")

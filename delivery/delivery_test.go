@@ -12,6 +12,7 @@ import (
 	"github.com/throughline-dev/throughline/chainview/chainfixture"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/internal/golden"
+	"github.com/throughline-dev/throughline/internal/signedevidence"
 	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -208,7 +209,7 @@ func TestDeliveryHostile(t *testing.T) {
 				t.Fatal(err)
 			}
 			other := sshkey.NewNotifier(t, "production")
-			f.Commit("the evidence signed by another key", map[string][]byte{evidence.SignaturePath(prodEvidence): other.Signature(t, data)})
+			f.Commit("the evidence signed by another key", map[string][]byte{evidence.SignaturePath(prodEvidence): signedevidence.Sign(t, other, data)})
 		},
 		file: prodEvidence, reason: sshkey.EvidenceSignersFile + " lists no such key",
 		check: noEvidence,

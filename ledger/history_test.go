@@ -13,6 +13,7 @@ import (
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/internal/golden"
+	"github.com/throughline-dev/throughline/internal/signedevidence"
 	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -63,7 +64,7 @@ func (g *gitRepo) commit(msg string, files map[string][]byte) string {
 	for p, data := range files {
 		text[p] = string(data)
 	}
-	sshkey.SignAll(g.t, g.notifier, text)
+	signedevidence.SignAll(g.t, g.notifier, text)
 	return gittest.Commit(g.t, g.dir, msg, text)
 }
 

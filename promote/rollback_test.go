@@ -13,6 +13,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/internal/signedevidence"
 	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
@@ -81,7 +82,7 @@ func (f *fixture) acceptWeb(rec *promotion.Record, what string) string {
 // notifier key (useNotifier).
 func (f *fixture) signEvidence(files map[string]string) {
 	f.useNotifier()
-	sshkey.SignAll(f.t, f.notifier, files)
+	signedevidence.SignAll(f.t, f.notifier, files)
 }
 
 // useNotifier makes the fixture's notifier key, once, and lists it in the

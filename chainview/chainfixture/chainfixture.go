@@ -45,6 +45,7 @@ import (
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/gittest"
+	"github.com/throughline-dev/throughline/internal/signedevidence"
 	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
@@ -410,7 +411,7 @@ func (r *Repo) commit(msg string, files map[string][]byte) string {
 			unsigned[p] = data
 		}
 	}
-	sshkey.SignAll(r.t, r.Notifier, unsigned)
+	signedevidence.SignAll(r.t, r.Notifier, unsigned)
 	signed := maps.Clone(files)
 	maps.Copy(signed, unsigned)
 	return r.commitAsIs(msg, signed)

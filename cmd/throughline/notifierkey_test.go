@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/throughline-dev/throughline/internal/signedevidence"
 	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -32,7 +33,7 @@ func signEvidence(t *testing.T, root string, files map[string]string) {
 		}
 		files[promotion.PolicyFile], files[sshkey.EvidenceSignersFile] = pol, n.Line()
 	}
-	sshkey.SignAll(t, n, files)
+	signedevidence.SignAll(t, n, files)
 }
 
 // listEvidenceSigners is the policy pol naming the evidenceSigners file that

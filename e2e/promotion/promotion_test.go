@@ -13,6 +13,7 @@ import (
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitrepo"
+	"github.com/throughline-dev/throughline/internal/signedevidence"
 	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/promotion"
@@ -130,7 +131,7 @@ func seed(t *testing.T, ctx context.Context, remote string) (alice, bob sshkey.K
 	must(t, err)
 	must(t, os.MkdirAll(filepath.Join(work, filepath.Dir(evFile)), 0o755))
 	must(t, os.WriteFile(filepath.Join(work, evFile), evJSON, 0o644))
-	must(t, os.WriteFile(filepath.Join(work, evidence.SignaturePath(evFile)), notifier.Signature(t, evJSON), 0o644))
+	must(t, os.WriteFile(filepath.Join(work, evidence.SignaturePath(evFile)), signedevidence.Sign(t, notifier, evJSON), 0o644))
 	git(t, ctx, work, "add", ".")
 	git(t, ctx, work, "commit", "-q", "-m", "staging accepted checkout 1.5.0")
 	git(t, ctx, work, "push", "-q", remote, "main")

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/internal/signedevidence"
 	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/promotion"
@@ -114,7 +115,7 @@ func accept(t *testing.T, ctx context.Context, work, repo, tag, digest string, n
 	must(t, err)
 	must(t, os.MkdirAll(filepath.Join(work, filepath.Dir(evPath)), 0o755))
 	must(t, os.WriteFile(filepath.Join(work, evPath), evData, 0o644))
-	must(t, os.WriteFile(filepath.Join(work, evidence.SignaturePath(evPath)), n.Signature(t, evData), 0o644))
+	must(t, os.WriteFile(filepath.Join(work, evidence.SignaturePath(evPath)), signedevidence.Sign(t, n, evData), 0o644))
 	git(t, ctx, work, "add", ".")
 	git(t, ctx, work, "commit", "-q", "-m", "production accepted web "+tag)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/internal/signedevidence"
 	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/internal/testenv"
 	"github.com/throughline-dev/throughline/promotion"
@@ -103,7 +104,7 @@ func PlayAccepted(t testing.TB, ctx context.Context, dir string, a Accepted) {
 		t.Fatal(err)
 	}
 	files := map[string][]byte{promotion.RecordPath(a.App, a.Environment): recData, evFile: evData}
-	sshkey.SignAll(t, a.Notifier, files)
+	signedevidence.SignAll(t, a.Notifier, files)
 	for p, b := range files {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
 			t.Fatal(err)

@@ -15,7 +15,6 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/throughline-dev/throughline/evidence"
 )
 
 // Key is one key pair.
@@ -138,25 +137,3 @@ const PolicyLine = "evidenceSigners: " + EvidenceSignersFile + "\n"
 // Policy is a policy that says nothing else.
 const Policy = "apiVersion: throughline.dev/v1alpha1\nkind: PromotionPolicy\n" + PolicyLine
 
-// Signature is the notifier's signature of an evidence file's bytes, the
-// content of its <file>.sig beside it (evidence.Sign).
-func (n Notifier) Signature(t testing.TB, data []byte) []byte {
-	t.Helper()
-	sig, err := evidence.Sign(data, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sig
-}
-
-// SignAll adds, beside every evidence file in files (a .json file in an
-// evidence/ folder of the GitOps root, at the top or below), its signature
-// by n.
-func SignAll[T ~string | ~[]byte](t testing.TB, n Notifier, files map[string]T) {
-	t.Helper()
-	for p, data := range files {
-		if strings.Contains("/"+p, "/"+evidence.Dir+"/") && strings.HasSuffix(p, ".json") {
-			files[evidence.SignaturePath(p)] = T(n.Signature(t, []byte(data)))
-		}
-	}
-}
