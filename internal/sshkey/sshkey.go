@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"golang.org/x/crypto/ssh"
-
 )
 
 // Key is one key pair.
@@ -136,4 +135,3 @@ const PolicyLine = "evidenceSigners: " + EvidenceSignersFile + "\n"
 
 // Policy is a policy that says nothing else.
 const Policy = "apiVersion: throughline.dev/v1alpha1\nkind: PromotionPolicy\n" + PolicyLine
-
