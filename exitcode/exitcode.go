@@ -200,3 +200,24 @@ func (e *UsageError) Is(target error) bool { return target == ErrUsage }
 
 // ExitCode is Usage.
 func (e *UsageError) ExitCode() int { return Usage }
+
+// Refusals are the refusals of err's tree (errors.Unwrap and errors.Join),
+// outermost first, not looking inside a refusal: every refusal a gate that
+// reports all it found joined, however wrapped.
+func Refusals(err error) []*Refusal {
+	switch u := err.(type) { //nolint:errorlint // the walk of the tree: each node's own Unwrap
+	case nil:
+		return nil
+	case *Refusal:
+		return []*Refusal{u}
+	case interface{ Unwrap() []error }:
+		var out []*Refusal
+		for _, e := range u.Unwrap() {
+			out = append(out, Refusals(e)...)
+		}
+		return out
+	case interface{ Unwrap() error }:
+		return Refusals(u.Unwrap())
+	}
+	return nil
+}

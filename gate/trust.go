@@ -200,7 +200,7 @@ func (c *promotionCheck) trustFinding(err error) error {
 	if !errors.As(err, &re) {
 		return err
 	}
-	rs := refusalsOf(err)
+	rs := exitcode.Refusals(err)
 	for _, r := range rs {
 		file := r.File
 		if file == "" {
@@ -211,26 +211,6 @@ func (c *promotionCheck) trustFinding(err error) error {
 			msg = r.Error()
 		}
 		c.rep.refuse(Finding{Rule: r.Rule, File: file, Object: r.Object, Field: r.Field}, "%s", msg)
-	}
-	return nil
-}
-
-// refusalsOf are the refusals of err's tree (errors.Unwrap and
-// errors.Join), outermost first, not looking inside a refusal.
-func refusalsOf(err error) []*exitcode.Refusal {
-	switch u := err.(type) { //nolint:errorlint // the walk of the tree: each node's own Unwrap
-	case nil:
-		return nil
-	case *exitcode.Refusal:
-		return []*exitcode.Refusal{u}
-	case interface{ Unwrap() []error }:
-		var out []*exitcode.Refusal
-		for _, e := range u.Unwrap() {
-			out = append(out, refusalsOf(e)...)
-		}
-		return out
-	case interface{ Unwrap() error }:
-		return refusalsOf(u.Unwrap())
 	}
 	return nil
 }

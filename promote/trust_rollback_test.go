@@ -133,7 +133,7 @@ func TestRollbackReverifiesEvidence(t *testing.T) {
 			// rollback says around it ("today's trust policy of production").
 			// Each bad bundle is its own refusal (a rotated key: all four).
 			var repl []string
-			for _, r := range refusalsIn(err) {
+			for _, r := range exitcode.Refusals(err) {
 				repl = append(repl, r.Error(), "<refusal>")
 			}
 			lines(tc.name, redacted(err, repl...))
@@ -166,24 +166,4 @@ func wantRollbackPRGate(t *testing.T, f *fixture, branch string, opts trust.Opti
 	if r := rules(rep); !slices.Contains(r, gate.RuleEvidenceDiffers) || !slices.Contains(r, gate.RuleEvidenceUnrecorded) {
 		t.Fatalf("check of the rollback without its evidence: %v\n%s", r, strings.Join(rep.Refusals, "\n"))
 	}
-}
-
-// refusalsIn are the refusals of err's tree (errors.Join of several, or
-// one, however wrapped).
-func refusalsIn(err error) []*exitcode.Refusal {
-	switch u := err.(type) { //nolint:errorlint // the walk of the tree
-	case nil:
-		return nil
-	case *exitcode.Refusal:
-		return []*exitcode.Refusal{u}
-	case interface{ Unwrap() []error }:
-		var out []*exitcode.Refusal
-		for _, e := range u.Unwrap() {
-			out = append(out, refusalsIn(e)...)
-		}
-		return out
-	case interface{ Unwrap() error }:
-		return refusalsIn(u.Unwrap())
-	}
-	return nil
 }

@@ -13,29 +13,6 @@ import (
 	"github.com/throughline-dev/throughline/trust/trusttest"
 )
 
-// refusals are the refusals err lists (errors.Join of several, or one).
-func refusals(err error) []*exitcode.Refusal {
-	var out []*exitcode.Refusal
-	var walk func(error)
-	walk = func(err error) {
-		var r *exitcode.Refusal
-		switch u := err.(type) { //nolint:errorlint // the walk of the tree
-		case *exitcode.Refusal:
-			out = append(out, u)
-		case interface{ Unwrap() []error }:
-			for _, e := range u.Unwrap() {
-				walk(e)
-			}
-		default:
-			if errors.As(err, &r) {
-				walk(errors.Unwrap(err))
-			}
-		}
-	}
-	walk(err)
-	return out
-}
-
 // TestBadBundlesNamed (issue 33, messages): a rogue signing key and a
 // tampered payload both make sigstore say "accepted signatures do not
 // match threshold, Found: 0, Expected 1". The refusal says which statement
@@ -90,7 +67,7 @@ func TestBadBundlesNamed(t *testing.T) {
 				},
 			} {
 				err := verify()
-				rs := refusals(err)
+				rs := exitcode.Refusals(err)
 				if len(rs) != len(bad) || exitcode.Code(err) != exitcode.Refused {
 					t.Fatalf("%s: %d refusals (exit %d), want one for each of the %d bad bundles: %v", name, len(rs), exitcode.Code(err), len(bad), err)
 				}
