@@ -43,8 +43,7 @@ type GitSink struct {
 	By string
 	// Signer signs every evidence file the sink writes (Sign: the SSH
 	// signature in SignaturePath beside it, in the same commit). Nil
-	// writes unsigned evidence, which a policy that lists evidenceSigners
-	// refuses.
+	// writes unsigned evidence, which every gate refuses.
 	Signer ssh.Signer
 
 	// mu serializes this replica's writes to the branch (concurrent writes

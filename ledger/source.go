@@ -90,13 +90,14 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 		return nil, err
 	}
 	ev, why, err := Prove(ctx, r, commit, rec, keys)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
-	case ev != nil && checkSourceKind(reg, env, ev) != "":
-		// Revisions of the wrong kind say why the rest does not hold.
-		return nil, refuse("%s at %s: %s", want, gitrepo.Short(commit), checkSourceKind(reg, env, ev))
-	case why != "":
+	}
+	// Revisions of the wrong kind say why the rest does not hold.
+	if kind := checkSourceKind(reg, env, ev); kind != "" {
+		return nil, refuse("%s at %s: %s", want, gitrepo.Short(commit), kind)
+	}
+	if why != "" {
 		return nil, refuse("%s", why)
 	}
 	atBase, found, err := ReadEvidence(ctx, r, base, want, app, env, keys)
@@ -178,13 +179,13 @@ func SourceEnvironment(ctx context.Context, r *gitops.Repo, base, from string, r
 }
 
 // checkSourceKind says why the evidence's revisions are not of env's
-// source kind by reg, the registry at base ("" when they are, or the registry
-// does not list env): digests for an OCI environment, commit ids for a Git
+// source kind by reg, the registry at base ("" when they are, there is no
+// evidence, or the registry does not list env): digests for an OCI environment, commit ids for a Git
 // one. A SHA-256 commit and an artifact digest are one hex string apart:
 // the registry, not the form, says which the controller read.
 func checkSourceKind(reg *environment.Registry, env string, ev *evidence.Record) string {
 	e, ok := reg.Get(env)
-	if !ok {
+	if !ok || ev == nil {
 		return ""
 	}
 	if oci := e.SourceKind() == environment.SourceOCI; oci != promotion.ValidOCIRevision(ev.DesiredRevision) {
