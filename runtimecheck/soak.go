@@ -29,16 +29,11 @@ func Threshold(c v1alpha1.RuntimeCheck) int32 {
 	return 1
 }
 
-// UnverifiableAfter is how long the check may stay Unverifiable before it
-// halts: its unverifiableAfter, else the environment's reconcileDeadline
-// (dl.ObservedRevision, as the render copied it into spec.deadlines);
-// zero when neither is set (an unmeasurable check then waits for ever).
-func UnverifiableAfter(c v1alpha1.RuntimeCheck, dl *v1alpha1.Deadlines) time.Duration {
-	d, _ := unverifiableAfter(c, dl)
-	return d
-}
-
-// unverifiableAfter is UnverifiableAfter and the field it comes from.
+// unverifiableAfter is how long the check may stay Unverifiable before it
+// halts, and the field that says so: its unverifiableAfter, else the
+// environment's reconcileDeadline (dl.ObservedRevision, as the render
+// copied it into spec.deadlines); zero when neither is set (an
+// unmeasurable check then waits for ever).
 func unverifiableAfter(c v1alpha1.RuntimeCheck, dl *v1alpha1.Deadlines) (time.Duration, string) {
 	switch {
 	case c.UnverifiableAfter != nil && c.UnverifiableAfter.Duration > 0:
@@ -143,7 +138,7 @@ type Decision struct {
 // Decide judges the checks' statuses (dl: the environment's deadlines,
 // spec.deadlines): CheckFailed as soon as a check reached its failure
 // threshold; CheckUnverifiable when a check has been Unverifiable for its
-// UnverifiableAfter since its run of Unverifiable evaluations began;
+// unverifiableAfter (its own, else reconcileDeadline) since its run of Unverifiable evaluations began;
 // Unverifiable while a check could not be measured (never Verified);
 // Soaking while a check has not passed yet or the soak time since
 // soakStart has not passed; Verified when every check passed at its last
@@ -208,7 +203,7 @@ func orNone(s string) string {
 }
 
 // NextDue is how long until the next check is due, the soak ends or an
-// Unverifiable check's UnverifiableAfter passes (dl: spec.deadlines),
+// Unverifiable check's unverifiableAfter passes (dl: spec.deadlines),
 // whichever comes first (at least a second); zero when nothing is due
 // again (every check final).
 func NextDue(spec v1alpha1.RuntimeChecks, dl *v1alpha1.Deadlines, statuses []v1alpha1.CheckStatus, soakStart, now time.Time) time.Duration {
@@ -232,7 +227,7 @@ func NextDue(spec v1alpha1.RuntimeChecks, dl *v1alpha1.Deadlines, statuses []v1a
 		default:
 			take(next(c, s))
 		}
-		if after := UnverifiableAfter(c, dl); s != nil && s.Verdict == v1alpha1.CheckUnverifiable && after > 0 {
+		if after, _ := unverifiableAfter(c, dl); s != nil && s.Verdict == v1alpha1.CheckUnverifiable && after > 0 {
 			if end := UnverifiableSince(*s).Add(after); now.Before(end) {
 				take(end)
 			}

@@ -199,7 +199,7 @@ func TestUnverifiableAfter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := UnverifiableAfter(tt.check, tt.dl); got != tt.after {
+			if got, _ := unverifiableAfter(tt.check, tt.dl); got != tt.after {
 				t.Fatalf("UnverifiableAfter = %s, want %s", got, tt.after)
 			}
 			spec := v1alpha1.RuntimeChecks{Checks: []v1alpha1.RuntimeCheck{promCheck("latency", 1), tt.check}}
