@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -14,9 +15,11 @@ import (
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // ErrNeedsGitCLI is wrapped by every operation an in-process clone (see
@@ -123,6 +126,9 @@ func openOrInit(dir, remoteURL string) (*gogit.Repository, error) {
 			return nil, err
 		}
 		repo, err := gogit.PlainInit(dir, true)
+		if err == nil {
+			repo, err = keepPacksOpen(repo)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("init a bare repository: %w", err)
 		}
@@ -133,6 +139,9 @@ func openOrInit(dir, remoteURL string) (*gogit.Repository, error) {
 		return repo, nil
 	}
 	repo, err := gogit.PlainOpen(dir)
+	if err == nil {
+		repo, err = keepPacksOpen(repo)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("the directory is neither empty nor a clone: %w", err)
 	}
@@ -268,12 +277,44 @@ func (r *Repo) ReadInProcess() error {
 	return nil
 }
 
-// reopen opens the repository of the work tree top.
+// reopen opens the repository of the work tree top (closing the one open
+// before).
 func (m *inProcess) reopen(top string) error {
 	repo, err := gogit.PlainOpenWithOptions(top, &gogit.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if err == nil {
+		repo, err = keepPacksOpen(repo)
+	}
 	if err != nil {
 		return err
 	}
+	m.close()
 	m.repo = repo
 	return nil
+}
+
+// close closes the pack files m keeps open.
+func (m *inProcess) close() {
+	if m.repo == nil {
+		return
+	}
+	if c, ok := m.repo.Storer.(io.Closer); ok {
+		_ = c.Close() // read-only descriptors: nothing is lost
+	}
+}
+
+// maxOpenPacks is how many pack files an in-process repository keeps open.
+const maxOpenPacks = 16
+
+// keepPacksOpen is repo's storage again, keeping up to maxOpenPacks pack
+// files open between reads: go-git otherwise opens the pack (and follows
+// every path element to it) for each object it reads, the most of what a
+// history walk costs (BenchmarkDeliveryRead). The work tree is not needed:
+// reads and commits go through the storage.
+func keepPacksOpen(repo *gogit.Repository) (*gogit.Repository, error) {
+	st, ok := repo.Storer.(*filesystem.Storage)
+	if !ok {
+		return repo, nil
+	}
+	return gogit.Open(filesystem.NewStorageWithOptions(st.Filesystem(), cache.NewObjectLRUDefault(),
+		filesystem.Options{MaxOpenDescriptors: maxOpenPacks}), nil)
 }

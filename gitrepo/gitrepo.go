@@ -312,6 +312,7 @@ func (r *Repo) Export(ctx context.Context, rev, dst string) (string, error) {
 		if err := m.reopen(r.Top); err != nil {
 			return "", fmt.Errorf("export %s: open %s in process: %w", rev, r.Top, err)
 		}
+		defer m.close()
 	} else {
 		defer m.lock()()
 	}
