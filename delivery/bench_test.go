@@ -108,7 +108,9 @@ func benchAttempt(b *testing.B, app, env, d, desired string, at time.Time) (*pro
 	}
 	ev := &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: app, Environment: env, PromotionID: rec.PromotionID,
 		Decision: promotion.Accepted, Image: rec.Artifact.Image, ArtifactDigest: d, DesiredRevision: desired, ObservedRevision: desired,
-		VerifiedAt: &verified, Time: verified.Add(time.Minute), ReportedBy: evidence.Reporter{Source: "argocd"}}
+		VerifiedAt: &verified, Time: verified.Add(time.Minute), ReportedBy: evidence.Reporter{Source: "argocd"},
+		Pods: []evidence.Pod{{Workload: "Deployment/" + app + "/" + app, Container: "app", Pod: app + "-5f7c9d8b6-x2k4p", Pods: 1, Declared: d,
+			ImageID: "r.example/app@" + d, Outcome: "Verified", Match: "Exact", Platform: "linux/amd64"}}}
 	return rec, ev
 }
 
@@ -122,7 +124,7 @@ func BenchmarkDeliveryRead(b *testing.B) {
 	ctx := context.Background()
 	check := func(rep *Report, err error) {
 		if err != nil || len(rep.Apps) != apps*3 || rep.Invalid != 0 || rep.Apps[0].Attempts != rounds {
-			b.Fatalf("%v: %d pairs, invalid %d", err, len(rep.Apps), rep.Invalid)
+			b.Fatalf("%v: %d pairs, invalid %d: %+v", err, len(rep.Apps), rep.Invalid, rep.Problems[:min(len(rep.Problems), 2)])
 		}
 	}
 	b.Run("fresh", func(b *testing.B) {

@@ -246,26 +246,48 @@ func TestDeliveryHostile(t *testing.T) {
 	}, {
 		name: "verified after the decision",
 		twist: func(t *testing.T, f *chainfixture.Repo) {
-			ev := fileEvidence(t, f, stagingEvidence)
-			later := ev.Time.Add(time.Hour)
-			ev.VerifiedAt = &later
-			f.Commit("verifiedAt after the decision", map[string][]byte{stagingEvidence: evidenceJSON(t, ev)})
+			accept(t, f, "late", func(ev *evidence.Record) {
+				later := ev.Time.Add(time.Hour)
+				ev.VerifiedAt = &later
+			})
 		},
-		file: stagingEvidence, reason: "is after the ACCEPTED decision",
-		check: func(t *testing.T, rep *Report) {
-			if fg := find(t, rep, "checkout", "staging"); fg.MergedToObserved.Count != 0 || fg.ObservedToAccepted.Count != 0 {
-				t.Errorf("an attempt whose times run backwards still counts: %+v", fg)
-			}
-		},
+		file: "evidence/staging/late/", reason: "is after its own ACCEPTED decision",
+		check: unproven("late"),
 	}, {
 		name: "verified before the merge",
 		twist: func(t *testing.T, f *chainfixture.Repo) {
-			ev := fileEvidence(t, f, stagingEvidence)
-			early := chainfixture.T0.Add(-time.Hour)
-			ev.VerifiedAt = &early
-			f.Commit("verifiedAt before the merge", map[string][]byte{stagingEvidence: evidenceJSON(t, ev)})
+			accept(t, f, "early", func(ev *evidence.Record) {
+				early := chainfixture.T0.Add(-time.Hour)
+				ev.VerifiedAt = &early
+			})
 		},
-		file: stagingEvidence, reason: "is before the desired commit",
+		file: "evidence/staging/early/", reason: "is before the desired commit",
+		check: unproven("early"),
+	}, {
+		// The gates refuse evidence older than the commit it observes
+		// (ledger.Prove); the metrics judge it with the same function.
+		name: "evidence dated before the commit it observes",
+		twist: func(t *testing.T, f *chainfixture.Repo) {
+			accept(t, f, "old", func(ev *evidence.Record) { ev.Time = chainfixture.T0.Add(-24 * time.Hour) })
+		},
+		file: "evidence/staging/old/", reason: "before the observed commit",
+		check: unproven("old"),
+	}, {
+		// Signed by the notifier's key, but not what was recorded with the
+		// acceptance: the gates refuse it, so do the metrics.
+		name: "evidence changed after the acceptance",
+		twist: func(t *testing.T, f *chainfixture.Repo) {
+			ev := fileEvidence(t, f, stagingEvidence)
+			earlier := ev.VerifiedAt.Add(-time.Minute)
+			ev.VerifiedAt = &earlier
+			f.Commit("the evidence rewritten after its acceptance", map[string][]byte{stagingEvidence: evidenceJSON(t, ev)})
+		},
+		file: stagingEvidence, reason: "was changed after the acceptance",
+		check: func(t *testing.T, rep *Report) {
+			if fg := find(t, rep, "checkout", "staging"); fg.MergedToObserved.Count != 0 || fg.ObservedToAccepted.Count != 0 {
+				t.Errorf("evidence rewritten after the acceptance still counts: %+v", fg)
+			}
+		},
 	}, {
 		name: "failure classes, an unknown one counted as itself",
 		twist: func(t *testing.T, f *chainfixture.Repo) {
@@ -302,6 +324,38 @@ func TestDeliveryHostile(t *testing.T) {
 				tc.check(t, rep)
 			}
 		})
+	}
+}
+
+// accept commits app ACCEPTED in staging with the notifier's evidence
+// (signed), twisted by twist in the commit that records the acceptance.
+func accept(t *testing.T, f *chainfixture.Repo, app string, twist func(ev *evidence.Record)) {
+	t.Helper()
+	rec, desired := f.Reconcile(app, "staging", "9.9.9", "sha256:"+strings.Repeat("74", 32), 1, devVerified)
+	at := f.Next()
+	file := evidence.Path("staging", app, rec.PromotionID)
+	if err := rec.Accept(rec.Reconciling.DesiredRevision, file, at, "throughline serve"); err != nil {
+		t.Fatal(err)
+	}
+	data, err := rec.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := f.Evidence(rec, desired, at)
+	ev.Decision = promotion.Accepted
+	twist(ev)
+	f.Commit(rec.PromotionID+" ACCEPTED", map[string][]byte{promotion.RecordPath(app, "staging"): data, file: evidenceJSON(t, ev)})
+}
+
+// unproven: app's ACCEPTED attempt in staging counts as accepted, without
+// the figures of its evidence (which does not prove it).
+func unproven(app string) func(t *testing.T, rep *Report) {
+	return func(t *testing.T, rep *Report) {
+		t.Helper()
+		fg := find(t, rep, app, "staging")
+		if fg.Outcomes[OutcomeAccepted] != 1 || fg.MergedToObserved.Count != 0 || fg.ObservedToAccepted.Count != 0 {
+			t.Errorf("%s: unproven evidence counts: %+v", app, fg)
+		}
 	}
 }
 

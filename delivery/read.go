@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -57,7 +58,10 @@ func Read(ctx context.Context, repo *gitops.Repo, opts Options) (*Report, error)
 type attempt struct {
 	rec  *promotion.Record
 	file string
-	ev   *evidence.Record
+	// commit is the oldest commit holding rec (for an ACCEPTED record, the
+	// notifier's commit of the acceptance and its evidence).
+	commit string
+	ev     *evidence.Record
 }
 
 // Read reads the report of opts.Rev: every version of every record at
@@ -142,7 +146,8 @@ func (r *Report) problem(f *Figures, p Problem) {
 
 // attempts reads every version of every record at rev in its history and
 // keeps, per promotionId, the version that went furthest (the longest
-// history).
+// history; its newest version when several went as far), as first
+// committed (versions come newest first).
 func (rd *Reader) attempts(ctx context.Context, rev string, rep *Report, fig func(app, env string) *Figures) (map[string]*attempt, error) {
 	files, err := rd.Repo.ListTree(ctx, rev, promotion.Dir)
 	if err != nil {
@@ -166,8 +171,11 @@ func (rd *Reader) attempts(ctx context.Context, rev string, rep *Report, fig fun
 			if v.Record == nil {
 				continue // deleted in this commit
 			}
-			if a := out[v.Record.PromotionID]; a == nil || len(v.Record.History) > len(a.rec.History) {
-				out[v.Record.PromotionID] = &attempt{rec: v.Record, file: file}
+			switch a := out[v.Record.PromotionID]; {
+			case a == nil || len(v.Record.History) > len(a.rec.History):
+				out[v.Record.PromotionID] = &attempt{rec: v.Record, file: file, commit: v.Commit}
+			case reflect.DeepEqual(v.Record, a.rec):
+				a.commit = v.Commit // the same version, committed earlier
 			}
 		}
 	}
@@ -211,7 +219,9 @@ func (rd *Reader) commitTime(ctx context.Context, commit string) (time.Time, boo
 
 // evidence reads every evidence file at rev and gives it to its attempt.
 // A file that does not parse, names another promotion than its file name,
-// belongs to no attempt or disagrees with the attempt's record is listed.
+// belongs to no attempt or disagrees with the attempt's record is listed;
+// so is the evidence of an ACCEPTED attempt that does not prove it
+// (ledger.Prove, the gates' answer) or was changed after the acceptance.
 func (rd *Reader) evidence(ctx context.Context, rev string, rep *Report, attempts map[string]*attempt,
 	fig func(app, env string) *Figures) error {
 	files, err := rd.Repo.ListTree(ctx, rev, evidence.Dir)
@@ -251,6 +261,11 @@ func (rd *Reader) evidence(ctx context.Context, rev string, rep *Report, attempt
 			why = fmt.Sprintf("no version of %s in the history of %s is promotion %s", promotion.RecordPath(app, env), rev, id)
 		default:
 			why = consistent(ev, a.rec)
+			if why == "" && a.rec.State == promotion.Accepted {
+				if why, err = rd.prove(ctx, a, ev, keys); err != nil {
+					return err
+				}
+			}
 		}
 		if why != "" {
 			var f *Figures
@@ -266,17 +281,35 @@ func (rd *Reader) evidence(ctx context.Context, rev string, rep *Report, attempt
 }
 
 // consistent says why ev is not the evidence of rec's decision ("" when
-// it is).
+// it is, or rec is ACCEPTED: prove judges that).
 func consistent(ev *evidence.Record, rec *promotion.Record) string {
 	switch {
 	case ev.ArtifactDigest != rec.Artifact.Digest:
 		return fmt.Sprintf("it is for digest %s, the record promotes %s", ev.ArtifactDigest, rec.Artifact.Digest)
 	case ev.Decision != rec.State:
 		return fmt.Sprintf("it decides %s, the record of %s is %s", ev.Decision, rec.PromotionID, rec.State)
-	case rec.State == promotion.Accepted:
-		return ev.Accepts(rec)
 	}
 	return ""
+}
+
+// prove says why ev, a's evidence at the report's revision, does not
+// prove a's acceptance ("" when it does): what the gates decide
+// (ledger.Prove, in the commit that recorded the acceptance), and the file
+// unchanged since. An error is a failure to read Git.
+func (rd *Reader) prove(ctx context.Context, a *attempt, ev *evidence.Record, keys *evidence.Keys) (string, error) {
+	proved, why, err := ledger.Prove(ctx, rd.Repo, a.commit, a.rec, keys)
+	if c := exitcode.Code(err); err != nil && (c == exitcode.Invalid || c == exitcode.Refused) {
+		return fmt.Sprintf("at %s, where %s was ACCEPTED: %v", gitrepo.Short(a.commit), a.file, err), nil
+	}
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("proving the acceptance of %s at %s: %w", a.rec.PromotionID, a.commit, err)
+	case why != "":
+		return why, nil
+	case !reflect.DeepEqual(proved, ev):
+		return fmt.Sprintf("it was changed after the acceptance at %s", gitrepo.Short(a.commit)), nil
+	}
+	return "", nil
 }
 
 // names is the two names of dir/<a>/<b><ext> (ok false for any other
