@@ -76,13 +76,32 @@ func (e *env) chain(run *chainRun) {
 
 	stg, stgObserved := e.stagingB(svc, *run)
 	stgEv := evidence.Path("staging", "checkout", stg.PromotionID)
-	branch := promotion.AttemptKey{App: "checkout", Digest: run.b, Environment: "production", Attempt: 1}.Branch()
 	dir := e.clone()
-	if r := e.cli(run.isolated, "promote", "propose", "--repo", dir, "--app", "checkout", "--from", "staging", "--to", "production"); r.Code != 0 {
-		e.t.Fatalf("arrow staging evidence -> production proposal: propose exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	propose := func(attempt int) string {
+		branch := promotion.AttemptKey{App: "checkout", Digest: run.b, Environment: "production", Attempt: attempt}.Branch()
+		r := e.cli(run.isolated, "promote", "propose", "--repo", dir, "--app", "checkout", "--from", "staging", "--to", "production")
+		if r.Code != 0 || !strings.Contains(r.Stdout, branch) {
+			e.t.Fatalf("arrow staging evidence -> production proposal (attempt %d on %s): propose exit %d\n%s\n%s", attempt, branch, r.Code,
+				r.Stdout, r.Stderr)
+		}
+		return branch
 	}
-	if r := e.cli(run.isolated, "promote", "verify", "--repo", dir, "--app", "checkout", "--to", "production"); r.Code != 0 {
-		e.t.Fatalf("arrow staging evidence -> production VERIFIED: verify exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	// Attempt 1 is REJECTED by a reviewer; the same digest again is
+	// attempt 2, and the rejected branch no longer counts as open: verify
+	// and approve pick attempt 2 without --branch (issue 34).
+	rejected := propose(1)
+	if r := e.cli(run.isolated, "promote", "reject", "--repo", dir, "--app", "checkout", "--to", "production", "--by", e.alice.Principal,
+		"--reason", "the release notes are missing"); r.Code != 0 {
+		e.t.Fatalf("arrow production proposal -> REJECTED: reject exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if rec := e.recordAt("origin/"+rejected, "production"); rec.State != promotion.Rejected {
+		e.t.Fatalf("arrow production proposal -> REJECTED: %s on %s is %s", rec.PromotionID, rejected, rec.State)
+	}
+	branch := propose(2)
+	if r := e.cli(run.isolated, "promote", "verify", "--repo", dir, "--app", "checkout", "--to", "production"); r.Code != 0 ||
+		!strings.Contains(r.Stdout, branch) {
+		e.t.Fatalf("arrow staging evidence -> production VERIFIED (attempt 2, picked without --branch): verify exit %d\n%s\n%s", r.Code, r.Stdout,
+			r.Stderr)
 	}
 	merge := e.approveAndMerge(p, branch, *run)
 	if img := imageOf(p.deployment()); img != run.repo+":1.5.0@"+run.b {
@@ -201,18 +220,29 @@ func (e *env) stagingB(svc *notifier.Service, run chainRun) (*promotion.Record, 
 }
 
 // approveAndMerge approves the attempt on branch as alice and bob (each
-// signing with their key), runs the PR job, merges the branch into main
-// with a merge commit (as a forge would), and waits for production's
-// controller to sync that commit. It returns the merge commit.
+// signing with their key, without --branch: the attempt is the only open
+// one), lands an unrelated commit on main (the storefront team's values),
+// runs the PR job against main's new tip (the gate compares from the merge
+// base), merges the branch into main with a merge commit (as a forge
+// would), and waits for production's controller to sync that commit. It
+// returns the merge commit.
 func (e *env) approveAndMerge(p *env, branch string, run chainRun) string {
 	for _, k := range []sshkey.Key{e.alice, e.bob} {
 		a := e.clone()
 		e.signAs(a, k)
-		if r := e.cli(run.isolated, "promote", "approve", "--repo", a, "--app", "checkout", "--to", "production", "--branch", branch,
-			"--expires", "1h"); r.Code != 0 {
-			e.t.Fatalf("arrow production VERIFIED -> APPROVED: approve as %s exit %d\n%s\n%s", k.Principal, r.Code, r.Stdout, r.Stderr)
+		r := e.cli(run.isolated, "promote", "approve", "--repo", a, "--app", "checkout", "--to", "production", "--expires", "1h")
+		if r.Code != 0 || !strings.Contains(r.Stdout, branch) {
+			e.t.Fatalf("arrow production VERIFIED -> APPROVED (%s picked without --branch): approve as %s exit %d\n%s\n%s", branch, k.Principal,
+				r.Code, r.Stdout, r.Stderr)
 		}
 	}
+	other := e.clone()
+	values := filepath.Join(other, "apps", "storefront", "overlays", "staging", "values-staging.yaml")
+	data, err := os.ReadFile(values)
+	must(e.t, err)
+	must(e.t, os.WriteFile(values, append(data, "# the storefront team's note\n"...), 0o644))
+	e.in(other, "commit", "-qam", "storefront: a note (an unrelated merge while "+branch+" is open)")
+	e.in(other, "push", "-q", "origin", "HEAD:main")
 	pr := e.clone()
 	if r := e.cli(run.isolated, "promote", "check", "--repo", pr, "--base", "origin/main", "--head", "origin/"+branch); r.Code != 0 {
 		e.t.Fatalf("arrow production APPROVED -> PR check: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
