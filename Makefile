@@ -9,6 +9,7 @@ export GOFLAGS := -buildvcs=false
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 KUSTOMIZE_VERSION := v5.8.2
 GOLANGCI_LINT_VERSION := v2.15.0
+GOTESTSUM_VERSION := v1.13.0
 BENCH ?= .
 BENCH_COUNT ?= 6
 
@@ -36,12 +37,15 @@ IMAGE_REPO ?=
 # COSIGN_PASSWORD); pushed next to the index with IMAGE_REPO (docs/release.md).
 SIGNING_KEY ?=
 
-.PHONY: all build docs image release test unit lint fmt vet tidy-check generate generate-check golangci demo bench bench-cli tools compat fuzz clean
+.PHONY: all build install docs image release test unit lint fmt vet tidy-check generate generate-check golangci demo bench bench-cli tools compat fuzz clean
 
 all: build test
 
 build: ## build ./bin/throughline and ./bin/throughline-cmp (the lean plugin binary plugin.yaml runs)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/throughline ./cmd/throughline-cmp
+
+install: ## install throughline and throughline-cmp into GOBIN (default ~/go/bin), on your PATH
+	$(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/throughline ./cmd/throughline-cmp
 
 docs: ## regenerate the CLI reference docs/cli/*.md from the cobra commands
 	THROUGHLINE_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestCLIDocs$$' ./cmd/throughline/
@@ -64,8 +68,12 @@ test: lint unit ## the gate: lint + unit tests with -race
 
 # -timeout: a package's binary may take longer than go test's default 10m on
 # 2 loaded cores (promote, cmd/throughline); it is a hang guard, not a bound.
-unit:
-	$(GO) test -race -count=1 -timeout 30m ./...
+# gotestsum runs go test and ends with the list of skipped tests, each with
+# its reason (what to install to run it: sshd, prometheus, root), and of
+# failures; the raw go test -json stream is kept in bin/unit.json.
+unit: $(BIN)/gotestsum
+	$(BIN)/gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --jsonfile $(BIN)/unit.json -- \
+		-race -count=1 -timeout 30m ./...
 
 lint: fmt vet tidy-check generate-check golangci
 
@@ -103,7 +111,10 @@ compat: ## Argo CD's own CMP server against plugin.yaml (nested modules)
 fuzz: ## run every fuzz target (go test -list '^Fuzz') in FUZZ_PKGS for FUZZTIME
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./hack/fuzz.sh $(FUZZ_PKGS)
 
-tools: $(BIN)/benchstat $(BIN)/kustomize $(BIN)/golangci-lint
+tools: $(BIN)/benchstat $(BIN)/kustomize $(BIN)/golangci-lint $(BIN)/gotestsum
+
+$(BIN)/gotestsum:
+	GOBIN=$(BIN) $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)
 
 $(BIN)/benchstat:
 	GOBIN=$(BIN) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
