@@ -4,6 +4,9 @@ package fluxcontrol
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/throughline-dev/throughline/evidence"
@@ -34,22 +37,40 @@ func (l *lab) chain(t *testing.T) {
 	}
 	l.ready(stagingEnv, stTip, "arrow staging evidence commit -> staging Ready")
 
-	// The promotion to production, as its operators run it.
-	l.tip()
-	r := l.run("promote", "propose", "--repo", l.g.dir, "--app", accName, "--from", "staging", "--to", "production", "-o", "json")
-	if r.Code != 0 {
-		t.Fatalf("arrow staging evidence -> promote propose: exit %d: %s%s", r.Code, r.Stdout, r.Stderr)
-	}
-	var p struct {
+	// The promotion to production, as its operators run it. Attempt 1 is
+	// REJECTED by a reviewer; the same digest again is attempt 2, and the
+	// rejected branch no longer counts as open: verify and approve pick
+	// attempt 2 without --branch (issue 34).
+	type proposal struct {
 		Record *promotion.Record `json:"record"`
 		Branch string            `json:"branch"`
 	}
-	must(t, json.Unmarshal([]byte(r.Stdout), &p))
-	if p.Record.Artifact.Digest != l.b || p.Record.Target.Environment != "production" {
-		t.Fatalf("arrow staging evidence -> promote propose: proposed %s to %s, want B %s to production", p.Record.Artifact.Digest, p.Record.Target.Environment, l.b)
+	propose := func(attempt int) proposal {
+		l.tip()
+		r := l.run("promote", "propose", "--repo", l.g.dir, "--app", accName, "--from", "staging", "--to", "production", "-o", "json")
+		if r.Code != 0 {
+			t.Fatalf("arrow staging evidence -> promote propose (attempt %d): exit %d: %s%s", attempt, r.Code, r.Stdout, r.Stderr)
+		}
+		var p proposal
+		must(t, json.Unmarshal([]byte(r.Stdout), &p))
+		if p.Record.Artifact.Digest != l.b || p.Record.Target.Environment != "production" || p.Record.Attempt != attempt {
+			t.Fatalf("arrow staging evidence -> promote propose: proposed %s attempt %d to %s, want B %s attempt %d to production",
+				p.Record.Artifact.Digest, p.Record.Attempt, p.Record.Target.Environment, l.b, attempt)
+		}
+		return p
 	}
-	if r := l.run("promote", "verify", "--repo", l.g.dir, "--app", accName, "--to", "production", "--branch", p.Branch); r.Code != 0 {
-		t.Fatalf("arrow staging evidence -> promote verify: exit %d: %s%s", r.Code, r.Stdout, r.Stderr)
+	rejected := propose(1)
+	if r := l.run("promote", "reject", "--repo", l.g.dir, "--app", accName, "--to", "production", "--by", l.alice.Principal,
+		"--reason", "the release notes are missing"); r.Code != 0 {
+		t.Fatalf("arrow promote propose -> REJECTED: exit %d: %s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	l.g.git("fetch", "-q", "origin", rejected.Branch)
+	if rec := l.recordAt("origin/"+rejected.Branch, "production"); rec.State != promotion.Rejected {
+		t.Fatalf("arrow promote propose -> REJECTED: %s on %s is %s", rec.PromotionID, rejected.Branch, rec.State)
+	}
+	p := propose(2)
+	if r := l.run("promote", "verify", "--repo", l.g.dir, "--app", accName, "--to", "production"); r.Code != 0 || !strings.Contains(r.Stdout, p.Branch) {
+		t.Fatalf("arrow staging evidence -> promote verify (attempt 2, picked without --branch): exit %d: %s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	merge := l.approveCheckMerge(p.Branch, "checkout 1.5.0 (B) to production")
 	prodID := l.deliverProduction(merge, l.b, "B")
@@ -82,9 +103,12 @@ func (l *lab) chain(t *testing.T) {
 }
 
 // approveCheckMerge signs the approvals production needs (alice's and
-// bob's keys, in the base's allowed-signers), runs the PR job (promote
-// check, passes), merges the branch into main with a merge commit and
-// pushes main as a forge would. It returns the merge commit.
+// bob's keys, in the base's allowed-signers; without --branch: the attempt
+// is the only open one), lands an unrelated commit on main (the storefront
+// team's values), runs the PR job against main's new tip (promote check
+// compares from the merge base, passes), merges the branch into main with
+// a merge commit and pushes main as a forge would. It returns the merge
+// commit.
 func (l *lab) approveCheckMerge(branch, what string) string {
 	t := l.t
 	t.Helper()
@@ -92,13 +116,19 @@ func (l *lab) approveCheckMerge(branch, what string) string {
 		for _, kv := range [][2]string{{"gpg.format", "ssh"}, {"user.signingkey", k.Private}, {"user.email", k.Principal}} {
 			l.g.git("config", kv[0], kv[1])
 		}
-		r := l.run("promote", "approve", "--repo", l.g.dir, "--app", accName, "--to", "production", "--branch", branch, "--expires", "1h")
-		if r.Code != 0 {
-			t.Fatalf("arrow promote approve (%s): exit %d: %s%s", k.Principal, r.Code, r.Stdout, r.Stderr)
+		r := l.run("promote", "approve", "--repo", l.g.dir, "--app", accName, "--to", "production", "--expires", "1h")
+		if r.Code != 0 || !strings.Contains(r.Stdout, branch) {
+			t.Fatalf("arrow promote approve (%s, %s picked without --branch): exit %d: %s%s", k.Principal, branch, r.Code, r.Stdout, r.Stderr)
 		}
 	}
 	l.g.git("config", "--unset", "user.signingkey")
 	l.tip()
+	values := filepath.Join(l.g.dir, "apps", "storefront", "overlays", "staging", "values-staging.yaml")
+	data, err := os.ReadFile(values)
+	must(t, err)
+	must(t, os.WriteFile(values, append(data, "# the storefront team's note\n"...), 0o644))
+	l.g.commit("storefront: a note (an unrelated merge while " + branch + " is open)")
+	l.g.git("push", "-q", "origin", "main")
 	l.g.git("fetch", "-q", "origin", branch)
 	if r := l.run("promote", "check", "--repo", l.g.dir, "--base", "origin/main", "--head", "origin/"+branch); r.Code != 0 {
 		t.Fatalf("arrow approvals -> promote check: exit %d: %s%s", r.Code, r.Stdout, r.Stderr)
