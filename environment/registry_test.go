@@ -95,6 +95,13 @@ func TestNewRefusesInvalidRegistries(t *testing.T) {
 			p.Environments["qa"] = v1alpha1.EnvironmentPolicy{Binding: &v1alpha1.ControllerBinding{Pinned: true, TargetRevision: "main"},
 				Source: &v1alpha1.SourcePolicy{OCI: &v1alpha1.OCISourcePolicy{Repository: "registry.example/gitops", Tag: "qa"}}}
 		}, "environments.qa.binding.pinned"},
+		{"window of no schedule", func(p *v1alpha1.PromotionPolicy) {
+			p.Environments["qa"] = v1alpha1.EnvironmentPolicy{Windows: []v1alpha1.PromotionWindow{{Duration: *d(time.Hour)}}}
+		}, "environments.qa.windows[0].schedule"},
+		{"freeze that ends before it starts", func(p *v1alpha1.PromotionPolicy) {
+			from := metav1.NewTime(time.Date(2026, 12, 21, 0, 0, 0, 0, time.UTC))
+			p.Environments["qa"] = v1alpha1.EnvironmentPolicy{Freezes: []v1alpha1.Freeze{{Name: "x", From: from, Until: metav1.NewTime(from.Add(-time.Hour))}}}
+		}, "environments.qa.freezes[0]"},
 		{"zero evidence age", func(p *v1alpha1.PromotionPolicy) { p.EvidenceMaxAge = d(0) }, "evidenceMaxAge"},
 		{"allowed signers outside", func(p *v1alpha1.PromotionPolicy) { p.AllowedSigners = "../keys" }, "allowedSigners"},
 		{"evidence signers outside", func(p *v1alpha1.PromotionPolicy) { p.EvidenceSigners = "/etc/keys" }, "evidenceSigners"},

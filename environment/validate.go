@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
+	"github.com/throughline-dev/throughline/window"
 )
 
 // validName is the shape of an environment's and an app's name (a DNS
@@ -73,6 +74,9 @@ func checkEnvironment(name string, e v1alpha1.EnvironmentPolicy) error {
 	}
 	if e.Binding != nil && e.Binding.Pinned && e.Source != nil {
 		return fmt.Errorf("%s.binding.pinned: the environment deploys an OCI artifact (source): a pin is a Git commit", field)
+	}
+	if _, err := window.Compile(name, e); err != nil {
+		return err
 	}
 	return checkApprovals(field, e)
 }

@@ -141,7 +141,7 @@ func CheckPromotion(ctx context.Context, r *gitops.Repo, req Request) (*Promotio
 		return nil, err
 	}
 	defer func() { _ = c.ht.Close() }()
-	for _, step := range []func(context.Context) error{c.registry, c.files, c.valuesSchema, c.renderDiff, c.policy, c.charts, c.acceptance,
+	for _, step := range []func(context.Context) error{c.registry, c.window, c.files, c.valuesSchema, c.renderDiff, c.policy, c.charts, c.acceptance,
 		c.evidence, c.approval, c.signedApprovals, c.drift, c.recordedTags, c.supplyChain} {
 		if err := step(ctx); errors.Is(err, errStopCheck) {
 			break

@@ -64,6 +64,18 @@ type ProposeRequest struct {
 	// Trust are the registry options and cache the supply-chain gate
 	// re-verifies the recorded evidence with (trust.go).
 	Trust trust.Options
+	// Now is the time the gates judge at: the target's windows and
+	// freezes, the evidence's age, the record's CANDIDATE entry (zero:
+	// time.Now()).
+	Now time.Time
+}
+
+// now is req.Now, or the time now.
+func (req ProposeRequest) now() time.Time {
+	if req.Now.IsZero() {
+		return time.Now()
+	}
+	return req.Now
 }
 
 // Propose reads the digest ACCEPTED in req.From's record on the base
@@ -90,7 +102,7 @@ func Propose(ctx context.Context, r *gitops.Repo, req ProposeRequest) (*Proposal
 		return nil, exitcode.Refuse(RulePromotion, "%s is %s, not ACCEPTED: digest %s is not verified in %s",
 			promotion.RecordPath(app, from), src.State, src.Artifact.Digest, from)
 	}
-	if _, err := ledger.ReadSourceEvidence(ctx, r, baseRev, app, from, src.Artifact.Digest, time.Now()); err != nil {
+	if _, err := ledger.ReadSourceEvidence(ctx, r, baseRev, app, from, src.Artifact.Digest, req.now()); err != nil {
 		return nil, err
 	}
 	if err := proposeTrust(ctx, r, baseRev, src, to, req.Trust); err != nil {
@@ -127,6 +139,9 @@ type proposeOptions struct {
 	// Candidacy: the new record is the artifact's candidacy (promote
 	// candidate): its Artifact.Evidence.Candidacy is its own promotion id.
 	Candidacy bool
+	// Rollback: the artifact is one the environment accepted before (its
+	// rollbackInFreeze may let it through a closed window).
+	Rollback bool
 }
 
 // edit is the target overlay at the base revision with the artifact's
@@ -222,6 +237,11 @@ func editTarget(ctx context.Context, r *gitops.Repo, baseRev string, art promoti
 func proposeArtifact(ctx context.Context, r *gitops.Repo, baseRev string, art promotion.Artifact, req ProposeRequest,
 	o proposeOptions) (*Proposal, error) {
 	app, to := req.App, req.To
+	// A closed environment (outside its windows, in a freeze, as the
+	// policy at the base says) takes no new attempt.
+	if err := gate.Window(ctx, r, baseRev, to, req.now(), o.Rollback); err != nil {
+		return nil, err
+	}
 	e, err := editTarget(ctx, r, baseRev, art, req)
 	if err != nil {
 		return nil, err
@@ -248,7 +268,7 @@ func proposeArtifact(ctx context.Context, r *gitops.Repo, baseRev string, art pr
 	if p != nil || err != nil {
 		return p, err
 	}
-	rec, err := promotion.NewCandidate(app, maxAttempt+1, art, e.target, time.Now(), o.By)
+	rec, err := promotion.NewCandidate(app, maxAttempt+1, art, e.target, req.now(), o.By)
 	if err != nil {
 		return nil, err
 	}

@@ -49,6 +49,8 @@ type RollbackRequest struct {
 	// Trust are the registry options and cache the supply-chain gate
 	// re-verifies the rollback target's recorded evidence with (trust.go).
 	Trust trust.Options
+	// Now is the time the gates judge at (zero: time.Now()).
+	Now time.Time
 }
 
 // Rollback proposes, as a new attempt through the propose path, a digest
@@ -62,7 +64,7 @@ func Rollback(ctx context.Context, r *gitops.Repo, req RollbackRequest) (*Rollba
 		return nil, err
 	}
 	target, err := resolveRequest(ctx, r, baseRev, ProposeRequest{App: app, From: env, To: env, Path: req.Path, Cluster: req.Cluster,
-		Renderer: req.Renderer})
+		Renderer: req.Renderer, Now: req.Now})
 	if err != nil {
 		return nil, err
 	}
@@ -100,9 +102,10 @@ func Rollback(ctx context.Context, r *gitops.Repo, req RollbackRequest) (*Rollba
 	p, err := proposeArtifact(ctx, r, baseRev, pick.Artifact, target,
 		proposeOptions{
 			By:         "throughline rollback",
+			Rollback:   true,
 			MinAttempt: hist.Attempts[pick.Artifact.Digest],
 			Verify: func(rec *promotion.Record) error {
-				return rec.VerifyByPriorAcceptance(pick.Prior(), pick.DesiredRevision, pick.ObservedRevision, pick.RenderedHash, time.Now(),
+				return rec.VerifyByPriorAcceptance(pick.Prior(), pick.DesiredRevision, pick.ObservedRevision, pick.RenderedHash, target.now(),
 					"throughline rollback")
 			},
 			Message: func(rec *promotion.Record) string {

@@ -10,6 +10,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/promotion"
@@ -327,6 +328,9 @@ func Reconcile(ctx context.Context, r *gitops.Repo, req ReconcileRequest) (t *Tr
 	// environment's records must be there too (a records branch would
 	// leave the pin behind, and the promotion could only end HALTED).
 	pin := func(ctx context.Context, tip string, rec *promotion.Record) (map[string][]byte, error) {
+		if rec.State == promotion.Halted { // merged while closed: a pinned environment stays where it is
+			return nil, nil
+		}
 		reg, err := promotion.ReadRegistry(ctx, r, tip)
 		if err != nil {
 			return nil, err
@@ -337,18 +341,35 @@ func Reconcile(ctx context.Context, r *gitops.Repo, req ReconcileRequest) (t *Tr
 		}
 		return pinControllers(ctx, r, reg, tip, req.App, req.To, revision)
 	}
-	t, err = updateRecordWith(ctx, r, records, req.App, req.To, ": merge the promotion PR first", func(_ context.Context, _ string,
+	// A merge the target's windows or freezes close (approved inside a
+	// window, merged outside it) is recorded HALTED with the reason, then
+	// refused: the merged state is not a promotion the policy allows.
+	var closed *exitcode.Refusal
+	t, err = updateRecordWith(ctx, r, records, req.App, req.To, ": merge the promotion PR first", func(ctx context.Context, _ string,
 		rec *promotion.Record) (string, error) {
+		closed = nil // the callback runs again when the records branch moved
 		in := rec.InputFor(req.Renderer)
 		in.RenderedHash = hash
 		if why := rec.ApprovalVoid(in, "", req.Now); why != "" {
 			return "", exitcode.Refuse(RuleApproval, "%s at %s: %s", rec.PromotionID, revision, why)
+		}
+		werr := gate.Window(ctx, r, base, req.To, req.Now, rec.VerifiedIn.IsPriorAcceptance())
+		if !errors.As(werr, &closed) && werr != nil {
+			return "", werr
+		}
+		if closed != nil {
+			reason := fmt.Sprintf("merged at %s while %s is closed (%s): %s", gitrepo.Short(revision), req.To, closed.Rule, closed.Reason)
+			return fmt.Sprintf("promotion %s: HALTED: %s\n", rec.PromotionID, reason), exitcode.RefuseErr(RuleTransition,
+				rec.Stop(promotion.Halted, reason, req.Now, req.By))
 		}
 		return fmt.Sprintf("promotion %s: RECONCILING %s\n", rec.PromotionID, desiredNote(digest, revision)), exitcode.RefuseErr(RuleTransition,
 			reconcileTo(rec, digest, revision, req.Now, req.By))
 	}, pin)
 	if err != nil {
 		return t, revision, err
+	}
+	if closed != nil {
+		return t, revision, closed
 	}
 	// The merged attempt is finished: its branch is never open again.
 	if t.Closed, t.NotClosed, err = closeMerged(ctx, r, t.Commit, t.Record); err != nil {

@@ -142,6 +142,47 @@ type EnvironmentPolicy struct {
 	// repository and revision it reads, the API server it deploys to and
 	// the trust layer it runs under (nil: those are not checked).
 	Binding *ControllerBinding `json:"binding,omitempty"`
+
+	// Windows are when promotions into the environment may happen: a
+	// promotion is open while any window is (none: at any time). Each is
+	// a cron schedule of its openings, how long each lasts and its time
+	// zone, as an Argo CD sync window.
+	Windows []PromotionWindow `json:"windows,omitempty"`
+	// Freezes are named date ranges in which no promotion into the
+	// environment happens, whatever the windows say.
+	Freezes []Freeze `json:"freezes,omitempty"`
+	// RollbackInFreeze is whether a rollback to a digest the environment
+	// accepted before is held by the windows and freezes: "hold" (the
+	// default: like any promotion) or "allow" (a rollback is never held).
+	RollbackInFreeze string `json:"rollbackInFreeze,omitempty"`
+}
+
+// The values of EnvironmentPolicy.RollbackInFreeze.
+const (
+	RollbackInFreezeHold  = "hold"
+	RollbackInFreezeAllow = "allow"
+)
+
+// PromotionWindow is a recurring time when promotions may happen.
+type PromotionWindow struct {
+	// Schedule is when each opening starts: a five-field cron expression
+	// (minute hour day-of-month month day-of-week), e.g. "0 9 * * 1-4".
+	Schedule string `json:"schedule"`
+	// Duration is how long each opening lasts (e.g. 8h).
+	Duration metav1.Duration `json:"duration"`
+	// TimeZone is the IANA time zone Schedule is read in (default UTC).
+	TimeZone string `json:"timeZone,omitempty"`
+}
+
+// Freeze is a named date range without promotions.
+type Freeze struct {
+	// Name names the freeze in every refusal (e.g. year-end).
+	Name string `json:"name"`
+	// From and Until bound it: from From (included) until Until (excluded).
+	From  metav1.Time `json:"from"`
+	Until metav1.Time `json:"until"`
+	// Reason says why, for the people it stops.
+	Reason string `json:"reason,omitempty"`
 }
 
 // ControllerBinding is what an environment's controller objects (Argo CD

@@ -1,0 +1,51 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/window"
+)
+
+// Window refuses a promotion into env at now when the policy at base
+// closes env (its windows or a freeze, package window): exit 3, rule
+// outside-window or frozen, naming the policy field and the next opening.
+// A rollback passes when env's rollbackInFreeze is allow. Every gate that
+// moves an artifact into an environment asks it (propose, candidate,
+// rollback, promote check, reconcile), with the policy at the base branch,
+// never the branch's own.
+func Window(ctx context.Context, r *gitops.Repo, base, env string, now time.Time, rollback bool) error {
+	pol, err := promotion.ReadPolicy(ctx, r, base)
+	if err != nil || pol == nil {
+		return err
+	}
+	e, ok := pol.Environments[env]
+	if !ok || rollback && !window.RollbackHeld(e) {
+		return nil
+	}
+	s, err := window.Compile(env, e)
+	if err != nil { // ReadPolicy has checked it: a bug if it happens
+		return &exitcode.InvalidInput{File: promotion.PolicyFile, Err: err}
+	}
+	if c := s.Check(now); c != nil {
+		return &exitcode.Refusal{Rule: c.Rule, File: promotion.PolicyFile, Field: c.Field, Reason: c.Reason}
+	}
+	return nil
+}
+
+// window refuses the promotion when its target environment does not
+// accept promotions at the gate's time (Window, with the policy at the
+// base branch).
+func (c *promotionCheck) window(ctx context.Context) error {
+	err := Window(ctx, c.r, c.rep.Base, c.rep.Environment, c.req.Now, c.rec != nil && c.rec.VerifiedIn.IsPriorAcceptance())
+	var re *exitcode.Refusal
+	if errors.As(err, &re) {
+		c.rep.refuse(Finding{Rule: re.Rule, Environment: c.rep.Environment, File: re.File, Field: re.Field}, "%s", re.Reason)
+		return nil
+	}
+	return err
+}
