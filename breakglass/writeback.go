@@ -63,6 +63,9 @@ type Change struct {
 	// setMember: patchPath is a set (v: elements) and patchValue its
 	// value before the pause; the write-back adds Live to it.
 	setMember bool
+	// readBack: the change was read from JSON, its Secret values digests
+	// already (shown).
+	readBack bool
 }
 
 func (c Change) String() string {
