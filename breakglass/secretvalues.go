@@ -2,14 +2,11 @@ package breakglass
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
+
+	"github.com/throughline-dev/throughline/secretdigest"
 )
 
 // secretValue reports whether the field of c holds a value of a v1 Secret
@@ -30,33 +27,14 @@ func (c Change) secretValue() bool {
 	return true
 }
 
-// digestKey is the key of the digests shown for Secret values: 32 random
-// bytes drawn once per process and never written anywhere. Within one run
-// (one write-back: its output, PR body, record and so the evidence) equal
-// values show equal digests, so a reviewer tells "changed" from "same";
-// without the key nobody can test a guessed value against a digest, as the
-// unkeyed sha256 shown before let anyone do offline.
-var digestKey = sync.OnceValue(func() []byte {
-	key := make([]byte, 32)
-	_, _ = rand.Read(key) // never fails: crypto/rand crashes the program rather than return an error
-	return key
-})
-
-// secretDigestHex is the number of hex digits of the HMAC shown (48 bits:
-// a reviewer compares them by eye, and they need no more than to tell the
-// few values of one report apart).
-const secretDigestHex = 12
-
-// secretDigest is "hmac:" and the first hex digits of HMAC-SHA256 under key
-// of v's JSON.
-func secretDigest(key []byte, v any) string {
+// secretDigest is the digest keyed per run (package secretdigest) of v's
+// JSON.
+func secretDigest(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		b = []byte(fmt.Sprint(v))
 	}
-	mac := hmac.New(sha256.New, key)
-	mac.Write(b)
-	return "hmac:" + hex.EncodeToString(mac.Sum(nil))[:secretDigestHex]
+	return secretdigest.Of(b)
 }
 
 // shown is v as a message, a PR body or the evidence may show it: for a
@@ -68,7 +46,7 @@ func (c Change) shown(v any) any {
 	if v == nil || !c.secretValue() || c.readBack {
 		return v
 	}
-	return secretDigest(digestKey(), v) + " (Secret value not shown; keyed per run)"
+	return secretDigest(v) + " (Secret value not shown; keyed per run)"
 }
 
 // MarshalJSON writes the change with a Secret's values replaced by their

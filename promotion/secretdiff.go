@@ -1,15 +1,14 @@
 package promotion
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
+	"github.com/throughline-dev/throughline/secretdigest"
 )
 
 // minSecretNeedle: a Secret value at least this long is hidden wherever a
@@ -60,7 +59,7 @@ func (n secretNeedles) shows(s string) bool {
 	return false
 }
 
-// redactChange replaces the values of a change by a short hash when they
+// redactChange replaces the values of a change by their digests when they
 // belong to a Secret (any field but its name, namespace, labels, type and
 // immutable) or show a Secret value anywhere else: a changed Secret value
 // is shown as changed, never as itself.
@@ -83,7 +82,7 @@ func secretPublicField(field string) bool {
 	return false
 }
 
-// shortHash is "sha256:" and the first 8 hex digits of the value's hash:
+// shortHash is the value's digest keyed per run (package secretdigest):
 // of the decoded bytes of a data value (so data and stringData of the same
 // value agree), of the string, else of its JSON. nil is "<none>".
 func shortHash(field string, v any) string {
@@ -106,6 +105,5 @@ func shortHash(field string, v any) string {
 		}
 		b = j
 	}
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])[:8]
+	return secretdigest.Of(b)
 }

@@ -143,7 +143,7 @@ func TestSecretValueNeverShown(t *testing.T) {
 			t.Fatalf("-o %s: exit %d, want %d (a Secret changed in a promotion):\n%s\n%s", out, r.code, exitcode.Refused, r.stdout, r.stderr)
 		}
 		assertNoNeedle(t, "promote check -o "+out, r.stdout, r.stderr)
-		if out == "text" && !strings.Contains(r.stdout+r.stderr, "Secret checkout-production/checkout-db stringData.password: changed (sha256:") {
+		if out == "text" && !strings.Contains(r.stdout+r.stderr, "Secret checkout-production/checkout-db stringData.password: changed (hmac:") {
 			t.Errorf("the changed Secret value is not listed as changed:\n%s\n%s", r.stdout, r.stderr)
 		}
 	}
