@@ -466,16 +466,12 @@ func (d *demo) tamper(dir, branch string) error {
 	if _, err := d.git(dir, "branch", "-q", "-D", "tamper"); err != nil {
 		return err
 	}
-	d.say("dropped", "commit %s: never pushed, %s is still the approved %s", short(c), branch, short(mustRev(d, dir, "origin/"+branch)))
-	return nil
-}
-
-func mustRev(d *demo, dir, rev string) string {
-	s, err := d.git(dir, "rev-parse", rev)
+	tip, err := d.git(dir, "rev-parse", "origin/"+branch)
 	if err != nil {
-		return "?"
+		return err
 	}
-	return s
+	d.say("dropped", "commit %s: never pushed, %s is still the approved %s", short(c), branch, short(tip))
+	return nil
 }
 
 // firstLine is the first line of out starting with prefix (else its first line).
