@@ -155,7 +155,8 @@ func expect(step string, rec *promotion.Record, want promotion.State) error {
 // adopt records production's baseline (throughline adopt) and accepts it
 // through the notifier: production's first accepted digest.
 func (d *demo) adopt(ctx context.Context, rp *replayer, base release) error {
-	out, err := d.tl(d.work, 0, "adopt", "--log-level", "warn", "--repo", d.work, "--app", app, "--env", "production", "--by", "platform-team", "-o", "json")
+	out, err := d.tl(d.work, 0, "adopt", "--log-level", "warn", "--repo", d.work, "--app", app, "--env", "production", "--by", "platform-team",
+		"-o", "json")
 	if err != nil {
 		return &stepError{"adopt", err}
 	}
@@ -257,7 +258,8 @@ func (d *demo) release(ctx context.Context, rp *replayer, r release, tamper bool
 		"--expires", approveHours); err != nil {
 		return &stepError{"approve staging", err}
 	}
-	if err := d.stateOn(ci, cand.Branch, "staging", "approve", promotion.Approved, "APPROVED by release-manager (staging names no approvers)"); err != nil {
+	if err := d.stateOn(ci, cand.Branch, "staging", "approve", promotion.Approved,
+		"APPROVED by release-manager (staging names no approvers)"); err != nil {
 		return err
 	}
 	if err := d.check(ci, cand.Branch); err != nil {
