@@ -60,6 +60,8 @@ type demo struct {
 	home   string
 	keys   *keys
 	clones int
+	// open is the rollback attempt the walk leaves open.
+	open string
 }
 
 // stepError is a step whose outcome differs from the expected one.

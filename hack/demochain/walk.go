@@ -519,6 +519,7 @@ func (d *demo) rollback(prev, cur release) error {
 	}
 	d.say("rollback", "production: %s VERIFIED, %s -> %s %s by production's acceptance %s, proposed on %s (needs approvals)",
 		rec.PromotionID, short(cur.Digest()), prev.Version, short(prev.Digest()), rec.VerifiedIn.PriorAcceptance.PromotionID, rb.Proposal.Branch)
+	d.open = rec.PromotionID
 	return nil
 }
 
@@ -541,6 +542,34 @@ func (d *demo) finish() error {
 		return err
 	}
 	d.say("repository", "%s (origin %s, main at %s): the README's \"Promote the verified digest\" commands run there", d.work, d.origin, short(tip))
+	cache := filepath.Join(d.cfg.Out, "cache")
+	next := fmt.Sprintf(`The repository make demo's walk left behind: %s (its origin: %s).
+
+The registry of the walk ended with it; its manifests and the verified
+evidence bundles are cached in %s, so that the gates
+re-verify the recorded evidence offline: export THROUGHLINE_CACHE_DIR=%s
+
+The rollback attempt %s is open and VERIFIED: approve it as alice and
+as bob (throwaway demo keys, in %s), each in a clone of their own:
+
+  git clone %s approve && cd approve
+  git config gpg.format ssh; git config user.signingkey %s
+  git config user.email alice@example.com; git config user.name alice
+  throughline promote approve --repo . --app checkout --to production --expires 24h
+
+(bob likewise, with %s), then in the repository:
+
+  git pull -q; throughline promote status --repo .
+  throughline promote check --repo . --base origin/main --head origin/<the attempt branch>
+  git merge --no-ff origin/<the attempt branch> && git push origin HEAD:main
+  throughline promote reconcile --repo . --app checkout --to production
+`, d.work, d.origin, cache, cache, d.open, d.keys.dir, d.origin, d.keys.alice, d.keys.bob)
+	readme := filepath.Join(d.cfg.Out, "README.txt")
+	if err := os.WriteFile(readme, []byte(next), 0o644); err != nil {
+		return err
+	}
+	d.say("next", "%s: export THROUGHLINE_CACHE_DIR=%s (the registry is gone, its evidence cached), approve %s as alice and bob (keys in %s)",
+		readme, cache, d.open, d.keys.dir)
 	return nil
 }
 
