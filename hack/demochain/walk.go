@@ -201,13 +201,17 @@ func (d *demo) accept(ctx context.Context, rp *replayer, env, rev string) error 
 		return err
 	}
 	evFile := evidence.Path(env, app, rec.PromotionID)
-	sig := evidence.SignaturePath(evFile)
 	if rec.Accepted.ObservedRevision != rev || rec.Accepted.RuntimeEvidence != evFile {
 		return &stepError{step, fmt.Errorf("%s ACCEPTED at %s with %s, want %s with %s", rec.PromotionID, rec.Accepted.ObservedRevision,
 			rec.Accepted.RuntimeEvidence, rev, evFile)}
 	}
-	if _, err := os.Stat(filepath.Join(d.work, filepath.FromSlash(sig))); err != nil {
-		return &stepError{step, fmt.Errorf("the evidence is not signed: %w", err)}
+	ev, err := d.openEvidence(env, evFile)
+	if err != nil {
+		return &stepError{step, err}
+	}
+	if ev.Decision != promotion.Accepted || ev.DesiredRevision != rev || ev.ObservedRevision != rev || ev.ArtifactDigest != rec.Artifact.Digest {
+		return &stepError{step, fmt.Errorf("%s says %s for %s at desired %s, observed %s; want ACCEPTED for %s at %s", evFile, ev.Decision,
+			ev.ArtifactDigest, ev.DesiredRevision, ev.ObservedRevision, rec.Artifact.Digest, rev)}
 	}
 	d.say("notifier", "%s: %s ACCEPTED at %s (Argo CD's delivery replayed): %s, signed by the notifier's key, commit %s",
 		env, rec.PromotionID, short(rev), evFile, short(got.Commit))
@@ -591,4 +595,28 @@ func (d *demo) stateOn(dir, branch, env, step string, want promotion.State, what
 	}
 	d.say(step, "%s: %s %s, commit %s", env, rec.PromotionID, what, short(tip))
 	return nil
+}
+
+// openEvidence reads env's evidence file at main's tip in the work
+// repository and checks its signature against the keys the policy's
+// evidenceSigners lists for env (evidence.Open, as the gates do).
+func (d *demo) openEvidence(env, file string) (*evidence.Record, error) {
+	read := func(p string) ([]byte, error) { return os.ReadFile(filepath.Join(d.work, filepath.FromSlash(p))) }
+	signers, err := read(evidenceSignersFile)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := evidence.ParseKeys(evidenceSignersFile, signers)
+	if err != nil {
+		return nil, err
+	}
+	data, err := read(file)
+	if err != nil {
+		return nil, err
+	}
+	sig, err := read(evidence.SignaturePath(file))
+	if err != nil {
+		return nil, fmt.Errorf("the evidence is not signed: %w", err)
+	}
+	return evidence.Open(file, env, data, sig, keys)
 }
