@@ -102,7 +102,8 @@ generate-check:
 golangci: $(BIN)/golangci-lint ## golangci-lint v2 with .golangci.yml
 	$(BIN)/golangci-lint run --timeout 10m --issues-exit-code $(GOLANGCI_ISSUES_EXIT_CODE) ./...
 
-demo: build ## render the example environments, show their hashes and a refusal (no cluster, no network)
+demo: build ## render the example environments, show their refusals, then walk one digest from CI to production (no cluster, no network)
+	$(GO) build -trimpath -o $(BIN)/ ./hack/demochain
 	@./hack/demo.sh $(BIN)/throughline examples/gitops-env
 
 compat: ## Argo CD's own CMP server against plugin.yaml (nested modules)

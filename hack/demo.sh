@@ -6,6 +6,10 @@
 # unpinned chart. No network, no cluster: the pinned chart comes from a
 # throwaway chart cache seeded with the OCI layout committed beside the
 # example (CHARTS, default REPO/../charts/oci; examples/charts/README.md).
+# Last, the walk (hack/demochain, built beside THROUGHLINE by make demo; or
+# DEMOCHAIN): one digest from CI to production through the real CLI, a
+# loopback registry and the notifier's handler, in a copy of REPO left
+# behind in bin/demo-chain (DEMO_CHAIN_DIR).
 set -uo pipefail
 tl=${1:?usage: demo.sh THROUGHLINE REPO [CHARTS]}
 repo=${2:?usage: demo.sh THROUGHLINE REPO [CHARTS]}
@@ -207,3 +211,12 @@ code=$?
 printf '%s\n' "$out" | grep -E '^what judges production|^OK'
 echo "exit code: $code (0 = passed: two of production's approvers signed this exact change)"
 [ "$code" -eq 0 ] || { printf '%s\n' "$out" >&2; echo "demo: expected exit 0 for the approved policy change" >&2; exit 1; }
+
+chain=${DEMOCHAIN:-$(dirname "$tl")/demochain}
+out=${DEMO_CHAIN_DIR:-$(dirname "$tl")/demo-chain}
+say "== the chain: one digest from CI to production, in a copy of the example (hack/demochain; the CLI, a registry on 127.0.0.1, the notifier's handler)"
+if [ ! -x "$chain" ]; then
+  echo "demo: $chain is not built (make demo builds it: go build -o bin/ ./hack/demochain)" >&2
+  exit 1
+fi
+"$chain" -throughline "$tl" -example "$repo" -out "$out" || { echo "demo: the chain stopped (above: the step whose outcome differs)" >&2; exit 1; }
