@@ -236,6 +236,7 @@ func (c *repoCheck) differences() {
 	for _, name := range c.reg.Names() {
 		env, _ := c.reg.Get(name)
 		e := EnvironmentDiff{Name: name, Cluster: env.ClusterName(), Protected: env.Protected, Overlays: []OverlayDiff{}}
+		closed := closedAt(name, env.EnvironmentPolicy, c.req.Now)
 		for _, k := range overlayKeys(c.base, c.head, name) {
 			b, h := c.base.overlays[k], c.head.overlays[k]
 			o := OverlayDiff{App: k.app, Path: k.path, Classes: map[string]int{}}
@@ -256,6 +257,11 @@ func (c *repoCheck) differences() {
 			o.Checks = checksChange(b, h)
 			if env.Protected && !o.Promotion && (len(o.Changes) > 0 || o.Checks != "") {
 				c.protected(name, o)
+			}
+			// A promotion is judged by CheckPromotion (its window step).
+			if closed != nil && !o.Promotion && (len(o.Changes) > 0 || o.Checks != "") {
+				c.rep.refuse(Finding{Rule: closed.Rule, Environment: name, File: promotion.PolicyFile, Field: closed.Field,
+					Reason: fmt.Sprintf("%s changes while it is closed: %s", o.Path, closed.Reason)})
 			}
 			e.Overlays = append(e.Overlays, o)
 		}

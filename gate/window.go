@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/promotion"
@@ -35,6 +36,16 @@ func Window(ctx context.Context, r *gitops.Repo, base, env string, now time.Time
 		return &exitcode.Refusal{Rule: c.Rule, File: promotion.PolicyFile, Field: c.Field, Reason: c.Reason}
 	}
 	return nil
+}
+
+// closedAt is why env (its policy e, read at the base) does not accept a
+// change at now (nil: it does). The registry has checked e's windows.
+func closedAt(env string, e v1alpha1.EnvironmentPolicy, now time.Time) *window.Closed {
+	s, err := window.Compile(env, e)
+	if err != nil {
+		return nil
+	}
+	return s.Check(now)
 }
 
 // window refuses the promotion when its target environment does not
