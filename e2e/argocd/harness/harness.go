@@ -42,12 +42,13 @@ type Driver interface {
 }
 
 // StartFunc starts a CMP server reading configDir/plugin.yaml; it listens on
-// $ARGOCD_PLUGINSOCKFILEPATH/<name>-<version>.sock and stops in t.Cleanup.
+// $ARGOCD_PLUGINSOCKFILEPATH/<name>.sock and stops in t.Cleanup.
 type StartFunc func(t *testing.T, configDir string)
 
 const (
 	// pluginName is what an Application names in spec.source.plugin.name:
-	// metadata.name "-" spec.version of plugin.yaml; the socket is named so.
+	// metadata.name of plugin.yaml (no spec.version: Argo CD 4.0 refuses
+	// it); the socket is named so.
 	pluginName = "throughline-v1"
 	SocketName = pluginName + ".sock"
 	serverEnv  = "THROUGHLINE_E2E_ARGOCD_CMP_SERVER"
@@ -520,7 +521,7 @@ func waitSocket(t *testing.T, dir, sock string) {
 			for _, e := range entries {
 				names = append(names, e.Name())
 			}
-			t.Fatalf("socket %s never appeared (plugin.yaml name-version); %s holds %v", SocketName, dir, names)
+			t.Fatalf("socket %s never appeared (plugin.yaml metadata.name); %s holds %v", SocketName, dir, names)
 		}
 	}
 }
