@@ -9,6 +9,10 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	// The IANA time zone database, embedded: the release image carries
+	// none, and a window must open at one time on a laptop, in CI and in
+	// the cluster.
+	_ "time/tzdata"
 
 	"github.com/robfig/cron/v3"
 
