@@ -212,6 +212,19 @@ printf '%s\n' "$out" | grep -E '^what judges production|^OK'
 echo "exit code: $code (0 = passed: two of production's approvers signed this exact change)"
 [ "$code" -eq 0 ] || { printf '%s\n' "$out" >&2; echo "demo: expected exit 0 for the approved policy change" >&2; exit 1; }
 
+say "== refused: the every-PR check of a change to staging while the policy freezes it (windows and freezes, docs/promotion.md)"
+from=$(date -u -d '-1 hour' +%Y-%m-%dT%H:%M:%SZ) until=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
+g checkout -q main && sed -i "/^  staging:/a\\    freezes:\\n      - {name: launch, from: \"$from\", until: \"$until\", reason: the launch weekend}" \
+  "$work/gitops/throughline-policy.yaml" && g commit -q -am "staging frozen for the launch" || exit 1
+g checkout -q -b more-replicas main && sed -i 's/count: 2/count: 3/' "$work/gitops/apps/checkout/overlays/staging/kustomization.yaml" &&
+  g commit -q -am "staging: three replicas" && g checkout -q main || exit 1
+echo "throughline check --base main --head more-replicas"
+out=$("$tl" check --log-level warn --repo "$work/gitops" --base main --head more-replicas 2>/dev/null)
+code=$?
+printf '%s\n' "$out" | grep '^REFUSED frozen'
+echo "exit code: $code (3 = refused: staging takes no change until the freeze ends; the next opening is named)"
+[ "$code" -eq 3 ] && printf '%s\n' "$out" | grep -q '^REFUSED frozen' || { printf '%s\n' "$out" >&2; echo "demo: expected exit 3 (frozen) for the change in the freeze" >&2; exit 1; }
+
 chain=${DEMOCHAIN:-$(dirname "$tl")/demochain}
 out=${DEMO_CHAIN_DIR:-$(dirname "$tl")/demo-chain}
 say "== the chain: one digest from CI to production, in a copy of the example (hack/demochain; the CLI, a registry on 127.0.0.1, the notifier's handler)"
