@@ -35,6 +35,11 @@ func TestREADMEPromotionBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// bash -e ignores a failure before the last command of an && list:
+	// one command a line, each checked.
+	if strings.Contains(block, "&&") {
+		t.Fatalf("the README's block (%s) joins commands with &&, whose failures bash -e does not stop at:\n%s", readmeSection, block)
+	}
 	root := t.TempDir()
 	tl := filepath.Join(root, "bin", "throughline")
 	buildCLI(t, tl)
