@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -121,18 +120,16 @@ func TestREADMEPromotionBlock(t *testing.T) {
 // shBlock is the body of the first ```sh block after the line heading
 // in the Markdown file path.
 func shBlock(path, heading string) (string, error) {
-	f, err := os.Open(path)
+	md, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
 	var body strings.Builder
 	// in: under heading; fence: inside a fenced block (of any language),
 	// capturing when it is the first ```sh one under heading.
 	in, fence, capture := false, false, false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
+	for line := range strings.Lines(string(md)) {
+		line = strings.TrimSuffix(line, "\n")
 		switch {
 		case fence && strings.HasPrefix(line, "```"):
 			if capture {
@@ -149,9 +146,6 @@ func shBlock(path, heading string) (string, error) {
 		case in && strings.HasPrefix(line, "#"):
 			return "", fmt.Errorf("%s: no ```sh block under %q", path, heading)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return "", err
 	}
 	return "", fmt.Errorf("%s: no %q with a closed ```sh block", path, heading)
 }
