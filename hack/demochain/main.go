@@ -60,8 +60,9 @@ type demo struct {
 	home   string
 	keys   *keys
 	clones int
-	// open is the rollback attempt the walk leaves open.
-	open string
+	// next is the release the walk leaves accepted in staging, not yet
+	// proposed to production.
+	next release
 }
 
 // stepError is a step whose outcome differs from the expected one.

@@ -28,17 +28,9 @@ func TestChain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the CLI and walks the chain (about a minute)")
 	}
-	for _, tool := range []string{"git", "go"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("no %s on PATH", tool)
-		}
-	}
+	needTools(t, "git", "go")
 	bin := filepath.Join(t.TempDir(), "throughline")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/throughline-dev/throughline/cmd/throughline")
-	build.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building throughline: %v\n%s", err, out)
-	}
+	buildCLI(t, bin)
 	out := filepath.Join(t.TempDir(), "demo")
 	var lines bytes.Buffer
 	if err := run(t.Context(), config{Throughline: bin, Example: filepath.Join("..", "..", "examples", "gitops-env"), Out: out}, &lines); err != nil {
@@ -52,6 +44,26 @@ func TestChain(t *testing.T) {
 	// The repository is left behind, at main's tip, with nothing to commit.
 	if st, err := exec.Command("git", "-C", filepath.Join(out, "gitops"), "status", "--porcelain").CombinedOutput(); err != nil || len(st) != 0 {
 		t.Errorf("the repository left behind: %v %s", err, st)
+	}
+}
+
+// needTools skips t unless every tool is on PATH.
+func needTools(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s on PATH", tool)
+		}
+	}
+}
+
+// buildCLI builds ./cmd/throughline from this tree into bin.
+func buildCLI(t *testing.T, bin string) {
+	t.Helper()
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/throughline-dev/throughline/cmd/throughline")
+	build.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building throughline: %v\n%s", err, out)
 	}
 }
 

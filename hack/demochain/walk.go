@@ -24,7 +24,8 @@ const (
 // walk is the chain: setup (registry, keys, the repository), production's
 // baseline adopted and accepted, two releases promoted from CI to
 // production (the second with a tampering attempt refused), a rollback
-// proposed and the report written.
+// proposed and rejected, a third release accepted in staging (what the
+// README's promotion block proposes to production) and the report written.
 func (d *demo) walk(ctx context.Context) error {
 	var err error
 	if d.keys, err = newKeys(filepath.Join(d.cfg.Out, "keys")); err != nil {
@@ -35,20 +36,20 @@ func (d *demo) walk(ctx context.Context) error {
 		return err
 	}
 	defer stop()
-	var rel [3]release
-	for i, v := range []string{"1.4.2", "1.5.0", "1.6.0"} {
+	var rel [4]release
+	for i, v := range []string{"1.4.2", "1.5.0", "1.6.0", "1.7.0"} {
 		if rel[i], err = pushRelease(ctx, host, v); err != nil {
 			return &stepError{"registry", err}
 		}
 	}
-	d.say("registry", "%s/%s: 1.4.2 %s, 1.5.0 %s, 1.6.0 %s (each an index: linux/amd64, linux/arm64)", host, imagePath,
-		short(rel[0].Digest()), short(rel[1].Digest()), short(rel[2].Digest()))
+	d.say("registry", "%s/%s: 1.4.2 %s, 1.5.0 %s, 1.6.0 %s, 1.7.0 %s (each an index: linux/amd64, linux/arm64)", host, imagePath,
+		short(rel[0].Digest()), short(rel[1].Digest()), short(rel[2].Digest()), short(rel[3].Digest()))
 	for _, r := range rel[1:] {
 		if err := attest(ctx, d.keys.ci, r, d.cfg.Now().UTC()); err != nil {
 			return &stepError{"CI signs " + r.Version, err}
 		}
 	}
-	d.say("CI", "1.5.0 and 1.6.0 signed with the CI key: signature, SLSA provenance (%s), CycloneDX SBOM, scan finished now (no finding)",
+	d.say("CI", "1.5.0, 1.6.0 and 1.7.0 signed with the CI key: signature, SLSA provenance (%s), CycloneDX SBOM, scan finished now (no finding)",
 		strings.TrimPrefix(sourceRepo, "https://"))
 	if err := d.setupRepo(rel[0]); err != nil {
 		return err
@@ -61,14 +62,23 @@ func (d *demo) walk(ctx context.Context) error {
 	if err := d.adopt(ctx, rp, rel[0]); err != nil {
 		return err
 	}
-	for i, r := range rel[1:] {
-		if err := d.release(ctx, rp, r, i == 1); err != nil {
+	for i, r := range rel[1:3] {
+		if err := d.release(ctx, rp, r); err != nil {
+			return err
+		}
+		if err := d.production(ctx, rp, r, i == 1); err != nil {
 			return err
 		}
 	}
 	if err := d.rollback(rel[1], rel[2]); err != nil {
 		return err
 	}
+	// The last release stops in staging: what the README's "Promote the
+	// verified digest" block proposes to production.
+	if err := d.release(ctx, rp, rel[3]); err != nil {
+		return err
+	}
+	d.next = rel[3]
 	return d.finish()
 }
 
@@ -218,10 +228,9 @@ func (d *demo) accept(ctx context.Context, rp *replayer, env, rev string) error 
 	return nil
 }
 
-// release walks r from CI to production: candidate, staging, propose,
-// verify, two approvals, the PR check, (tamper: a refused commit,
-// dropped), merge, reconcile, production's acceptance.
-func (d *demo) release(ctx context.Context, rp *replayer, r release, tamper bool) error {
+// release walks r from CI to staging's acceptance: candidate, verify,
+// approve, the PR check, merge, reconcile, the notifier.
+func (d *demo) release(ctx context.Context, rp *replayer, r release) error {
 	fmt.Fprintf(d.out, "== checkout %s %s, source commit %s\n", r.Version, short(r.Digest()), short(r.SourceCommit))
 	ci, err := d.clone("ci-" + r.Version)
 	if err != nil {
@@ -276,16 +285,20 @@ func (d *demo) release(ctx context.Context, rp *replayer, r release, tamper bool
 	if err := d.reconcile(ci, "staging", merge); err != nil {
 		return err
 	}
-	if err := d.accept(ctx, rp, "staging", merge); err != nil {
-		return err
-	}
+	return d.accept(ctx, rp, "staging", merge)
+}
 
+// production walks r, accepted in staging, to production: propose,
+// verify, two approvals, the PR check, (tamper: a refused commit,
+// dropped), merge, reconcile, production's acceptance.
+func (d *demo) production(ctx context.Context, rp *replayer, r release, tamper bool) error {
 	pr, err := d.clone("propose-" + r.Version)
 	if err != nil {
 		return err
 	}
-	if out, err = d.tl(pr, 0, "promote", "propose", "--log-level", "warn", "--repo", pr, "--app", app, "--from", "staging", "--to", "production",
-		"-o", "json"); err != nil {
+	out, err := d.tl(pr, 0, "promote", "propose", "--log-level", "warn", "--repo", pr, "--app", app, "--from", "staging", "--to", "production",
+		"-o", "json")
+	if err != nil {
 		return &stepError{"propose", err}
 	}
 	var prop promote.Proposal
@@ -331,7 +344,8 @@ func (d *demo) release(ctx context.Context, rp *replayer, r release, tamper bool
 	if _, err := d.git(pr, "pull", "-q", "--ff-only", "origin", "main"); err != nil {
 		return err
 	}
-	if merge, err = d.merge(pr, branch); err != nil {
+	merge, err := d.merge(pr, branch)
+	if err != nil {
 		return &stepError{"merge " + branch, err}
 	}
 	if err := d.reconcile(pr, "production", merge); err != nil {
@@ -523,7 +537,23 @@ func (d *demo) rollback(prev, cur release) error {
 	}
 	d.say("rollback", "production: %s VERIFIED, %s -> %s %s by production's acceptance %s, proposed on %s (needs approvals)",
 		rec.PromotionID, short(cur.Digest()), prev.Version, short(prev.Digest()), rec.VerifiedIn.PriorAcceptance.PromotionID, rb.Proposal.Branch)
-	d.open = rec.PromotionID
+	// Production keeps cur: the rollback is rejected, which closes the
+	// attempt (the next proposal needs no --branch).
+	const reason = "1.6.0 stays: the fix comes as 1.7.0"
+	if _, err := d.tl(dir, 0, "promote", "reject", "--log-level", "warn", "--repo", dir, "--app", app, "--to", "production",
+		"--branch", rb.Proposal.Branch, "--by", "platform-team", "--reason", reason); err != nil {
+		return &stepError{"reject", err}
+	}
+	if _, err := d.git(dir, "fetch", "-q", "origin"); err != nil {
+		return err
+	}
+	if rec, err = d.record(dir, "origin/"+rb.Proposal.Branch, "production"); err != nil {
+		return &stepError{"reject", err}
+	}
+	if err := expect("reject", rec, promotion.Rejected); err != nil {
+		return err
+	}
+	d.say("reject", "production: %s REJECTED (%q), production keeps %s", rec.PromotionID, reason, short(cur.Digest()))
 	return nil
 }
 
@@ -549,31 +579,23 @@ func (d *demo) finish() error {
 	cache := filepath.Join(d.cfg.Out, "cache")
 	next := fmt.Sprintf(`The repository make demo's walk left behind: %s (its origin: %s).
 
+Production runs checkout 1.6.0; staging accepted 1.7.0 %s, not yet
+proposed to production. The block under "Promote the verified digest" in
+README.md promotes it: run it as it stands from the throughline checkout
+(the directory holding bin/ and bin/demo-chain/).
+
 The registry of the walk ended with it; its manifests and the verified
-evidence bundles are cached in %s, so that the gates
-re-verify the recorded evidence offline: export THROUGHLINE_CACHE_DIR=%s
-
-The rollback attempt %s is open and VERIFIED: approve it as alice and
-as bob (throwaway demo keys, in %s), each in a clone of their own:
-
-  git clone %s approve && cd approve
-  git config gpg.format ssh; git config user.signingkey %s
-  git config user.email alice@example.com; git config user.name alice
-  throughline promote approve --repo . --app checkout --to production --expires 24h
-
-(bob likewise, with %s), then in the repository:
-
-  git pull -q; throughline promote status --repo .
-  throughline promote check --repo . --base origin/main --head origin/<the attempt branch>
-  git merge --no-ff origin/<the attempt branch> && git push origin HEAD:main
-  throughline promote reconcile --repo . --app checkout --to production
-`, d.work, d.origin, cache, cache, d.open, d.keys.dir, d.origin, d.keys.alice, d.keys.bob)
+evidence bundles are cached in %s (the block exports it as
+THROUGHLINE_CACHE_DIR), so that the gates re-verify the recorded evidence
+offline. Production's approvers, alice and bob, sign with the throwaway
+keys in %s.
+`, d.work, d.origin, d.next.Digest(), cache, d.keys.dir)
 	readme := filepath.Join(d.cfg.Out, "README.txt")
 	if err := os.WriteFile(readme, []byte(next), 0o644); err != nil {
 		return err
 	}
-	d.say("next", "%s: export THROUGHLINE_CACHE_DIR=%s (the registry is gone, its evidence cached), approve %s as alice and bob (keys in %s)",
-		readme, cache, d.open, d.keys.dir)
+	d.say("next", "%s: staging accepted %s %s, production runs 1.6.0: the README's \"Promote the verified digest\" block promotes it",
+		readme, d.next.Version, short(d.next.Digest()))
 	return nil
 }
 
