@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"errors"
+	"sort"
 	"time"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
@@ -36,6 +37,33 @@ func Window(ctx context.Context, r *gitops.Repo, base, env string, now time.Time
 		return &exitcode.Refusal{Rule: c.Rule, File: promotion.PolicyFile, Field: c.Field, Reason: c.Reason}
 	}
 	return nil
+}
+
+// ClosedEnvironment is an environment that does not accept promotions.
+type ClosedEnvironment struct {
+	Environment string `json:"environment"`
+	window.Closed
+}
+
+// Closed lists, by name, the environments the policy at base closes at now
+// (its windows, a freeze): what promote status shows below its table.
+func Closed(ctx context.Context, r *gitops.Repo, base string, now time.Time) ([]ClosedEnvironment, error) {
+	pol, err := promotion.ReadPolicy(ctx, r, base)
+	if err != nil || pol == nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(pol.Environments))
+	for name := range pol.Environments {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []ClosedEnvironment
+	for _, name := range names {
+		if c := closedAt(name, pol.Environments[name], now); c != nil {
+			out = append(out, ClosedEnvironment{Environment: name, Closed: *c})
+		}
+	}
+	return out, nil
 }
 
 // closedAt is why env (its policy e, read at the base) does not accept a

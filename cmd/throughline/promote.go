@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promote"
 	"github.com/throughline-dev/throughline/promotion"
@@ -422,7 +423,9 @@ base branch, or when its record reached the base branch in the same or a later
 state (a squash or rebase merge); it is closed when its record is HALTED or
 REJECTED, or when a later attempt replaced it on the base branch. Merged and
 closed attempt branches are listed only with --all, each row saying which (the
-BRANCH column: base, open, merged or closed) and why.`
+BRANCH column: base, open, merged or closed) and why. Below the table (text
+output), each environment the policy closes now (outside its windows, in a
+freeze) with the rule and its next opening.`
 
 func (o *promoteStatusOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.repo, "repo", "", "the GitOps repository")
@@ -460,7 +463,22 @@ func (o *promoteStatusOptions) run(ctx context.Context, stdout io.Writer) error 
 	if o.output == "json" {
 		return writeJSON(stdout, rows)
 	}
-	return ledger.WriteStatusTable(stdout, rows)
+	if err := ledger.WriteStatusTable(stdout, rows); err != nil {
+		return err
+	}
+	// Below the table, the environments that take no promotion now.
+	base, err := r.BaseRev(ctx)
+	if err != nil {
+		return err
+	}
+	closed, err := gate.Closed(ctx, r, base, time.Now())
+	if err != nil {
+		return err
+	}
+	for _, c := range closed {
+		fmt.Fprintf(stdout, "closed: %s (%s, %s): %s\n", c.Environment, c.Rule, c.Field, c.Reason)
+	}
+	return nil
 }
 
 // pickedNote says, when no --branch was given, that the branch is the only

@@ -604,3 +604,19 @@ func TestPromoteRejectClosesPullRequest(t *testing.T) {
 		t.Fatalf("reject: %d %s %s, closed %v", r.code, r.stdout, r.stderr, closed)
 	}
 }
+
+// TestStatusShowsClosedEnvironments: promote status says, below its table,
+// which environment takes no promotion now and when it opens next.
+func TestStatusShowsClosedEnvironments(t *testing.T) {
+	top, root := promoteFixture(t)
+	from, until := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	pol := filepath.Join(root, promotion.PolicyFile)
+	writeTree(t, root, map[string]string{promotion.PolicyFile: strings.Replace(readFile(t, pol), "  production:\n",
+		"  production:\n    freezes:\n      - {name: year-end, from: \""+from+"\", until: \""+until+"\"}\n", 1)})
+	gittest.Run(t, top, "commit", "-q", "-am", "production frozen")
+	r := runCLI(t, "promote", "status", "--repo", root)
+	want := "closed: production (frozen, environments.production.freezes[0]): production does not accept promotions at "
+	if r.code != 0 || !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, "it opens next at "+until) || strings.Contains(r.stdout, "closed: staging") {
+		t.Fatalf("status: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
