@@ -158,14 +158,13 @@ func (s *Schedule) Check(t time.Time) *Closed {
 
 // closed says which field closes s at t and why ("" when open).
 func (s *Schedule) closed(t time.Time) (field, why string) {
-	for i, fr := range s.freezes {
-		if !t.Before(fr.From.Time) && t.Before(fr.Until.Time) {
-			why := fmt.Sprintf("freeze %q from %s until %s", fr.Name, stamp(fr.From.Time), stamp(fr.Until.Time))
-			if fr.Reason != "" {
-				why += " (" + fr.Reason + ")"
-			}
-			return fmt.Sprintf("environments.%s.freezes[%d]", s.env, i), why
+	if i := s.freezeAt(t); i >= 0 {
+		fr := s.freezes[i]
+		why := fmt.Sprintf("freeze %q from %s until %s", fr.Name, stamp(fr.From.Time), stamp(fr.Until.Time))
+		if fr.Reason != "" {
+			why += " (" + fr.Reason + ")"
 		}
+		return fmt.Sprintf("environments.%s.freezes[%d]", s.env, i), why
 	}
 	if len(s.windows) == 0 {
 		return "", ""
@@ -210,8 +209,23 @@ func (s *Schedule) next(t time.Time) time.Time {
 			return cand.UTC()
 		}
 		cur = cand
+		if i := s.freezeAt(cand); i >= 0 {
+			// Nothing inside the freeze opens: go on from its end (a
+			// window every minute would otherwise be walked minute by minute).
+			cur = s.freezes[i].Until.Add(-time.Nanosecond)
+		}
 	}
 	return time.Time{}
+}
+
+// freezeAt is the index of the first freeze of s that holds at t (-1: none).
+func (s *Schedule) freezeAt(t time.Time) int {
+	for i, fr := range s.freezes {
+		if !t.Before(fr.From.Time) && t.Before(fr.Until.Time) {
+			return i
+		}
+	}
+	return -1
 }
 
 // RollbackHeld reports whether e's windows and freezes hold a rollback.

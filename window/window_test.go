@@ -158,3 +158,21 @@ func TestCompileRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestNextJumpsOverFreeze: a window opening every minute inside a month's
+// freeze opens next when the freeze ends, not "no sooner than a year" (the
+// search steps over the freeze, not through each of its minutes).
+func TestNextJumpsOverFreeze(t *testing.T) {
+	t.Parallel()
+	s, err := Compile("production", v1alpha1.EnvironmentPolicy{
+		Windows: []v1alpha1.PromotionWindow{{Schedule: "* * * * *", Duration: dur(time.Minute)}},
+		Freezes: []v1alpha1.Freeze{{Name: "month", From: metav1.NewTime(at("2026-12-01T00:00:00Z")), Until: metav1.NewTime(at("2027-01-01T00:00:00Z"))}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Check(at("2026-12-03T10:00:00Z"))
+	if c == nil || c.Rule != RuleFrozen || !c.Next.Equal(at("2027-01-01T00:00:00Z")) {
+		t.Fatalf("%+v, want frozen until 2027-01-01T00:00:00Z", c)
+	}
+}
