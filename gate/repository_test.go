@@ -285,7 +285,7 @@ func TestCheck(t *testing.T) {
 		{"Flux Kustomization pointing at production", func(f *fixture) {
 			f.runByFlux()
 			p := "clusters/staging/checkout.yaml"
-			f.write(map[string]string{p: strings.Replace(f.read(p), "./"+staging, "./"+production, 1)})
+			f.write(map[string]string{p: strings.Replace(f.read(p), "path: ./"+staging, "path: ./"+production, 1)})
 		}, []string{RuleController}},
 		// Issue 32: the example used to deploy each checkout overlay with an
 		// Application and a Kustomization at once.
