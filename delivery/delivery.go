@@ -94,11 +94,15 @@ type Figures struct {
 	OpenedToApproved   Durations      `json:"openedToApproved"`
 	MergedToObserved   Durations      `json:"mergedToObserved"`
 	ObservedToAccepted Durations      `json:"observedToAccepted"`
+	// DORA are the four keys (docs/delivery-metrics.md#dora).
+	DORA DORA `json:"dora"`
 	// Invalid counts the files of this app and environment skipped.
 	Invalid int `json:"invalid"`
 
 	samples  map[Figure][]float64
 	attempts []float64
+	// window is the report's window (0: all of the history).
+	window time.Duration
 }
 
 // Durations summarize one duration, in seconds.
@@ -128,7 +132,8 @@ func (f *Figures) AttemptSamples() []float64 { return append([]float64(nil), f.a
 // newFigures are the empty figures of app in env, every outcome and known
 // class listed at 0.
 func newFigures(app, env string) *Figures {
-	f := &Figures{App: app, Environment: env, Outcomes: map[string]int{}, Halts: map[string]int{}, samples: map[Figure][]float64{}}
+	f := &Figures{App: app, Environment: env, Outcomes: map[string]int{}, Halts: map[string]int{}, samples: map[Figure][]float64{},
+		DORA: newDORA()}
 	for _, o := range []string{OutcomeAccepted, OutcomeHalted, OutcomeRejected, OutcomeOpen} {
 		f.Outcomes[o] = 0
 	}
@@ -150,6 +155,7 @@ func (f *Figures) summarize() {
 	f.ObservedToAccepted = durations(f.samples[ObservedToAccepted])
 	d := durations(f.attempts)
 	f.AttemptsPerPromotion = Summary{Median: d.Median, P90: d.P90, Max: d.Max}
+	f.DORA.summarize(f, f.window)
 }
 
 // durations summarizes samples (seconds).
@@ -203,6 +209,7 @@ func (r *Report) Bounded(limit int) []*Figures {
 // merge adds o's counts and samples to f (summarize after).
 func (f *Figures) merge(o *Figures) {
 	f.Promotions += o.Promotions
+	f.DORA.merge(o.DORA)
 	f.Attempts += o.Attempts
 	f.Invalid += o.Invalid
 	for k, v := range o.Outcomes {

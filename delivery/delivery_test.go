@@ -3,6 +3,8 @@ package delivery
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,6 +188,37 @@ func TestDeliveryHostile(t *testing.T) {
 				"promotion/late/staging.yaml": []byte(strings.Replace(string(data), late, early, 1))})
 		},
 		file: "promotion/late/staging.yaml", reason: "is before the previous entry",
+	}, {
+		// The story's search pause, then a version of its break-glass
+		// record that is not one: skipped and named, the pause still a
+		// change failure.
+		name: "malformed break-glass record",
+		twist: func(t *testing.T, f *chainfixture.Repo) {
+			f.Commit("broken break-glass record", map[string][]byte{"breakglass/staging/search.yaml": []byte("schemaVersion: [")})
+		},
+		file: "breakglass/staging/search.yaml", reason: "breakglass/staging/search.yaml",
+		check: func(t *testing.T, rep *Report) {
+			if d := find(t, rep, "search", "staging").DORA; d.ChangeFailures[FailureBreakGlass] != 1 {
+				t.Errorf("search/staging: %+v, want the pause counted once", d)
+			}
+		},
+	}, {
+		// A break-glass record naming another app than its path: not a
+		// pause of either.
+		name: "break-glass record of another app",
+		twist: func(t *testing.T, f *chainfixture.Repo) {
+			data, err := f.Repo.ReadFile(context.Background(), "main", "breakglass/staging/search.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Commit("search's pause filed under checkout", map[string][]byte{"breakglass/staging/checkout.yaml": data})
+		},
+		file: "breakglass/staging/checkout.yaml", reason: "search",
+		check: func(t *testing.T, rep *Report) {
+			if d := find(t, rep, "checkout", "staging").DORA; d.ChangeFailures[FailureBreakGlass] != 0 {
+				t.Errorf("checkout/staging: %+v, want no pause", d)
+			}
+		},
 	}, {
 		name: "malformed evidence",
 		twist: func(t *testing.T, f *chainfixture.Repo) {
@@ -438,5 +471,53 @@ func TestDeliveryReaderRemembers(t *testing.T) {
 	fresh := read(t, f, time.Time{})
 	if a, b := marshal(t, again), marshal(t, fresh); string(a) != string(b) {
 		t.Fatalf("remembered:\n%s\nfresh:\n%s", a, b)
+	}
+}
+
+// TestDORAStory: the four keys of the chain view's story, each pair's
+// figures as the story makes them: checkout through staging to production,
+// web HALTED in production and never restored, cart rolled back (a
+// deployment, a failure restored by its own acceptance, no lead time),
+// search paused by break-glass after its acceptance.
+func TestDORAStory(t *testing.T) {
+	t.Parallel()
+	f := chainfixture.New(t, example)
+	rep := read(t, f, time.Time{})
+	for _, tc := range []struct {
+		pair                 string
+		deployments, leads   int
+		lead                 time.Duration
+		failures             map[string]int
+		rate                 float64
+		restores, unrestored int
+		restore              time.Duration
+	}{
+		{"checkout/staging", 1, 1, 50 * time.Minute, nil, 0, 0, 0, 0},
+		// From staging's candidacy: the artifact's lead time spans both.
+		{"checkout/production", 1, 1, 2 * time.Hour, nil, 0, 0, 0, 0},
+		{"web/production", 0, 0, 0, map[string]int{FailureHalted: 1}, 1, 0, 1, 0},
+		{"cart/production", 3, 2, time.Hour, map[string]int{FailureRollback: 1}, 1.0 / 3, 1, 0, time.Hour},
+		{"search/staging", 1, 1, 50 * time.Minute, map[string]int{FailureBreakGlass: 1}, 1, 0, 1, 0},
+	} {
+		app, env, _ := strings.Cut(tc.pair, "/")
+		d := find(t, rep, app, env).DORA
+		failures := map[string]int{FailureHalted: 0, FailureRollback: 0, FailureBreakGlass: 0}
+		for k, n := range tc.failures {
+			failures[k] = n
+		}
+		if d.Deployments != tc.deployments || d.LeadTime.Count != tc.leads || d.LeadTime.Median != tc.lead.Seconds() ||
+			!maps.Equal(d.ChangeFailures, failures) || math.Abs(d.ChangeFailureRate-tc.rate) > 1e-9 ||
+			d.TimeToRestore.Count != tc.restores || d.TimeToRestore.Median != tc.restore.Seconds() || d.Unrestored != tc.unrestored {
+			t.Errorf("%s: %+v", tc.pair, d)
+		}
+		if d.DeploymentsPerDay != 0 {
+			t.Errorf("%s: %g deployments per day without a window", tc.pair, d.DeploymentsPerDay)
+		}
+	}
+	// Over the story's last 50 hours (two days and two hours): the same
+	// deployments, per day.
+	window := read(t, f, chainfixture.T0)
+	if d := find(t, window, "cart", "production").DORA; d.Deployments != 3 || math.Abs(d.DeploymentsPerDay-3/(50.0/24)) > 1e-9 {
+		t.Errorf("cart/production over a day: %+v", d)
 	}
 }

@@ -13,11 +13,7 @@ import (
 // measure counts every attempt whose last event is in the window.
 func (rd *Reader) measure(ctx context.Context, rep *Report, reg *environment.Registry, attempts map[string]*attempt, since time.Time,
 	fig func(app, env string) *Figures) error {
-	ids := make([]string, 0, len(attempts))
-	for id := range attempts {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := sortedIDs(attempts)
 	type promo struct{ app, env, digest string }
 	perPromotion := map[promo]int{}
 	for _, id := range ids {
@@ -50,6 +46,16 @@ func (rd *Reader) measure(ctx context.Context, rep *Report, reg *environment.Reg
 		f.attempts = append(f.attempts, float64(perPromotion[k]))
 	}
 	return nil
+}
+
+// sortedIDs are the promotion ids of attempts, sorted.
+func sortedIDs(attempts map[string]*attempt) []string {
+	ids := make([]string, 0, len(attempts))
+	for id := range attempts {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 // durations adds a's measured durations to f; times in the wrong order

@@ -50,6 +50,18 @@ var (
 		"Attempts not decided yet (CANDIDATE, VERIFIED, APPROVED or RECONCILING).", pairLabels, nil)
 	descHalts = prometheus.NewDesc("throughline_delivery_halts_total", "HALTED attempts by failure class (source, render, live, runtime, "+
 		"unclassified: evidence without a class, unrecorded: no usable evidence, other).", append(pairLabels, "class"), nil)
+	descDORADeployments = prometheus.NewDesc("throughline_dora_deployments_total",
+		"DORA deployment frequency: ACCEPTED attempts (rollbacks included).", pairLabels, nil)
+	descDORALeadTime = prometheus.NewDesc("throughline_dora_lead_time_seconds",
+		"DORA lead time: from the artifact's candidacy (its first record of the app) to an ACCEPTED decision that is not a rollback.",
+		pairLabels, nil)
+	descDORAFailures = prometheus.NewDesc("throughline_dora_change_failures_total",
+		"DORA change failures by kind: halted (a HALTED attempt), rollback (an accepted rollback), break-glass (a reconciliation pause).",
+		append(pairLabels, "kind"), nil)
+	descDORARestore = prometheus.NewDesc("throughline_dora_time_to_restore_seconds",
+		"DORA time to restore: from a change failure to the next ACCEPTED decision of the app in the environment.", pairLabels, nil)
+	descDORAUnrestored = prometheus.NewDesc("throughline_dora_unrestored_failures",
+		"Change failures not followed by an ACCEPTED decision yet.", pairLabels, nil)
 	descInvalid = prometheus.NewDesc("throughline_delivery_invalid_files",
 		"Record versions and evidence files skipped at the revision read (times in the wrong order, unparsable, no promotion).", nil, nil)
 	descRefreshed = prometheus.NewDesc("throughline_delivery_last_refresh_timestamp_seconds",
@@ -90,7 +102,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, m := range Measured {
 		ch <- descDuration[m]
 	}
-	for _, d := range []*prometheus.Desc{descPromotions, descAttempts, descDecisions, descOpen, descHalts, descInvalid, descRefreshed, descErrors} {
+	for _, d := range []*prometheus.Desc{descPromotions, descAttempts, descDecisions, descOpen, descHalts,
+		descDORADeployments, descDORALeadTime, descDORAFailures, descDORARestore, descDORAUnrestored,
+		descInvalid, descRefreshed, descErrors} {
 		ch <- d
 	}
 }
@@ -116,6 +130,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for class, n := range metricHalts(f.Halts) {
 			ch <- prometheus.MustNewConstMetric(descHalts, prometheus.CounterValue, float64(n), f.App, f.Environment, class)
 		}
+		d := f.DORA
+		ch <- prometheus.MustNewConstMetric(descDORADeployments, prometheus.CounterValue, float64(d.Deployments), f.App, f.Environment)
+		ch <- histogram(descDORALeadTime, f.Samples(LeadTime), DurationBuckets, f.App, f.Environment)
+		for _, k := range FailureKinds {
+			ch <- prometheus.MustNewConstMetric(descDORAFailures, prometheus.CounterValue, float64(d.ChangeFailures[k]), f.App, f.Environment, k)
+		}
+		ch <- histogram(descDORARestore, f.Samples(TimeToRestore), DurationBuckets, f.App, f.Environment)
+		ch <- prometheus.MustNewConstMetric(descDORAUnrestored, prometheus.GaugeValue, float64(d.Unrestored), f.App, f.Environment)
 	}
 	ch <- prometheus.MustNewConstMetric(descInvalid, prometheus.GaugeValue, float64(c.invalid))
 	var at float64

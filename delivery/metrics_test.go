@@ -43,7 +43,17 @@ func TestDeliveryMetricsCollector(t *testing.T) {
 	}
 	halts := map[string]float64{}
 	classes := map[string]bool{}
+	failures := map[string]float64{}
 	for _, mf := range mfs {
+		if mf.GetName() == "throughline_dora_change_failures_total" {
+			for _, m := range mf.GetMetric() {
+				l := map[string]string{}
+				for _, p := range m.GetLabel() {
+					l[p.GetName()] = p.GetValue()
+				}
+				failures[l["app"]+"/"+l["environment"]+" "+l["kind"]] = m.GetCounter().GetValue()
+			}
+		}
 		if mf.GetName() != "throughline_delivery_halts_total" {
 			continue
 		}
@@ -60,6 +70,12 @@ func TestDeliveryMetricsCollector(t *testing.T) {
 	}
 	if halts[ClassOther] != 1 || halts[ClassLive] != 0 || len(halts) != 5 {
 		t.Fatalf("quota's halts: %v", halts)
+	}
+	for k, want := range map[string]float64{"quota/staging halted": 1, "cart/production rollback": 1, "search/staging break-glass": 1,
+		"web/production halted": 1, "checkout/production halted": 0} {
+		if failures[k] != want {
+			t.Errorf("throughline_dora_change_failures_total %s = %g, want %g", k, failures[k], want)
+		}
 	}
 	for c := range classes {
 		if !metricClasses[c] && c != ClassOther {

@@ -95,6 +95,9 @@ func (rd *Reader) Read(ctx context.Context, opts Options) (*Report, error) {
 		k := [2]string{app, env}
 		if pairs[k] == nil {
 			pairs[k] = newFigures(app, env)
+			if !opts.Since.IsZero() {
+				pairs[k].window = opts.Now.Sub(opts.Since)
+			}
 		}
 		return pairs[k]
 	}
@@ -106,6 +109,9 @@ func (rd *Reader) Read(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	if err := rd.measure(ctx, rep, reg, attempts, opts.Since, fig); err != nil {
+		return nil, err
+	}
+	if err := rd.dora(ctx, rev, rep, attempts, opts.Since, fig); err != nil {
 		return nil, err
 	}
 	for _, f := range pairs {

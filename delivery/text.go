@@ -31,6 +31,8 @@ func (rep *Report) WriteText(w io.Writer) error {
 	}
 	if len(rep.Apps) == 0 {
 		fmt.Fprintln(w, "No attempt in the window.")
+	} else if err := rep.writeDORA(w); err != nil {
+		return err
 	}
 	for _, p := range rep.Problems {
 		at := ""
@@ -66,4 +68,25 @@ func halts(m map[string]int) string {
 	}
 	sort.Strings(other)
 	return strings.Join(append(parts, other...), " ")
+}
+
+// writeDORA writes the four keys of each app and environment.
+func (rep *Report) writeDORA(w io.Writer) error {
+	fmt.Fprintln(w, "\nDORA (lead time from candidacy; change failures: halted, rolled back, break-glass; durations: median/p90)")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "APP\tENV\tDEPLOYMENTS\tPER DAY\tLEAD TIME\tCHANGE FAILURE RATE\tFAILURES\tTIME TO RESTORE\tUNRESTORED")
+	for _, f := range rep.Apps {
+		d := f.DORA
+		perDay := "-"
+		if rep.Since != nil {
+			perDay = fmt.Sprintf("%.2f", d.DeploymentsPerDay)
+		}
+		var kinds []string
+		for _, k := range FailureKinds {
+			kinds = append(kinds, fmt.Sprintf("%s=%d", k, d.ChangeFailures[k]))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%.0f%%\t%s\t%s\t%d\n", f.App, f.Environment, d.Deployments, perDay, medianP90(d.LeadTime),
+			100*d.ChangeFailureRate, strings.Join(kinds, " "), medianP90(d.TimeToRestore), d.Unrestored)
+	}
+	return tw.Flush()
 }
