@@ -7,10 +7,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -147,7 +150,7 @@ func TestNotifierFromImage(t *testing.T) {
 	playSynced(t, ctx, c, app, desired, src, dst)
 
 	key := sshkey.NewNotifier(t, "production")
-	serve, logs := startImageServe(t, ctx, api, bin, gs.URL+"/org/gitops.git", token, key)
+	serve, logs, metrics := startImageServe(t, ctx, api, bin, gs.URL+"/org/gitops.git", token, key)
 	ev := waitEvidence(t, ctx, gitEnv, withCreds, app, desired, key)
 	pods := 0
 	for _, p := range ev.Pods {
@@ -159,6 +162,10 @@ func TestNotifierFromImage(t *testing.T) {
 	if ev.Decision != promotion.Accepted || pods != 2 || ev.Acceptance != ns+"/"+app || ev.ArtifactDigest != index.Digest {
 		t.Fatalf("evidence: decision %s (%s), %d Pods, Acceptance %s, digest %s", ev.Decision, ev.Reason, pods, ev.Acceptance, ev.ArtifactDigest)
 	}
+	// Issue 40: the acceptance is a deployment on /metrics, under the
+	// documented names (docs/delivery-metrics.md), read from the
+	// notifier's in-process clone.
+	waitDeliveryMetrics(t, ctx, metrics, root, fmt.Sprintf(`throughline_dora_deployments_total{app=%q,environment="production"} 1`, app))
 	cancel()
 	_ = serve.Wait()
 	if strings.Contains(logs.String(), token) {
@@ -228,7 +235,8 @@ func playSynced(t *testing.T, ctx context.Context, c client.Client, app, rev str
 
 // startImageServe runs the image's binary as deploy/serve does, with the
 // notifier on, an empty PATH and HOME, and the secrets in files.
-func startImageServe(t *testing.T, ctx context.Context, api *testenv.APIServer, bin, gitURL, token string, key sshkey.Notifier) (*exec.Cmd, *bytes.Buffer) {
+func startImageServe(t *testing.T, ctx context.Context, api *testenv.APIServer, bin, gitURL, token string,
+	key sshkey.Notifier) (cmd *exec.Cmd, logs *bytes.Buffer, metricsAddr string) {
 	t.Helper()
 	kubeconfig, err := api.Kubeconfig("throughline-serve", "")
 	must(t, err)
@@ -237,15 +245,16 @@ func startImageServe(t *testing.T, ctx context.Context, api *testenv.APIServer, 
 	must(t, os.WriteFile(tokenFile, []byte(token+"\n"), 0o600))
 	must(t, os.WriteFile(argoFile, []byte("argocd-webhook-t0ken\n"), 0o600))
 	must(t, os.WriteFile(keyFile, key.PrivatePEM(t), 0o600))
-	cmd := exec.CommandContext(ctx, bin, "serve", "--leader-elect=false", "--log-format=json",
-		"--health-probe-bind-address", freeAddr(t), "--metrics-bind-address", "0",
+	metricsAddr = freeAddr(t)
+	cmd = exec.CommandContext(ctx, bin, "serve", "--leader-elect=false", "--log-format=json",
+		"--health-probe-bind-address", freeAddr(t), "--metrics-bind-address", metricsAddr, "--delivery-metrics-interval", "1s",
 		"--registry-cache-dir", filepath.Join(t.TempDir(), "registry"), "--pending-requeue", "1s",
 		"--notifier-bind-address", freeAddr(t), "--notifier-repo", filepath.Join(t.TempDir(), "gitops"),
 		"--notifier-git-url", gitURL, "--notifier-git-username", "x-access-token", "--notifier-git-token-file", tokenFile,
 		"--notifier-argocd-token-file", argoFile, "--notifier-resync-interval", "2s", "--notifier-evidence-key-file", keyFile)
 	empty := t.TempDir()
 	cmd.Env = []string{"PATH=" + empty, "HOME=" + empty, "KUBECONFIG=" + kubeconfig}
-	logs := &bytes.Buffer{}
+	logs = &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	must(t, cmd.Start())
@@ -254,7 +263,48 @@ func startImageServe(t *testing.T, ctx context.Context, api *testenv.APIServer, 
 			t.Logf("serve (from the image) log:\n%s", logs.String())
 		}
 	})
-	return cmd, logs
+	return cmd, logs, metricsAddr
+}
+
+// waitDeliveryMetrics waits until serve's /metrics at addr holds the
+// sample want, then checks that the delivery and DORA metric families it
+// exports are exactly those docs/delivery-metrics.md's table lists.
+func waitDeliveryMetrics(t *testing.T, ctx context.Context, addr, root, want string) {
+	t.Helper()
+	var body string
+	for !strings.Contains(body, want) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no %s on /metrics: %v\n%s", want, ctx.Err(), body)
+		case <-time.After(time.Second):
+		}
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			continue // not listening yet
+		}
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+		_ = resp.Body.Close()
+		must(t, err)
+		body = string(b)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "delivery-metrics.md"))
+	must(t, err)
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `(throughline_[a-z_]+)` \\|").FindAllStringSubmatch(string(doc), -1) {
+		documented[m[1]] = true
+	}
+	exported := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^# TYPE (throughline_(?:delivery|dora)_[a-z_]+) `).FindAllStringSubmatch(body, -1) {
+		exported[m[1]] = true
+		if !documented[m[1]] {
+			t.Errorf("/metrics exports %s, which docs/delivery-metrics.md does not list", m[1])
+		}
+	}
+	for name := range documented {
+		if !exported[name] {
+			t.Errorf("docs/delivery-metrics.md lists %s, which /metrics does not export", name)
+		}
+	}
 }
 
 // waitEvidence waits until main on the Git server holds app's record
