@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/throughline-dev/throughline/acceptance"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
@@ -16,6 +18,7 @@ import (
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
+	"github.com/throughline-dev/throughline/tracing"
 )
 
 // Rules of the PR gate's findings (Finding.Rule).
@@ -124,11 +127,23 @@ type promotionCheck struct {
 // exactly what head renders. Every reason to refuse is listed in the
 // report (OK false); an error is a failure to decide (exit 4 for an invalid
 // record, policy or manifest).
-func CheckPromotion(ctx context.Context, r *gitops.Repo, req Request) (*PromotionReport, error) {
+func CheckPromotion(ctx context.Context, r *gitops.Repo, req Request) (rep *PromotionReport, err error) {
+	ctx, span := tracing.Start(ctx, "gate.promotion", attribute.String("throughline.base", req.Base), attribute.String("throughline.head", req.Head))
+	defer func() {
+		var found []Finding
+		if rep != nil {
+			found = rep.Findings
+		}
+		endCheck(span, rep != nil && rep.OK, found, err)
+	}()
 	c := &promotionCheck{r: r, req: req}
 	stop, err := c.record(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if c.rec != nil {
+		span.SetAttributes(tracing.App.String(c.rec.App), tracing.Environment.String(c.rec.Target.Environment),
+			tracing.PromotionID.String(c.rec.PromotionID), tracing.Digest.String(c.rec.Artifact.Digest))
 	}
 	if stop {
 		return c.rep, nil
@@ -141,15 +156,41 @@ func CheckPromotion(ctx context.Context, r *gitops.Repo, req Request) (*Promotio
 		return nil, err
 	}
 	defer func() { _ = c.ht.Close() }()
-	for _, step := range []func(context.Context) error{c.registry, c.window, c.files, c.valuesSchema, c.renderDiff, c.policy, c.charts, c.acceptance,
-		c.evidence, c.approval, c.signedApprovals, c.drift, c.recordedTags, c.supplyChain} {
-		if err := step(ctx); errors.Is(err, errStopCheck) {
+	for _, st := range []struct {
+		name string
+		run  func(context.Context) error
+	}{{"registry", c.registry}, {"window", c.window}, {"files", c.files}, {"values-schema", c.valuesSchema}, {"render-diff", c.renderDiff},
+		{"policy", c.policy}, {"charts", c.charts}, {"acceptance", c.acceptance}, {"evidence", c.evidence}, {"approval", c.approval},
+		{"signed-approvals", c.signedApprovals}, {"drift", c.drift}, {"recorded-tags", c.recordedTags}, {"supply-chain", c.supplyChain}} {
+		err := step(ctx, st.name, &c.rep.Findings, st.run)
+		if errors.Is(err, errStopCheck) {
 			break
 		} else if err != nil {
 			return nil, err
 		}
 	}
 	return c.rep.finish(), nil
+}
+
+// step runs one step of a gate in its span ("gate.step", named by
+// throughline.step), which lists the rules of the findings it added to
+// *findings.
+func step(ctx context.Context, name string, findings *[]Finding, run func(context.Context) error) error {
+	ctx, span := tracing.Start(ctx, "gate.step", attribute.String("throughline.step", name))
+	before := len(*findings)
+	err := run(ctx)
+	var rules []string
+	for _, f := range (*findings)[before:] {
+		rules = append(rules, f.Rule)
+	}
+	span.SetAttributes(tracing.Rules.StringSlice(rules))
+	spanErr := err
+	if errors.Is(err, errStopCheck) {
+		span.SetAttributes(attribute.Bool("throughline.stopped", true))
+		spanErr = nil // a finding stopped the gate: a verdict, not a failure
+	}
+	tracing.End(span, spanErr)
+	return err
 }
 
 // record resolves the revisions, lists the changed files and reads the one

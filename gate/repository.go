@@ -7,11 +7,14 @@ import (
 	"sort"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/render"
+	"github.com/throughline-dev/throughline/tracing"
 )
 
 // Rules of the repository check's findings (Finding.Rule).
@@ -137,7 +140,15 @@ type repoCheck struct {
 // RuleMultiSource) are listed in the report (OK false). An error is a
 // failure to decide: exit 2 for a revision that does not resolve, exit 4
 // for an invalid policy, manifest or controller file.
-func CheckRepository(ctx context.Context, r *gitops.Repo, req Request) (*RepositoryReport, error) {
+func CheckRepository(ctx context.Context, r *gitops.Repo, req Request) (rep *RepositoryReport, err error) {
+	ctx, span := tracing.Start(ctx, "gate.repository", attribute.String("throughline.base", req.Base), attribute.String("throughline.head", req.Head))
+	defer func() {
+		var found []Finding
+		if rep != nil {
+			found = rep.Findings
+		}
+		endCheck(span, rep != nil && rep.OK, found, err)
+	}()
 	c := &repoCheck{r: r, req: req, blobs: map[string]map[string][]byte{}}
 	if err := c.start(ctx, req); err != nil {
 		return nil, err
@@ -145,7 +156,6 @@ func CheckRepository(ctx context.Context, r *gitops.Repo, req Request) (*Reposit
 	if !c.reg.Configured() {
 		return c.finish(), nil
 	}
-	var err error
 	if c.bt, err = r.Tree(ctx, c.rep.MergeBase); err != nil {
 		return nil, err
 	}
@@ -154,21 +164,16 @@ func CheckRepository(ctx context.Context, r *gitops.Repo, req Request) (*Reposit
 		return nil, err
 	}
 	defer func() { _ = c.ht.Close() }()
-	if c.base, err = c.load(ctx, c.bt); err != nil {
-		return nil, err
-	}
-	if c.head, err = c.load(ctx, c.ht); err != nil {
-		return nil, err
-	}
-	c.differences()
-	if err := c.trusted(ctx); err != nil {
-		return nil, err
-	}
-	if err := c.structure(ctx); err != nil {
-		return nil, err
-	}
-	if err := c.judges(ctx); err != nil {
-		return nil, err
+	for _, st := range []struct {
+		name string
+		run  func(context.Context) error
+	}{{"render-base", func(ctx context.Context) (err error) { c.base, err = c.load(ctx, c.bt); return err }},
+		{"render-head", func(ctx context.Context) (err error) { c.head, err = c.load(ctx, c.ht); return err }},
+		{"differences", func(context.Context) error { c.differences(); return nil }},
+		{"trusted", c.trusted}, {"structure", c.structure}, {"judges", c.judges}} {
+		if err := step(ctx, st.name, &c.rep.Findings, st.run); err != nil {
+			return nil, err
+		}
 	}
 	return c.finish(), nil
 }

@@ -8,12 +8,14 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/tracing"
 )
 
 // Failure classes, as counted in metrics and written in evidence.
@@ -118,20 +120,52 @@ func (p *Processor) Process(ctx context.Context, ev Event) (*evidence.Written, e
 	}
 	resolveRevision(&ev, kind)
 	decide := func(ctx context.Context, rec *promotion.Record, tip string) (*evidence.Record, error) {
-		return p.decide(ctx, ev, rec, tip)
+		ctx, span := tracing.Start(ctx, "notifier.decide", tracing.PromotionID.String(rec.PromotionID),
+			tracing.Digest.String(rec.Artifact.Digest), attribute.String("throughline.tip", tip))
+		out, err := p.decide(ctx, ev, rec, tip)
+		if out != nil {
+			span.SetAttributes(attribute.String("throughline.decision", string(out.Decision)), attribute.String("throughline.class", out.Class))
+		}
+		spanErr := err
+		var wait *WaitError
+		if errors.As(err, &wait) {
+			span.SetAttributes(attribute.String("throughline.waiting", wait.Reason))
+			spanErr = nil // waiting is an outcome, not a failure
+		}
+		tracing.End(span, spanErr)
+		return out, err
 	}
-	w, err := p.Git.Write(ctx, ev.App, ev.Environment, ev.Revision, decide)
+	wctx, span := tracing.Start(ctx, "notifier.write", tracing.App.String(ev.App), tracing.Environment.String(ev.Environment),
+		tracing.Revision.String(ev.Revision))
+	w, err := p.Git.Write(wctx, ev.App, ev.Environment, ev.Revision, decide)
+	if err == nil {
+		span.SetAttributes(attribute.String("throughline.commit", w.Commit), attribute.Bool("throughline.duplicate", w.Duplicate))
+	}
 	var wait *WaitError
+	tracing.End(span, func() error {
+		if errors.As(err, &wait) {
+			return nil
+		}
+		return err
+	}())
 	if errors.As(err, &wait) && wait.Waiting != nil && p.Status != nil && p.waitChanged(wait.Waiting) {
-		p.Status(wait.Waiting)
+		p.status(ctx, wait.Waiting)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if !w.Duplicate && p.Status != nil {
-		p.Status(w.Evidence)
+		p.status(ctx, w.Evidence)
 	}
 	return w, nil
+}
+
+// status posts ev through p.Status in its own span.
+func (p *Processor) status(ctx context.Context, ev *evidence.Record) {
+	_, span := tracing.Start(ctx, "notifier.status", tracing.PromotionID.String(ev.PromotionID),
+		attribute.String("throughline.decision", string(ev.Decision)))
+	p.Status(ev)
+	span.End()
 }
 
 func (p *Processor) now() time.Time {

@@ -16,6 +16,7 @@
 package notifier
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -35,11 +36,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
 	"golang.org/x/time/rate"
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/tracing"
 )
 
 // Defaults of Config.
@@ -111,9 +114,14 @@ type Config struct {
 // Delivery is what is logged about one delivery.
 type Delivery struct {
 	Source, Sender, Result, App, Environment, Revision, Commit string
-	Status                                                     int
-	Err                                                        error
-	Duration                                                   time.Duration
+	// PromotionID is the attempt the delivery decided or waits on, where
+	// the answer names one; TraceID is the trace of the delivery's span
+	// (docs/operations.md#traces): the log line, the span and the record
+	// share them.
+	PromotionID, TraceID string
+	Status               int
+	Err                  error
+	Duration             time.Duration
 }
 
 // Handler is the notifier's HTTP handler.
@@ -208,9 +216,24 @@ type reply struct {
 func (h *Handler) receive(source string, auth func(r *http.Request, body []byte) bool, decode func([]byte) (Event, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		d := Delivery{Source: source, Sender: sender(r)}
+		// A span per delivery, in the sender's trace when its request
+		// carries one (traceparent); its attributes name the app, the
+		// environment and the outcome, never the body or a header's value.
+		ctx, span := tracing.Start(tracing.FromRequest(r.Context(), r.Header), "notifier.delivery",
+			attribute.String("throughline.source", source))
+		d := Delivery{Source: source, Sender: sender(r), TraceID: tracing.TraceID(ctx)}
 		answer := func(status int, rep reply) {
-			d.Status, d.Result, d.Duration = status, rep.Result, time.Since(start)
+			d.Status, d.Result, d.Duration, d.PromotionID = status, rep.Result, time.Since(start), rep.PromotionID
+			span.SetAttributes(tracing.App.String(d.App), tracing.Environment.String(d.Environment), tracing.Revision.String(d.Revision),
+				tracing.Result.String(rep.Result), tracing.PromotionID.String(rep.PromotionID), attribute.Int("http.response.status_code", status))
+			if d.Commit != "" {
+				span.SetAttributes(attribute.String("throughline.commit", d.Commit))
+			}
+			var failed error // a failure to decide, not a refusal, a wait or an ignored delivery
+			if rep.Result == resultError {
+				failed = cmp.Or(d.Err, errors.New(rep.Reason))
+			}
+			tracing.End(span, failed)
 			if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
 				w.Header().Set("Retry-After", strconv.Itoa(int(h.cfg.RetryAfter/time.Second)))
 			}
@@ -297,7 +320,7 @@ func (h *Handler) receive(source string, auth func(r *http.Request, body []byte)
 			answer(http.StatusServiceUnavailable, reply{Result: resultBusy})
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.cfg.ProcessTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.ProcessTimeout)
 		defer cancel()
 		written, err := h.proc.Process(ctx, ev)
 		d.Err = err

@@ -186,7 +186,7 @@ func logDelivery(log zerolog.Logger, d notifier.Delivery) {
 	}
 	ev.Str("source", d.Source).Str("sender", d.Sender).Int("status", d.Status).Str("result", d.Result).
 		Str("app", d.App).Str("environment", d.Environment).Str("revision", d.Revision).Str("commit", d.Commit).
-		Dur("took", d.Duration).Msg("delivery")
+		Str("promotionId", d.PromotionID).Str("traceId", d.TraceID).Dur("took", d.Duration).Msg("delivery")
 }
 
 // The resync runs on the elected leader only.

@@ -17,6 +17,7 @@ import (
 	"github.com/throughline-dev/throughline/internal/cli"
 	"github.com/throughline-dev/throughline/render"
 	"github.com/throughline-dev/throughline/render/helmrender"
+	"github.com/throughline-dev/throughline/tracing"
 )
 
 // version is stamped at build time (-ldflags "-X main.version=...").
@@ -42,7 +43,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	// Traces (docs/operations.md#traces): off unless OTEL_EXPORTER_OTLP_*
+	// names an endpoint; a TRACEPARENT in the environment makes the gate's
+	// and the notifier's spans children of the caller's.
+	ctx = tracing.FromEnvironment(ctx)
+	shutdown, err := tracing.Setup(ctx, "throughline")
+	if err != nil {
+		return exitCode(exitcode.Usagef("tracing: %v", err), stderr)
+	}
+	defer func() {
+		flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = shutdown(flush) // spans not exported in time are lost, never the command's result
+	}()
+	err = root.ExecuteContext(ctx)
 	return exitCode(err, stderr)
 }
 

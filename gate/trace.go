@@ -1,0 +1,24 @@
+package gate
+
+import (
+	"slices"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/throughline-dev/throughline/tracing"
+)
+
+// endCheck ends a gate's span with its verdict: ok, the number of
+// findings and their rules (each once), or the failure to decide.
+func endCheck(span trace.Span, ok bool, findings []Finding, err error) {
+	var rules []string
+	for _, f := range findings {
+		if !slices.Contains(rules, f.Rule) {
+			rules = append(rules, f.Rule)
+		}
+	}
+	span.SetAttributes(attribute.Bool("throughline.ok", ok && err == nil), attribute.Int("throughline.findings", len(findings)),
+		tracing.Rules.StringSlice(rules))
+	tracing.End(span, err)
+}
