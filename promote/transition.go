@@ -357,13 +357,31 @@ func Reconcile(ctx context.Context, r *gitops.Repo, req ReconcileRequest) (t *Tr
 		if !errors.As(werr, &closed) && werr != nil {
 			return "", werr
 		}
+		overridden := ""
 		if closed != nil {
-			reason := fmt.Sprintf("merged at %s while %s is closed (%s): %s", gitrepo.Short(revision), req.To, closed.Rule, closed.Reason)
-			return fmt.Sprintf("promotion %s: HALTED: %s\n", rec.PromotionID, reason), exitcode.RefuseErr(RuleTransition,
-				rec.Stop(promotion.Halted, reason, req.Now, req.By))
+			// Signed freeze overrides lift the closure only while enough of
+			// them are valid and unexpired now, at reconcile.
+			v, err := gate.ReconcileOverrides(ctx, r, base, rec, in, req.Now)
+			if err != nil {
+				return "", err
+			}
+			if v.Covers() {
+				overridden = fmt.Sprintf("\n%s is closed (%s): %s\n", req.To, closed.Rule, v.Summary())
+				closed = nil
+			} else {
+				if len(rec.Overrides) > 0 { // the refusal and the record say why the overrides fall short
+					closed.Reason += "; " + v.Summary()
+					for _, f := range v.Findings {
+						closed.Reason += "; " + f.Reason
+					}
+				}
+				reason := fmt.Sprintf("merged at %s while %s is closed (%s): %s", gitrepo.Short(revision), req.To, closed.Rule, closed.Reason)
+				return fmt.Sprintf("promotion %s: HALTED: %s\n", rec.PromotionID, reason), exitcode.RefuseErr(RuleTransition,
+					rec.Stop(promotion.Halted, reason, req.Now, req.By))
+			}
 		}
-		return fmt.Sprintf("promotion %s: RECONCILING %s\n", rec.PromotionID, desiredNote(digest, revision)), exitcode.RefuseErr(RuleTransition,
-			reconcileTo(rec, digest, revision, req.Now, req.By))
+		return fmt.Sprintf("promotion %s: RECONCILING %s\n%s", rec.PromotionID, desiredNote(digest, revision), overridden),
+			exitcode.RefuseErr(RuleTransition, reconcileTo(rec, digest, revision, req.Now, req.By))
 	}, pin)
 	if err != nil {
 		return t, revision, err
