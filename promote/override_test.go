@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	sigyaml "sigs.k8s.io/yaml"
+
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/internal/sshkey"
+	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/window"
 )
@@ -391,5 +394,77 @@ func TestFreezeOverrideNeedsApprovers(t *testing.T) {
 		if !contains(rules(rep), r) {
 			t.Errorf("rules %v, want %s", rules(rep), r)
 		}
+	}
+}
+
+// TestProposeForOverride: a closed production takes a new attempt only
+// when asked for an override; the attempt then goes in with bob's signed
+// override and not before.
+func TestProposeForOverride(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	f, k := signedFixture(t, "1")
+	f.closeProduction(longFreeze(now))
+	f.commit("production frozen")
+	req := ProposeRequest{App: "checkout", From: "staging", To: "production", Path: production, Renderer: renderer, Now: now}
+	_, err := Propose(context.Background(), f.repo, req)
+	refusedBy(t, err, window.RuleFrozen)
+	req.ForOverride = true
+	p, err := Propose(context.Background(), f.repo, req)
+	must(t, err)
+	if !strings.HasPrefix(p.Closed, window.RuleFrozen+" (environments.production.freezes[0]): ") {
+		t.Fatalf("proposal for an override: closed %q", p.Closed)
+	}
+	_, err = Verify(context.Background(), f.repo, VerifyRequest{App: "checkout", To: "production", Now: now})
+	must(t, err)
+	_, err = f.approve(k.alice)
+	must(t, err)
+	if rep := f.check(p.Branch, now); rep.OK || strings.Join(rules(rep), " ") != window.RuleFrozen {
+		t.Fatalf("approved without an override: %v %q", rules(rep), rep.Refusals)
+	}
+	_, err = f.override(k.bob, now, time.Hour)
+	must(t, err)
+	if rep := f.check(p.Branch, now); !rep.OK {
+		t.Fatalf("with bob's override: %q", rep.Refusals)
+	}
+}
+
+// TestRollbackForOverride: a freeze holds a rollback (rollbackInFreeze
+// hold); opened for an override it goes in with an approver's signed
+// override.
+func TestRollbackForOverride(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	f, _ := newRollbackFixture(t)
+	alice, bob := sshkey.New(t, "alice@example.com"), sshkey.New(t, "bob@example.com")
+	fields := longFreeze(now)
+	fields["approvers"] = []any{"alice@example.com", "bob@example.com"}
+	f.closeProduction(fields)
+	var pol map[string]any
+	must(t, sigyaml.Unmarshal([]byte(f.read(promotion.PolicyFile)), &pol))
+	pol["allowedSigners"] = "allowed-signers"
+	data, err := sigyaml.Marshal(pol)
+	must(t, err)
+	f.write(map[string]string{promotion.PolicyFile: string(data), "allowed-signers": sshkey.Signers(alice, bob)})
+	f.commit("production frozen, approvers")
+	req := RollbackRequest{App: "web", Env: "production", To: ledger.Previous, Path: webOverlay, Renderer: renderer, Now: now,
+		Exists: func(context.Context, string) (bool, error) { return true, nil }}
+	_, err = Rollback(context.Background(), f.repo, req)
+	refusedBy(t, err, window.RuleFrozen)
+	req.ForOverride = true
+	res, err := Rollback(context.Background(), f.repo, req)
+	must(t, err)
+	branch := res.Proposal.Branch
+	_, err = Approve(context.Background(), f.as(alice), ApproveRequest{App: "web", To: "production", Expires: now.Add(2 * time.Hour), Now: now,
+		Renderer: renderer})
+	must(t, err)
+	if rep := f.check(branch, now); rep.OK || strings.Join(rules(rep), " ") != window.RuleFrozen {
+		t.Fatalf("rollback approved without an override: %v %q", rules(rep), rep.Refusals)
+	}
+	_, err = Override(context.Background(), f.as(bob), OverrideRequest{App: "web", To: "production", Reason: "roll back the broken 1.1.0",
+		Expires: now.Add(time.Hour), Now: now, Renderer: renderer})
+	must(t, err)
+	if rep := f.check(branch, now); !rep.OK {
+		t.Fatalf("rollback with bob's override: %q", rep.Refusals)
 	}
 }
