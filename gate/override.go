@@ -22,7 +22,8 @@ const (
 	// was signed).
 	RuleOverrideBinding = "override-binding"
 	// RuleOverrideLifetime: the override lasts longer than
-	// promotion.MaxOverride, or expires before it was signed.
+	// promotion.MaxOverride, expires before it was signed, or says it was
+	// signed after the gate's time.
 	RuleOverrideLifetime = "override-lifetime"
 	// RuleOverrideExpired: the environment is closed and the override
 	// expired before the gate ran.
@@ -34,6 +35,10 @@ const (
 	// can sign an override.
 	RuleOverrideApprovers = "override-approvers"
 )
+
+// clockSkew is how far an override's approvedAt may be ahead of the gate's
+// clock (the signer's machine and CI disagree by that much at most).
+const clockSkew = 5 * time.Minute
 
 // OverrideVerdict is what a record's freeze overrides are worth at a time.
 type OverrideVerdict struct {
@@ -106,6 +111,10 @@ func judgeOverrides(a *Approvers, h *history, rec *promotion.Record, in promotio
 		}
 		if err := promotion.CheckOverrideLifetime(o.ApprovedAt, o.ExpiresAt); err != nil {
 			f(RuleOverrideLifetime, "%v", err)
+			continue
+		}
+		if o.ApprovedAt.After(now.Add(clockSkew)) { // a lifetime counted from a future signing time lasts longer than it says
+			f(RuleOverrideLifetime, "approvedAt %s is after the gate's time %s", o.ApprovedAt.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 			continue
 		}
 		if !o.Active(now) {

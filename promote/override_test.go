@@ -102,7 +102,7 @@ func noProposer(keys) *sshkey.Key { return nil }
 // overrides count, each case here is one an attacker tries first.
 func TestFreezeOverrideAttacks(t *testing.T) {
 	t.Parallel()
-	record := errorLines(t, "testdata/freeze-override-attacks.golden", 21)
+	record := errorLines(t, "testdata/freeze-override-attacks.golden", 22)
 	now := time.Now()
 	for _, tc := range []struct {
 		name, min string
@@ -156,6 +156,13 @@ func TestFreezeOverrideAttacks(t *testing.T) {
 			// Signed by hand, by the approver, for a week.
 			f.handOverride(p.Branch, &k.alice, "alice@example.com", now, func(r *promotion.Record, o *promotion.Override) {
 				o.ExpiresAt = o.ApprovedAt.Add(7 * 24 * time.Hour)
+				o.InputHash = r.OverrideInputFor(renderer, o.Reason, o.ExpiresAt).Hash()
+			})
+		}, 0, []string{gate.RuleOverrideCount, gate.RuleOverrideLifetime, window.RuleFrozen}},
+		{"signed \"tomorrow\" to last two days from today", "1", noProposer, func(t *testing.T, f *fixture, k keys, p *Proposal) {
+			f.handOverride(p.Branch, &k.alice, "alice@example.com", now, func(r *promotion.Record, o *promotion.Override) {
+				o.ApprovedAt = o.ApprovedAt.Add(24 * time.Hour)
+				o.ExpiresAt = o.ApprovedAt.Add(24 * time.Hour)
 				o.InputHash = r.OverrideInputFor(renderer, o.Reason, o.ExpiresAt).Hash()
 			})
 		}, 0, []string{gate.RuleOverrideCount, gate.RuleOverrideLifetime, window.RuleFrozen}},
