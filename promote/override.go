@@ -66,7 +66,7 @@ func Override(ctx context.Context, r *gitops.Repo, req OverrideRequest) (*Transi
 		return nil, err
 	}
 	writer := &gitops.Repo{Repo: r.Signing(), Base: r.Base}
-	return updateRecord(ctx, writer, b, req.App, req.To, "", func(ctx context.Context, tip string, rec *promotion.Record) (string, error) {
+	return updateRecord(ctx, writer, b, req.App, req.To, func(ctx context.Context, tip string, rec *promotion.Record) (string, error) {
 		how, err := a.ProposedBy(ctx, r, base, tip, req.App, req.To, approver)
 		if err != nil {
 			return "", err

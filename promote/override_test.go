@@ -72,15 +72,15 @@ func (f *fixture) editOverride(branch string, signer *sshkey.Key, i int, edit fu
 	f.git("checkout", "-q", "main")
 }
 
-// frozenApproved is a signed fixture (minApprovals min) whose production
+// frozenApproved is a signed fixture (minApprovals) whose production
 // attempt alice (and bob for 2) approved, then production frozen on main
 // for two days.
-func frozenApproved(t *testing.T, min string, proposer func(k keys) *sshkey.Key, now time.Time) (*fixture, keys, *Proposal) {
+func frozenApproved(t *testing.T, minApprovals string, proposer func(k keys) *sshkey.Key, now time.Time) (*fixture, keys, *Proposal) {
 	t.Helper()
-	f, k := signedFixture(t, min)
+	f, k := signedFixture(t, minApprovals)
 	p := f.verified(proposer(k))
 	approvers := []sshkey.Key{k.bob}
-	if min == "2" {
+	if minApprovals == "2" {
 		approvers = append(approvers, k.alice)
 	}
 	for _, a := range approvers {
