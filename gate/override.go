@@ -2,7 +2,6 @@ package gate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -142,11 +141,10 @@ func judgeOverrides(a *Approvers, h *history, rec *promotion.Record, in promotio
 // approvals were.
 func ReconcileOverrides(ctx context.Context, r *gitops.Repo, base string, rec *promotion.Record, in promotion.ApprovalInput,
 	now time.Time) (*OverrideVerdict, error) {
-	a, err := ReadApprovers(ctx, r, base, rec.Target.Environment)
-	var ie *exitcode.InvalidInput
-	if errors.As(err, &ie) && len(rec.Overrides) == 0 {
+	if len(rec.Overrides) == 0 {
 		return &OverrideVerdict{}, nil // no override to judge: the closure decides
 	}
+	a, err := ReadApprovers(ctx, r, base, rec.Target.Environment)
 	if err != nil {
 		return nil, err
 	}
