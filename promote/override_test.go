@@ -475,3 +475,42 @@ func TestRollbackForOverride(t *testing.T) {
 		t.Fatalf("rollback with bob's override: %q", rep.Refusals)
 	}
 }
+
+// TestReconcileJudgesOverrides: reconcile cannot verify signatures after a
+// (squash) merge, so what it can check it checks again: an override that
+// names no approver of the base's registry, binds another render or lasts
+// too long does not lift the freeze at reconcile either, whatever reached
+// the base branch; the record is HALTED naming why.
+func TestReconcileJudgesOverrides(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	for _, tc := range []struct {
+		name, approver, want string
+		edit                 func(r *promotion.Record, o *promotion.Override)
+	}{
+		{"not an approver", "carol@example.com", "carol@example.com is not an approver of production", nil},
+		{"another render", "alice@example.com", "is not this attempt's", func(r *promotion.Record, o *promotion.Override) {
+			in := r.OverrideInputFor(renderer, o.Reason, o.ExpiresAt)
+			in.Approval.RenderedHash = "sha256:" + strings.Repeat("0", 64)
+			o.InputHash = in.Hash()
+		}},
+		{"a week long", "alice@example.com", "an override lasts at most 24h0m0s", func(r *promotion.Record, o *promotion.Override) {
+			o.ExpiresAt = o.ApprovedAt.Add(7 * 24 * time.Hour)
+			o.InputHash = r.OverrideInputFor(renderer, o.Reason, o.ExpiresAt).Hash()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f, k, p := frozenApproved(t, "1", noProposer, now)
+			f.handOverride(p.Branch, &k.alice, tc.approver, now, tc.edit)
+			f.git("merge", "-q", "--no-ff", "-m", "merge "+p.Branch, p.Branch)
+			_, _, err := Reconcile(context.Background(), f.repo, ReconcileRequest{App: "checkout", To: "production", By: "ci", Now: now, Renderer: renderer})
+			re := refusedBy(t, err, window.RuleFrozen)
+			r, err := promotion.ReadRecord(context.Background(), f.repo, "main", "checkout", "production")
+			must(t, err)
+			if r.State != promotion.Halted || !strings.Contains(r.Reason, tc.want) || !strings.Contains(re.Reason, tc.want) {
+				t.Fatalf("record %s %q (refusal %q), want HALTED saying %q", r.State, r.Reason, re.Reason, tc.want)
+			}
+		})
+	}
+}
