@@ -356,6 +356,16 @@ func approvalArrow(rec *promotion.Record, required int, now time.Time) Arrow {
 	a := Arrow{Name: rec.Target.Environment + " promotion PR"}
 	n := len(approvalViews(rec, now))
 	a.Facts = []Fact{{Label: "approvals", Value: fmt.Sprintf("%d of %d required", n, required)}}
+	// The freeze overrides as the record claims them (promote check and
+	// reconcile verify their signatures and binding).
+	for i, o := range rec.Overrides {
+		state := "until"
+		if !now.Before(o.ExpiresAt) {
+			state = "expired at"
+		}
+		a.Facts = append(a.Facts, Fact{Label: fmt.Sprintf("overrides[%d]", i), Value: fmt.Sprintf("freeze override by %s %s %s: %s", o.Approver, state,
+			o.ExpiresAt.UTC().Format(time.RFC3339), o.Reason)})
+	}
 	if rec.Approval == nil {
 		a.Status, a.Summary = Pending, fmt.Sprintf("not approved yet (state %s, %d of %d approvals)", rec.State, n, required)
 		return a

@@ -283,3 +283,34 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestOverrideFacts: the promotion PR's arrow lists each freeze override
+// of the record (who, until when or expired, why), as the web view shows
+// it; a record without overrides shows none.
+func TestOverrideFacts(t *testing.T) {
+	t.Parallel()
+	rec, err := promotion.NewCandidate("api", 1, promotion.Artifact{Image: "ghcr.io/throughline-dev/api:1.0.0@" + apiDigest, Digest: apiDigest,
+		SourceCommit: strings.Repeat("9", 40)},
+		promotion.Target{Environment: "production", Path: "apps/api/overlays/production", Cluster: "c", RenderedHash: "sha256:" + strings.Repeat("9", 64),
+			BaseRenderedHash: "sha256:" + strings.Repeat("0", 64), Renderer: "v0.1.0"}, time.Date(2026, 12, 22, 9, 0, 0, 0, time.UTC), "hand")
+	must(t, err)
+	at := time.Date(2026, 12, 22, 10, 0, 0, 0, time.UTC)
+	must(t, rec.Verify(promotion.VerifiedIn{Environment: "dev", DesiredRevision: strings.Repeat("d", 40), ObservedRevision: strings.Repeat("d", 40),
+		RenderedHash: rec.Target.RenderedHash, RuntimeEvidence: "evidence/dev/api/x.json"}, at, "hand"))
+	if facts := fmt.Sprint(approvalArrow(rec, 1, at).Facts); strings.Contains(facts, "override") {
+		t.Fatalf("facts without an override: %s", facts)
+	}
+	must(t, rec.AddOverride("alice@example.com", "hotfix for the outage", rec.InputFor("v0.1.0"), at.Add(2*time.Hour), at))
+	for now, want := range map[time.Time]string{
+		at.Add(time.Hour):     "freeze override by alice@example.com until 2026-12-22T12:00:00Z: hotfix for the outage",
+		at.Add(3 * time.Hour): "freeze override by alice@example.com expired at 2026-12-22T12:00:00Z: hotfix for the outage",
+	} {
+		found := false
+		for _, f := range approvalArrow(rec, 1, now).Facts {
+			found = found || f.Label == "overrides[0]" && f.Value == want
+		}
+		if !found {
+			t.Errorf("at %s: facts %v, want %q", now, approvalArrow(rec, 1, now).Facts, want)
+		}
+	}
+}

@@ -90,16 +90,20 @@ func ReadApprovers(ctx context.Context, r *gitops.Repo, base, env string) (*Appr
 
 // approvalCommit is a commit that adds approvals to the record.
 type approvalCommit struct {
-	commit  string
-	added   int
-	sig     *gitrepo.Signature
-	changed []string
+	commit string
+	// added counts the approvals and overrides the commit adds, overrides
+	// the overrides among them.
+	added, overrides int
+	sig              *gitrepo.Signature
+	changed          []string
 }
 
 // history is what the commits of a PR say about its approvals.
 type history struct {
 	// wrote maps an approval to the last commit that added it.
 	wrote map[promotion.Approval]*approvalCommit
+	// overrode maps a freeze override to the last commit that added it.
+	overrode map[promotion.Override]*approvalCommit
 	// proposers maps a lower-cased identity to how it made the change: the
 	// signer, author and committer of every commit that changes the
 	// desired state or starts the attempt (a name a commit carries as free
@@ -120,6 +124,9 @@ type approvalFile struct {
 	// approve (the record's attempt, the policy change's hash): none when
 	// the file is absent or does not parse (it then carries no approval).
 	at func(ctx context.Context, r *gitops.Repo, rev string) (approvals []promotion.Approval, key string)
+	// overrides reads the file's freeze overrides at a revision (nil: the
+	// file has none).
+	overrides func(ctx context.Context, r *gitops.Repo, rev string) []promotion.Override
 }
 
 // recordFile is app's record in env.
@@ -130,6 +137,11 @@ func recordFile(app, env string) approvalFile {
 			return nil, ""
 		}
 		return rec.Approvals, fmt.Sprintf("%+v", rec.Key())
+	}, overrides: func(ctx context.Context, r *gitops.Repo, rev string) []promotion.Override {
+		if rec := recordOrNil(ctx, r, rev, app, env); rec != nil {
+			return rec.Overrides
+		}
+		return nil
 	}}
 }
 
@@ -153,7 +165,8 @@ func (a *Approvers) scan(ctx context.Context, r *gitops.Repo, base, head string,
 	if err != nil {
 		return nil, err
 	}
-	h := &history{wrote: map[promotion.Approval]*approvalCommit{}, proposers: map[string]string{}, keys: map[string]string{}}
+	h := &history{wrote: map[promotion.Approval]*approvalCommit{}, overrode: map[promotion.Override]*approvalCommit{}, proposers: map[string]string{},
+		keys: map[string]string{}}
 	for _, c := range commits {
 		parent := c + "^1"
 		prev, prevKey := f.at(ctx, r, parent)
@@ -168,14 +181,26 @@ func (a *Approvers) scan(ctx context.Context, r *gitops.Repo, base, head string,
 				added = append(added, ap)
 			}
 		}
+		var overrode []promotion.Override
+		if f.overrides != nil {
+			prevO := f.overrides(ctx, r, parent)
+			for _, o := range f.overrides(ctx, r, c) {
+				if !slices.Contains(prevO, o) {
+					overrode = append(overrode, o)
+				}
+			}
+		}
 		sig, err := r.VerifyCommit(ctx, c, a.signers)
 		if err != nil {
 			return nil, err
 		}
-		if len(added) > 0 {
-			ac := &approvalCommit{commit: c, added: len(added), sig: sig, changed: changed}
+		if len(added)+len(overrode) > 0 {
+			ac := &approvalCommit{commit: c, added: len(added) + len(overrode), overrides: len(overrode), sig: sig, changed: changed}
 			for _, ap := range added {
 				h.wrote[ap] = ac
+			}
+			for _, o := range overrode {
+				h.overrode[o] = ac
 			}
 			continue
 		}
@@ -265,6 +290,12 @@ func (a *Approvers) judge(h *history, ap promotion.Approval, recFile string) *Fi
 	if !ok {
 		return &Finding{Rule: RuleApprovalCommit, Reason: "no commit of this pull request adds it: an approval is a signed commit"}
 	}
+	return a.judgeCommit(h, ac, ap.Approver, recFile)
+}
+
+// judgeCommit says why the approval or override of approver that commit
+// ac wrote does not count (nil when it does).
+func (a *Approvers) judgeCommit(h *history, ac *approvalCommit, approver, recFile string) *Finding {
 	short := ac.commit[:min(len(ac.commit), 12)]
 	switch {
 	case !ac.sig.Good():
@@ -272,20 +303,23 @@ func (a *Approvers) judge(h *history, ap promotion.Approval, recFile string) *Fi
 	case h.keys[ac.sig.Key] != "":
 		return &Finding{Rule: RuleFourEyes, Reason: fmt.Sprintf("commit %s is signed with the key of a commit of the change (%s): "+
 			"one key proposes or approves, never both", short, h.keys[ac.sig.Key])}
-	case ac.sig.Principal != ap.Approver:
+	case ac.sig.Principal != approver:
 		return &Finding{Rule: RuleApprovalSignature,
 			Reason: fmt.Sprintf("commit %s is signed by %s, not by the approver it names", short, ac.sig.Principal)}
-	case ac.added != 1:
+	case ac.added != 1 && ac.overrides == 0:
 		return &Finding{Rule: RuleApprovalCommit, Reason: fmt.Sprintf("commit %s adds %d approvals: one signed commit is one approval", short, ac.added)}
+	case ac.added != 1:
+		return &Finding{Rule: RuleApprovalCommit, Reason: fmt.Sprintf("commit %s adds %d approvals and overrides: one signed commit is one approval "+
+			"or one override", short, ac.added)}
 	case !slices.Equal(ac.changed, []string{recFile}):
 		return &Finding{Rule: RuleApprovalCommit, Reason: fmt.Sprintf("commit %s changes %s: an approval commit changes only the record",
 			short, strings.Join(ac.changed, ", "))}
-	case !a.env.IsApprover(ap.Approver):
-		return &Finding{Rule: RuleApprover, Reason: fmt.Sprintf("%s is not an approver of %s (%s at the base lists %s)", ap.Approver, a.env.Name,
+	case !a.env.IsApprover(approver):
+		return &Finding{Rule: RuleApprover, Reason: fmt.Sprintf("%s is not an approver of %s (%s at the base lists %s)", approver, a.env.Name,
 			promotion.PolicyFile, strings.Join(a.env.Approvers, ", "))}
 	}
-	if how := h.proposed(ap.Approver); how != "" {
-		return &Finding{Rule: RuleFourEyes, Reason: fmt.Sprintf("%s proposed this change (%s) and cannot approve it", ap.Approver, how)}
+	if how := h.proposed(approver); how != "" {
+		return &Finding{Rule: RuleFourEyes, Reason: fmt.Sprintf("%s proposed this change (%s) and cannot approve it", approver, how)}
 	}
 
 	return nil

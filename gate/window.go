@@ -78,13 +78,13 @@ func closedAt(env string, e v1alpha1.EnvironmentPolicy, now time.Time) *window.C
 
 // window refuses the promotion when its target environment does not
 // accept promotions at the gate's time (Window, with the policy at the
-// base branch).
+// base branch), unless the record's signed freeze overrides lift it
+// (overrides).
 func (c *promotionCheck) window(ctx context.Context) error {
 	err := Window(ctx, c.r, c.rep.Base, c.rep.Environment, c.req.Now, c.rec != nil && c.rec.VerifiedIn.IsPriorAcceptance())
 	var re *exitcode.Refusal
-	if errors.As(err, &re) {
-		c.rep.refuse(Finding{Rule: re.Rule, Environment: c.rep.Environment, File: re.File, Field: re.Field}, "%s", re.Reason)
-		return nil
+	if err != nil && !errors.As(err, &re) {
+		return err
 	}
-	return err
+	return c.overrides(ctx, re)
 }

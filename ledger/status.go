@@ -27,6 +27,20 @@ type StatusRow struct {
 	Why       string     `json:"why,omitempty"`
 	Reason    string     `json:"reason,omitempty"`
 	ExpiresAt *time.Time `json:"approvalExpiresAt,omitempty"`
+	// Overrides are the record's freeze overrides as it claims them (the
+	// gates verify their signatures, binding and expiry).
+	Overrides []promotion.Override `json:"overrides,omitempty"`
+}
+
+// ActiveOverrides are the row's overrides not expired at now.
+func (row StatusRow) ActiveOverrides(now time.Time) []promotion.Override {
+	var out []promotion.Override
+	for _, o := range row.Overrides {
+		if o.Active(now) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // BranchState is where a status row's record is.
@@ -220,7 +234,7 @@ func recordName(f string) (app, env string, ok bool) {
 
 func statusRow(rec *promotion.Record, ref string, st BranchState, why string) StatusRow {
 	row := StatusRow{App: rec.App, Environment: rec.Target.Environment, Attempt: rec.Attempt, State: rec.State, Digest: rec.Artifact.Digest,
-		PromotionID: rec.PromotionID, Ref: ref, Branch: st, Why: why, Reason: rec.Reason}
+		PromotionID: rec.PromotionID, Ref: ref, Branch: st, Why: why, Reason: rec.Reason, Overrides: rec.Overrides}
 	if rec.Approval != nil {
 		e := rec.Approval.ExpiresAt
 		row.ExpiresAt = &e

@@ -25,6 +25,9 @@ type Proposal struct {
 	Existing bool               `json:"existing"`
 	Changes  []promotion.Change `json:"changes"`
 	PR       string             `json:"pullRequest,omitempty"`
+	// Closed says why the target does not accept promotions now, when the
+	// attempt was opened for a freeze override (ProposeRequest.ForOverride).
+	Closed string `json:"closed,omitempty"`
 	// Superseded are the open attempts of the same app and environment
 	// this new attempt supersedes (its commit message names them,
 	// Supersedes lines): their branches deleted, compare-and-swap, and
@@ -68,6 +71,11 @@ type ProposeRequest struct {
 	// freezes, the evidence's age, the record's CANDIDATE entry (zero:
 	// time.Now()).
 	Now time.Time
+	// ForOverride opens the attempt although To is closed (a freeze, or
+	// outside its windows): it then goes in only with signed freeze
+	// overrides (Override), which promote check and reconcile require.
+	// Without it a closed environment takes no new attempt.
+	ForOverride bool
 }
 
 // now is req.Now, or the time now.
@@ -235,12 +243,23 @@ func editTarget(ctx context.Context, r *gitops.Repo, baseRev string, art promoti
 // write art's digest into the target overlay at baseRev, check policy, and commit it with a CANDIDATE record on
 // the attempt branch (compare-and-swap, never forced).
 func proposeArtifact(ctx context.Context, r *gitops.Repo, baseRev string, art promotion.Artifact, req ProposeRequest,
-	o proposeOptions) (*Proposal, error) {
+	o proposeOptions) (p *Proposal, err error) {
 	app, to := req.App, req.To
 	// A closed environment (outside its windows, in a freeze, as the
-	// policy at the base says) takes no new attempt.
+	// policy at the base says) takes no new attempt, unless it is opened
+	// for a freeze override (which the PR gate and reconcile then require).
+	closed := ""
 	if err := gate.Window(ctx, r, baseRev, to, req.now(), o.Rollback); err != nil {
-		return nil, err
+		var re *exitcode.Refusal
+		if !req.ForOverride || !errors.As(err, &re) {
+			return nil, err
+		}
+		closed = fmt.Sprintf("%s (%s): %s", re.Rule, re.Field, re.Reason)
+		defer func() {
+			if p != nil {
+				p.Closed = closed
+			}
+		}()
 	}
 	e, err := editTarget(ctx, r, baseRev, art, req)
 	if err != nil {
@@ -264,7 +283,7 @@ func proposeArtifact(ctx context.Context, r *gitops.Repo, baseRev string, art pr
 	if !e.changed && cur == nil {
 		return nil, exitcode.Refuse(RulePromotion, "%s already runs %s and has no record: nothing to propose", req.Path, art.Digest)
 	}
-	p, maxAttempt, err := openAttempt(ctx, r, baseRev, app, to, cur, art, e, maxAttempt)
+	p, maxAttempt, err = openAttempt(ctx, r, baseRev, app, to, cur, art, e, maxAttempt)
 	if p != nil || err != nil {
 		return p, err
 	}

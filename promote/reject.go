@@ -34,7 +34,7 @@ func Reject(ctx context.Context, r *gitops.Repo, req RejectRequest) (*Transition
 	if err != nil {
 		return nil, err
 	}
-	return updateRecord(ctx, r, b, req.App, req.To, "", func(_ context.Context, _ string, rec *promotion.Record) (string, error) {
+	return updateRecord(ctx, r, b, req.App, req.To, func(_ context.Context, _ string, rec *promotion.Record) (string, error) {
 		err := rec.Stop(promotion.Rejected, req.Reason, req.Now, req.By)
 		return fmt.Sprintf("promotion %s: REJECTED: %s\n", rec.PromotionID, req.Reason), exitcode.RefuseErr(RuleTransition, err)
 	})

@@ -51,6 +51,10 @@ type RollbackRequest struct {
 	Trust trust.Options
 	// Now is the time the gates judge at (zero: time.Now()).
 	Now time.Time
+	// ForOverride opens the rollback although Env's freeze holds it (or
+	// it is outside Env's windows): it then goes in only with signed
+	// freeze overrides (ProposeRequest.ForOverride).
+	ForOverride bool
 }
 
 // Rollback proposes, as a new attempt through the propose path, a digest
@@ -64,7 +68,7 @@ func Rollback(ctx context.Context, r *gitops.Repo, req RollbackRequest) (*Rollba
 		return nil, err
 	}
 	target, err := resolveRequest(ctx, r, baseRev, ProposeRequest{App: app, From: env, To: env, Path: req.Path, Cluster: req.Cluster,
-		Renderer: req.Renderer, Now: req.Now})
+		Renderer: req.Renderer, Now: req.Now, ForOverride: req.ForOverride})
 	if err != nil {
 		return nil, err
 	}

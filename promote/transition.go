@@ -31,16 +31,17 @@ type Transition struct {
 
 // updateRecord moves app/env's record on branch with a compare-and-swap
 // commit: on every attempt it reads the record at the branch tip (refusing
-// when there is none; missing is added to that refusal), lets advance check
-// and transition it (returning the commit message; a refusal is an
-// *exitcode.Refusal), validates and writes it.
-func updateRecord(ctx context.Context, r *gitops.Repo, branch, app, env, missing string,
+// when there is none), lets advance check and transition it (returning the
+// commit message; a refusal is an *exitcode.Refusal), validates and writes
+// it.
+func updateRecord(ctx context.Context, r *gitops.Repo, branch, app, env string,
 	advance func(ctx context.Context, tip string, rec *promotion.Record) (string, error)) (*Transition, error) {
-	return updateRecordWith(ctx, r, branch, app, env, missing, advance, nil)
+	return updateRecordWith(ctx, r, branch, app, env, "", advance, nil)
 }
 
-// updateRecordWith is updateRecord that also writes, in the same commit,
-// the files more returns for the tip and the advanced record.
+// updateRecordWith is updateRecord that adds missing to the refusal of a
+// branch without the record and also writes, in the same commit, the files
+// more returns for the tip and the advanced record.
 func updateRecordWith(ctx context.Context, r *gitops.Repo, branch, app, env, missing string,
 	advance func(ctx context.Context, tip string, rec *promotion.Record) (string, error),
 	more func(ctx context.Context, tip string, rec *promotion.Record) (map[string][]byte, error)) (*Transition, error) {
@@ -120,7 +121,7 @@ func Verify(ctx context.Context, r *gitops.Repo, req VerifyRequest) (*Transition
 	if err != nil {
 		return nil, err
 	}
-	return updateRecord(ctx, r, b, req.App, req.To, "", func(ctx context.Context, tip string, rec *promotion.Record) (string, error) {
+	return updateRecord(ctx, r, b, req.App, req.To, func(ctx context.Context, tip string, rec *promotion.Record) (string, error) {
 		if rec.IsCandidacy() && (req.From == "" || req.From == req.To) {
 			return verifyCandidacy(ctx, r, base, tip, rec, req)
 		}
@@ -194,7 +195,7 @@ func Approve(ctx context.Context, r *gitops.Repo, req ApproveRequest) (*Transiti
 		return nil, exitcode.Usagef("--approver is required: %s lists no approvers whose signature would name one", req.To)
 	}
 	var rejected string
-	t, err := updateRecord(ctx, writer, b, req.App, req.To, "", func(ctx context.Context, tip string, rec *promotion.Record) (string, error) {
+	t, err := updateRecord(ctx, writer, b, req.App, req.To, func(ctx context.Context, tip string, rec *promotion.Record) (string, error) {
 		rejected = ""
 		if a.Required() > 0 {
 			how, err := a.ProposedBy(ctx, r, base, tip, req.App, req.To, approver)
@@ -357,13 +358,31 @@ func Reconcile(ctx context.Context, r *gitops.Repo, req ReconcileRequest) (t *Tr
 		if !errors.As(werr, &closed) && werr != nil {
 			return "", werr
 		}
+		overridden := ""
 		if closed != nil {
-			reason := fmt.Sprintf("merged at %s while %s is closed (%s): %s", gitrepo.Short(revision), req.To, closed.Rule, closed.Reason)
-			return fmt.Sprintf("promotion %s: HALTED: %s\n", rec.PromotionID, reason), exitcode.RefuseErr(RuleTransition,
-				rec.Stop(promotion.Halted, reason, req.Now, req.By))
+			// Signed freeze overrides lift the closure only while enough of
+			// them are valid and unexpired now, at reconcile.
+			v, err := gate.ReconcileOverrides(ctx, r, base, rec, in, req.Now)
+			if err != nil {
+				return "", err
+			}
+			if v.Covers() {
+				overridden = fmt.Sprintf("\n%s is closed (%s): %s\n", req.To, closed.Rule, v.Summary())
+				closed = nil
+			} else {
+				if len(rec.Overrides) > 0 { // the refusal and the record say why the overrides fall short
+					closed.Reason += "; " + v.Summary()
+					for _, f := range v.Findings {
+						closed.Reason += "; " + f.Reason
+					}
+				}
+				reason := fmt.Sprintf("merged at %s while %s is closed (%s): %s", gitrepo.Short(revision), req.To, closed.Rule, closed.Reason)
+				return fmt.Sprintf("promotion %s: HALTED: %s\n", rec.PromotionID, reason), exitcode.RefuseErr(RuleTransition,
+					rec.Stop(promotion.Halted, reason, req.Now, req.By))
+			}
 		}
-		return fmt.Sprintf("promotion %s: RECONCILING %s\n", rec.PromotionID, desiredNote(digest, revision)), exitcode.RefuseErr(RuleTransition,
-			reconcileTo(rec, digest, revision, req.Now, req.By))
+		return fmt.Sprintf("promotion %s: RECONCILING %s\n%s", rec.PromotionID, desiredNote(digest, revision), overridden),
+			exitcode.RefuseErr(RuleTransition, reconcileTo(rec, digest, revision, req.Now, req.By))
 	}, pin)
 	if err != nil {
 		return t, revision, err

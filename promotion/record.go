@@ -68,7 +68,12 @@ type Record struct {
 	// Approvals are the signed approvals of an environment with approvers,
 	// each written by one commit its approver signed; Approval sums them up
 	// once enough distinct approvers signed.
-	Approvals   []Approval      `json:"approvals,omitempty"`
+	Approvals []Approval `json:"approvals,omitempty"`
+	// Overrides are the signed freeze overrides of the attempt: each
+	// written by one commit its approver signed, bound to the attempt's
+	// approval inputs, with a reason and a short expiry (override.go).
+	// Records written before overrides existed have none.
+	Overrides   []Override      `json:"overrides,omitempty"`
 	Reconciling *Reconciliation `json:"reconciling,omitempty"`
 	Accepted    *Acceptance     `json:"accepted,omitempty"`
 	// History lists every state entered, CANDIDATE first; the last is State.
@@ -574,6 +579,9 @@ func (r *Record) Validate() error {
 	}
 	if r.Approval != nil && !r.Approval.ExpiresAt.After(r.Approval.ApprovedAt) {
 		return fail("approval.expiresAt", "%s is not after approvedAt", r.Approval.ExpiresAt.Format(time.RFC3339))
+	}
+	if err := r.validateOverrides(fail); err != nil {
+		return err
 	}
 	return r.validateApprovals(reached, fail)
 }

@@ -346,6 +346,17 @@ func FuzzParse(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(data)
+	// A record with a freeze override (its reason is free text).
+	if err := r.Verify(evidence(), t0, "x"); err != nil {
+		f.Fatal(err)
+	}
+	if err := r.AddOverride("alice", "hotfix", r.InputFor("v0.1.0"), t0.Add(time.Hour), t0); err != nil {
+		f.Fatal(err)
+	}
+	if data, err = r.Marshal(); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
 	f.Add([]byte("schemaVersion: promotion/v2\n"))
 	f.Add([]byte("{}"))
 	f.Add([]byte("- a\n- b\n"))

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -99,6 +100,7 @@ func (r *Record) clone() *Record {
 	if r.Approvals == nil {
 		c.Approvals = nil
 	}
+	c.Overrides = slices.Clone(r.Overrides)
 	if r.Reconciling != nil {
 		v := *r.Reconciling
 		c.Reconciling = &v

@@ -12,6 +12,7 @@ import (
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/gate"
+	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promote"
 	"github.com/throughline-dev/throughline/promotion"
@@ -82,14 +83,25 @@ left, and the output says so) and, with --forge, their pull requests closed.
 
 With a remote, the branch is pushed (never forced: when another proposer
 created it first, its attempt is returned). With --forge, a pull/merge request
-is opened with the classified diff as its body; otherwise the branch is printed.`
+is opened with the classified diff as its body; otherwise the branch is printed.
+
+A closed target (a freeze holds, or outside its windows, as the base branch's
+policy says) takes no new attempt (exit 3, naming the freeze or the windows and
+the next opening). --for-override opens it all the same: it then goes in only
+with signed freeze overrides (promote approve --override-freeze), which
+promote check and reconcile require.`
 
 // promoteProposeOptions are the flags of promote propose.
 type promoteProposeOptions struct {
 	repo, app, from, to, targetPath, cluster, output string
+	forOverride                                      bool
 	ff                                               forgeFlags
 	tg                                               trustGateFlags
 }
+
+// forOverrideUsage is the usage of propose's and rollback's --for-override.
+const forOverrideUsage = "open the attempt although the environment is closed (a freeze, or outside its windows): " +
+	"it goes in only with signed freeze overrides (promote approve --override-freeze)"
 
 func (o *promoteProposeOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.repo, "repo", "", "the GitOps repository (a Git work tree; the directory is its root)")
@@ -99,6 +111,7 @@ func (o *promoteProposeOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.targetPath, "path", "", "target overlay, relative to the repository "+
 		"(default: the environment registry's, else apps/APP/overlays/TO); must be TO's")
 	f.StringVar(&o.cluster, "cluster", "", "target cluster (default: the environment registry's, else the environment name); must be the environment's")
+	f.BoolVar(&o.forOverride, "for-override", false, forOverrideUsage)
 	outputFlag(f, &o.output, "output: text or json", "text", "json")
 	o.ff.addFlags(f)
 	o.tg.addFlags(f)
@@ -129,7 +142,7 @@ func (o *promoteProposeOptions) run(ctx context.Context, g *globals, stdout io.W
 		return err
 	}
 	p, err := promote.Propose(ctx, r, promote.ProposeRequest{App: o.app, From: o.from, To: o.to, Path: o.targetPath, Cluster: o.cluster,
-		Renderer: buildVersion(), Trust: o.tg.options()})
+		Renderer: buildVersion(), Trust: o.tg.options(), ForOverride: o.forOverride})
 	if err != nil {
 		return err
 	}
@@ -153,6 +166,9 @@ func (o *promoteProposeOptions) run(ctx context.Context, g *globals, stdout io.W
 // printProposal prints the branch, the pull request and the changes of p.
 func printProposal(w io.Writer, p *promote.Proposal) {
 	fmt.Fprintf(w, "branch %s at %s\n", p.Branch, p.Commit)
+	if p.Closed != "" {
+		fmt.Fprintf(w, "closed: %s; the attempt goes in only with signed freeze overrides (promote approve --override-freeze)\n", p.Closed)
+	}
 	if p.PR != "" {
 		fmt.Fprintf(w, "pull request %s\n", p.PR)
 	}
@@ -295,23 +311,38 @@ When the attempt cannot be approved (its branch renders another hash than the
 record proposed, or a policy rule refuses the render) the record moves to
 REJECTED with that reason (exit 3).
 
---expires takes a duration from now (24h) or an RFC 3339 time.`
+--expires takes a duration from now (24h) or an RFC 3339 time.
+
+With --override-freeze the commit records a freeze override instead of an
+approval: one entry of the record's overrides (approver, --reason, expiry, and
+an input hash over the promotion id, the approval inputs, the reason and the
+expiry), signed like an approval by an approver of the environment who did not
+propose the change. It lets the attempt through a closed environment (a freeze,
+or outside its windows) at promote check and at reconcile while minApprovals
+distinct approvers' overrides are valid and unexpired; the state does not
+change. --reason is required; --expires must be at most 24h ahead. An override
+expired when the merge is reconciled HALTS the promotion, naming the expiry.`
 
 // promoteApproveOptions are the flags of promote approve.
 type promoteApproveOptions struct {
 	attemptFlags
 	approvalFlags
+	overrideFreeze bool
+	reason         string
 }
 
 func (o *promoteApproveOptions) addFlags(f *pflag.FlagSet) {
 	o.attemptFlags.addFlags(f)
 	o.approvalFlags.addFlags(f, "who approves (recorded; with signed approvals, a cross-check of your signing key's principal)")
+	f.BoolVar(&o.overrideFreeze, "override-freeze", false,
+		"record a signed freeze override (lets the attempt through a freeze or outside its windows until --expires, at most 24h) instead of an approval")
+	f.StringVar(&o.reason, "reason", "", "why the promotion goes in while the environment is closed (required with --override-freeze; recorded)")
 }
 
 func newPromoteApproveCommand(g *globals, stdout io.Writer) *cobra.Command {
 	o := &promoteApproveOptions{}
 	return leaf(&cobra.Command{
-		Use:   "approve --repo DIR --app APP --to ENV [--approver NAME] --expires 24h",
+		Use:   "approve --repo DIR --app APP --to ENV [--approver NAME] --expires 24h [--override-freeze --reason TEXT]",
 		Short: "Record the APPROVED gate (a signed commit where the environment has approvers), bound to the exact inputs, until an expiry",
 		Long:  promoteApproveLong,
 	}, o.addFlags, func(ctx context.Context, _ []string) error { return o.run(ctx, g, stdout) })
@@ -319,6 +350,9 @@ func newPromoteApproveCommand(g *globals, stdout io.Writer) *cobra.Command {
 
 func (o *promoteApproveOptions) run(ctx context.Context, g *globals, stdout io.Writer) error {
 	now := time.Now()
+	if o.reason != "" && !o.overrideFreeze {
+		return exitcode.Usagef("--reason goes with --override-freeze (an approval records no reason)")
+	}
 	exp, err := o.expiry(now)
 	if err != nil {
 		return err
@@ -326,6 +360,9 @@ func (o *promoteApproveOptions) run(ctx context.Context, g *globals, stdout io.W
 	r, err := o.open(ctx)
 	if err != nil {
 		return err
+	}
+	if o.overrideFreeze {
+		return o.override(ctx, g, r, exp, now, stdout)
 	}
 	t, err := promote.Approve(ctx, r, promote.ApproveRequest{App: o.app, To: o.to, Branch: o.branch, Approver: o.approver,
 		Expires: exp, Now: now, Renderer: buildVersion()})
@@ -343,6 +380,23 @@ func (o *promoteApproveOptions) run(ctx context.Context, g *globals, stdout io.W
 	_, err = fmt.Fprintf(stdout, "APPROVED %s by %s until %s (input hash %s) on %s%s at %s\n",
 		rec.PromotionID, rec.Approval.Approver, rec.Approval.ExpiresAt.Format(time.RFC3339), rec.Approval.InputHash,
 		t.Branch, pickedNote(o.branch), t.Commit)
+	return err
+}
+
+// override records the freeze override and says who overrode, why and
+// until when.
+func (o *promoteApproveOptions) override(ctx context.Context, g *globals, r *gitops.Repo, exp, now time.Time, stdout io.Writer) error {
+	t, err := promote.Override(ctx, r, promote.OverrideRequest{App: o.app, To: o.to, Branch: o.branch, Approver: o.approver, Reason: o.reason,
+		Expires: exp, Now: now, Renderer: buildVersion()})
+	if err != nil {
+		return err
+	}
+	rec := t.Record
+	last := rec.Overrides[len(rec.Overrides)-1]
+	g.log.Debug().Str("promotion", rec.PromotionID).Str("commit", t.Commit).Msg("freeze override")
+	_, err = fmt.Fprintf(stdout, "freeze override %d of %s by %s until %s (%s) on %s%s at %s: the gates let it through %s while it is closed "+
+		"once minApprovals approvers' overrides hold\n", len(rec.Overrides), rec.PromotionID, last.Approver, last.ExpiresAt.Format(time.RFC3339),
+		last.Reason, t.Branch, pickedNote(o.branch), t.Commit, rec.Target.Environment)
 	return err
 }
 
@@ -471,12 +525,23 @@ func (o *promoteStatusOptions) run(ctx context.Context, stdout io.Writer) error 
 	if err != nil {
 		return err
 	}
-	closed, err := gate.Closed(ctx, r, base, time.Now())
+	now := time.Now()
+	closed, err := gate.Closed(ctx, r, base, now)
 	if err != nil {
 		return err
 	}
 	for _, c := range closed {
 		fmt.Fprintf(stdout, "closed: %s (%s, %s): %s\n", c.Environment, c.Rule, c.Field, c.Reason)
+	}
+	// The freeze overrides of open attempts, as their records claim them.
+	for _, row := range rows {
+		if promotion.Terminal(row.State) || row.State == promotion.Reconciling {
+			continue
+		}
+		for _, ov := range row.ActiveOverrides(now) {
+			fmt.Fprintf(stdout, "override: %s %s (%s): by %s until %s: %s\n", row.Environment, row.PromotionID, row.Ref, ov.Approver,
+				ov.ExpiresAt.Format(time.RFC3339), ov.Reason)
+		}
 	}
 	return nil
 }

@@ -48,12 +48,18 @@ The rollback target's own earlier record's supply-chain evidence is
 re-verified against TODAY's trust policy of ENV (at the base branch): a target
 that policy no longer accepts (no evidence recorded, a signer's key rotated
 out, a scan now too old) is refused (exit 3 naming the rule, the image and the
-evidence digest). Verified bundles are cached under --trust-cache-dir.`
+evidence digest). Verified bundles are cached under --trust-cache-dir.
+
+A freeze holds a rollback unless the environment says rollbackInFreeze: allow
+(refused, exit 3, naming the freeze and the next opening), and a rollback
+outside the environment's windows is refused the same way. --for-override opens
+the attempt all the same: it then goes in only with signed freeze overrides
+(promote approve --override-freeze), which promote check and reconcile require.`
 
 // rollbackOptions are the flags of rollback.
 type rollbackOptions struct {
 	repo, app, env, to, targetPath, cluster, output string
-	acceptIrreversible                              bool
+	acceptIrreversible, forOverride                 bool
 	ff                                              forgeFlags
 	rf                                              registryFlags
 	tg                                              trustGateFlags
@@ -69,6 +75,7 @@ func (o *rollbackOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.cluster, "cluster", "", "target cluster (default: the environment registry's, else the environment name); must be the environment's")
 	f.BoolVar(&o.acceptIrreversible, "accept-irreversible-migration", false,
 		"roll back although the current artifact's workload is marked "+ledger.AnnotationIrreversible)
+	f.BoolVar(&o.forOverride, "for-override", false, forOverrideUsage)
 	outputFlag(f, &o.output, "output: text or json", "text", "json")
 	o.ff.addFlags(f)
 	o.tg.addFlags(f)
@@ -107,7 +114,7 @@ func (o *rollbackOptions) run(ctx context.Context, g *globals, stdout io.Writer)
 	}
 	res, err := promote.Rollback(ctx, r, promote.RollbackRequest{App: o.app, Env: o.env, To: o.to, Path: o.targetPath, Cluster: o.cluster,
 		AcceptIrreversible: o.acceptIrreversible, Exists: exists, Renderer: buildVersion(),
-		Trust: o.tg.options()})
+		Trust: o.tg.options(), ForOverride: o.forOverride})
 	if err != nil {
 		return err
 	}
