@@ -156,6 +156,22 @@ func (s *Server) Serve(ctx context.Context, l *Listener) error {
 	return errors.Join(err, closeErr)
 }
 
+// handle calls the Handler; a panic in it is reported (OnError) and
+// answered by nothing rather than ending the process and every render in
+// flight with it.
+func (s *Server) handle(ctx context.Context, req Request) (res *Response) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.fail(fmt.Errorf("rendering %s: panic: %v", req.WorkDir, p))
+			res = nil
+		}
+	}()
+	if res = s.Handler(ctx, req); res == nil {
+		s.fail(fmt.Errorf("rendering %s: the handler gave no response", req.WorkDir))
+	}
+	return res
+}
+
 func (s *Server) fail(err error) {
 	if s.OnError != nil {
 		s.OnError(err)
@@ -190,8 +206,8 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 	if req.Version != ProtocolVersion {
 		res = &Response{Code: 1, Stderr: fmt.Sprintf("error: resident renderer speaks protocol version %d, the request %d\n",
 			ProtocolVersion, req.Version)}
-	} else {
-		res = s.Handler(ctx, req)
+	} else if res = s.handle(ctx, req); res == nil {
+		return // the handler panicked: no answer, the client falls back
 	}
 	if ctx.Err() != nil {
 		return // shutting down: no answer, the client falls back

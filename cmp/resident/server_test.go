@@ -223,3 +223,41 @@ func TestServeRefusesHostileRequests(t *testing.T) {
 		t.Errorf("%d handler calls, %d failed connections; want 1 and 4", calls.Load(), fails.Load())
 	}
 }
+
+// TestServeHandlerPanics: a handler that panics costs its client an
+// *UnavailableError (it falls back), not the server: the next request is
+// served.
+func TestServeHandlerPanics(t *testing.T) {
+	dir := shortDir(t)
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l, err := resident.Listen(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fails atomic.Int32
+	srv := &resident.Server{
+		Handler: func(_ context.Context, req resident.Request) *resident.Response {
+			if req.WorkDir == "/panic" {
+				panic("boom")
+			}
+			return &resident.Response{Manifests: []byte("kind: ConfigMap\n")}
+		},
+		OnError: func(error) { fails.Add(1) },
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = srv.Serve(ctx, l) }()
+	c := &resident.Client{Dir: dir}
+	var ue *resident.UnavailableError
+	if _, err := c.Generate(context.Background(), resident.Request{WorkDir: "/panic"}); !errors.As(err, &ue) {
+		t.Fatalf("a panicking handler: %v, want an *UnavailableError", err)
+	}
+	if res, err := c.Generate(context.Background(), resident.Request{WorkDir: "/ok"}); err != nil || res.Code != 0 {
+		t.Fatalf("after a panic: %+v, %v", res, err)
+	}
+	if fails.Load() != 1 {
+		t.Errorf("%d failures reported, want the panic", fails.Load())
+	}
+}
