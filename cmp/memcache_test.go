@@ -2,9 +2,11 @@ package cmp
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/throughline-dev/throughline/render"
@@ -90,3 +92,48 @@ func TestMemoryCacheBounds(t *testing.T) {
 }
 
 func probe(path string) render.Probe { return render.Probe{Op: "read", Path: path, Result: "x"} }
+
+// TestMemoryCacheConcurrent: concurrent generates of one app and of
+// another share the in-memory cache (go test -race), each served the
+// bytes of a render of its own inputs.
+func TestMemoryCacheConcurrent(t *testing.T) {
+	pinned := "r.example.test/web:1@" + cacheTestDigest
+	roots := []string{cacheTestRepo(t, pinned), cacheTestRepo(t, "r.example.test/web:2@"+cacheTestDigest)}
+	c := &Cache{Dir: t.TempDir(), InMemory: true}
+	want := []*Result{cacheTestGenerate(t, roots[0], &Cache{Dir: t.TempDir()}), cacheTestGenerate(t, roots[1], &Cache{Dir: t.TempDir()})}
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 4 {
+				k := (g + i) % 2
+				res, err := Generate(context.Background(), Options{
+					WorkDir: filepath.Join(roots[k], cacheTestApp),
+					Env: EnvFromEnviron([]string{
+						"ARGOCD_APP_NAME=web-staging", "ARGOCD_APP_NAMESPACE=web-staging", "ARGOCD_APP_REVISION=rev",
+						"ARGOCD_APP_SOURCE_PATH=" + cacheTestApp, "ARGOCD_ENV_ENVIRONMENT=staging",
+					}),
+					Version: "v0.0.0-test",
+					Cache:   c,
+				})
+				if err != nil {
+					errs <- err.Error()
+					continue
+				}
+				if !bytes.Equal(res.Manifests, want[k].Manifests) {
+					errs <- "served the render of other inputs"
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if n, _ := c.MemoryStats(); n != 2 {
+		t.Errorf("memory holds %d entries, want one per image", n)
+	}
+}
