@@ -39,13 +39,41 @@ const (
 // is a symbolic link, is not owned by the current user, or is group- or
 // world-writable is neither read nor written (generate renders uncached and
 // Result.CacheErr says why).
+//
+// With InMemory set (the resident renderer: one long-lived process), the
+// cache also keeps its entries in memory, bounded by MaxBytes and
+// MaxPerApp as on disk: an entry is verified once, when it is loaded from
+// disk, and an entry this process stored or verified is served from
+// memory without re-reading or re-checking it (nothing outside the
+// process can alter it); only its probes are replayed against the new
+// checkout.
 type Cache struct {
 	Dir       string
 	MaxBytes  int64
 	MaxPerApp int
+	InMemory  bool
 
 	dirOnce sync.Once
 	dirErr  error
+	mem     memory
+}
+
+// MemoryStats returns the number of entries and the bytes the in-memory
+// layer holds (0, 0 without InMemory).
+func (c *Cache) MemoryStats() (entries int, bytes int64) { return c.mem.stats() }
+
+func (c *Cache) maxPerApp() int {
+	if c.MaxPerApp <= 0 {
+		return DefaultCacheMaxPerApp
+	}
+	return c.MaxPerApp
+}
+
+func (c *Cache) maxBytes() int64 {
+	if c.MaxBytes <= 0 {
+		return DefaultCacheMaxBytes
+	}
+	return c.MaxBytes
 }
 
 // checkDir creates the cache directory when missing and refuses one that
@@ -90,6 +118,9 @@ type cacheEntry struct {
 	Probes     []render.Probe      `json:"probes"`
 	Manifests  []byte              `json:"-"`
 	Acceptance v1alpha1.Acceptance `json:"acceptance"`
+	// assembled is Manifests with the Acceptance appended (what generate
+	// prints), kept with an in-memory entry.
+	assembled []byte
 }
 
 func (c *Cache) appDir(key string) string { return filepath.Join(c.Dir, key[:2], key) }
@@ -103,12 +134,28 @@ func appKey(version string, env Env) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// lookup returns the first entry for the app whose inputs are unchanged,
+// lookup returns an entry of the app whose inputs are unchanged: from
+// memory (InMemory) as it is, else from disk, verified (lookupDisk), and
+// then kept in memory.
+func (c *Cache) lookup(key string, fsys *render.ConfinedFS) (*cacheEntry, error) {
+	if c.InMemory {
+		if e := c.mem.find(key, fsys); e != nil {
+			return e, nil
+		}
+	}
+	e, err := c.lookupDisk(key, fsys)
+	if e != nil && c.InMemory {
+		c.mem.add(key, e, c.maxPerApp(), c.maxBytes())
+	}
+	return e, err
+}
+
+// lookupDisk returns the first entry for the app whose inputs are unchanged,
 // verified: its sum matches the stored bytes, its manifests pass policy and
 // its Acceptance declares exactly them. An entry that fails a check is
 // removed and reported in the error (a miss: the caller renders afresh and
 // logs the error as a warning); it is never returned.
-func (c *Cache) lookup(key string, fsys *render.ConfinedFS) (*cacheEntry, error) {
+func (c *Cache) lookupDisk(key string, fsys *render.ConfinedFS) (*cacheEntry, error) {
 	if c.checkDir() != nil {
 		return nil, nil // store reports it
 	}
@@ -232,8 +279,12 @@ func modTime(d fs.DirEntry) time.Time {
 	return fi.ModTime()
 }
 
-// store writes an entry atomically, named by the hash of its inputs.
+// store writes an entry atomically, named by the hash of its inputs, and
+// keeps it in memory (InMemory) even when the disk refuses it.
 func (c *Cache) store(key string, e *cacheEntry) error {
+	if c.InMemory {
+		c.mem.add(key, e, c.maxPerApp(), c.maxBytes())
+	}
 	if err := c.checkDir(); err != nil {
 		return err
 	}
@@ -266,14 +317,7 @@ func (c *Cache) store(key string, e *cacheEntry) error {
 // removing the least recently used first. Concurrent evictions may race;
 // a lost entry is only a cache miss.
 func (c *Cache) evict(appDir string) error {
-	maxPerApp := c.MaxPerApp
-	if maxPerApp <= 0 {
-		maxPerApp = DefaultCacheMaxPerApp
-	}
-	maxBytes := c.MaxBytes
-	if maxBytes <= 0 {
-		maxBytes = DefaultCacheMaxBytes
-	}
+	maxPerApp, maxBytes := c.maxPerApp(), c.maxBytes()
 	type file struct {
 		path string
 		size int64

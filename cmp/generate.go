@@ -76,9 +76,11 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 		e, warn := opts.Cache.lookup(key, fsys)
 		cacheWarn = warn
 		if e != nil && e.Renderer == opts.Version {
-			out, err := assemble(e.Manifests, e.Acceptance)
-			if err != nil {
-				return nil, err
+			out := e.assembled // kept with an in-memory entry
+			if out == nil {
+				if out, err = assemble(e.Manifests, e.Acceptance); err != nil {
+					return nil, err
+				}
 			}
 			return &Result{Manifests: out, Acceptance: e.Acceptance, CacheHit: true}, nil
 		}

@@ -17,7 +17,7 @@ func newCMPCommand(g *globals, stdout io.Writer) *cobra.Command {
 		Use:   "cmp",
 		Short: "Argo CD Config Management Plugin commands (run by the repo-server sidecar)",
 	}
-	cmd.AddCommand(newCMPGenerateCommand(g, stdout))
+	cmd.AddCommand(newCMPGenerateCommand(g, stdout), newCMPServeCommand(g), newCMPSidecarCommand(g))
 	return cmd
 }
 

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio"
 
 	"github.com/throughline-dev/throughline/acceptance"
+	"github.com/throughline-dev/throughline/internal/cli"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -126,8 +127,16 @@ func TestArgoCDInstallComponent(t *testing.T) {
 	if sidecar == nil {
 		t.Fatal("no throughline sidecar in argocd-repo-server")
 	}
-	if cmd := sidecar["command"].([]any); len(cmd) != 1 || cmd[0] != "/var/run/argocd/argocd-cmp-server" {
+	// One entrypoint: the resident renderer beside argocd-cmp-server.
+	if cmd := fmt.Sprint(sidecar["command"]); cmd != "[/usr/local/bin/throughline cmp sidecar -- /var/run/argocd/argocd-cmp-server]" {
 		t.Errorf("sidecar command %v", cmd)
+	}
+	env := map[string]any{}
+	for _, e := range sidecar["env"].([]any) {
+		env[e.(map[string]any)["name"].(string)] = e.(map[string]any)["value"]
+	}
+	if d, _ := env[cli.EnvResidentDir].(string); !strings.HasPrefix(d, "/tmp/") {
+		t.Errorf("sidecar %s = %v, want a directory under its own /tmp", cli.EnvResidentDir, env[cli.EnvResidentDir])
 	}
 	if sc := sidecar["securityContext"].(map[string]any); sc["runAsUser"] != 999 {
 		t.Errorf("sidecar runAsUser %v", sc["runAsUser"])

@@ -96,6 +96,7 @@ func TestArgoCDControlPlane(t *testing.T) {
 		PluginYAML: filepath.Join(root, "plugin.yaml"),
 		PluginPath: filepath.Dir(throughlineBin),
 		ConfigData: healthLua(t, root),
+		Resident:   true, // as the sidecar runs: generate through throughline cmp serve
 	})
 	e.argoNS = cp.Namespace
 	e.verify = func() { testenv.StartVerifier(ctx, t, api.Config) }
@@ -108,6 +109,9 @@ func TestArgoCDControlPlane(t *testing.T) {
 	t.Run("positive path: synced by the controller, Progressing until verified, then Healthy", func(t *testing.T) {
 		e.t = t
 		e.positive(revA)
+		if n := cp.ResidentServed(); n == 0 {
+			t.Error("the plugin rendered in-process: the resident renderer answered no generate")
+		}
 	})
 	if t.Failed() {
 		return

@@ -5,12 +5,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
 	"github.com/throughline-dev/throughline/chartsource"
 	"github.com/throughline-dev/throughline/cmp"
+	"github.com/throughline-dev/throughline/cmp/resident"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -48,6 +50,10 @@ type CMPGenerate struct {
 	NoCache     bool
 	MaxFileSize int64
 	CacheBytes  int64
+	// ResidentDir is the resident renderer's directory ("": none, render
+	// in-process); ResidentTimeout bounds a render through it.
+	ResidentDir     string
+	ResidentTimeout time.Duration
 	// OnMiss is cmp.Options.OnMiss.
 	OnMiss func()
 }
@@ -58,6 +64,11 @@ func (o *CMPGenerate) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.NoCache, "no-cache", false, "render every time, without the cache")
 	f.Int64Var(&o.CacheBytes, "cache-max-bytes", cmp.DefaultCacheMaxBytes, "bound of the render cache on disk")
 	f.Int64Var(&o.MaxFileSize, "max-file-size", render.DefaultMaxFileSize, "refuse any input file larger than this many bytes")
+	f.StringVar(&o.ResidentDir, "resident-dir", os.Getenv(EnvResidentDir),
+		"directory of the resident renderer's socket (throughline cmp serve): render through it, in-process when it fails (env "+
+			EnvResidentDir+")")
+	f.DurationVar(&o.ResidentTimeout, "resident-timeout", resident.DefaultTimeout,
+		"longest wait for the resident renderer before rendering in-process")
 }
 
 // Run renders the application in the working directory for Argo CD
@@ -68,6 +79,11 @@ func (o *CMPGenerate) Run(ctx context.Context, log zerolog.Logger, version strin
 	wd, err := os.Getwd()
 	if err != nil {
 		return err
+	}
+	if o.ResidentDir != "" {
+		if done, err := o.viaResident(ctx, log, wd, stdout); done {
+			return err
+		}
 	}
 	opts := cmp.Options{
 		WorkDir:     wd,

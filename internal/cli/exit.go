@@ -12,6 +12,11 @@ import (
 // ExitCode maps an error to its exit code (package exitcode) and writes it
 // to stderr in the form that reads best: a refusal lists every violation.
 func ExitCode(err error, stderr io.Writer) int {
+	var printed *printedError
+	if errors.As(err, &printed) {
+		_, _ = io.WriteString(stderr, printed.stderr)
+		return printed.code
+	}
 	code := exitcode.Code(err)
 	var violations *policy.Refusal
 	switch {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,6 +40,11 @@ type ArgoCDControlPlaneOptions struct {
 	ConfigData map[string]string
 	// AppResync is the controller's --app-resync (default 180 s, Argo CD's).
 	AppResync time.Duration
+	// Resident runs the sidecar's resident renderer (PluginPath's
+	// `throughline cmp serve`) beside the cmp-server, whose plugin then
+	// renders through it (THROUGHLINE_RESIDENT_DIR), as
+	// deploy/argocd/repo-server-sidecar.yaml does.
+	Resident bool
 }
 
 // ArgoCDControlPlane is Argo CD's application controller, repo-server and
@@ -53,6 +59,9 @@ type ArgoCDControlPlane struct {
 	RedisAddr, RepoServerAddr string
 	// MetricsURL is the application controller's Prometheus endpoint.
 	MetricsURL string
+	// ResidentServed counts the generates the resident renderer answered
+	// (nil without opts.Resident).
+	ResidentServed func() int
 }
 
 // StartArgoCDControlPlane installs Argo CD's Application and AppProject CRDs
@@ -109,7 +118,13 @@ func StartArgoCDControlPlane(t testing.TB, api *APIServer, opts ArgoCDControlPla
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(sockDir) }) // after the servers stopped
-	startCMPServer(ctx, t, bin, sockDir, opts)
+	var residentEnv []string
+	if opts.Resident {
+		var dir string
+		dir, cp.ResidentServed = startResident(t, opts.PluginPath)
+		residentEnv = []string{"THROUGHLINE_RESIDENT_DIR=" + dir}
+	}
+	startCMPServer(ctx, t, bin, sockDir, opts, residentEnv)
 	startRepoServer(ctx, t, bin, sockDir, cp)
 	startApplicationController(ctx, t, api, bin, cp, opts)
 	return cp
@@ -117,7 +132,7 @@ func StartArgoCDControlPlane(t testing.TB, api *APIServer, opts ArgoCDControlPla
 
 // startCMPServer starts argocd-cmp-server with opts.PluginYAML and waits for
 // its socket.
-func startCMPServer(ctx context.Context, t testing.TB, bin, sockDir string, opts ArgoCDControlPlaneOptions) {
+func startCMPServer(ctx context.Context, t testing.TB, bin, sockDir string, opts ArgoCDControlPlaneOptions, extraEnv []string) {
 	t.Helper()
 	b, err := os.ReadFile(opts.PluginYAML)
 	if err != nil {
@@ -127,11 +142,11 @@ func startCMPServer(ctx context.Context, t testing.TB, bin, sockDir string, opts
 	if err := os.WriteFile(filepath.Join(cfgDir, "plugin.yaml"), b, 0o644); err != nil {
 		t.Fatalf("argocd-cmp-server: %v", err)
 	}
-	env := environ([]string{
+	env := environ(append([]string{
 		"ARGOCD_BINARY_NAME=argocd-cmp-server", "ARGOCD_PLUGINSOCKFILEPATH=" + sockDir,
 		"PATH=" + opts.PluginPath + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"THROUGHLINE_CACHE_DIR=" + t.TempDir(),
-	}, "ARGOCD_", "PATH", "THROUGHLINE_CACHE_DIR")
+	}, extraEnv...), "ARGOCD_", "PATH", "THROUGHLINE_CACHE_DIR", "THROUGHLINE_RESIDENT_DIR")
 	t0 := time.Now()
 	_, err = startServer(ctx, t, "argocd-cmp-server", bin, env, 0,
 		func([]int) []string {
@@ -148,6 +163,42 @@ func startCMPServer(ctx context.Context, t testing.TB, bin, sockDir string, opts
 		t.Fatalf("start argocd-cmp-server: %v", err)
 	}
 	t.Logf("argocd-cmp-server up in %s, plugin socket in %s", time.Since(t0).Round(time.Millisecond), sockDir)
+}
+
+// startResident starts `throughline cmp serve` of pluginPath on a fresh
+// private directory, waits for its socket and returns the directory and a
+// count of the generates it answered (its debug log).
+func startResident(t testing.TB, pluginPath string) (string, func() int) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "tl-resident-") // 0700; a short socket path
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	logs := &syncBuffer{}
+	cmd := exec.Command(filepath.Join(pluginPath, "throughline"), "cmp", "serve", "--dir", dir, "--metrics-addr", "",
+		"--cache-dir", t.TempDir(), "--log-level", "debug", "--log-format", "json")
+	cmd.Env = environ(nil, "THROUGHLINE_RESIDENT_DIR")
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start throughline cmp serve: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("throughline cmp serve (last lines):\n%s", logs.tail())
+		}
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if fi, err := os.Stat(filepath.Join(dir, "render.sock")); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("throughline cmp serve: no socket in %s after 30 s:\n%s", dir, logs.tail())
+		}
+	}
+	return dir, func() int { return strings.Count(logs.String(), `"message":"generate"`) }
 }
 
 // startRepoServer starts argocd-repo-server on 127.0.0.1 against Redis and

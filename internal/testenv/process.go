@@ -275,6 +275,13 @@ func (b *syncBuffer) Printf(format string, args ...any) {
 	}
 }
 
+// String is everything written.
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // tail is the last logTailLines lines written.
 func (b *syncBuffer) tail() string {
 	b.mu.Lock()

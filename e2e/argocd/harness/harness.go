@@ -94,6 +94,20 @@ func StartProcess(t *testing.T, configDir string) {
 // the hostile-repository cases (hostile.go), which take ~40 s and need run
 // only once per Argo CD release.
 func Run(t *testing.T, d Driver, start StartFunc, hostile bool) {
+	run(t, d, start, hostile, false)
+}
+
+// RunResident is Run (without the hostile cases) with the sidecar's
+// resident renderer: throughline cmp serve runs beside the CMP server, and
+// the plugin, inheriting THROUGHLINE_RESIDENT_DIR, renders through it
+// (resident.go). It then checks that the resident renderer served every
+// generate, and that once it is killed the CMP server still returns the
+// correct render (the plugin's in-process fallback).
+func RunResident(t *testing.T, d Driver, start StartFunc) {
+	run(t, d, start, false, true)
+}
+
+func run(t *testing.T, d Driver, start StartFunc, hostile, withResident bool) {
 	bin := Throughline(t)
 	top := RepoRoot(t)
 	base, err := os.MkdirTemp("/tmp", "cmp") // unix socket paths: < 108 bytes
@@ -114,6 +128,10 @@ func Run(t *testing.T, d Driver, start StartFunc, hostile bool) {
 	if hostile {
 		h = setupHostile(t) // before the server starts: the plugin inherits its environment
 		h.repo = filepath.Join(base, "hostile")
+	}
+	var res *residentProcess
+	if withResident {
+		res = startResident(t, bin, filepath.Join(base, "r")) // before the server: the plugin inherits its directory
 	}
 	start(t, configDir)
 	sock := filepath.Join(sockDir, SocketName)
@@ -253,6 +271,11 @@ func Run(t *testing.T, d Driver, start StartFunc, hostile bool) {
 
 	if h != nil {
 		t.Run("hostile repository", func(t *testing.T) { runHostile(t, d, h) })
+	}
+	if res != nil {
+		t.Run("resident renderer", func(t *testing.T) {
+			res.check(t, ctx, d, repo, staging, envStaging)
+		})
 	}
 }
 

@@ -60,6 +60,15 @@ func TestCMPServerProcess(t *testing.T) {
 	harness.Run(t, driver{}, harness.StartProcess, true)
 }
 
+// TestCMPServerResident is TestCMPServerProcess with the sidecar's
+// resident renderer beside argocd-cmp-server (harness.RunResident).
+func TestCMPServerResident(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	harness.RunResident(t, driver{}, harness.StartProcess)
+}
+
 type driver struct{}
 
 func (driver) Match(ctx context.Context, sock, appPath, repoPath string, env []string) (bool, error) {

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Whole-process wall time of a warm hit of `throughline-cmp generate`
+# through the resident renderer (`throughline cmp serve`) against the same
+# hit in-process (the plugin reading and verifying the entry from the disk
+# cache), on the benchmark overlay (internal/benchfixture through
+# hack/benchtree) at 20, 500 and 2,000 Deployments. The hit is from a new
+# commit: a fresh copy of the repository with an unrelated file changed.
+# Runs are paired (resident, in-process, resident, ...) and the medians
+# printed. Figures in docs/benchmarks.md.
+#
+#   hack/bench-resident.sh BIN_DIR     (BIN_DIR holds throughline and throughline-cmp: make build)
+#
+# Environment: BENCH_SIZES ("20 500 2000"), BENCH_RUNS (20).
+set -euo pipefail
+
+bin=$(cd "${1:?usage: bench-resident.sh BIN_DIR}" && pwd)
+sizes=${BENCH_SIZES:-20 500 2000}
+runs=${BENCH_RUNS:-20}
+work=$(mktemp -d "${TMPDIR:-/tmp}/tlr-bench.XXXXXX")
+serve_pid=
+cleanup() { [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+go build -o "$work/benchtree" "$(cd "$(dirname "$0")" && pwd)/benchtree"
+app=apps/bench/overlays/production
+export HOME=$work/home ARGOCD_APP_NAME=bench-production ARGOCD_APP_SOURCE_PATH=$app
+mkdir -p "$HOME"
+
+for n in $sizes; do
+  root=$work/n$n
+  "$work/benchtree" -n "$n" "$root/c1"
+  cp -r "$root/c1" "$root/c2"
+  printf 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\ndata: {revision: "2"}\n' >"$root/c2/apps/other/configmap.yaml"
+  cache=$root/cache
+  (cd "$root/c1/$app" && THROUGHLINE_CACHE_DIR=$cache "$bin/throughline-cmp" generate --log-level error >/dev/null)
+  sock=$root/sock
+  mkdir -m 0700 "$sock"
+  "$bin/throughline" cmp serve --dir "$sock" --cache-dir "$cache" --metrics-addr "" --log-level warn &
+  serve_pid=$!
+  for _ in $(seq 100); do [ -S "$sock/render.sock" ] && break; sleep 0.05; done
+  BENCH_N=$n BENCH_RUNS=$runs BENCH_DIR=$root/c2/$app BENCH_CACHE=$cache BENCH_SOCK=$sock BENCH_BIN=$bin python3 - <<'PY'
+import os, statistics, subprocess, time
+n, runs, d = os.environ["BENCH_N"], int(os.environ["BENCH_RUNS"]), os.environ["BENCH_DIR"]
+plugin = os.path.join(os.environ["BENCH_BIN"], "throughline-cmp")
+base = dict(os.environ, THROUGHLINE_CACHE_DIR=os.environ["BENCH_CACHE"])
+envs = {"resident": dict(base, THROUGHLINE_RESIDENT_DIR=os.environ["BENCH_SOCK"]), "in-process": base}
+times = {k: [] for k in envs}
+outs = {}
+for i in range(runs + 2):
+    for k, env in envs.items():
+        t = time.perf_counter()
+        p = subprocess.run([plugin, "generate"], cwd=d, env=env, capture_output=True)
+        dt = time.perf_counter() - t
+        if p.returncode != 0 or b"cached=true" not in p.stderr or (k == "resident") != (b"resident=true" in p.stderr):
+            raise SystemExit(f"{k}: exit {p.returncode}: {p.stderr.decode()[-400:]}")
+        outs.setdefault(k, p.stdout)
+        if i >= 2:  # two warm-up pairs
+            times[k].append(dt * 1000)
+assert outs["resident"] == outs["in-process"], "outputs differ"
+for k, v in times.items():
+    print(f"deployments={n} {k:10s} median {statistics.median(v):7.1f} ms  min {min(v):7.1f}  max {max(v):7.1f}  ({runs} runs)")
+PY
+  kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true; serve_pid=
+done
