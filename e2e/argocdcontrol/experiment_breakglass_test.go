@@ -52,7 +52,9 @@ func (e *env) breakGlass(run chainRun) {
 	fix := client.RawPatch(types.StrategicMergePatchType,
 		[]byte(`{"spec":{"template":{"spec":{"containers":[{"name":"api","resources":{"limits":{"memory":"2Gi"}}}]}}}}`))
 	must(e.t, e.c.Patch(e.ctx, p.deployment(), fix, client.FieldOwner("kubectl-patch")))
-	p.rollout(p.deployment(), "bg1", run.a)
+	live := imageOf(p.deployment())
+	live = live[strings.LastIndex(live, "@")+1:] // the digest production runs (B, after experiment 7)
+	p.rollout(p.deployment(), "bg1", live)
 	p.refresh("normal")
 	p.waitApp("live patch while paused -> OutOfSync", time.Minute, func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "sync", "status") == "OutOfSync"
@@ -92,7 +94,7 @@ func (e *env) breakGlass(run chainRun) {
 	if d := p.deployment(); d.Status.ObservedGeneration != d.Generation {
 		e.t.Logf("the write-back's sync moved the Deployment to generation %d (resource health %q)", d.Generation,
 			resourceHealth(u, "Deployment", "checkout"))
-		p.rollout(d, "bg2", run.a)
+		p.rollout(d, "bg2", live)
 	}
 	for deadline := time.Now().Add(30 * time.Second); str(u, "status", "health", "status") != "Healthy"; u = p.app() {
 		if time.Now().After(deadline) {

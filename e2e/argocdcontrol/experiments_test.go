@@ -146,6 +146,7 @@ func (e *env) experiments(t *testing.T) {
 		{"experiment 2: staging on a tag that moves", func() { e.tagDrift(run) }},
 		{"experiment 3: staging's overlay copied over production's", e.directoryCopy},
 		{"experiment 6: rollback to A through the real controller", func() { e.rollbackToA(run) }},
+		{"experiment 7: a rollback into a frozen production, with two signed freeze overrides", func() { e.freezeOverride(run) }},
 		{"experiment 5: break-glass with self-heal on", func() { e.breakGlass(run) }},
 	} {
 		if !t.Run(x.name, func(t *testing.T) { e.t = t; x.f() }) {
