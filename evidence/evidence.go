@@ -58,6 +58,12 @@ type Record struct {
 	// verifier saw); DesiredRenderedHash the one the record proposed.
 	RenderedHash        string `json:"renderedHash,omitempty"`
 	DesiredRenderedHash string `json:"desiredRenderedHash,omitempty"`
+	// Overrides are the signed freeze overrides the promotion record
+	// carried when the notifier decided (promote approve
+	// --override-freeze): the evidence says that the deployment went
+	// through a freeze or outside the windows, who lifted it, why and
+	// until when.
+	Overrides []promotion.Override `json:"overrides,omitempty"`
 	// Acceptance names the Acceptance object read (namespace/name).
 	Acceptance string `json:"acceptance,omitempty"`
 	// VerifiedAt is the verifier's verifiedAt.

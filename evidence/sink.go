@@ -159,6 +159,7 @@ func (s *GitSink) Write(ctx context.Context, app, env, observedRevision string, 
 		ev.Image, ev.ArtifactDigest = rec.Artifact.Image, rec.Artifact.Digest
 		ev.DesiredRevision, ev.DesiredCommit = rec.Reconciling.DesiredRevision, rec.Reconciling.DesiredCommit
 		ev.DesiredRenderedHash = rec.Target.RenderedHash
+		ev.Overrides = rec.Overrides
 		ev.Time = ev.Time.UTC().Truncate(time.Second)
 		switch ev.Decision {
 		case promotion.Accepted:

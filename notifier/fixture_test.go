@@ -50,6 +50,7 @@ func reconciling(t testing.TB, app, desired string) *promotion.Record {
 	for _, err := range []error{
 		r.Verify(promotion.VerifiedIn{Environment: "staging", DesiredRevision: stgRev, ObservedRevision: stgRev, RenderedHash: hashB, RuntimeEvidence: "evidence/staging/" + app + "/x.json"}, t0.Add(time.Minute), "notifier"),
 		r.Approve("alice", r.InputFor("v0.1.0"), t0.Add(24*time.Hour), t0.Add(2*time.Minute)),
+		frozenOverride(r),
 		r.Reconcile(desired, t0.Add(3*time.Minute), "ci"),
 	} {
 		if err != nil {
@@ -57,6 +58,15 @@ func reconciling(t testing.TB, app, desired string) *promotion.Record {
 		}
 	}
 	return r
+}
+
+// frozenOverride adds a freeze override by bob to the record of the app
+// named "frozen" (promoted during a freeze).
+func frozenOverride(r *promotion.Record) error {
+	if r.App != "frozen" {
+		return nil
+	}
+	return r.AddOverride("bob", "the launch freeze: hotfix", r.InputFor("v0.1.0"), t0.Add(2*time.Hour), t0.Add(2*time.Minute))
 }
 
 // fixture is a GitOps repository (bare origin plus the notifier's clone)

@@ -463,3 +463,24 @@ func TestRecordOfAnotherAppIsUnusable(t *testing.T) {
 		t.Fatalf("%d %+v", code, rep)
 	}
 }
+
+// TestEvidenceCarriesOverrides (issue 39): a promotion that went in through
+// a freeze with a signed override is decided with the override in its
+// evidence (who, why, until when, the hash binding it), as in its record.
+func TestEvidenceCarriesOverrides(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "frozen")
+	code, rep := f.flux(fluxBody(t, "frozen", f.desired["frozen"], "ReconciliationSucceeded"))
+	if code != 200 || rep.Result != resultAccepted {
+		t.Fatalf("delivery: %d %+v", code, rep)
+	}
+	evPath := evidence.Path("production", "frozen", rep.PromotionID)
+	ev, err := evidence.Parse(evPath, []byte(f.show(evPath)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.Overrides) != 1 || ev.Overrides[0].Approver != "bob" || ev.Overrides[0].Reason != "the launch freeze: hotfix" ||
+		ev.Overrides[0].InputHash == "" {
+		t.Fatalf("evidence overrides %+v", ev.Overrides)
+	}
+}

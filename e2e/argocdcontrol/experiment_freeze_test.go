@@ -23,8 +23,8 @@ import (
 // (override-count: production needs two); with bob's it is lifted (check
 // exit 0); the merge is reconciled RECONCILING,
 // production's controller syncs it, the Pods run B, and the notifier's
-// resync accepts it: the record ACCEPTED at the acceptance commit carries
-// both overrides, bound to the attempt. The freeze is lifted after.
+// resync accepts it: the record ACCEPTED at the acceptance commit and its
+// evidence carry both overrides, bound to the attempt. The freeze is lifted after.
 func (e *env) freezeOverride(run chainRun) {
 	p := e.production()
 	polFile := filepath.Join(e.work, promotion.PolicyFile)
@@ -123,6 +123,10 @@ func (e *env) freezeOverride(run chainRun) {
 		if o := prod.Overrides[i]; o.Approver != k.Principal || o.Reason != reason || o.InputHash == "" {
 			e.t.Fatalf("arrow ACCEPTED record -> override %d: %+v, want %s's", i, o, k.Principal)
 		}
+	}
+	if ev := e.evidenceAt(e.remoteTip(e.remote), prod.Accepted.RuntimeEvidence); len(ev.Overrides) != 2 ||
+		ev.Overrides[0].InputHash != prod.Overrides[0].InputHash || ev.Overrides[1].InputHash != prod.Overrides[1].InputHash {
+		e.t.Fatalf("arrow ACCEPTED -> evidence %s with the overrides: %+v", prod.Accepted.RuntimeEvidence, ev.Overrides)
 	}
 	e.t.Logf("frozen production: %s ACCEPTED at %.12s with the freeze overrides of %s and %s", prod.PromotionID, merge,
 		prod.Overrides[0].Approver, prod.Overrides[1].Approver)
