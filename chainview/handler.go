@@ -3,8 +3,10 @@ package chainview
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -75,8 +77,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var buf bytes.Buffer
-	found, err := route(site, &buf, r.URL.Path)
+	found, err := route(site, &buf, r.URL)
+	var bad *badFilter
 	switch {
+	case errors.As(err, &bad):
+		// The value is not echoed: a filter is app=<name>, env=<name>,
+		// state=<state>.
+		http.Error(w, "bad filter: want app=<app>, env=<environment>, state=<state or IN-FLIGHT>", http.StatusBadRequest)
 	case err != nil:
 		if h.Log != nil {
 			h.Log(err)
@@ -91,11 +98,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// route writes the page of path p.
-func route(s *Site, w io.Writer, p string) (bool, error) {
+// badFilter is a query string that is not a Filter (400).
+type badFilter struct{ err error }
+
+func (b *badFilter) Error() string { return b.err.Error() }
+
+// route writes the page of u's path; the index is filtered by u's query
+// (ParseFilter).
+func route(s *Site, w io.Writer, u *url.URL) (bool, error) {
+	p := u.Path
 	switch {
 	case p == "/" || p == "/index.html":
-		return true, s.Index(w)
+		f, err := ParseFilter(u.Query())
+		if err != nil {
+			return false, &badFilter{err}
+		}
+		return true, s.IndexFiltered(w, f)
 	case strings.HasPrefix(p, "/promotion/") && strings.HasSuffix(p, ".html"):
 		id := strings.TrimSuffix(strings.TrimPrefix(p, "/promotion/"), ".html")
 		return s.Promotion(w, id)
