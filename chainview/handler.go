@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -24,9 +26,9 @@ const DefaultTTL = 5 * time.Second
 const csp = "default-src 'none'; style-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
 // Handler serves the pages of the repository, read-only: GET and HEAD
-// only (405 otherwise). It reloads the model when the revision read moved
-// (asked at most every TTL), so that a page is never older than TTL plus
-// one load.
+// only (405 otherwise). It reloads the model when the revision read or
+// the tip of an attempt branch moved (asked at most every TTL), so that a
+// page is never older than TTL plus one load.
 type Handler struct {
 	Repo *gitops.Repo
 	// Options are passed to Load; Now is set on every load.
@@ -45,8 +47,10 @@ type Handler struct {
 	// shows what the remote has.
 	Fetch bool
 
-	mu      sync.Mutex
-	model   *Model
+	mu    sync.Mutex
+	model *Model
+	// key is what model was read from (readKey).
+	key     string
 	site    *Site
 	checked time.Time
 }
@@ -165,14 +169,21 @@ func (h *Handler) current(ctx context.Context) (*Site, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The attempts in flight live on their branches: a push to one (an
+	// approval) changes the grid as a merge does.
+	branches, err := h.Repo.Branches(ctx, promotion.BranchPrefix+"*")
+	if err != nil {
+		return nil, fmt.Errorf("web view: listing the attempt branches: %w", err)
+	}
+	key := readKey(commit, branches)
 	m := h.model
-	if m == nil || m.Rev != commit {
+	if m == nil || h.key != key {
 		opts := h.Options
 		opts.Now = now
 		if m, err = Load(ctx, h.Repo, opts); err != nil {
 			return nil, err
 		}
-		h.model = m
+		h.model, h.key = m, key
 	}
 	if h.Live != nil {
 		live, err := h.Live(ctx)
@@ -190,4 +201,20 @@ func (h *Handler) current(ctx context.Context) (*Site, error) {
 	}
 	h.site, h.checked = site, now
 	return site, nil
+}
+
+// readKey names what a model is read from: the base commit and the tip
+// of every attempt branch.
+func readKey(commit string, branches map[string]string) string {
+	names := make([]string, 0, len(branches))
+	for b := range branches {
+		names = append(names, b)
+	}
+	sort.Strings(names)
+	var k strings.Builder
+	k.WriteString(commit)
+	for _, b := range names {
+		k.WriteString(" " + b + "=" + branches[b])
+	}
+	return k.String()
 }
