@@ -150,8 +150,12 @@ func judge(ctx context.Context, c *chainer, reg *environment.Registry, cell *Cel
 		}
 	}
 	cell.Chain = ch
-	if a := ch.FirstBroken(); a != nil && rec.State != promotion.Halted && rec.State != promotion.Rejected {
+	switch a := ch.FirstBroken(); {
+	case a == nil || rec.State == promotion.Halted || rec.State == promotion.Rejected:
+	case rec.State == promotion.Accepted:
 		cell.Waits = fmt.Sprintf("not proven: %s: %s", a.Name, a.Summary)
+	default: // what it waits on, and that its chain is broken already
+		cell.Waits += fmt.Sprintf("; chain broken at %s: %s", a.Name, a.Summary)
 	}
 	return history(ctx, c.repo, c.rev, rec)
 }

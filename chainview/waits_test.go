@@ -68,6 +68,9 @@ func TestCellsSayWhy(t *testing.T) {
 	if got := stag.DeadlineText(m.Now); got != "deadline in 12m0s" {
 		t.Errorf("api in staging: deadline %q, want in 12m0s (15m after RECONCILING at %s, now %s)", got, reconciling, now)
 	}
+	if want := "waits on the controller and the notifier's evidence; chain broken at dev desired commit: "; !strings.HasPrefix(stag.Waits, want) {
+		t.Errorf("api in staging says %q, want %q... (what it waits on, and its claim of a dev acceptance Git does not hold)", stag.Waits, want)
+	}
 	fl := cells[Key("api", "production")].InFlight
 	if len(fl) != 1 || fl[0].Ref != branch || fl[0].State != promotion.Verified || fl[0].Waits != "waits on approvals: 1 of 2" {
 		t.Fatalf("api in production in flight: %+v, want %s VERIFIED waiting on approvals 1 of 2", fl, branch)
