@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/chainview/chainfixture"
+	"github.com/throughline-dev/throughline/internal/golden"
 	"github.com/throughline-dev/throughline/promotion"
 )
 
@@ -79,6 +80,7 @@ func TestCellsSayWhy(t *testing.T) {
 	must(t, err)
 	var buf bytes.Buffer
 	must(t, s.Index(&buf))
+	golden.Compare(t, "testdata/grid-waits.html", buf.Bytes())
 	grid := buf.String()
 	for _, want := range []string{"halted: Pod web-5f7c9d8b6-x2k4p", "deadline in 12m0s", "in flight on <code>" + branch + "</code>",
 		"waits on approvals: 1 of 2"} {
