@@ -11,6 +11,7 @@ import (
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/gitrepo"
 	"github.com/throughline-dev/throughline/ledger"
@@ -104,6 +105,10 @@ func (c *chainer) sourceArrows(ctx context.Context, rec *promotion.Record, ch *C
 		}
 		return arrows, nil
 	}
+	if v.IsCandidacy() {
+		err := c.candidacyArrows(ctx, rec, arrows)
+		return arrows, err
+	}
 	var err error
 	if v.IsPriorAcceptance() {
 		arrows[2], err = c.priorEvidence(ctx, arrows[2].Name, rec)
@@ -123,6 +128,72 @@ func (c *chainer) sourceArrows(ctx context.Context, rec *promotion.Record, ch *C
 	}
 	arrows[1], err = c.relation(ctx, arrows[1].Name, v.DesiredRevision, v.ObservedRevision, false)
 	return arrows, err
+}
+
+// candidacyArrows judges the three source arrows of a record VERIFIED by
+// its candidacy (promote candidate, then promote verify, in a first
+// environment): no environment ran the artifact before, its supply-chain
+// evidence verifies it. They come from the gates' own checks, as far as
+// Git answers them: gate.CandidacyClaim (the record is the candidacy of
+// its artifact, in a first environment of the registry at rev) and
+// gate.SealedInGit (its evidence is what the candidate commit sealed).
+// The bundles were re-verified against the trust policy by promote verify
+// and are by the PR gate (gate.SealedCandidacy, gate.Reverify): that needs
+// the registry, which the view never reads, so the third arrow rests on
+// the sealed record and says so.
+func (c *chainer) candidacyArrows(ctx context.Context, rec *promotion.Record, arrows []Arrow) error {
+	ev := rec.Artifact.Evidence
+	env := rec.Target.Environment
+	arrows[0].Name, arrows[1].Name, arrows[2].Name = env+" candidacy", env+" sealed evidence", env+" supply-chain evidence"
+	arrows[0].Facts = []Fact{{Label: "verifiedIn.kind", Value: string(rec.VerifiedIn.Kind)},
+		{Label: "artifact.evidence.candidacy", Value: ev.Candidacy}, {Label: "artifact.evidence.environment", Value: ev.Environment}}
+	for _, it := range ev.Items {
+		v := it.Digest
+		if it.Signer != "" {
+			v += " (signer " + it.Signer + ")"
+		}
+		arrows[2].Facts = append(arrows[2].Facts, Fact{Label: orDash(it.Kind), Value: v})
+	}
+	if ev.Manifest != "" {
+		arrows[1].Facts = []Fact{{Label: "artifact.evidence.manifest", Value: ev.Manifest}}
+	}
+	why, err := gateRefusal(gate.CandidacyClaim(ctx, c.repo, c.rev, rec))
+	if err != nil {
+		return fmt.Errorf("judging the candidacy of %s: %w", rec.PromotionID, err)
+	}
+	if why != "" {
+		for i := range arrows {
+			arrows[i].Status, arrows[i].Summary = Broken, why
+		}
+		return nil
+	}
+	arrows[0].Status, arrows[0].Summary = Proven, fmt.Sprintf("%s is where CI's artifact entered the chain, in %s, a first environment of %s",
+		rec.PromotionID, env, promotion.PolicyFile)
+	why, err = gateRefusal(gate.SealedInGit(ctx, c.repo, c.rev, rec))
+	if err != nil {
+		return fmt.Errorf("judging the sealed evidence of %s: %w", rec.PromotionID, err)
+	}
+	if why != "" {
+		arrows[1].Status, arrows[1].Summary = Broken, why
+		arrows[2].Status, arrows[2].Summary = Broken, "the evidence is not what its candidacy sealed"
+		return nil
+	}
+	arrows[1].Status, arrows[1].Summary = Proven, "the record's evidence is what the candidate commit's message sealed (Evidence lines)"
+	arrows[2].Status = Proven
+	arrows[2].Summary = fmt.Sprintf("%d bundles, verified against %s's trust policy by promote verify (not fetched again here: "+
+		"the view reads no registry)", len(ev.Items), env)
+	return nil
+}
+
+// gateRefusal is refusal, saying a refusal's cause too (a gate's refusal
+// may keep its reason in Err, as gate.FirstEnvironment does).
+func gateRefusal(err error) (string, error) {
+	why, err2 := refusal(err)
+	var re *exitcode.Refusal
+	if why != "" && errors.As(err, &re) && re.Err != nil {
+		why += ": " + re.Err.Error()
+	}
+	return why, err2
 }
 
 // sourceArtifact judges the desired and observed arrows (arrows[0],

@@ -152,6 +152,29 @@ func TestArrowAttacks(t *testing.T) {
 		},
 		arrow: 9, want: sshkey.EvidenceSignersFile + " lists no such key", names: evidence.Path("production", "api", "api-production-9d9d9d9d9d9d-1"),
 	}, {
+		name: "evidence dated before the commit it observes (ledger.Prove refuses it)",
+		twist: func(t *testing.T, f *chainfixture.Repo) string {
+			rec := handRecord(t, f, "production", pinned(f, "production"), approvers...)
+			f.Commit("accepted", accepted(t, f, rec, rec.Reconciling.DesiredRevision, func(ev *evidence.Record) {
+				ev.Time = chainfixture.T0.Add(-24 * time.Hour)
+				before := ev.Time.Add(-time.Minute)
+				ev.VerifiedAt = &before
+			}))
+			return rec.PromotionID
+		},
+		arrow: 9, want: "before the observed commit",
+	}, {
+		name: "evidence re-signed after the acceptance by a key the policy does not list",
+		twist: func(t *testing.T, f *chainfixture.Repo) string {
+			id := "checkout-production-4b7e2a91c3d5-1"
+			file := evidence.Path("production", "checkout", id)
+			data := []byte(f.Git("show", "main:"+file))
+			f.Commit("re-sign", map[string][]byte{evidence.SignaturePath(file): signedevidence.Sign(t, sshkey.NewNotifier(t, "production"),
+				append(data, '\n'))})
+			return id
+		},
+		arrow: 9, want: "lists no such key",
+	}, {
 		name: "one approver where production requires two",
 		twist: func(t *testing.T, f *chainfixture.Repo) string {
 			rec := handRecord(t, f, "production", pinned(f, "production"), "alice@example.com")

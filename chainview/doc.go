@@ -9,7 +9,9 @@
 //
 // It judges nothing on its own: each arrow's verdict comes from the gates
 // that own the rule (ledger.ReadSourceEvidence, ledger.CheckPrior,
-// ledger.History and Pick, evidence.Relate, ledger.StatusAll). It never
+// ledger.History and Pick, evidence.Relate, ledger.StatusAll, and for a
+// candidacy gate.CandidacyClaim and gate.SealedInGit: the view reads no
+// registry). It never
 // writes to the repository or the cluster, and it shows no Secret value or
 // token: it reads no Secret and no credential.
 package chainview

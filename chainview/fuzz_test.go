@@ -2,7 +2,9 @@ package chainview
 
 import (
 	"context"
+	"errors"
 	"io"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -10,7 +12,8 @@ import (
 )
 
 // FuzzRoute: any request path either names a page of the model (index,
-// a promotion, an app) or is not found; no path reads anything else.
+// a promotion, an app) or is not found; no path reads anything else. Any
+// query string either filters the index or is refused as a bad filter.
 func FuzzRoute(f *testing.F) {
 	repo := chainfixture.New(f, example)
 	m, err := Load(context.Background(), repo.Repo, Options{Now: chainfixture.Now})
@@ -23,12 +26,19 @@ func FuzzRoute(f *testing.F) {
 	}
 	for _, p := range []string{"/", "/index.html", "/promotion/checkout-production-4b7e2a91c3d5-1.html", "/app/cart.html",
 		"/app/../../etc/passwd.html", "/promotion/.html", "/app/%2e%2e.html", "/style.css"} {
-		f.Add(p)
+		f.Add(p, "")
 	}
-	f.Fuzz(func(t *testing.T, p string) {
-		found, err := route(s, io.Discard, p)
+	for _, q := range []string{"app=cart", "env=production&state=HALTED", "state=IN-FLIGHT", "app=../x", "state=<b>", "env=nope"} {
+		f.Add("/", q)
+	}
+	f.Fuzz(func(t *testing.T, p, q string) {
+		found, err := route(s, io.Discard, &url.URL{Path: p, RawQuery: q})
+		var bad *badFilter
+		if errors.As(err, &bad) && (p == "/" || p == "/index.html") {
+			return
+		}
 		if err != nil {
-			t.Fatalf("%q: %v", p, err)
+			t.Fatalf("%q?%q: %v", p, q, err)
 		}
 		if !found {
 			return

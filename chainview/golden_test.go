@@ -115,3 +115,29 @@ func TestPagesEscapeAndHideSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestGoldenCandidacy: a record verified by its candidacy in a first
+// environment (checkout in dev, promote candidate then promote verify),
+// ACCEPTED: its page as golden HTML.
+func TestGoldenCandidacy(t *testing.T) {
+	t.Parallel()
+	f := chainfixture.New(t, example)
+	a := f.AcceptCandidacy("checkout", "dev", "1.5.0", chainfixture.Checkout, 1)
+	m, err := Load(context.Background(), f.Repo, Options{Now: chainfixture.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSite(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := s.Files(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := files["promotion/"+a.Record.PromotionID+".html"]
+	if !ok {
+		t.Fatalf("no page of %s", a.Record.PromotionID)
+	}
+	golden.Compare(t, "testdata/candidacy.html", got)
+}

@@ -3,8 +3,12 @@ package chainview
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -22,9 +26,9 @@ const DefaultTTL = 5 * time.Second
 const csp = "default-src 'none'; style-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
 // Handler serves the pages of the repository, read-only: GET and HEAD
-// only (405 otherwise). It reloads the model when the revision read moved
-// (asked at most every TTL), so that a page is never older than TTL plus
-// one load.
+// only (405 otherwise). It reloads the model when the revision read or
+// the tip of an attempt branch moved (asked at most every TTL), so that a
+// page is never older than TTL plus one load.
 type Handler struct {
 	Repo *gitops.Repo
 	// Options are passed to Load; Now is set on every load.
@@ -43,8 +47,10 @@ type Handler struct {
 	// shows what the remote has.
 	Fetch bool
 
-	mu      sync.Mutex
-	model   *Model
+	mu    sync.Mutex
+	model *Model
+	// key is what model was read from (readKey).
+	key     string
 	site    *Site
 	checked time.Time
 }
@@ -75,8 +81,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var buf bytes.Buffer
-	found, err := route(site, &buf, r.URL.Path)
+	found, err := route(site, &buf, r.URL)
+	var bad *badFilter
 	switch {
+	case errors.As(err, &bad):
+		// The value is not echoed: a filter is app=<name>, env=<name>,
+		// state=<state>.
+		http.Error(w, "bad filter: want app=<app>, env=<environment>, state=<state or IN-FLIGHT>", http.StatusBadRequest)
 	case err != nil:
 		if h.Log != nil {
 			h.Log(err)
@@ -91,11 +102,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// route writes the page of path p.
-func route(s *Site, w io.Writer, p string) (bool, error) {
+// badFilter is a query string that is not a Filter (400).
+type badFilter struct{ err error }
+
+func (b *badFilter) Error() string { return b.err.Error() }
+
+// route writes the page of u's path; the index is filtered by u's query
+// (ParseFilter).
+func route(s *Site, w io.Writer, u *url.URL) (bool, error) {
+	p := u.Path
 	switch {
 	case p == "/" || p == "/index.html":
-		return true, s.Index(w)
+		f, err := ParseFilter(u.Query())
+		if err != nil {
+			return false, &badFilter{err}
+		}
+		return true, s.IndexFiltered(w, f)
 	case strings.HasPrefix(p, "/promotion/") && strings.HasSuffix(p, ".html"):
 		id := strings.TrimSuffix(strings.TrimPrefix(p, "/promotion/"), ".html")
 		return s.Promotion(w, id)
@@ -147,14 +169,21 @@ func (h *Handler) current(ctx context.Context) (*Site, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The attempts in flight live on their branches: a push to one (an
+	// approval) changes the grid as a merge does.
+	branches, err := h.Repo.Branches(ctx, promotion.BranchPrefix+"*")
+	if err != nil {
+		return nil, fmt.Errorf("web view: listing the attempt branches: %w", err)
+	}
+	key := readKey(commit, branches)
 	m := h.model
-	if m == nil || m.Rev != commit {
+	if m == nil || h.key != key {
 		opts := h.Options
 		opts.Now = now
 		if m, err = Load(ctx, h.Repo, opts); err != nil {
 			return nil, err
 		}
-		h.model = m
+		h.model, h.key = m, key
 	}
 	if h.Live != nil {
 		live, err := h.Live(ctx)
@@ -172,4 +201,20 @@ func (h *Handler) current(ctx context.Context) (*Site, error) {
 	}
 	h.site, h.checked = site, now
 	return site, nil
+}
+
+// readKey names what a model is read from: the base commit and the tip
+// of every attempt branch.
+func readKey(commit string, branches map[string]string) string {
+	names := make([]string, 0, len(branches))
+	for b := range branches {
+		names = append(names, b)
+	}
+	sort.Strings(names)
+	var k strings.Builder
+	k.WriteString(commit)
+	for _, b := range names {
+		k.WriteString(" " + b + "=" + branches[b])
+	}
+	return k.String()
 }

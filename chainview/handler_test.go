@@ -6,8 +6,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/throughline-dev/throughline/chainview/chainfixture"
+	"github.com/throughline-dev/throughline/promotion"
 )
 
 // TestHandler: GET and HEAD of every page, nothing that changes state
@@ -50,5 +52,36 @@ func TestHandler(t *testing.T) {
 		if tc.code == 405 && resp.Header.Get("Allow") != "GET, HEAD" {
 			t.Errorf("%s %s: Allow %q", tc.method, tc.path, resp.Header.Get("Allow"))
 		}
+	}
+}
+
+// TestHandlerSeesAttemptBranches: an approval pushed to an attempt branch
+// (the base branch unmoved) shows in the served grid after the TTL.
+func TestHandlerSeesAttemptBranches(t *testing.T) {
+	t.Parallel()
+	f := chainfixture.New(t, example)
+	srv := httptest.NewServer(&Handler{Repo: f.Repo, TTL: time.Nanosecond})
+	defer srv.Close()
+	grid := func() string {
+		resp, err := http.Get(srv.URL + "/")
+		must(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		must(t, err)
+		return string(body)
+	}
+	if strings.Contains(grid(), `class="flight"`) {
+		t.Fatal("in flight before any attempt branch")
+	}
+	rec := verifiedRecord(t, f, "production", "alice@example.com")
+	branch := promotion.AttemptKey{App: "api", Digest: apiDigest, Environment: "production", Attempt: 1}.Branch()
+	f.Git("checkout", "-q", "-b", branch)
+	data, err := rec.Marshal()
+	must(t, err)
+	f.Commit("api VERIFIED in production, approved by alice", map[string][]byte{promotion.RecordPath("api", "production"): data})
+	f.Git("checkout", "-q", "main")
+	time.Sleep(time.Millisecond)
+	if g := grid(); !strings.Contains(g, "waits on approvals: 1 of 2") {
+		t.Fatalf("the served grid does not show the attempt pushed to %s", branch)
 	}
 }

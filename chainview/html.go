@@ -35,6 +35,12 @@ type page struct {
 	Root  string
 	Chain *Chain
 	App   *App
+	// Counts are the cells of the whole grid by state (index only).
+	Counts []StateCount
+	// Filter narrows the grid (the served index only); Served says the
+	// page is served, where a query string filters.
+	Filter Filter
+	Served bool
 }
 
 // NewSite parses the embedded templates for m (commit links follow its
@@ -70,7 +76,7 @@ func Stylesheet() []byte {
 
 // Index writes the grid page (index.html).
 func (s *Site) Index(w io.Writer) error {
-	return s.execute(w, "index.tmpl", page{Model: s.m, Title: "Apps and environments"})
+	return s.execute(w, "index.tmpl", page{Model: s.m, Title: "Apps and environments", Counts: s.m.Counts()})
 }
 
 // Promotion writes the page of promotionId (promotion/<id>.html); found

@@ -56,6 +56,7 @@ func LoadGrid(ctx context.Context, repo *gitops.Repo, opts Options) (*Model, err
 		return nil, err
 	}
 	m.arrange(reg, cells, opts.Live)
+	m.describe(reg)
 	return m, nil
 }
 
@@ -88,6 +89,9 @@ func Load(ctx context.Context, repo *gitops.Repo, opts Options) (*Model, error) 
 		return nil, err
 	}
 	c := &chainer{repo: repo, rev: m.Rev, now: m.Now, reg: reg, keys: keys}
+	if err := m.inFlight(ctx, repo, reg, rows); err != nil {
+		return nil, err
+	}
 	var cells []*Cell
 	for _, app := range m.Apps {
 		for _, row := range rows {
@@ -146,6 +150,13 @@ func judge(ctx context.Context, c *chainer, reg *environment.Registry, cell *Cel
 		}
 	}
 	cell.Chain = ch
+	switch a := ch.FirstBroken(); {
+	case a == nil || rec.State == promotion.Halted || rec.State == promotion.Rejected:
+	case rec.State == promotion.Accepted:
+		cell.Waits = fmt.Sprintf("not proven: %s: %s", a.Name, a.Summary)
+	default: // what it waits on, and that its chain is broken already
+		cell.Waits += fmt.Sprintf("; chain broken at %s: %s", a.Name, a.Summary)
+	}
 	return history(ctx, c.repo, c.rev, rec)
 }
 

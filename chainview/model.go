@@ -93,6 +93,28 @@ type Cell struct {
 	Drift string
 	// Chain is the record's chain (Load only).
 	Chain *Chain
+	// Waits says, without a click, what the record waits on or why it
+	// stopped: approvals 1 of 2, the merge, the controller, a HALTED
+	// record's reason, a chain that does not prove an ACCEPTED record
+	// ("" for an ACCEPTED record whose chain is proven, or not judged).
+	Waits string
+	// Deadline is when the notifier halts the RECONCILING record (the
+	// environment's reconcileDeadline after it became RECONCILING; zero:
+	// none).
+	Deadline time.Time
+	// InFlight are the attempts open on attempt branches for this app and
+	// environment (promote status: not merged, not closed), each with what
+	// it waits on (Load only).
+	InFlight []Flight
+}
+
+// Flight is an attempt open on its attempt branch.
+type Flight struct {
+	ledger.StatusRow
+	// Tag is the informative tag of its image.
+	Tag string
+	// Waits says what it waits on (approvals 1 of 2, the merge).
+	Waits string
 }
 
 // Tag is the informative tag of the record's image ("" without one).

@@ -34,6 +34,45 @@ const (
 // bundles it lists, when the registry still has it). The refusal names
 // only the bundles that changed.
 func SealedCandidacy(ctx context.Context, r *gitops.Repo, head string, rec *promotion.Record, opts trust.Options) error {
+	if err := SealedInGit(ctx, r, head, rec); err != nil {
+		return err
+	}
+	ev := rec.Artifact.Evidence
+	if ev == nil || ev.Manifest == "" {
+		return nil
+	}
+	file := promotion.RecordPath(rec.App, rec.Target.Environment)
+	listed, found, err := trust.Sealed(ctx, ArtifactRef(rec.Artifact), ev.Manifest, opts)
+	where := "the evidence manifest " + ev.Manifest
+	switch {
+	case errors.Is(err, trust.ErrNotEvidenceManifest):
+		return sealRefusal(rec, file, where, nil, err.Error())
+	case err != nil:
+		return fmt.Errorf("reading the evidence sealed at candidacy %s: %w", rec.PromotionID, err)
+	case !found:
+		return nil // the registry lost it: the candidate commit alone seals the evidence
+	}
+	want := make([]promotion.EvidenceItem, len(listed))
+	for i, d := range listed {
+		want[i] = promotion.EvidenceItem{Digest: d}
+	}
+	have := make([]promotion.EvidenceItem, 0, len(ev.Items))
+	for _, d := range ev.Digests() {
+		have = append(have, promotion.EvidenceItem{Digest: d})
+	}
+	if !slices.Equal(have, want) {
+		change, changed := itemChanges(want, have)
+		return sealRefusal(rec, file, where, changed, change)
+	}
+	return nil
+}
+
+// SealedInGit is the part of SealedCandidacy that Git alone answers, with
+// no registry request: rec's evidence, at head, is what the candidate
+// commit's message sealed (its Evidence lines, in order, and its
+// Evidence-Manifest line). A record without evidence is not refused here
+// (CandidacyClaim refuses it). The web view proves a candidacy by it.
+func SealedInGit(ctx context.Context, r *gitops.Repo, head string, rec *promotion.Record) error {
 	ev := rec.Artifact.Evidence
 	if ev == nil {
 		return nil // not a candidacy: CandidacyClaim refuses it
@@ -63,31 +102,6 @@ func SealedCandidacy(ctx context.Context, r *gitops.Repo, head string, rec *prom
 	}
 	if manifest != nil && *manifest != ev.Manifest {
 		return sealRefusal(rec, file, where, nil, fmt.Sprintf("evidence manifest %q in place of %q", ev.Manifest, *manifest))
-	}
-	if ev.Manifest == "" {
-		return nil
-	}
-	listed, found, err := trust.Sealed(ctx, ArtifactRef(rec.Artifact), ev.Manifest, opts)
-	where = "the evidence manifest " + ev.Manifest
-	switch {
-	case errors.Is(err, trust.ErrNotEvidenceManifest):
-		return sealRefusal(rec, file, where, nil, err.Error())
-	case err != nil:
-		return fmt.Errorf("reading the evidence sealed at candidacy %s: %w", rec.PromotionID, err)
-	case !found:
-		return nil // the registry lost it: the candidate commit alone seals the evidence
-	}
-	want := make([]promotion.EvidenceItem, len(listed))
-	for i, d := range listed {
-		want[i] = promotion.EvidenceItem{Digest: d}
-	}
-	have := make([]promotion.EvidenceItem, 0, len(ev.Items))
-	for _, d := range ev.Digests() {
-		have = append(have, promotion.EvidenceItem{Digest: d})
-	}
-	if !slices.Equal(have, want) {
-		change, changed := itemChanges(want, have)
-		return sealRefusal(rec, file, where, changed, change)
 	}
 	return nil
 }

@@ -37,12 +37,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/throughline-dev/throughline/breakglass"
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/internal/signedevidence"
@@ -231,15 +233,72 @@ func (r *Repo) next() time.Time {
 // the record approved) and the record RECONCILING: the record and the
 // desired commit.
 func (r *Repo) Reconcile(app, env, tag, digest string, attempt int, verify Verifier) (*promotion.Record, string) {
-	t := r.t
-	t.Helper()
+	r.t.Helper()
+	return r.reconcile(r.newRecord(app, env, tag, digest, attempt, nil), verify)
+}
+
+// newRecord is a new CANDIDATE record of app's digest in env (ev: the
+// supply-chain evidence of a candidacy, nil for a proposal).
+func (r *Repo) newRecord(app, env, tag, digest string, attempt int, ev *promotion.SupplyChain) *promotion.Record {
+	r.t.Helper()
 	image := "ghcr.io/throughline-dev/" + app
 	rec, err := promotion.NewCandidate(app, attempt, promotion.Artifact{Image: image + ":" + tag + "@" + digest, Digest: digest,
-		SourceCommit: strings.Repeat(digest[7:9], 20)},
+		SourceCommit: strings.Repeat(digest[7:9], 20), Evidence: ev},
 		promotion.Target{Environment: env, Path: "apps/" + app + "/overlays/" + env, Cluster: cluster(env),
 			RenderedHash: "sha256:" + strings.Repeat(digest[7:9], 31) + "ff", BaseRenderedHash: "sha256:" + strings.Repeat("0", 64), Renderer: "v0.1.0"},
 		r.next(), "throughline promote propose")
-	must(t, err)
+	must(r.t, err)
+	return rec
+}
+
+// Bundles are the supply-chain evidence of a candidacy in the stories:
+// a signature and a provenance, and the evidence manifest listing them.
+var Bundles = []promotion.EvidenceItem{
+	{Kind: "signature", Digest: digest("5a"), Signer: "keys/ci.pub"},
+	{Kind: "provenance", Digest: digest("5b"), PredicateType: "https://slsa.dev/provenance/v1", Signer: "keys/ci.pub"},
+}
+
+// BundleManifest is the evidence manifest of Bundles.
+var BundleManifest = digest("5c")
+
+// Candidate commits what promote candidate commits for app's digest in
+// env, a first environment: the CANDIDATE record whose evidence
+// (Bundles, BundleManifest) names its own attempt, in a commit whose
+// message seals that evidence (gate.SealedCandidacy's lines). It returns
+// the record.
+func (r *Repo) Candidate(app, env, tag, digest string, attempt int) *promotion.Record {
+	t := r.t
+	t.Helper()
+	ev := &promotion.SupplyChain{Environment: env, Items: slices.Clone(Bundles), Manifest: BundleManifest}
+	rec := r.newRecord(app, env, tag, digest, attempt, ev)
+	ev.Candidacy = rec.PromotionID
+	var msg strings.Builder
+	fmt.Fprintf(&msg, "candidate %s %s for %s\n\n%s%s\n", app, ledger.ShortDigest(digest), env, gate.SealPromotion, rec.PromotionID)
+	for _, it := range ev.Items {
+		fmt.Fprintf(&msg, "%s%s %s\n", gate.SealEvidence, it.Kind, it.Digest)
+	}
+	fmt.Fprintf(&msg, "%s%s\n", gate.SealManifest, ev.Manifest)
+	r.commit(msg.String(), map[string][]byte{promotion.RecordPath(app, env): marshal(t, rec)})
+	return rec
+}
+
+// AcceptCandidacy is Candidate, then the record VERIFIED by its candidacy
+// (promote verify), approved, RECONCILING and ACCEPTED by the notifier.
+func (r *Repo) AcceptCandidacy(app, env, tag, digest string, attempt int) Acceptance {
+	r.t.Helper()
+	rec := r.Candidate(app, env, tag, digest, attempt)
+	return r.accept(r.reconcile(rec, func(rec *promotion.Record, at time.Time) error {
+		return rec.VerifyByCandidacy(at, "throughline promote verify")
+	}))
+}
+
+// reconcile has rec verified by verify, approved, its overlay pinned in
+// the desired commit, then RECONCILING: the record and the desired commit.
+func (r *Repo) reconcile(rec *promotion.Record, verify Verifier) (*promotion.Record, string) {
+	t := r.t
+	t.Helper()
+	app, env, tag, digest := rec.App, rec.Target.Environment, imageTag(rec.Artifact.Image), rec.Artifact.Digest
+	image := "ghcr.io/throughline-dev/" + app
 	must(t, verify(rec, r.next()))
 	in := rec.InputFor("v0.1.0")
 	exp := r.next().Add(48 * time.Hour)
@@ -286,9 +345,16 @@ func (r *Repo) repin(k, tag, digest string) string {
 
 // Accept is Reconcile and the notifier's commit of ACCEPTED evidence.
 func (r *Repo) Accept(app, env, tag, digest string, attempt int, verify Verifier) Acceptance {
+	r.t.Helper()
+	return r.accept(r.Reconcile(app, env, tag, digest, attempt, verify))
+}
+
+// accept is the notifier's commit of ACCEPTED evidence of rec, RECONCILING
+// at desired.
+func (r *Repo) accept(rec *promotion.Record, desired string) Acceptance {
 	t := r.t
 	t.Helper()
-	rec, desired := r.Reconcile(app, env, tag, digest, attempt, verify)
+	app, env := rec.App, rec.Target.Environment
 	file := evidence.Path(env, app, rec.PromotionID)
 	at := r.next()
 	must(t, rec.Accept(rec.Reconciling.DesiredRevision, file, at, "throughline serve"))
@@ -452,6 +518,12 @@ func (r *Repo) Commit(msg string, files map[string][]byte) string { return r.com
 // contributor without the notifier's key commits.
 func (r *Repo) CommitUnsigned(msg string, files map[string][]byte) string {
 	return r.commitAsIs(msg, files)
+}
+
+// imageTag is the tag of name:tag@digest.
+func imageTag(image string) string {
+	ref, _, _ := strings.Cut(image, "@")
+	return ref[strings.LastIndex(ref, ":")+1:]
 }
 
 func marshal(t testing.TB, rec *promotion.Record) []byte {
