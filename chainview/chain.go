@@ -109,6 +109,9 @@ func (c *chainer) sourceArrows(ctx context.Context, rec *promotion.Record, ch *C
 		err := c.candidacyArrows(ctx, rec, arrows)
 		return arrows, err
 	}
+	if v.IsAdoption() {
+		return adoptionArrows(rec), nil
+	}
 	var err error
 	if v.IsPriorAcceptance() {
 		arrows[2], err = c.priorEvidence(ctx, arrows[2].Name, rec)
@@ -194,6 +197,37 @@ func gateRefusal(err error) (string, error) {
 		why += ": " + re.Err.Error()
 	}
 	return why, err2
+}
+
+// adoptionArrows are the source arrows of an adopted baseline (throughline
+// adopt): it cites no earlier environment, and the gates accept it (and
+// take it as a rollback target) by its own live verification only, the
+// target's desired, observed and runtime arrows. Nothing before it is
+// claimed, so nothing before it can be broken.
+func adoptionArrows(rec *promotion.Record) []Arrow {
+	by, at := "", ""
+	if h, ok := enteredVerified(rec); ok {
+		by, at = h.By, h.At.UTC().Format(time.RFC3339)
+	}
+	facts := []Fact{{Label: "verifiedIn.kind", Value: string(promotion.KindAdoption)}, {Label: "adopted by", Value: orDash(by)},
+		{Label: "adopted at", Value: orDash(at)}}
+	why := fmt.Sprintf("adopted baseline: %s ran this digest when throughline was installed (throughline adopt); "+
+		"it cites no earlier environment, and only its own live verification below accepts it", rec.Target.Environment)
+	return []Arrow{
+		{Name: "adopted baseline", Status: Proven, Summary: why, Facts: facts},
+		{Name: "no source environment", Status: Proven, Summary: "adopted: no source environment ran it through throughline"},
+		{Name: "no source evidence", Status: Proven, Summary: "adopted: the evidence is the target's own, below"},
+	}
+}
+
+// enteredVerified is rec's VERIFIED history entry.
+func enteredVerified(rec *promotion.Record) (promotion.Transition, bool) {
+	for _, h := range rec.History {
+		if h.State == promotion.Verified {
+			return h, true
+		}
+	}
+	return promotion.Transition{}, false
 }
 
 // sourceArtifact judges the desired and observed arrows (arrows[0],
