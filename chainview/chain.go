@@ -206,7 +206,7 @@ func gateRefusal(err error) (string, error) {
 // claimed, so nothing before it can be broken.
 func adoptionArrows(rec *promotion.Record) []Arrow {
 	by, at := "", ""
-	if h, ok := enteredVerified(rec); ok {
+	if h, ok := rec.Entered(promotion.Verified); ok {
 		by, at = h.By, h.At.UTC().Format(time.RFC3339)
 	}
 	facts := []Fact{{Label: "verifiedIn.kind", Value: string(promotion.KindAdoption)}, {Label: "adopted by", Value: orDash(by)},
@@ -218,16 +218,6 @@ func adoptionArrows(rec *promotion.Record) []Arrow {
 		{Name: "no source environment", Status: Proven, Summary: "adopted: no source environment ran it through throughline"},
 		{Name: "no source evidence", Status: Proven, Summary: "adopted: the evidence is the target's own, below"},
 	}
-}
-
-// enteredVerified is rec's VERIFIED history entry.
-func enteredVerified(rec *promotion.Record) (promotion.Transition, bool) {
-	for _, h := range rec.History {
-		if h.State == promotion.Verified {
-			return h, true
-		}
-	}
-	return promotion.Transition{}, false
 }
 
 // sourceArtifact judges the desired and observed arrows (arrows[0],

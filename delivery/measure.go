@@ -107,14 +107,10 @@ func evidencePath(a *attempt) string {
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-// entered is when rec first entered state.
+// entered is when rec first entered state (promotion.Record.Entered).
 func entered(rec *promotion.Record, state promotion.State) (time.Time, bool) {
-	for _, h := range rec.History {
-		if h.State == state {
-			return h.At.UTC(), true
-		}
-	}
-	return time.Time{}, false
+	h, ok := rec.Entered(state)
+	return h.At.UTC(), ok
 }
 
 // lastEvent is the last time a's record or evidence names.

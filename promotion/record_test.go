@@ -404,3 +404,21 @@ func TestExampleRecords(t *testing.T) {
 		t.Fatalf("policy %+v", p)
 	}
 }
+
+// TestEntered: the first entry into a state, and none for a state the
+// record never reached.
+func TestEntered(t *testing.T) {
+	at := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+	r := &Record{History: []Transition{{State: Candidate, At: at, By: "ci"}, {State: Verified, At: at.Add(time.Minute), By: "verify"},
+		{State: Verified, At: at.Add(2 * time.Minute), By: "again"}}}
+	for _, tc := range []struct {
+		state State
+		ok    bool
+		by    string
+	}{{Candidate, true, "ci"}, {Verified, true, "verify"}, {Accepted, false, ""}} {
+		h, ok := r.Entered(tc.state)
+		if ok != tc.ok || h.By != tc.by {
+			t.Errorf("Entered(%s) = %+v, %v; want by %q, %v", tc.state, h, ok, tc.by, tc.ok)
+		}
+	}
+}

@@ -438,3 +438,14 @@ func (r *Record) VerifyByPriorAcceptance(p PriorAcceptance, desiredRevision, obs
 		RenderedHash: renderedHash, RuntimeEvidence: p.Evidence, PriorAcceptance: &p,
 	}, at, by)
 }
+
+// Entered is r's first history entry into state (ok false when r never
+// entered it): when a record was VERIFIED, APPROVED, ACCEPTED, and by whom.
+func (r *Record) Entered(state State) (Transition, bool) {
+	for _, h := range r.History {
+		if h.State == state {
+			return h, true
+		}
+	}
+	return Transition{}, false
+}
