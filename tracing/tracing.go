@@ -125,14 +125,12 @@ func Setup(ctx context.Context, service string) (shutdown func(context.Context) 
 	if err != nil {
 		return nil, fmt.Errorf("starting the OTLP trace exporter: %w", err)
 	}
-	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(attribute.String("service.name", service)))
+	// Later detectors win: OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES
+	// over the default service name.
+	res, err := resource.New(ctx, resource.WithTelemetrySDK(), resource.WithAttributes(attribute.String("service.name", service)),
+		resource.WithFromEnv())
 	if err != nil {
 		return nil, fmt.Errorf("the trace resource: %w", err)
-	}
-	if env, envErr := resource.New(ctx, resource.WithFromEnv()); envErr == nil {
-		if merged, mergeErr := resource.Merge(res, env); mergeErr == nil {
-			res = merged
-		}
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	otel.SetTracerProvider(tp)
