@@ -11,6 +11,7 @@ import (
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/runtimecheck"
+	"github.com/throughline-dev/throughline/tracing"
 )
 
 // CheckEvaluator evaluates one runtime check of an Acceptance;
@@ -142,7 +143,7 @@ func (r *Reconciler) evaluateChecks(ctx context.Context, acc *unstructured.Unstr
 			statuses = append(statuses, *prev)
 			continue
 		}
-		statuses = append(statuses, runtimecheck.Record(c, prev, ev.Evaluate(ctx, owner, c), now))
+		statuses = append(statuses, runtimecheck.Record(c, prev, evaluate(ctx, ev, owner, c), now))
 	}
 	rep.Checks = statuses
 	soak := rep.SoakStartedAt.Time
@@ -162,6 +163,16 @@ func (r *Reconciler) evaluateChecks(ctx context.Context, acc *unstructured.Unstr
 		return 0
 	}
 	return runtimecheck.NextDue(spec, dl, statuses, soak, now)
+}
+
+// evaluate is ev.Evaluate in a health.check span naming the check, its
+// verdict and value (a number or a status, never a probe's body).
+func evaluate(ctx context.Context, ev CheckEvaluator, owner runtimecheck.Owner, c v1alpha1.RuntimeCheck) runtimecheck.Result {
+	ctx, span := tracing.Start(ctx, "health.check", attrCheck.String(c.Name))
+	res := ev.Evaluate(ctx, owner, c)
+	span.SetAttributes(tracing.Result.String(string(res.Verdict)), attrValue.String(res.Value))
+	span.End()
+	return res
 }
 
 // rolloutDeadline turns a rollout that was not verified within the

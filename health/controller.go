@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
+	"github.com/throughline-dev/throughline/tracing"
 )
 
 // IndexWorkloadNamespace is the cache index of Acceptances by the
@@ -124,16 +127,37 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 }
 
 // Reconcile verifies one Acceptance and writes its status.
+//
+// Each reconcile is a health.verify span (the live verification pass of
+// one Acceptance: its app, environment, outcome and reason) with a child
+// span for the image verification (health.images) and one per runtime
+// check evaluated (health.check); OnResult is called inside it, so the
+// caller's log line can name its trace.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx, span := tracing.Start(ctx, "health.verify", attrAcceptance.String(req.String()))
 	rep, requeue, err := r.reconcile(ctx, req.NamespacedName)
+	if rep != nil {
+		span.SetAttributes(tracing.Result.String(string(rep.Outcome)), attrReason.String(rep.Reason))
+	}
 	if r.OnResult != nil {
 		r.OnResult(ctx, req.NamespacedName, rep, requeue, err)
 	}
+	tracing.End(span, err)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
 }
+
+// Attributes of the health spans.
+var (
+	attrAcceptance = attribute.Key("throughline.acceptance")
+	attrReason     = attribute.Key("throughline.reason")
+	attrWorkloads  = attribute.Key("throughline.workloads")
+	attrPods       = attribute.Key("throughline.pods")
+	attrCheck      = attribute.Key("throughline.check")
+	attrValue      = attribute.Key("throughline.value")
+)
 
 func (r *Reconciler) reconcile(ctx context.Context, key types.NamespacedName) (*Report, time.Duration, error) {
 	acc := NewAcceptance()
@@ -147,10 +171,11 @@ func (r *Reconciler) reconcile(ctx context.Context, key types.NamespacedName) (*
 	if acc.GetDeletionTimestamp() != nil {
 		return nil, 0, nil
 	}
-	rep, err := r.Verifier.Verify(ctx, acc)
+	rep, err := r.verifyImages(ctx, acc)
 	if err != nil {
 		return nil, 0, err
 	}
+	trace.SpanFromContext(ctx).SetAttributes(tracing.App.String(rep.App), tracing.Environment.String(rep.Environment))
 	prev, err := ReadStatus(acc)
 	if err != nil {
 		prev = v1alpha1.AcceptanceStatus{} // a status we cannot read is replaced
@@ -175,6 +200,22 @@ func (r *Reconciler) reconcile(ctx context.Context, key types.NamespacedName) (*
 		requeue = due
 	}
 	return rep, requeue, nil
+}
+
+// verifyImages is Verifier.Verify in a health.images span.
+func (r *Reconciler) verifyImages(ctx context.Context, acc *unstructured.Unstructured) (*Report, error) {
+	ctx, span := tracing.Start(ctx, "health.images")
+	rep, err := r.Verifier.Verify(ctx, acc)
+	if rep != nil {
+		pods := 0
+		for _, w := range rep.Workloads {
+			pods += w.Pods
+		}
+		span.SetAttributes(tracing.Result.String(string(rep.Outcome)), attrReason.String(rep.Reason),
+			tracing.Revision.String(rep.RenderedHash), attrWorkloads.Int(len(rep.Workloads)), attrPods.Int(pods))
+	}
+	tracing.End(span, err)
+	return rep, err
 }
 
 func (r *Reconciler) requeue(key types.NamespacedName, o Outcome, reason string) time.Duration {

@@ -55,9 +55,13 @@ type Verifier struct {
 
 // Report is the verdict on one Acceptance.
 type Report struct {
-	Namespace    string           `json:"namespace"`
-	Name         string           `json:"name"`
-	Generation   int64            `json:"generation"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	Generation int64  `json:"generation"`
+	// App and Environment are the Acceptance's labels (what the records
+	// and the spans call them).
+	App          string           `json:"app,omitempty"`
+	Environment  string           `json:"environment,omitempty"`
 	RenderedHash string           `json:"renderedHash,omitempty"`
 	Outcome      Outcome          `json:"outcome"`
 	Reason       string           `json:"reason"`
@@ -171,7 +175,8 @@ func DecodeSpec(u *unstructured.Unstructured) (v1alpha1.AcceptanceSpec, error) {
 // is reason WorkloadNotFound. The error is for failures to read the cluster
 // (try again).
 func (v *Verifier) Verify(ctx context.Context, acc *unstructured.Unstructured) (*Report, error) {
-	rep := &Report{Namespace: acc.GetNamespace(), Name: acc.GetName(), Generation: acc.GetGeneration()}
+	rep := &Report{Namespace: acc.GetNamespace(), Name: acc.GetName(), Generation: acc.GetGeneration(),
+		App: acc.GetLabels()[v1alpha1.LabelApp], Environment: acc.GetLabels()[v1alpha1.LabelEnvironment]}
 	rep.RenderedHash, _, _ = unstructured.NestedString(acc.Object, "spec", "renderedHash")
 	spec, err := DecodeSpec(acc)
 	if err != nil {

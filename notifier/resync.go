@@ -11,6 +11,7 @@ import (
 	"time"
 
 	eventv1 "github.com/fluxcd/pkg/apis/event/v1"
+	"go.opentelemetry.io/otel/attribute"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,6 +26,7 @@ import (
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/tracing"
 )
 
 // DefaultResyncInterval is how often serve reconciles every RECONCILING
@@ -65,6 +67,9 @@ type Resynced struct {
 	Commit string
 	Reason string
 	Err    error
+	// TraceID is the trace of the pass (its notifier.resync span), ""
+	// when tracing is off.
+	TraceID string
 }
 
 // Resyncer reconciles every RECONCILING promotion record by itself, on an
@@ -116,17 +121,27 @@ func (r *Resyncer) Start(ctx context.Context) error {
 // returns what happened to each; a pass that could not list the records
 // or the controller objects ends with a Resynced of outcome error and no
 // app (retried next pass).
+//
+// A pass is a notifier.resync span, each record a notifier.resync.record span under
+// it whose evidence commit, when there is one, is the notifier.write span
+// a delivery has.
 func (r *Resyncer) Once(ctx context.Context) []Resynced {
+	ctx, span := tracing.Start(ctx, "notifier.resync")
 	out, err := r.pass(ctx)
+	span.SetAttributes(attrRecords.Int(len(out)))
 	if err != nil {
 		r.passDone(err)
-		res := Resynced{Outcome: ResyncError, Err: err}
+		res := Resynced{Outcome: ResyncError, Err: err, TraceID: tracing.TraceID(ctx)}
 		r.log(res)
+		tracing.End(span, err)
 		return append(out, res)
 	}
 	r.passDone(nil)
+	tracing.End(span, nil)
 	return out
 }
+
+var attrRecords = attribute.Key("throughline.records")
 
 func (r *Resyncer) pass(ctx context.Context) ([]Resynced, error) {
 	_, recs, bad, err := r.Proc.Git.Reconciling(ctx)
@@ -146,7 +161,7 @@ func (r *Resyncer) pass(ctx context.Context) ([]Resynced, error) {
 		return out, err
 	}
 	for _, rec := range recs {
-		out = append(out, r.done(r.one(ctx, rec, ctrls)))
+		out = append(out, r.done(r.traced(ctx, rec, ctrls)))
 	}
 	return out, nil
 }
@@ -192,6 +207,18 @@ func (r *Resyncer) controllers(ctx context.Context) ([]unstructured.Unstructured
 		out = append(out, list.Items...)
 	}
 	return out, nil
+}
+
+// traced is one in a notifier.resync.record span.
+func (r *Resyncer) traced(ctx context.Context, rec *promotion.Record, ctrls []unstructured.Unstructured) Resynced {
+	ctx, span := tracing.Start(ctx, "notifier.resync.record", tracing.App.String(rec.App),
+		tracing.Environment.String(rec.Target.Environment), tracing.PromotionID.String(rec.PromotionID))
+	res := r.one(ctx, rec, ctrls)
+	res.TraceID = tracing.TraceID(ctx)
+	span.SetAttributes(tracing.Result.String(res.Outcome), attribute.String("throughline.object", res.Object),
+		tracing.Revision.String(res.Revision), attribute.String("throughline.commit", res.Commit))
+	tracing.End(span, res.Err)
+	return res
 }
 
 // one resyncs one record.

@@ -110,10 +110,10 @@ func (n *notifierFlags) start(ctx context.Context, cfg *rest.Config, log zerolog
 	sc.Handler.Log = func(d notifier.Delivery) { logDelivery(log, d) }
 	sc.OnStatusError = func(ev *evidence.Record, err error) {
 		if errors.Is(err, notifier.ErrStatusDropped) {
-			log.Warn().Str("promotion", ev.PromotionID).Msg("too many commit statuses in flight: this one is dropped (the evidence is in Git)")
+			log.Warn().Str("promotionId", ev.PromotionID).Msg("too many commit statuses in flight: this one is dropped (the evidence is in Git)")
 			return
 		}
-		log.Warn().Err(err).Str("promotion", ev.PromotionID).Msg("commit status not set")
+		log.Warn().Err(err).Str("promotionId", ev.PromotionID).Msg("commit status not set")
 	}
 	sc.OnServeError = func(err error) { log.Error().Err(err).Msg("notifier stopped") }
 	sc.OnResync = func(r notifier.Resynced) { logResync(log, r) }
@@ -217,6 +217,6 @@ func logResync(log zerolog.Logger, r notifier.Resynced) {
 	case notifier.ResyncError, notifier.ResyncRefused, notifier.ResyncAmbiguous:
 		ev = log.Warn().Err(r.Err)
 	}
-	ev.Str("outcome", r.Outcome).Str("app", r.App).Str("environment", r.Environment).Str("promotion", r.PromotionID).
-		Str("object", r.Object).Str("revision", r.Revision).Str("commit", r.Commit).Str("reason", r.Reason).Msg("resync")
+	ev.Str("outcome", r.Outcome).Str("app", r.App).Str("environment", r.Environment).Str("promotionId", r.PromotionID).
+		Str("object", r.Object).Str("revision", r.Revision).Str("commit", r.Commit).Str("reason", r.Reason).Str("traceId", r.TraceID).Msg("resync")
 }

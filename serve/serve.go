@@ -23,6 +23,7 @@ import (
 	"github.com/throughline-dev/throughline/registry"
 	"github.com/throughline-dev/throughline/runtimecheck/checkfile/committed"
 	"github.com/throughline-dev/throughline/runtimecheck/checkfile/promql"
+	"github.com/throughline-dev/throughline/tracing"
 )
 
 // Options are the flags of throughline serve and what it needs from the
@@ -168,10 +169,12 @@ func (o *Options) serve(ctx context.Context, cfg *rest.Config, reg health.Resolv
 
 // logVerdict logs every verification of the controller.
 func logVerdict(log zerolog.Logger) func(context.Context, types.NamespacedName, *health.Report, time.Duration, error) {
-	return func(_ context.Context, key types.NamespacedName, rep *health.Report, requeue time.Duration, err error) {
+	return func(ctx context.Context, key types.NamespacedName, rep *health.Report, requeue time.Duration, err error) {
+		traceID := tracing.TraceID(ctx)
 		switch {
 		case err != nil:
-			log.Warn().Err(err).Str("acceptance", key.String()).Dur("requeue", requeue).Msg("verification failed, retrying")
+			log.Warn().Err(err).Str("acceptance", key.String()).Str("traceId", traceID).Dur("requeue", requeue).
+				Msg("verification failed, retrying")
 		case rep == nil:
 			log.Debug().Str("acceptance", key.String()).Msg("gone")
 		default:
@@ -179,8 +182,9 @@ func logVerdict(log zerolog.Logger) func(context.Context, types.NamespacedName, 
 			if rep.Outcome == health.Verified || rep.Outcome == health.Pending {
 				ev = log.Debug()
 			}
-			ev.Str("acceptance", key.String()).Str("reason", rep.Reason).Int64("generation", rep.Generation).Dur("requeue", requeue).
-				Msg(rep.Message)
+			ev.Str("acceptance", key.String()).Str("app", rep.App).Str("environment", rep.Environment).
+				Str("renderedHash", rep.RenderedHash).Str("reason", rep.Reason).Int64("generation", rep.Generation).
+				Str("traceId", traceID).Dur("requeue", requeue).Msg(rep.Message)
 		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 
 	"github.com/throughline-dev/throughline/chartsource"
 	"github.com/throughline-dev/throughline/cmp"
@@ -21,6 +23,7 @@ import (
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/internal/cli"
 	"github.com/throughline-dev/throughline/render"
+	"github.com/throughline-dev/throughline/tracing"
 )
 
 // DefaultResidentMetricsAddr is where the resident renderer serves
@@ -93,7 +96,7 @@ func (o *cmpServe) run(ctx context.Context, log zerolog.Logger) error {
 	}
 	m := residentmetrics.New(cache.MemoryStats)
 	srv := &resident.Server{
-		Handler: r.Handle,
+		Handler: traceGenerate(r.Handle),
 		Observe: func(res *resident.Response, took time.Duration) {
 			m.Observe(res, took)
 			log.Debug().Str("app", res.App).Int("code", res.Code).Bool("cached", res.CacheHit).Dur("took", took).Msg("generate")
@@ -136,4 +139,30 @@ func serveMetrics(ctx context.Context, addr string, m *residentmetrics.Metrics, 
 		defer cancel()
 		_ = hs.Shutdown(sctx) // nothing to lose: a scrape in flight is retried
 	}, nil
+}
+
+// traceGenerate is h with each render in a cmp.generate span: the app,
+// the exit code, a cache hit or a render (and which budget of the render
+// child ended it, if one did), the rendered hash and object count. The
+// span is a root: Argo CD's cmp-server passes the plugin no trace context.
+func traceGenerate(h resident.Handler) resident.Handler {
+	return func(ctx context.Context, req resident.Request) *resident.Response {
+		ctx, span := tracing.Start(ctx, "cmp.generate")
+		defer span.End()
+		res := h(ctx, req)
+		if res == nil {
+			span.SetStatus(codes.Error, "no response")
+			return nil
+		}
+		span.SetAttributes(tracing.App.String(res.App), attribute.Int("throughline.code", res.Code),
+			attribute.Bool("throughline.cache_hit", res.CacheHit), attribute.String("throughline.rendered_hash", res.RenderedHash),
+			attribute.Int("throughline.objects", res.Objects))
+		if res.BudgetKill != "" {
+			span.SetAttributes(attribute.String("throughline.budget_kill", res.BudgetKill))
+		}
+		if res.Code != 0 {
+			span.SetStatus(codes.Error, fmt.Sprintf("exit %d", res.Code))
+		}
+		return res
+	}
 }
