@@ -37,7 +37,7 @@ IMAGE_REPO ?=
 # COSIGN_PASSWORD); pushed next to the index with IMAGE_REPO (docs/release.md).
 SIGNING_KEY ?=
 
-.PHONY: all build install docs image release test unit lint fmt vet tidy-check generate generate-check golangci demo bench bench-cli tools compat fuzz clean
+.PHONY: all build install docs image release test unit lint fmt vet tidy-check generate generate-check golangci demo docs-images bench bench-cli tools compat fuzz clean
 
 all: build test
 
@@ -105,6 +105,10 @@ golangci: $(BIN)/golangci-lint ## golangci-lint v2 with .golangci.yml
 demo: build ## render the example environments, show their refusals, then walk one digest from CI to production (no cluster, no network)
 	$(GO) build -trimpath -o $(BIN)/ ./hack/demochain
 	@./hack/demo.sh $(BIN)/throughline examples/gitops-env
+
+docs-images: ## regenerate docs/images (the web view's and the delivery dashboard's screenshots, headless Chromium)
+	eval "$$(hack/e2e-assets.sh)" && THROUGHLINE_DOCS_IMAGES=$(CURDIR)/docs/images CI=true \
+		go test -tags e2e -count=1 -run 'TestWebViewServed|TestDashboardPage' -exec "$(CURDIR)/hack/netns-exec.sh" ./e2e/webview/
 
 compat: ## Argo CD's own CMP server against plugin.yaml (nested modules)
 	./e2e/argocd/run.sh

@@ -88,6 +88,8 @@ type Collector struct {
 	// OnError receives a failed refresh (nil: dropped; the error counter
 	// counts it).
 	OnError func(error)
+	// Now is the clock of the refresh time exported (nil: time.Now).
+	Now func() time.Time
 
 	mu        sync.RWMutex
 	rev       string
@@ -210,8 +212,12 @@ func (c *Collector) refresh(ctx context.Context) error {
 		limit = DefaultLimit
 	}
 	figs := rep.Bounded(limit)
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
 	c.mu.Lock()
-	c.rev, c.figs, c.invalid, c.refreshed = tip, figs, rep.Invalid, time.Now()
+	c.rev, c.figs, c.invalid, c.refreshed = tip, figs, rep.Invalid, now()
 	c.mu.Unlock()
 	return nil
 }
