@@ -89,6 +89,9 @@ type PromotionReport struct {
 	// Repository is the repository check's report of a change that carries
 	// no promotion record (which it judges instead).
 	Repository *RepositoryReport `json:"repository,omitempty"`
+	// TraceID is the trace of the gate's span ("" when tracing is off),
+	// for the caller's log line.
+	TraceID string `json:"-"`
 }
 
 // refuse lists a finding: f with its reason formatted.
@@ -141,6 +144,7 @@ func CheckPromotion(ctx context.Context, r *gitops.Repo, req Request) (rep *Prom
 	if err != nil {
 		return nil, err
 	}
+	c.rep.TraceID = tracing.TraceID(ctx)
 	if c.rec != nil {
 		span.SetAttributes(tracing.App.String(c.rec.App), tracing.Environment.String(c.rec.Target.Environment),
 			tracing.PromotionID.String(c.rec.PromotionID), tracing.Digest.String(c.rec.Artifact.Digest))

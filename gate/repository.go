@@ -96,6 +96,9 @@ type RepositoryReport struct {
 	// Preexisting are findings already true at base: listed, not refused.
 	Preexisting []Finding `json:"preexisting"`
 	OK          bool      `json:"ok"`
+	// TraceID is the trace of the gate's span ("" when tracing is off),
+	// for the caller's log line.
+	TraceID string `json:"-"`
 }
 
 // Changes counts the report's differences.
@@ -153,6 +156,7 @@ func CheckRepository(ctx context.Context, r *gitops.Repo, req Request) (rep *Rep
 	if err := c.start(ctx, req); err != nil {
 		return nil, err
 	}
+	c.rep.TraceID = tracing.TraceID(ctx)
 	if !c.reg.Configured() {
 		return c.finish(), nil
 	}

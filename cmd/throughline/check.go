@@ -110,6 +110,11 @@ func (o *checkOptions) run(ctx context.Context, g *globals, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
+	g.log.Info().Str("gate", "repository").Bool("ok", v.Repository.OK).Strs("rules", gate.Rules(v.Repository.Findings)).
+		Int("refusals", len(v.Repository.Refusals)).Str("traceId", v.Repository.TraceID).Msg("gate decision")
+	if v.Promotion != nil {
+		logPromotionGate(g.log, v.Promotion)
+	}
 	if o.output == "json" {
 		err = writeJSON(stdout, v)
 	} else {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -82,7 +83,7 @@ func (o *promoteCheckOptions) run(ctx context.Context, g *globals, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	g.log.Debug().Int("refusals", len(rep.Refusals)).Msg("checked")
+	logPromotionGate(g.log, rep)
 	write := rep.WriteText
 	if o.output == "json" {
 		write = func(w io.Writer) error { return writeJSON(w, rep) }
@@ -100,4 +101,12 @@ func (o *promoteCheckOptions) run(ctx context.Context, g *globals, stdout io.Wri
 		return exitcode.Refuse(gate.RulePromotionCheck, "promotion %s refused: %d reason(s) (listed on stdout)", rep.PromotionID, len(rep.Refusals))
 	}
 	return nil
+}
+
+// logPromotionGate logs the promotion gate's decision once, with the ids
+// of its span and of the record.
+func logPromotionGate(log zerolog.Logger, rep *gate.PromotionReport) {
+	log.Info().Str("gate", "promotion").Bool("ok", rep.OK).Str("app", rep.App).Str("environment", rep.Environment).
+		Str("promotionId", rep.PromotionID).Str("digest", rep.Digest).Strs("rules", gate.Rules(rep.Findings)).
+		Int("refusals", len(rep.Refusals)).Str("traceId", rep.TraceID).Msg("gate decision")
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -228,6 +229,20 @@ func TestPromoteFlow(t *testing.T) {
 	chk := runCLI(t, "promote", "check", "--repo", root, "--base", "main", "--head", p.Branch)
 	if chk.code != 3 || !strings.Contains(chk.stdout, "no staging evidence") || !strings.Contains(chk.stdout, "not approved") {
 		t.Fatalf("check of a candidate: %d\n%s\n%s", chk.code, chk.stdout, chk.stderr)
+	}
+	// The decision is logged once, with the record's ids.
+	logged := runCLI(t, "--log-format", "json", "promote", "check", "--repo", root, "--base", "main", "--head", p.Branch)
+	var decisions []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(logged.stderr), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["message"] == "gate decision" {
+			decisions = append(decisions, m)
+		}
+	}
+	if len(decisions) != 1 || decisions[0]["promotionId"] != p.Record.PromotionID || decisions[0]["app"] != "checkout" ||
+		decisions[0]["environment"] != "production" || decisions[0]["digest"] != promNewDigest || decisions[0]["ok"] != false ||
+		!slices.Contains(decisions[0]["rules"].([]any), any("not-approved")) {
+		t.Fatalf("gate decisions logged: %v\n%s", decisions, logged.stderr)
 	}
 	// Approval before verification is a skipped state.
 	if r := runCLI(t, "promote", "approve", "--repo", root, "--app", "checkout", "--to", "production", "--approver", "alice", "--expires", "2h"); r.code != 3 {
