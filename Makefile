@@ -37,7 +37,7 @@ IMAGE_REPO ?=
 # COSIGN_PASSWORD); pushed next to the index with IMAGE_REPO (docs/release.md).
 SIGNING_KEY ?=
 
-.PHONY: all build install docs image release test unit lint fmt vet tidy-check generate generate-check golangci demo bench bench-cli tools compat fuzz clean
+.PHONY: all build install docs argocd-extension image release test unit lint fmt vet tidy-check generate generate-check golangci demo bench bench-cli tools compat fuzz clean
 
 all: build test
 
@@ -49,6 +49,9 @@ install: ## install throughline and throughline-cmp into GOBIN (default ~/go/bin
 
 docs: ## regenerate the CLI reference docs/cli/*.md from the cobra commands
 	THROUGHLINE_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestCLIDocs$$' ./cmd/throughline/
+
+argocd-extension: ## the Argo CD UI extension (npm + esbuild): ui/argocd-extension/dist/extension-throughline.js, bin/argocd-extension/*.tar
+	./hack/argocd-extension.sh
 
 image: ## OCI image index (linux/amd64, linux/arm64) in bin/image; pushes when IMAGE_REPO is set
 	set -e; for arch in $(IMAGE_PLATFORMS); do \
