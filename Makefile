@@ -37,7 +37,7 @@ IMAGE_REPO ?=
 # COSIGN_PASSWORD); pushed next to the index with IMAGE_REPO (docs/release.md).
 SIGNING_KEY ?=
 
-.PHONY: all build install docs argocd-extension image release test unit lint fmt vet tidy-check generate generate-check golangci demo bench bench-cli tools compat fuzz clean
+.PHONY: all build install docs argocd-extension docs-images image release test unit lint fmt vet tidy-check generate generate-check golangci demo bench bench-cli tools compat fuzz clean
 
 all: build test
 
@@ -52,6 +52,9 @@ docs: ## regenerate the CLI reference docs/cli/*.md from the cobra commands
 
 argocd-extension: ## the Argo CD UI extension (npm + esbuild): ui/argocd-extension/dist/extension-throughline.js, bin/argocd-extension/*.tar
 	./hack/argocd-extension.sh
+
+docs-images: argocd-extension ## regenerate docs/images (the web view's and the Argo CD extension's screenshots) in headless Chromium
+	THROUGHLINE_DOCS_IMAGES=$(CURDIR)/docs/images $(GO) test -tags e2e -count=1 -run '^(TestWebViewServed|TestArgoCDExtension)$$' ./e2e/webview/
 
 image: ## OCI image index (linux/amd64, linux/arm64) in bin/image; pushes when IMAGE_REPO is set
 	set -e; for arch in $(IMAGE_PLATFORMS); do \
