@@ -15,51 +15,13 @@ import (
 	"github.com/throughline-dev/throughline/render"
 )
 
-// argocdServerStandIn is the part of Argo CD's install the extension
-// Component patches: argocd-server and its three ConfigMaps.
-const argocdServerStandIn = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: argocd-server
-spec:
-  selector:
-    matchLabels: {app.kubernetes.io/name: argocd-server}
-  template:
-    metadata:
-      labels: {app.kubernetes.io/name: argocd-server}
-    spec:
-      containers:
-        - name: argocd-server
-          image: quay.io/argoproj/argocd:v3.2.0@sha256:0000000000000000000000000000000000000000000000000000000000000000
-          volumeMounts:
-            - {name: static-files, mountPath: /shared/app}
-      volumes:
-        - {name: static-files, emptyDir: {}}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: argocd-cm}
-data:
-  url: https://argocd.example.test
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: argocd-cmd-params-cm}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: argocd-rbac-cm}
-data:
-  policy.csv: |
-    g, platform, role:admin
-`
-
 // TestArgoCDExtensionBundles renders the two halves of the Argo CD
 // extension's install through the project's own policy, and checks that
 // they meet: deploy/serve with its notifier and ui Components serves the
 // web view on the port, Service and namespace that deploy/argocd/extension's
 // extension.config names, behind the token argocd-server adds, and lets in
-// Argo CD's namespace only; the Argo CD side turns the proxy extension on,
+// Argo CD's namespace only; the Argo CD side (beside deploy/argocd, on
+// hack/argocd-stand-in's install) turns the proxy extension on,
 // lets role:readonly invoke it without touching policy.csv, and mounts the
 // bundle where argocd-server loads extensions.
 func TestArgoCDExtensionBundles(t *testing.T) {
@@ -72,9 +34,15 @@ func TestArgoCDExtensionBundles(t *testing.T) {
 	}
 	writeTree(t, root, map[string]string{
 		"viewed/kustomization.yaml": "resources: [../serve]\ncomponents: [../serve/notifier, ../serve/ui]\n",
-		"argocd/kustomization.yaml": "namespace: argocd\nresources: [install.yaml]\ncomponents: [../throughline/extension]\n",
-		"argocd/install.yaml":       argocdServerStandIn,
+		"argocd/kustomization.yaml": "namespace: argocd\nresources: [repo-server.yaml, server.yaml]\ncomponents: [../throughline, ../throughline/extension]\n",
 	})
+	for _, f := range []string{"repo-server.yaml", "server.yaml"} {
+		standIn, err := os.ReadFile(filepath.Join(repoRoot, "hack", "argocd-stand-in", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTree(t, root, map[string]string{"argocd/" + f: string(standIn)})
+	}
 	objects := func(path string) map[string]map[string]any {
 		d, err := acceptance.Declare(context.Background(), acceptance.Request{Render: render.Options{Root: root, Path: path}})
 		if err != nil {
@@ -88,6 +56,15 @@ func TestArgoCDExtensionBundles(t *testing.T) {
 		return out
 	}
 	serve, argocd := objects("viewed"), objects("argocd")
+	// A Component's own objects are not namespaced by deploy/serve's
+	// kustomization: each must name the namespace itself.
+	for id, o := range serve {
+		meta, _ := o["metadata"].(map[string]any)
+		cluster := strings.HasPrefix(id, "Namespace/") || strings.HasPrefix(id, "Cluster")
+		if ns, _ := meta["namespace"].(string); !cluster && ns != "throughline-system" {
+			t.Errorf("deploy/serve with the notifier and ui Components renders %s in namespace %q, want throughline-system", id, ns)
+		}
+	}
 
 	// The Argo CD side.
 	data := func(name string) map[string]any {
@@ -108,8 +85,8 @@ func TestArgoCDExtensionBundles(t *testing.T) {
 	if rbac["policy.csv"] != "g, platform, role:admin\n" {
 		t.Errorf("the Component changed the install's policy.csv: %q", rbac["policy.csv"])
 	}
-	if data("argocd-cm")["url"] != "https://argocd.example.test" {
-		t.Error("the Component dropped argocd-cm's other keys")
+	if _, ok := data("argocd-cm")["resource.customizations.health.throughline.dev_Acceptance"]; !ok {
+		t.Error("with deploy/argocd's Component, argocd-cm lost the Acceptance health")
 	}
 	var ext struct {
 		Services []struct {
