@@ -48,7 +48,8 @@ type application struct {
 // project, drops the session cookie and adds the configured token). For an
 // ACCEPTED, a HALTED and an awaiting-approvals Application (found by its
 // labels, by its name, by its annotations), the status panel says where
-// the promotion stands and the Application tab shows the chain.
+// the promotion stands and the Application tab shows the chain; for one
+// throughline does not promote, the panel says why it shows nothing.
 func TestArgoCDExtension(t *testing.T) {
 	root := testenv.RepoRoot(t)
 	dist := filepath.Join(root, "ui", "argocd-extension", "dist")
@@ -142,8 +143,9 @@ func TestArgoCDExtension(t *testing.T) {
 			tc.tab(t)
 			if tc.app == "checkout-production" {
 				screenshot(t, ctx, "argocd-extension.png", true)
-				// The status panel's link opens the chain in Argo CD's flyout.
-				if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#panel .throughline-status__more")),
+				// The status panel's link opens the chain in Argo CD's
+				// flyout, from the keyboard.
+				if err := chromedp.Do(ctx, chromedp.Focus(chromedp.CSS("#panel .throughline-status__more")), chromedp.KeyEvent("\r"),
 					chromedp.WaitVisible(chromedp.CSS("#flyout .throughline-arrow"))); err != nil {
 					t.Fatalf("flyout: %v", err)
 				}
@@ -153,6 +155,17 @@ func TestArgoCDExtension(t *testing.T) {
 			}
 		})
 	}
+	// An Application throughline does not promote: the panel says why it
+	// has nothing to show, in serve's words.
+	t.Run("guestbook", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(argocd+"/applications/guestbook"),
+			chromedp.WaitVisible(chromedp.CSS("#panel .throughline-status--error"))); err != nil {
+			t.Fatalf("loading guestbook: %v", err)
+		}
+		if s := text(t, ctx, "#panel"); !strings.HasPrefix(s, "throughline: the Application's name is not <app>-<environment>") {
+			t.Errorf("status panel: %q", s)
+		}
+	})
 	if forwarded.Load() == 0 || refused.Load() != 0 {
 		t.Errorf("the stand-in argocd-server forwarded %d requests and refused %d", forwarded.Load(), refused.Load())
 	}
