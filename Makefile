@@ -37,7 +37,7 @@ IMAGE_REPO ?=
 # COSIGN_PASSWORD); pushed next to the index with IMAGE_REPO (docs/release.md).
 SIGNING_KEY ?=
 
-.PHONY: all build install docs image release test unit lint fmt vet tidy-check generate generate-check golangci demo docs-images bench bench-cli tools compat fuzz clean
+.PHONY: all build install docs argocd-extension docs-images image release test unit lint fmt vet tidy-check generate generate-check golangci demo bench bench-cli tools compat fuzz clean
 
 all: build test
 
@@ -49,6 +49,12 @@ install: ## install throughline and throughline-cmp into GOBIN (default ~/go/bin
 
 docs: ## regenerate the CLI reference docs/cli/*.md from the cobra commands
 	THROUGHLINE_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestCLIDocs$$' ./cmd/throughline/
+
+argocd-extension: ## the Argo CD UI extension (npm + esbuild): ui/argocd-extension/dist/extension-throughline.js, bin/argocd-extension/*.tar
+	./hack/argocd-extension.sh
+
+docs-images: argocd-extension ## regenerate docs/images (the web view's, the Argo CD extension's and the delivery dashboard's screenshots) in headless Chromium
+	THROUGHLINE_DOCS_IMAGES=$(CURDIR)/docs/images $(GO) test -tags e2e -count=1 -run '^(TestWebViewServed|TestArgoCDExtension|TestDashboardPage)$$' ./e2e/webview/
 
 image: ## OCI image index (linux/amd64, linux/arm64) in bin/image; pushes when IMAGE_REPO is set
 	set -e; for arch in $(IMAGE_PLATFORMS); do \
@@ -105,10 +111,6 @@ golangci: $(BIN)/golangci-lint ## golangci-lint v2 with .golangci.yml
 demo: build ## render the example environments, show their refusals, then walk one digest from CI to production (no cluster, no network)
 	$(GO) build -trimpath -o $(BIN)/ ./hack/demochain
 	@./hack/demo.sh $(BIN)/throughline examples/gitops-env
-
-docs-images: ## regenerate docs/images (the web view's and the delivery dashboard's screenshots, headless Chromium)
-	eval "$$(hack/e2e-assets.sh)" && THROUGHLINE_DOCS_IMAGES=$(CURDIR)/docs/images CI=true \
-		go test -tags e2e -count=1 -run 'TestWebViewServed|TestDashboardPage' -exec "$(CURDIR)/hack/netns-exec.sh" ./e2e/webview/
 
 compat: ## Argo CD's own CMP server against plugin.yaml (nested modules)
 	./e2e/argocd/run.sh

@@ -42,6 +42,9 @@ type Handler struct {
 	Live func(ctx context.Context) (map[string]Live, error)
 	// Log receives a load that failed (nil: silent).
 	Log func(error)
+	// APIToken, when set, is the bearer token the JSON API (APIPrefix)
+	// requires (Argo CD's proxy extension adds it from argocd-secret).
+	APIToken []byte
 	// Fetch makes every refresh (every TTL, on a request) fetch the
 	// repository's remote first, so that a clone nothing else updates
 	// shows what the remote has.
@@ -55,8 +58,8 @@ type Handler struct {
 	checked time.Time
 }
 
-// ServeHTTP serves /, /index.html, /style.css, /promotion/<id>.html and
-// /app/<name>.html.
+// ServeHTTP serves /, /index.html, /style.css, /promotion/<id>.html,
+// /app/<name>.html and the JSON API (api.go).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
 	hdr.Set("Content-Security-Policy", csp)
@@ -65,6 +68,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		hdr.Set("Allow", "GET, HEAD")
 		http.Error(w, "read-only: GET and HEAD only", http.StatusMethodNotAllowed)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, APIPrefix) {
+		h.serveAPI(w, r)
 		return
 	}
 	if r.URL.Path == "/style.css" {

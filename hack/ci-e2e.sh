@@ -10,7 +10,8 @@ export CI=true
 # git (smart-HTTP server), iproute2 + util-linux (private network namespace),
 # gcc (the race detector needs cgo), redis-server (Argo CD's repo-server and
 # application controller cache, e2e/argocdcontrol), chromium + a font (the headless
-# browser of e2e/webview), prometheus (e2e/runtimechecks). docker-registry comes with hack/registry.sh.
+# browser of e2e/webview), prometheus (e2e/runtimechecks), nodejs + npm (the Argo CD
+# extension e2e/webview loads). docker-registry comes with hack/registry.sh.
 missing=()
 command -v git >/dev/null || missing+=(git)
 command -v ip >/dev/null || missing+=(iproute2)
@@ -20,6 +21,7 @@ command -v gcc >/dev/null || missing+=(gcc libc6-dev)
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v chromium >/dev/null || missing+=(chromium fonts-liberation)
 command -v prometheus >/dev/null || missing+=(prometheus)
+command -v npm >/dev/null || missing+=(nodejs npm) # make argocd-extension (e2e/webview's TestArgoCDExtension)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "ci-e2e.sh: installing ${missing[*]}" >&2
   apt-get update -qq
@@ -29,6 +31,10 @@ fi
 t0=$(date +%s)
 eval "$(hack/e2e-assets.sh)"
 echo "ci-e2e.sh: assets ready in $(( $(date +%s) - t0 ))s" >&2
+
+# The Argo CD extension's bundle, built before the tests (they run in a
+# network namespace; npm ci needs the registry).
+make argocd-extension
 
 t0=$(date +%s)
 go test -race -tags e2e -count=1 -timeout 20m -exec "$PWD/hack/netns-exec.sh" ${E2E_TESTFLAGS:-} ./e2e/...

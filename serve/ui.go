@@ -27,9 +27,14 @@ import (
 type uiFlags struct {
 	addr, repo, rev, commitURL string
 	tlsCertFile, tlsKeyFile    string
+	apiTokenFile               string
 	ttl                        time.Duration
 	live                       bool
 }
+
+// envUIAPIToken holds the JSON API's bearer token when --ui-api-token-file
+// is not set.
+const envUIAPIToken = "THROUGHLINE_UI_API_TOKEN"
 
 // uiRenderTimeout bounds one load and render of the pages.
 const uiRenderTimeout = 60 * time.Second
@@ -43,6 +48,8 @@ func (u *uiFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&u.live, "ui-live", true, "show drift between what Git declares and what the Acceptances' status says runs (needs list on acceptances)")
 	f.StringVar(&u.tlsCertFile, "ui-tls-cert-file", "", "serve the web view over HTTPS with this PEM certificate (chain)")
 	f.StringVar(&u.tlsKeyFile, "ui-tls-key-file", "", "PEM private key of --ui-tls-cert-file")
+	f.StringVar(&u.apiTokenFile, "ui-api-token-file", "",
+		"file holding the bearer token the JSON API (/api/v1/, the Argo CD extension's) requires (else $"+envUIAPIToken+"; none: no token)")
 }
 
 // start serves the web view until ctx ends (nothing when --ui-bind-address
@@ -119,7 +126,14 @@ func (u *uiFlags) handler(ctx context.Context, n *notifierFlags, log zerolog.Log
 			return nil, err
 		}
 	}
-	return &chainview.Handler{Repo: r, TTL: u.ttl, Options: chainview.Options{Rev: u.rev, CommitURL: u.commitURL},
+	token, err := readSecret(u.apiTokenFile, envUIAPIToken)
+	if err != nil {
+		return nil, exitcode.Usagef("--ui-api-token-file: %w", err)
+	}
+	if u.apiTokenFile != "" && len(token) == 0 {
+		return nil, exitcode.Usagef("--ui-api-token-file %s is empty", u.apiTokenFile)
+	}
+	return &chainview.Handler{Repo: r, TTL: u.ttl, Options: chainview.Options{Rev: u.rev, CommitURL: u.commitURL}, APIToken: token,
 		Fetch: r.Remote != "", Log: func(err error) { log.Warn().Err(err).Msg("web view: cannot read the repository") }}, nil
 }
 

@@ -357,6 +357,16 @@ func renderBundles(t *testing.T, ctx context.Context, env []string, root, deploy
 		t.Fatal(err)
 	}
 	rendered["monitored"] = renderDir(filepath.Dir(deploy), monitored)
+	// The web view for the Argo CD extension: the notifier and ui Components.
+	viewed := filepath.Join(filepath.Dir(deploy), "viewed")
+	if err := os.MkdirAll(viewed, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(viewed, "kustomization.yaml"),
+		[]byte("resources: [../deploy/serve]\ncomponents: [../deploy/serve/notifier, ../deploy/serve/ui]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rendered["viewed"] = renderDir(filepath.Dir(deploy), viewed)
 	// deploy/argocd is a Component: render it on a stand-in Argo CD install
 	// (hack/argocd-stand-in: argocd-repo-server and argocd-cm).
 	argocd := filepath.Join(filepath.Dir(deploy), "argocd-install")
@@ -367,9 +377,14 @@ func renderBundles(t *testing.T, ctx context.Context, env []string, root, deploy
 	if err != nil {
 		t.Fatal(err)
 	}
+	server, err := os.ReadFile(filepath.Join(root, "hack", "argocd-stand-in", "server.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, body := range map[string]string{
-		"kustomization.yaml": "namespace: argocd\nresources: [repo-server.yaml]\ncomponents: [../deploy/argocd]\n",
+		"kustomization.yaml": "namespace: argocd\nresources: [repo-server.yaml, server.yaml]\ncomponents: [../deploy/argocd, ../deploy/argocd/extension]\n",
 		"repo-server.yaml":   string(standIn),
+		"server.yaml":        string(server),
 	} {
 		if err := os.WriteFile(filepath.Join(argocd, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -394,7 +409,7 @@ func renderBundles(t *testing.T, ctx context.Context, env []string, root, deploy
 				}
 			}
 		}
-		if want := b == "serve" || b == "monitored" || b == "argocd"; want != (n > 0) {
+		if want := b == "serve" || b == "monitored" || b == "viewed" || b == "argocd"; want != (n > 0) {
 			t.Errorf("deploy/%s renders %d container image(s)", b, n)
 		}
 	}
@@ -479,9 +494,10 @@ func applyToAPIServer(t *testing.T, ctx context.Context, deploy, promCRDs string
 	}
 	// Everything of deploy/serve, then deploy/serve with the servicemonitor
 	// Component (its Deployment, NetworkPolicy, metrics Service and
-	// ServiceMonitor), dry run.
+	// ServiceMonitor), and with the notifier and ui Components (the web view
+	// the Argo CD extension reads), dry run.
 	n := 0
-	for _, b := range []string{"serve", "monitored"} {
+	for _, b := range []string{"serve", "monitored", "viewed"} {
 		for _, o := range rendered[b] {
 			if err := apply(o, true); err != nil {
 				t.Fatalf("deploy/%s: %v", b, err)
@@ -490,6 +506,7 @@ func applyToAPIServer(t *testing.T, ctx context.Context, deploy, promCRDs string
 		}
 	}
 	find("monitored", "ServiceMonitor", "throughline-serve")
+	find("viewed", "Service", "throughline-ui")
 
 	// deploy/flux (Provider and Alert against notification-controller's
 	// CRDs, the HMAC Secret, the ValidatingAdmissionPolicy and its binding)
@@ -520,6 +537,10 @@ func applyToAPIServer(t *testing.T, ctx context.Context, deploy, promCRDs string
 		t.Fatalf("argocd-repo-server renders %d containers, want the repo-server and the throughline sidecar", len(c))
 	}
 	find("flux", "ValidatingAdmissionPolicy", "throughline-pinned-images")
+	argocdServer := find("argocd", "Deployment", "argocd-server")
+	if v, _, _ := unstructured.NestedSlice(argocdServer.Object, "spec", "template", "spec", "volumes"); len(v) != 2 {
+		t.Fatalf("argocd-server renders %d volumes, want its own and the extension's", len(v))
+	}
 	if w := warn.take(); len(w) > 0 {
 		t.Fatalf("the API server warned about the rendered objects:\n%s", strings.Join(w, "\n"))
 	}
@@ -567,7 +588,7 @@ func applyToAPIServer(t *testing.T, ctx context.Context, deploy, promCRDs string
 		t.Fatalf("a ServiceMonitor with interval \"thirty seconds\": want Invalid, got %v", err)
 	}
 	warn.take()
-	t.Logf("kube-apiserver accepted %d rendered objects of deploy/crds, deploy/serve and its servicemonitor Component, deploy/flux, deploy/argocd on a stand-in Argo CD and its notifications (server-side apply, dry run, field manager %s) and refused 3 broken ones; %s", n+len(rendered["crds"])-1, fieldManager, time.Since(t0).Round(time.Millisecond))
+	t.Logf("kube-apiserver accepted %d rendered objects of deploy/crds, deploy/serve and its servicemonitor, notifier and ui Components, deploy/flux, deploy/argocd and deploy/argocd/extension on a stand-in Argo CD and its notifications (server-side apply, dry run, field manager %s) and refused 3 broken ones; %s", n+len(rendered["crds"])-1, fieldManager, time.Since(t0).Round(time.Millisecond))
 }
 
 // readObjects decodes the YAML documents of files.

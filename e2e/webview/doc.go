@@ -7,7 +7,10 @@
 // the grid and of each of the nine arrows, follows the links, and saves
 // screenshots as test artifacts (go test -artifacts keeps them). The same
 // pages written as static files (throughline report) are loaded from
-// file://. Without chromium the tests skip; with CI=true they fail. Build
+// file://. TestArgoCDExtension loads the Argo CD extension's bundle (make
+// argocd-extension) in a stand-in of Argo CD's page, its data from the
+// chain view's JSON API through a stand-in of argocd-server's proxy
+// extension. Without chromium the tests skip; with CI=true they fail. Build
 // tag e2e:
 //
 //	go test -tags e2e -count=1 -exec "$PWD/hack/netns-exec.sh" ./e2e/webview/
