@@ -30,7 +30,24 @@ const (
 	// (a version may follow: https://cyclonedx.org/bom/v1.5).
 	PredicateCycloneDX = "https://cyclonedx.org/bom"
 	PredicateSPDX      = "https://spdx.dev/Document"
+	// PredicateVerificationSummary is the SLSA verification summary v1
+	// (VSA): the notifier's signed statement that a digest was accepted
+	// in an environment (package vsa makes it).
+	PredicateVerificationSummary = "https://slsa.dev/verification_summary/v1"
 )
+
+// SummaryPolicyPrefix prefixes the policy.uri of a verification summary
+// throughline publishes: SummaryPolicyURI(env) names the environment
+// whose acceptance policy (trust policy and runtime checks) the digest
+// passed, the field an admission policy compares.
+const SummaryPolicyPrefix = "https://throughline.dev/environments/"
+
+// SummaryPolicyURI is the policy.uri of a verification summary of an
+// acceptance in env.
+func SummaryPolicyURI(env string) string { return SummaryPolicyPrefix + env }
+
+// SummaryPassed is the verificationResult of a summary that passed.
+const SummaryPassed = "PASSED"
 
 // Kinds of evidence (Item.Kind).
 const (
@@ -38,7 +55,10 @@ const (
 	KindProvenance = "provenance"
 	KindSBOM       = "sbom"
 	KindScan       = "vulnerability-scan"
-	kindOther      = ""
+	// KindVerificationSummary is a verification summary (VSA) of an
+	// acceptance upstream.
+	KindVerificationSummary = "verification-summary"
+	kindOther               = ""
 )
 
 // kindOf is the kind of evidence a predicate type is.
@@ -50,6 +70,8 @@ func kindOf(predicateType string) string {
 		return KindProvenance
 	case predicateType == PredicateVulns:
 		return KindScan
+	case predicateType == PredicateVerificationSummary:
+		return KindVerificationSummary
 	case sbomFormat(predicateType) != "":
 		return KindSBOM
 	}
