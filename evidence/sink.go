@@ -206,6 +206,68 @@ func (s *GitSink) Write(ctx context.Context, app, env, observedRevision string, 
 	return &out, nil
 }
 
+// RecordSummary adds the verification summary sum to the ACCEPTED
+// evidence of promotionID of app in env, at the tip of the branch, in a
+// commit of its own (compare-and-swap push, never forced), the evidence
+// signed again when the sink signs. The evidence already naming sum
+// commits nothing (Commit ""); evidence that is not ACCEPTED, or names
+// another summary, is not changed (ErrNotApplicable).
+func (s *GitSink) RecordSummary(ctx context.Context, app, env, promotionID string, sum Summary) (string, error) {
+	for _, n := range []string{app, env} {
+		if !promotion.ValidName(n) {
+			return "", fmt.Errorf("%q is not an app or environment name: %w", n, ErrUnknownApp)
+		}
+	}
+	attempts := s.Attempts
+	if attempts < 1 {
+		attempts = 8
+	}
+	evPath := Path(env, app, promotionID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	commit, err := s.Repo.Update(ctx, s.Branch, attempts, func(ctx context.Context, tip string) (map[string][]byte, string, error) {
+		data, err := s.Repo.ReadFile(ctx, tip, evPath)
+		if err != nil {
+			return nil, "", fmt.Errorf("evidence %s at %s: %w", evPath, gitrepo.Short(tip), err)
+		}
+		ev, err := Parse(evPath, data)
+		if err != nil {
+			return nil, "", err
+		}
+		switch {
+		case ev.VerificationSummary != nil && *ev.VerificationSummary == sum:
+			return nil, "", ErrDuplicate
+		case ev.VerificationSummary != nil:
+			return nil, "", fmt.Errorf("evidence %s names the verification summary %s already: %w", evPath,
+				ev.VerificationSummary.Statement, ErrNotApplicable)
+		case ev.Decision != promotion.Accepted:
+			return nil, "", fmt.Errorf("evidence %s is %s: %w", evPath, ev.Decision, ErrNotApplicable)
+		}
+		ev.VerificationSummary = &sum
+		evJSON, err := ev.Marshal()
+		if err != nil {
+			return nil, "", err
+		}
+		files := map[string][]byte{evPath: evJSON}
+		if s.Signer != nil {
+			if files[SignaturePath(evPath)], err = Sign(evJSON, s.Signer); err != nil {
+				return nil, "", fmt.Errorf("evidence %s: %w", evPath, err)
+			}
+		}
+		msg := fmt.Sprintf("throughline: verification summary of %s in %s\n\nPromotion: %s\nAcceptance-Commit: %s\n"+
+			"Summary-Statement: %s\nSummary-Manifest: %s\nEvidence: %s\n", app, env, promotionID, sum.AcceptanceCommit,
+			sum.Statement, sum.Manifest, evPath)
+		return files, msg, nil
+	})
+	if errors.Is(err, ErrDuplicate) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("verification summary of %s in %s on %s: %w", app, env, s.Branch, err)
+	}
+	return commit, nil
+}
+
 // IsAncestor reports whether commit a is an ancestor of (or equal to) b in
 // the repository; an unknown commit is not, and a git that fails is an
 // error, never a "no" (gitrepo.Repo.IsAncestor).
@@ -247,6 +309,9 @@ func (s *StatusSink) Post(ctx context.Context, ev *Record) error {
 	switch ev.Decision {
 	case promotion.Accepted:
 		st.State, st.Description = forge.StatusSuccess, fmt.Sprintf("ACCEPTED: %s runs %s", ev.Environment, ev.ArtifactDigest)
+		if ev.SummaryNote != "" {
+			st.Description += "; " + ev.SummaryNote
+		}
 	case promotion.Reconciling:
 		// Waiting for the controller to recover: no evidence file yet.
 		st.State, st.Description = forge.StatusPending, ev.Reason
