@@ -67,7 +67,7 @@ func (s *Summaries) start(ctx context.Context, p *Processor, w *evidence.Written
 		defer s.wg.Done()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
-		pub, err := s.publish(ctx, p, w)
+		pub, err := s.Publish(ctx, p, w)
 		if err != nil {
 			s.count("failed")
 			if s.OnError != nil {
@@ -97,10 +97,11 @@ func (s *Summaries) count(result string) {
 	}
 }
 
-// publish builds the summary of the acceptance w from the promotion record
-// and the repository at its commit, publishes it and records it in the
-// evidence.
-func (s *Summaries) publish(ctx context.Context, p *Processor, w *evidence.Written) (*vsa.Published, error) {
+// Publish builds the summary of the acceptance w (its commit and evidence)
+// from the promotion record and the repository at that commit, publishes
+// it and records it in the evidence, now: what a new acceptance of p
+// starts in the background (the metric and the callbacks are start's).
+func (s *Summaries) Publish(ctx context.Context, p *Processor, w *evidence.Written) (*vsa.Published, error) {
 	ev := w.Evidence
 	sum, err := s.summary(ctx, p, w)
 	if err != nil {

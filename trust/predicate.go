@@ -9,6 +9,7 @@ import (
 	"time"
 
 	provv1 "github.com/in-toto/attestation/go/predicates/provenance/v1"
+	vsav1 "github.com/in-toto/attestation/go/predicates/vsa/v1"
 	vulnsv02 "github.com/in-toto/attestation/go/predicates/vulns/v02"
 	intoto "github.com/in-toto/attestation/go/v1"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -272,6 +273,22 @@ func checkScan(s *intoto.Statement, pol *v1alpha1.ScanPolicy, now time.Time) (st
 	if sc.Findings > 0 && (sc.Worst > limit || pol.MaxSeverity == "none") {
 		return RuleScanFindings, fmt.Errorf("finding %s is %s, above the policy's maximum %s",
 			sc.WorstID, v1alpha1.Severities()[sc.Worst], pol.MaxSeverity)
+	}
+	return "", nil
+}
+
+// checkSummary checks a verification summary statement: an acceptance in
+// env (policy.uri exactly SummaryPolicyURI(env)) that PASSED.
+func checkSummary(s *intoto.Statement, env string) (string, error) {
+	var v vsav1.VerificationSummary
+	if err := predicateAs(s, &v); err != nil {
+		return RuleSummaryEnvironment, fmt.Errorf("reading the verification summary: %w", err)
+	}
+	if got, want := v.GetPolicy().GetUri(), SummaryPolicyURI(env); got != want {
+		return RuleSummaryEnvironment, fmt.Errorf("a summary of policy %q, not of an acceptance in %s (%s)", got, env, want)
+	}
+	if r := v.GetVerificationResult(); r != SummaryPassed {
+		return RuleSummaryResult, fmt.Errorf("its verificationResult is %q, not %s", r, SummaryPassed)
 	}
 	return "", nil
 }

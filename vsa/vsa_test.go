@@ -25,6 +25,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/throughline-dev/throughline/api/v1alpha1"
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/trust"
 	"github.com/throughline-dev/throughline/trust/signing"
 )
 
@@ -273,5 +276,55 @@ func TestPublishRetries(t *testing.T) {
 	p.Attempts, p.Backoff = 3, time.Hour
 	if _, err := p.Publish(cctx, summary(img2.String())); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled publish: %v, want context.Canceled", err)
+	}
+}
+
+// TestPublishedSummaryVerifies: what Publisher attaches is what package
+// trust's verificationSummary requirement accepts (the notifier's key,
+// the image's digest, the environment, PASSED), and a FAILED summary of
+// the same acceptance is refused.
+func TestPublishedSummaryVerifies(t *testing.T) {
+	ctx := context.Background()
+	reg := newRegistry(t, true)
+	img := reg.image(t, "checkout")
+	k := key(t)
+	pub, err := k.GetPublicKeyPem()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(_ context.Context, p string) ([]byte, error) {
+		if p == "keys/throughline.pub" {
+			return []byte(pub), nil
+		}
+		return nil, os.ErrNotExist
+	}
+	tp := &v1alpha1.TrustPolicy{Attestations: &v1alpha1.AttestationPolicy{
+		VerificationSummary: &v1alpha1.SummaryPolicy{Environment: "staging", PublicKey: "keys/throughline.pub"}}}
+	pol, err := trust.Compile(ctx, "production", tp, read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := trust.Verify(ctx, pol, img.String(), trust.Options{}); exitcode.Code(err) != exitcode.Refused {
+		t.Fatalf("no summary yet: %v, want a refusal", err)
+	}
+	failed := summary(img.String())
+	failed.Result = "FAILED"
+	if _, err := (&Publisher{Key: k}).Publish(ctx, failed); err != nil {
+		t.Fatal(err)
+	}
+	var r *exitcode.Refusal
+	if _, err := trust.Verify(ctx, pol, img.String(), trust.Options{}); !errors.As(err, &r) || r.Rule != trust.RuleSummaryResult {
+		t.Fatalf("a FAILED summary: %v, want %s", err, trust.RuleSummaryResult)
+	}
+	p, err := (&Publisher{Key: k}).Publish(ctx, summary(img.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := trust.VerifyRecorded(ctx, pol, img.String(), nil, trust.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.Items) != 1 || ev.Items[0].Digest != p.Bundle || ev.Items[0].Kind != trust.KindVerificationSummary {
+		t.Fatalf("evidence %+v, want the published bundle %s", ev.Items, p.Bundle)
 	}
 }
