@@ -80,19 +80,16 @@ type Record struct {
 	Pods       []Pod     `json:"pods,omitempty"`
 	ReportedBy Reporter  `json:"reportedBy"`
 	Time       time.Time `json:"time"`
-	// VerificationSummary is the signed SLSA verification summary of an
-	// ACCEPTED decision, published next to the image (package vsa). It is
-	// never in the acceptance commit (the summary names that commit): the
-	// notifier adds it to the evidence in a later commit once the registry
-	// has it. Optional: evidence without it, or an ACCEPTED one whose
-	// summary was not published, is as valid.
-	VerificationSummary *Summary `json:"verificationSummary,omitempty"`
 	// SummaryNote is not written: a note on the commit status of an
 	// ACCEPTED decision (a summary not published).
 	SummaryNote string `json:"-"`
 }
 
-// Summary is where the verification summary of an acceptance is.
+// Summary is where the signed SLSA verification summary of an ACCEPTED
+// decision is (package vsa publishes it next to the image). The notifier
+// records it after the acceptance commit (the summary names that commit),
+// in a file of its own beside the evidence (SummaryPath): the evidence file
+// never changes after the acceptance, which every gate checks.
 type Summary struct {
 	// Statement is the sha256:<hex> of its in-toto statement.
 	Statement string `json:"statement"`
@@ -170,16 +167,6 @@ func (r *Record) Validate() error {
 	}
 	if err := r.validateChecks(); err != nil {
 		return fail("checks", "%v", err)
-	}
-	if v := r.VerificationSummary; v != nil {
-		switch {
-		case r.Decision != promotion.Accepted:
-			return fail("verificationSummary", "a %s decision has none", r.Decision)
-		case !promotion.ValidDigest(v.Statement) || !promotion.ValidDigest(v.Bundle) || !promotion.ValidDigest(v.Manifest):
-			return fail("verificationSummary", "statement %q, bundle %q, manifest %q: each sha256:<hex>", v.Statement, v.Bundle, v.Manifest)
-		case v.AcceptanceCommit == "":
-			return fail("verificationSummary.acceptanceCommit", "missing")
-		}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"io"
 	"log"
@@ -24,6 +25,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/internal/gittest"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/trust/signing"
 	"github.com/throughline-dev/throughline/vsa"
@@ -112,9 +114,13 @@ func TestAcceptancePublishesSummary(t *testing.T) {
 	evPath := evidence.Path("production", "checkout", rec.PromotionID)
 	ev, err := evidence.Parse(evPath, []byte(f.show(evPath)))
 	must(t, err)
-	sum := ev.VerificationSummary
-	if sum == nil || sum.AcceptanceCommit != rep.Commit || !promotion.ValidDigest(sum.Manifest) {
-		t.Fatalf("evidence's summary = %+v, want one naming the acceptance commit %s", sum, rep.Commit)
+	if ev.Time.IsZero() || gittest.Run(t, f.origin, "log", "-1", "--format=%H", "main", "--", evPath) != rep.Commit {
+		t.Fatalf("the evidence changed after the acceptance commit %s", rep.Commit)
+	}
+	var sum evidence.Summary
+	must(t, json.Unmarshal([]byte(f.show(evidence.SummaryPath(evPath))), &sum))
+	if sum.AcceptanceCommit != rep.Commit || !promotion.ValidDigest(sum.Manifest) {
+		t.Fatalf("%s = %+v, want one naming the acceptance commit %s", evidence.SummaryPath(evPath), sum, rep.Commit)
 	}
 	if rec.State != promotion.Accepted {
 		t.Fatalf("record %s", rec.State)
