@@ -2,11 +2,13 @@ package trust
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/trust/trusttest"
@@ -130,5 +132,47 @@ func TestSummaryNotRequired(t *testing.T) {
 	if !errors.As(err, &r) || r.Rule != RuleSignatureMissing {
 		t.Fatalf("a summary alone: %v, want %s", err, RuleSignatureMissing)
 	}
-	_ = time.Second
+}
+
+// FuzzCheckSummary: a summary's statement comes from a registry; reading
+// and checking it never panics, and one it accepts says exactly the
+// environment's policy.uri and PASSED.
+func FuzzCheckSummary(f *testing.F) {
+	img := "sha256:" + strings.Repeat("a", 64)
+	ref, err := name.NewDigest("registry.example/checkout@" + img)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(trusttest.Summary(ref, "staging", "PASSED"))
+	f.Add(trusttest.Summary(ref, "staging-eu", "PASSED"))
+	f.Add(trusttest.Summary(ref, "staging", "FAILED"))
+	f.Add([]byte(`{"_type":"https://in-toto.io/Statement/v1","subject":[{"digest":{"sha256":"aa"}}],` +
+		`"predicateType":"https://slsa.dev/verification_summary/v1","predicate":{"policy":{"uri":7}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := parseStatement(data)
+		if err != nil {
+			return
+		}
+		if _, err := checkSummary(s, "staging"); err != nil {
+			return
+		}
+		var p struct {
+			Predicate struct {
+				Policy struct {
+					URI string `json:"uri"`
+				} `json:"policy"`
+				VerificationResult string `json:"verificationResult"`
+			} `json:"predicate"`
+		}
+		raw, err := protojson.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Predicate.Policy.URI != SummaryPolicyURI("staging") || p.Predicate.VerificationResult != SummaryPassed {
+			t.Fatalf("accepted a summary of %q, %q", p.Predicate.Policy.URI, p.Predicate.VerificationResult)
+		}
+	})
 }
