@@ -61,6 +61,14 @@ func build(file string, p *v1alpha1.PromotionPolicy) (*Registry, error) {
 		r.names = append(r.names, name)
 	}
 	sort.Strings(r.names)
+	for _, name := range r.names {
+		if t := r.envs[name].Trust; t != nil && t.Attestations != nil && t.Attestations.VerificationSummary != nil {
+			if want := t.Attestations.VerificationSummary.Environment; r.envs[want] == nil {
+				return nil, fmt.Errorf("environments.%s.trust.attestations.verificationSummary.environment: %q is not an environment of %s",
+					name, want, file)
+			}
+		}
+	}
 	if err := r.checkOverlaps(); err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ func checkTrust(field string, t *v1alpha1.TrustPolicy) error {
 		return nil
 	}
 	field += ".trust"
-	if len(t.Signatures) == 0 && t.Attestations != nil {
+	if a := t.Attestations; len(t.Signatures) == 0 && a != nil && (a.Provenance != nil || a.SBOM != nil || a.VulnerabilityScan != nil) {
 		return fmt.Errorf("%s.signatures: attestations are required but no signer is listed to verify them", field)
 	}
 	for i, s := range t.Signatures {
@@ -74,6 +74,15 @@ func checkAttestations(field string, a *v1alpha1.AttestationPolicy) error {
 			if !slices.Contains(v1alpha1.SBOMFormats(), f) {
 				return fmt.Errorf("%s.sbom.formats[%d]: %q: one of %s", field, i, f, strings.Join(v1alpha1.SBOMFormats(), ", "))
 			}
+		}
+	}
+	if v := a.VerificationSummary; v != nil {
+		if !validName.MatchString(v.Environment) {
+			return fmt.Errorf("%s.verificationSummary.environment: %q: the name of the environment the digest must have been accepted in",
+				field, v.Environment)
+		}
+		if err := checkRelative(v.PublicKey); err != nil {
+			return fmt.Errorf("%s.verificationSummary.publicKey: %q: %w", field, v.PublicKey, err)
 		}
 	}
 	if v := a.VulnerabilityScan; v != nil {

@@ -85,6 +85,23 @@ func TestTrustPolicyValidation(t *testing.T) {
 			"environments.production.trust.attestations.provenance.sourceRepositories"},
 		{"unknown sbom format", func(tp *v1alpha1.TrustPolicy) { tp.Attestations.SBOM.Formats = []string{"swid"} },
 			"environments.production.trust.attestations.sbom.formats[0]"},
+		{"summary of staging", func(tp *v1alpha1.TrustPolicy) {
+			tp.Attestations.VerificationSummary = &v1alpha1.SummaryPolicy{Environment: "staging", PublicKey: "keys/throughline.pub"}
+		}, ""},
+		{"a summary alone needs no signer", func(tp *v1alpha1.TrustPolicy) {
+			tp.Signatures = nil
+			tp.Attestations = &v1alpha1.AttestationPolicy{VerificationSummary: &v1alpha1.SummaryPolicy{Environment: "staging",
+				PublicKey: "keys/throughline.pub"}}
+		}, ""},
+		{"summary of an unknown environment", func(tp *v1alpha1.TrustPolicy) {
+			tp.Attestations.VerificationSummary = &v1alpha1.SummaryPolicy{Environment: "qa", PublicKey: "keys/throughline.pub"}
+		}, "environments.production.trust.attestations.verificationSummary.environment"},
+		{"summary of no environment", func(tp *v1alpha1.TrustPolicy) {
+			tp.Attestations.VerificationSummary = &v1alpha1.SummaryPolicy{PublicKey: "keys/throughline.pub"}
+		}, "environments.production.trust.attestations.verificationSummary.environment"},
+		{"summary key outside the repository", func(tp *v1alpha1.TrustPolicy) {
+			tp.Attestations.VerificationSummary = &v1alpha1.SummaryPolicy{Environment: "staging", PublicKey: "../key.pub"}
+		}, "environments.production.trust.attestations.verificationSummary.publicKey"},
 		{"unknown severity", func(tp *v1alpha1.TrustPolicy) { tp.Attestations.VulnerabilityScan.MaxSeverity = "severe" },
 			"environments.production.trust.attestations.vulnerabilityScan.maxSeverity"},
 		{"no scan age", func(tp *v1alpha1.TrustPolicy) { tp.Attestations.VulnerabilityScan.MaxAge.Duration = 0 },

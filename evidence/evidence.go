@@ -80,6 +80,25 @@ type Record struct {
 	Pods       []Pod     `json:"pods,omitempty"`
 	ReportedBy Reporter  `json:"reportedBy"`
 	Time       time.Time `json:"time"`
+	// SummaryNote is not written: a note on the commit status of an
+	// ACCEPTED decision (a summary not published).
+	SummaryNote string `json:"-"`
+}
+
+// Summary is where the signed SLSA verification summary of an ACCEPTED
+// decision is (package vsa publishes it next to the image). The notifier
+// records it after the acceptance commit (the summary names that commit),
+// in a file of its own beside the evidence (SummaryPath): the evidence file
+// never changes after the acceptance, which every gate checks.
+type Summary struct {
+	// Statement is the sha256:<hex> of its in-toto statement.
+	Statement string `json:"statement"`
+	// Bundle is the digest of its Sigstore bundle, Manifest the digest of
+	// the OCI referrer of the image that holds it.
+	Bundle   string `json:"bundle"`
+	Manifest string `json:"manifest"`
+	// AcceptanceCommit is the commit it names.
+	AcceptanceCommit string `json:"acceptanceCommit"`
 }
 
 // Pod is one observed imageID of a declared container.

@@ -1,7 +1,9 @@
 package evidence
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -206,6 +208,75 @@ func (s *GitSink) Write(ctx context.Context, app, env, observedRevision string, 
 	return &out, nil
 }
 
+// SummaryPath is the file beside an evidence file that says where the
+// verification summary of its acceptance is (Summary, JSON): the evidence
+// path with ".summary" appended, so that no reader of evidence/**/*.json
+// takes it for evidence.
+func SummaryPath(file string) string { return file + ".summary" }
+
+// RecordSummary writes sum, the verification summary of the ACCEPTED
+// evidence of promotionID of app in env, to SummaryPath beside it at the
+// tip of the branch, in a commit of its own (compare-and-swap push, never
+// forced). The same summary there already commits nothing (Commit "");
+// another summary there, or evidence that is missing or not ACCEPTED, is
+// not changed (ErrNotApplicable).
+func (s *GitSink) RecordSummary(ctx context.Context, app, env, promotionID string, sum Summary) (string, error) {
+	for _, n := range []string{app, env} {
+		if !promotion.ValidName(n) {
+			return "", fmt.Errorf("%q is not an app or environment name: %w", n, ErrUnknownApp)
+		}
+	}
+	if !promotion.ValidDigest(sum.Statement) || !promotion.ValidDigest(sum.Bundle) || !promotion.ValidDigest(sum.Manifest) ||
+		!promotion.ValidRevision(sum.AcceptanceCommit) {
+		return "", fmt.Errorf("verification summary %+v: statement, bundle and manifest sha256:<hex>, a full acceptance commit", sum)
+	}
+	attempts := s.Attempts
+	if attempts < 1 {
+		attempts = 8
+	}
+	evPath := Path(env, app, promotionID)
+	sumPath := SummaryPath(evPath)
+	sumJSON, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("encoding the verification summary of %s: %w", evPath, err)
+	}
+	sumJSON = append(sumJSON, '\n')
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	commit, err := s.Repo.Update(ctx, s.Branch, attempts, func(ctx context.Context, tip string) (map[string][]byte, string, error) {
+		if prev, err := s.Repo.ReadFile(ctx, tip, sumPath); err == nil {
+			if bytes.Equal(prev, sumJSON) {
+				return nil, "", ErrDuplicate
+			}
+			return nil, "", fmt.Errorf("%s names another verification summary already: %w", sumPath, ErrNotApplicable)
+		} else if !errors.Is(err, gitrepo.ErrNotFound) {
+			return nil, "", fmt.Errorf("%s at %s: %w", sumPath, gitrepo.Short(tip), err)
+		}
+		data, err := s.Repo.ReadFile(ctx, tip, evPath)
+		if err != nil {
+			return nil, "", fmt.Errorf("evidence %s at %s: %w", evPath, gitrepo.Short(tip), errors.Join(err, ErrNotApplicable))
+		}
+		ev, err := Parse(evPath, data)
+		if err != nil {
+			return nil, "", err
+		}
+		if ev.Decision != promotion.Accepted {
+			return nil, "", fmt.Errorf("evidence %s is %s: %w", evPath, ev.Decision, ErrNotApplicable)
+		}
+		msg := fmt.Sprintf("throughline: verification summary of %s in %s\n\nPromotion: %s\nAcceptance-Commit: %s\n"+
+			"Summary-Statement: %s\nSummary-Manifest: %s\nEvidence: %s\n", app, env, promotionID, sum.AcceptanceCommit,
+			sum.Statement, sum.Manifest, evPath)
+		return map[string][]byte{sumPath: sumJSON}, msg, nil
+	})
+	if errors.Is(err, ErrDuplicate) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("verification summary of %s in %s on %s: %w", app, env, s.Branch, err)
+	}
+	return commit, nil
+}
+
 // IsAncestor reports whether commit a is an ancestor of (or equal to) b in
 // the repository; an unknown commit is not, and a git that fails is an
 // error, never a "no" (gitrepo.Repo.IsAncestor).
@@ -247,6 +318,9 @@ func (s *StatusSink) Post(ctx context.Context, ev *Record) error {
 	switch ev.Decision {
 	case promotion.Accepted:
 		st.State, st.Description = forge.StatusSuccess, fmt.Sprintf("ACCEPTED: %s runs %s", ev.Environment, ev.ArtifactDigest)
+		if ev.SummaryNote != "" {
+			st.Description += "; " + ev.SummaryNote
+		}
 	case promotion.Reconciling:
 		// Waiting for the controller to recover: no evidence file yet.
 		st.State, st.Description = forge.StatusPending, ev.Reason

@@ -42,4 +42,10 @@ step THROUGHLINE_ARGOCD_DIR argocd.sh
 # Flux's source-controller and kustomize-controller (e2e/fluxcontrol).
 step THROUGHLINE_FLUX_CONTROLLERS_DIR flux-controllers.sh
 
+# Sigstore's cosign CLI (e2e/supplychain verifies the notifier's
+# verification summaries with it).
+step THROUGHLINE_COSIGN_BIN cosign.sh
+# The CRDs of deploy/admission's policies (Kyverno, policy-controller) for e2e/admission.
+step THROUGHLINE_ADMISSION_CRDS admission-crds.sh
+
 cat "$ENV_OUT"

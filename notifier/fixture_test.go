@@ -41,9 +41,16 @@ var (
 // reconciling is the RECONCILING record of app in production.
 func reconciling(t testing.TB, app, desired string) *promotion.Record {
 	t.Helper()
+	return reconcilingArtifact(t, app, desired, promotion.Artifact{Image: "ghcr.io/x/" + app + ":1@" + digest, Digest: digest, SourceCommit: srcRev})
+}
+
+// reconcilingArtifact is the RECONCILING record of app in production
+// promoting art.
+func reconcilingArtifact(t testing.TB, app, desired string, art promotion.Artifact) *promotion.Record {
+	t.Helper()
 	tg := promotion.Target{Environment: "production", Path: "apps/" + app + "/overlays/production", Cluster: "prod",
 		RenderedHash: hashA, BaseRenderedHash: hashB, Renderer: "v0.1.0"}
-	r, err := promotion.NewCandidate(app, 1, promotion.Artifact{Image: "ghcr.io/x/" + app + ":1@" + digest, Digest: digest, SourceCommit: srcRev}, tg, t0, "ci")
+	r, err := promotion.NewCandidate(app, 1, art, tg, t0, "ci")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +93,13 @@ type fixture struct {
 
 func newFixture(t testing.TB, apps ...string) *fixture {
 	t.Helper()
+	return newFixtureOf(t, nil, apps...)
+}
+
+// newFixtureOf is newFixture whose records promote the artifact art(app)
+// (nil: ghcr.io/x/<app>:1@digest).
+func newFixtureOf(t testing.TB, art func(app string) promotion.Artifact, apps ...string) *fixture {
+	t.Helper()
 	base := t.TempDir()
 	origin := filepath.Join(base, "origin.git")
 	seed := filepath.Join(base, "seed")
@@ -99,6 +113,9 @@ func newFixture(t testing.TB, apps ...string) *fixture {
 	records := map[string]string{}
 	for _, app := range apps {
 		rec := reconciling(t, app, f.desired[app])
+		if art != nil {
+			rec = reconcilingArtifact(t, app, f.desired[app], art(app))
+		}
 		y, err := rec.Marshal()
 		must(t, err)
 		records[promotion.RecordPath(app, "production")] = string(y)

@@ -22,6 +22,8 @@ type Metrics struct {
 	Resyncs      *prometheus.CounterVec
 	ResyncPasses *prometheus.CounterVec
 	ResyncLast   prometheus.Gauge
+	// Summaries counts the verification summaries by result.
+	Summaries *prometheus.CounterVec
 }
 
 // NewMetrics registers the metrics in reg.
@@ -52,9 +54,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Resync passes, by result (ok, error: the records or the controller objects could not be listed)."}, []string{"result"}),
 		ResyncLast: prometheus.NewGauge(prometheus.GaugeOpts{Name: "throughline_notifier_resync_last_success_timestamp_seconds",
 			Help: "When the last resync pass succeeded (Unix seconds; 0: never, or the resync is off or not the leader)."}),
+		Summaries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throughline_notifier_verification_summaries_total",
+			Help: "Verification summaries of acceptances, by result (published; existing: already attached, nothing pushed; " +
+				"failed: not published or not recorded, the record stays ACCEPTED)."}, []string{"result"}),
 	}
 	for _, c := range []prometheus.Collector{m.Received, m.Duplicates, m.Written, m.Failures, m.Refused, m.Ignored, m.Statuses, m.Acks,
-		m.Resyncs, m.ResyncPasses, m.ResyncLast} {
+		m.Resyncs, m.ResyncPasses, m.ResyncLast, m.Summaries} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering notifier metrics: %w", err)
 		}
@@ -67,6 +72,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	for _, r := range []string{"ok", "error"} {
 		m.ResyncPasses.WithLabelValues(r)
+	}
+	for _, r := range []string{"published", "existing", "failed"} {
+		m.Summaries.WithLabelValues(r)
 	}
 	return m, nil
 }

@@ -100,6 +100,9 @@ type Processor struct {
 	// would HALT naming a revision, or a failure, the controller has left.
 	// Such a delivery waits.
 	ResyncDecidesDeadline bool
+	// Summaries, when set, publishes the signed verification summary of
+	// every new acceptance, after its commit and never holding it up.
+	Summaries *Summaries
 
 	waitMu sync.Mutex
 	waited map[string]string // app/env/promotionId -> the last waiting reason posted
@@ -156,6 +159,9 @@ func (p *Processor) Process(ctx context.Context, ev Event) (*evidence.Written, e
 	}
 	if !w.Duplicate && p.Status != nil {
 		p.status(ctx, w.Evidence)
+	}
+	if !w.Duplicate && w.Evidence.Decision == promotion.Accepted && p.Summaries != nil {
+		p.Summaries.start(ctx, p, w)
 	}
 	return w, nil
 }

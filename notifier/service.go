@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/ssh"
 	"k8s.io/client-go/dynamic"
@@ -18,6 +21,8 @@ import (
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitops"
+	"github.com/throughline-dev/throughline/trust/signing"
+	"github.com/throughline-dev/throughline/vsa"
 )
 
 // Defaults of ServiceConfig.
@@ -74,6 +79,53 @@ type ServiceConfig struct {
 	// public key is listed in the policy's evidenceSigners for the
 	// environments this notifier serves. "": evidence is unsigned.
 	EvidenceKeyFile string
+	// SummaryKeyFile is the PEM private key (from a Secret: PKCS#8, SEC 1,
+	// PKCS#1 or cosign's encrypted key with SummaryKeyPassword) that signs
+	// the verification summary of every acceptance, attached to the image
+	// (package vsa). "", or a file that does not exist (a Secret without
+	// that key): no summary is published (Service.SummaryKey is "").
+	SummaryKeyFile     string
+	SummaryKeyPassword []byte
+	// SummaryVerifier is the summaries' verifier.id (empty:
+	// vsa.DefaultVerifier); SummaryRepository the GitOps repository URL
+	// they name with the acceptance commit.
+	SummaryVerifier, SummaryRepository string
+	// SummaryRemote are the registry options of the publications
+	// (authentication: default the Docker config's keychain).
+	SummaryRemote []remote.Option
+	// OnSummary and OnSummaryError are told of every summary published,
+	// and every one that was not; nil is silent.
+	OnSummary      func(ev *evidence.Record, pub *vsa.Published)
+	OnSummaryError func(ev *evidence.Record, err error)
+}
+
+// SummaryKey reads the PEM private key file that signs verification
+// summaries: nil when file is "" or does not exist. The error names the
+// file, never its content.
+func SummaryKey(file string, password []byte) (*signing.Key, error) {
+	if file == "" {
+		return nil, nil
+	}
+	f, err := os.Open(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("notifier: verification summary key: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("notifier: reading the verification summary key %s: %w", file, err)
+	}
+	if len(data) > maxKeyFile {
+		return nil, fmt.Errorf("notifier: verification summary key %s: over %d bytes: not a PEM private key", file, maxKeyFile)
+	}
+	k, err := signing.LoadKey(data, password)
+	if err != nil {
+		return nil, fmt.Errorf("notifier: verification summary key %s: %w", file, err)
+	}
+	return k, nil
 }
 
 // maxKeyFile caps an SSH private key file.
@@ -119,6 +171,21 @@ type Service struct {
 	// signingKey is the fingerprint of the evidence signing key ("":
 	// evidence is unsigned).
 	signingKey string
+	// summaryKey is the hint of the verification summary key ("": none
+	// published); summaries the publisher.
+	summaryKey string
+	summaries  *Summaries
+}
+
+// SummaryKey is the hint (base64 SHA-256 of the public key) of the key
+// that signs verification summaries ("" when none are published).
+func (s *Service) SummaryKey() string { return s.summaryKey }
+
+// WaitSummaries waits for the verification summaries in flight.
+func (s *Service) WaitSummaries() {
+	if s.summaries != nil {
+		s.summaries.Wait()
+	}
 }
 
 // SigningKey is the fingerprint of the key that signs the evidence this
@@ -152,9 +219,21 @@ func Start(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 		// With the resync on, it alone HALTs at reconcileDeadline.
 		ResyncDecidesDeadline: cfg.ResyncInterval > 0,
 	}
+	sumKey, err := SummaryKey(cfg.SummaryKeyFile, cfg.SummaryKeyPassword)
+	if err != nil {
+		return nil, err
+	}
 	h, err := New(cfg.Handler, proc, prometheus.NewRegistry())
 	if err != nil {
 		return nil, err
+	}
+	if sumKey != nil {
+		opts := cfg.SummaryRemote
+		if opts == nil {
+			opts = []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+		}
+		proc.Summaries = &Summaries{Publisher: &vsa.Publisher{Key: sumKey, Remote: opts}, Verifier: cfg.SummaryVerifier,
+			Repository: cfg.SummaryRepository, OnPublished: cfg.OnSummary, OnError: cfg.OnSummaryError, Metrics: h.Metrics()}
 	}
 	var certs *certReloader
 	if cfg.TLSCertFile != "" || cfg.TLSKeyFile != "" {
@@ -178,6 +257,9 @@ func Start(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 	s := &Service{srv: NewServer(cfg.Addr, h, DefaultProcessTimeout), ln: ln, branch: branch, cancelBG: cancelBG}
 	if signer != nil {
 		s.signingKey = ssh.FingerprintSHA256(signer.PublicKey())
+	}
+	if sumKey != nil {
+		s.summaryKey, s.summaries = string(sumKey.GetHint()), proc.Summaries
 	}
 	if cfg.ResyncInterval > 0 {
 		s.resync = &Resyncer{Proc: proc, Client: dyn, Prefix: cfg.Repo.Prefix, Interval: cfg.ResyncInterval, Metrics: h.Metrics(), Log: cfg.OnResync}

@@ -494,3 +494,61 @@ func TestCheckReportsEveryBadBundle(t *testing.T) {
 		t.Fatalf("propose names the bad signature only: %v", err)
 	}
 }
+
+// TestGatesRequireUpstreamSummary: production's policy requires a
+// verification summary of an acceptance in staging, signed with the
+// notifier's key. It is published after candidacy, so it is never in the
+// recorded evidence: propose, verify and the PR gate find it next to the
+// image. None, one by another key, of another environment or about
+// another digest is refused with its rule; the notifier's passes.
+func TestGatesRequireUpstreamSummary(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		summary func(tf *trustFixture) []byte // nil: none attached
+		rule    string
+	}{
+		{"accepted in staging", func(tf *trustFixture) []byte {
+			return tf.w.SignKey(tf.w.Notifier, trusttest.Summary(tf.img, "staging", "PASSED"))
+		}, ""},
+		{"none", nil, trust.RuleAttestationMissing},
+		{"signed by another key", func(tf *trustFixture) []byte {
+			return tf.w.SignKey(tf.w.OtherKey, trusttest.Summary(tf.img, "staging", "PASSED"))
+		}, trust.RuleSignatureInvalid},
+		{"accepted in production, not staging", func(tf *trustFixture) []byte {
+			return tf.w.SignKey(tf.w.Notifier, trusttest.Summary(tf.img, "production", "PASSED"))
+		}, trust.RuleSummaryEnvironment},
+		{"about another digest", func(tf *trustFixture) []byte {
+			other := tf.img.Context().Digest("sha256:" + strings.Repeat("7", 64))
+			return tf.w.SignKey(tf.w.Notifier, trusttest.Summary(other, "staging", "PASSED"))
+		}, trust.RuleAttestationSubject},
+		{"FAILED", func(tf *trustFixture) []byte {
+			return tf.w.SignKey(tf.w.Notifier, trusttest.Summary(tf.img, "staging", "FAILED"))
+		}, trust.RuleSummaryResult},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var sum []byte
+			var ci *trusttest.Evidence
+			tf := newTrustFixture(t, trusttest.SummaryPolicy(productionScanAge, "staging"), func(tf *trustFixture) [][]byte {
+				ci = tf.w.CIEvidence(tf.img)
+				all := ci.All()
+				if tc.summary != nil {
+					sum = tc.summary(tf)
+					all = append(all, sum)
+				}
+				return all
+			}, func(*trustFixture) [][]byte { return ci.All() }) // recorded at candidacy: the CI's alone
+			_, err := Propose(context.Background(), tf.repo, tf.proposeReq())
+			if tc.rule == "" {
+				must(t, err)
+				return
+			}
+			blame := ""
+			if sum != nil {
+				blame = trusttest.DigestOf(sum)
+			}
+			wantTrustRefusal(t, "propose", err, tc.rule, blame)
+		})
+	}
+}

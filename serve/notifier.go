@@ -18,6 +18,7 @@ import (
 	"github.com/throughline-dev/throughline/forge"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/notifier"
+	"github.com/throughline-dev/throughline/vsa"
 )
 
 // notifierFlags turn on the webhook receivers of throughline serve.
@@ -35,6 +36,9 @@ type notifierFlags struct {
 	tlsCertFile   string
 	tlsKeyFile    string
 	evidenceKey   string
+	// summaryKey signs the verification summaries (none: off),
+	// summaryVerifier is their verifier.id.
+	summaryKey, summaryVerifier string
 	// forgeKind, forgeURL and forgeRepo are the forge of the commit
 	// statuses (none without forgeKind).
 	forgeKind, forgeURL, forgeRepo string
@@ -52,6 +56,9 @@ type notifierFlags struct {
 const (
 	envFluxKey     = "THROUGHLINE_FLUX_HMAC_KEY"
 	envArgoCDToken = "THROUGHLINE_ARGOCD_TOKEN"
+	// envSummaryKeyPassword decrypts an encrypted summary key (cosign's
+	// variable).
+	envSummaryKeyPassword = "COSIGN_PASSWORD"
 )
 
 func (n *notifierFlags) add(f *pflag.FlagSet) {
@@ -75,6 +82,11 @@ func (n *notifierFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&n.tlsKeyFile, "notifier-tls-key-file", "", "PEM private key of --notifier-tls-cert-file")
 	f.StringVar(&n.evidenceKey, "notifier-evidence-key-file", "", "OpenSSH private key (unencrypted, from a Secret) that signs every "+
 		"evidence file; list its public key in the policy's evidenceSigners (none: unsigned evidence, which every gate refuses)")
+	f.StringVar(&n.summaryKey, "notifier-summary-key-file", "", "PEM private key (from a Secret; cosign's encrypted key with $"+
+		envSummaryKeyPassword+") that signs a SLSA verification summary of every acceptance, attached to the image; "+
+		"none, or no such file: no summary is published")
+	f.StringVar(&n.summaryVerifier, "notifier-summary-verifier", "", "verifier.id of the verification summaries (default "+
+		vsa.DefaultVerifier+")")
 	f.DurationVar(&n.resync, "notifier-resync-interval", notifier.DefaultResyncInterval,
 		"decide every RECONCILING record from its Application's or Kustomization's own status this often, without waiting "+
 			"for a delivery (leader only; 0 turns it off: then a lost delivery leaves the record RECONCILING)")
@@ -117,6 +129,14 @@ func (n *notifierFlags) start(ctx context.Context, cfg *rest.Config, log zerolog
 	}
 	sc.OnServeError = func(err error) { log.Error().Err(err).Msg("notifier stopped") }
 	sc.OnResync = func(r notifier.Resynced) { logResync(log, r) }
+	sc.OnSummary = func(ev *evidence.Record, pub *vsa.Published) {
+		log.Info().Str("promotion", ev.PromotionID).Str("image", ev.Image).Str("manifest", pub.Manifest).Str("statement", pub.Statement).
+			Bool("existing", pub.Existing).Msg("verification summary published")
+	}
+	sc.OnSummaryError = func(ev *evidence.Record, err error) {
+		log.Warn().Err(err).Str("promotion", ev.PromotionID).Str("image", ev.Image).
+			Msg("verification summary not published: the promotion stays ACCEPTED")
+	}
 	svc, err := notifier.Start(ctx, sc)
 	if err != nil {
 		return nil, err
@@ -130,6 +150,12 @@ func (n *notifierFlags) start(ctx context.Context, cfg *rest.Config, log zerolog
 		log.Warn().Msg("no --notifier-evidence-key-file: the evidence is unsigned, and every gate refuses it " +
 			"(the policy's evidenceSigners must list the notifier's key)")
 	}
+	if svc.SummaryKey() == "" {
+		log.Info().Str("keyFile", n.summaryKey).Msg("no verification summary key: no summary of an acceptance is published " +
+			"(--notifier-summary-key-file)")
+	} else {
+		log.Info().Str("summaryKey", svc.SummaryKey()).Msg("publishing a signed verification summary of every acceptance")
+	}
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -141,7 +167,10 @@ func (n *notifierFlags) start(ctx context.Context, cfg *rest.Config, log zerolog
 func (n *notifierFlags) config(ctx context.Context, cfg *rest.Config) (notifier.ServiceConfig, error) {
 	sc := notifier.ServiceConfig{Addr: n.addr, Branch: n.branch, Kube: cfg, Namespace: n.namespace, StatusURL: n.statusURL,
 		Handler: notifier.Config{MaxBody: n.maxBody, Rate: n.rate, Burst: n.burst}, TLSCertFile: n.tlsCertFile, TLSKeyFile: n.tlsKeyFile,
-		EvidenceKeyFile: n.evidenceKey}
+		EvidenceKeyFile: n.evidenceKey, SummaryKeyFile: n.summaryKey, SummaryVerifier: n.summaryVerifier, SummaryRepository: n.git.url}
+	if pw := os.Getenv(envSummaryKeyPassword); pw != "" {
+		sc.SummaryKeyPassword = []byte(pw)
+	}
 	if n.repoDir == "" {
 		return sc, exitcode.Usagef("--notifier-bind-address needs --notifier-repo")
 	}

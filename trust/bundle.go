@@ -18,11 +18,11 @@ type verified struct {
 	Signers   []int
 }
 
-// verifyBundle verifies the Sigstore bundle data (JSON) with each of p's
+// verifyBundle verifies the Sigstore bundle data (JSON) with each of
 // signers. It fails (rule signature-invalid or signature-identity) when no
 // signer verifies it; an identity mismatch is reported over an invalid
 // signature, as the closer miss.
-func verifyBundle(p *Policy, data []byte) (*verified, string, error) {
+func verifyBundle(signers []signer, data []byte) (*verified, string, error) {
 	var b bundle.Bundle
 	if err := b.UnmarshalJSON(data); err != nil {
 		return nil, RuleSignatureInvalid, fmt.Errorf("not a Sigstore bundle: %w", err)
@@ -36,7 +36,7 @@ func verifyBundle(p *Policy, data []byte) (*verified, string, error) {
 	}
 	v := &verified{}
 	rule, errs := RuleSignatureInvalid, []error(nil)
-	for i, s := range p.signers {
+	for i, s := range signers {
 		opts := []verify.PolicyOption{verify.WithKey()}
 		if s.identity != nil {
 			opts = []verify.PolicyOption{verify.WithCertificateIdentity(*s.identity)}

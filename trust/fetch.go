@@ -69,6 +69,44 @@ func discover(ctx context.Context, img name.Digest, opts []remote.Option) ([]v1.
 	return out, held, nil
 }
 
+// discoverSummaries lists the digests of the bundles of img's referrers
+// that may carry a verification summary (by the referrer's predicate type
+// annotation; a referrer without one is read too) and of its cosign tag
+// sha256-<hex>.att, sorted, adding the bundles they embed to held. What
+// they carry is judged like any bundle.
+func discoverSummaries(ctx context.Context, img name.Digest, opts []remote.Option, held map[v1.Hash][]byte) ([]v1.Hash, error) {
+	seen := map[v1.Hash]bool{}
+	idx, err := remote.Referrers(img, append(opts, remote.WithContext(ctx))...)
+	if err != nil && !isNotFound(err) {
+		return nil, fmt.Errorf("listing the referrers of %s: %w", img, registry.Wrap("referrers", img.String(), err))
+	}
+	var im *v1.IndexManifest
+	if idx != nil {
+		if im, err = idx.IndexManifest(); err != nil {
+			return nil, fmt.Errorf("reading the referrers of %s: %w", img, err)
+		}
+	} else {
+		im = &v1.IndexManifest{}
+	}
+	for _, d := range im.Manifests {
+		if pt, ok := d.Annotations[AnnotationPredicateType]; ok && pt != PredicateVerificationSummary {
+			continue
+		}
+		if err := bundleLayers(ctx, img.Context().Digest(d.Digest.String()), opts, seen, held); err != nil {
+			return nil, err
+		}
+	}
+	if err := bundleLayers(ctx, img.Context().Tag(strings.Replace(img.DigestStr(), ":", "-", 1)+".att"), opts, seen, held); err != nil {
+		return nil, err
+	}
+	out := make([]v1.Hash, 0, len(seen))
+	for h := range seen {
+		out = append(out, h)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out, nil
+}
+
 // bundleLayers adds the digests of ref's layers of media type
 // BundleMediaType to seen, and the bundles they embed to held (a missing
 // ref adds none).

@@ -93,8 +93,13 @@ type judgement struct {
 }
 
 func (j *judgement) add(c *candidate, signer int) {
-	j.ev.Items = append(j.ev.Items, Item{Kind: c.kind, Digest: c.digest, PredicateType: c.stmt.GetPredicateType(),
-		Signer: j.pol.signers[signer].name})
+	name := ""
+	if c.kind == KindVerificationSummary && j.pol.summary != nil {
+		name = j.pol.summary.name
+	} else {
+		name = j.pol.signers[signer].name
+	}
+	j.ev.Items = append(j.ev.Items, Item{Kind: c.kind, Digest: c.digest, PredicateType: c.stmt.GetPredicateType(), Signer: name})
 }
 
 // failure is the refusal of every failed bundle of kind, else of every
@@ -169,6 +174,11 @@ func (j *judgement) attestations() []error {
 	if a.VulnerabilityScan != nil {
 		errs = append(errs, j.attestation(KindScan, func(c *candidate) (string, error) {
 			return checkScan(c.stmt, a.VulnerabilityScan, j.opts.Now)
+		}))
+	}
+	if a.VerificationSummary != nil {
+		errs = append(errs, j.attestation(KindVerificationSummary, func(c *candidate) (string, error) {
+			return checkSummary(c.stmt, a.VerificationSummary.Environment)
 		}))
 	}
 	return errs

@@ -34,6 +34,8 @@ type Policy struct {
 	// Spec is the policy as written.
 	Spec    v1alpha1.TrustPolicy
 	signers []signer
+	// summary verifies verification summaries (nil: none required).
+	summary *signer
 	hash    string
 }
 
@@ -80,6 +82,19 @@ func Compile(ctx context.Context, env string, tp *v1alpha1.TrustPolicy, read Rea
 		sum := sha256.Sum256(data)
 		h.Write(sum[:])
 		p.signers = append(p.signers, sg)
+	}
+	if a := tp.Attestations; a != nil && a.VerificationSummary != nil {
+		field := fmt.Sprintf("environments.%s.trust.attestations.verificationSummary", env)
+		sg, data, err := compileSigner(ctx, v1alpha1.SignerPolicy{PublicKey: a.VerificationSummary.PublicKey}, read)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		// Only a policy that requires a summary hashes it: the hash of
+		// every other policy is what it was.
+		h.Write([]byte("verificationSummary " + a.VerificationSummary.Environment + "\n"))
+		sum := sha256.Sum256(data)
+		h.Write(sum[:])
+		p.summary = &sg
 	}
 	p.hash = hex.EncodeToString(h.Sum(nil))
 	return p, nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	provv1 "github.com/in-toto/attestation/go/predicates/provenance/v1"
+	vsav1 "github.com/in-toto/attestation/go/predicates/vsa/v1"
 	vulnsv02 "github.com/in-toto/attestation/go/predicates/vulns/v02"
 	intoto "github.com/in-toto/attestation/go/v1"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -30,7 +31,24 @@ const (
 	// (a version may follow: https://cyclonedx.org/bom/v1.5).
 	PredicateCycloneDX = "https://cyclonedx.org/bom"
 	PredicateSPDX      = "https://spdx.dev/Document"
+	// PredicateVerificationSummary is the SLSA verification summary v1
+	// (VSA): the notifier's signed statement that a digest was accepted
+	// in an environment (package vsa makes it).
+	PredicateVerificationSummary = "https://slsa.dev/verification_summary/v1"
 )
+
+// SummaryPolicyPrefix prefixes the policy.uri of a verification summary
+// throughline publishes: SummaryPolicyURI(env) names the environment
+// whose acceptance policy (trust policy and runtime checks) the digest
+// passed, the field an admission policy compares.
+const SummaryPolicyPrefix = "https://throughline.dev/environments/"
+
+// SummaryPolicyURI is the policy.uri of a verification summary of an
+// acceptance in env.
+func SummaryPolicyURI(env string) string { return SummaryPolicyPrefix + env }
+
+// SummaryPassed is the verificationResult of a summary that passed.
+const SummaryPassed = "PASSED"
 
 // Kinds of evidence (Item.Kind).
 const (
@@ -38,7 +56,10 @@ const (
 	KindProvenance = "provenance"
 	KindSBOM       = "sbom"
 	KindScan       = "vulnerability-scan"
-	kindOther      = ""
+	// KindVerificationSummary is a verification summary (VSA) of an
+	// acceptance upstream.
+	KindVerificationSummary = "verification-summary"
+	kindOther               = ""
 )
 
 // kindOf is the kind of evidence a predicate type is.
@@ -50,6 +71,8 @@ func kindOf(predicateType string) string {
 		return KindProvenance
 	case predicateType == PredicateVulns:
 		return KindScan
+	case predicateType == PredicateVerificationSummary:
+		return KindVerificationSummary
 	case sbomFormat(predicateType) != "":
 		return KindSBOM
 	}
@@ -250,6 +273,22 @@ func checkScan(s *intoto.Statement, pol *v1alpha1.ScanPolicy, now time.Time) (st
 	if sc.Findings > 0 && (sc.Worst > limit || pol.MaxSeverity == "none") {
 		return RuleScanFindings, fmt.Errorf("finding %s is %s, above the policy's maximum %s",
 			sc.WorstID, v1alpha1.Severities()[sc.Worst], pol.MaxSeverity)
+	}
+	return "", nil
+}
+
+// checkSummary checks a verification summary statement: an acceptance in
+// env (policy.uri exactly SummaryPolicyURI(env)) that PASSED.
+func checkSummary(s *intoto.Statement, env string) (string, error) {
+	var v vsav1.VerificationSummary
+	if err := predicateAs(s, &v); err != nil {
+		return RuleSummaryEnvironment, fmt.Errorf("reading the verification summary: %w", err)
+	}
+	if got, want := v.GetPolicy().GetUri(), SummaryPolicyURI(env); got != want {
+		return RuleSummaryEnvironment, fmt.Errorf("a summary of policy %q, not of an acceptance in %s (%s)", got, env, want)
+	}
+	if r := v.GetVerificationResult(); r != SummaryPassed {
+		return RuleSummaryResult, fmt.Errorf("its verificationResult is %q, not %s", r, SummaryPassed)
 	}
 	return "", nil
 }

@@ -33,6 +33,12 @@ const (
 	RuleScanFindings = "scan-findings"
 	// RuleScanUnreadable: a scan predicate that cannot be read.
 	RuleScanUnreadable = "scan-unreadable"
+	// RuleSummaryEnvironment: a verification summary of an acceptance in
+	// another environment than the policy's (policy.uri), or unreadable.
+	RuleSummaryEnvironment = "summary-environment"
+	// RuleSummaryResult: a verification summary whose verificationResult
+	// is not PASSED.
+	RuleSummaryResult = "summary-result"
 	// RuleEvidenceMissing: evidence recorded at candidacy that the registry
 	// no longer has.
 	RuleEvidenceMissing = "evidence-missing"

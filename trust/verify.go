@@ -187,13 +187,27 @@ func VerifyRecorded(ctx context.Context, pol *Policy, image string, digests []st
 		return nil, err
 	}
 	held := map[v1.Hash][]byte{}
-	if !cached(hs, opts.cache) { // else no registry request at all
+	summaries := pol.summary != nil
+	if !cached(hs, opts.cache) || summaries { // else no registry request at all
 		if err := opts.connect(ctx, img); err != nil {
 			return nil, err
 		}
 		if opts.Manifest != "" {
 			if held, err = fetchEvidenceManifest(ctx, img, opts.Manifest, opts.Remote); err != nil {
 				return nil, err
+			}
+		}
+	}
+	if summaries {
+		// Published after candidacy, a summary is never recorded: it is
+		// found next to the image, and judged like any bundle.
+		found, err := discoverSummaries(ctx, img, opts.Remote, held)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range found {
+			if !slices.Contains(hs, h) {
+				hs = append(hs, h)
 			}
 		}
 	}
@@ -287,9 +301,15 @@ func load(ctx context.Context, pol *Policy, img name.Digest, d v1.Hash, held map
 		}
 	}
 	held[d] = data
-	v, rule, err := verifyBundle(pol, data)
+	// A verification summary counts only when the notifier's key signed
+	// it (the policy's summary signer), never by the image's signers.
+	signers, claimed := pol.signers, kindOf(claimedType(data))
+	if claimed == KindVerificationSummary && pol.summary != nil {
+		signers = []signer{*pol.summary}
+	}
+	v, rule, err := verifyBundle(signers, data)
 	if err != nil {
-		c.kind = kindOf(claimedType(data))
+		c.kind = claimed
 		c.fail = refuse(rule, img.String(), c.digest, fmt.Errorf("%s: %w", statementOf(c.kind), err))
 		return c, nil
 	}
@@ -304,6 +324,10 @@ func load(ctx context.Context, pol *Policy, img name.Digest, d v1.Hash, held map
 		return c, nil
 	}
 	c.kind = kindOf(c.stmt.GetPredicateType())
+	if c.kind != claimed { // cannot be: the bundle's statement is what it claims
+		c.fail = refusef(RuleSignatureInvalid, img.String(), c.digest, "the bundle's statement changed type while verified")
+		return c, nil
+	}
 	if !hasSubject(c.stmt, imgHash.Hex) {
 		c.fail = refusef(RuleAttestationSubject, img.String(), c.digest,
 			"its %s statement is about %s, not about this image", c.stmt.GetPredicateType(), subjects(c.stmt))
@@ -351,6 +375,8 @@ func statementOf(kind string) string {
 		return "the SBOM attestation"
 	case KindScan:
 		return "the vulnerability scan attestation"
+	case KindVerificationSummary:
+		return "the verification summary"
 	}
 	return "a statement of no kind the policy knows"
 }

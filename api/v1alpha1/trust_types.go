@@ -32,6 +32,9 @@ func (t *TrustPolicy) Files() []string {
 			out = append(out, s.Keyless.TrustedRoot)
 		}
 	}
+	if t.Attestations != nil && t.Attestations.VerificationSummary != nil && t.Attestations.VerificationSummary.PublicKey != "" {
+		out = append(out, t.Attestations.VerificationSummary.PublicKey)
+	}
 	return out
 }
 
@@ -76,6 +79,27 @@ type AttestationPolicy struct {
 	// VulnerabilityScan requires a vulnerability scan attestation
 	// (https://in-toto.io/attestation/vulns/v0.2).
 	VulnerabilityScan *ScanPolicy `json:"vulnerabilityScan,omitempty"`
+	// VerificationSummary requires a SLSA verification summary
+	// (https://slsa.dev/verification_summary/v1) saying the digest was
+	// ACCEPTED in another environment: what throughline's notifier
+	// publishes next to the image (serve --notifier-summary-key-file).
+	// It is signed with its own key, not by Signatures' signers, and
+	// found next to the image at every gate (it is published after
+	// candidacy, so it is never among the recorded evidence).
+	VerificationSummary *SummaryPolicy `json:"verificationSummary,omitempty"`
+}
+
+// SummaryPolicy is what the verification summary must say, and who must
+// have signed it.
+type SummaryPolicy struct {
+	// Environment is the environment the digest must have been accepted
+	// in (the summary's policy.uri is
+	// https://throughline.dev/environments/<environment>).
+	Environment string `json:"environment"`
+	// PublicKey is the repository-relative path of the PEM public key of
+	// the notifier that publishes the summaries (the public half of its
+	// --notifier-summary-key-file).
+	PublicKey string `json:"publicKey"`
 }
 
 // ProvenancePolicy is what the SLSA provenance must say.

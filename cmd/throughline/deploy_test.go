@@ -27,13 +27,13 @@ func TestDeployBundlesPassPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	// tenancy holds templates (TestTenancyTemplates), no bundle.
-	want := map[string]bool{"argocd": true, "crds": true, "flux": true, "grafana": true, "serve": true, "tenancy": true}
+	want := map[string]bool{"admission": true, "argocd": true, "crds": true, "flux": true, "grafana": true, "serve": true, "tenancy": true}
 	for _, e := range entries {
 		if e.IsDir() && !want[e.Name()] {
 			t.Errorf("deploy/%s is not rendered by this test", e.Name())
 		}
 	}
-	for _, name := range []string{"crds", "flux", "grafana", "serve"} {
+	for _, name := range []string{"admission", "crds", "flux", "grafana", "serve"} {
 		t.Run(name, func(t *testing.T) {
 			d, err := acceptance.Declare(context.Background(), acceptance.Request{
 				Render: render.Options{Root: filepath.Join(repoRoot, "deploy"), Path: name},

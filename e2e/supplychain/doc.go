@@ -12,7 +12,12 @@
 // production re-verifies exactly the recorded bundles against production's
 // policy: an image with a fresh scan goes through propose, verify, approve
 // and the PR gate; an image whose scan is two days old, fine for staging
-// (168h), is refused by production (24h). Build tag e2e:
+// (168h), is refused by production (24h). TestVerificationSummary runs the
+// notifier's publication of staging's acceptance (notifier.Summaries): the
+// signed SLSA verification summary lands next to the digest in the registry
+// and in the evidence, production's policy requires it, and throughline's
+// gates and a real cosign (verify-attestation, THROUGHLINE_COSIGN_BIN,
+// hack/cosign.sh) accept it and refuse forged ones. Build tag e2e:
 //
 //	go test -race -tags e2e -count=1 -exec "$PWD/hack/netns-exec.sh" ./e2e/supplychain/
 package supplychain

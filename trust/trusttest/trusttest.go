@@ -67,6 +67,7 @@ const (
 	PredicateVulns          = "https://in-toto.io/attestation/vulns/v0.2"
 	PredicateCycloneDX      = "https://cyclonedx.org/bom"
 	PredicateSPDX           = "https://spdx.dev/Document"
+	PredicateSummary        = "https://slsa.dev/verification_summary/v1"
 	BundleMediaType         = "application/vnd.dev.sigstore.bundle.v0.3+json"
 	AnnotationPredicateType = "dev.sigstore.bundle.predicateType"
 	intotoPayload           = "application/vnd.in-toto+json"
@@ -88,6 +89,9 @@ type World struct {
 	// Key is the CI's key (its PEM is Files["keys/ci.pub"]), OtherKey an
 	// attacker's.
 	Key, OtherKey *sign.EphemeralKeypair
+	// Notifier is the key of the notifier that signs verification
+	// summaries (its PEM is Files["keys/throughline.pub"]).
+	Notifier *sign.EphemeralKeypair
 	// Sigstore is the CI's keyless Sigstore (its trusted root is
 	// Files["sigstore/trusted_root.json"]), Rogue an attacker's.
 	Sigstore, Rogue *ca.VirtualSigstore
@@ -124,6 +128,14 @@ func (w *World) keys() {
 	if w.OtherKey, err = sign.NewEphemeralKeypair(nil); err != nil {
 		t.Fatal(err)
 	}
+	if w.Notifier, err = sign.NewEphemeralKeypair(nil); err != nil {
+		t.Fatal(err)
+	}
+	npem, err := w.Notifier.GetPublicKeyPem()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Files["keys/throughline.pub"] = []byte(npem)
 	if w.Sigstore, err = ca.NewVirtualSigstore(); err != nil {
 		t.Fatal(err)
 	}
@@ -247,6 +259,30 @@ func Scan(img name.Digest, finished time.Time, findings map[string]string) []byt
 		"metadata": map[string]any{"scanStartedOn": finished.Add(-time.Minute).UTC().Format(time.RFC3339),
 			"scanFinishedOn": finished.UTC().Format(time.RFC3339)},
 	})
+}
+
+// Summary is a SLSA verification summary statement saying img was
+// accepted in env with result (PASSED, FAILED), as throughline's notifier
+// writes it (written here by hand: package vsa's own encoding is checked
+// against it).
+func Summary(img name.Digest, env, result string) []byte {
+	return Statement(Hex(img), PredicateSummary, map[string]any{
+		"verifier":           map[string]any{"id": "https://throughline.dev/notifier"},
+		"timeVerified":       "2026-12-07T06:00:00Z",
+		"resourceUri":        "oci://" + img.String(),
+		"policy":             map[string]any{"uri": "https://throughline.dev/environments/" + env},
+		"verificationResult": result,
+		"verifiedLevels":     []string{"THROUGHLINE_ACCEPTED"},
+		"throughline":        map[string]any{"environment": env},
+	})
+}
+
+// SummaryPolicy is KeyPolicy that also requires a verification summary
+// of an acceptance in env signed with the notifier's key.
+func SummaryPolicy(maxAge time.Duration, env string) *v1alpha1.TrustPolicy {
+	tp := KeyPolicy(maxAge)
+	tp.Attestations.VerificationSummary = &v1alpha1.SummaryPolicy{Environment: env, PublicKey: "keys/throughline.pub"}
+	return tp
 }
 
 // Hex is the sha256 hex of img.

@@ -1,0 +1,178 @@
+package trust
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/trust/trusttest"
+)
+
+// TestSummaryRequirement is the attacker's table of the verificationSummary
+// requirement: production requires a summary of an acceptance in staging
+// signed with the notifier's key. The CI's evidence is recorded at
+// candidacy (before any summary exists); the summary is found next to the
+// image by VerifyRecorded as by Verify. A summary signed with another key
+// (the CI's own, an attacker's), about another digest, of another
+// environment, or FAILED is refused with its rule; none at all is missing.
+// A forged summary beside a good one does not hide it.
+func TestSummaryRequirement(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// summaries are the bundles attached besides the CI's evidence.
+		summaries func(w *trusttest.World, img, other name.Digest) [][]byte
+		rule      string
+		bad       int // index of the bundle the refusal names (-1: none)
+	}{
+		{"accepted in staging", func(w *trusttest.World, img, _ name.Digest) [][]byte {
+			return [][]byte{w.SignKey(w.Notifier, trusttest.Summary(img, "staging", "PASSED"))}
+		}, "", -1},
+		{"a forged one beside it", func(w *trusttest.World, img, _ name.Digest) [][]byte {
+			return [][]byte{w.SignKey(w.OtherKey, trusttest.Summary(img, "staging", "PASSED")),
+				w.SignKey(w.Notifier, trusttest.Summary(img, "staging", "PASSED"))}
+		}, "", -1},
+		{"none", func(*trusttest.World, name.Digest, name.Digest) [][]byte { return nil }, RuleAttestationMissing, -1},
+		{"signed by an attacker", func(w *trusttest.World, img, _ name.Digest) [][]byte {
+			return [][]byte{w.SignKey(w.OtherKey, trusttest.Summary(img, "staging", "PASSED"))}
+		}, RuleSignatureInvalid, 0},
+		{"signed by the CI, not the notifier", func(w *trusttest.World, img, _ name.Digest) [][]byte {
+			return [][]byte{w.SignKey(w.Key, trusttest.Summary(img, "staging", "PASSED"))}
+		}, RuleSignatureInvalid, 0},
+		{"about another digest", func(w *trusttest.World, _, other name.Digest) [][]byte {
+			return [][]byte{w.SignKey(w.Notifier, trusttest.Summary(other, "staging", "PASSED"))}
+		}, RuleAttestationSubject, 0},
+		{"accepted in another environment", func(w *trusttest.World, img, _ name.Digest) [][]byte {
+			return [][]byte{w.SignKey(w.Notifier, trusttest.Summary(img, "qa", "PASSED"))}
+		}, RuleSummaryEnvironment, 0},
+		{"an environment whose name extends staging", func(w *trusttest.World, img, _ name.Digest) [][]byte {
+			return [][]byte{w.SignKey(w.Notifier, trusttest.Summary(img, "staging-eu", "PASSED"))}
+		}, RuleSummaryEnvironment, 0},
+		{"FAILED", func(w *trusttest.World, img, _ name.Digest) [][]byte {
+			return [][]byte{w.SignKey(w.Notifier, trusttest.Summary(img, "staging", "FAILED"))}
+		}, RuleSummaryResult, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := trusttest.New(t, true)
+			img, other := w.Image("checkout"), w.Image("cart")
+			ctx := context.Background()
+			e := w.CIEvidence(img)
+			w.Attach(img, e.All()...)
+			staged, err := Verify(ctx, policyOf(w, "staging", trusttest.KeyPolicy(stagingAge)), img.String(),
+				Options{SourceCommit: trusttest.SourceCommit, Now: w.Now})
+			if err != nil {
+				t.Fatalf("staging candidacy: %v", err)
+			}
+			sums := tc.summaries(w, img, other)
+			w.Attach(img, sums...)
+			prod := policyOf(w, "production", trusttest.SummaryPolicy(productionAge, "staging"))
+			for _, verify := range []struct {
+				how string
+				run func() (*Evidence, error)
+			}{
+				{"recorded", func() (*Evidence, error) {
+					return VerifyRecorded(ctx, prod, img.String(), staged.Digests(), Options{Now: w.Now})
+				}},
+				{"discovered", func() (*Evidence, error) { return Verify(ctx, prod, img.String(), Options{Now: w.Now}) }},
+			} {
+				ev, err := verify.run()
+				if tc.rule == "" {
+					if err != nil {
+						t.Fatalf("%s: %v", verify.how, err)
+					}
+					if !hasKind(ev, KindVerificationSummary, "publicKey keys/throughline.pub") {
+						t.Fatalf("%s: evidence %+v has no summary verified by the notifier's key", verify.how, ev.Items)
+					}
+					continue
+				}
+				var bad []byte
+				if tc.bad >= 0 {
+					bad = sums[tc.bad]
+				}
+				wantRefusal(t, err, tc.rule, img, bad)
+			}
+		})
+	}
+}
+
+func hasKind(ev *Evidence, kind, signer string) bool {
+	for _, it := range ev.Items {
+		if it.Kind == kind && it.Signer == signer {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSummaryNotRequired: a policy without the requirement ignores
+// summaries, even forged ones; a summary never stands in for the CI's
+// evidence.
+func TestSummaryNotRequired(t *testing.T) {
+	t.Parallel()
+	w := trusttest.New(t, true)
+	img := w.Image("checkout")
+	ctx := context.Background()
+	e := w.CIEvidence(img)
+	w.Attach(img, append(e.All(), w.SignKey(w.OtherKey, trusttest.Summary(img, "staging", "PASSED")))...)
+	if _, err := Verify(ctx, policyOf(w, "production", trusttest.KeyPolicy(productionAge)), img.String(), Options{Now: w.Now}); err != nil {
+		t.Fatalf("a policy without the requirement: %v", err)
+	}
+	w2 := trusttest.New(t, true)
+	img2 := w2.Image("checkout")
+	w2.Attach(img2, w2.SignKey(w2.Notifier, trusttest.Summary(img2, "staging", "PASSED")))
+	_, err := Verify(ctx, policyOf(w2, "production", trusttest.SummaryPolicy(productionAge, "staging")), img2.String(), Options{Now: w2.Now})
+	var r *exitcode.Refusal
+	if !errors.As(err, &r) || r.Rule != RuleSignatureMissing {
+		t.Fatalf("a summary alone: %v, want %s", err, RuleSignatureMissing)
+	}
+}
+
+// FuzzCheckSummary: a summary's statement comes from a registry; reading
+// and checking it never panics, and one it accepts says exactly the
+// environment's policy.uri and PASSED.
+func FuzzCheckSummary(f *testing.F) {
+	img := "sha256:" + strings.Repeat("a", 64)
+	ref, err := name.NewDigest("registry.example/checkout@" + img)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(trusttest.Summary(ref, "staging", "PASSED"))
+	f.Add(trusttest.Summary(ref, "staging-eu", "PASSED"))
+	f.Add(trusttest.Summary(ref, "staging", "FAILED"))
+	f.Add([]byte(`{"_type":"https://in-toto.io/Statement/v1","subject":[{"digest":{"sha256":"aa"}}],` +
+		`"predicateType":"https://slsa.dev/verification_summary/v1","predicate":{"policy":{"uri":7}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := parseStatement(data)
+		if err != nil {
+			return
+		}
+		if _, err := checkSummary(s, "staging"); err != nil {
+			return
+		}
+		var p struct {
+			Predicate struct {
+				Policy struct {
+					URI string `json:"uri"`
+				} `json:"policy"`
+				VerificationResult string `json:"verificationResult"`
+			} `json:"predicate"`
+		}
+		raw, err := protojson.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Predicate.Policy.URI != SummaryPolicyURI("staging") || p.Predicate.VerificationResult != SummaryPassed {
+			t.Fatalf("accepted a summary of %q, %q", p.Predicate.Policy.URI, p.Predicate.VerificationResult)
+		}
+	})
+}
