@@ -78,7 +78,7 @@ func SealedInGit(ctx context.Context, r *gitops.Repo, head string, rec *promotio
 		return nil // not a candidacy: CandidacyClaim refuses it
 	}
 	file := promotion.RecordPath(rec.App, rec.Target.Environment)
-	commit, err := candidateCommit(ctx, r, head, rec)
+	commit, err := CandidateCommit(ctx, r, head, rec)
 	if err != nil {
 		return err
 	}
@@ -106,9 +106,10 @@ func SealedInGit(ctx context.Context, r *gitops.Repo, head string, rec *promotio
 	return nil
 }
 
-// candidateCommit is the commit of head's history where rec's record
-// (same promotion id) first appears.
-func candidateCommit(ctx context.Context, r *gitops.Repo, head string, rec *promotion.Record) (string, error) {
+// CandidateCommit is the commit of head's history where rec's record
+// (same promotion id) first appears: for a candidacy, the candidate
+// commit whose message seals its evidence (the web view links it).
+func CandidateCommit(ctx context.Context, r *gitops.Repo, head string, rec *promotion.Record) (string, error) {
 	versions, err := (&ledger.Reader{Repo: r}).Versions(ctx, head, rec.App, rec.Target.Environment)
 	if err != nil {
 		return "", err

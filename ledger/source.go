@@ -108,7 +108,7 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 		return nil, refuse("%s was changed after the acceptance at %s: it is not the same at %s", want, gitrepo.Short(commit), gitrepo.Short(base))
 	}
 	s := &SourceEvidence{Environment: env, Record: rec, Evidence: ev, Path: want, Commit: commit}
-	if why, err := checksPassed(ctx, r, rec, ev); err != nil || why != "" {
+	if why, err := ChecksPassed(ctx, r, rec, ev); err != nil || why != "" {
 		if err != nil {
 			return nil, err
 		}
