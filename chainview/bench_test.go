@@ -1,11 +1,15 @@
 package chainview
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +18,7 @@ import (
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/internal/benchfixture"
 	"github.com/throughline-dev/throughline/internal/gittest"
+	"github.com/throughline-dev/throughline/internal/signedevidence"
 	"github.com/throughline-dev/throughline/internal/sshkey"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -163,4 +168,208 @@ func BenchmarkGrid(b *testing.B) {
 			}
 		})
 	}
+}
+
+// Sizes of the history benchmark (issue 37): 50 apps in the four
+// environments, 20 promotions each.
+const (
+	historyApps       = 50
+	historyPromotions = 20
+)
+
+// historyRepo is a repository of apps apps promoted promotions times
+// through the four environments, the way throughline writes it: per
+// promotion of a digest to an environment, the desired commit (the
+// overlay pinned, the record APPROVED, verified by the previous
+// environment's acceptance), the record RECONCILING, then the notifier's
+// commit of the record ACCEPTED and its signed evidence: 3 commits each,
+// apps*4*promotions*3 in all (12,000 for 50 apps and 20 promotions). It is
+// written by one git fast-import, which says each commit's id as it goes
+// (get-mark), so that records name real commits.
+func historyRepo(b *testing.B, apps, promotions int) *gitops.Repo {
+	b.Helper()
+	dir := b.TempDir()
+	gittest.Run(b, dir, "init", "-q", "-b", "main")
+	fi, err := newFastImport(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	notifier := sshkey.NewNotifier(b, benchEnvs...)
+	policy := "apiVersion: throughline.dev/v1alpha1\nkind: PromotionPolicy\nenvironments:\n"
+	for _, e := range benchEnvs {
+		policy += fmt.Sprintf("  %s:\n    cluster: %s-1\n    paths: [\"apps/*/overlays/%s\"]\n", e, e, e)
+	}
+	t0 := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+	fi.commit(b, t0, "the policy", map[string][]byte{promotion.PolicyFile: []byte(policy + sshkey.PolicyLine),
+		sshkey.EvidenceSignersFile: []byte(notifier.Line())})
+	at := t0
+	next := func() time.Time { at = at.Add(time.Minute); return at }
+	h := "sha256:" + strings.Repeat("1", 64)
+	for k := range promotions {
+		d := benchfixture.Digest(k)
+		for i := range apps {
+			app := fmt.Sprintf("app%03d", i)
+			var prev *promotion.Record
+			prevAccepted := ""
+			for _, env := range benchEnvs {
+				rec, err := promotion.NewCandidate(app, 1, promotion.Artifact{Image: "r.example/app:1." + fmt.Sprint(k) + ".0@" + d, Digest: d,
+					SourceCommit: strings.Repeat("2", 40)},
+					promotion.Target{Environment: env, Path: "apps/" + app + "/overlays/" + env, Cluster: env + "-1", RenderedHash: h,
+						BaseRenderedHash: h, Renderer: "v1"}, next(), "throughline promote propose")
+				if err != nil {
+					b.Fatal(err)
+				}
+				v := promotion.VerifiedIn{Environment: "ci", DesiredRevision: strings.Repeat("3", 40), ObservedRevision: strings.Repeat("3", 40),
+					RenderedHash: h, RuntimeEvidence: "evidence/ci/x.json"}
+				if prev != nil {
+					v = promotion.VerifiedIn{Environment: prev.Target.Environment, DesiredRevision: prev.Reconciling.DesiredRevision,
+						ObservedRevision: prev.Reconciling.DesiredRevision, RenderedHash: h, RuntimeEvidence: prev.Accepted.RuntimeEvidence,
+						EvidenceCommit: prevAccepted}
+				}
+				must(b, rec.Verify(v, next(), "throughline promote verify"))
+				must(b, rec.Approve("alice@example.com", rec.InputFor("v1"), next().Add(48*time.Hour), at))
+				overlay := "apps/" + app + "/overlays/" + env + "/kustomization.yaml"
+				desired := fi.commit(b, next(), "promote "+app+" to "+env, map[string][]byte{
+					overlay:                        []byte("images:\n  - name: r.example/app\n    newTag: \"1.0.0@" + d + "\"\n"),
+					promotion.RecordPath(app, env): marshalRecord(b, rec)})
+				must(b, rec.Reconcile(desired, next(), "throughline promote reconcile"))
+				fi.commit(b, at, rec.PromotionID+" RECONCILING", map[string][]byte{promotion.RecordPath(app, env): marshalRecord(b, rec)})
+				file := evidence.Path(env, app, rec.PromotionID)
+				decided := next()
+				must(b, rec.Accept(desired, file, decided, "throughline serve"))
+				verified := decided.Add(-30 * time.Second)
+				ev := &evidence.Record{SchemaVersion: evidence.SchemaVersion, App: app, Environment: env, PromotionID: rec.PromotionID,
+					Decision: promotion.Accepted, Image: rec.Artifact.Image, ArtifactDigest: d, DesiredRevision: desired, ObservedRevision: desired,
+					RenderedHash: h, DesiredRenderedHash: h, Acceptance: app + "-" + env + "/" + app, VerifiedAt: &verified, Time: decided,
+					Pods: []evidence.Pod{{Workload: "Deployment/" + app + "-" + env + "/" + app, Container: "app", Pod: app + "-1", Pods: 1,
+						Declared: d, ImageID: "r.example/app@" + d, Outcome: "Verified", Match: "Exact"}},
+					ReportedBy: evidence.Reporter{Source: "argocd", Object: "Application/argocd/" + app + "-" + env}}
+				evData, err := ev.Marshal()
+				must(b, err)
+				files := map[string][]byte{promotion.RecordPath(app, env): marshalRecord(b, rec), file: evData}
+				signedevidence.SignAll(b, notifier, files)
+				prevAccepted = fi.commit(b, decided, rec.PromotionID+" ACCEPTED", files)
+				prev = rec
+			}
+		}
+	}
+	must(b, fi.close())
+	gittest.Run(b, dir, "repack", "-a", "-d", "-q") // packed, as a clone is
+	r, err := gitops.OpenLocal(context.Background(), dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+func marshalRecord(b *testing.B, rec *promotion.Record) []byte {
+	data, err := rec.Marshal()
+	must(b, err)
+	return data
+}
+
+// fastImport writes commits on main through one git fast-import, which
+// says each commit's id (get-mark) on a pipe.
+type fastImport struct {
+	cmd  *exec.Cmd
+	in   *bufio.Writer
+	pipe io.WriteCloser
+	ids  *bufio.Reader
+	mark int
+}
+
+func newFastImport(dir string) (*fastImport, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("git", "fast-import", "--quiet", "--cat-blob-fd=3")
+	cmd.Dir, cmd.ExtraFiles = dir, []*os.File{pw}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	_ = pw.Close() // the child has it
+	return &fastImport{cmd: cmd, in: bufio.NewWriter(in), pipe: in, ids: bufio.NewReader(pr)}, nil
+}
+
+// commit commits files (path -> content, over the previous commit's tree)
+// at at and returns its id.
+func (f *fastImport) commit(b *testing.B, at time.Time, msg string, files map[string][]byte) string {
+	b.Helper()
+	f.mark++
+	fmt.Fprintf(f.in, "commit refs/heads/main\nmark :%d\ncommitter throughline <throughline@example.invalid> %d +0000\ndata %d\n%s\n",
+		f.mark, at.Unix(), len(msg), msg)
+	if f.mark > 1 {
+		fmt.Fprintf(f.in, "from :%d\n", f.mark-1)
+	}
+	names := make([]string, 0, len(files))
+	for p := range files {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		fmt.Fprintf(f.in, "M 100644 inline %s\ndata %d\n%s\n", p, len(files[p]), files[p])
+	}
+	fmt.Fprintf(f.in, "\nget-mark :%d\n", f.mark)
+	must(b, f.in.Flush())
+	id, err := f.ids.ReadString('\n')
+	if err != nil {
+		b.Fatalf("git fast-import: %v", err)
+	}
+	return strings.TrimSpace(id)
+}
+
+func (f *fastImport) close() error {
+	if err := f.in.Flush(); err != nil {
+		return err
+	}
+	_ = f.pipe.Close()
+	return f.cmd.Wait()
+}
+
+// BenchmarkHistory (issue 37): 50 apps in 4 environments with 20
+// promotions each (12,000 commits). report is what throughline report
+// does (read in process, every chain judged, every page rendered);
+// served is one request for the grid from the Handler (loaded);
+// load is what the Handler does when the branch moves.
+func BenchmarkHistory(b *testing.B) {
+	repo := historyRepo(b, historyApps, historyPromotions)
+	if err := repo.ReadInProcess(); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.Run("report", func(b *testing.B) {
+		cpu := benchfixture.CPUNow()
+		for b.Loop() {
+			m, err := Load(ctx, repo, Options{})
+			if err != nil || len(m.Promotions) != historyApps*len(benchEnvs) {
+				b.Fatalf("%v", err)
+			}
+			site, err := NewSite(m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := site.Files(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		benchfixture.ReportCPU(b, cpu)
+	})
+	b.Run("served", func(b *testing.B) {
+		h := &Handler{Repo: repo, TTL: time.Hour}
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/index.html", nil)) // the first request loads
+		cpu := benchfixture.CPUNow()
+		for b.Loop() {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "/index.html", nil))
+			if rec.Code != 200 {
+				b.Fatalf("status %d", rec.Code)
+			}
+		}
+		benchfixture.ReportCPU(b, cpu)
+	})
 }

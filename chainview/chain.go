@@ -55,13 +55,24 @@ func (c *chainer) chain(ctx context.Context, rec *promotion.Record, required int
 	if err != nil {
 		return nil, err
 	}
-	runtime, err := c.runtimeArrow(ctx, rec, ev, evProblem)
+	runtime, evCommit, err := c.runtimeArrow(ctx, rec, ev, evProblem)
 	if err != nil {
 		return nil, err
 	}
 	ch.Arrows = append([]Arrow{sourceCommitArrow(rec), digestArrow(rec)}, src...)
 	ch.Arrows = append(ch.Arrows, approvalArrow(rec, ch.Required, c.now), desired, observed, runtime)
 	markStopped(rec, ch.Arrows)
+	if ch.Bundles, err = c.bundles(ctx, rec, ch); err != nil {
+		return nil, err
+	}
+	if ev != nil && ev.PromotionID == rec.PromotionID {
+		set, err := c.checkSet(ctx, "target", rec, ev, evidence.Path(rec.Target.Environment, rec.App, rec.PromotionID), evCommit,
+			ch.Arrows[len(ch.Arrows)-1])
+		if err != nil {
+			return nil, err
+		}
+		ch.CheckSets = append(ch.CheckSets, set)
+	}
 	return ch, nil
 }
 
@@ -116,7 +127,7 @@ func (c *chainer) sourceArrows(ctx context.Context, rec *promotion.Record, ch *C
 	if v.IsPriorAcceptance() {
 		arrows[2], err = c.priorEvidence(ctx, arrows[2].Name, rec)
 	} else {
-		arrows[2], err = c.sourceEvidence(ctx, arrows[2].Name, rec)
+		arrows[2], err = c.sourceEvidence(ctx, arrows[2].Name, rec, ch)
 	}
 	if err != nil {
 		return nil, err
@@ -343,7 +354,8 @@ func (c *chainer) relation(ctx context.Context, name, desired, observed string, 
 // sourceEvidence proves a VERIFIED claim as the PR gate does
 // (ledger.ReadSourceEvidence), read at the claim's evidence commit (which
 // must be in the history of rev), or at rev for a claim without one.
-func (c *chainer) sourceEvidence(ctx context.Context, name string, rec *promotion.Record) (Arrow, error) {
+// The runtime checks of the evidence go to ch.CheckSets.
+func (c *chainer) sourceEvidence(ctx context.Context, name string, rec *promotion.Record, ch *Chain) (Arrow, error) {
 	v := rec.VerifiedIn
 	a := Arrow{Name: name, Facts: []Fact{{Label: "verifiedIn.runtimeEvidence", Value: v.RuntimeEvidence}}}
 	at := c.rev
@@ -377,7 +389,9 @@ func (c *chainer) sourceEvidence(ctx context.Context, name string, rec *promotio
 	a.Facts = append(a.Facts, Fact{Label: "accepted at", Value: src.Commit, Commit: true},
 		Fact{Label: "evidence time", Value: src.Evidence.Time.UTC().Format(time.RFC3339)})
 	a.Status, a.Summary = Proven, fmt.Sprintf("%s says ACCEPTED for this digest and these revisions, every Pod of it matches", src.Path)
-	return a, nil
+	set, err := c.checkSet(ctx, "source", src.Record, src.Evidence, src.Path, src.Commit, a)
+	ch.CheckSets = append(ch.CheckSets, set)
+	return a, err
 }
 
 // priorEvidence proves a rollback's claim of a prior acceptance as the PR
@@ -668,8 +682,10 @@ func (c *chainer) observedArtifact(ctx context.Context, name string, rec *promot
 }
 
 // runtimeArrow: the target's runtime evidence, proven as the next
-// promotion's gate would prove it (ledger.ReadSourceEvidence at rev).
-func (c *chainer) runtimeArrow(ctx context.Context, rec *promotion.Record, ev *evidence.Record, problem string) (Arrow, error) {
+// promotion's gate would prove it (ledger.ReadSourceEvidence at rev), and
+// the commit the evidence is read at (where the record became ACCEPTED,
+// else rev).
+func (c *chainer) runtimeArrow(ctx context.Context, rec *promotion.Record, ev *evidence.Record, problem string) (Arrow, string, error) {
 	env := rec.Target.Environment
 	file := evidence.Path(env, rec.App, rec.PromotionID)
 	a := Arrow{Name: env + " runtime evidence", Facts: []Fact{{Label: "evidence file", Value: file}}}
@@ -680,16 +696,17 @@ func (c *chainer) runtimeArrow(ctx context.Context, rec *promotion.Record, ev *e
 	}
 	switch {
 	case rec.State == promotion.Accepted:
-		_, err := ledger.ReadSourceEvidence(ctx, c.repo, c.rev, rec.App, env, rec.Artifact.Digest, time.Time{})
+		src, err := ledger.ReadSourceEvidence(ctx, c.repo, c.rev, rec.App, env, rec.Artifact.Digest, time.Time{})
 		why, err := refusal(err)
 		if err != nil {
-			return a, err
+			return a, "", err
 		}
 		if why != "" {
 			a.Status, a.Summary = Broken, why
-			return a, nil
+			return a, c.rev, nil
 		}
 		a.Status, a.Summary = Proven, fmt.Sprintf("%s says ACCEPTED for this attempt, digest and revisions; every Pod of the digest matches", file)
+		return a, src.Commit, nil
 	case problem != "":
 		a.Status, a.Summary = Broken, problem
 	case ev != nil && ev.Decision == promotion.Halted:
@@ -697,7 +714,7 @@ func (c *chainer) runtimeArrow(ctx context.Context, rec *promotion.Record, ev *e
 	default:
 		a.Status, a.Summary = Pending, fmt.Sprintf("no decision yet (state %s)", rec.State)
 	}
-	return a, nil
+	return a, c.rev, nil
 }
 
 // markStopped marks the first pending arrow of a HALTED or REJECTED

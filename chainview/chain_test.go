@@ -300,7 +300,7 @@ func mustRecord(t *testing.T, f *chainfixture.Repo, app, env string) *promotion.
 	return rec
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,6 +55,12 @@ func NewSite(m *Model) (*Site, error) {
 		"inc":    func(i int) int { return i + 1 },
 		"when":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 		"age":    age,
+		"threshold": func(op string, th *float64) string {
+			if th == nil {
+				return "-"
+			}
+			return op + " " + strconv.FormatFloat(*th, 'g', -1, 64)
+		},
 		"href": func(commit string) string {
 			if m.commitURL == "" || commit == "" {
 				return ""

@@ -185,6 +185,11 @@ type Chain struct {
 	// Attempts are the record's rows in promote status (base and attempt
 	// branches).
 	Attempts []ledger.StatusRow
+	// Bundles are the supply-chain evidence bundles the record carries.
+	Bundles []Bundle
+	// CheckSets are the runtime checks of the source acceptance's evidence
+	// and of the target's own, each with the gate's verdict.
+	CheckSets []CheckSet
 }
 
 // ApprovalView is one approval; Expired says it had expired when it was

@@ -78,7 +78,7 @@ func SealedInGit(ctx context.Context, r *gitops.Repo, head string, rec *promotio
 		return nil // not a candidacy: CandidacyClaim refuses it
 	}
 	file := promotion.RecordPath(rec.App, rec.Target.Environment)
-	commit, err := candidateCommit(ctx, r, head, rec)
+	commit, err := CandidateCommit(ctx, r, head, rec)
 	if err != nil {
 		return err
 	}
@@ -106,21 +106,19 @@ func SealedInGit(ctx context.Context, r *gitops.Repo, head string, rec *promotio
 	return nil
 }
 
-// candidateCommit is the commit of head's history where rec's record
-// (same promotion id) first appears.
-func candidateCommit(ctx context.Context, r *gitops.Repo, head string, rec *promotion.Record) (string, error) {
-	versions, err := (&ledger.Reader{Repo: r}).Versions(ctx, head, rec.App, rec.Target.Environment)
-	if err != nil {
-		return "", err
-	}
+// CandidateCommit is the commit of head's history where rec's record
+// (same promotion id) first appears: for a candidacy, the candidate
+// commit whose message seals its evidence (the web view links it).
+func CandidateCommit(ctx context.Context, r *gitops.Repo, head string, rec *promotion.Record) (string, error) {
 	first := head
-	for _, v := range versions {
+	err := (&ledger.Reader{Repo: r}).EachVersion(ctx, head, rec.App, rec.Target.Environment, func(v ledger.Version) bool {
 		if v.Record == nil || v.Record.PromotionID != rec.PromotionID {
-			break // an unreadable, deleted or earlier record: the attempt starts after it
+			return false // an unreadable, deleted or earlier record: the attempt starts after it
 		}
 		first = v.Commit
-	}
-	return first, nil
+		return true
+	})
+	return first, err
 }
 
 // parseSeal reads a candidate commit's message: the sealed bundles (kind

@@ -79,6 +79,8 @@ type inProcess struct {
 	url      string
 	auth     transport.AuthMethod
 	caBundle []byte
+	// index is the history read so far, by commit id.
+	index commitIndex
 }
 
 // Clone makes (or reopens) a bare clone of opts.URL in opts.Dir whose Git

@@ -448,13 +448,20 @@ func TestCloneFileHistoryMatchesGit(t *testing.T) {
 	commit(s, "resolved", nil)
 	commit(s, "deleted", map[string]string{file: ""})
 	commit(s, "re-created", map[string]string{file: "state: CANDIDATE\n"})
+	// A directory removed whole, then a file where it was, then the
+	// directory again (the index marks a directory's files changed).
+	commit(s, "base removed", map[string]string{"apps/shop/base/deploy.yaml": ""})
+	must(t, os.Remove(filepath.Join(s, "apps", "shop", "base"))) // git keeps no empty directory, the work tree does
+	commit(s, "base is a file", map[string]string{"apps/shop/base": "not a directory\n"})
+	commit(s, "base is a file no more", map[string]string{"apps/shop/base": ""})
+	commit(s, "base again", map[string]string{"apps/shop/base/deploy.yaml": "kind: StatefulSet\n"})
 	gittest.Run(t, s, "push", "-q", "origin", "main", "pr")
 
 	cli, err := Open(ctx, s)
 	must(t, err)
 	r := rr.clone(t, filepath.Join(t.TempDir(), "clone"))
 	tip := rr.tip(t)
-	for _, p := range []string{file, "zz.yaml", "apps/shop/base/deploy.yaml", "no/such/file"} {
+	for _, p := range []string{file, "zz.yaml", "apps/shop/base/deploy.yaml", "apps/shop/base", "no/such/file"} {
 		want, err := cli.FileHistory(ctx, tip, p)
 		must(t, err)
 		got, err := r.FileHistory(ctx, tip, p)

@@ -156,15 +156,7 @@ func (m *inProcess) isAncestor(a, b string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("is %s an ancestor of %s: %w", a, b, err)
 	}
-	ca, err := m.repo.CommitObject(ha)
-	if err != nil {
-		return false, fmt.Errorf("is %s an ancestor of %s: %w", a, b, err)
-	}
-	cb, err := m.repo.CommitObject(hb)
-	if err != nil {
-		return false, fmt.Errorf("is %s an ancestor of %s: %w", a, b, err)
-	}
-	ok, err := ca.IsAncestor(cb)
+	ok, err := m.isAncestorIndexed(ha, hb)
 	if err != nil {
 		return false, fmt.Errorf("is %s an ancestor of %s: %w", a, b, err)
 	}
@@ -448,84 +440,4 @@ func (m *inProcess) defaultBranch() string {
 		return ""
 	}
 	return b
-}
-
-// fileHistory is `git log --format=%H rev -- p` in process: the commits
-// that changed p, newest first by committer time, with git's default
-// history simplification (a merge whose p is the same as one parent's is
-// not listed and only that parent is followed; a commit whose p differs
-// from every parent is listed).
-func (m *inProcess) fileHistory(rev, p string) ([]string, error) {
-	start, err := m.resolve(rev)
-	if err != nil {
-		return nil, fmt.Errorf("history of %s at %s: %w", p, rev, err)
-	}
-	first, err := m.repo.CommitObject(start)
-	if err != nil {
-		return nil, fmt.Errorf("history of %s at %s: %w", p, rev, err)
-	}
-	var out []string
-	seen := map[plumbing.Hash]bool{start: true}
-	queue := []*object.Commit{first}
-	for len(queue) > 0 {
-		// The newest commit first, as git log orders them.
-		sort.SliceStable(queue, func(i, j int) bool { return queue[i].Committer.When.After(queue[j].Committer.When) })
-		c := queue[0]
-		queue = queue[1:]
-		own, err := blobAt(c, p)
-		if err != nil {
-			return nil, fmt.Errorf("history of %s at %s: %w", p, c.Hash, err)
-		}
-		parents, err := parentsOf(c)
-		if err != nil {
-			return nil, fmt.Errorf("history of %s at %s: %w", p, c.Hash, err)
-		}
-		follow := parents
-		changed := true
-		for _, parent := range parents {
-			theirs, err := blobAt(parent, p)
-			if err != nil {
-				return nil, fmt.Errorf("history of %s at %s: %w", p, parent.Hash, err)
-			}
-			if theirs == own { // TREESAME to this parent: follow it alone
-				follow, changed = []*object.Commit{parent}, false
-				break
-			}
-		}
-		if changed && (len(parents) > 0 || !own.IsZero()) {
-			out = append(out, c.Hash.String())
-		}
-		for _, parent := range follow {
-			if !seen[parent.Hash] {
-				seen[parent.Hash] = true
-				queue = append(queue, parent)
-			}
-		}
-	}
-	return out, nil
-}
-
-// blobAt is the id of p in c's tree (ZeroHash when absent).
-func blobAt(c *object.Commit, p string) (plumbing.Hash, error) {
-	t, err := c.Tree()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	e, err := t.FindEntry(p)
-	if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) {
-		return plumbing.ZeroHash, nil
-	}
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return e.Hash, nil
-}
-
-func parentsOf(c *object.Commit) ([]*object.Commit, error) {
-	var out []*object.Commit
-	err := c.Parents().ForEach(func(p *object.Commit) error {
-		out = append(out, p)
-		return nil
-	})
-	return out, err
 }

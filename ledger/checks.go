@@ -20,13 +20,15 @@ import (
 // Passed after a completed soak.
 const RuleChecksNotPassed = "checks-not-passed"
 
-// checksPassed reads the runtime checks the source overlay declared at the
+// ChecksPassed reads the runtime checks the source overlay declared at the
 // evidence's observed revision (the Acceptance the verifier evaluated:
 // checkfile.File in rec's target path, from Git, not from the evidence) and
 // says why ev does not show them passed ("" when it does, or none were
 // declared): each declared check listed with verdict Passed, and a soak
 // that started and lasted the declared soak before the verification.
-func checksPassed(ctx context.Context, r *gitops.Repo, rec *promotion.Record, ev *evidence.Record) (string, error) {
+// ReadSourceEvidence refuses by it (rule checks-not-passed); the web view
+// shows its verdict beside the checks.
+func ChecksPassed(ctx context.Context, r *gitops.Repo, rec *promotion.Record, ev *evidence.Record) (string, error) {
 	file := path.Join(rec.Target.Path, checkfile.File)
 	data, err := r.ReadFile(ctx, ev.ObservedTree(), file)
 	if errors.Is(err, gitrepo.ErrNotFound) {

@@ -108,7 +108,7 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 		return nil, refuse("%s was changed after the acceptance at %s: it is not the same at %s", want, gitrepo.Short(commit), gitrepo.Short(base))
 	}
 	s := &SourceEvidence{Environment: env, Record: rec, Evidence: ev, Path: want, Commit: commit}
-	if why, err := checksPassed(ctx, r, rec, ev); err != nil || why != "" {
+	if why, err := ChecksPassed(ctx, r, rec, ev); err != nil || why != "" {
 		if err != nil {
 			return nil, err
 		}
@@ -127,20 +127,17 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 // moved to ACCEPTED together): the oldest of the newest run of commits
 // whose record is rec's attempt ACCEPTED at the same observed revision.
 func acceptedAt(ctx context.Context, r *gitops.Repo, base string, rec *promotion.Record) (string, error) {
-	versions, err := (&Reader{Repo: r}).Versions(ctx, base, rec.App, rec.Target.Environment)
-	if err != nil {
-		return "", err
-	}
 	at := base
-	for _, v := range versions {
-		c, old := v.Commit, v.Record
+	err := (&Reader{Repo: r}).EachVersion(ctx, base, rec.App, rec.Target.Environment, func(v Version) bool {
+		old := v.Record
 		if old == nil || old.PromotionID != rec.PromotionID || old.State != promotion.Accepted ||
 			old.Accepted.ObservedRevision != rec.Accepted.ObservedRevision {
-			break
+			return false
 		}
-		at = c
-	}
-	return at, nil
+		at = v.Commit
+		return true
+	})
+	return at, err
 }
 
 // SourceEnvironment is the environment whose evidence backs rec: from, or

@@ -23,46 +23,66 @@ type Version struct {
 
 // Reader is the one reader of promotion records through Git history
 // (TestOnlyLedgerReadsHistory): every version of a record, newest first.
-// It remembers each version it read (history does not change under a
-// commit id), so that a later revision costs only what is new. It is safe
-// for concurrent use; a zero Reader with Repo set is ready.
+// Every Reader remembers each version it read in one cache the package
+// shares (what a commit id names never changes, and the GitOps root is in
+// the key), so that the gates and the web view, each with its own Reader,
+// parse a version once per process, and a later revision costs only what
+// is new (issue 37). The records it returns are shared: callers must not
+// change them. It is safe for concurrent use; a zero Reader with Repo set
+// is ready.
 type Reader struct {
 	Repo *gitops.Repo
-
-	mu       sync.Mutex
-	versions map[versionKey]Version
 }
 
-type versionKey struct{ commit, app, env string }
+// versions is the cache every Reader shares.
+var versions struct {
+	mu sync.Mutex
+	m  map[versionKey]Version
+}
+
+type versionKey struct{ root, commit, app, env string }
 
 // maxCached bounds the versions remembered (then forgotten all at once).
-const maxCached = 200000
+const maxCached = 50000
 
 // Versions reads every version of app's record in env in the history of
 // rev, newest first: the commits that changed the record file.
 func (rd *Reader) Versions(ctx context.Context, rev, app, env string) ([]Version, error) {
+	var out []Version
+	err := rd.EachVersion(ctx, rev, app, env, func(v Version) bool {
+		out = append(out, v)
+		return true
+	})
+	return out, err
+}
+
+// EachVersion is Versions one version at a time, newest first, until f
+// returns false: a caller that needs the newest few reads (and parses)
+// no more.
+func (rd *Reader) EachVersion(ctx context.Context, rev, app, env string, f func(Version) bool) error {
 	file := promotion.RecordPath(app, env)
 	commits, err := rd.Repo.FileHistory(ctx, rev, file)
 	if err != nil {
-		return nil, fmt.Errorf("reading the history of %s at %s: %w", file, rev, err)
+		return fmt.Errorf("reading the history of %s at %s: %w", file, rev, err)
 	}
-	out := make([]Version, 0, len(commits))
 	for _, c := range commits {
 		v, err := rd.Version(ctx, c, app, env)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, v)
+		if !f(v) {
+			return nil
+		}
 	}
-	return out, nil
+	return nil
 }
 
 // Version reads app's record in env at commit (remembered).
 func (rd *Reader) Version(ctx context.Context, commit, app, env string) (Version, error) {
-	k := versionKey{commit, app, env}
-	rd.mu.Lock()
-	v, ok := rd.versions[k]
-	rd.mu.Unlock()
+	k := versionKey{rd.Repo.Prefix, commit, app, env}
+	versions.mu.Lock()
+	v, ok := versions.m[k]
+	versions.mu.Unlock()
 	if ok {
 		return v, nil
 	}
@@ -75,11 +95,14 @@ func (rd *Reader) Version(ctx context.Context, commit, app, env string) (Version
 	default:
 		v = Version{Commit: commit, Record: rec}
 	}
-	rd.mu.Lock()
-	if rd.versions == nil || len(rd.versions) >= maxCached {
-		rd.versions = map[versionKey]Version{}
+	if !promotion.ValidRevision(commit) {
+		return v, nil // a name may move: only a commit id is remembered
 	}
-	rd.versions[k] = v
-	rd.mu.Unlock()
+	versions.mu.Lock()
+	if versions.m == nil || len(versions.m) >= maxCached {
+		versions.m = map[versionKey]Version{}
+	}
+	versions.m[k] = v
+	versions.mu.Unlock()
 	return v, nil
 }

@@ -421,7 +421,7 @@ func (r *Repo) passedChecks(ev *evidence.Record, dir string) {
 		ev.Checks[i].Verdict, ev.Checks[i].Value, ev.Checks[i].EvaluatedAt = "Passed", "0.001", ev.VerifiedAt
 	}
 	started := ev.VerifiedAt.Add(-rc.Soak.Duration)
-	ev.SoakStartedAt = &started
+	ev.SoakStartedAt, ev.Soak = &started, rc.Soak.Duration.String() // as the notifier records them
 }
 
 // Pause commits an active break-glass pause of app in env.
