@@ -37,7 +37,7 @@ IMAGE_REPO ?=
 # COSIGN_PASSWORD); pushed next to the index with IMAGE_REPO (docs/release.md).
 SIGNING_KEY ?=
 
-.PHONY: all build install docs argocd-extension docs-images image release test unit lint fmt vet tidy-check generate generate-check golangci demo bench bench-cli tools compat fuzz clean
+.PHONY: all build install docs argocd-extension docs-images image release test unit lint fmt vet tidy-check generate generate-check golangci demo bench bench-cli bench-cmp-server tools compat fuzz clean
 
 all: build test
 
@@ -138,6 +138,9 @@ bench: $(BIN)/benchstat ## Go benchmarks, summarised by benchstat
 
 bench-cli: build $(BIN)/kustomize ## wall time and peak memory of cmp generate vs kustomize build
 	./hack/bench-cli.sh $(BIN)/throughline $(BIN)/kustomize
+
+bench-cmp-server: $(BIN)/kustomize ## generate p50/p99 through Argo CD's real cmp-server, 300 apps x 3 environments
+	./hack/bench-cmp-server.sh $(BIN)/kustomize
 
 clean:
 	rm -rf $(BIN)

@@ -31,6 +31,11 @@ type Options struct {
 	// that runs its garbage collector lazily for a cache hit restores it
 	// there.
 	OnMiss func()
+	// Admit, when set, is called once before rendering, after OnMiss: it
+	// may wait (the resident renderer's bound on renders in flight) and
+	// returns what ends the render's admission, called once the generate
+	// ends; its error ends the generate. Cache hits are never admitted.
+	Admit func(ctx context.Context) (done func(), err error)
 }
 
 // Result is a successful generate.
@@ -87,6 +92,13 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 	}
 	if opts.OnMiss != nil {
 		opts.OnMiss()
+	}
+	if opts.Admit != nil {
+		done, err := opts.Admit(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
 	}
 	var trace *render.Trace
 	if opts.Cache != nil {

@@ -14,3 +14,6 @@ func BuildUnchecked(ctx context.Context, a *App, w *Worker) ([]Object, error) {
 	}
 	return a.buildInWorker(ctx, w)
 }
+
+// ParsePeakRSS is parsePeakRSS.
+var ParsePeakRSS = parsePeakRSS

@@ -18,8 +18,9 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/throughline-dev/throughline/exitcode"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/throughline-dev/throughline/exitcode"
 )
 
 // ConfinedFS is a read-only kustomize filesystem rooted at a repository root.

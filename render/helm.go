@@ -15,8 +15,9 @@ import (
 	"github.com/blang/semver/v4"
 	"helm.sh/helm/v4/pkg/ignore"
 
-	"github.com/throughline-dev/throughline/exitcode"
 	sigyaml "sigs.k8s.io/yaml"
+
+	"github.com/throughline-dev/throughline/exitcode"
 )
 
 // RuleUnpinnedChart refuses a chart fetched from a chart repository (oci://,

@@ -8,12 +8,13 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/throughline-dev/throughline/exitcode"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/kustomize/kyaml/yaml/merge2"
 	sigyaml "sigs.k8s.io/yaml"
+
+	"github.com/throughline-dev/throughline/exitcode"
 )
 
 // defaultReleaseName is the release name of a helmCharts entry without

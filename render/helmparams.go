@@ -9,8 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/throughline-dev/throughline/exitcode"
 	sigyaml "sigs.k8s.io/yaml"
+
+	"github.com/throughline-dev/throughline/exitcode"
 )
 
 // EnvAppParameters is the variable in which Argo CD hands a Config

@@ -7,9 +7,10 @@ import (
 	"io"
 	"strings"
 
-	"github.com/throughline-dev/throughline/exitcode"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/throughline-dev/throughline/exitcode"
 )
 
 // Object is one rendered Kubernetes object as JSON-compatible values, with

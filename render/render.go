@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/throughline-dev/throughline/exitcode"
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
@@ -17,6 +16,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 	sigyaml "sigs.k8s.io/yaml"
+
+	"github.com/throughline-dev/throughline/exitcode"
 )
 
 // Mode is how an application directory is rendered.

@@ -52,6 +52,21 @@ type Worker struct {
 	// without Landlock, or an older ABI) and what confining cost; the
 	// caller says so (a library does not log).
 	OnSandbox func(sandbox.Report)
+	// OnExit is called after every child that ran ends, whatever the
+	// render's outcome (the resident renderer's metrics).
+	OnExit func(ChildExit)
+}
+
+// ChildExit is what is known of one ended render child.
+type ChildExit struct {
+	// PeakRSS is the child's peak resident set in bytes as the child read
+	// it (VmHWM of its own address space) when it answered; 0 when it gave
+	// no answer (killed for its budget, crashed) or the platform does not
+	// report it. wait4's ru_maxrss is not used: a child started by vfork
+	// and exec inherits the parent's peak in it.
+	PeakRSS int64
+	// CPU is the child's user and system time (wait4's).
+	CPU time.Duration
 }
 
 // DefaultBudget is a render's wall and CPU budget when Worker.Budget is
@@ -75,6 +90,9 @@ func budget(b time.Duration) time.Duration {
 
 // worker is the process-wide choice of UseWorker: nil renders in-process.
 var worker atomic.Pointer[Worker]
+
+// ActiveWorker is the worker UseWorker last chose (nil: in-process).
+func ActiveWorker() *Worker { return worker.Load() }
 
 // UseWorker makes every later Build of a kustomization run krusty in a
 // child process started as w says; nil renders in-process (the package's
@@ -123,6 +141,8 @@ type workerResponse struct {
 	Escaped map[string]string `json:"escaped,omitempty"`
 	// Entry is the index.yaml entry an Index request found.
 	Entry *chartindex.Entry `json:"entry,omitempty"`
+	// PeakRSS is the child's peak resident set in bytes (0: unknown).
+	PeakRSS int64 `json:"peakRSS,omitempty"`
 }
 
 type workerObject struct {
@@ -227,14 +247,22 @@ func runWorker(ctx context.Context, w *Worker, what string, req workerRequest) (
 	cmd.Cancel = func() error { return killWorker(cmd.Process.Pid) }
 	cmd.WaitDelay = workerWaitDelay
 	runErr := cmd.Run()
+	var resp workerResponse
+	decodeErr := json.Unmarshal(stdout.Bytes(), &resp)
+	if ps := cmd.ProcessState; ps != nil && w.OnExit != nil {
+		e := ChildExit{CPU: ps.UserTime() + ps.SystemTime()}
+		if runErr == nil && decodeErr == nil {
+			e.PeakRSS = resp.PeakRSS
+		}
+		w.OnExit(e)
+	}
 	if cerr := ctx.Err(); cerr != nil {
 		return nil, fmt.Errorf("rendering %s: %w", what, cerr)
 	}
 	if bctx.Err() != nil || cpuSpent(cmd.ProcessState, b) {
 		return nil, &exitcode.InvalidInput{File: what, Err: fmt.Errorf("%w (%s: THROUGHLINE_RENDER_BUDGET)", ErrTimeBudget, b)}
 	}
-	var resp workerResponse
-	if runErr != nil || json.Unmarshal(stdout.Bytes(), &resp) != nil {
+	if runErr != nil || decodeErr != nil {
 		return nil, workerFailure(what, memoryLimit(w.MemoryLimit), cmd.ProcessState, runErr, stderr.String())
 	}
 	if w.OnSandbox != nil {
@@ -392,6 +420,10 @@ func ServeWorker(ctx context.Context, in io.Reader, out io.Writer) error {
 	if err := json.NewDecoder(in).Decode(&req); err != nil {
 		return fmt.Errorf("reading the render request: %w", err)
 	}
+	// Opened before confinement, which may forbid opening it later; read
+	// at the end (the kernel writes /proc files afresh on each read).
+	peak := openPeakRSS()
+	defer peak.close()
 	rep, err := confineWorker(req)
 	if err != nil {
 		return err
@@ -411,6 +443,7 @@ func ServeWorker(ctx context.Context, in io.Reader, out io.Writer) error {
 	default:
 		serveRender(ctx, req, &resp)
 	}
+	resp.PeakRSS = peak.read()
 	if err := json.NewEncoder(out).Encode(&resp); err != nil {
 		return fmt.Errorf("writing the render response: %w", err)
 	}
@@ -533,3 +566,24 @@ func (h *headBuffer) Write(p []byte) (int, error) {
 }
 
 func (h *headBuffer) String() string { return h.buf.String() }
+
+// parsePeakRSS is the VmHWM line of a /proc/<pid>/status in bytes (0 when
+// absent or malformed).
+func parsePeakRSS(status []byte) int64 {
+	for line := range strings.SplitSeq(string(status), "\n") {
+		rest, ok := strings.CutPrefix(line, "VmHWM:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || kb < 0 || kb > 1<<40 {
+			return 0
+		}
+		return kb << 10
+	}
+	return 0
+}

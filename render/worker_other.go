@@ -18,3 +18,12 @@ func killWorker(pid int) error {
 	}
 	return p.Kill()
 }
+
+// peakFile reports nothing here.
+type peakFile struct{}
+
+func openPeakRSS() peakFile { return peakFile{} }
+
+func (peakFile) read() int64 { return 0 }
+
+func (peakFile) close() {}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -173,6 +174,91 @@ func TestWorkerMemoryBudget(t *testing.T) {
 	_, err = app.Build(context.Background())
 	if exitcode.Code(err) != exitcode.Invalid || !strings.Contains(fmt.Sprint(err), "app/kustomization.yaml: render exceeded its memory budget") {
 		t.Errorf("exit %d: %v", exitcode.Code(err), err)
+	}
+}
+
+// TestWorkerOnExit: OnExit hears of every child, its render refused or
+// not. A child that answered reports its own peak memory: the child that
+// read 20 MiB of ConfigMaps peaked above the one that read one ConfigMap
+// (and neither at the parent's peak, which the race detector makes about
+// 1 GiB: wait4's ru_maxrss of a vfork+exec child carries it). A child
+// killed for its memory budget answers nothing: no peak.
+func TestWorkerOnExit(t *testing.T) {
+	files := map[string]string{
+		"small/kustomization.yaml": "resources: [cm.yaml]\n",
+		"small/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: small}\ndata: {x: \"1\"}\n",
+	}
+	for dir, n := range map[string]int{"large": 100, "over": 200} {
+		var res []string
+		for i := range n {
+			name := fmt.Sprintf("cm%03d.yaml", i)
+			res = append(res, name)
+			size := 200 << 10
+			if dir == "over" {
+				size = 1 << 20
+			}
+			files[dir+"/"+name] = fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm%03d}\ndata: {x: %q}\n",
+				i, strings.Repeat("x", size))
+		}
+		files[dir+"/kustomization.yaml"] = "resources: [" + strings.Join(res, ", ") + "]\n"
+	}
+	root := writeTree(t, files)
+	peak := map[string]int64{}
+	for _, c := range []struct {
+		path    string
+		limit   int64
+		refused bool
+	}{{"small", 0, false}, {"large", 0, false}, {"over", 64 << 20, true}} {
+		var exits []render.ChildExit
+		w := *testWorker
+		w.MemoryLimit = c.limit
+		w.OnExit = func(e render.ChildExit) { exits = append(exits, e) }
+		render.UseWorker(&w)
+		app, err := render.Open(context.Background(), render.Options{Root: root, Path: c.path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = app.Build(context.Background())
+		render.UseWorker(nil)
+		if (err != nil) != c.refused {
+			t.Fatalf("%s: err %v, want refused %v", c.path, err, c.refused)
+		}
+		if len(exits) != 1 {
+			t.Fatalf("%s: OnExit called %d times, want once", c.path, len(exits))
+		}
+		if exits[0].CPU <= 0 {
+			t.Errorf("%s: CPU %v, want wait4's", c.path, exits[0].CPU)
+		}
+		peak[c.path] = exits[0].PeakRSS
+	}
+	if peak["over"] != 0 {
+		t.Errorf("the child killed for its budget reported a peak of %d bytes: it answered nothing", peak["over"])
+	}
+	if runtime.GOOS == "linux" {
+		if peak["small"] < 1<<20 || peak["large"] <= peak["small"] || peak["large"] > 512<<20 {
+			t.Errorf("peak RSS: small render %d bytes, 20 MiB render %d: want at least 1 MiB, the second larger, below 512 MiB",
+				peak["small"], peak["large"])
+		}
+	}
+}
+
+func TestParsePeakRSS(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+	}{
+		{"Name:\tx\nVmPeak:\t  9000 kB\nVmHWM:\t   1234 kB\nVmRSS:\t 1000 kB\n", 1234 << 10},
+		{"VmHWM: 0 kB\n", 0},
+		{"VmRSS:\t 1000 kB\n", 0},
+		{"VmHWM:\t 12 MB\n", 0},
+		{"VmHWM:\t -5 kB\n", 0},
+		{"VmHWM:\t 99999999999999999999 kB\n", 0},
+		{"VmHWM:\n", 0},
+		{"", 0},
+	} {
+		if got := render.ParsePeakRSS([]byte(tc.in)); got != tc.want {
+			t.Errorf("ParsePeakRSS(%q) = %d, want %d", tc.in, got, tc.want)
+		}
 	}
 }
 

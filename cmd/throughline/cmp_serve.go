@@ -38,6 +38,7 @@ type cmpServe struct {
 	cacheDir    string
 	cacheBytes  int64
 	maxFileSize int64
+	maxRenders  int
 }
 
 func (o *cmpServe) addFlags(f *pflag.FlagSet) {
@@ -48,12 +49,15 @@ func (o *cmpServe) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.cacheDir, "cache-dir", cli.DefaultCacheDir(), "render cache directory (env "+cli.EnvCacheDir+")")
 	f.Int64Var(&o.cacheBytes, "cache-max-bytes", cmp.DefaultCacheMaxBytes, "bound of the render cache on disk and in memory")
 	f.Int64Var(&o.maxFileSize, "max-file-size", render.DefaultMaxFileSize, "refuse any input file larger than this many bytes")
+	f.IntVar(&o.maxRenders, "max-renders", resident.DefaultMaxRenders,
+		"renders (cache misses, each in its own render child) run at once; the others wait their turn, hits never wait")
 }
 
 // args are the flags as cmp serve's command line (for cmp sidecar).
 func (o *cmpServe) args() []string {
 	return []string{"--dir", o.dir, "--metrics-addr", o.metricsAddr, "--cache-dir", o.cacheDir,
-		"--cache-max-bytes", strconv.FormatInt(o.cacheBytes, 10), "--max-file-size", strconv.FormatInt(o.maxFileSize, 10)}
+		"--cache-max-bytes", strconv.FormatInt(o.cacheBytes, 10), "--max-file-size", strconv.FormatInt(o.maxFileSize, 10),
+		"--max-renders", strconv.Itoa(o.maxRenders)}
 }
 
 const cmpServeLong = `Runs the resident renderer of the Argo CD sidecar: a long-lived process that
@@ -65,7 +69,9 @@ answers; when it is absent, unhealthy, too slow or dies mid-render, generate
 renders in-process and says so on stderr. Renders go through the confined
 render child, confined to the repository the request names, as in-process.
 
-Serves Prometheus metrics on --metrics-addr/metrics. On SIGTERM it stops
+At most --max-renders renders (cache misses) run at once, each in its own
+render child; the others wait their turn (hits never wait). Serves
+Prometheus metrics on --metrics-addr/metrics. On SIGTERM it stops
 accepting, abandons the renders in flight (their clients render in-process)
 and removes the socket.`
 
@@ -82,6 +88,9 @@ func (o *cmpServe) run(ctx context.Context, log zerolog.Logger) error {
 	if o.dir == "" {
 		return exitcode.Usagef("cmp serve needs --dir or %s", cli.EnvResidentDir)
 	}
+	if o.maxRenders < 1 {
+		return exitcode.Usagef("--max-renders %d: want at least 1", o.maxRenders)
+	}
 	l, err := resident.Listen(ctx, o.dir)
 	if err != nil {
 		return err
@@ -95,6 +104,18 @@ func (o *cmpServe) run(ctx context.Context, log zerolog.Logger) error {
 		})},
 	}
 	m := residentmetrics.New(cache.MemoryStats)
+	r.Renders = resident.NewRenderLimit(o.maxRenders)
+	m.WatchRenders(r.Renders)
+	if w := render.ActiveWorker(); w != nil {
+		c, prev := *w, w.OnExit
+		c.OnExit = func(e render.ChildExit) {
+			if prev != nil {
+				prev(e)
+			}
+			m.ObserveChild(e)
+		}
+		render.UseWorker(&c)
+	}
 	srv := &resident.Server{
 		Handler: traceGenerate(r.Handle),
 		Observe: func(res *resident.Response, took time.Duration) {

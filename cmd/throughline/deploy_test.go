@@ -90,6 +90,58 @@ func TestDeployBundlesPassPolicy(t *testing.T) {
 			}
 		}
 	})
+	// The optional monitoring Component, after deploy/argocd as the
+	// install docs use it: the sidecar keeps its image, mounts and
+	// entrypoint and gains --metrics-addr=:9465 and the port; Service,
+	// ServiceMonitor, NetworkPolicy and PrometheusRule come with it.
+	t.Run("argocd/monitoring", func(t *testing.T) {
+		root := t.TempDir()
+		if err := os.CopyFS(filepath.Join(root, "throughline"), os.DirFS(filepath.Join(repoRoot, "deploy", "argocd"))); err != nil {
+			t.Fatal(err)
+		}
+		writeStandInRepoServer(t, root)
+		writeTree(t, root, map[string]string{
+			"argocd/kustomization.yaml": "resources: [repo-server.yaml]\ncomponents: [../throughline, ../throughline/monitoring]\n",
+		})
+		d, err := acceptance.Declare(context.Background(), acceptance.Request{Render: render.Options{Root: root, Path: "argocd"}})
+		if err != nil {
+			t.Fatalf("deploy/argocd with the monitoring Component does not pass throughline's own policy: %v", err)
+		}
+		checkReleasePin(t, "argocd", d.Objects)
+		var found []string
+		for _, o := range d.Objects {
+			kind, _ := o.Map["kind"].(string)
+			y, err := yaml.Marshal(o.Map)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(y)
+			want := map[string][]string{
+				"Deployment": {"- --metrics-addr=:9465\n        - --\n        - /var/run/argocd/argocd-cmp-server", "containerPort: 9465",
+					"name: tl-metrics", "image: ghcr.io/throughline-dev/throughline:", "mountPath: /home/argocd/cmp-server/plugins"},
+				"Service":        {"port: 9465", "targetPort: tl-metrics", "app.kubernetes.io/name: argocd-repo-server"},
+				"ServiceMonitor": {"apiVersion: monitoring.coreos.com/v1", "port: tl-metrics", "app.kubernetes.io/component: metrics"},
+				"NetworkPolicy":  {"port: 9465", "kubernetes.io/metadata.name: monitoring"},
+				"PrometheusRule": {"apiVersion: monitoring.coreos.com/v1", "alert: ThroughlineRenderBudgetKills"},
+			}[kind]
+			if kind == "Service" && !strings.Contains(text, "throughline-cmp-metrics") {
+				continue
+			}
+			for _, w := range want {
+				if !strings.Contains(text, w) {
+					t.Errorf("%s %v lacks %q:\n%s", kind, o.Map["metadata"], w, text)
+				}
+			}
+			if len(want) > 0 {
+				found = append(found, kind)
+			}
+		}
+		for _, k := range []string{"Deployment", "Service", "ServiceMonitor", "NetworkPolicy", "PrometheusRule"} {
+			if !slices.Contains(found, k) {
+				t.Errorf("the monitoring Component renders no %s to check", k)
+			}
+		}
+	})
 	t.Run("argocd", func(t *testing.T) {
 		root := t.TempDir()
 		if err := os.CopyFS(filepath.Join(root, "throughline"), os.DirFS(filepath.Join(repoRoot, "deploy", "argocd"))); err != nil {

@@ -35,6 +35,9 @@ type Resident struct {
 	// Cache is the render cache (InMemory set); nil renders uncached.
 	Cache  *cmp.Cache
 	Charts render.ChartSource
+	// Renders bounds the renders (cache misses) in flight; the others
+	// wait their turn. nil: no bound.
+	Renders *resident.RenderLimit
 }
 
 // Handle is a resident.Handler. The request's directory must be an
@@ -94,6 +97,14 @@ func (r *Resident) generate(ctx context.Context, req resident.Request) (*cmp.Res
 	}
 	if !req.NoCache {
 		opts.Cache = r.Cache
+	}
+	if r.Renders != nil {
+		opts.Admit = func(ctx context.Context) (func(), error) {
+			if err := r.Renders.Acquire(ctx); err != nil {
+				return nil, err
+			}
+			return r.Renders.Release, nil
+		}
 	}
 	return cmp.Generate(ctx, opts)
 }

@@ -349,3 +349,65 @@ func TestResidentKilledMidRender(t *testing.T) {
 		})
 	}
 }
+
+// TestResidentRenderLimit: with every render slot taken, a miss waits its
+// turn (queued, not refused) and renders once a slot is freed, while a
+// hit is served at once; a miss whose context ends while it waits renders
+// nothing.
+func TestResidentRenderLimit(t *testing.T) {
+	useChild(t)
+	repo, err := filepath.Abs("../../examples/gitops-env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Resident{Version: residentTestVersion, MaxFileSize: render.DefaultMaxFileSize,
+		Cache: &cmp.Cache{Dir: t.TempDir(), InMemory: true}, Renders: resident.NewRenderLimit(1)}
+	req := func(env string) resident.Request {
+		path := "apps/checkout/overlays/" + env
+		return resident.Request{WorkDir: filepath.Join(repo, filepath.FromSlash(path)), Environ: []string{
+			"ARGOCD_APP_NAME=checkout", "ARGOCD_APP_SOURCE_PATH=" + path, "ARGOCD_APP_NAMESPACE=checkout-" + env,
+			"ARGOCD_ENV_ENVIRONMENT=" + env}}
+	}
+	ctx := context.Background()
+	if res := r.Handle(ctx, req("dev")); res.Code != 0 || res.CacheHit {
+		t.Fatalf("first render of dev: exit %d, hit %v: %s", res.Code, res.CacheHit, res.Stderr)
+	}
+	if err := r.Renders.Acquire(ctx); err != nil { // every slot taken
+		t.Fatal(err)
+	}
+	queued := make(chan *resident.Response, 1)
+	go func() { queued <- r.Handle(ctx, req("staging")) }()
+	for deadline := time.Now().Add(10 * time.Second); r.Renders.Waiting() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the miss never waited for a slot")
+		}
+	}
+	if res := r.Handle(ctx, req("dev")); res.Code != 0 || !res.CacheHit {
+		t.Errorf("hit while every slot is taken: exit %d, hit %v", res.Code, res.CacheHit)
+	}
+	select {
+	case res := <-queued:
+		t.Fatalf("the miss did not wait for the slot: exit %d", res.Code)
+	case <-time.After(200 * time.Millisecond):
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	gaveUp := make(chan *resident.Response, 1)
+	go func() { gaveUp <- r.Handle(cctx, req("production")) }()
+	for deadline := time.Now().Add(10 * time.Second); r.Renders.Waiting() != 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second miss never waited for a slot")
+		}
+	}
+	cancel()
+	if res := <-gaveUp; res.Code == 0 || len(res.Manifests) != 0 || !strings.Contains(res.Stderr, "render slots") {
+		t.Errorf("miss canceled while waiting: exit %d, %d bytes, stderr %q", res.Code, len(res.Manifests), res.Stderr)
+	}
+	r.Renders.Release()
+	res := <-queued
+	if res.Code != 0 || res.CacheHit || len(res.Manifests) == 0 {
+		t.Errorf("the queued miss: exit %d, hit %v, %d bytes: %s", res.Code, res.CacheHit, len(res.Manifests), res.Stderr)
+	}
+	if r.Renders.InFlight() != 0 || r.Renders.Waiting() != 0 {
+		t.Errorf("left %d in flight, %d waiting", r.Renders.InFlight(), r.Renders.Waiting())
+	}
+}

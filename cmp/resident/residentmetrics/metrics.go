@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/throughline-dev/throughline/cmp/resident"
+	"github.com/throughline-dev/throughline/render"
 )
 
 // Results of a generate (the label result).
@@ -29,6 +30,7 @@ type Metrics struct {
 	hits     prometheus.Counter
 	misses   prometheus.Counter
 	kills    *prometheus.CounterVec
+	peak     prometheus.Histogram
 }
 
 // New registers the metrics; memory, when set, reports the entries and
@@ -53,8 +55,14 @@ func New(memory func() (entries int, bytes int64)) *Metrics {
 			Name: "throughline_cmp_render_budget_kills_total",
 			Help: "Render children killed for spending their budget, by budget (time, memory).",
 		}, []string{"budget"}),
+		peak: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "throughline_cmp_render_child_peak_memory_bytes",
+			Help: "Peak resident memory of each render child (wait4's maxrss), whatever the render's outcome.",
+			// 8 MiB to 1 GiB; the child's default memory budget is 256 MiB.
+			Buckets: prometheus.ExponentialBuckets(8<<20, 2, 8),
+		}),
 	}
-	m.Registry.MustRegister(m.duration, m.hits, m.misses, m.kills)
+	m.Registry.MustRegister(m.duration, m.hits, m.misses, m.kills, m.peak)
 	for _, r := range []string{ResultHit, ResultRender, ResultError} {
 		m.duration.WithLabelValues(r)
 	}
@@ -72,6 +80,28 @@ func New(memory func() (entries int, bytes int64)) *Metrics {
 		)
 	}
 	return m
+}
+
+// ObserveChild records one render child's end (render.Worker.OnExit).
+func (m *Metrics) ObserveChild(e render.ChildExit) {
+	if e.PeakRSS > 0 {
+		m.peak.Observe(float64(e.PeakRSS))
+	}
+}
+
+// WatchRenders reports l's renders in flight, waiting and the bound.
+func (m *Metrics) WatchRenders(l *resident.RenderLimit) {
+	m.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "throughline_cmp_renders_in_flight", Help: "Renders (cache misses) holding one of the resident renderer's render slots.",
+		}, func() float64 { return float64(l.InFlight()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "throughline_cmp_renders_waiting", Help: "Renders (cache misses) waiting for a render slot (--max-renders).",
+		}, func() float64 { return float64(l.Waiting()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "throughline_cmp_render_slots", Help: "Renders the resident renderer runs at once (--max-renders).",
+		}, func() float64 { return float64(l.Max()) }),
+	)
 }
 
 // Observe records one answered generate (resident.Server.Observe).

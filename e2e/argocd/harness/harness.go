@@ -35,15 +35,17 @@ type Driver interface {
 	// the socket directory, as for an Application without plugin.name).
 	Detect(ctx context.Context, appPath, repoPath, plugin string, env []string) error
 	// Generate is runConfigManagementPluginSidecars: detect on repoPath,
-	// CheckPluginConfiguration, then GenerateManifest streaming rootPath.
-	Generate(ctx context.Context, appPath, repoPath, rootPath, plugin string, env []string) ([]string, error)
+	// CheckPluginConfiguration, then GenerateManifest streaming rootPath;
+	// excludes are the repo-server's --plugin-tar-exclude globs (both
+	// streams leave out what they match).
+	Generate(ctx context.Context, appPath, repoPath, rootPath, plugin string, env, excludes []string) ([]string, error)
 	// Parameters calls GetParametersAnnouncement and returns the names.
 	Parameters(ctx context.Context, appPath, repoPath string, env []string) ([]string, error)
 }
 
 // StartFunc starts a CMP server reading configDir/plugin.yaml; it listens on
 // $ARGOCD_PLUGINSOCKFILEPATH/<name>.sock and stops in t.Cleanup.
-type StartFunc func(t *testing.T, configDir string)
+type StartFunc func(t testing.TB, configDir string)
 
 const (
 	// pluginName is what an Application names in spec.source.plugin.name:
@@ -73,7 +75,7 @@ func Main(m *testing.M, cmpServer func() error) {
 }
 
 // StartProcess runs argocd-cmp-server as a separate process.
-func StartProcess(t *testing.T, configDir string) {
+func StartProcess(t testing.TB, configDir string) {
 	exe, err := os.Executable()
 	Must(t, err)
 	cmd := exec.Command(exe, "--config-dir-path", configDir, "--loglevel", "info")
@@ -189,7 +191,7 @@ func run(t *testing.T, d Driver, start StartFunc, hostile, withResident bool) {
 	} {
 		t.Run("generate "+tc.name, func(t *testing.T) {
 			env := Env(repo, tc.sourcePath, tc.env...)
-			got, err := d.Generate(ctx, app(tc.rel), repo, filepath.Join(repo, tc.root), tc.plugin, env)
+			got, err := d.Generate(ctx, app(tc.rel), repo, filepath.Join(repo, tc.root), tc.plugin, env, nil)
 			Must(t, err)
 			checkAccepted(t, got, repo, tc.rel, map[string]string{"environment": tc.environment})
 			for _, m := range got {
@@ -202,7 +204,7 @@ func run(t *testing.T, d Driver, start StartFunc, hostile, withResident bool) {
 
 	t.Run("refuse unpinned", func(t *testing.T) {
 		env := Env(repo, unpinned, envStaging)
-		got, err := d.Generate(ctx, app(unpinned), repo, repo, "", env)
+		got, err := d.Generate(ctx, app(unpinned), repo, repo, "", env, nil)
 		if err == nil || len(got) != 0 {
 			t.Fatalf("GenerateManifest(%s) = %d manifests, err %v; want refusal", unpinned, len(got), err)
 		}
@@ -246,7 +248,7 @@ func run(t *testing.T, d Driver, start StartFunc, hostile, withResident bool) {
 				// The Application of apps/<app>/overlays/<env> is named after
 				// the app (the registry's name of the path).
 				env := Env(exRoot, rel, "ARGOCD_APP_NAME="+strings.Split(filepath.ToSlash(rel), "/")[1])
-				got, err := d.Generate(ctx, a, exRoot, exRoot, "", env)
+				got, err := d.Generate(ctx, a, exRoot, exRoot, "", env, nil)
 				_, hashErr := throughline(t, "render", "--hash", "--root", exRoot, a)
 				switch code := exitCode(hashErr); code {
 				case 0:
@@ -468,7 +470,7 @@ var (
 // Throughline builds ./cmd/throughline and ./cmd/throughline-cmp of the
 // enclosing repository once per test process into one directory and
 // returns throughline's path.
-func Throughline(t *testing.T) string {
+func Throughline(t testing.TB) string {
 	t.Helper()
 	top := RepoRoot(t)
 	buildOnce.Do(func() {
@@ -492,7 +494,7 @@ func Throughline(t *testing.T) string {
 }
 
 // RepoRoot is the enclosing directory whose go.mod declares the main module.
-func RepoRoot(t *testing.T) string {
+func RepoRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	Must(t, err)
@@ -532,7 +534,7 @@ func exitCode(err error) int {
 	return 0
 }
 
-func waitSocket(t *testing.T, dir, sock string) {
+func waitSocket(t testing.TB, dir, sock string) {
 	t.Helper()
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if fi, err := os.Stat(sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
@@ -544,7 +546,7 @@ func waitSocket(t *testing.T, dir, sock string) {
 			for _, e := range entries {
 				names = append(names, e.Name())
 			}
-			t.Fatalf("socket %s never appeared (plugin.yaml metadata.name); %s holds %v", SocketName, dir, names)
+			t.Fatalf("socket %s never appeared (plugin.yaml metadata.name); %s holds %v", filepath.Base(sock), dir, names)
 		}
 	}
 }
@@ -558,7 +560,7 @@ func gitRevision(repo string) string {
 }
 
 // Must fails the test on a non-nil error.
-func Must(t *testing.T, err error) {
+func Must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

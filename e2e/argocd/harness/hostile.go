@@ -315,7 +315,7 @@ func runHostile(t *testing.T, d Driver, h *hostileNet) {
 	remote, bombs, secrets := hostileRepo(t, h, h.repo)
 	h.checkQuiet(t) // writing the repository reached nothing
 	generate := func(rel string) ([]string, error) {
-		return d.Generate(ctx, filepath.Join(h.repo, rel), h.repo, h.repo, pluginName, Env(h.repo, rel, "ARGOCD_ENV_ENVIRONMENT=staging"))
+		return d.Generate(ctx, filepath.Join(h.repo, rel), h.repo, h.repo, pluginName, Env(h.repo, rel, "ARGOCD_ENV_ENVIRONMENT=staging"), nil)
 	}
 
 	t.Run("remote entries are never fetched", func(t *testing.T) {
@@ -411,7 +411,7 @@ func runEnvironmentIdentity(ctx context.Context, t *testing.T, d Driver) {
 	app := filepath.Join(ex, production)
 	staging := Env(ex, production, "ARGOCD_APP_NAME=checkout-staging", "ARGOCD_APP_NAMESPACE=checkout-staging",
 		`ARGOCD_APP_PARAMETERS=[{"name":"environment","string":"staging"}]`, "PARAM_ENVIRONMENT=staging")
-	got, err := d.Generate(ctx, app, ex, ex, pluginName, staging)
+	got, err := d.Generate(ctx, app, ex, ex, pluginName, staging, nil)
 	if err == nil || len(got) != 0 {
 		t.Fatalf("GenerateManifest = %d manifests, err %v; want a refusal", len(got), err)
 	}
@@ -422,13 +422,13 @@ func runEnvironmentIdentity(ctx context.Context, t *testing.T, d Driver) {
 		}
 	}
 	// Staging's destination namespace without the parameter: refused too.
-	got, err = d.Generate(ctx, app, ex, ex, pluginName, Env(ex, production, "ARGOCD_APP_NAMESPACE=checkout-staging"))
+	got, err = d.Generate(ctx, app, ex, ex, pluginName, Env(ex, production, "ARGOCD_APP_NAMESPACE=checkout-staging"), nil)
 	if err == nil || len(got) != 0 || !strings.Contains(err.Error(), `namespace "checkout-staging" is not one of environment production's`) {
 		t.Errorf("staging's namespace: %d manifests, err %v; want a refusal naming it", len(got), err)
 	}
 	own := Env(ex, production, "ARGOCD_APP_NAME=checkout-production",
 		`ARGOCD_APP_PARAMETERS=[{"name":"environment","string":"production"}]`, "PARAM_ENVIRONMENT=production")
-	got, err = d.Generate(ctx, app, ex, ex, pluginName, own)
+	got, err = d.Generate(ctx, app, ex, ex, pluginName, own, nil)
 	Must(t, err)
 	checkAccepted(t, got, ex, production, map[string]string{"environment": "production"})
 }

@@ -23,7 +23,7 @@ type residentProcess struct {
 
 // startResident starts throughline cmp serve on dir (created 0700) and
 // sets THROUGHLINE_RESIDENT_DIR for the CMP server started after it.
-func startResident(t *testing.T, bin, dir string) *residentProcess {
+func startResident(t testing.TB, bin, dir string) *residentProcess {
 	t.Helper()
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func (r *residentProcess) check(t *testing.T, ctx context.Context, d Driver, rep
 	}
 	generate := func(t *testing.T) {
 		t.Helper()
-		got, err := d.Generate(ctx, filepath.Join(repo, staging), repo, repo, "", Env(repo, staging, envStaging))
+		got, err := d.Generate(ctx, filepath.Join(repo, staging), repo, repo, "", Env(repo, staging, envStaging), nil)
 		Must(t, err)
 		checkAccepted(t, got, repo, staging, map[string]string{"environment": "staging"})
 	}

@@ -37,7 +37,7 @@ func TestCMPServerInProcess(t *testing.T) {
 	if !testing.Verbose() {
 		log.SetOutput(io.Discard)
 	}
-	harness.Run(t, driver{}, func(t *testing.T, configDir string) {
+	harness.Run(t, driver{}, func(t testing.TB, configDir string) {
 		cfg, err := plugin.ReadPluginConfig(configDir)
 		harness.Must(t, err)
 		srv, err := cmpserver.NewServer(plugin.CMPServerInitConstants{PluginConfig: *cfg})
@@ -96,8 +96,8 @@ func (driver) Detect(ctx context.Context, appPath, repoPath, name string, env []
 	return err
 }
 
-func (driver) Generate(ctx context.Context, appPath, repoPath, rootPath, name string, env []string) ([]string, error) {
-	conn, client, err := discovery.DetectConfigManagementPlugin(ctx, appPath, repoPath, name, env, nil)
+func (driver) Generate(ctx context.Context, appPath, repoPath, rootPath, name string, env, excludes []string) ([]string, error) {
+	conn, client, err := discovery.DetectConfigManagementPlugin(ctx, appPath, repoPath, name, env, excludes)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func (driver) Generate(ctx context.Context, appPath, repoPath, rootPath, name st
 		return nil, err
 	}
 	tarDone := make(chan bool, 1)
-	if err := cmp.SendRepoStream(stream.Context(), appPath, rootPath, stream, env, nil, cmp.WithTarDoneChan(tarDone)); err != nil {
+	if err := cmp.SendRepoStream(stream.Context(), appPath, rootPath, stream, env, excludes, cmp.WithTarDoneChan(tarDone)); err != nil {
 		return nil, err
 	}
 	resp, err := stream.CloseAndRecv()
@@ -136,4 +136,10 @@ func (driver) Parameters(ctx context.Context, appPath, repoPath string, env []st
 		names = append(names, p.Name)
 	}
 	return names, err
+}
+
+// BenchmarkCMPServerMonorepo is harness.Bench through argocd-cmp-server
+// processes (make bench-cmp-server; run with -benchtime 1x).
+func BenchmarkCMPServerMonorepo(b *testing.B) {
+	harness.Bench(b, driver{}, harness.StartProcess)
 }
