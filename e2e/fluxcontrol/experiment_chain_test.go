@@ -154,7 +154,11 @@ func (l *lab) deliverProduction(merge, digest, name string) string {
 	if r.Code != 0 {
 		t.Fatalf("arrow merge -> promote reconcile: exit %d: %s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	tip := l.tip()
+	// The post-merge job's commit is the first on main after the merge: by
+	// the time the tip is fetched, Flux may have applied it and the notifier
+	// accepted it already (the tip is then the evidence commit).
+	l.tip()
+	tip := strings.Fields(l.g.git("rev-list", "--first-parent", "--reverse", merge+"..origin/main"))[0]
 	rec := l.recordAt(tip, "production")
 	if rec.State != promotion.Reconciling || rec.Reconciling.DesiredRevision != merge {
 		t.Fatalf("arrow merge -> production RECONCILING: record %s %s", rec.PromotionID, rec.State)
