@@ -16,8 +16,12 @@ import (
 // judge verifies the bundles ds of img and picks, for each requirement of
 // pol, the first bundle (in ds's order) that satisfies it. An unmet
 // requirement is refused with the failure of a bundle of its kind, else as
-// missing.
-func judge(ctx context.Context, pol *Policy, img name.Digest, ds []v1.Hash, held map[v1.Hash][]byte, opts Options) (*Evidence, error) {
+// missing. A bundle of optional that the registry does not hold is left
+// out (found next to the image, not recorded: whoever can push a referrer
+// listing a blob that does not exist must not block the gate with it).
+func judge(ctx context.Context, pol *Policy, img name.Digest, ds []v1.Hash, held map[v1.Hash][]byte, opts Options,
+	optional map[v1.Hash]bool,
+) (*Evidence, error) {
 	cands := make([]*candidate, 0, len(ds))
 	for _, d := range ds {
 		c, err := load(ctx, pol, img, d, held, opts)
@@ -25,6 +29,9 @@ func judge(ctx context.Context, pol *Policy, img name.Digest, ds []v1.Hash, held
 			return nil, err
 		}
 		if c.fail != nil && c.fail.Rule == RuleEvidenceMissing {
+			if optional[d] {
+				continue
+			}
 			return nil, c.fail // recorded (or listed) evidence the registry lost: never judged without it
 		}
 		cands = append(cands, c)

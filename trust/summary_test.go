@@ -8,6 +8,12 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/throughline-dev/throughline/exitcode"
@@ -175,4 +181,51 @@ func FuzzCheckSummary(f *testing.F) {
 			t.Fatalf("accepted a summary of %q, %q", p.Predicate.Policy.URI, p.Predicate.VerificationResult)
 		}
 	})
+}
+
+// TestSummaryReferrerWithoutBlob: a referrer pushed next to the image that
+// lists a bundle the registry does not hold (anyone who can push to the
+// image's repository can do that) does not block production's recorded
+// re-verification: the summary beside it still counts, and without one the
+// gate says the summary is missing, not that recorded evidence was lost.
+func TestSummaryReferrerWithoutBlob(t *testing.T) {
+	t.Parallel()
+	w := trusttest.New(t, true)
+	img := w.Image("checkout")
+	ctx := context.Background()
+	e := w.CIEvidence(img)
+	w.Attach(img, e.All()...)
+	staged, err := Verify(ctx, policyOf(w, "staging", trusttest.KeyPolicy(stagingAge)), img.String(),
+		Options{SourceCommit: trusttest.SourceCommit, Now: w.Now})
+	if err != nil {
+		t.Fatalf("staging candidacy: %v", err)
+	}
+	// The referrer's manifest only: its bundle layer (and config) never uploaded.
+	desc, err := remote.Head(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ghost := w.SignKey(w.Notifier, trusttest.Summary(img, "staging", "PASSED"))
+	art := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.MediaType(BundleMediaType))
+	if art, err = mutate.AppendLayers(art, static.NewLayer(ghost, types.MediaType(BundleMediaType))); err != nil {
+		t.Fatal(err)
+	}
+	art = mutate.Annotations(art, map[string]string{AnnotationPredicateType: PredicateVerificationSummary}).(v1.Image)
+	art = mutate.Subject(art, *desc).(v1.Image)
+	d, err := art.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Put(img.Context().Digest(d.String()), art); err != nil {
+		t.Fatalf("pushing the manifest alone: %v", err)
+	}
+	prod := policyOf(w, "production", trusttest.SummaryPolicy(productionAge, "staging"))
+	_, err = VerifyRecorded(ctx, prod, img.String(), staged.Digests(), Options{Now: w.Now})
+	wantRefusal(t, err, RuleAttestationMissing, img, nil)
+
+	w.Attach(img, w.SignKey(w.Notifier, trusttest.Summary(img, "staging", "PASSED")))
+	ev, err := VerifyRecorded(ctx, prod, img.String(), staged.Digests(), Options{Now: w.Now})
+	if err != nil || !hasKind(ev, KindVerificationSummary, "publicKey keys/throughline.pub") {
+		t.Fatalf("a good summary beside the ghost referrer: %v", err)
+	}
 }

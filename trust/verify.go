@@ -135,7 +135,7 @@ func Verify(ctx context.Context, pol *Policy, image string, opts Options) (*Evid
 	if err != nil {
 		return nil, err
 	}
-	ev, err := judge(ctx, pol, img, found, held, opts)
+	ev, err := judge(ctx, pol, img, found, held, opts, nil)
 	if err != nil || !opts.Seal {
 		return ev, err
 	}
@@ -198,6 +198,7 @@ func VerifyRecorded(ctx context.Context, pol *Policy, image string, digests []st
 			}
 		}
 	}
+	var optional map[v1.Hash]bool // found, not recorded
 	if summaries {
 		// Published after candidacy, a summary is never recorded: it is
 		// found next to the image, and judged like any bundle.
@@ -205,13 +206,15 @@ func VerifyRecorded(ctx context.Context, pol *Policy, image string, digests []st
 		if err != nil {
 			return nil, err
 		}
+		optional = map[v1.Hash]bool{}
 		for _, h := range found {
 			if !slices.Contains(hs, h) {
 				hs = append(hs, h)
+				optional[h] = true
 			}
 		}
 	}
-	ev, err := judge(ctx, pol, img, hs, held, opts)
+	ev, err := judge(ctx, pol, img, hs, held, opts, optional)
 	if ev != nil {
 		ev.Manifest = opts.Manifest
 	}
