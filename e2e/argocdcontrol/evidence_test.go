@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -130,7 +132,15 @@ func (e *env) reconcilingRecord(desired, ref, digest string, attempt int) *promo
 // with e.notifier's key, from a file as serve reads it.
 func (e *env) notifierService(api *testenv.APIServer, remote string) *notifier.Service {
 	e.t.Helper()
-	repo, err := gitops.Clone(e.ctx, gitrepo.CloneOptions{URL: remote, Dir: filepath.Join(e.t.TempDir(), "notifier")})
+	return e.notifierServiceWith(api, remote, "")
+}
+
+// notifierServiceWith is notifierService that, with summaryKeyFile (serve
+// --notifier-summary-key-file), also publishes the signed verification
+// summary of each acceptance next to the image in its registry.
+func (e *env) notifierServiceWith(api *testenv.APIServer, gitURL, summaryKeyFile string) *notifier.Service {
+	e.t.Helper()
+	repo, err := gitops.Clone(e.ctx, gitrepo.CloneOptions{URL: gitURL, Dir: filepath.Join(e.t.TempDir(), "notifier")})
 	must(e.t, err)
 	t := e.t
 	keyFile := filepath.Join(t.TempDir(), "evidence-key") // as serve reads it from its Secret
@@ -138,6 +148,11 @@ func (e *env) notifierService(api *testenv.APIServer, remote string) *notifier.S
 	svc, err := notifier.Start(e.ctx, notifier.ServiceConfig{
 		Handler: notifier.Config{ArgoCDToken: []byte("s3cr3t-t0ken"), Rate: -1}, Addr: "127.0.0.1:0", Repo: repo, Kube: api.Config,
 		ResyncInterval: time.Minute, OnResync: func(r notifier.Resynced) { t.Logf("resync: %+v", r) }, EvidenceKeyFile: keyFile,
+		SummaryKeyFile: summaryKeyFile,
+		SummaryRemote:  []remote.Option{remote.WithAuth(authn.Anonymous)},
+		OnSummaryError: func(ev *evidence.Record, err error) {
+			t.Errorf("the verification summary of %s in %s (%s) was not published: %v", ev.App, ev.Environment, ev.PromotionID, err)
+		},
 	})
 	must(e.t, err)
 	e.t.Cleanup(func() { _ = svc.Stop(context.Background()) })

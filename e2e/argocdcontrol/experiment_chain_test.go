@@ -31,6 +31,9 @@ type chainRun struct {
 	isolated     []string // DOCKER_CONFIG and the registry cache of the CLI
 	svc          *notifier.Service
 	productionAt *promotion.Record
+	// summaryPub is the PEM public key of the notifier's verification
+	// summaries.
+	summaryPub []byte
 }
 
 // chain is experiment 1, the positive chain through the real application
@@ -76,6 +79,7 @@ func (e *env) chain(run *chainRun) {
 
 	stg, stgObserved := e.stagingB(svc, *run)
 	stgEv := evidence.Path("staging", "checkout", stg.PromotionID)
+	e.checkSummary(*run, stgEv)
 	dir := e.clone()
 	propose := func(attempt int) string {
 		branch := promotion.AttemptKey{App: "checkout", Digest: run.b, Environment: "production", Attempt: attempt}.Branch()
@@ -183,6 +187,10 @@ func (e *env) accept(x *env, svc *notifier.Service, rec *promotion.Record, desir
 	if r := svc.Resyncer().Once(e.ctx); len(r) != 1 || r[0].Outcome != notifier.ResyncAccepted {
 		e.t.Fatalf("arrow %s observed revision -> %s runtime evidence: resync pass %+v", name, name, r)
 	}
+	// The verification summary is published and recorded in the
+	// background after the evidence commit: wait for it, so that the
+	// test's next push does not race the notifier's.
+	svc.WaitSummaries()
 	x.checkEvidence(e.remote, e.remoteTip(e.remote), rec, observed)
 	e.git("pull", "-q", "--ff-only", "origin", "main")
 	return observed

@@ -136,8 +136,11 @@ func (e *env) experiments(t *testing.T) {
 	// registry settings and the notifier (as serve runs it, on its own clone).
 	e.t = t
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
-	run := chainRun{reg: reg, repo: reg.Host + "/throughline-dev/checkout", svc: e.notifierService(e.api, e.remote),
-		isolated: []string{"DOCKER_CONFIG=" + t.TempDir(), "THROUGHLINE_CACHE_DIR=" + t.TempDir()}}
+	// The notifier also publishes each acceptance's signed verification
+	// summary (issue 38), with a key from a file as serve reads it.
+	summaryKey, summaryPub := newSummaryKey(t)
+	run := chainRun{reg: reg, repo: reg.Host + "/throughline-dev/checkout", svc: e.notifierServiceWith(e.api, e.remote, summaryKey),
+		summaryPub: summaryPub, isolated: []string{"DOCKER_CONFIG=" + t.TempDir(), "THROUGHLINE_CACHE_DIR=" + t.TempDir()}}
 	for _, x := range []struct {
 		name string
 		f    func()
