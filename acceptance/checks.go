@@ -45,7 +45,7 @@ func (d *Declaration) runtime(req Request) error {
 // readRegistry reads the environment registry (policyfile.File at the
 // root) through the render's filesystem: the empty registry without one.
 func readRegistry(d *Declaration) (*environment.Registry, error) {
-	data, err := d.App.FS.ReadFile(policyfile.File)
+	data, err := d.App.FS.ReadRootFile(policyfile.File)
 	if errors.Is(err, fs.ErrNotExist) {
 		return policyfile.Registry(nil)
 	}

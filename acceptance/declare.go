@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"path/filepath"
 
@@ -97,7 +99,7 @@ func Declare(ctx context.Context, req Request) (*Declaration, error) {
 		return nil, err
 	}
 	if req.DirectoryEnvironment {
-		req.Environment = policy.Environment(req.Environment, app.RelDir())
+		req.Environment = policy.Environment(req.Environment, app.SourcePath())
 	}
 	d.Policy = policy.CheckObjects(d.Objects, allow, req.Environment)
 	d.Policy.Redact(app.Redactor())
@@ -119,15 +121,26 @@ func Declare(ctx context.Context, req Request) (*Declaration, error) {
 
 // LoadAllowList reads the allow-list file (relative to the root of fsys;
 // empty means policy.AllowListFile). A missing file is a nil allow-list.
+// So is any file when fsys holds only part of the repository (a prefix:
+// Argo CD's manifest-generate-paths streams): a file at the top of that
+// part is an app team's, not the repository's allow-list, and no
+// exception applies (every image must be pinned).
 func LoadAllowList(fsys *render.ConfinedFS, file string) (*policy.AllowList, error) {
+	var data []byte
+	var err error
 	if file == "" {
 		file = policy.AllowListFile
+		data, err = fsys.ReadRootFile(file)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+	} else {
+		p := filepath.Join(fsys.Root(), filepath.FromSlash(file))
+		if fsys.Prefix() != "" || !fsys.Exists(p) {
+			return nil, nil
+		}
+		data, err = fsys.ReadFile(p)
 	}
-	p := filepath.Join(fsys.Root(), filepath.FromSlash(file))
-	if !fsys.Exists(p) {
-		return nil, nil
-	}
-	data, err := fsys.ReadFile(p)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +152,7 @@ func LoadAllowList(fsys *render.ConfinedFS, file string) (*policy.AllowList, err
 }
 
 func (d *Declaration) build(req Request) v1alpha1.Acceptance {
-	rel := d.App.RelDir()
+	rel := d.App.SourcePath()
 	overlay := path.Base(path.Dir(rel)) == "overlays"
 	app := req.App
 	switch {

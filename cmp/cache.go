@@ -125,9 +125,9 @@ type cacheEntry struct {
 
 func (c *Cache) appDir(key string) string { return filepath.Join(c.Dir, key[:2], key) }
 
-func appKey(version string, env Env) string {
+func appKey(version, prefix string, env Env) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "throughline-cmp-cache/v3\x00%s\x00", version)
+	fmt.Fprintf(h, "throughline-cmp-cache/v3\x00%s\x00%s\x00", version, prefix)
 	for _, f := range env.fingerprint() {
 		fmt.Fprintf(h, "%s\x00", f)
 	}

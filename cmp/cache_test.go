@@ -133,7 +133,7 @@ func TestCacheEditedEntry(t *testing.T) {
 			if first.CacheHit || first.CacheErr != nil {
 				t.Fatalf("first render: hit=%v err=%v", first.CacheHit, first.CacheErr)
 			}
-			key := appKey("v0.0.0-test", EnvFromEnviron([]string{
+			key := appKey("v0.0.0-test", "", EnvFromEnviron([]string{
 				"ARGOCD_APP_NAME=web-staging", "ARGOCD_APP_NAMESPACE=web-staging",
 				"ARGOCD_APP_SOURCE_PATH=" + cacheTestApp, "ARGOCD_ENV_ENVIRONMENT=staging",
 			}))

@@ -163,3 +163,89 @@ func TestGenerateInvalidRegistry(t *testing.T) {
 		t.Fatalf("invalid policy: exit %d %v", exitcode.Code(err), err)
 	}
 }
+
+// TestGenerateSubtreeStream: with manifest-generate-paths
+// (--plugin-use-manifest-generate-paths) Argo CD streams only the common
+// parent of the app path and the annotated paths, here apps/checkout, so
+// the repository's root files are not in the stream. Files with their
+// names at the top of what was streamed are an app team's, not the
+// repository's: an allow-list there must not excuse an unpinned image in
+// production, and a policy there must not be taken for the environment
+// registry. The Acceptance still names the whole source path, and the
+// render says that the root's files were not read.
+func TestGenerateSubtreeStream(t *testing.T) {
+	t.Parallel()
+	repo := copyExample(t)
+	const production = "apps/checkout/overlays/production"
+	kz := filepath.Join(repo, production, "kustomization.yaml")
+	data, err := os.ReadFile(kz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := `newTag: "1.4.2@sha256:9c2f1e0d7b6a5f4e3d2c1b0a99887766554433221100ffeeddccbbaa98765432"`
+	if !strings.Contains(string(data), pinned) {
+		t.Fatal("the example's production pin moved")
+	}
+	unpinned := strings.Replace(string(data), pinned, `newTag: "1.4.2"`, 1)
+	stream := filepath.Join(repo, "apps", "checkout") // what Argo CD streams
+	hostileAllow := "apiVersion: throughline.dev/v1alpha1\nkind: AllowList\nimages:\n" +
+		"  - pattern: \"ghcr.io/throughline-dev/checkout:*\"\n    reason: \"planted by the app team\"\nsecrets: []\n"
+	policy, err := os.ReadFile(filepath.Join(repo, "throughline-policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A registry that sends the overlays/production path to staging: read
+	// as the registry, it would make a staging Application's claim agree.
+	hostilePolicy := strings.ReplaceAll(string(policy), `paths: ["apps/*/overlays/production"]`, `paths: ["nothing/*"]`)
+	hostilePolicy = strings.ReplaceAll(hostilePolicy, `paths: ["apps/*/overlays/staging"]`, `paths: ["*/production"]`)
+	for _, tc := range []struct {
+		name    string
+		files   map[string]string
+		environ []string
+		refused bool
+	}{
+		{"an allow-list planted at the top of the stream, unpinned image", map[string]string{
+			"throughline-allowlist.yaml": hostileAllow, "overlays/production/kustomization.yaml": unpinned},
+			[]string{"ARGOCD_APP_NAME=checkout-production", "ARGOCD_APP_NAMESPACE=checkout-production", "PARAM_ENVIRONMENT=production"}, true},
+		{"a policy planted at the top of the stream", map[string]string{"throughline-policy.yaml": hostilePolicy},
+			[]string{"ARGOCD_APP_NAME=checkout-production", "ARGOCD_APP_NAMESPACE=checkout-production", "PARAM_ENVIRONMENT=production",
+				"PARAM_APP=checkout"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if err := os.CopyFS(dir, os.DirFS(stream)); err != nil {
+				t.Fatal(err)
+			}
+			for p, content := range tc.files {
+				if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(p)), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := cmp.Generate(context.Background(), cmp.Options{
+				WorkDir: filepath.Join(dir, "overlays", "production"),
+				Env: cmp.EnvFromEnviron(append([]string{"ARGOCD_APP_REVISION=" + strings.Repeat("a", 40),
+					"ARGOCD_APP_SOURCE_PATH=" + production, "ARGOCD_APP_SOURCE_REPO_URL=https://git.example.test/gitops.git"}, tc.environ...)),
+				Version: "v0.0.0-test",
+				Cache:   &cmp.Cache{Dir: t.TempDir()},
+			})
+			if tc.refused {
+				if exitcode.Code(err) != exitcode.Refused {
+					t.Fatalf("want a refusal of the unpinned image, got %v (exceptions %+v)", err, res.Acceptance.Spec.Exceptions)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec := res.Acceptance.Spec
+			if spec.SourcePath != production || spec.App != "checkout" || spec.Environment != "production" {
+				t.Fatalf("Acceptance path %q app %q environment %q, want %s, checkout, production", spec.SourcePath, spec.App, spec.Environment,
+					production)
+			}
+			if !strings.Contains(res.Note, "throughline-policy.yaml") || !strings.Contains(res.Note, "manifest-generate-paths") {
+				t.Fatalf("the render does not say the repository root was not streamed: note %q", res.Note)
+			}
+		})
+	}
+}

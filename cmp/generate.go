@@ -10,6 +10,8 @@ import (
 	"github.com/throughline-dev/throughline/acceptance"
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/policy"
+	"github.com/throughline-dev/throughline/promotion/policyfile"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -49,6 +51,9 @@ type Result struct {
 	// entry that failed its integrity or policy check and was ignored (the
 	// render itself succeeded).
 	CacheErr error
+	// Note, when set, is what the command says on stderr about the
+	// render (the repository root was not in the stream).
+	Note string
 }
 
 // Generate renders the application Argo CD asked for. Refusals are a
@@ -62,19 +67,29 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 	if r, err := filepath.EvalSymlinks(wd); err == nil {
 		wd = r
 	}
-	root, err := render.RootFromSourcePath(wd, opts.Env.SourcePath)
+	root, prefix, err := render.RootFromSourcePath(wd, opts.Env.SourcePath)
 	if err != nil {
 		return nil, &exitcode.InvalidInput{File: opts.Env.SourcePath, Err: fmt.Errorf("%s: %w", EnvAppSourcePath, err)}
 	}
 	var byDirectory bool
-	if opts.Env, byDirectory, err = resolveEnvironment(root, wd, opts.Env, opts.MaxFileSize); err != nil {
+	var note string
+	if prefix != "" {
+		// Only prefix was streamed: the repository's root files are not
+		// here, and files named like them at the top of prefix are not
+		// them (render.NewConfinedSubtree).
+		byDirectory = true
+		note = fmt.Sprintf("Argo CD streamed only %s/ (manifest-generate-paths with --plugin-use-manifest-generate-paths): "+
+			"the repository root's %s (environment registry) and %s were not read; no allow-list exception applies, "+
+			"and the Application's environment is not checked against the registry (throughline check binds it in Git)",
+			prefix, policyfile.File, policy.AllowListFile)
+	} else if opts.Env, byDirectory, err = resolveEnvironment(root, wd, opts.Env, opts.MaxFileSize); err != nil {
 		return nil, err
 	}
 	var key string
 	var cacheWarn error // an entry ignored by lookup, reported in CacheErr
 	if opts.Cache != nil {
-		key = appKey(opts.Version, opts.Env)
-		fsys, err := render.NewConfinedFS(root, opts.MaxFileSize, nil)
+		key = appKey(opts.Version, prefix, opts.Env)
+		fsys, err := render.NewConfinedSubtree(root, prefix, opts.MaxFileSize, nil)
 		if err != nil {
 			return nil, &exitcode.InvalidInput{Err: err}
 		}
@@ -87,7 +102,7 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 					return nil, err
 				}
 			}
-			return &Result{Manifests: out, Acceptance: e.Acceptance, CacheHit: true}, nil
+			return &Result{Manifests: out, Acceptance: e.Acceptance, CacheHit: true, Note: note}, nil
 		}
 	}
 	if opts.OnMiss != nil {
@@ -113,7 +128,7 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 		app = opts.Env.AppName
 	}
 	d, err := acceptance.Declare(ctx, acceptance.Request{
-		Render: render.Options{Root: root, Path: wd, MaxFileSize: opts.MaxFileSize, Trace: trace,
+		Render: render.Options{Root: root, RootPrefix: prefix, Path: wd, MaxFileSize: opts.MaxFileSize, Trace: trace,
 			Charts: opts.Charts, Helm: helm},
 		App:                  app,
 		Environment:          opts.Env.Param(ParamEnvironment),
@@ -133,7 +148,7 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Manifests: out, Acceptance: d.Acceptance}
+	res := &Result{Manifests: out, Acceptance: d.Acceptance, Note: note}
 	if opts.Cache != nil {
 		res.CacheErr = errors.Join(cacheWarn, opts.Cache.store(key, &cacheEntry{
 			Renderer: opts.Version, Probes: trace.Compact(), Manifests: objs.Bytes(), Acceptance: d.Acceptance,

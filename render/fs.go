@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -29,7 +30,10 @@ import (
 // When a Trace is attached, every probe is recorded so a cache can later
 // tell whether the inputs of a render changed.
 type ConfinedFS struct {
-	root        string // absolute, symlinks resolved
+	root string // absolute, symlinks resolved
+	// prefix is the repository path of root when root is not the
+	// repository's root (NewConfinedSubtree); "" when it is.
+	prefix      string
 	disk        filesys.FileSystem
 	maxFileSize int64
 	trace       *Trace
@@ -83,8 +87,53 @@ func NewConfinedFS(root string, maxFileSize int64, trace *Trace) (*ConfinedFS, e
 	return &ConfinedFS{root: resolved, disk: filesys.MakeFsOnDisk(), maxFileSize: maxFileSize, trace: trace}, nil
 }
 
+// NewConfinedSubtree is NewConfinedFS for a root that is the directory
+// prefix of the repository, not its root: what Argo CD streams to a plugin
+// with manifest-generate-paths. Files at the top of such a root are not
+// the repository's root files (Prefix says so to their readers), and
+// paths are reported with the prefix (SourcePath). An empty prefix is
+// NewConfinedFS.
+func NewConfinedSubtree(root, prefix string, maxFileSize int64, trace *Trace) (*ConfinedFS, error) {
+	c, err := NewConfinedFS(root, maxFileSize, trace)
+	if err != nil {
+		return nil, err
+	}
+	if prefix != "" {
+		p := path.Clean(filepath.ToSlash(prefix))
+		if p == "." || path.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../") {
+			return nil, fmt.Errorf("repository prefix %q of %s: must be a relative path inside the repository", prefix, root)
+		}
+		c.prefix = p
+	}
+	return c, nil
+}
+
 // Root is the absolute, symlink-resolved repository root.
 func (c *ConfinedFS) Root() string { return c.root }
+
+// Prefix is the repository path of Root when Root is only a part of the
+// repository (NewConfinedSubtree), "" when it is the repository's root.
+func (c *ConfinedFS) Prefix() string { return c.prefix }
+
+// ReadRootFile reads the repository's root file name (the policy, the
+// allow-list: a bare file name): the one way a render reads them. When
+// the filesystem holds only part of the repository (Prefix), the
+// repository's root files are not there, and a file of that name at the
+// top of the part is an app team's, not them: the answer is then
+// fs.ErrNotExist, whatever is there.
+func (c *ConfinedFS) ReadRootFile(name string) ([]byte, error) {
+	if name == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
+		return nil, fmt.Errorf("reading root file %q: not a file name", name)
+	}
+	if c.prefix != "" {
+		return nil, fmt.Errorf("reading %s: only %s/ of the repository is here: %w", name, c.prefix, fs.ErrNotExist)
+	}
+	p := filepath.Join(c.root, name)
+	if !c.Exists(p) {
+		return nil, fmt.Errorf("reading %s: %w", name, fs.ErrNotExist)
+	}
+	return c.ReadFile(p)
+}
 
 // Rel returns p relative to the root for messages, or p itself when it is not
 // under the root (messages of the renderer use outside and fail instead, which

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -34,6 +35,9 @@ const (
 type Options struct {
 	// Root is the repository root; nothing above it is read.
 	Root string
+	// RootPrefix, when set, is the repository path of Root: only that
+	// part of the repository is there (render.NewConfinedSubtree).
+	RootPrefix string
 	// Path is the application directory, absolute or relative to Root.
 	Path string
 	// MaxFileSize caps each file read; <= 0 means DefaultMaxFileSize.
@@ -81,6 +85,15 @@ type App struct {
 // RelDir is the application directory relative to the repository root.
 func (a *App) RelDir() string { return a.FS.Rel(a.Dir) }
 
+// SourcePath is the app's directory in the repository: RelDir under the
+// filesystem's prefix, when it holds only part of the repository.
+func (a *App) SourcePath() string {
+	if p := a.FS.Prefix(); p != "" {
+		return path.Join(p, a.RelDir())
+	}
+	return a.RelDir()
+}
+
 // Kustomization is one kustomization file of an app's tree with the entries
 // that reach outside the repository: remote entries and Helm charts.
 type Kustomization struct {
@@ -118,7 +131,7 @@ type HelmChart struct {
 // directory renders and, for a kustomization, reads its tree of
 // kustomization files (without fetching anything remote).
 func Open(ctx context.Context, opts Options) (*App, error) {
-	fsys, err := NewConfinedFS(opts.Root, opts.MaxFileSize, opts.Trace)
+	fsys, err := NewConfinedSubtree(opts.Root, opts.RootPrefix, opts.MaxFileSize, opts.Trace)
 	if err != nil {
 		return nil, &exitcode.InvalidInput{Err: err}
 	}

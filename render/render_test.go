@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -179,22 +180,22 @@ func TestRootDiscovery(t *testing.T) {
 	// testdata/root-from-source-path.golden.
 	msgs := golden.ErrorLines(t, "testdata/root-from-source-path.golden", 3)
 	for _, tc := range []struct {
-		wd, source, want string
-		bad              bool
+		wd, source, want, prefix string
+		bad                      bool
 	}{
-		{"/tmp/x/apps/a/overlays/prod", "apps/a/overlays/prod", "/tmp/x", false},
-		{"/tmp/x/apps/a/overlays/prod", "apps/a/overlays/prod/", "/tmp/x", false},
-		{"/tmp/x/apps/a/overlays/prod", "./apps/a/overlays/prod", "/tmp/x", false},
-		{"/tmp/x", ".", "/tmp/x", false},
-		{"/tmp/x", "", "/tmp/x", false},
-		{"/tmp/x/apps/a", "apps/b", "", true},
+		{"/tmp/x/apps/a/overlays/prod", "apps/a/overlays/prod", "/tmp/x", "", false},
+		{"/tmp/x/apps/a/overlays/prod", "apps/a/overlays/prod/", "/tmp/x", "", false},
+		{"/tmp/x/apps/a/overlays/prod", "./apps/a/overlays/prod", "/tmp/x", "", false},
+		{"/tmp/x", ".", "/tmp/x", "", false},
+		{"/tmp/x", "", "/tmp/x", "", false},
+		{"/tmp/x/apps/a", "apps/b", "", "", true},
 		// manifest-generate-paths: only apps/checkout was streamed.
-		{"/tmp/x/overlays/staging", "apps/checkout/overlays/staging", "/tmp/x", false},
-		{"/tmp/x/staging", "apps/checkout/overlays/staging", "/tmp/x", false},
-		{"/tmp/x/apps/a", "../apps/a", "", true},
-		{"/tmp/x/apps/a", "/apps/a", "", true},
+		{"/tmp/x/overlays/staging", "apps/checkout/overlays/staging", "/tmp/x", "apps/checkout", false},
+		{"/tmp/x/staging", "apps/checkout/overlays/staging", "/tmp/x", "apps/checkout/overlays", false},
+		{"/tmp/x/apps/a", "../apps/a", "", "", true},
+		{"/tmp/x/apps/a", "/apps/a", "", "", true},
 	} {
-		got, err := render.RootFromSourcePath(tc.wd, tc.source)
+		got, prefix, err := render.RootFromSourcePath(tc.wd, tc.source)
 		if tc.bad {
 			if err == nil {
 				t.Errorf("RootFromSourcePath(%q, %q) = %q; want an error", tc.wd, tc.source, got)
@@ -203,8 +204,8 @@ func TestRootDiscovery(t *testing.T) {
 			msgs(tc.wd+" "+tc.source, err)
 			continue
 		}
-		if err != nil || got != tc.want {
-			t.Errorf("RootFromSourcePath(%q, %q) = %q, %v; want %q", tc.wd, tc.source, got, err, tc.want)
+		if err != nil || got != tc.want || prefix != tc.prefix {
+			t.Errorf("RootFromSourcePath(%q, %q) = %q, %q, %v; want %q, %q", tc.wd, tc.source, got, prefix, err, tc.want, tc.prefix)
 		}
 	}
 }
@@ -312,6 +313,46 @@ func TestTraceReplayLarge(t *testing.T) {
 		changed["app/"+n] += "data: {changed: \"true\"}\n"
 		if replay(changed) {
 			t.Errorf("a change to %s did not invalidate the trace", n)
+		}
+	}
+}
+
+// TestReadRootFile: the repository's root files are read only from the
+// repository's root. A filesystem over a part of the repository (what
+// Argo CD streams with manifest-generate-paths) answers "does not exist"
+// for them even when a file of that name sits at the top of the part,
+// and a name that is a path is refused.
+func TestReadRootFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "throughline-allowlist.yaml"), []byte("planted"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := render.NewConfinedFS(dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := whole.ReadRootFile("throughline-allowlist.yaml"); err != nil || string(data) != "planted" {
+		t.Fatalf("the repository's root file: %q, %v", data, err)
+	}
+	if _, err := whole.ReadRootFile("missing.yaml"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a missing root file: %v, want fs.ErrNotExist", err)
+	}
+	part, err := render.NewConfinedSubtree(dir, "apps/checkout", 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := part.ReadRootFile("throughline-allowlist.yaml"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a file at the top of apps/checkout/ read as the repository's: %q, %v", data, err)
+	}
+	for _, name := range []string{"", ".", "..", "../x", "a/b", "/etc/passwd"} {
+		if _, err := whole.ReadRootFile(name); err == nil || errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("ReadRootFile(%q) = %v, want a refusal of the name", name, err)
+		}
+	}
+	for _, prefix := range []string{"/apps", "..", "../apps", "."} {
+		if _, err := render.NewConfinedSubtree(dir, prefix, 0, nil); err == nil {
+			t.Errorf("NewConfinedSubtree(prefix %q) accepted", prefix)
 		}
 	}
 }

@@ -33,14 +33,16 @@ func FindRoot(dir string) (string, error) {
 // sidecar: the working directory (the app path of the streamed repository)
 // minus the application's source path, ARGOCD_APP_SOURCE_PATH. When Argo CD
 // streamed only part of the repository (manifest-generate-paths), the root
-// is the top of what it streamed: nothing outside it is ever read.
-func RootFromSourcePath(wd, sourcePath string) (string, error) {
+// is the top of what it streamed: nothing outside it is ever read, and
+// prefix is that part's path in the repository (NewConfinedSubtree);
+// prefix is "" when the whole repository was streamed.
+func RootFromSourcePath(wd, sourcePath string) (root, prefix string, err error) {
 	sp := filepath.Clean(filepath.FromSlash(strings.TrimSpace(sourcePath)))
 	if sp == "." || sp == "" || sp == string(filepath.Separator) {
-		return filepath.Clean(wd), nil
+		return filepath.Clean(wd), "", nil
 	}
 	if filepath.IsAbs(sp) || sp == ".." || strings.HasPrefix(sp, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("source path %q must be relative and inside the repository", sourcePath)
+		return "", "", fmt.Errorf("source path %q must be relative and inside the repository", sourcePath)
 	}
 	wd = filepath.Clean(wd)
 	// With manifest-generate-paths (--plugin-use-manifest-generate-paths),
@@ -51,8 +53,8 @@ func RootFromSourcePath(wd, sourcePath string) (string, error) {
 	for i := range parts {
 		suffix := string(filepath.Separator) + filepath.Join(parts[i:]...)
 		if strings.HasSuffix(wd, suffix) {
-			return strings.TrimSuffix(wd, suffix), nil
+			return strings.TrimSuffix(wd, suffix), filepath.ToSlash(filepath.Join(parts[:i]...)), nil
 		}
 	}
-	return "", fmt.Errorf("working directory %s does not end with the source path %q", wd, sourcePath)
+	return "", "", fmt.Errorf("working directory %s does not end with the source path %q", wd, sourcePath)
 }

@@ -105,6 +105,9 @@ func (o *CMPGenerate) Run(ctx context.Context, log zerolog.Logger, version strin
 	if res.CacheErr != nil {
 		log.Warn().Err(res.CacheErr).Msg("render cache not updated")
 	}
+	if res.Note != "" {
+		log.Warn().Msg(res.Note)
+	}
 	LogExceptions(log, res.Acceptance.Spec.Exceptions)
 	log.Info().Str("app", res.Acceptance.Spec.App).Str("revision", opts.Env.Revision).
 		Str("renderedHash", res.Acceptance.Spec.RenderedHash).Int("objects", res.Acceptance.Spec.ObjectCount).

@@ -65,6 +65,9 @@ func (r *Resident) Handle(ctx context.Context, req resident.Request) *resident.R
 	if res.CacheErr != nil {
 		out.Warnings = append(out.Warnings, res.CacheErr.Error())
 	}
+	if res.Note != "" {
+		out.Warnings = append(out.Warnings, res.Note)
+	}
 	if exs := res.Acceptance.Spec.Exceptions; len(exs) > 0 {
 		if b, err := json.Marshal(exs); err == nil {
 			out.Exceptions = b

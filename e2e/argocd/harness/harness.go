@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,23 +178,28 @@ func run(t *testing.T, d Driver, start StartFunc, hostile, withResident bool) {
 		name, rel, sourcePath, root, plugin string
 		env                                 []string
 		environment                         string
+		// spec are more fields the Acceptance must say.
+		spec map[string]string
 	}{
-		{"kustomize overlay", staging, staging, "", "", []string{envStaging}, "staging"},
+		{"kustomize overlay", staging, staging, "", "", []string{envStaging}, "staging", map[string]string{"sourcePath": staging}},
 		// Application.spec.source.path is passed through as written.
-		{"source path ./x/", staging, "./" + staging + "/", "", "", []string{envStaging}, "staging"},
+		{"source path ./x/", staging, "./" + staging + "/", "", "", []string{envStaging}, "staging", nil},
 		// plugin.name set, as in examples/gitops-env/clusters/*/checkout.yaml
-		{"named plugin with parameter", staging, staging, "", pluginName, params, "production"},
-		{"plain YAML", "apps/cron", "apps/cron", "", "", []string{envStaging}, "staging"},
+		{"named plugin with parameter", staging, staging, "", pluginName, params, "production", nil},
+		{"plain YAML", "apps/cron", "apps/cron", "", "", []string{envStaging}, "staging", nil},
 		// argocd-repo-server --plugin-use-manifest-generate-paths and the
 		// annotation manifest-generate-paths: ".;../../base" stream only the
-		// common parent of the paths, apps/checkout, not the repository.
-		{"manifest-generate-paths", staging, staging, "apps/checkout", "", []string{envStaging}, "staging"},
+		// common parent of the paths, apps/checkout, not the repository:
+		// the Acceptance still names the app's whole path.
+		{"manifest-generate-paths", staging, staging, "apps/checkout", "", []string{envStaging}, "staging", map[string]string{"sourcePath": staging}},
 	} {
 		t.Run("generate "+tc.name, func(t *testing.T) {
 			env := Env(repo, tc.sourcePath, tc.env...)
 			got, err := d.Generate(ctx, app(tc.rel), repo, filepath.Join(repo, tc.root), tc.plugin, env, nil)
 			Must(t, err)
-			checkAccepted(t, got, repo, tc.rel, map[string]string{"environment": tc.environment})
+			want := map[string]string{"environment": tc.environment}
+			maps.Copy(want, tc.spec)
+			checkAccepted(t, got, repo, tc.rel, want)
 			for _, m := range got {
 				if strings.Contains(m, `"kind":"Acceptance"`) && !strings.Contains(m, fixtureDigest) {
 					t.Errorf("the Acceptance does not declare the digest %s: %s", fixtureDigest, m)
