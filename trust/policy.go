@@ -67,8 +67,10 @@ func Compile(ctx context.Context, env string, tp *v1alpha1.TrustPolicy, read Rea
 		return p, nil
 	}
 	p.Spec = *tp.DeepCopy()
+	// The hash covers the whole policy as written (every signer and
+	// every predicate rule) and the content of every file it names.
 	h := sha256.New()
-	spec, err := json.Marshal(tp.Signatures)
+	spec, err := json.Marshal(tp)
 	if err != nil {
 		return nil, fmt.Errorf("hashing the trust policy of %s: %w", env, err)
 	}
@@ -89,9 +91,6 @@ func Compile(ctx context.Context, env string, tp *v1alpha1.TrustPolicy, read Rea
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
-		// Only a policy that requires a summary hashes it: the hash of
-		// every other policy is what it was.
-		h.Write([]byte("verificationSummary " + a.VerificationSummary.Environment + "\n"))
 		sum := sha256.Sum256(data)
 		h.Write(sum[:])
 		p.summary = &sg
@@ -100,8 +99,8 @@ func Compile(ctx context.Context, env string, tp *v1alpha1.TrustPolicy, read Rea
 	return p, nil
 }
 
-// Hash identifies the policy's signers (their spec and the content of
-// their files); predicate rules are not part of it.
+// Hash identifies the policy: its spec as written (signers and predicate
+// rules) and the content of every file it names (keys, trusted roots).
 func (p *Policy) Hash() string { return p.hash }
 
 // Requires reports whether the policy requires any evidence.

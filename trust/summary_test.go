@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/trust/trusttest"
 )
@@ -227,5 +228,37 @@ func TestSummaryReferrerWithoutBlob(t *testing.T) {
 	ev, err := VerifyRecorded(ctx, prod, img.String(), staged.Digests(), Options{Now: w.Now})
 	if err != nil || !hasKind(ev, KindVerificationSummary, "publicKey keys/throughline.pub") {
 		t.Fatalf("a good summary beside the ghost referrer: %v", err)
+	}
+}
+
+// TestPolicyHashCoversRules: the trust policy's hash (what a
+// verification summary names as the policy the digest was judged by)
+// moves with every rule and every file of the policy, not only with its
+// signers: a summary judged under a 720h scan age must not claim the 24h
+// policy.
+func TestPolicyHashCoversRules(t *testing.T) {
+	t.Parallel()
+	w := trusttest.New(t, true)
+	base := policyOf(w, "production", trusttest.SummaryPolicy(productionAge, "staging")).Hash()
+	if again := policyOf(w, "production", trusttest.SummaryPolicy(productionAge, "staging")).Hash(); again != base {
+		t.Fatalf("the same policy hashes to %s and %s", base, again)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(tp *v1alpha1.TrustPolicy)
+	}{
+		{"scan maxAge", func(tp *v1alpha1.TrustPolicy) { tp.Attestations.VulnerabilityScan.MaxAge.Duration *= 30 }},
+		{"scan maxSeverity", func(tp *v1alpha1.TrustPolicy) { tp.Attestations.VulnerabilityScan.MaxSeverity = "critical" }},
+		{"provenance builders", func(tp *v1alpha1.TrustPolicy) {
+			tp.Attestations.Provenance.Builders = append(tp.Attestations.Provenance.Builders, "https://builder.example/any")
+		}},
+		{"sbom dropped", func(tp *v1alpha1.TrustPolicy) { tp.Attestations.SBOM = nil }},
+		{"summary environment", func(tp *v1alpha1.TrustPolicy) { tp.Attestations.VerificationSummary.Environment = "qa" }},
+	} {
+		tp := trusttest.SummaryPolicy(productionAge, "staging")
+		tc.edit(tp)
+		if h := policyOf(w, "production", tp).Hash(); h == base {
+			t.Errorf("%s changed, the policy hash did not (%s)", tc.name, h)
+		}
 	}
 }
