@@ -85,7 +85,7 @@ func TestArgoCDExtension(t *testing.T) {
 	serveURL := serveHandler(t, &chainview.Handler{Repo: f.Repo, APIToken: []byte(extToken),
 		Options: chainview.Options{CommitURL: "https://forge.example/gitops/commit/%s"}})
 	var forwarded, refused atomic.Int32
-	argocd := standInArgoCD(t, dist, serveURL, recorded, apps, &forwarded, &refused)
+	argocd := standInArgoCD(t, "", dist, serveURL, recorded, apps, &forwarded, &refused)
 
 	for _, tc := range []struct {
 		app, status, tone string
@@ -155,6 +155,22 @@ func TestArgoCDExtension(t *testing.T) {
 			}
 		})
 	}
+	// Argo CD under --rootpath /argo: the extension asks the proxy
+	// extension under the page's base href, not at the host's root.
+	t.Run("checkout-production under --rootpath /argo", func(t *testing.T) {
+		var forwarded, refused atomic.Int32
+		argocd := standInArgoCD(t, "/argo", dist, serveURL, recorded, apps, &forwarded, &refused)
+		if err := chromedp.Do(ctx, chromedp.Navigate(argocd+"/argo/applications/checkout-production"),
+			chromedp.WaitVisible(chromedp.CSS("#panel .throughline-status__text"))); err != nil {
+			t.Fatalf("loading under /argo: %v (page: %s)", err, text(t, ctx, "body"))
+		}
+		if s := text(t, ctx, "#panel .throughline-status__text"); !strings.HasPrefix(s, "sha256:4b7e2a91c3d5 accepted") {
+			t.Errorf("status panel under /argo: %q", s)
+		}
+		if forwarded.Load() == 0 || refused.Load() != 0 {
+			t.Errorf("under /argo the proxy extension forwarded %d requests and refused %d", forwarded.Load(), refused.Load())
+		}
+	})
 	// An Application throughline does not promote: the panel says why it
 	// has nothing to show, in serve's words.
 	t.Run("guestbook", func(t *testing.T) {
@@ -177,7 +193,7 @@ func TestArgoCDExtension(t *testing.T) {
 // (Argocd-Application-Name "<namespace>:<name>", Argocd-Project-Name),
 // without the browser's Cookie and Authorization, with the configured
 // Authorization header.
-func standInArgoCD(t *testing.T, dist, serveURL string, recorded []byte, apps []application, forwarded, refused *atomic.Int32) string {
+func standInArgoCD(t *testing.T, root, dist, serveURL string, recorded []byte, apps []application, forwarded, refused *atomic.Int32) string {
 	t.Helper()
 	target, err := url.Parse(serveURL)
 	if err != nil {
@@ -212,14 +228,35 @@ func standInArgoCD(t *testing.T, dist, serveURL string, recorded []byte, apps []
 	mux.HandleFunc("/applications/{name}", func(w http.ResponseWriter, r *http.Request) {
 		http.SetCookie(w, &http.Cookie{Name: "argocd.token", Value: "session", Path: "/", HttpOnly: true})
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if err := page.Execute(w, map[string]any{"Name": r.PathValue("name"), "Applications": template.JS(recorded)}); err != nil {
+		if err := page.Execute(w, map[string]any{"Name": r.PathValue("name"), "Applications": template.JS(recorded),
+			"Base": r.Context().Value(baseKey{})}); err != nil {
 			t.Error(err)
 		}
 	})
 	mux.Handle("/dist/", http.StripPrefix("/dist/", http.FileServer(http.Dir(dist))))
-	srv := httptest.NewServer(mux)
+	// root "/argo" is Argo CD under --rootpath /argo (and --basehref
+	// /argo/): every path, the proxy extension's too, is under /argo, and
+	// nothing is served outside it.
+	var h http.Handler = withBase(mux, "/")
+	if root != "" {
+		top := http.NewServeMux()
+		top.Handle(root+"/", http.StripPrefix(root, withBase(mux, root+"/")))
+		h = top
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// baseKey is the request context's key of the stand-in's base href.
+type baseKey struct{}
+
+// withBase serves h with base as the base href of its pages (Argo CD's
+// index.html says <base href="{--basehref}">).
+func withBase(h http.Handler, base string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), baseKey{}, base)))
+	})
 }
 
 // extensionPage stands in for Argo CD's Application page: React on window,
@@ -227,7 +264,7 @@ func standInArgoCD(t *testing.T, dist, serveURL string, recorded []byte, apps []
 // panel item and the Application resource tab rendered for the recorded
 // Application, and a flyout the status panel can open.
 const extensionPage = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{{.Name}} - Argo CD (stand-in)</title>
+<html lang="en"><head><meta charset="utf-8"><base href="{{.Base}}"><title>{{.Name}} - Argo CD (stand-in)</title>
 <style>
 body { font-family: "Liberation Sans", sans-serif; margin: 0; background: #f4f4f4; color: #363c4a; }
 header { background: #0dadea; color: #fff; padding: 10px 20px; font-size: 18px; }
@@ -266,8 +303,8 @@ window.extensionsAPI = {
 };
 window.recorded = {{.Applications}};
 </script>
-<script src="/dist/testhost.js"></script>
-<script src="/dist/extension-throughline.js"></script>
+<script src="dist/testhost.js"></script>
+<script src="dist/extension-throughline.js"></script>
 <script>
 (() => {
   const app = window.recorded.find(a => a.metadata.name === {{.Name}});

@@ -10,7 +10,16 @@
 // extension judges nothing itself. React is Argo CD's (build.mjs).
 import {useEffect, useState} from 'react';
 
-const API = '/extensions/throughline/api/v1/application';
+// API is the proxy extension's path relative to Argo CD's base href:
+// argocd-server --rootpath/--basehref /argo serves it at
+// /argo/extensions/throughline/..., and its index.html says <base href="/argo/">.
+const API = 'extensions/throughline/api/v1/application';
+
+// apiPath is API under the page's base (document.baseURI: Argo CD's
+// <base href>, "/" by default).
+export function apiPath(base) {
+  return new URL(API, base || '/').pathname;
+}
 const REFRESH_MS = 30000;
 
 const LABEL_APP = 'throughline.dev/app';
@@ -37,7 +46,7 @@ function useStatus(app) {
   const meta = (app && app.metadata) || {};
   const key = (meta.namespace || '') + ':' + (meta.name || '');
   const project = (app && app.spec && app.spec.project) || 'default';
-  const url = API + query(app);
+  const url = apiPath(document.baseURI) + query(app);
   const [state, setState] = useState({loading: true});
   useEffect(() => {
     let stopped = false;
