@@ -237,7 +237,7 @@ func standInArgoCD(t *testing.T, root, dist, serveURL string, recorded []byte, a
 	// root "/argo" is Argo CD under --rootpath /argo (and --basehref
 	// /argo/): every path, the proxy extension's too, is under /argo, and
 	// nothing is served outside it.
-	var h http.Handler = withBase(mux, "/")
+	h := withBase(mux, "/")
 	if root != "" {
 		top := http.NewServeMux()
 		top.Handle(root+"/", http.StripPrefix(root, withBase(mux, root+"/")))
