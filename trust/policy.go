@@ -85,13 +85,23 @@ func Compile(ctx context.Context, env string, tp *v1alpha1.TrustPolicy, read Rea
 	}
 	if a := tp.Attestations; a != nil && a.VerificationSummary != nil {
 		field := fmt.Sprintf("environments.%s.trust.attestations.verificationSummary", env)
-		sg, data, err := compileSigner(ctx, v1alpha1.SignerPolicy{PublicKey: a.VerificationSummary.PublicKey}, read)
+		// The notifier's key, or its keyless identity: parsed as a
+		// signature's signer is.
+		sg, data, err := compileSigner(ctx, a.VerificationSummary.Signer(), read)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
 		// Only a policy that requires a summary hashes it: the hash of
-		// every other policy is what it was.
+		// every other policy is what it was. A keyless signer's identity
+		// is part of it (a key's is its file).
 		h.Write([]byte("verificationSummary " + a.VerificationSummary.Environment + "\n"))
+		if k := a.VerificationSummary.Keyless; k != nil {
+			id, err := json.Marshal(k)
+			if err != nil {
+				return nil, fmt.Errorf("hashing the trust policy of %s: %w", env, err)
+			}
+			h.Write(append(id, '\n'))
+		}
 		sum := sha256.Sum256(data)
 		h.Write(sum[:])
 		p.summary = &sg
