@@ -190,6 +190,18 @@ func (n *notifierFlags) config(ctx context.Context, cfg *rest.Config) (notifier.
 	if (n.tlsCertFile == "") != (n.tlsKeyFile == "") {
 		return sc, exitcode.Usagef("--notifier-tls-cert-file and --notifier-tls-key-file go together")
 	}
+	if (n.summarySigningConfig == "") != (n.summaryToken == "") {
+		return sc, exitcode.Usagef("--notifier-summary-signing-config and --notifier-summary-identity-token-file go together (keyless signing)")
+	}
+	if n.summarySigningConfig != "" && n.summaryKey != "" {
+		// The key flag with no file (the Secret's optional summary-key
+		// left out) is off; a key that is there and keyless are two
+		// signers of one summary: refused.
+		if _, err := os.Stat(n.summaryKey); err == nil {
+			return sc, exitcode.Usagef("--notifier-summary-key-file %s exists and --notifier-summary-signing-config is set: "+
+				"sign the verification summaries with a key or keyless, not both", n.summaryKey)
+		}
+	}
 	var err error
 	if sc.Handler.FluxKey, err = readSecret(n.fluxKeyFile, envFluxKey); err != nil {
 		return sc, err
