@@ -62,11 +62,6 @@ type KeylessOptions struct {
 	Transport http.RoundTripper
 	// Timeout bounds each request (0: sigstore-go's 30s).
 	Timeout time.Duration
-	// TrustedRoot, when set, verifies every bundle made before it is
-	// returned (the install's trusted root).
-	TrustedRoot root.TrustedMaterial
-	// Now is the clock that picks the services (nil: time.Now).
-	Now func() time.Time
 }
 
 // LoadSigningConfig parses a Sigstore SigningConfig (JSON, media type
@@ -94,17 +89,10 @@ func NewKeyless(config *root.SigningConfig, tokenFile string, opts KeylessOption
 	return k, nil
 }
 
-func (k *Keyless) now() time.Time {
-	if k.opts.Now != nil {
-		return k.opts.Now()
-	}
-	return time.Now()
-}
-
 // services picks the Fulcio, Rekors and timestamp authorities of the
 // config valid now.
 func (k *Keyless) services() (root.Service, []root.Service, []root.Service, error) {
-	now := k.now()
+	now := time.Now()
 	ca, err := root.SelectService(k.config.FulcioCertificateAuthorityURLs(), sign.FulcioAPIVersions, now)
 	if err != nil {
 		return root.Service{}, nil, nil, fmt.Errorf("keyless signing: the signing config's certificate authority: %w", err)
@@ -180,7 +168,6 @@ func (k *Keyless) SignStatement(ctx context.Context, stmt []byte) ([]byte, error
 		Context:                    ctx,
 		CertificateProvider:        sign.NewFulcio(&sign.FulcioOptions{BaseURL: ca.URL, Timeout: k.opts.Timeout, Transport: k.opts.Transport}),
 		CertificateProviderOptions: &sign.CertificateProviderOptions{IDToken: tok},
-		TrustedRoot:                k.opts.TrustedRoot,
 	}
 	for _, l := range logs {
 		opts.TransparencyLogs = append(opts.TransparencyLogs,
