@@ -26,32 +26,37 @@ import (
 // keylessSigstore is the install's own Sigstore and the identity the
 // staging notifier signs as.
 type keylessSigstore struct {
-	api      *testenv.APIServer
-	sigstore *testenv.Sigstore
+	// api is the staging cluster's API server, other another cluster's
+	// whose tokens the same Fulcio certifies.
+	api, other *testenv.APIServer
+	sigstore   *testenv.Sigstore
 	// issuer is the API server's service-account token issuer; identity
 	// the notifier's service account as Fulcio certifies it.
 	issuer, identity string
 }
 
-// startKeyless starts a real kube-apiserver (the OIDC issuer: Fulcio's
-// "kubernetes" issuer type reads its discovery and keys anonymously) and
-// a real private Sigstore trusting it: Fulcio, Rekor v2, a timestamp
-// authority (hack/sigstore.sh).
+// startKeyless starts two real kube-apiservers (OIDC issuers: Fulcio's
+// "kubernetes" issuer type reads their discovery and keys anonymously),
+// the staging cluster's and another one's, and a real private Sigstore
+// trusting both: Fulcio, Rekor v2, a timestamp authority
+// (hack/sigstore.sh).
 func startKeyless(t *testing.T, w *world) *keylessSigstore {
 	t.Helper()
-	api := testenv.StartAPIServer(t, testenv.APIServerOptions{})
+	api, other := testenv.StartAPIServer(t, testenv.APIServerOptions{}), testenv.StartAPIServer(t, testenv.APIServerOptions{})
 	issuer, ca := api.OIDCIssuer(w.ctx)
-	ss := testenv.StartSigstore(t, testenv.SigstoreOptions{Issuer: issuer, IssuerType: "kubernetes", IssuerCA: ca})
-	return &keylessSigstore{api: api, sigstore: ss, issuer: issuer,
+	otherIssuer, otherCA := other.OIDCIssuer(w.ctx)
+	ss := testenv.StartSigstore(t, testenv.SigstoreOptions{Issuers: []testenv.SigstoreIssuer{
+		{URL: issuer, Type: "kubernetes", CA: ca}, {URL: otherIssuer, Type: "kubernetes", CA: otherCA}}})
+	return &keylessSigstore{api: api, other: other, sigstore: ss, issuer: issuer,
 		identity: "https://kubernetes.io/namespaces/throughline/serviceaccounts/throughline"}
 }
 
 // tokenFile is a projected token of the service account namespace/name
 // for audience sigstore, in a file as the pod's volume holds it.
-func (k *keylessSigstore) tokenFile(t *testing.T, w *world, namespace, name string) string {
+func (k *keylessSigstore) tokenFile(t *testing.T, w *world, api *testenv.APIServer, namespace, name string) string {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "token")
-	must(t, os.WriteFile(file, []byte(k.api.ServiceAccountToken(w.ctx, namespace, name, "sigstore")), 0o600))
+	must(t, os.WriteFile(file, []byte(api.ServiceAccountToken(w.ctx, namespace, name, "sigstore")), 0o600))
 	return file
 }
 
@@ -88,15 +93,17 @@ func (k *keylessSigstore) cosign(w *world, ref string) (int, string) {
 // throughline's gate (propose) and the real cosign (verify-attestation
 // --trusted-root --certificate-identity --certificate-oidc-issuer) accept
 // it. Forged ones are refused by both: a real certificate of another
-// service account of the same cluster, and a certificate for the
-// notifier's very identity and issuer from another Sigstore's CA.
+// service account of the same cluster, a real certificate of the same
+// service account of another cluster (another issuer) whose tokens the
+// same Fulcio certifies, and a certificate for the notifier's very
+// identity and issuer from another Sigstore's CA.
 func TestKeylessVerificationSummary(t *testing.T) {
 	w := newWorld(t)
 	k := startKeyless(t, w)
 	w.requireSummaryBy("          keyless:\n            identity: "+k.identity+"\n            issuer: "+k.issuer+
 		"\n            trustedRoot: sigstore/throughline-root.json\n",
 		map[string][]byte{"sigstore/throughline-root.json": k.sigstore.TrustedRoot})
-	signer := k.signer(t, k.tokenFile(t, w, "throughline", "throughline"))
+	signer := k.signer(t, k.tokenFile(t, w, k.api, "throughline", "throughline"))
 
 	image, _ := w.build(time.Hour)
 	w.acceptInStaging(image, w.candidate(image))
@@ -149,7 +156,15 @@ func TestKeylessVerificationSummary(t *testing.T) {
 		rule string
 	}{
 		{"signed by another service account", func(img name.Digest) []byte {
-			other := k.signer(t, k.tokenFile(t, w, "apps", "checkout"))
+			other := k.signer(t, k.tokenFile(t, w, k.api, "apps", "checkout"))
+			b, err := other.SignStatement(w.ctx, summaryOf(t, img, "staging", ""))
+			must(t, err)
+			return b
+		}, trust.RuleSignatureIdentity},
+		{"signed by the same service account of another cluster", func(img name.Digest) []byte {
+			// The same Fulcio, Rekor and TSA; the same identity; only
+			// the certificate's OIDC issuer differs.
+			other := k.signer(t, k.tokenFile(t, w, k.other, "throughline", "throughline"))
 			b, err := other.SignStatement(w.ctx, summaryOf(t, img, "staging", ""))
 			must(t, err)
 			return b

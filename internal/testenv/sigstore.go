@@ -41,17 +41,23 @@ const sigstoreVersion = "fulcio1.8.5-rekortiles2.3.0-tsa2.1.3"
 
 // SigstoreOptions configures [StartSigstore].
 type SigstoreOptions struct {
-	// Issuer is the OIDC issuer whose tokens Fulcio certifies, exactly as
-	// its tokens' iss claim says; IssuerType its Fulcio issuer type
-	// ("kubernetes": the certificate's subject is the service account's
-	// https://kubernetes.io/namespaces/<ns>/serviceaccounts/<name>), and
-	// IssuerCA the PEM CA of its HTTPS discovery endpoint (nil: the
-	// system's). Fulcio reads the issuer's discovery when it starts: it
-	// must be reachable without credentials by then.
-	Issuer, IssuerType string
-	IssuerCA           []byte
+	// Issuers are the OIDC issuers whose tokens Fulcio certifies.
+	Issuers []SigstoreIssuer
 	// Audience is the tokens' audience Fulcio accepts (default "sigstore").
 	Audience string
+}
+
+// SigstoreIssuer is an OIDC issuer Fulcio trusts.
+type SigstoreIssuer struct {
+	// URL is the issuer exactly as its tokens' iss claim says; Type its
+	// Fulcio issuer type ("kubernetes": the certificate's subject is the
+	// service account's
+	// https://kubernetes.io/namespaces/<ns>/serviceaccounts/<name>), and
+	// CA the PEM CA of its HTTPS discovery endpoint (nil: the system's).
+	// Fulcio reads the issuer's discovery when it starts: it must be
+	// reachable without credentials by then.
+	URL, Type string
+	CA        []byte
 }
 
 // Sigstore is a private Sigstore of real servers on 127.0.0.1: Fulcio
@@ -90,15 +96,18 @@ func StartSigstore(t testing.TB, opts SigstoreOptions) *Sigstore {
 	s := &Sigstore{}
 	t0 := time.Now()
 
-	// Fulcio: the ephemeral CA, no CT log, the one OIDC issuer.
+	// Fulcio: the ephemeral CA, no CT log, the OIDC issuers.
 	type issuer struct {
 		IssuerURL string `json:"IssuerURL"`
 		ClientID  string `json:"ClientID"`
 		Type      string `json:"Type"`
 		CACert    string `json:"CACert,omitempty"`
 	}
-	fcfg, err := json.Marshal(map[string]any{"OIDCIssuers": map[string]issuer{
-		opts.Issuer: {IssuerURL: opts.Issuer, ClientID: opts.Audience, Type: opts.IssuerType, CACert: string(opts.IssuerCA)}}})
+	issuers := map[string]issuer{}
+	for _, iss := range opts.Issuers {
+		issuers[iss.URL] = issuer{IssuerURL: iss.URL, ClientID: opts.Audience, Type: iss.Type, CACert: string(iss.CA)}
+	}
+	fcfg, err := json.Marshal(map[string]any{"OIDCIssuers": issuers})
 	if err != nil {
 		t.Fatal(err)
 	}
