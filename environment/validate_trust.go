@@ -81,8 +81,8 @@ func checkAttestations(field string, a *v1alpha1.AttestationPolicy) error {
 			return fmt.Errorf("%s.verificationSummary.environment: %q: the name of the environment the digest must have been accepted in",
 				field, v.Environment)
 		}
-		if err := checkRelative(v.PublicKey); err != nil {
-			return fmt.Errorf("%s.verificationSummary.publicKey: %q: %w", field, v.PublicKey, err)
+		if err := checkSigner(field+".verificationSummary", v.Signer()); err != nil {
+			return err
 		}
 	}
 	if v := a.VulnerabilityScan; v != nil {

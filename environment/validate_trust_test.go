@@ -102,6 +102,26 @@ func TestTrustPolicyValidation(t *testing.T) {
 		{"summary key outside the repository", func(tp *v1alpha1.TrustPolicy) {
 			tp.Attestations.VerificationSummary = &v1alpha1.SummaryPolicy{Environment: "staging", PublicKey: "../key.pub"}
 		}, "environments.production.trust.attestations.verificationSummary.publicKey"},
+		{"summary signed keyless", func(tp *v1alpha1.TrustPolicy) {
+			tp.Attestations.VerificationSummary = &v1alpha1.SummaryPolicy{Environment: "staging", Keyless: &v1alpha1.KeylessSigner{
+				Identity: "https://kubernetes.io/namespaces/throughline/serviceaccounts/throughline", Issuer: "https://kubernetes.default.svc",
+				TrustedRoot: "sigstore/private-root.json"}}
+		}, ""},
+		{"summary with a key and keyless", func(tp *v1alpha1.TrustPolicy) {
+			tp.Attestations.VerificationSummary = &v1alpha1.SummaryPolicy{Environment: "staging", PublicKey: "keys/throughline.pub",
+				Keyless: &v1alpha1.KeylessSigner{Identity: "x", Issuer: "https://issuer", TrustedRoot: "root.json"}}
+		}, "environments.production.trust.attestations.verificationSummary"},
+		{"summary with no signer", func(tp *v1alpha1.TrustPolicy) {
+			tp.Attestations.VerificationSummary = &v1alpha1.SummaryPolicy{Environment: "staging"}
+		}, "environments.production.trust.attestations.verificationSummary"},
+		{"summary keyless without issuer", func(tp *v1alpha1.TrustPolicy) {
+			tp.Attestations.VerificationSummary = &v1alpha1.SummaryPolicy{Environment: "staging",
+				Keyless: &v1alpha1.KeylessSigner{Identity: "x", TrustedRoot: "root.json"}}
+		}, "environments.production.trust.attestations.verificationSummary.keyless.issuer"},
+		{"summary trusted root outside the repository", func(tp *v1alpha1.TrustPolicy) {
+			tp.Attestations.VerificationSummary = &v1alpha1.SummaryPolicy{Environment: "staging",
+				Keyless: &v1alpha1.KeylessSigner{Identity: "x", Issuer: "https://issuer", TrustedRoot: "../root.json"}}
+		}, "environments.production.trust.attestations.verificationSummary.keyless.trustedRoot"},
 		{"unknown severity", func(tp *v1alpha1.TrustPolicy) { tp.Attestations.VulnerabilityScan.MaxSeverity = "severe" },
 			"environments.production.trust.attestations.vulnerabilityScan.maxSeverity"},
 		{"no scan age", func(tp *v1alpha1.TrustPolicy) { tp.Attestations.VulnerabilityScan.MaxAge.Duration = 0 },

@@ -45,6 +45,9 @@ step THROUGHLINE_FLUX_CONTROLLERS_DIR flux-controllers.sh
 # Sigstore's cosign CLI (e2e/supplychain verifies the notifier's
 # verification summaries with it).
 step THROUGHLINE_COSIGN_BIN cosign.sh
+# A private Sigstore: Fulcio, Rekor v2 (rekor-tiles, POSIX) and the
+# timestamp authority (e2e/supplychain signs summaries keyless against them).
+step THROUGHLINE_SIGSTORE_DIR sigstore.sh
 # The CRDs of deploy/admission's policies (Kyverno, policy-controller) for e2e/admission.
 step THROUGHLINE_ADMISSION_CRDS admission-crds.sh
 

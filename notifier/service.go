@@ -86,6 +86,14 @@ type ServiceConfig struct {
 	// that key): no summary is published (Service.SummaryKey is "").
 	SummaryKeyFile     string
 	SummaryKeyPassword []byte
+	// SummarySigningConfigFile, instead of a key, signs the summaries
+	// keyless: the Sigstore SigningConfig (JSON) naming the install's
+	// Fulcio, Rekor and timestamp authorities; each summary is signed with
+	// a Fulcio certificate for the OIDC token read from
+	// SummaryIdentityTokenFile at that moment (in a cluster: the pod's
+	// projected service-account token, audience sigstore). A key file that
+	// exists and a signing config are refused together.
+	SummarySigningConfigFile, SummaryIdentityTokenFile string
 	// SummaryVerifier is the summaries' verifier.id (empty:
 	// vsa.DefaultVerifier); SummaryRepository the GitOps repository URL
 	// they name with the acceptance commit.
@@ -126,6 +134,60 @@ func SummaryKey(file string, password []byte) (*signing.Key, error) {
 		return nil, fmt.Errorf("notifier: verification summary key %s: %w", file, err)
 	}
 	return k, nil
+}
+
+// maxSigningConfig caps a Sigstore SigningConfig file.
+const maxSigningConfig = 1 << 20
+
+// SummarySigner is what signs verification summaries: the key of
+// cfg.SummaryKeyFile (SummaryKey), or a keyless signer of
+// cfg.SummarySigningConfigFile with cfg.SummaryIdentityTokenFile; nil
+// when neither is configured. Both at once are refused, naming the flags'
+// files; so is a signing config without a token file.
+func SummarySigner(cfg ServiceConfig) (signing.Signer, error) {
+	key, err := SummaryKey(cfg.SummaryKeyFile, cfg.SummaryKeyPassword)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.SummarySigningConfigFile == "" {
+		if cfg.SummaryIdentityTokenFile != "" {
+			return nil, fmt.Errorf("notifier: verification summary identity token %s without a signing config: "+
+				"keyless signing needs both", cfg.SummaryIdentityTokenFile)
+		}
+		if key == nil {
+			return nil, nil
+		}
+		return key, nil
+	}
+	if key != nil {
+		return nil, fmt.Errorf("notifier: verification summaries signed with the key %s or keyless with the signing config %s: "+
+			"exactly one (remove the key from the Secret, or the signing config)", cfg.SummaryKeyFile, cfg.SummarySigningConfigFile)
+	}
+	if cfg.SummaryIdentityTokenFile == "" {
+		return nil, fmt.Errorf("notifier: verification summary signing config %s without an identity token file: "+
+			"keyless signing needs both", cfg.SummarySigningConfigFile)
+	}
+	f, err := os.Open(cfg.SummarySigningConfigFile)
+	if err != nil {
+		return nil, fmt.Errorf("notifier: verification summary signing config: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(io.LimitReader(f, maxSigningConfig+1))
+	if err != nil {
+		return nil, fmt.Errorf("notifier: reading the verification summary signing config %s: %w", cfg.SummarySigningConfigFile, err)
+	}
+	if len(data) > maxSigningConfig {
+		return nil, fmt.Errorf("notifier: verification summary signing config %s: over %d bytes", cfg.SummarySigningConfigFile, maxSigningConfig)
+	}
+	sc, err := signing.LoadSigningConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("notifier: verification summary signing config %s: %w", cfg.SummarySigningConfigFile, err)
+	}
+	kl, err := signing.NewKeyless(sc, cfg.SummaryIdentityTokenFile, signing.KeylessOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("notifier: verification summary signing config %s: %w", cfg.SummarySigningConfigFile, err)
+	}
+	return kl, nil
 }
 
 // maxKeyFile caps an SSH private key file.
@@ -171,15 +233,16 @@ type Service struct {
 	// signingKey is the fingerprint of the evidence signing key ("":
 	// evidence is unsigned).
 	signingKey string
-	// summaryKey is the hint of the verification summary key ("": none
-	// published); summaries the publisher.
-	summaryKey string
-	summaries  *Summaries
+	// summarySigner names what signs the verification summaries ("":
+	// none published); summaries the publisher.
+	summarySigner string
+	summaries     *Summaries
 }
 
-// SummaryKey is the hint (base64 SHA-256 of the public key) of the key
-// that signs verification summaries ("" when none are published).
-func (s *Service) SummaryKey() string { return s.summaryKey }
+// SummarySigner names what signs verification summaries ("" when none
+// are published): "key <hint>" (the base64 SHA-256 of the public key), or
+// "keyless (Fulcio <url>)".
+func (s *Service) SummarySigner() string { return s.summarySigner }
 
 // WaitSummaries waits for the verification summaries in flight.
 func (s *Service) WaitSummaries() {
@@ -219,7 +282,7 @@ func Start(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 		// With the resync on, it alone HALTs at reconcileDeadline.
 		ResyncDecidesDeadline: cfg.ResyncInterval > 0,
 	}
-	sumKey, err := SummaryKey(cfg.SummaryKeyFile, cfg.SummaryKeyPassword)
+	sumSigner, err := SummarySigner(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -227,12 +290,12 @@ func Start(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sumKey != nil {
+	if sumSigner != nil {
 		opts := cfg.SummaryRemote
 		if opts == nil {
 			opts = []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}
 		}
-		proc.Summaries = &Summaries{Publisher: &vsa.Publisher{Key: sumKey, Remote: opts}, Verifier: cfg.SummaryVerifier,
+		proc.Summaries = &Summaries{Publisher: &vsa.Publisher{Signer: sumSigner, Remote: opts}, Verifier: cfg.SummaryVerifier,
 			Repository: cfg.SummaryRepository, OnPublished: cfg.OnSummary, OnError: cfg.OnSummaryError, Metrics: h.Metrics()}
 	}
 	var certs *certReloader
@@ -258,8 +321,8 @@ func Start(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 	if signer != nil {
 		s.signingKey = ssh.FingerprintSHA256(signer.PublicKey())
 	}
-	if sumKey != nil {
-		s.summaryKey, s.summaries = string(sumKey.GetHint()), proc.Summaries
+	if sumSigner != nil {
+		s.summarySigner, s.summaries = sumSigner.Describe(), proc.Summaries
 	}
 	if cfg.ResyncInterval > 0 {
 		s.resync = &Resyncer{Proc: proc, Client: dyn, Prefix: cfg.Repo.Prefix, Interval: cfg.ResyncInterval, Metrics: h.Metrics(), Log: cfg.OnResync}

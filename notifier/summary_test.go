@@ -84,7 +84,7 @@ func summaryFixture(t *testing.T, w *summaryWorld, apps ...string) (*fixture, *S
 	key, err := signing.LoadKey(w.keyPEM, nil)
 	must(t, err)
 	fast := remote.WithRetryBackoff(remote.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1})
-	s := &Summaries{Publisher: &vsa.Publisher{Key: key, Attempts: 2, Backoff: time.Millisecond, Remote: []remote.Option{fast}},
+	s := &Summaries{Publisher: &vsa.Publisher{Signer: key, Attempts: 2, Backoff: time.Millisecond, Remote: []remote.Option{fast}},
 		Repository: "https://git.example/gitops.git", Metrics: f.handler.Metrics()}
 	f.handler.proc.Summaries = s
 	return f, s, f.handler.Metrics()
@@ -196,5 +196,67 @@ func TestSummaryKeyFile(t *testing.T) {
 	must(t, os.WriteFile(good, w.keyPEM, 0o600))
 	if k, err := SummaryKey(good, nil); err != nil || k == nil {
 		t.Fatalf("SummaryKey(good) = %v, %v", k, err)
+	}
+}
+
+// TestSummarySigner: a key or keyless, exactly one: a key file that
+// exists with a signing config is refused naming both files; a signing
+// config without its token file (or a token without a config) too; a key
+// flag whose file is absent (the Secret's optional key) leaves keyless on.
+func TestSummarySigner(t *testing.T) {
+	dir := t.TempDir()
+	w := newSummaryWorld(t)
+	key := filepath.Join(dir, "key")
+	must(t, os.WriteFile(key, w.keyPEM, 0o600))
+	token := filepath.Join(dir, "token")
+	must(t, os.WriteFile(token, []byte("eyJ.a.b"), 0o600))
+	config := filepath.Join(dir, "signing_config.json")
+	must(t, os.WriteFile(config, []byte(`{"mediaType":"application/vnd.dev.sigstore.signingconfig.v0.2+json",
+  "caUrls":[{"url":"https://fulcio.sigstore.internal","majorApiVersion":1,"validFor":{"start":"2026-01-01T00:00:00Z"}}],
+  "rekorTlogUrls":[{"url":"https://rekor.sigstore.internal","majorApiVersion":2,"validFor":{"start":"2026-01-01T00:00:00Z"}}],
+  "rekorTlogConfig":{"selector":"ANY"},
+  "tsaUrls":[{"url":"https://tsa.sigstore.internal/api/v1/timestamp","majorApiVersion":1,"validFor":{"start":"2026-01-01T00:00:00Z"}}],
+  "tsaConfig":{"selector":"ANY"}}`), 0o600))
+	notAConfig := filepath.Join(dir, "not-a-config.json")
+	must(t, os.WriteFile(notAConfig, []byte(`{"mediaType":"something else"}`), 0o600))
+	for _, tc := range []struct {
+		name string
+		cfg  ServiceConfig
+		want string // the signer's Describe, or "error: <part of it>"
+	}{
+		{"neither", ServiceConfig{}, ""},
+		{"a key", ServiceConfig{SummaryKeyFile: key}, "key "},
+		{"keyless", ServiceConfig{SummarySigningConfigFile: config, SummaryIdentityTokenFile: token},
+			"keyless (Fulcio https://fulcio.sigstore.internal)"},
+		{"keyless beside an absent key", ServiceConfig{SummaryKeyFile: filepath.Join(dir, "absent"), SummarySigningConfigFile: config,
+			SummaryIdentityTokenFile: token}, "keyless (Fulcio https://fulcio.sigstore.internal)"},
+		{"a key and keyless", ServiceConfig{SummaryKeyFile: key, SummarySigningConfigFile: config, SummaryIdentityTokenFile: token},
+			"error: exactly one"},
+		{"a signing config without a token", ServiceConfig{SummarySigningConfigFile: config}, "error: without an identity token file"},
+		{"a token without a signing config", ServiceConfig{SummaryIdentityTokenFile: token}, "error: without a signing config"},
+		{"a signing config that is not one", ServiceConfig{SummarySigningConfigFile: notAConfig, SummaryIdentityTokenFile: token},
+			"error: " + notAConfig},
+		{"no signing config file", ServiceConfig{SummarySigningConfigFile: filepath.Join(dir, "absent.json"), SummaryIdentityTokenFile: token},
+			"error: absent.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := SummarySigner(tc.cfg)
+			if want, ok := strings.CutPrefix(tc.want, "error: "); ok {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("SummarySigner = %v, %v; want an error saying %q", s, err, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if s != nil {
+				got = s.Describe()
+			}
+			if !strings.HasPrefix(got, tc.want) || (tc.want == "") != (got == "") {
+				t.Fatalf("SummarySigner: %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -39,6 +39,8 @@ type notifierFlags struct {
 	// summaryKey signs the verification summaries (none: off),
 	// summaryVerifier is their verifier.id.
 	summaryKey, summaryVerifier string
+	// summarySigningConfig and summaryToken sign them keyless instead.
+	summarySigningConfig, summaryToken string
 	// forgeKind, forgeURL and forgeRepo are the forge of the commit
 	// statuses (none without forgeKind).
 	forgeKind, forgeURL, forgeRepo string
@@ -84,7 +86,12 @@ func (n *notifierFlags) add(f *pflag.FlagSet) {
 		"evidence file; list its public key in the policy's evidenceSigners (none: unsigned evidence, which every gate refuses)")
 	f.StringVar(&n.summaryKey, "notifier-summary-key-file", "", "PEM private key (from a Secret; cosign's encrypted key with $"+
 		envSummaryKeyPassword+") that signs a SLSA verification summary of every acceptance, attached to the image; "+
-		"none, or no such file: no summary is published")
+		"none, or no such file (and no --notifier-summary-signing-config): no summary is published")
+	f.StringVar(&n.summarySigningConfig, "notifier-summary-signing-config", "", "sign the verification summaries keyless "+
+		"instead of with a key: a Sigstore SigningConfig (JSON) naming the install's Fulcio, Rekor and timestamp authority; "+
+		"needs --notifier-summary-identity-token-file; refused with a --notifier-summary-key-file that exists")
+	f.StringVar(&n.summaryToken, "notifier-summary-identity-token-file", "", "OIDC token Fulcio certifies, read at each "+
+		"summary (the pod's projected service-account token with audience sigstore)")
 	f.StringVar(&n.summaryVerifier, "notifier-summary-verifier", "", "verifier.id of the verification summaries (default "+
 		vsa.DefaultVerifier+")")
 	f.DurationVar(&n.resync, "notifier-resync-interval", notifier.DefaultResyncInterval,
@@ -150,11 +157,11 @@ func (n *notifierFlags) start(ctx context.Context, cfg *rest.Config, log zerolog
 		log.Warn().Msg("no --notifier-evidence-key-file: the evidence is unsigned, and every gate refuses it " +
 			"(the policy's evidenceSigners must list the notifier's key)")
 	}
-	if svc.SummaryKey() == "" {
-		log.Info().Str("keyFile", n.summaryKey).Msg("no verification summary key: no summary of an acceptance is published " +
-			"(--notifier-summary-key-file)")
+	if svc.SummarySigner() == "" {
+		log.Info().Str("keyFile", n.summaryKey).Msg("no verification summary key and no keyless signing config: " +
+			"no summary of an acceptance is published (--notifier-summary-key-file or --notifier-summary-signing-config)")
 	} else {
-		log.Info().Str("summaryKey", svc.SummaryKey()).Msg("publishing a signed verification summary of every acceptance")
+		log.Info().Str("summarySigner", svc.SummarySigner()).Msg("publishing a signed verification summary of every acceptance")
 	}
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -167,7 +174,9 @@ func (n *notifierFlags) start(ctx context.Context, cfg *rest.Config, log zerolog
 func (n *notifierFlags) config(ctx context.Context, cfg *rest.Config) (notifier.ServiceConfig, error) {
 	sc := notifier.ServiceConfig{Addr: n.addr, Branch: n.branch, Kube: cfg, Namespace: n.namespace, StatusURL: n.statusURL,
 		Handler: notifier.Config{MaxBody: n.maxBody, Rate: n.rate, Burst: n.burst}, TLSCertFile: n.tlsCertFile, TLSKeyFile: n.tlsKeyFile,
-		EvidenceKeyFile: n.evidenceKey, SummaryKeyFile: n.summaryKey, SummaryVerifier: n.summaryVerifier, SummaryRepository: n.git.url}
+		EvidenceKeyFile: n.evidenceKey, SummaryKeyFile: n.summaryKey,
+		SummarySigningConfigFile: n.summarySigningConfig, SummaryIdentityTokenFile: n.summaryToken,
+		SummaryVerifier: n.summaryVerifier, SummaryRepository: n.git.url}
 	if pw := os.Getenv(envSummaryKeyPassword); pw != "" {
 		sc.SummaryKeyPassword = []byte(pw)
 	}
@@ -180,6 +189,18 @@ func (n *notifierFlags) config(ctx context.Context, cfg *rest.Config) (notifier.
 	sc.ResyncInterval = n.resync
 	if (n.tlsCertFile == "") != (n.tlsKeyFile == "") {
 		return sc, exitcode.Usagef("--notifier-tls-cert-file and --notifier-tls-key-file go together")
+	}
+	if (n.summarySigningConfig == "") != (n.summaryToken == "") {
+		return sc, exitcode.Usagef("--notifier-summary-signing-config and --notifier-summary-identity-token-file go together (keyless signing)")
+	}
+	if n.summarySigningConfig != "" && n.summaryKey != "" {
+		// The key flag with no file (the Secret's optional summary-key
+		// left out) is off; a key that is there and keyless are two
+		// signers of one summary: refused.
+		if _, err := os.Stat(n.summaryKey); err == nil {
+			return sc, exitcode.Usagef("--notifier-summary-key-file %s exists and --notifier-summary-signing-config is set: "+
+				"sign the verification summaries with a key or keyless, not both", n.summaryKey)
+		}
 	}
 	var err error
 	if sc.Handler.FluxKey, err = readSecret(n.fluxKeyFile, envFluxKey); err != nil {

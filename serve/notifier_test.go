@@ -43,6 +43,31 @@ func TestNotifierFlags(t *testing.T) {
 	if _, err := (&notifierFlags{addr: "127.0.0.1:0", repoDir: filepath.Join(dir, "work")}).start(ctx, cfg, log); err == nil || !strings.Contains(err.Error(), "both receivers would be off") {
 		t.Fatalf("no secret: %v", err)
 	}
+	// Keyless signing of the verification summaries: both flags or
+	// neither; not beside a key file that exists (one whose file is
+	// absent, the Secret's optional key, is off).
+	absent := filepath.Join(dir, "absent-summary-key")
+	for _, tc := range []struct {
+		name string
+		n    notifierFlags
+		want string
+	}{
+		{"a signing config without a token", notifierFlags{summarySigningConfig: key}, "go together"},
+		{"a token without a signing config", notifierFlags{summaryToken: key}, "go together"},
+		{"a key and keyless", notifierFlags{summaryKey: key, summarySigningConfig: key, summaryToken: key}, "not both"},
+		// past the flags: the notifier reads the signing config (here not one)
+		{"keyless beside an absent key", notifierFlags{summaryKey: absent, summarySigningConfig: key, summaryToken: key}, "signing config"},
+	} {
+		f := tc.n
+		f.addr, f.repoDir, f.fluxKeyFile = "127.0.0.1:0", filepath.Join(dir, "work"), key
+		_, err := f.start(ctx, cfg, log)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.want == "signing config" && strings.Contains(err.Error(), "not both")) {
+			t.Fatalf("%s: %v, want an error saying %q", tc.name, err, tc.want)
+		}
+		if tc.want != "signing config" && exitcode.Code(err) != exitcode.Usage {
+			t.Fatalf("%s: exit %d, want usage: %v", tc.name, exitcode.Code(err), err)
+		}
+	}
 	neg := &notifierFlags{addr: "127.0.0.1:0", repoDir: filepath.Join(dir, "work"), fluxKeyFile: key, resync: -time.Second}
 	if _, err := neg.start(ctx, cfg, log); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "--notifier-resync-interval") {
 		t.Fatalf("negative resync interval: %v", err)

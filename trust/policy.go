@@ -87,7 +87,9 @@ func Compile(ctx context.Context, env string, tp *v1alpha1.TrustPolicy, read Rea
 	}
 	if a := tp.Attestations; a != nil && a.VerificationSummary != nil {
 		field := fmt.Sprintf("environments.%s.trust.attestations.verificationSummary", env)
-		sg, data, err := compileSigner(ctx, v1alpha1.SignerPolicy{PublicKey: a.VerificationSummary.PublicKey}, read)
+		// The notifier's key, or its keyless identity: parsed as a
+		// signature's signer is.
+		sg, data, err := compileSigner(ctx, a.VerificationSummary.Signer(), read)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}

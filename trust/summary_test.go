@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
@@ -260,5 +262,111 @@ func TestPolicyHashCoversRules(t *testing.T) {
 		if h := policyOf(w, "production", tp).Hash(); h == base {
 			t.Errorf("%s changed, the policy hash did not (%s)", tc.name, h)
 		}
+	}
+}
+
+// TestSummaryKeylessRequirement is the attacker's table of a
+// verificationSummary signed keyless: the notifier signs with a Fulcio
+// certificate of its service account's identity, logged in a Rekor v2 and
+// dated by a timestamp authority, all of the install's own Sigstore (a
+// VirtualSigstore here). A certificate of another identity, of another
+// issuer, of another Sigstore (the CI's public one, an attacker's), a
+// bundle no timestamp authority dated (a Rekor v2 entry has no integrated
+// time) and a key signature are refused; the good one counts, recorded or
+// discovered.
+func TestSummaryKeylessRequirement(t *testing.T) {
+	t.Parallel()
+	const id, iss = trusttest.NotifierIdentity, trusttest.NotifierIssuer
+	for _, tc := range []struct {
+		name    string
+		summary func(w *trusttest.World, private *ca.VirtualSigstore, stmt []byte) []byte
+		rule    string
+	}{
+		{"signed by the notifier's identity", func(w *trusttest.World, p *ca.VirtualSigstore, stmt []byte) []byte {
+			return w.SignKeylessV2(p, id, iss, stmt, true)
+		}, ""},
+		{"another service account", func(w *trusttest.World, p *ca.VirtualSigstore, stmt []byte) []byte {
+			return w.SignKeylessV2(p, "https://kubernetes.io/namespaces/apps/serviceaccounts/checkout", iss, stmt, true)
+		}, RuleSignatureIdentity},
+		{"the notifier's identity from another issuer", func(w *trusttest.World, p *ca.VirtualSigstore, stmt []byte) []byte {
+			return w.SignKeylessV2(p, id, "https://oidc.attacker.example", stmt, true)
+		}, RuleSignatureIdentity},
+		{"no timestamp", func(w *trusttest.World, p *ca.VirtualSigstore, stmt []byte) []byte {
+			return w.SignKeylessV2(p, id, iss, stmt, false)
+		}, RuleSignatureInvalid},
+		{"a certificate of another Sigstore", func(w *trusttest.World, _ *ca.VirtualSigstore, stmt []byte) []byte {
+			return w.SignKeylessV2(w.Rogue, id, iss, stmt, true)
+		}, RuleSignatureInvalid},
+		{"the CI's keyless identity", func(w *trusttest.World, _ *ca.VirtualSigstore, stmt []byte) []byte {
+			return w.SignKeyless(w.Sigstore, trusttest.CIIdentity, trusttest.CIIssuer, stmt)
+		}, RuleSignatureInvalid},
+		{"the notifier's old key", func(w *trusttest.World, _ *ca.VirtualSigstore, stmt []byte) []byte {
+			return w.SignKey(w.Notifier, stmt)
+		}, RuleSignatureInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := trusttest.New(t, true)
+			private, err := ca.NewVirtualSigstore()
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Files[trusttest.NotifierTrustedRoot] = trusttest.TrustedRootJSON(t, private)
+			img := w.Image("checkout")
+			ctx := context.Background()
+			w.Attach(img, w.CIEvidence(img).All()...)
+			staged, err := Verify(ctx, policyOf(w, "staging", trusttest.KeyPolicy(stagingAge)), img.String(),
+				Options{SourceCommit: trusttest.SourceCommit, Now: w.Now})
+			if err != nil {
+				t.Fatalf("staging candidacy: %v", err)
+			}
+			sum := tc.summary(w, private, trusttest.Summary(img, "staging", "PASSED"))
+			w.Attach(img, sum)
+			prod := policyOf(w, "production", trusttest.SummaryKeylessPolicy(productionAge, "staging"))
+			for _, verify := range []struct {
+				how string
+				run func() (*Evidence, error)
+			}{
+				{"recorded", func() (*Evidence, error) {
+					return VerifyRecorded(ctx, prod, img.String(), staged.Digests(), Options{Now: w.Now})
+				}},
+				{"discovered", func() (*Evidence, error) { return Verify(ctx, prod, img.String(), Options{Now: w.Now}) }},
+			} {
+				ev, err := verify.run()
+				if tc.rule == "" {
+					if err != nil {
+						t.Fatalf("%s: %v", verify.how, err)
+					}
+					if !hasKind(ev, KindVerificationSummary, "keyless "+id+" ("+iss+")") {
+						t.Fatalf("%s: evidence %+v has no summary verified as the notifier's identity", verify.how, ev.Items)
+					}
+					continue
+				}
+				wantRefusal(t, err, tc.rule, img, sum)
+			}
+		})
+	}
+}
+
+// TestSummaryKeylessPolicyHash: the keyless identity the summary must be
+// signed by is part of the policy's hash (its trusted root is a file, and
+// hashed as one).
+func TestSummaryKeylessPolicyHash(t *testing.T) {
+	t.Parallel()
+	w := trusttest.New(t, true)
+	private, err := ca.NewVirtualSigstore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Files[trusttest.NotifierTrustedRoot] = trusttest.TrustedRootJSON(t, private)
+	a := policyOf(w, "production", trusttest.SummaryKeylessPolicy(productionAge, "staging"))
+	tp := trusttest.SummaryKeylessPolicy(productionAge, "staging")
+	tp.Attestations.VerificationSummary.Keyless.Identity = "https://kubernetes.io/namespaces/apps/serviceaccounts/checkout"
+	b := policyOf(w, "production", tp)
+	if a.Hash() == b.Hash() {
+		t.Fatal("two keyless identities, one policy hash")
+	}
+	if got := (&v1alpha1.TrustPolicy{Attestations: tp.Attestations}).Files(); !slices.Contains(got, trusttest.NotifierTrustedRoot) {
+		t.Fatalf("Files() = %v, want the summary's trusted root", got)
 	}
 }

@@ -33,8 +33,9 @@ const AnnotationContent = "dev.sigstore.bundle.content"
 
 // Publisher signs summaries and attaches them to their image.
 type Publisher struct {
-	// Key signs the summaries.
-	Key *signing.Key
+	// Signer signs the summaries: a key (signing.Key) or a keyless
+	// identity (signing.Keyless).
+	Signer signing.Signer
 	// Remote are the registry options (authentication, user agent).
 	Remote []remote.Option
 	// Transport is the base transport (nil: remote.DefaultTransport);
@@ -65,8 +66,8 @@ type Published struct {
 // (then that one is returned, Existing set). A registry failure is retried
 // with backoff; the last one is returned wrapped.
 func (p *Publisher) Publish(ctx context.Context, s *Summary) (*Published, error) {
-	if p.Key == nil {
-		return nil, errors.New("publishing a verification summary: no signing key")
+	if p.Signer == nil {
+		return nil, errors.New("publishing a verification summary: no signer")
 	}
 	stmt, err := s.Statement()
 	if err != nil {
@@ -131,7 +132,7 @@ func (p *Publisher) publish(ctx context.Context, image string, stmt []byte) (*Pu
 		found.Statement, found.Existing = out.Statement, true
 		return found, nil
 	}
-	b, err := signing.Sign(ctx, p.Key, stmt)
+	b, err := p.Signer.SignStatement(ctx, stmt)
 	if err != nil {
 		return nil, fmt.Errorf("signing the verification summary of %s: %w", img, err)
 	}

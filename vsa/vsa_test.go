@@ -192,7 +192,7 @@ func TestPublishIdempotent(t *testing.T) {
 		t.Run(map[bool]string{true: "referrers API", false: "referrers tag"}[referrers], func(t *testing.T) {
 			reg := newRegistry(t, referrers)
 			img := reg.image(t, "checkout")
-			p := &Publisher{Key: key(t), Backoff: time.Millisecond}
+			p := &Publisher{Signer: key(t), Backoff: time.Millisecond}
 			s := summary(img.String())
 			first, err := p.Publish(ctx, s)
 			if err != nil {
@@ -202,7 +202,7 @@ func TestPublishIdempotent(t *testing.T) {
 				t.Fatalf("first publish = %+v", first)
 			}
 			pushes := reg.pushes.Load()
-			again, err := (&Publisher{Key: p.Key}).Publish(ctx, summary(img.String()))
+			again, err := (&Publisher{Signer: p.Signer}).Publish(ctx, summary(img.String()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -251,7 +251,7 @@ func TestPublishRetries(t *testing.T) {
 	})
 	// go-containerregistry's own retries of a 503, made fast.
 	fast := remote.WithRetryBackoff(remote.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 2})
-	p := &Publisher{Key: key(t), Attempts: 5, Backoff: time.Millisecond, Remote: []remote.Option{fast}}
+	p := &Publisher{Signer: key(t), Attempts: 5, Backoff: time.Millisecond, Remote: []remote.Option{fast}}
 	if _, err := p.Publish(ctx, summary(img.String())); err != nil {
 		t.Fatalf("publish through a registry that refused 3 writes: %v", err)
 	}
@@ -309,14 +309,14 @@ func TestPublishedSummaryVerifies(t *testing.T) {
 	}
 	failed := summary(img.String())
 	failed.Result = "FAILED"
-	if _, err := (&Publisher{Key: k}).Publish(ctx, failed); err != nil {
+	if _, err := (&Publisher{Signer: k}).Publish(ctx, failed); err != nil {
 		t.Fatal(err)
 	}
 	var r *exitcode.Refusal
 	if _, err := trust.Verify(ctx, pol, img.String(), trust.Options{}); !errors.As(err, &r) || r.Rule != trust.RuleSummaryResult {
 		t.Fatalf("a FAILED summary: %v, want %s", err, trust.RuleSummaryResult)
 	}
-	p, err := (&Publisher{Key: k}).Publish(ctx, summary(img.String()))
+	p, err := (&Publisher{Signer: k}).Publish(ctx, summary(img.String()))
 	if err != nil {
 		t.Fatal(err)
 	}

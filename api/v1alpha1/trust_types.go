@@ -1,6 +1,10 @@
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // TrustPolicy is the supply-chain evidence an environment requires of an
 // image (package trust verifies it): who must have signed the image's
@@ -23,17 +27,18 @@ func (t *TrustPolicy) Files() []string {
 	if t == nil {
 		return nil
 	}
+	signers := t.Signatures
+	if t.Attestations != nil && t.Attestations.VerificationSummary != nil {
+		signers = append(slices.Clip(signers), t.Attestations.VerificationSummary.Signer())
+	}
 	var out []string
-	for _, s := range t.Signatures {
+	for _, s := range signers {
 		switch {
 		case s.PublicKey != "":
 			out = append(out, s.PublicKey)
 		case s.Keyless != nil && s.Keyless.TrustedRoot != "":
 			out = append(out, s.Keyless.TrustedRoot)
 		}
-	}
-	if t.Attestations != nil && t.Attestations.VerificationSummary != nil && t.Attestations.VerificationSummary.PublicKey != "" {
-		out = append(out, t.Attestations.VerificationSummary.PublicKey)
 	}
 	return out
 }
@@ -82,7 +87,8 @@ type AttestationPolicy struct {
 	// VerificationSummary requires a SLSA verification summary
 	// (https://slsa.dev/verification_summary/v1) saying the digest was
 	// ACCEPTED in another environment: what throughline's notifier
-	// publishes next to the image (serve --notifier-summary-key-file).
+	// publishes next to the image (serve --notifier-summary-key-file, or
+	// keyless: --notifier-summary-signing-config).
 	// It is signed with its own key, not by Signatures' signers, and
 	// found next to the image at every gate (it is published after
 	// candidacy, so it is never among the recorded evidence).
@@ -90,7 +96,7 @@ type AttestationPolicy struct {
 }
 
 // SummaryPolicy is what the verification summary must say, and who must
-// have signed it.
+// have signed it: exactly one of PublicKey and Keyless.
 type SummaryPolicy struct {
 	// Environment is the environment the digest must have been accepted
 	// in (the summary's policy.uri is
@@ -99,7 +105,23 @@ type SummaryPolicy struct {
 	// PublicKey is the repository-relative path of the PEM public key of
 	// the notifier that publishes the summaries (the public half of its
 	// --notifier-summary-key-file).
-	PublicKey string `json:"publicKey"`
+	PublicKey string `json:"publicKey,omitempty"`
+	// Keyless is the notifier's certificate identity when it signs
+	// keyless (--notifier-summary-signing-config): the Fulcio
+	// certificate's subject (a Kubernetes service account:
+	// https://kubernetes.io/namespaces/<namespace>/serviceaccounts/<name>),
+	// its OIDC issuer and the trusted root of the install's Sigstore
+	// (Fulcio, Rekor, timestamp authority). A bundle must carry the
+	// transparency log entries and the timestamps that trusted root
+	// calls for (Rekor v2 entries have no integrated time: a timestamp
+	// authority's signed timestamp then dates the certificate).
+	Keyless *KeylessSigner `json:"keyless,omitempty"`
+}
+
+// Signer is the signer the summary must be signed by, as a signature
+// signer is written.
+func (s *SummaryPolicy) Signer() SignerPolicy {
+	return SignerPolicy{PublicKey: s.PublicKey, Keyless: s.Keyless}
 }
 
 // ProvenancePolicy is what the SLSA provenance must say.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -148,5 +149,69 @@ func TestNotifierTLSComponent(t *testing.T) {
 	}
 	if !cert || !args {
 		t.Errorf("Certificate in throughline-system: %v; serve --notifier-tls-cert-file: %v", cert, args)
+	}
+}
+
+// TestNotifierKeylessComponent renders the keyless Component with the
+// notifier Component on the serve bundle: serve accepts the args, the
+// signing config is a ConfigMap volume and the identity token a projected
+// service-account token for audience sigstore (not a Secret, not a
+// subPath), and the notifier's Secret still offers only the key file
+// serve refuses beside keyless when it exists.
+func TestNotifierKeylessComponent(t *testing.T) {
+	root := t.TempDir()
+	if err := os.CopyFS(filepath.Join(root, "serve"), os.DirFS(filepath.Join(repoRoot, "deploy", "serve"))); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, root, map[string]string{"keyless/kustomization.yaml": "resources: [../serve]\n" +
+		"components: [../serve/notifier, ../serve/notifier-keyless]\n"})
+	d, err := acceptance.Declare(context.Background(), acceptance.Request{Render: render.Options{Root: root, Path: "keyless"}})
+	if err != nil {
+		t.Fatalf("deploy/serve with the notifier-keyless Component does not pass throughline's own policy: %v", err)
+	}
+	checkReleasePin(t, "serve", d.Objects)
+	var dep render.Object
+	for _, o := range d.Objects {
+		if o.ID().Kind == "Deployment" {
+			dep = o
+		}
+	}
+	if dep.Map == nil {
+		t.Fatal("rendered no Deployment")
+	}
+	ctr := dep.Map["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+	var args []string
+	for _, a := range ctr["args"].([]any) {
+		args = append(args, a.(string))
+	}
+	cmd, _, err := newRootCommand(&globals{}, io.Discard, io.Discard).Find(args[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.ParseFlags(args[1:]); err != nil {
+		t.Fatalf("serve does not accept the Component's args %v: %v", args, err)
+	}
+	vols, mounts := podVolumes(t, dep, "serve")
+	for flag, check := range map[string]func(v map[string]any) bool{
+		"notifier-summary-signing-config": func(v map[string]any) bool {
+			cm, ok := v["configMap"].(map[string]any)
+			return ok && cm["name"] == "throughline-sigstore"
+		},
+		"notifier-summary-identity-token-file": func(v map[string]any) bool {
+			p, ok := v["projected"].(map[string]any)
+			if !ok {
+				return false
+			}
+			src := p["sources"].([]any)[0].(map[string]any)["serviceAccountToken"].(map[string]any)
+			return src["audience"] == "sigstore" && src["path"] == "token"
+		},
+	} {
+		file, err := cmd.Flags().GetString(flag)
+		if err != nil || file == "" {
+			t.Fatalf("--%s is not set by the Component: %v", flag, err)
+		}
+		if v, ok := vols[mounts[filepath.Dir(file)]]; !ok || !check(v) {
+			t.Errorf("--%s %s: the volume at %s is %v", flag, file, filepath.Dir(file), v)
+		}
 	}
 }

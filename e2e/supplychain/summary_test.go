@@ -58,6 +58,14 @@ func newSummaryKey(t *testing.T) summaryKey {
 // summary of an acceptance in staging signed with k, on main.
 func (w *world) requireSummary(k summaryKey) {
 	w.t.Helper()
+	w.requireSummaryBy("          publicKey: keys/throughline-staging.pub\n", map[string][]byte{"keys/throughline-staging.pub": k.pubPEM})
+}
+
+// requireSummaryBy makes production's trust policy require a verification
+// summary of an acceptance in staging signed by signer (the YAML lines of
+// verificationSummary that say who), with the repository files it names.
+func (w *world) requireSummaryBy(signer string, files map[string][]byte) {
+	w.t.Helper()
 	dir := w.clone()
 	pol := filepath.Join(dir, promotion.PolicyFile)
 	data, err := os.ReadFile(pol)
@@ -67,9 +75,12 @@ func (w *world) requireSummary(k summaryKey) {
 		w.t.Fatalf("the example's production scan policy moved:\n%s", data)
 	}
 	data = []byte(strings.Replace(string(data), prodScan, prodScan+
-		"        verificationSummary:\n          environment: staging\n          publicKey: keys/throughline-staging.pub\n", 1))
+		"        verificationSummary:\n          environment: staging\n"+signer, 1))
 	must(w.t, os.WriteFile(pol, data, 0o644))
-	must(w.t, os.WriteFile(filepath.Join(dir, "keys", "throughline-staging.pub"), k.pubPEM, 0o644))
+	for f, content := range files {
+		must(w.t, os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755))
+		must(w.t, os.WriteFile(filepath.Join(dir, f), content, 0o644))
+	}
 	w.git(dir, "add", ".")
 	w.git(dir, "commit", "-q", "-m", "production requires staging's verification summary")
 	w.git(dir, "push", "-q", "origin", "main")
@@ -81,7 +92,7 @@ func (w *world) requireSummary(k summaryKey) {
 // acceptance commit, signs and attaches the summary in the real registry
 // and records it in the evidence with a commit pushed to the real Git
 // server.
-func (w *world) publishSummary(k summaryKey, image string) (*vsa.Published, string) {
+func (w *world) publishSummary(signer signing.Signer, image string) (*vsa.Published, string) {
 	w.t.Helper()
 	work := w.clone()
 	repo, err := gitrepo.Open(w.ctx, work)
@@ -100,7 +111,7 @@ func (w *world) publishSummary(k summaryKey, image string) (*vsa.Published, stri
 	}
 	proc := &notifier.Processor{Git: &evidence.GitSink{Repo: repo, Branch: "main", Signer: w.notifier.Signer},
 		Registry: notifier.BaseRegistry(&gitops.Repo{Repo: repo, Base: "main"})}
-	s := &notifier.Summaries{Publisher: &vsa.Publisher{Key: k.key}, Repository: w.remote}
+	s := &notifier.Summaries{Publisher: &vsa.Publisher{Signer: signer}, Repository: w.remote}
 	pub, err := s.Publish(w.ctx, proc, &evidence.Written{Commit: commit, Evidence: ev})
 	if err != nil {
 		w.t.Fatalf("arrow staging ACCEPTED -> verification summary: %v", err)
@@ -114,6 +125,14 @@ func (w *world) publishSummary(k summaryKey, image string) (*vsa.Published, stri
 // PASSED; it returns its exit code and output.
 func (w *world) cosign(k summaryKey, ref string) (int, string) {
 	w.t.Helper()
+	return w.cosignVerify(ref, "--key", k.pubFile, "--insecure-ignore-tlog=true")
+}
+
+// cosignVerify runs cosign verify-attestation of the verification summary
+// of ref with the signer's flags, and the CUE policy of an acceptance in
+// staging that PASSED; it returns its exit code and output.
+func (w *world) cosignVerify(ref string, signer ...string) (int, string) {
+	w.t.Helper()
 	bin := os.Getenv("THROUGHLINE_COSIGN_BIN")
 	if bin == "" {
 		w.t.Fatal("THROUGHLINE_COSIGN_BIN is not set (hack/e2e-assets.sh builds cosign)")
@@ -126,8 +145,8 @@ predicate: {
 }
 `), 0o644))
 	home := w.t.TempDir()
-	cmd := exec.CommandContext(w.ctx, bin, "verify-attestation", "--key", k.pubFile, "--insecure-ignore-tlog=true",
-		"--type", vsa.PredicateType, "--policy", cue, "--allow-http-registry", ref)
+	args := append(append([]string{"verify-attestation"}, signer...), "--type", vsa.PredicateType, "--policy", cue, "--allow-http-registry", ref)
+	cmd := exec.CommandContext(w.ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "HOME="+home, "DOCKER_CONFIG="+home, "TUF_ROOT="+home)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -186,7 +205,7 @@ func TestVerificationSummary(t *testing.T) {
 	}
 
 	// The notifier publishes it: found by digest, recorded in the evidence.
-	pub, evPath := w.publishSummary(k, image)
+	pub, evPath := w.publishSummary(k.key, image)
 	d, err := name.NewDigest(ref)
 	must(t, err)
 	idx, err := remote.Referrers(d)
@@ -207,7 +226,7 @@ func TestVerificationSummary(t *testing.T) {
 		t.Fatalf("arrow verification summary -> %s: %+v, want the manifest %s", evidence.SummaryPath(evPath), recorded, pub.Manifest)
 	}
 	// Published again (a replica, a redelivery): found, not pushed again.
-	again, _ := w.publishSummary(k, image)
+	again, _ := w.publishSummary(k.key, image)
 	if !again.Existing || again.Manifest != pub.Manifest {
 		t.Fatalf("a second publication: %+v, want the first %s found", again, pub.Manifest)
 	}

@@ -285,6 +285,25 @@ func SummaryPolicy(maxAge time.Duration, env string) *v1alpha1.TrustPolicy {
 	return tp
 }
 
+// Identity and issuer of the notifier's keyless certificates (a
+// Kubernetes service account's projected token), and the trusted root of
+// the install's own Sigstore (SummaryKeylessPolicy).
+const (
+	NotifierIdentity    = "https://kubernetes.io/namespaces/throughline/serviceaccounts/throughline"
+	NotifierIssuer      = "https://kubernetes.default.svc.cluster.local"
+	NotifierTrustedRoot = "sigstore/private_root.json"
+)
+
+// SummaryKeylessPolicy is KeyPolicy that also requires a verification
+// summary of an acceptance in env signed keyless by the notifier's
+// identity, by the Sigstore whose trusted root is Files[NotifierTrustedRoot].
+func SummaryKeylessPolicy(maxAge time.Duration, env string) *v1alpha1.TrustPolicy {
+	tp := KeyPolicy(maxAge)
+	tp.Attestations.VerificationSummary = &v1alpha1.SummaryPolicy{Environment: env, Keyless: &v1alpha1.KeylessSigner{
+		Identity: NotifierIdentity, Issuer: NotifierIssuer, TrustedRoot: NotifierTrustedRoot}}
+	return tp
+}
+
 // Hex is the sha256 hex of img.
 func Hex(img name.Digest) string { return strings.TrimPrefix(img.DigestStr(), "sha256:") }
 
@@ -344,6 +363,74 @@ func (w *World) SignKeyless(vs *ca.VirtualSigstore, identity, issuer string, stm
 	var rfc []*protocommon.RFC3161SignedTimestamp
 	for _, ts := range tss {
 		rfc = append(rfc, &protocommon.RFC3161SignedTimestamp{SignedTimestamp: ts})
+	}
+	pb := &protobundle.Bundle{
+		MediaType: BundleMediaType,
+		VerificationMaterial: &protobundle.VerificationMaterial{
+			Content: &protobundle.VerificationMaterial_Certificate{
+				Certificate: &protocommon.X509Certificate{RawBytes: vc.Certificate().Raw}},
+			TlogEntries:               tles,
+			TimestampVerificationData: &protobundle.TimestampVerificationData{Rfc3161Timestamps: rfc},
+		},
+		Content: &protobundle.Bundle_DsseEnvelope{DsseEnvelope: &protodsse.Envelope{
+			Payload: payload, PayloadType: env.PayloadType,
+			Signatures: []*protodsse.Signature{{Sig: sig, Keyid: env.Signatures[0].KeyID}}}},
+	}
+	data, err := protojson.Marshal(pb)
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	return data
+}
+
+// SignKeylessV2 is a keyless bundle of stmt as a private Sigstore of
+// Fulcio, Rekor v2 and a timestamp authority makes it: a certificate for
+// identity and issuer from vs's CA, a Rekor v2 entry (an inclusion proof
+// and checkpoint, no integrated time, no promise) and, when timestamped,
+// the timestamp authority's signed timestamp (without it nothing dates
+// the short-lived certificate).
+func (w *World) SignKeylessV2(vs *ca.VirtualSigstore, identity, issuer string, stmt []byte, timestamped bool) []byte {
+	w.T.Helper()
+	ent, err := vs.AttestHashedRekordV2(identity, issuer, stmt)
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	vc, err := ent.VerificationContent()
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	sc, err := ent.SignatureContent()
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	env := sc.(*bundle.Envelope).RawEnvelope()
+	payload, err := base64.StdEncoding.DecodeString(env.Payload)
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	sig, err := base64.StdEncoding.DecodeString(env.Signatures[0].Sig)
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	entries, err := ent.TlogEntries()
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	tles := make([]*protorekor.TransparencyLogEntry, 0, len(entries))
+	for _, e := range entries {
+		tle := e.TransparencyLogEntry()
+		tle.IntegratedTime = 0 // Rekor v2 keeps none
+		tles = append(tles, tle)
+	}
+	var rfc []*protocommon.RFC3161SignedTimestamp
+	if timestamped {
+		tss, err := ent.Timestamps()
+		if err != nil {
+			w.T.Fatal(err)
+		}
+		for _, ts := range tss {
+			rfc = append(rfc, &protocommon.RFC3161SignedTimestamp{SignedTimestamp: ts})
+		}
 	}
 	pb := &protobundle.Bundle{
 		MediaType: BundleMediaType,
