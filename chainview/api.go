@@ -77,6 +77,9 @@ type AppStatus struct {
 	Accepted []APICandidate `json:"accepted,omitempty"`
 	// Pipeline is the app in every environment, in the grid's order.
 	Pipeline []APIStage `json:"pipeline"`
+	// PullsUnavailable says the forge's list of pull requests could not
+	// be read (serve with --forge).
+	PullsUnavailable string `json:"pullRequestsUnavailable,omitempty"`
 }
 
 // APICell is the grid's cell.
@@ -144,6 +147,24 @@ type APIFlight struct {
 	// Status is the attempt in one line, as Status says a cell.
 	Status string `json:"status"`
 	Waits  string `json:"waits"`
+	// PullRequest is its open pull/merge request (serve with --forge).
+	PullRequest *APIPull `json:"pullRequest,omitempty"`
+}
+
+// APIPull is an attempt's open pull request (merge request on GitLab).
+type APIPull struct {
+	// Label is "PR #12" (GitLab: "MR !12").
+	Label  string `json:"label"`
+	Number int    `json:"number"`
+	URL    string `json:"url,omitempty"`
+	Title  string `json:"title"`
+	// State is draft or open; Review says it with the approvals.
+	State  string `json:"state"`
+	Review string `json:"review"`
+	// Approvals is how many reviewers approve it on the forge (absent:
+	// not asked).
+	Approvals *int   `json:"approvals,omitempty"`
+	Waits     string `json:"waits,omitempty"`
 }
 
 // APICandidate is a Candidate.
@@ -304,6 +325,7 @@ func (h *Handler) appStatus(ctx context.Context, m *Model, r *http.Request, now 
 		return nil, err
 	}
 	st.Status, st.Tone = cellStatus(cell, now)
+	st.PullsUnavailable = cell.PullsUnavailable
 	if len(st.InFlight) > 0 {
 		f := st.InFlight[0]
 		if cell.Record == nil {
@@ -331,6 +353,9 @@ func (h *Handler) appStatus(ctx context.Context, m *Model, r *http.Request, now 
 			stage.State, stage.Tag, stage.Digest = c.Record.State, c.Tag(), c.Record.Artifact.Digest
 		} else if len(c.InFlight) > 0 {
 			stage.Status, stage.Tone = "in flight: "+string(c.InFlight[0].State)+", "+c.InFlight[0].Waits, TonePending
+			if pr := c.InFlight[0].Pull; pr != nil {
+				stage.Status += ", " + m.Pulls.Label(pr) + " " + pr.Review()
+			}
 		}
 		st.Pipeline = append(st.Pipeline, stage)
 	}
@@ -401,6 +426,7 @@ func (h *Handler) flights(ctx context.Context, m *Model, c *Cell, now time.Time)
 	for _, f := range c.InFlight {
 		a := APIFlight{Branch: f.Ref, PromotionID: f.PromotionID, State: f.State, Tag: f.Tag, Digest: f.Digest, Waits: f.Waits,
 			Status: string(f.State) + ": " + f.Waits}
+		a.PullRequest = apiPull(m.Pulls, f.Pull)
 		tip, err := h.Repo.BranchTip(ctx, f.Ref)
 		if err != nil {
 			return nil, fmt.Errorf("reading the attempt branch %s: %w", f.Ref, err)
@@ -411,6 +437,22 @@ func (h *Handler) flights(ctx context.Context, m *Model, c *Cell, now time.Time)
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// apiPull is pr of the list p (nil: none).
+func apiPull(p *Pulls, pr *PullRequest) *APIPull {
+	if pr == nil {
+		return nil
+	}
+	out := &APIPull{Label: p.Label(pr), Number: pr.Number, URL: pr.Link(), Title: pr.Title, State: "open", Review: pr.Review(), Waits: pr.Waits()}
+	if pr.Draft {
+		out.State = "draft"
+	}
+	if pr.Approvals >= 0 {
+		n := pr.Approvals
+		out.Approvals = &n
+	}
+	return out
 }
 
 func apiCell(c *Cell, now time.Time) APICell {
