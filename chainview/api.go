@@ -110,6 +110,39 @@ type APIChain struct {
 	Required    int                `json:"requiredApprovals"`
 	Approvals   []APIApproval      `json:"approvals,omitempty"`
 	Attempts    []ledger.StatusRow `json:"attempts,omitempty"`
+	// Bundles are the supply-chain evidence bundles the record carries.
+	Bundles []APIBundle `json:"bundles,omitempty"`
+}
+
+// APIBundle is a Bundle.
+type APIBundle struct {
+	Kind          string `json:"kind"`
+	Digest        string `json:"digest"`
+	PredicateType string `json:"predicateType,omitempty"`
+	Signer        string `json:"signer,omitempty"`
+	Subject       string `json:"subject"`
+	File          string `json:"file"`
+	Commit        string `json:"commit,omitempty"`
+	Status        Status `json:"status"`
+	Summary       string `json:"summary"`
+	// Scan is a vulnerability scan's age and worst finding as the record
+	// carries them.
+	Scan *APIScan `json:"scan,omitempty"`
+}
+
+// APIScan is a ScanView.
+type APIScan struct {
+	Finished time.Time `json:"finished"`
+	// BeforeCandidacy is how long before the candidacy it finished, in
+	// seconds (absent: not a candidacy).
+	BeforeCandidacy int64  `json:"beforeCandidacySeconds,omitempty"`
+	Worst           string `json:"worstSeverity"`
+	WorstFindings   int    `json:"worstFindings"`
+	Findings        int    `json:"findings"`
+	// Proven is false when the bundle's seal is not proven: the summary
+	// is then only the record's claim.
+	Proven bool   `json:"proven"`
+	Text   string `json:"text"`
 }
 
 // APIArrow is an Arrow.
@@ -480,6 +513,15 @@ func (m *Model) apiChain(ch *Chain) *APIChain {
 			arrow.Facts = append(arrow.Facts, fact)
 		}
 		out.Arrows = append(out.Arrows, arrow)
+	}
+	for _, b := range ch.Bundles {
+		ab := APIBundle{Kind: b.Kind, Digest: b.Digest, PredicateType: b.PredicateType, Signer: b.Signer, Subject: b.Subject, File: b.File,
+			Commit: b.Commit, Status: b.Status, Summary: b.Summary}
+		if s := b.Scan; s != nil {
+			ab.Scan = &APIScan{Finished: s.Finished, BeforeCandidacy: int64(s.Before / time.Second), Worst: s.Worst, WorstFindings: s.WorstFindings,
+				Findings: s.Findings, Proven: s.Proven, Text: s.Text()}
+		}
+		out.Bundles = append(out.Bundles, ab)
 	}
 	for _, a := range ch.Approvals {
 		out.Approvals = append(out.Approvals, APIApproval{Approver: a.Approver, ApprovedAt: a.ApprovedAt, ExpiresAt: a.ExpiresAt, Expired: a.Expired})
