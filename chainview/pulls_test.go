@@ -268,6 +268,9 @@ func TestHandlerPullsRefreshOnTTL(t *testing.T) {
 		st.InFlight[0].PullRequest.Number != 9 || st.InFlight[0].PullRequest.Approvals == nil || *st.InFlight[0].PullRequest.Approvals != 1 {
 		t.Fatalf("API: %d %+v", code, st.InFlight)
 	}
+	if p := st.Pipeline[len(st.Pipeline)-1]; !strings.HasSuffix(p.Status, ", PR #9 open, 1 approval on the forge") {
+		t.Errorf("API pipeline's production: %q, want its request", p.Status)
+	}
 	if got := n.Load(); got != 1 {
 		t.Errorf("the forge was listed %d times for 6 requests within PullsTTL, want once", got)
 	}

@@ -1,9 +1,11 @@
 package forge
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -162,4 +164,43 @@ func TestListPullRequestsBounded(t *testing.T) {
 	if err == nil || !errors.As(err, &ae) || ae.Status != 500 || strings.Contains(err.Error(), "secret-token-value") {
 		t.Fatalf("a 500: %v", err)
 	}
+}
+
+// answer is a transport answering every request with one body.
+type answer []byte
+
+func (a answer) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, Body: io.NopCloser(bytes.NewReader(a)), Header: http.Header{}, Request: r}, nil
+}
+
+// FuzzListPullRequests: the forge's answers are untrusted input; reading
+// any of them as a list (and as reviews) never panics, asks at most
+// ListPages pages, and a request it lists keeps what the forge said of
+// its head.
+func FuzzListPullRequests(f *testing.F) {
+	for _, name := range []string{"github-pulls.json", "gitlab-merge-requests.json", "gitea-pulls.json", "github-reviews.json", "gitlab-approvals.json"} {
+		data, err := os.ReadFile("testdata/list/" + name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, uint8(0))
+	}
+	f.Add([]byte(`[{"number":1,"head":null,"base":null}]`), uint8(1))
+	f.Add([]byte(`[{"iid":-1,"source_branch":"throughline/promote/x"}]`), uint8(2))
+	f.Fuzz(func(t *testing.T, data []byte, k uint8) {
+		kind := []Kind{GitHub, GitLab, Gitea}[int(k)%3]
+		c := &Client{Kind: kind, BaseURL: "http://forge.invalid", Repo: "a/b", Token: "t", HTTP: &http.Client{Transport: answer(data)}}
+		l, err := c.ListPullRequests(context.Background(), "throughline/promote/")
+		if err != nil {
+			return
+		}
+		if len(l.Pulls) > ListPages*max(len(data), 1) {
+			t.Fatalf("%d requests from %d bytes", len(l.Pulls), len(data))
+		}
+		for _, p := range l.Pulls {
+			if p.Approvals < -1 {
+				t.Fatalf("approvals %d", p.Approvals)
+			}
+		}
+	})
 }
