@@ -66,11 +66,14 @@ type Handler struct {
 
 	mu    sync.Mutex
 	model *Model
-	// pulls is the last list of Pulls, asked at pullsAt; siteOf is the
-	// model site was made of (before live and pulls).
-	pulls   *Pulls
-	pullsAt time.Time
-	siteOf  *Model
+	// pulls is the last list of Pulls, asked at pullsAt; pullsBusy says a
+	// list is being asked in the background, pullsNew that one came since
+	// the site was made; siteOf is the model site was made of (before live
+	// and pulls).
+	pulls               *Pulls
+	pullsAt             time.Time
+	pullsBusy, pullsNew bool
+	siteOf              *Model
 	// key is what model was read from (readKey).
 	key     string
 	site    *Site
@@ -233,22 +236,35 @@ func (h *Handler) current(ctx context.Context) (*Site, error) {
 	return site, nil
 }
 
-// askPulls lists the forge's requests again when PullsTTL passed since
-// the last list (never more often than ttl, the Git one), and reports
-// whether it did.
+// askPulls reports whether the forge's list changed since the site was
+// made. The first list is asked here (h.mu held); after PullsTTL (never
+// more often than ttl, the Git one) the next is asked in the background
+// while the pages show the last one, so that a forge that hangs delays no
+// request beyond the first.
 func (h *Handler) askPulls(ctx context.Context, now time.Time, ttl time.Duration) bool {
 	if h.Pulls == nil {
 		return false
+	}
+	if h.pulls == nil {
+		h.pulls, h.pullsAt = FetchPulls(ctx, h.Forge, h.Pulls, h.PullsTimeout, h.Log), now
+		return true
 	}
 	every := h.PullsTTL
 	if every <= 0 {
 		every = DefaultPullsTTL
 	}
-	if h.pulls != nil && now.Sub(h.pullsAt) < max(every, ttl) {
-		return false
+	if !h.pullsBusy && now.Sub(h.pullsAt) >= max(every, ttl) {
+		h.pullsBusy = true
+		go func(ctx context.Context) {
+			p := FetchPulls(ctx, h.Forge, h.Pulls, h.PullsTimeout, h.Log)
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.pulls, h.pullsAt, h.pullsBusy, h.pullsNew = p, time.Now(), false, true
+		}(context.WithoutCancel(ctx))
 	}
-	h.pulls, h.pullsAt = FetchPulls(ctx, h.Forge, h.Pulls, h.PullsTimeout, h.Log), now
-	return true
+	changed := h.pullsNew
+	h.pullsNew = false
+	return changed
 }
 
 // readKey names what a model is read from: the base commit and the tip

@@ -275,3 +275,67 @@ func TestHandlerPullsRefreshOnTTL(t *testing.T) {
 		t.Errorf("the forge was listed %d times for 6 requests within PullsTTL, want once", got)
 	}
 }
+
+// TestHandlerPullsInBackground: once the first list came, the next ones
+// are asked in the background: a forge that starts hanging delays no
+// request (the pages keep the last list), and when it times out the
+// cells say the list is unavailable.
+func TestHandlerPullsInBackground(t *testing.T) {
+	t.Parallel()
+	f := chainfixture.New(t, example)
+	branch := f.AwaitApprovals()
+	var lists atomic.Int32
+	done := make(chan struct{})
+	fs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/reviews") {
+			_, _ = io.WriteString(w, `[]`)
+			return
+		}
+		if lists.Add(1) > 1 {
+			select { // hangs from the second list on
+			case <-r.Context().Done():
+			case <-done:
+			}
+			return
+		}
+		_, _ = io.WriteString(w, `[{"number":9,"html_url":"https://forge.example/pr/9","title":"promote api","head":{"ref":"`+branch+
+			`","repo":{"full_name":"platform/gitops-env"}},"base":{"ref":"main"}}]`)
+	}))
+	defer fs.Close()
+	defer close(done)
+	c := &forge.Client{Kind: forge.GitHub, BaseURL: fs.URL, Repo: "platform/gitops-env", Token: secretToken, HTTP: fs.Client()}
+	const timeout = 3 * time.Second
+	srv := httptest.NewServer(&Handler{Repo: f.Repo, TTL: time.Nanosecond, Pulls: ForgeLister(c), Forge: "github", PullsTTL: time.Millisecond,
+		PullsTimeout: timeout})
+	defer srv.Close()
+	grid := func() (string, time.Duration) {
+		start := time.Now()
+		resp, err := http.Get(srv.URL + "/")
+		must(t, err)
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body), time.Since(start)
+	}
+	const pr = `<a href="https://forge.example/pr/9">PR #9</a>`
+	if g, _ := grid(); !strings.Contains(g, pr) {
+		t.Fatalf("the first list is not shown:\n%s", g)
+	}
+	time.Sleep(5 * time.Millisecond)
+	for range 3 {
+		g, took := grid()
+		if !strings.Contains(g, pr) || took >= timeout {
+			t.Fatalf("while the forge hangs: %s, shows PR #9: %v", took, strings.Contains(g, pr))
+		}
+	}
+	deadline := time.Now().Add(4 * timeout)
+	for {
+		g, _ := grid()
+		if strings.Contains(g, "pull request list unavailable: the forge did not answer within 3s") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hanging forge is never said:\n%s", g)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
