@@ -104,6 +104,18 @@ func TestPullsAttachOnlyToTheirAttempt(t *testing.T) {
 	files, err := s.Files(context.Background())
 	must(t, err)
 	golden.Compare(t, "testdata/grid-pulls.html", files["index.html"])
+	if bytes.Contains(files["index.html"], []byte("more open requests")) {
+		t.Error("a complete list is said to be truncated")
+	}
+	cut := hostilePulls(branch, alike)
+	cut.Truncated = true
+	ts, err := NewSite(m.WithPulls(cut))
+	must(t, err)
+	var idx bytes.Buffer
+	must(t, ts.Index(&idx))
+	if !strings.Contains(idx.String(), "The forge has more open requests than were read: some attempts may show none.") {
+		t.Error("a truncated list is not said")
+	}
 	for _, page := range []string{"index.html", "app/api.html"} {
 		got := string(files[page])
 		for _, want := range []string{`<a href="https://forge.example/pr/9">PR #9</a> (open, 1 approval on the forge)`,
