@@ -77,6 +77,9 @@ type AppStatus struct {
 	Accepted []APICandidate `json:"accepted,omitempty"`
 	// Pipeline is the app in every environment, in the grid's order.
 	Pipeline []APIStage `json:"pipeline"`
+	// PullsUnavailable says the forge's list of pull requests could not
+	// be read (serve with --forge).
+	PullsUnavailable string `json:"pullRequestsUnavailable,omitempty"`
 }
 
 // APICell is the grid's cell.
@@ -107,6 +110,39 @@ type APIChain struct {
 	Required    int                `json:"requiredApprovals"`
 	Approvals   []APIApproval      `json:"approvals,omitempty"`
 	Attempts    []ledger.StatusRow `json:"attempts,omitempty"`
+	// Bundles are the supply-chain evidence bundles the record carries.
+	Bundles []APIBundle `json:"bundles,omitempty"`
+}
+
+// APIBundle is a Bundle.
+type APIBundle struct {
+	Kind          string `json:"kind"`
+	Digest        string `json:"digest"`
+	PredicateType string `json:"predicateType,omitempty"`
+	Signer        string `json:"signer,omitempty"`
+	Subject       string `json:"subject"`
+	File          string `json:"file"`
+	Commit        string `json:"commit,omitempty"`
+	Status        Status `json:"status"`
+	Summary       string `json:"summary"`
+	// Scan is a vulnerability scan's age and worst finding as the record
+	// carries them.
+	Scan *APIScan `json:"scan,omitempty"`
+}
+
+// APIScan is a ScanView.
+type APIScan struct {
+	Finished time.Time `json:"finished"`
+	// BeforeCandidacy is how long before the candidacy it finished, in
+	// seconds (absent: not a candidacy).
+	BeforeCandidacy int64  `json:"beforeCandidacySeconds,omitempty"`
+	Worst           string `json:"worstSeverity"`
+	WorstFindings   int    `json:"worstFindings"`
+	Findings        int    `json:"findings"`
+	// Proven is false when the bundle's seal is not proven: the summary
+	// is then only the record's claim.
+	Proven bool   `json:"proven"`
+	Text   string `json:"text"`
 }
 
 // APIArrow is an Arrow.
@@ -144,6 +180,24 @@ type APIFlight struct {
 	// Status is the attempt in one line, as Status says a cell.
 	Status string `json:"status"`
 	Waits  string `json:"waits"`
+	// PullRequest is its open pull/merge request (serve with --forge).
+	PullRequest *APIPull `json:"pullRequest,omitempty"`
+}
+
+// APIPull is an attempt's open pull request (merge request on GitLab).
+type APIPull struct {
+	// Label is "PR #12" (GitLab: "MR !12").
+	Label  string `json:"label"`
+	Number int    `json:"number"`
+	URL    string `json:"url,omitempty"`
+	Title  string `json:"title"`
+	// State is draft or open; Review says it with the approvals.
+	State  string `json:"state"`
+	Review string `json:"review"`
+	// Approvals is how many reviewers approve it on the forge (absent:
+	// not asked).
+	Approvals *int   `json:"approvals,omitempty"`
+	Waits     string `json:"waits,omitempty"`
 }
 
 // APICandidate is a Candidate.
@@ -304,6 +358,7 @@ func (h *Handler) appStatus(ctx context.Context, m *Model, r *http.Request, now 
 		return nil, err
 	}
 	st.Status, st.Tone = cellStatus(cell, now)
+	st.PullsUnavailable = cell.PullsUnavailable
 	if len(st.InFlight) > 0 {
 		f := st.InFlight[0]
 		if cell.Record == nil {
@@ -331,6 +386,9 @@ func (h *Handler) appStatus(ctx context.Context, m *Model, r *http.Request, now 
 			stage.State, stage.Tag, stage.Digest = c.Record.State, c.Tag(), c.Record.Artifact.Digest
 		} else if len(c.InFlight) > 0 {
 			stage.Status, stage.Tone = "in flight: "+string(c.InFlight[0].State)+", "+c.InFlight[0].Waits, TonePending
+			if pr := c.InFlight[0].Pull; pr != nil {
+				stage.Status += ", " + m.Pulls.Label(pr) + " " + pr.Review()
+			}
 		}
 		st.Pipeline = append(st.Pipeline, stage)
 	}
@@ -401,6 +459,7 @@ func (h *Handler) flights(ctx context.Context, m *Model, c *Cell, now time.Time)
 	for _, f := range c.InFlight {
 		a := APIFlight{Branch: f.Ref, PromotionID: f.PromotionID, State: f.State, Tag: f.Tag, Digest: f.Digest, Waits: f.Waits,
 			Status: string(f.State) + ": " + f.Waits}
+		a.PullRequest = apiPull(m.Pulls, f.Pull)
 		tip, err := h.Repo.BranchTip(ctx, f.Ref)
 		if err != nil {
 			return nil, fmt.Errorf("reading the attempt branch %s: %w", f.Ref, err)
@@ -411,6 +470,22 @@ func (h *Handler) flights(ctx context.Context, m *Model, c *Cell, now time.Time)
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// apiPull is pr of the list p (nil: none).
+func apiPull(p *Pulls, pr *PullRequest) *APIPull {
+	if pr == nil {
+		return nil
+	}
+	out := &APIPull{Label: p.Label(pr), Number: pr.Number, URL: pr.Link(), Title: pr.Title, State: "open", Review: pr.Review(), Waits: pr.Waits()}
+	if pr.Draft {
+		out.State = "draft"
+	}
+	if pr.Approvals >= 0 {
+		n := pr.Approvals
+		out.Approvals = &n
+	}
+	return out
 }
 
 func apiCell(c *Cell, now time.Time) APICell {
@@ -438,6 +513,15 @@ func (m *Model) apiChain(ch *Chain) *APIChain {
 			arrow.Facts = append(arrow.Facts, fact)
 		}
 		out.Arrows = append(out.Arrows, arrow)
+	}
+	for _, b := range ch.Bundles {
+		ab := APIBundle{Kind: b.Kind, Digest: b.Digest, PredicateType: b.PredicateType, Signer: b.Signer, Subject: b.Subject, File: b.File,
+			Commit: b.Commit, Status: b.Status, Summary: b.Summary}
+		if s := b.Scan; s != nil {
+			ab.Scan = &APIScan{Finished: s.Finished, BeforeCandidacy: int64(s.Before / time.Second), Worst: s.Worst, WorstFindings: s.WorstFindings,
+				Findings: s.Findings, Proven: s.Proven, Text: s.Text()}
+		}
+		out.Bundles = append(out.Bundles, ab)
 	}
 	for _, a := range ch.Approvals {
 		out.Approvals = append(out.Approvals, APIApproval{Approver: a.Approver, ApprovedAt: a.ApprovedAt, ExpiresAt: a.ExpiresAt, Expired: a.Expired})

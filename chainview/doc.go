@@ -13,5 +13,6 @@
 // candidacy gate.CandidacyClaim and gate.SealedInGit: the view reads no
 // registry). It never
 // writes to the repository or the cluster, and it shows no Secret value or
-// token: it reads no Secret and no credential.
+// token: it reads no Secret and no credential (the forge client a
+// ForgeLister holds sends its token to the forge only).
 package chainview

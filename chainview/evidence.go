@@ -32,6 +32,9 @@ type Bundle struct {
 	// Summary says what rests on what.
 	Status  Status
 	Summary string
+	// Scan is a vulnerability scan's age and worst finding as the record
+	// carries them (nil: none recorded).
+	Scan *ScanView
 }
 
 // CheckSet is the runtime checks of one evidence file, as the notifier
@@ -100,7 +103,8 @@ func (c *chainer) bundles(ctx context.Context, rec *promotion.Record, ch *Chain)
 	}
 	out := make([]Bundle, 0, len(ev.Items))
 	for _, it := range ev.Items {
-		out = append(out, Bundle{EvidenceItem: it, Subject: rec.Artifact.Digest, File: file, Commit: commit, Status: status, Summary: summary})
+		out = append(out, Bundle{EvidenceItem: it, Subject: rec.Artifact.Digest, File: file, Commit: commit, Status: status, Summary: summary,
+			Scan: scanView(it, rec, commit != "", status)})
 	}
 	return out, nil
 }

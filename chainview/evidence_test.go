@@ -83,7 +83,7 @@ func TestEvidenceShown(t *testing.T) {
 		twist: func(t *testing.T, f *chainfixture.Repo) string {
 			return f.AcceptCandidacy("checkout", "dev", "1.5.0", chainfixture.Checkout, 1).Record.PromotionID
 		},
-		sets: "target:none", bundles: "proven proven", why: "sealed by the candidate commit's message",
+		sets: "target:none", bundles: "proven proven proven", why: "sealed by the candidate commit's message",
 	}, {
 		name: "a candidacy whose bundle was replaced after the seal",
 		twist: func(t *testing.T, f *chainfixture.Repo) string {
@@ -94,7 +94,7 @@ func TestEvidenceShown(t *testing.T) {
 			f.Commit("another provenance", map[string][]byte{promotion.RecordPath("checkout", "dev"): data})
 			return rec.PromotionID
 		},
-		sets: "target:none", bundles: "broken broken", why: "departs from what its candidacy sealed",
+		sets: "target:none", bundles: "broken broken broken", why: "departs from what its candidacy sealed",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -21,6 +21,11 @@ import (
 // whether the base branch moved.
 const DefaultTTL = 5 * time.Second
 
+// DefaultPullsTTL is how long the Handler shows a list of the forge's
+// pull requests before it asks the forge again (its rate limits count
+// every page and every request's reviews).
+const DefaultPullsTTL = time.Minute
+
 // csp allows the page's own stylesheet and nothing else: no script, no
 // frame, no form.
 const csp = "default-src 'none'; style-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
@@ -49,9 +54,26 @@ type Handler struct {
 	// repository's remote first, so that a clone nothing else updates
 	// shows what the remote has.
 	Fetch bool
+	// Pulls, when set, lists the open pull/merge requests of Forge (its
+	// name: github, gitlab, gitea) for the attempts in flight: asked at
+	// most every PullsTTL (default DefaultPullsTTL, never more often than
+	// TTL), each time within PullsTimeout (default DefaultPullsTimeout). A
+	// failure is logged and the cells say the list is unavailable.
+	Pulls        PullLister
+	Forge        string
+	PullsTTL     time.Duration
+	PullsTimeout time.Duration
 
 	mu    sync.Mutex
 	model *Model
+	// pulls is the last list of Pulls, asked at pullsAt; pullsBusy says a
+	// list is being asked in the background, pullsNew that one came since
+	// the site was made; siteOf is the model site was made of (before live
+	// and pulls).
+	pulls               *Pulls
+	pullsAt             time.Time
+	pullsBusy, pullsNew bool
+	siteOf              *Model
 	// key is what model was read from (readKey).
 	key     string
 	site    *Site
@@ -192,22 +214,57 @@ func (h *Handler) current(ctx context.Context) (*Site, error) {
 		}
 		h.model, h.key = m, key
 	}
+	base, asked := m, h.askPulls(ctx, now, ttl)
 	if h.Live != nil {
 		live, err := h.Live(ctx)
 		if err != nil && h.Log != nil {
 			h.Log(err)
 		}
 		m = m.WithLive(live)
-	} else if h.site != nil && h.site.m == m {
+	} else if !asked && h.site != nil && h.siteOf == base {
 		h.checked = now
 		return h.site, nil
+	}
+	if h.Pulls != nil {
+		m = m.WithPulls(h.pulls)
 	}
 	site, err := NewSite(m)
 	if err != nil {
 		return nil, err
 	}
-	h.site, h.checked = site, now
+	h.site, h.siteOf, h.checked = site, base, now
 	return site, nil
+}
+
+// askPulls reports whether the forge's list changed since the site was
+// made. The first list is asked here (h.mu held); after PullsTTL (never
+// more often than ttl, the Git one) the next is asked in the background
+// while the pages show the last one, so that a forge that hangs delays no
+// request beyond the first.
+func (h *Handler) askPulls(ctx context.Context, now time.Time, ttl time.Duration) bool {
+	if h.Pulls == nil {
+		return false
+	}
+	if h.pulls == nil {
+		h.pulls, h.pullsAt = FetchPulls(ctx, h.Forge, h.Pulls, h.PullsTimeout, h.Log), now
+		return true
+	}
+	every := h.PullsTTL
+	if every <= 0 {
+		every = DefaultPullsTTL
+	}
+	if !h.pullsBusy && now.Sub(h.pullsAt) >= max(every, ttl) {
+		h.pullsBusy = true
+		go func(ctx context.Context) {
+			p := FetchPulls(ctx, h.Forge, h.Pulls, h.PullsTimeout, h.Log)
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.pulls, h.pullsAt, h.pullsBusy, h.pullsNew = p, time.Now(), false, true
+		}(context.WithoutCancel(ctx))
+	}
+	changed := h.pullsNew
+	h.pullsNew = false
+	return changed
 }
 
 // readKey names what a model is read from: the base commit and the tip

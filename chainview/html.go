@@ -44,6 +44,13 @@ type page struct {
 	Served bool
 }
 
+// flightView is what the "flight" template gets: an attempt in flight and
+// the forge's list its request comes from.
+type flightView struct {
+	F     Flight
+	Pulls *Pulls
+}
+
 // NewSite parses the embedded templates for m (commit links follow its
 // CommitURL).
 func NewSite(m *Model) (*Site, error) {
@@ -55,6 +62,7 @@ func NewSite(m *Model) (*Site, error) {
 		"inc":    func(i int) int { return i + 1 },
 		"when":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 		"age":    age,
+		"flight": func(f Flight, p *Pulls) flightView { return flightView{F: f, Pulls: p} },
 		"threshold": func(op string, th *float64) string {
 			if th == nil {
 				return "-"

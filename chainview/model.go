@@ -61,7 +61,10 @@ type Model struct {
 	Promotions map[string]*Chain
 	// Problems are the files that could not be read (invalid input): the
 	// view shows them instead of failing.
-	Problems  []string
+	Problems []string
+	// Pulls are the forge's open requests (nil: no forge configured;
+	// WithPulls sets it).
+	Pulls     *Pulls
 	commitURL string
 }
 
@@ -106,6 +109,9 @@ type Cell struct {
 	// environment (promote status: not merged, not closed), each with what
 	// it waits on (Load only).
 	InFlight []Flight
+	// PullsUnavailable says, on a cell with attempts in flight, that the
+	// forge's list of requests could not be read (WithPulls).
+	PullsUnavailable string
 }
 
 // Flight is an attempt open on its attempt branch.
@@ -115,6 +121,9 @@ type Flight struct {
 	Tag string
 	// Waits says what it waits on (approvals 1 of 2, the merge).
 	Waits string
+	// Pull is its open pull/merge request on the forge (nil: none, or no
+	// forge configured; WithPulls sets it).
+	Pull *PullRequest
 }
 
 // Tag is the informative tag of the record's image ("" without one).

@@ -24,7 +24,17 @@ const (
 	SealEvidence = "Evidence: "
 	// SealManifest is the evidence manifest's digest.
 	SealManifest = "Evidence-Manifest: "
+	// SealScan is the scan summary of one scan bundle (ScanSeal); an old
+	// candidate commit has none, and its record no summary.
+	SealScan = "Evidence-Scan: "
 )
+
+// ScanSeal is the Evidence-Scan line of it (after the prefix): "<digest>
+// finished=<RFC 3339> worst=<severity> worstFindings=<n> findings=<n>".
+func ScanSeal(it promotion.EvidenceItem) string {
+	return fmt.Sprintf("%s finished=%s worst=%s worstFindings=%d findings=%d", it.Digest, it.ScanFinished, it.WorstSeverity, it.WorstFindings,
+		it.Findings)
+}
 
 // SealedCandidacy refuses (evidence-differs) a candidacy record, rec at
 // head, whose evidence departs from what promote candidate sealed: the
@@ -86,7 +96,7 @@ func SealedInGit(ctx context.Context, r *gitops.Repo, head string, rec *promotio
 	if err != nil {
 		return err
 	}
-	sealed, manifest, ok := parseSeal(msg, rec.PromotionID)
+	sealed, manifest, scans, ok := parseSeal(msg, rec.PromotionID)
 	where := "the candidate commit at " + gitrepo.Short(commit)
 	if !ok {
 		return sealRefusal(rec, file, where, nil, fmt.Sprintf("its message is not promote candidate's for %s "+
@@ -103,7 +113,29 @@ func SealedInGit(ctx context.Context, r *gitops.Repo, head string, rec *promotio
 	if manifest != nil && *manifest != ev.Manifest {
 		return sealRefusal(rec, file, where, nil, fmt.Sprintf("evidence manifest %q in place of %q", ev.Manifest, *manifest))
 	}
+	// A scan summary is what candidacy read of the bundle: sealed, never
+	// added, edited or dropped later.
+	for _, it := range ev.Items {
+		want, sealedScan := scans[it.Digest]
+		switch got := ScanSeal(it); {
+		case it.Scanned() && !sealedScan:
+			return sealRefusal(rec, file, where, []string{it.Digest}, fmt.Sprintf("the scan summary of %s (%s) was not sealed at candidacy", it.Digest,
+				strings.TrimPrefix(got, it.Digest+" ")))
+		case sealedScan && got != want:
+			return sealRefusal(rec, file, where, []string{it.Digest}, fmt.Sprintf("the scan summary of %s says %s, its candidacy sealed %s", it.Digest,
+				orNone(it, got), strings.TrimPrefix(want, it.Digest+" ")))
+		}
+	}
 	return nil
+}
+
+// orNone is the summary part of got, the ScanSeal of it ("none" when it
+// carries none).
+func orNone(it promotion.EvidenceItem, got string) string {
+	if !it.Scanned() {
+		return "none"
+	}
+	return strings.TrimPrefix(got, it.Digest+" ")
 }
 
 // CandidateCommit is the commit of head's history where rec's record
@@ -122,10 +154,11 @@ func CandidateCommit(ctx context.Context, r *gitops.Repo, head string, rec *prom
 }
 
 // parseSeal reads a candidate commit's message: the sealed bundles (kind
-// and digest) and manifest (nil when the message names none); ok is false
-// when it is not the candidate commit of id.
-func parseSeal(msg, id string) (items []promotion.EvidenceItem, manifest *string, ok bool) {
-	items = []promotion.EvidenceItem{}
+// and digest), manifest (nil when the message names none) and scan
+// summaries (ScanSeal lines by bundle digest); ok is false when it is not
+// the candidate commit of id.
+func parseSeal(msg, id string) (items []promotion.EvidenceItem, manifest *string, scans map[string]string, ok bool) {
+	items, scans = []promotion.EvidenceItem{}, map[string]string{}
 	for line := range strings.Lines(msg) {
 		line = strings.TrimSpace(line)
 		switch {
@@ -137,9 +170,13 @@ func parseSeal(msg, id string) (items []promotion.EvidenceItem, manifest *string
 		case strings.HasPrefix(line, SealManifest):
 			m := strings.TrimPrefix(line, SealManifest)
 			manifest = &m
+		case strings.HasPrefix(line, SealScan):
+			s := strings.TrimPrefix(line, SealScan)
+			digest, _, _ := strings.Cut(s, " ")
+			scans[digest] = s
 		}
 	}
-	return items, manifest, ok
+	return items, manifest, scans, ok
 }
 
 // sealRefusal is the evidence-differs refusal of rec against where (what

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -154,7 +155,14 @@ func resolveDigest(ctx context.Context, img name.Digest, opts []remote.Option) e
 func candidacyEvidence(env string, ev *trust.Evidence) *promotion.SupplyChain {
 	s := &promotion.SupplyChain{Environment: env, Items: []promotion.EvidenceItem{}, Manifest: ev.Manifest}
 	for _, it := range ev.Items {
-		s.Items = append(s.Items, promotion.EvidenceItem{Kind: it.Kind, Digest: it.Digest, PredicateType: it.PredicateType, Signer: it.Signer})
+		item := promotion.EvidenceItem{Kind: it.Kind, Digest: it.Digest, PredicateType: it.PredicateType, Signer: it.Signer}
+		if sc := it.Scan; sc != nil {
+			// The scan's age and worst finding, read from the bundle just
+			// verified: the view shows them without reading the registry.
+			item.ScanFinished, item.WorstSeverity = sc.Finished.UTC().Format(time.RFC3339), sc.Worst
+			item.WorstFindings, item.Findings = sc.WorstCount, sc.Findings
+		}
+		s.Items = append(s.Items, item)
 	}
 	return s
 }
@@ -191,6 +199,11 @@ func candidateMessage(rec *promotion.Record) string {
 	if a.Evidence != nil {
 		for _, it := range a.Evidence.Items {
 			fmt.Fprintf(&b, "%s%s %s\n", gate.SealEvidence, it.Kind, it.Digest)
+		}
+		for _, it := range a.Evidence.Items {
+			if it.Scanned() {
+				fmt.Fprintf(&b, "%s%s\n", gate.SealScan, gate.ScanSeal(it))
+			}
 		}
 		if a.Evidence.Manifest != "" {
 			fmt.Fprintf(&b, "%s%s\n", gate.SealManifest, a.Evidence.Manifest)

@@ -124,6 +124,22 @@ func TestCandidate(t *testing.T) {
 	if !strings.HasPrefix(ev.Manifest, "sha256:") {
 		t.Fatalf("evidence %+v names no evidence manifest: later gates would fetch every bundle", ev)
 	}
+	// The scan's age and worst finding, read from the verified bundle, in
+	// the record and sealed by the candidate commit's message.
+	scan := ev.Items[3]
+	if scan.ScanFinished != w.Now.Add(-2*time.Hour).UTC().Format(time.RFC3339) || scan.WorstSeverity != "medium" || scan.WorstFindings != 1 ||
+		scan.Findings != 1 {
+		t.Fatalf("the scan's summary %+v, want finished 2h before now, worst medium (1) of 1", scan)
+	}
+	for _, it := range ev.Items[:3] {
+		if it.Scanned() {
+			t.Errorf("a %s bundle with a scan summary: %+v", it.Kind, it)
+		}
+	}
+	if msg := f.git("log", "-1", "--format=%B", p.Branch); !strings.Contains(msg, gate.SealScan+gate.ScanSeal(scan)+"\n") {
+		t.Fatalf("the candidate commit does not seal the scan summary:\n%s", msg)
+	}
+	must(t, gate.SealedInGit(ctx, f.repo, p.Branch, rec))
 	onBranch, err := promotion.ReadRecord(ctx, f.repo, p.Branch, "checkout", "dev")
 	must(t, err)
 	if onBranch == nil || !onBranch.Artifact.Equal(rec.Artifact) || onBranch.PromotionID != rec.PromotionID {

@@ -152,7 +152,21 @@ type EvidenceItem struct {
 	PredicateType string `json:"predicateType,omitempty"`
 	// Signer names the trust policy's signer that verified it.
 	Signer string `json:"signer,omitempty"`
+	// The scan summary of a vulnerability scan, as candidacy read it from
+	// the bundle it verified (trust.ReadScan); optional (records written
+	// before it have none), sealed by the candidate commit's
+	// Evidence-Scan line (gate.SealedInGit). ScanFinished is the scan's
+	// metadata.scanFinishedOn (RFC 3339, UTC), WorstSeverity the highest
+	// severity of its findings (none, low, medium, high, critical),
+	// WorstFindings how many findings have it, Findings how many it lists.
+	ScanFinished  string `json:"scanFinished,omitempty"`
+	WorstSeverity string `json:"worstSeverity,omitempty"`
+	WorstFindings int    `json:"worstFindings,omitempty"`
+	Findings      int    `json:"findings,omitempty"`
 }
+
+// Scanned reports whether it carries a scan summary.
+func (it EvidenceItem) Scanned() bool { return it.ScanFinished != "" }
 
 // Chart is one Helm chart package the target renders.
 type Chart struct {

@@ -97,7 +97,8 @@ func (n *notifierFlags) add(f *pflag.FlagSet) {
 	f.DurationVar(&n.resync, "notifier-resync-interval", notifier.DefaultResyncInterval,
 		"decide every RECONCILING record from its Application's or Kustomization's own status this often, without waiting "+
 			"for a delivery (leader only; 0 turns it off: then a lost delivery leaves the record RECONCILING)")
-	f.StringVar(&n.forgeKind, "forge", "", "set commit statuses on the desired commit on: github, gitlab or gitea "+
+	f.StringVar(&n.forgeKind, "forge", "", "set commit statuses on the desired commit on, and show the open pull/merge requests "+
+		"of the attempts in flight in the web view from: github, gitlab or gitea "+
 		"(token from THROUGHLINE_FORGE_TOKEN, else GITHUB_TOKEN / GITLAB_TOKEN / GITEA_TOKEN)")
 	f.StringVar(&n.forgeURL, "forge-url", "", "forge API base URL (default https://api.github.com, https://gitlab.com)")
 	f.StringVar(&n.forgeRepo, "forge-repo", "", "repository on the forge: owner/name (GitLab: group/project)")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/throughline-dev/throughline/chainview"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/forge"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/notifier"
 )
@@ -68,6 +69,15 @@ func (u *uiFlags) start(ctx context.Context, cfg *rest.Config, n *notifierFlags,
 		if h.Live, err = liveAcceptances(cfg); err != nil {
 			return err
 		}
+	}
+	if n.forgeKind != "" {
+		// The notifier's forge: the view lists its open requests every
+		// chainview.DefaultPullsTTL (at least --ui-refresh).
+		fc, err := forge.New(forge.Kind(n.forgeKind), n.forgeURL, n.forgeRepo)
+		if err != nil {
+			return exitcode.Usagef("%v", err)
+		}
+		h.Pulls, h.Forge = chainview.ForgeLister(fc), n.forgeKind
 	}
 	// The notifier's hardening: header, read, write and idle timeouts and
 	// a header size limit; the handler answers GET and HEAD only.

@@ -6,14 +6,17 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/throughline-dev/throughline/chainview"
 	"github.com/throughline-dev/throughline/chainview/chainfixture"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/internal/testenv"
@@ -130,5 +133,68 @@ func TestServeUIOnTheNotifiersClone(t *testing.T) {
 			t.Fatalf("the grid never showed the remote's new tip %s", next)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestServeUIForge: with serve's --forge, the web view shows each
+// attempt's open request, lists the forge once per refresh of the list
+// (not per request), never logs or shows the token; an unknown forge is
+// a usage error.
+func TestServeUIForge(t *testing.T) {
+	const token = "tok-SERVE-91ab"
+	t.Setenv("THROUGHLINE_FORGE_TOKEN", token)
+	f := chainfixture.New(t, exampleRepo)
+	branch := f.AwaitApprovals()
+	var lists atomic.Int32
+	fs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "token "+token {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/reviews") {
+			_, _ = io.WriteString(w, `[{"user":{"login":"alice"},"state":"APPROVED"},{"user":{"login":"bob"},"state":"APPROVED"}]`)
+			return
+		}
+		lists.Add(1)
+		_, _ = io.WriteString(w, `[{"number":7,"html_url":"https://gitea.example/platform/gitops-env/pulls/7","title":"promote api",`+
+			`"head":{"ref":"`+branch+`","repo":{"full_name":"platform/gitops-env"}},"base":{"ref":"main"}}]`)
+	}))
+	defer fs.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs bytes.Buffer
+	u := uiFlags{addr: "127.0.0.1:0", ttl: time.Millisecond}
+	n := &notifierFlags{repoDir: f.Dir, forgeKind: "gitea", forgeURL: fs.URL, forgeRepo: "platform/gitops-env"}
+	if err := u.start(ctx, nil, n, zerolog.New(&logs)); err != nil {
+		t.Fatal(err)
+	}
+	var line struct{ Address string }
+	if err := json.Unmarshal(bytes.SplitN(logs.Bytes(), []byte("\n"), 2)[0], &line); err != nil || line.Address == "" {
+		t.Fatalf("no address logged: %v: %s", err, logs.String())
+	}
+	for range 4 {
+		resp, err := http.Get("http://" + line.Address + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := `<a href="https://gitea.example/platform/gitops-env/pulls/7">PR #7</a> (open, 2 approvals on the forge)`; !strings.Contains(string(body), want) {
+			t.Fatalf("the grid does not say %q:\n%s", want, body)
+		}
+		if strings.Contains(string(body), token) {
+			t.Fatal("the page shows the token")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := lists.Load(); got != 1 {
+		t.Errorf("the forge was listed %d times in 4 requests, want once (its list is kept %s)", got, chainview.DefaultPullsTTL)
+	}
+	if strings.Contains(logs.String(), token) {
+		t.Errorf("the log shows the token: %s", logs.String())
+	}
+	bad := &notifierFlags{repoDir: f.Dir, forgeKind: "bitbucket", forgeRepo: "a/b"}
+	if err := (&uiFlags{addr: "127.0.0.1:0"}).start(ctx, nil, bad, zerolog.Nop()); exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("an unknown forge: %v, want a usage error", err)
 	}
 }

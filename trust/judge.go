@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/throughline-dev/throughline/exitcode"
 )
@@ -106,7 +107,15 @@ func (j *judgement) add(c *candidate, signer int) {
 	} else {
 		name = j.pol.signers[signer].name
 	}
-	j.ev.Items = append(j.ev.Items, Item{Kind: c.kind, Digest: c.digest, PredicateType: c.stmt.GetPredicateType(), Signer: name})
+	it := Item{Kind: c.kind, Digest: c.digest, PredicateType: c.stmt.GetPredicateType(), Signer: name}
+	if c.kind == KindScan {
+		if data, err := protojson.Marshal(c.stmt.GetPredicate()); err == nil {
+			if sc, err := ReadScan(data); err == nil { // checkScan read it already: it passed
+				it.Scan = sc.Summary()
+			}
+		}
+	}
+	j.ev.Items = append(j.ev.Items, it)
 }
 
 // failure is the refusal of every failed bundle of kind, else of every

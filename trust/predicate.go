@@ -184,6 +184,8 @@ type Scan struct {
 	// v1alpha1.Severities()), and WorstID the finding that has it.
 	Worst   int
 	WorstID string
+	// WorstCount is how many findings have the Worst severity.
+	WorstCount int
 	// Findings is how many findings it lists.
 	Findings int
 }
@@ -213,8 +215,11 @@ func ReadScan(predicate []byte) (*Scan, error) {
 		if worst < 0 {
 			worst = len(v1alpha1.Severities()) - 1
 		}
-		if worst > sc.Worst || sc.WorstID == "" && worst == sc.Worst {
-			sc.Worst, sc.WorstID = worst, r.GetId()
+		switch {
+		case worst > sc.Worst || sc.WorstID == "" && worst == sc.Worst:
+			sc.Worst, sc.WorstID, sc.WorstCount = worst, r.GetId(), 1
+		case worst == sc.Worst:
+			sc.WorstCount++
 		}
 	}
 	return sc, nil

@@ -80,3 +80,34 @@ func FuzzReadScan(f *testing.F) {
 		}
 	})
 }
+
+// TestScanSummary: what candidacy records of a scan: the finish time, the
+// worst severity as a word with how many findings have it, the count; a
+// scan without findings is "none".
+func TestScanSummary(t *testing.T) {
+	t.Parallel()
+	pred := func(findings string) []byte {
+		return []byte(`{"scanner":{"uri":"pkg:x","result":[` + findings + `]},"metadata":{"scanFinishedOn":"2026-12-01T10:00:00+02:00"}}`)
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want ScanSummary
+	}{
+		{"none", pred(""), ScanSummary{Worst: "none"}},
+		{"two high of three", pred(`{"id":"a","severity":[{"method":"nvd","score":"high"}]},{"id":"b","severity":[{"method":"nvd","score":"low"}]},` +
+			`{"id":"c","severity":[{"method":"cvss","score":"7.5"}]}`), ScanSummary{Worst: "high", WorstCount: 2, Findings: 3}},
+		{"one unscored is critical", pred(`{"id":"a","severity":[{"method":"nvd","score":"high"}]},{"id":"b"}`),
+			ScanSummary{Worst: "critical", WorstCount: 1, Findings: 2}},
+	} {
+		sc, err := ReadScan(tc.data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := sc.Summary()
+		tc.want.Finished = time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+		if *got != tc.want || got.Finished.Location() != time.UTC {
+			t.Errorf("%s: %+v, want %+v", tc.name, *got, tc.want)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	intoto "github.com/in-toto/attestation/go/v1"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/remotelimit"
 )
@@ -102,6 +103,31 @@ type Item struct {
 	PredicateType string `json:"predicateType"`
 	// Signer is the policy signer that verified it.
 	Signer string `json:"signer"`
+	// Scan is what a vulnerability scan's predicate says (ReadScan), nil
+	// for any other kind.
+	Scan *ScanSummary `json:"scan,omitempty"`
+}
+
+// ScanSummary is a verified scan's age and worst finding, as candidacy
+// records it in Git (promotion.EvidenceItem's scan fields).
+type ScanSummary struct {
+	// Finished is metadata.scanFinishedOn.
+	Finished time.Time `json:"finished"`
+	// Worst is the highest severity of its findings (a word of
+	// v1alpha1.Severities; "none" without findings), WorstCount how many
+	// have it, Findings how many it lists.
+	Worst      string `json:"worst"`
+	WorstCount int    `json:"worstCount"`
+	Findings   int    `json:"findings"`
+}
+
+// Summary is what sc says for the record.
+func (sc *Scan) Summary() *ScanSummary {
+	out := &ScanSummary{Finished: sc.Finished.UTC(), Worst: v1alpha1.Severities()[sc.Worst], WorstCount: sc.WorstCount, Findings: sc.Findings}
+	if sc.Findings == 0 {
+		out.Worst, out.WorstCount = "none", 0
+	}
+	return out
 }
 
 // Digests are the bundle digests of e, in order: what VerifyRecorded takes.

@@ -252,11 +252,18 @@ func (r *Repo) newRecord(app, env, tag, digest string, attempt int, ev *promotio
 }
 
 // Bundles are the supply-chain evidence of a candidacy in the stories:
-// a signature and a provenance, and the evidence manifest listing them.
+// a signature, a provenance and a vulnerability scan (its summary as
+// promote candidate records it: Candidate sets it finished ScanAge
+// before the candidacy), and the evidence manifest listing them.
 var Bundles = []promotion.EvidenceItem{
 	{Kind: "signature", Digest: digest("5a"), Signer: "keys/ci.pub"},
 	{Kind: "provenance", Digest: digest("5b"), PredicateType: "https://slsa.dev/provenance/v1", Signer: "keys/ci.pub"},
+	{Kind: "vulnerability-scan", Digest: digest("5d"), PredicateType: "https://in-toto.io/attestation/vulns/v0.2", Signer: "keys/ci.pub",
+		WorstSeverity: "high", WorstFindings: 2, Findings: 5},
 }
+
+// ScanAge is how long before its candidacy the stories' scan finished.
+const ScanAge = 3 * time.Hour
 
 // BundleManifest is the evidence manifest of Bundles.
 var BundleManifest = digest("5c")
@@ -272,12 +279,22 @@ func (r *Repo) Candidate(app, env, tag, digest string, attempt int) *promotion.R
 	ev := &promotion.SupplyChain{Environment: env, Items: slices.Clone(Bundles), Manifest: BundleManifest}
 	rec := r.newRecord(app, env, tag, digest, attempt, ev)
 	ev.Candidacy = rec.PromotionID
+	for i := range ev.Items {
+		if ev.Items[i].Kind == "vulnerability-scan" {
+			ev.Items[i].ScanFinished = rec.History[0].At.Add(-ScanAge).UTC().Format(time.RFC3339)
+		}
+	}
 	var msg strings.Builder
 	fmt.Fprintf(&msg, "candidate %s %s for %s\n\n%s%s\n", app, ledger.ShortDigest(digest), env, gate.SealPromotion, rec.PromotionID)
 	for _, it := range ev.Items {
 		fmt.Fprintf(&msg, "%s%s %s\n", gate.SealEvidence, it.Kind, it.Digest)
 	}
 	fmt.Fprintf(&msg, "%s%s\n", gate.SealManifest, ev.Manifest)
+	for _, it := range ev.Items {
+		if it.Scanned() {
+			fmt.Fprintf(&msg, "%s%s\n", gate.SealScan, gate.ScanSeal(it))
+		}
+	}
 	r.commit(msg.String(), map[string][]byte{promotion.RecordPath(app, env): marshal(t, rec)})
 	return rec
 }

@@ -8,9 +8,13 @@ import (
 	"github.com/throughline-dev/throughline/forge"
 )
 
-// forgeFlags configure the forge propose opens a PR/MR on.
+// forgeFlags configure the forge propose opens a PR/MR on (report: whose
+// open requests the pages show).
 type forgeFlags struct {
 	kind, url, repo string
+	// use says what --forge does for the command (default: open a
+	// pull/merge request on it).
+	use string
 }
 
 // add adds the forge flags to cmd.
@@ -18,7 +22,11 @@ func (f *forgeFlags) add(cmd *cobra.Command) { f.addFlags(cmd.Flags()) }
 
 // addFlags adds the forge flags to fl.
 func (f *forgeFlags) addFlags(fl *pflag.FlagSet) {
-	fl.StringVar(&f.kind, "forge", "", "open a pull/merge request on: github, gitlab or gitea "+
+	use := f.use
+	if use == "" {
+		use = "open a pull/merge request on"
+	}
+	fl.StringVar(&f.kind, "forge", "", use+": github, gitlab or gitea "+
 		"(token from THROUGHLINE_FORGE_TOKEN, else GITHUB_TOKEN / GITLAB_TOKEN / GITEA_TOKEN)")
 	fl.StringVar(&f.url, "forge-url", "", "forge API base URL (default https://api.github.com, https://gitlab.com)")
 	fl.StringVar(&f.repo, "forge-repo", "", "repository on the forge: owner/name (GitLab: group/project)")

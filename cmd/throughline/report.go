@@ -27,11 +27,19 @@ branch): promotion records, evidence files, break-glass pause records, the
 environment registry. Links are relative, so the directory can be published as
 a CI artifact. Each file is written atomically. Nothing is changed in Git, and
 no Secret value or token is shown. "throughline serve --ui-bind-address" serves
-the same pages.`
+the same pages.
+
+With --forge (and --forge-url, --forge-repo), the open pull/merge requests of
+the repository are listed once, and each attempt in flight shows its own
+request (the one whose head is exactly the attempt's branch, in the
+repository, into the base branch): number and link, draft or open, approvals
+on the forge. A forge that fails or does not answer within 10 s makes the
+cells say the list is unavailable; the pages are still written.`
 
 // reportOptions are the flags of throughline report.
 type reportOptions struct {
 	repo, out, rev, commitURL string
+	ff                        forgeFlags
 }
 
 func (o *reportOptions) addFlags(f *pflag.FlagSet) {
@@ -39,6 +47,8 @@ func (o *reportOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.out, "out", "", "directory to write the pages to (created when missing)")
 	f.StringVar(&o.rev, "rev", "", "revision to read (default: the repository's base branch)")
 	f.StringVar(&o.commitURL, "commit-url", "", `link every commit, formatted with its id (e.g. "https://github.com/org/gitops/commit/%s")`)
+	o.ff.use = "show the open pull/merge requests of the attempts in flight, read from"
+	o.ff.addFlags(f)
 }
 
 func newReportCommand(g *globals, stdout io.Writer) *cobra.Command {
@@ -58,6 +68,10 @@ func (o *reportOptions) run(ctx context.Context, g *globals, stdout io.Writer) e
 	if err := chainview.CheckCommitURL(o.commitURL); err != nil {
 		return exitcode.Usagef("--commit-url %q: %w", o.commitURL, err)
 	}
+	fc, err := o.ff.client()
+	if err != nil {
+		return err
+	}
 	r, err := gitops.OpenLocal(ctx, o.repo)
 	if err != nil {
 		return err
@@ -68,6 +82,11 @@ func (o *reportOptions) run(ctx context.Context, g *globals, stdout io.Writer) e
 	m, err := chainview.Load(ctx, r, chainview.Options{Rev: o.rev, Now: time.Now(), CommitURL: o.commitURL})
 	if err != nil {
 		return err
+	}
+	if fc != nil {
+		m = m.WithPulls(chainview.FetchPulls(ctx, string(fc.Kind), chainview.ForgeLister(fc), chainview.DefaultPullsTimeout, func(err error) {
+			g.log.Warn().Err(err).Msg("the pages say the pull request list is unavailable")
+		}))
 	}
 	site, err := chainview.NewSite(m)
 	if err != nil {

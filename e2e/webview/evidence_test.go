@@ -65,6 +65,7 @@ func TestWebViewEvidence(t *testing.T) {
 		"signature keys/ci.pub " + chainfixture.Checkout + " sha256:" + strings.Repeat("5a", 32) + " promotion/checkout/dev.yaml, sealed at " +
 			sealed + " proven",
 		"provenance https://slsa.dev/provenance/v1 keys/ci.pub",
+		"vulnerability-scan https://in-toto.io/attestation/vulns/v0.2 scanned 3h0m before candidacy, worst: HIGH (2 of 5 findings) keys/ci.pub",
 	} {
 		if !strings.Contains(bundles, want) {
 			t.Errorf("bundles: no %q in the visible text:\n%s", want, bundles)
