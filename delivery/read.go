@@ -174,13 +174,14 @@ func (rd *Reader) attempts(ctx context.Context, rev string, rep *Report, fig fun
 				rep.problem(fig(app, env), Problem{File: file, Commit: v.Commit, Reason: v.Invalid.Error()})
 				continue
 			}
-			if v.Record == nil {
+			rec := v.Record()
+			if rec == nil {
 				continue // deleted in this commit
 			}
-			switch a := out[v.Record.PromotionID]; {
-			case a == nil || len(v.Record.History) > len(a.rec.History):
-				out[v.Record.PromotionID] = &attempt{rec: v.Record, file: file, commit: v.Commit}
-			case reflect.DeepEqual(v.Record, a.rec):
+			switch a := out[rec.PromotionID]; {
+			case a == nil || len(rec.History) > len(a.rec.History):
+				out[rec.PromotionID] = &attempt{rec: rec, file: file, commit: v.Commit}
+			case reflect.DeepEqual(rec, a.rec):
 				a.commit = v.Commit // the same version, committed earlier
 			}
 		}

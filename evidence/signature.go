@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -47,6 +48,19 @@ type Keys struct {
 	// File is the allowed-signers file the keys were read from.
 	File string
 	keys []key
+	// sum identifies the keys by their file's name and content (set by
+	// ParseKeys; zero for Keys made otherwise).
+	sum [sha256.Size]byte
+}
+
+// Sum identifies k by the name and content of the file ParseKeys read
+// (two Keys with the same Sum accept the same signatures); ok is false
+// for Keys ParseKeys did not make, and for nil.
+func (k *Keys) Sum() (sum [sha256.Size]byte, ok bool) {
+	if k == nil || k.sum == ([sha256.Size]byte{}) {
+		return sum, false
+	}
+	return k.sum, true
 }
 
 type key struct {
@@ -66,7 +80,7 @@ func ParseKeys(file string, data []byte) (*Keys, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	k := &Keys{File: file}
+	k := &Keys{File: file, sum: sha256.Sum256([]byte(file + "\x00" + string(data)))}
 	for _, l := range lines {
 		pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(l.KeyType + " " + l.Key))
 		if err != nil {

@@ -122,6 +122,47 @@ func (r *Repo) FileHistory(ctx context.Context, rev, p string) ([]string, error)
 	return strings.Fields(out), nil
 }
 
+// EachFileHistory is FileHistory one commit at a time, newest first,
+// until f returns false: in process, the walk goes no further than the
+// commits f asked for (a reader of the newest versions of a record does
+// not walk its whole history); through git, the whole list is read first.
+// f runs without the repository's lock held: it may read the repository.
+func (r *Repo) EachFileHistory(ctx context.Context, rev, p string, f func(commit string) bool) error {
+	m := r.reader()
+	if m == nil {
+		commits, err := r.FileHistory(ctx, rev, p)
+		if err != nil {
+			return err
+		}
+		for _, c := range commits {
+			if !f(c) {
+				return nil
+			}
+		}
+		return nil
+	}
+	unlock := m.lock()
+	w, err := m.walkHistory(rev, r.full(p))
+	unlock()
+	if err != nil {
+		return err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("history of %s at %s: %w", p, rev, err)
+		}
+		unlock := m.lock()
+		c, ok, err := w.next(m)
+		unlock()
+		if err != nil || !ok {
+			return err
+		}
+		if !f(c) {
+			return nil
+		}
+	}
+}
+
 // MergeBase is the best common ancestor of a and b: what a pull request
 // from b into a changes is the difference from it to b (three-dot
 // semantics), not from a's tip, which may have moved since b was cut.

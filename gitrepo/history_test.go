@@ -2,10 +2,13 @@ package gitrepo
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/throughline-dev/throughline/internal/gittest"
 )
@@ -122,5 +125,64 @@ func TestListTreeAtTheRepositoryRoot(t *testing.T) {
 	}
 	if want := []string{"sub/a.yaml"}; !slices.Equal(all, want) {
 		t.Errorf("ListTree(.) at the repository root = %q, want %q", all, want)
+	}
+}
+
+// TestLinearFileHistoryMatchesGit: on a history without merges, the
+// histories read off one pass (linearFrom, from the second whole walk from
+// a commit on) are git log's, for a file changed, deleted and re-created,
+// a directory removed whole and replaced by a file and back, a file of the
+// root commit, and a path never there; at every commit of the history as
+// the start, in process and in a GitOps root below the top.
+func TestLinearFileHistoryMatchesGit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	gittest.Init(t, dir)
+	steps := []map[string]string{
+		{"gitops/promotion/shop/staging.yaml": "v: 1\n", "gitops/apps/shop/base/deploy.yaml": "kind: Deployment\n"},
+		{"gitops/zz.yaml": "top: 1\n"},
+		{"gitops/promotion/shop/staging.yaml": "v: 2\n"},
+		{"gitops/promotion/shop/staging.yaml": ""},
+		{"gitops/promotion/shop/staging.yaml": "v: 3\n", "gitops/promotion/shop/prod.yaml": "v: 1\n"},
+		{"gitops/apps/shop/base/deploy.yaml": ""},
+		{"gitops/apps/shop/base": "not a directory\n"},
+		{"gitops/apps/shop/base": ""},
+		{"gitops/apps/shop/base/deploy.yaml": "kind: StatefulSet\n"},
+		{"gitops/zz.yaml": "top: 2\n"},
+	}
+	var commits []string
+	for i, files := range steps {
+		for p, body := range files {
+			if body == "" {
+				gittest.Run(t, dir, "rm", "-q", "-r", p)
+				delete(files, p)
+			}
+		}
+		commits = append(commits, gittest.Commit(t, dir, fmt.Sprint("step ", i), files))
+	}
+	cli, err := Open(ctx, filepath.Join(dir, "gitops"))
+	must(t, err)
+	fast, err := Open(ctx, filepath.Join(dir, "gitops"))
+	must(t, err)
+	must(t, fast.ReadInProcess())
+	paths := []string{"promotion/shop/staging.yaml", "promotion/shop/prod.yaml", "apps/shop/base/deploy.yaml", "apps/shop/base", "zz.yaml",
+		"no/such/file"}
+	for _, start := range commits {
+		for round := range 2 { // the second round answers from the linear history
+			for _, p := range paths {
+				want, err := cli.FileHistory(ctx, start, p)
+				must(t, err)
+				got, err := fast.FileHistory(ctx, start, p)
+				must(t, err)
+				if !slices.Equal(got, want) {
+					t.Errorf("round %d, at %s: FileHistory(%s) = %v, git %v", round, Short(start), p, got, want)
+				}
+			}
+			fast.reads.index.histories = nil // not the remembered answers: the linear history
+		}
+		if fast.reads.index.linear[plumbing.NewHash(start)] == nil {
+			t.Errorf("at %s: no linear history was read", Short(start))
+		}
 	}
 }

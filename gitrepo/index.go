@@ -23,8 +23,20 @@ import (
 // the history read; it is used under the clone's lock.
 type commitIndex struct {
 	commits map[plumbing.Hash]*indexed
-	// histories are FileHistory's answers by start commit and path.
-	histories map[historyKey][]string
+	// histories are FileHistory's answers by start commit and path,
+	// historyIDs the commit ids they hold (bounded: maxHistoryIDs).
+	histories  map[historyKey][]string
+	historyIDs int
+	// maxCommits, when set, replaces maxIndexed (tests).
+	maxCommits int
+	// trees are decoded trees' entries by tree id (treeEntries), holding
+	// treeEntries entries in all.
+	trees       map[plumbing.Hash]map[string]object.TreeEntry
+	treeEntries int
+	// walked counts the whole walks from each start commit; linear are
+	// the linear histories by start commit (linearFrom; nil: a merge).
+	walked map[plumbing.Hash]int
+	linear map[plumbing.Hash]*linearHistory
 }
 
 type historyKey struct {
@@ -43,6 +55,31 @@ type indexed struct {
 	tree    plumbing.Hash
 	// gen is the generation number (0: not computed yet).
 	gen int
+}
+
+// maxIndexed bounds the commits the index holds between two operations
+// (FileHistory, IsAncestor): at about 0.5 KB a commit with its changed
+// paths, some 500 MB. An operation may read past it (a walk needs the
+// commits it walks); the next one then starts from an empty index. A
+// history longer than the bound is still answered right, by reading it
+// again per operation: the bound trades that time for memory.
+const maxIndexed = 1 << 20
+
+// bound forgets the whole index when it holds more than maxIndexed
+// commits; called only where no operation is under way (the clone's
+// lock is held, and a walk keeps the commits it holds).
+func (ix *commitIndex) bound() {
+	if len(ix.commits) > ix.limit() {
+		ix.commits, ix.walked, ix.linear = nil, nil, nil
+	}
+}
+
+// limit is maxIndexed, or the test's smaller bound.
+func (ix *commitIndex) limit() int {
+	if ix.maxCommits > 0 {
+		return ix.maxCommits
+	}
+	return maxIndexed
 }
 
 // indexOf reads commit h into the index (once) and returns it.
@@ -129,71 +166,204 @@ func markChanged(out map[string]bool, p string, dir bool) {
 	}
 }
 
-// treeEntries are the entries of tree h by name (none for the zero hash).
+// treeEntries are the entries of tree h by name (none for the zero
+// hash), decoded once and remembered by the tree's id (what an object id
+// names never changes), within maxTreeEntries entries in all. The map is
+// shared: callers only read it.
 func (m *inProcess) treeEntries(h plumbing.Hash) (map[string]object.TreeEntry, error) {
-	out := map[string]object.TreeEntry{}
 	if h.IsZero() {
+		return map[string]object.TreeEntry{}, nil
+	}
+	if out, ok := m.index.trees[h]; ok {
 		return out, nil
 	}
 	t, err := object.GetTree(m.repo.Storer, h)
 	if err != nil {
 		return nil, fmt.Errorf("tree %s: %w", h, err)
 	}
+	out := make(map[string]object.TreeEntry, len(t.Entries))
 	for _, e := range t.Entries {
 		out[e.Name] = e
 	}
+	if m.index.trees == nil || m.index.treeEntries+len(out) > maxTreeEntries {
+		m.index.trees, m.index.treeEntries = map[plumbing.Hash]map[string]object.TreeEntry{}, 0
+	}
+	m.index.trees[h] = out
+	m.index.treeEntries += len(out) + 1
 	return out, nil
 }
 
+// maxTreeEntries bounds the tree entries treeEntries remembers (then
+// forgets them all at once): some 100 bytes each, about 50 MB.
+const maxTreeEntries = 1 << 19
+
+// entryAt is the entry at the slash-separated path p under tree (found
+// false when there is none: a name missing, or a file where a directory
+// would be), reading each directory through treeEntries.
+func (m *inProcess) entryAt(tree plumbing.Hash, p string) (object.TreeEntry, bool, error) {
+	names := strings.Split(p, "/")
+	h := tree
+	for i, name := range names {
+		ents, err := m.treeEntries(h)
+		if err != nil {
+			return object.TreeEntry{}, false, err
+		}
+		e, ok := ents[name]
+		switch {
+		case !ok:
+			return object.TreeEntry{}, false, nil
+		case i == len(names)-1:
+			return e, true, nil
+		case e.Mode != filemode.Dir:
+			return object.TreeEntry{}, false, nil
+		}
+		h = e.Hash
+	}
+	return object.TreeEntry{}, false, nil
+}
+
 // changedIn reports whether the blob at p differs in a changed set: p
-// itself, or a directory above it added or removed whole.
-func changedIn(changed map[string]bool, p string) bool {
+// itself (exact: true), or a directory above it added or removed whole
+// (exact: false; then p differs only where one of the two trees has it,
+// which touches decides).
+func changedIn(changed map[string]bool, p string) (in, exact bool) {
 	if changed[p] {
-		return true
+		return true, true
 	}
 	for i := strings.LastIndex(p, "/"); i > 0; i = strings.LastIndex(p[:i], "/") {
 		if changed[p[:i]+"/"] {
-			return true
+			return true, false
 		}
 	}
-	return false
+	return false, false
+}
+
+// touches reports whether p differs between the trees of a commit and of
+// its parent, given the commit's changed set against that parent: as git
+// compares them, a path under a directory added or removed whole differs
+// only when one of the two trees has it.
+func (m *inProcess) touches(changed map[string]bool, p string, tree, parent plumbing.Hash) (bool, error) {
+	in, exact := changedIn(changed, p)
+	if !in || exact {
+		return in, nil
+	}
+	for _, t := range []plumbing.Hash{tree, parent} {
+		_, found, err := m.entryAt(t, p)
+		if err != nil || found {
+			return found, err
+		}
+	}
+	return false, nil
 }
 
 // fileHistory lists the commits of the history of rev that changed p,
 // newest first, as git log -- p does (a commit TREESAME to a parent for p
 // follows that parent alone), walking the index.
 func (m *inProcess) fileHistory(rev, p string) ([]string, error) {
+	w, err := m.walkHistory(rev, p)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for {
+		c, ok, err := w.next(m)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return out, nil
+		}
+		out = append(out, c)
+	}
+}
+
+// historyWalk is a walk of the history of one path from one commit, one
+// commit that changed it at a time (next), so that a reader that needs the
+// newest few versions (ledger.Reader.EachVersion) walks no further. A walk
+// that reaches the end is remembered (histories); a remembered answer is
+// replayed.
+type historyWalk struct {
+	key   historyKey
+	done  []string // a remembered answer being replayed (memo true)
+	memo  bool
+	out   []string
+	queue []walkItem
+	seen  map[plumbing.Hash]bool
+}
+
+type walkItem struct {
+	h  plumbing.Hash
+	ic *indexed
+}
+
+// walkHistory starts a walk of the history of p at rev.
+func (m *inProcess) walkHistory(rev, p string) (*historyWalk, error) {
 	start, err := m.resolve(rev)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s at %s: %w", p, rev, err)
 	}
-	if h, ok := m.index.histories[historyKey{start, p}]; ok {
-		return slices.Clone(h), nil
+	m.index.bound()
+	k := historyKey{start, p}
+	if h, ok := m.index.histories[k]; ok {
+		return &historyWalk{key: k, done: h, memo: true}, nil
+	}
+	// A second whole walk from the same commit (the web view reads every
+	// record's history at the base): on a history without merges, every
+	// path's history is read off one pass (linearFrom).
+	if m.index.walked[start] > 0 {
+		lh, err := m.linearFrom(start)
+		if err != nil {
+			return nil, fmt.Errorf("history of %s at %s: %w", p, rev, err)
+		}
+		if lh != nil {
+			out, err := lh.history(m, p)
+			if err != nil {
+				return nil, fmt.Errorf("history of %s at %s: %w", p, rev, err)
+			}
+			m.remember(k, out)
+			return &historyWalk{key: k, done: out, memo: true}, nil
+		}
 	}
 	first, err := m.indexOf(start)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s at %s: %w", p, rev, err)
 	}
-	type item struct {
-		h  plumbing.Hash
-		ic *indexed
+	return &historyWalk{key: k, seen: map[plumbing.Hash]bool{start: true}, queue: []walkItem{{start, first}}}, nil
+}
+
+// next is the next commit of the walk that changed the path (ok false at
+// the end).
+func (w *historyWalk) next(m *inProcess) (string, bool, error) {
+	if w.memo {
+		if len(w.done) == 0 {
+			return "", false, nil
+		}
+		c := w.done[0]
+		w.done = w.done[1:]
+		return c, true, nil
 	}
-	var out []string
-	seen := map[plumbing.Hash]bool{start: true}
-	queue := []item{{start, first}}
-	for len(queue) > 0 {
+	p := w.key.path
+	for len(w.queue) > 0 {
 		// The newest commit first, as git log orders them.
-		sort.SliceStable(queue, func(i, j int) bool { return queue[i].ic.when.After(queue[j].ic.when) })
-		c := queue[0]
-		queue = queue[1:]
+		sort.SliceStable(w.queue, func(i, j int) bool { return w.queue[i].ic.when.After(w.queue[j].ic.when) })
+		c := w.queue[0]
+		w.queue = w.queue[1:]
 		changes, err := m.changesOf(c.h, c.ic)
 		if err != nil {
-			return nil, fmt.Errorf("history of %s at %s: %w", p, rev, err)
+			return "", false, fmt.Errorf("history of %s at %s: %w", p, w.key.start, err)
 		}
 		follow := c.ic.parents
 		changed := true
 		for i, parent := range c.ic.parents {
-			if !changedIn(changes[i], p) { // TREESAME to this parent: follow it alone
+			ip, err := m.indexOf(parent)
+			if err != nil {
+				return "", false, fmt.Errorf("history of %s at %s: %w", p, w.key.start, err)
+			}
+			touched, err := m.touches(changes[i], p, c.ic.tree, ip.tree)
+			if err != nil {
+				return "", false, fmt.Errorf("history of %s at %s: %w", p, c.h, err)
+			}
+			if !touched { // TREESAME to this parent: follow it alone
 				follow, changed = []plumbing.Hash{parent}, false
 				break
 			}
@@ -201,35 +371,148 @@ func (m *inProcess) fileHistory(rev, p string) ([]string, error) {
 		if changed && len(c.ic.parents) == 0 {
 			present, err := m.hasPath(c.ic.tree, p)
 			if err != nil {
-				return nil, fmt.Errorf("history of %s at %s: %w", p, c.h, err)
+				return "", false, fmt.Errorf("history of %s at %s: %w", p, c.h, err)
 			}
 			changed = present
 		}
-		if changed {
-			out = append(out, c.h.String())
-		}
 		for _, parent := range follow {
-			if seen[parent] {
+			if w.seen[parent] {
 				continue
 			}
-			seen[parent] = true
+			w.seen[parent] = true
 			ip, err := m.indexOf(parent)
 			if err != nil {
-				return nil, fmt.Errorf("history of %s at %s: %w", p, rev, err)
+				return "", false, fmt.Errorf("history of %s at %s: %w", p, w.key.start, err)
 			}
-			queue = append(queue, item{parent, ip})
+			w.queue = append(w.queue, walkItem{parent, ip})
+		}
+		if changed {
+			w.out = append(w.out, c.h.String())
+			return c.h.String(), true, nil
 		}
 	}
-	if m.index.histories == nil || len(m.index.histories) >= maxHistories {
-		m.index.histories = map[historyKey][]string{}
+	// The whole history: remembered for the next walk from this commit.
+	w.memo, w.done = true, nil
+	m.remember(w.key, w.out)
+	if m.index.walked == nil {
+		m.index.walked = map[plumbing.Hash]int{}
 	}
-	m.index.histories[historyKey{start, p}] = slices.Clone(out)
+	m.index.walked[w.key.start]++
+	return "", false, nil
+}
+
+// linearHistory is the history from one commit when it has no merge:
+// its commits newest first, down to the root, and for every path a
+// commit changes against its parent (a key of indexed.changed), the
+// positions of those commits, ascending.
+type linearHistory struct {
+	commits []plumbing.Hash
+	byPath  map[string][]int
+}
+
+// maxLinear bounds the linear histories remembered (then forgotten all
+// at once); each holds a commit id and a few positions per commit.
+const maxLinear = 8
+
+// linearFrom is the linear history from start, read in one pass of its
+// first parents (remembered); nil when start's history has a merge (then
+// the walk of historyWalk decides, which follows git's simplification).
+func (m *inProcess) linearFrom(start plumbing.Hash) (*linearHistory, error) {
+	ix := &m.index
+	if lh, ok := ix.linear[start]; ok {
+		return lh, nil
+	}
+	lh := &linearHistory{byPath: map[string][]int{}}
+	for h := start; ; {
+		ic, err := m.indexOf(h)
+		if err != nil {
+			return nil, err
+		}
+		if len(ic.parents) > 1 {
+			lh = nil // a merge: not linear
+			break
+		}
+		lh.commits = append(lh.commits, h)
+		if len(ic.parents) == 0 {
+			break
+		}
+		changes, err := m.changesOf(h, ic)
+		if err != nil {
+			return nil, err
+		}
+		for k := range changes[0] {
+			lh.byPath[k] = append(lh.byPath[k], len(lh.commits)-1)
+		}
+		h = ic.parents[0]
+	}
+	if ix.linear == nil || len(ix.linear) >= maxLinear {
+		ix.linear = map[plumbing.Hash]*linearHistory{}
+	}
+	ix.linear[start] = lh
+	return lh, nil
+}
+
+// history is what the walk answers for p on a linear history: each commit
+// whose change against its parent touches p (p itself, or a directory
+// above it added or removed whole where one of the trees has p), and the
+// root commit when its tree has p, newest first.
+func (lh *linearHistory) history(m *inProcess, p string) ([]string, error) {
+	pos := slices.Clone(lh.byPath[p])
+	for i := strings.LastIndex(p, "/"); i > 0; i = strings.LastIndex(p[:i], "/") {
+		// A directory above p added or removed whole: p changed where one
+		// of the two trees has it (touches).
+		for _, n := range lh.byPath[p[:i]+"/"] {
+			ic, err := m.indexOf(lh.commits[n])
+			if err != nil {
+				return nil, err
+			}
+			ip, err := m.indexOf(lh.commits[n+1]) // its parent: the root has no changes
+			if err != nil {
+				return nil, err
+			}
+			touched, err := m.touches(map[string]bool{p[:i] + "/": true}, p, ic.tree, ip.tree)
+			if err != nil {
+				return nil, err
+			}
+			if touched {
+				pos = append(pos, n)
+			}
+		}
+	}
+	root := lh.commits[len(lh.commits)-1]
+	ic, err := m.indexOf(root)
+	if err != nil {
+		return nil, err
+	}
+	present, err := m.hasPath(ic.tree, p)
+	if err != nil {
+		return nil, fmt.Errorf("history of %s at %s: %w", p, root, err)
+	}
+	if present {
+		pos = append(pos, len(lh.commits)-1)
+	}
+	slices.Sort(pos)
+	pos = slices.Compact(pos)
+	out := make([]string, len(pos))
+	for i, n := range pos {
+		out[i] = lh.commits[n].String()
+	}
 	return out, nil
 }
 
-// maxHistories bounds the answers FileHistory remembers (then forgotten
-// all at once).
-const maxHistories = 20000
+// remember keeps a whole answer of FileHistory, within maxHistoryIDs
+// commit ids in all (then everything is forgotten at once).
+func (m *inProcess) remember(k historyKey, out []string) {
+	if m.index.histories == nil || m.index.historyIDs+len(out) > maxHistoryIDs {
+		m.index.histories, m.index.historyIDs = map[historyKey][]string{}, 0
+	}
+	m.index.histories[k] = slices.Clone(out)
+	m.index.historyIDs += len(out) + 1
+}
+
+// maxHistoryIDs bounds the commit ids FileHistory's remembered answers
+// hold in all (an answer counts its ids and one): about 40 MB of ids.
+const maxHistoryIDs = 1 << 20
 
 // hasPath reports whether tree holds a blob or link at p.
 func (m *inProcess) hasPath(tree plumbing.Hash, p string) (bool, error) {

@@ -31,6 +31,9 @@ func (m *inProcess) resolve(rev string) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, fmt.Errorf("revision %q: %w", rev, ErrNotFound)
 	}
 	h := plumbing.NewHash(rev)
+	if _, ok := m.index.commits[h]; ok && h.String() == rev {
+		return h, nil // read as a commit before (indexOf)
+	}
 	if h.String() != rev { // not a full commit id: a reference or an expression
 		r, err := m.repo.ResolveRevision(plumbing.Revision(rev))
 		if errors.Is(err, plumbing.ErrReferenceNotFound) || errors.Is(err, plumbing.ErrObjectNotFound) {
@@ -72,27 +75,37 @@ func (m *inProcess) tree(rev string) (*object.Tree, error) {
 }
 
 func (m *inProcess) readFile(rev, p string) ([]byte, error) {
-	t, err := m.tree(rev)
+	h, err := m.resolve(rev)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s at %s: %w", p, rev, err)
 	}
-	f, err := t.File(p)
-	if errors.Is(err, object.ErrFileNotFound) || errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) {
+	ic, err := m.indexOf(h)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s at %s: %w", p, rev, err)
+	}
+	e, found, err := m.entryAt(ic.tree, p)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s at %s: %w", p, rev, err)
+	}
+	// A directory or a submodule at p is no file there, as go-git's
+	// Tree.File says too.
+	if !found || e.Mode == filemode.Dir || e.Mode == filemode.Submodule {
 		return nil, fmt.Errorf("%s at %s: %w (%w)", p, rev, ErrNotFound, fs.ErrNotExist)
 	}
+	if e.Mode == filemode.Symlink { // go-git counts a link as a file: its content would be the link's text
+		return nil, fmt.Errorf("reading %s at %s: %w", p, rev, ErrSymlink)
+	}
+	if !e.Mode.IsFile() {
+		return nil, fmt.Errorf("reading %s at %s: not a file (mode %s)", p, rev, e.Mode)
+	}
+	b, err := object.GetBlob(m.repo.Storer, e.Hash)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s at %s: %w", p, rev, err)
 	}
-	if f.Mode == filemode.Symlink { // go-git counts a link as a file: its content would be the link's text
-		return nil, fmt.Errorf("reading %s at %s: %w", p, rev, ErrSymlink)
+	if b.Size > maxBlob {
+		return nil, fmt.Errorf("reading %s at %s: %d bytes, over the %d-byte limit", p, rev, b.Size, maxBlob)
 	}
-	if !f.Mode.IsFile() {
-		return nil, fmt.Errorf("reading %s at %s: not a file (mode %s)", p, rev, f.Mode)
-	}
-	if f.Size > maxBlob {
-		return nil, fmt.Errorf("reading %s at %s: %d bytes, over the %d-byte limit", p, rev, f.Size, maxBlob)
-	}
-	rd, err := f.Reader()
+	rd, err := b.Reader()
 	if err != nil {
 		return nil, fmt.Errorf("reading %s at %s: %w", p, rev, err)
 	}
@@ -156,6 +169,7 @@ func (m *inProcess) isAncestor(a, b string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("is %s an ancestor of %s: %w", a, b, err)
 	}
+	m.index.bound()
 	ok, err := m.isAncestorIndexed(ha, hb)
 	if err != nil {
 		return false, fmt.Errorf("is %s an ancestor of %s: %w", a, b, err)

@@ -2,8 +2,10 @@ package ledger
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/throughline-dev/throughline/evidence"
@@ -61,7 +63,7 @@ func ReadEvidence(ctx context.Context, r *gitops.Repo, rev, file, app, env strin
 	if err != nil {
 		return nil, false, err
 	}
-	ev, err := evidence.Open(file, env, data, sig, keys)
+	ev, err := openEvidence(file, env, data, sig, keys)
 	var se *evidence.SignatureError
 	switch {
 	case errors.As(err, &se):
@@ -75,6 +77,53 @@ func ReadEvidence(ctx context.Context, r *gitops.Repo, rev, file, app, env strin
 			fmt.Errorf("names app %q environment %q, but lives at the path of %s/%s", ev.App, ev.Environment, app, env))
 	}
 	return ev, true, nil
+}
+
+// opened remembers evidence.Open's answers by what decides them: the
+// file's path and environment, the SHA-256 of its content and of its
+// signature, and the notifier keys' Sum. The same evidence file read at
+// many commits (every History, every proof of the same acceptance) is
+// verified and parsed once per process; a rewritten or re-signed file, or
+// other keys, is another key and is opened anew.
+var opened struct {
+	mu sync.Mutex
+	m  map[openedKey]openedDoc
+}
+
+type openedKey struct {
+	file, env string
+	data, sig [sha256.Size]byte
+	sigFound  bool
+	keys      [sha256.Size]byte
+}
+
+type openedDoc struct {
+	ev  *evidence.Record
+	err error
+}
+
+// openEvidence is evidence.Open, remembered (opened): each caller gets its
+// own copy of the record.
+func openEvidence(file, env string, data, sig []byte, keys *evidence.Keys) (*evidence.Record, error) {
+	ks, ok := keys.Sum()
+	if !ok { // keys ParseKeys did not make (none, or unusable): not remembered
+		return evidence.Open(file, env, data, sig, keys)
+	}
+	k := openedKey{file: file, env: env, data: sha256.Sum256(data), sig: sha256.Sum256(sig), sigFound: sig != nil, keys: ks}
+	opened.mu.Lock()
+	d, ok := opened.m[k]
+	opened.mu.Unlock()
+	if !ok {
+		ev, err := evidence.Open(file, env, data, sig, keys)
+		d = openedDoc{ev: ev, err: err}
+		opened.mu.Lock()
+		if opened.m == nil || len(opened.m) >= maxCached {
+			opened.m = map[openedKey]openedDoc{}
+		}
+		opened.m[k] = d
+		opened.mu.Unlock()
+	}
+	return deepCopy(d.ev), d.err
 }
 
 // readBlob reads file at rev: found false when there is none; a symbolic

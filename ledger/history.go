@@ -123,7 +123,7 @@ func (rd *Reader) History(ctx context.Context, rev, app, env string) (*Log, erro
 	claimed := map[string]bool{}  // promotionIds whose record said ACCEPTED
 	reported := map[string]bool{} // unproven promotionIds already listed
 	for _, v := range versions {
-		c, rec := v.Commit, v.Record
+		c, rec := v.Commit, v.rec
 		if v.Invalid != nil {
 			log.Unproven = append(log.Unproven, Unproven{Commit: c, Reason: fmt.Sprintf("cannot be used, so never counts as accepted: %v", v.Invalid)})
 			continue
@@ -195,7 +195,7 @@ func prove(ctx context.Context, repo *gitops.Repo, commit string, rec *promotion
 	if err != nil || why != "" {
 		return nil, why, err
 	}
-	return &Accepted{Artifact: rec.Artifact, PromotionID: rec.PromotionID, Attempt: rec.Attempt, Commit: commit,
+	return &Accepted{Artifact: *deepCopy(&rec.Artifact), PromotionID: rec.PromotionID, Attempt: rec.Attempt, Commit: commit,
 		DesiredRevision: rec.Reconciling.DesiredRevision, ObservedRevision: rec.Accepted.ObservedRevision,
 		RenderedHash: rec.Target.RenderedHash, Evidence: evidence.Path(rec.Target.Environment, rec.App, rec.PromotionID)}, "", nil
 }

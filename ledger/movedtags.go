@@ -43,7 +43,7 @@ func MovedTags(ctx context.Context, r *gitops.Repo, rev, image string) ([]MovedT
 			return nil, err
 		}
 		for _, v := range versions {
-			c, rec := v.Commit, v.Record
+			c, rec := v.Commit, v.rec
 			if rec == nil {
 				continue
 			}

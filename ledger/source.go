@@ -129,7 +129,7 @@ func ReadSourceEvidence(ctx context.Context, r *gitops.Repo, base, app, env, dig
 func acceptedAt(ctx context.Context, r *gitops.Repo, base string, rec *promotion.Record) (string, error) {
 	at := base
 	err := (&Reader{Repo: r}).EachVersion(ctx, base, rec.App, rec.Target.Environment, func(v Version) bool {
-		old := v.Record
+		old := v.rec
 		if old == nil || old.PromotionID != rec.PromotionID || old.State != promotion.Accepted ||
 			old.Accepted.ObservedRevision != rec.Accepted.ObservedRevision {
 			return false

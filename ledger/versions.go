@@ -13,13 +13,19 @@ import (
 // Version is a promotion record as one commit holds it.
 type Version struct {
 	Commit string
-	// Record is the record, nil when the commit deleted it or it cannot be
-	// used (Invalid).
-	Record *promotion.Record
+	// rec is the record, nil when the commit deleted it or it cannot be
+	// used (Invalid): the one every Reader shares, so it is never handed
+	// out (Record copies it) and this package only reads it.
+	rec *promotion.Record
 	// Invalid says why this version cannot be used (it does not parse, or
 	// names another app or environment): it never counts as anything.
 	Invalid error
 }
+
+// Record is the record, nil when the commit deleted it or it cannot be
+// used (Invalid): the caller's own copy, which it may change without
+// changing what any other reader of the version sees.
+func (v Version) Record() *promotion.Record { return deepCopy(v.rec) }
 
 // Reader is the one reader of promotion records through Git history
 // (TestOnlyLedgerReadsHistory): every version of a record, newest first.
@@ -27,8 +33,8 @@ type Version struct {
 // shares (what a commit id names never changes, and the GitOps root is in
 // the key), so that the gates and the web view, each with its own Reader,
 // parse a version once per process, and a later revision costs only what
-// is new (issue 37). The records it returns are shared: callers must not
-// change them. It is safe for concurrent use; a zero Reader with Repo set
+// is new (issue 37). Each record it returns is a copy (Version.Record):
+// no caller can change what another reads. It is safe for concurrent use; a zero Reader with Repo set
 // is ready.
 type Reader struct {
 	Repo *gitops.Repo
@@ -61,20 +67,19 @@ func (rd *Reader) Versions(ctx context.Context, rev, app, env string) ([]Version
 // no more.
 func (rd *Reader) EachVersion(ctx context.Context, rev, app, env string, f func(Version) bool) error {
 	file := promotion.RecordPath(app, env)
-	commits, err := rd.Repo.FileHistory(ctx, rev, file)
+	var verr error
+	err := rd.Repo.EachFileHistory(ctx, rev, file, func(c string) bool {
+		v, err := rd.Version(ctx, c, app, env)
+		if err != nil {
+			verr = err
+			return false
+		}
+		return f(v)
+	})
 	if err != nil {
 		return fmt.Errorf("reading the history of %s at %s: %w", file, rev, err)
 	}
-	for _, c := range commits {
-		v, err := rd.Version(ctx, c, app, env)
-		if err != nil {
-			return err
-		}
-		if !f(v) {
-			return nil
-		}
-	}
-	return nil
+	return verr
 }
 
 // Version reads app's record in env at commit (remembered).
@@ -93,7 +98,7 @@ func (rd *Reader) Version(ctx context.Context, commit, app, env string) (Version
 	case err != nil:
 		return Version{}, err
 	default:
-		v = Version{Commit: commit, Record: rec}
+		v = Version{Commit: commit, rec: rec}
 	}
 	if !promotion.ValidRevision(commit) {
 		return v, nil // a name may move: only a commit id is remembered
