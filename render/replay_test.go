@@ -164,3 +164,81 @@ func swapSymlink(t *testing.T, p, target string) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzReplayPlan: for any path a render could probe (a cache entry's
+// probes come from disk, before its sum is checked), the plan's fast path
+// answers as the probes replayed one by one, on the tree the probes were
+// recorded from and on a copy whose files were swapped for symbolic links.
+func FuzzReplayPlan(f *testing.F) {
+	files := map[string]string{
+		"base/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+		"base/sub/x.yaml": "x: 1\n",
+		"other/same.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+		"top.yaml":        "y: 2\n",
+	}
+	outside := f.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "cm.yaml"), []byte(files["base/cm.yaml"]), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	tree := func(links bool) string {
+		root := f.TempDir()
+		for name, body := range files {
+			p := filepath.Join(root, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				f.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+				f.Fatal(err)
+			}
+		}
+		for name, target := range map[string]string{"in.yaml": "other/same.yaml", "out.yaml": filepath.Join(outside, "cm.yaml"), "dir": "base"} {
+			if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+				f.Fatal(err)
+			}
+		}
+		if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
+			f.Fatal(err)
+		}
+		if links {
+			for name, target := range map[string]string{"base/cm.yaml": "../other/same.yaml", "top.yaml": filepath.Join(outside, "cm.yaml")} {
+				p := filepath.Join(root, filepath.FromSlash(name))
+				if err := os.Remove(p); err != nil {
+					f.Fatal(err)
+				}
+				if err := os.Symlink(target, p); err != nil {
+					f.Fatal(err)
+				}
+			}
+		}
+		return root
+	}
+	recorded, swapped := tree(false), tree(true)
+	for _, p := range []string{"base/cm.yaml", "top.yaml", "in.yaml", "out.yaml", "dir/cm.yaml", "fifo", "base/sub/x.yaml",
+		"../x", ".git/config", "base/../base/cm.yaml", "base//cm.yaml", "/etc/passwd", "base/missing.yaml", "base", "."} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		trace := &render.Trace{}
+		fsys, err := render.NewConfinedFS(recorded, 0, trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = fsys.ReadFile(p)
+		_, _, _ = fsys.CleanedAbs(p)
+		probes := trace.Compact()
+		plan := render.CompileReplay(probes)
+		for _, root := range []string{recorded, swapped} {
+			fast, err := render.NewConfinedFS(root, 0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slow, err := render.NewConfinedFS(root, 0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := plan.Replay(fast), render.ReplayEach(slow, probes); got != want {
+				t.Fatalf("%q on %s: the plan replayed %v, the probes one by one %v", p, root, got, want)
+			}
+		}
+	})
+}
