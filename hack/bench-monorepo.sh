@@ -178,7 +178,7 @@ if [ "${BENCH_MONOREPO:-1}" != 0 ]; then
   mkdir -m 0700 "$sock"
   THROUGHLINE_CACHE_DIR=$work/cache-resident "$big" cmp serve --dir "$sock" --metrics-addr "" --log-level warn &
   serve_pid=$!
-  trap 'kill "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null; rm -rf "$work"' EXIT
+  trap 'kill "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
   for _ in $(seq 100); do [ -S "$sock/render.sock" ] && break; sleep 0.05; done
   echo "-- load average: $(cut -d' ' -f1-3 /proc/loadavg)"
   monores() { THROUGHLINE_RESIDENT_DIR=$sock mono "$@"; }
