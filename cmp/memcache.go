@@ -20,7 +20,9 @@ type memory struct {
 }
 
 type memEntry struct {
-	e    *cacheEntry
+	e *cacheEntry
+	// plan is e.Probes compiled once for the replay of every hit.
+	plan *render.ReplayPlan
 	size int64
 	used uint64
 }
@@ -37,7 +39,7 @@ func (m *memory) find(key string, fsys *render.ConfinedFS) *cacheEntry {
 	for _, me := range cands {
 		// Replaying reads the checkout: outside the lock, so that
 		// concurrent renders of other apps do not wait for it.
-		if !render.Replay(fsys, me.e.Probes) {
+		if !me.plan.Replay(fsys) {
 			continue
 		}
 		m.mu.Lock()
@@ -60,7 +62,7 @@ func (m *memory) add(key string, e *cacheEntry, maxPerApp int, maxBytes int64) {
 		}
 		e.assembled = out
 	}
-	me := &memEntry{e: e, size: int64(len(e.Manifests)+len(e.assembled)) + probeBytes*int64(len(e.Probes))}
+	me := &memEntry{e: e, plan: render.CompileReplay(e.Probes), size: int64(len(e.Manifests)+len(e.assembled)) + probeBytes*int64(len(e.Probes))}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.byKey == nil {

@@ -137,3 +137,86 @@ func TestMemoryCacheConcurrent(t *testing.T) {
 		t.Errorf("memory holds %d entries, want one per image", n)
 	}
 }
+
+// TestMemoryCacheHostileCheckout: an in-memory entry (its replay plan
+// compiled once) is not served to a new checkout whose input differs in
+// content only (same size, same mtime) or whose input file was swapped
+// for a symbolic link to a copy of the same content, inside or outside
+// the repository.
+func TestMemoryCacheHostileCheckout(t *testing.T) {
+	pinned := "r.example.test/web:1@" + cacheTestDigest
+	deploy := filepath.FromSlash("apps/web/base/deploy.yaml")
+	first := cacheTestRepo(t, pinned)
+	c := &Cache{Dir: t.TempDir(), InMemory: true}
+	stored := cacheTestGenerate(t, first, c)
+	if stored.CacheHit {
+		t.Fatal("the first render was a hit")
+	}
+	orig, err := os.Stat(filepath.Join(first, deploy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile(filepath.Join(first, deploy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	swap := func(t *testing.T, root, target string) {
+		t.Helper()
+		if err := os.WriteFile(target, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(root, deploy)
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name string
+		edit func(t *testing.T, root string)
+	}{
+		{"same size and mtime, another image", func(t *testing.T, root string) {
+			p := filepath.Join(root, deploy)
+			changed := strings.Replace(string(body), "web:1@", "web:2@", 1)
+			if len(changed) != len(body) || changed == string(body) {
+				t.Fatal("the edit must keep the size")
+			}
+			if err := os.WriteFile(p, []byte(changed), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(p, orig.ModTime(), orig.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"swapped for a symlink to a copy inside the repository", func(t *testing.T, root string) {
+			swap(t, root, filepath.Join(root, "apps", "web", "base", "copy.yaml"))
+		}},
+		{"swapped for a symlink to a copy outside the repository", func(t *testing.T, root string) {
+			swap(t, root, filepath.Join(t.TempDir(), "deploy.yaml"))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := cacheTestRepo(t, pinned) // a new commit: a fresh copy
+			if hit := cacheTestGenerate(t, root, c); !hit.CacheHit {
+				t.Fatal("an unchanged checkout missed")
+			}
+			root = cacheTestRepo(t, pinned)
+			tt.edit(t, root)
+			res, err := Generate(context.Background(), Options{
+				WorkDir: filepath.Join(root, cacheTestApp),
+				Env: EnvFromEnviron([]string{
+					"ARGOCD_APP_NAME=web-staging", "ARGOCD_APP_NAMESPACE=web-staging", "ARGOCD_APP_REVISION=rev",
+					"ARGOCD_APP_SOURCE_PATH=" + cacheTestApp, "ARGOCD_ENV_ENVIRONMENT=staging",
+				}),
+				Version: "v0.0.0-test",
+				Cache:   c,
+			})
+			if err == nil && res.CacheHit {
+				t.Fatal("served from memory")
+			}
+		})
+	}
+}

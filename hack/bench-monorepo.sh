@@ -19,11 +19,19 @@
 #    throughline-cmp with an empty cache (cold), the same commit again
 #    (warm, BENCH_WARM_ROUNDS times), a commit that changes one app (its 3
 #    renders miss, every other hits), and `throughline cmp generate` warm.
+#    Then the same through the resident renderer (issue 36): `throughline
+#    cmp serve` over a cache of its own, `throughline-cmp generate` with
+#    THROUGHLINE_RESIDENT_DIR: the cold pass, the same commit again, and
+#    the pass after the one-app commit; each pass's CPU includes the
+#    server's (benchmonorepo run -server-pid). Last, the floor of a
+#    process per render: an empty Go program started for every render.
 #
 # Environment: BENCH_APPS (300), BENCH_SMALL (20), BENCH_LARGE (2000; 0
 # skips it), BENCH_RUNS (hyperfine runs per round, 10), BENCH_LARGE_RUNS (3),
 # BENCH_ROUNDS (2), BENCH_WARM_ROUNDS (3), BENCH_SINGLE=0 / BENCH_MONOREPO=0
-# skip a part, BENCH_OUT (keep the results there). A full run takes about
+# skip a part, BENCH_INPROCESS=0 skips the in-process passes of part 2
+# (only kustomize and the resident renderer), BENCH_OUT (keep the results
+# there). A full run takes about
 # 20 minutes on 2 cores; run it alone (flock /tmp/throughline-heavy.lock).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -50,6 +58,12 @@ mkdir -p "$out" "$work/bin"
 export GOFLAGS=-buildvcs=false
 go build -trimpath -ldflags '-s -w -X main.version=bench' -o "$work/bin/" ./cmd/throughline ./cmd/throughline-cmp
 go build -o "$work/bin/" ./hack/benchtree ./hack/benchmonorepo
+# The floor of a process per render: a Go program that only writes a
+# document separator (benchmonorepo wants something on stdout).
+mkdir -p "$work/empty"
+printf 'package main\n\nimport "os"\n\nfunc main() { _, _ = os.Stdout.WriteString("---\\n") }\n' >"$work/empty/main.go"
+printf 'module empty\n\ngo 1.26\n' >"$work/empty/go.mod"
+(cd "$work/empty" && go build -trimpath -ldflags '-s -w' -o "$work/bin/empty" .)
 lean=$work/bin/throughline-cmp
 big=$work/bin/throughline
 
@@ -151,23 +165,49 @@ if [ "${BENCH_MONOREPO:-1}" != 0 ]; then
   m=$out/monorepo.jsonl
   : >"$m"
   mono() { "$work/bin/benchmonorepo" run -repo "$repo" -json "$m" -label "$@"; }
+  echo "-- load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
   mono "kustomize build" -- "$kz" build .
-  mono "throughline-cmp, empty cache (cold)" -- "$lean" generate
+  if [ "${BENCH_INPROCESS:-1}" != 0 ]; then
+    mono "throughline-cmp, empty cache (cold)" -- "$lean" generate
+    for ((r = 1; r <= warm_rounds; r++)); do
+      BENCH_REVISION=rev-1 mono "throughline-cmp, same commit (warm $r)" -- "$lean" generate
+    done
+  fi
+  # The resident renderer, over a cache of its own.
+  sock=$work/resident
+  mkdir -m 0700 "$sock"
+  THROUGHLINE_CACHE_DIR=$work/cache-resident "$big" cmp serve --dir "$sock" --metrics-addr "" --log-level warn &
+  serve_pid=$!
+  trap 'kill "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+  for _ in $(seq 100); do [ -S "$sock/render.sock" ] && break; sleep 0.05; done
+  echo "-- load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+  monores() { THROUGHLINE_RESIDENT_DIR=$sock mono "$@"; }
+  monores "resident, empty cache (cold)" -server-pid "$serve_pid" -- "$lean" generate
   for ((r = 1; r <= warm_rounds; r++)); do
-    BENCH_REVISION=rev-1 mono "throughline-cmp, same commit (warm $r)" -- "$lean" generate
+    BENCH_REVISION=rev-1 monores "resident, same commit (warm $r)" -server-pid "$serve_pid" -- "$lean" generate
   done
   "$work/bin/benchmonorepo" change -app app-001 -revision 2 "$repo"
-  BENCH_REVISION=rev-2 mono "throughline-cmp, one app changed" -- "$lean" generate
-  BENCH_REVISION=rev-2 mono "throughline cmp generate, warm" -- "$big" cmp generate
+  echo "-- load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+  if [ "${BENCH_INPROCESS:-1}" != 0 ]; then
+    BENCH_REVISION=rev-2 mono "throughline-cmp, one app changed" -- "$lean" generate
+    BENCH_REVISION=rev-2 mono "throughline cmp generate, warm" -- "$big" cmp generate
+  fi
+  BENCH_REVISION=rev-2 monores "resident, one app changed" -server-pid "$serve_pid" -- "$lean" generate
+  kill "$serve_pid"
+  wait "$serve_pid" 2>/dev/null || true
+  mono "empty Go program (the floor)" -- "$work/bin/empty"
+  echo "-- load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
   python3 - "$m" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 k = rows[0]
 print("-- totals against kustomize build of every app (%d renders, %.1f s wall, %.1f s CPU):" % (k["renders"], k["wallS"], k["cpuS"]))
 for r in rows[1:]:
-    print("  %-40s %4d cached  wall %8.2f s = %.4fx (1/%.0f)  cpu %8.2f s = %.4fx  peak RSS %6.1f MiB (kustomize %.1f)"
-          % (r["label"], r["cached"], r["wallS"], r["wallS"] / k["wallS"], k["wallS"] / r["wallS"], r["cpuS"],
-             r["cpuS"] / k["cpuS"], r["maxRssMiB"], k["maxRssMiB"]))
+    print("  %-40s %4d cached %4d resident  wall %8.2f s = %.4fx (1/%.0f)  cpu %8.2f s = %.4fx (1/%.0f; server %.2f s)"
+          "  per render median %6.1f ms  peak RSS %6.1f MiB (kustomize %.1f)"
+          % (r["label"], r["cached"], r.get("resident", 0), r["wallS"], r["wallS"] / k["wallS"], k["wallS"] / r["wallS"],
+             r["cpuS"], r["cpuS"] / k["cpuS"], k["cpuS"] / r["cpuS"], r.get("serverCpuS", 0), r["medianMs"],
+             r["maxRssMiB"], k["maxRssMiB"]))
 EOF
 fi
 echo "== $(uptime)"

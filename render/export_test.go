@@ -17,3 +17,25 @@ func BuildUnchecked(ctx context.Context, a *App, w *Worker) ([]Object, error) {
 
 // ParsePeakRSS is parsePeakRSS.
 var ParsePeakRSS = parsePeakRSS
+
+// ReplayEach replays probes one by one, without a plan's fast path: what
+// Replay answered before plans, to compare a plan with.
+func ReplayEach(fsys *ConfinedFS, probes []Probe) bool {
+	for _, p := range probes {
+		if !replayOne(fsys, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// PlanFiles is the number of file probes of rp and how many of them carry
+// their abs probe.
+func PlanFiles(rp *ReplayPlan) (files, paired int) {
+	for _, f := range rp.files {
+		if f.hasAbs {
+			paired++
+		}
+	}
+	return len(rp.files), paired
+}

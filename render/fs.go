@@ -12,7 +12,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -322,16 +321,11 @@ func (c *ConfinedFS) deepestResolved(p string) string {
 // otherwise).
 func (c *ConfinedFS) evalSymlinks(p string) (string, fs.FileInfo, error) {
 	dir, base := filepath.Dir(p), filepath.Base(p)
-	rd, ok := c.dirs.Load(dir)
-	if !ok {
-		r, err := filepath.EvalSymlinks(dir)
-		if err != nil {
-			return "", nil, err
-		}
-		c.dirs.Store(dir, r)
-		rd = r
+	rd, err := c.resolvedDir(dir)
+	if err != nil {
+		return "", nil, err
 	}
-	candidate := filepath.Join(rd.(string), base)
+	candidate := filepath.Join(rd, base)
 	fi, err := os.Lstat(candidate)
 	if err != nil {
 		return "", nil, err
@@ -341,6 +335,20 @@ func (c *ConfinedFS) evalSymlinks(p string) (string, fs.FileInfo, error) {
 		return r, nil, err
 	}
 	return candidate, fi, nil
+}
+
+// resolvedDir is filepath.EvalSymlinks(dir), memoized for the life of the
+// filesystem.
+func (c *ConfinedFS) resolvedDir(dir string) (string, error) {
+	if rd, ok := c.dirs.Load(dir); ok {
+		return rd.(string), nil
+	}
+	r, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	c.dirs.Store(dir, r)
+	return r, nil
 }
 
 func (c *ConfinedFS) record(op, p, result string) {
@@ -693,36 +701,6 @@ func (t *Trace) Compact() []Probe {
 		out = append(out, p)
 	}
 	return out
-}
-
-// Replay re-runs every probe against fsys and reports whether all results are
-// unchanged. Probes are independent, so large traces are spread over the
-// cores; the first changed result stops every worker.
-func Replay(fsys *ConfinedFS, probes []Probe) bool {
-	workers := min(runtime.GOMAXPROCS(0), len(probes)/256+1)
-	if workers == 1 {
-		for _, p := range probes {
-			if !replayOne(fsys, p) {
-				return false
-			}
-		}
-		return true
-	}
-	var stale atomic.Bool
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(probes) && !stale.Load(); i += workers {
-				if !replayOne(fsys, probes[i]) {
-					stale.Store(true)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return !stale.Load()
 }
 
 // replayOne reports whether probe p gives the recorded result again.

@@ -5,7 +5,7 @@
 //
 //	benchmonorepo gen -apps 300 DIR
 //	benchmonorepo change -app app-007 -revision 2 DIR
-//	benchmonorepo run -label NAME -repo DIR [-json FILE] -- COMMAND ARGS...
+//	benchmonorepo run -label NAME -repo DIR [-json FILE] [-server-pid PID] -- COMMAND ARGS...
 //
 // run copies, per render, the app's directory and the policy file into a
 // new directory (the plugin reads nothing else; argocd-cmp-server extracts
@@ -13,8 +13,11 @@
 // timed), runs COMMAND in apps/<app>/overlays/<env> with the plugin's
 // environment (ARGOCD_APP_*, ARGOCD_ENV_ENVIRONMENT) and times that process
 // only: wall clock, CPU (user + system, its render child included) and peak
-// RSS (wait4's, as /usr/bin/time -v). It prints one summary line and, with
-// -json, appends it to FILE as a JSON object.
+// RSS (wait4's, as /usr/bin/time -v). With -server-pid (the resident
+// renderer the command hands its renders to), the CPU time that process
+// spent during the pass (/proc/PID/stat) is added to the pass's CPU and
+// shown apart. It prints one summary line and, with -json, appends it to
+// FILE as a JSON object.
 package main
 
 import (
@@ -74,30 +77,60 @@ func run(args []string) error {
 		label := fs.String("label", "", "name of this pass")
 		repo := fs.String("repo", "", "the monorepo")
 		out := fs.String("json", "", "append the summary to this file (JSON lines)")
+		server := fs.Int("server-pid", 0, "count this process's CPU time during the pass too (the resident renderer)")
 		if err := fs.Parse(args[1:]); err != nil || *repo == "" || fs.NArg() == 0 {
-			return errors.New("usage: benchmonorepo run -label NAME -repo DIR [-json FILE] -- COMMAND [ARG]")
+			return errors.New("usage: benchmonorepo run -label NAME -repo DIR [-json FILE] [-server-pid PID] -- COMMAND [ARG]")
 		}
-		return replay(*label, *repo, *out, fs.Args())
+		return replay(*label, *repo, *out, *server, fs.Args())
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }
 
 // summary is one pass over every render.
 type summary struct {
-	Label     string  `json:"label"`
-	Renders   int     `json:"renders"`
-	Cached    int     `json:"cached"`
+	Label   string `json:"label"`
+	Renders int    `json:"renders"`
+	Cached  int    `json:"cached"`
+	// Resident is how many renders the resident renderer gave (the
+	// plugin logged resident=true).
+	Resident  int     `json:"resident,omitempty"`
 	WallS     float64 `json:"wallS"`
 	CPUS      float64 `json:"cpuS"`
 	MedianMs  float64 `json:"medianMs"`
 	P90Ms     float64 `json:"p90Ms"`
 	MaxMs     float64 `json:"maxMs"`
 	MaxRSSMiB float64 `json:"maxRssMiB"`
+	// ServerCPUS is the resident renderer's CPU time during the pass
+	// (included in CPUS).
+	ServerCPUS float64 `json:"serverCpuS,omitempty"`
+}
+
+// processCPU is the user + system time of process pid and of its children
+// it waited for (the render children of the resident renderer) so far
+// (/proc/PID/stat, in clock ticks of 1/100 s).
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 15 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	var utime, stime, cutime, cstime int64
+	if _, err := fmt.Sscan(f[11]+" "+f[12]+" "+f[13]+" "+f[14], &utime, &stime, &cutime, &cstime); err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return time.Duration(utime+stime+cutime+cstime) * 10 * time.Millisecond, nil
 }
 
 // replay renders every app in every environment, one process each in a
 // fresh copy, and prints the summary.
-func replay(label, repo, out string, command []string) error {
+func replay(label, repo, out string, server int, command []string) error {
 	entries, err := os.ReadDir(filepath.Join(repo, "apps"))
 	if err != nil {
 		return err
@@ -108,6 +141,12 @@ func replay(label, repo, out string, command []string) error {
 	}
 	defer func() { _ = os.RemoveAll(work) }() // a temporary directory
 	s := summary{Label: label}
+	var serverStart time.Duration
+	if server > 0 {
+		if serverStart, err = processCPU(server); err != nil {
+			return err
+		}
+	}
 	var walls []float64
 	for _, e := range entries {
 		for _, env := range benchfixture.MonorepoEnvironments {
@@ -123,13 +162,24 @@ func replay(label, repo, out string, command []string) error {
 			if r.cached {
 				s.Cached++
 			}
+			if r.resident {
+				s.Resident++
+			}
 		}
+	}
+	if server > 0 {
+		end, err := processCPU(server)
+		if err != nil {
+			return fmt.Errorf("the resident renderer (pid %d) after the pass: %w", server, err)
+		}
+		s.ServerCPUS = (end - serverStart).Seconds()
+		s.CPUS += s.ServerCPUS
 	}
 	slices.Sort(walls)
 	s.MedianMs, s.P90Ms, s.MaxMs = walls[len(walls)/2], walls[len(walls)*9/10], walls[len(walls)-1]
-	fmt.Printf("%-40s %4d renders (%3d cached)  total wall %8.2f s  cpu %8.2f s  per render median %7.1f ms  p90 %7.1f ms"+
-		"  max %8.1f ms  peak RSS %6.1f MiB\n",
-		s.Label, s.Renders, s.Cached, s.WallS, s.CPUS, s.MedianMs, s.P90Ms, s.MaxMs, s.MaxRSSMiB)
+	fmt.Printf("%-40s %4d renders (%3d cached, %3d resident)  total wall %8.2f s  cpu %8.2f s  per render median %7.1f ms  p90 %7.1f ms"+
+		"  max %8.1f ms  peak RSS %6.1f MiB  (server cpu %.2f s)\n",
+		s.Label, s.Renders, s.Cached, s.Resident, s.WallS, s.CPUS, s.MedianMs, s.P90Ms, s.MaxMs, s.MaxRSSMiB, s.ServerCPUS)
 	if out == "" {
 		return nil
 	}
@@ -153,6 +203,7 @@ type result struct {
 	wall, cpu time.Duration
 	rssMiB    float64
 	cached    bool
+	resident  bool
 }
 
 // renderOne copies app into a fresh directory under work and runs command
@@ -192,7 +243,7 @@ func renderOne(repo, work, app, env string, command []string) (result, error) {
 		return result{}, fmt.Errorf("%s in %s: nothing on stdout", strings.Join(command, " "), path)
 	}
 	r := result{wall: wall, cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(),
-		cached: strings.Contains(stderr.String(), "cached=true")}
+		cached: strings.Contains(stderr.String(), "cached=true"), resident: strings.Contains(stderr.String(), "resident=true")}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.rssMiB = float64(ru.Maxrss) / 1024
 	}
