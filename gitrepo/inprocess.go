@@ -332,11 +332,33 @@ func (m *inProcess) fetch(ctx context.Context, refspecs ...config.RefSpec) error
 	if len(refspecs) == 0 {
 		refspecs = []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*"}
 	}
-	err = rem.FetchContext(ctx, &gogit.FetchOptions{RefSpecs: refspecs, Auth: m.auth, CABundle: m.caBundle, Prune: true, Tags: gogit.NoTags})
+	err = retryClosedInput(ctx, func() error {
+		return rem.FetchContext(ctx, &gogit.FetchOptions{RefSpecs: refspecs, Auth: m.auth, CABundle: m.caBundle, Prune: true, Tags: gogit.NoTags})
+	})
 	if err != nil && !errors.Is(err, gogit.NoErrAlreadyUpToDate) && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return fmt.Errorf("fetch %s: %w", Redact(m.url), err)
 	}
 	return nil
+}
+
+// closedInputAttempts is how many times a fetch is tried when go-git's
+// SSH transport fails it with "closing input: EOF".
+const closedInputAttempts = 3
+
+// retryClosedInput runs fetch again, at most closedInputAttempts times in
+// all, while it fails with go-git v5's "closing input: EOF": the server
+// closed the SSH channel before go-git closed its side of it, after the
+// request was sent (go-git #1685, fixed in v6 by #1815, not in v5). A
+// fetch changes nothing on the server, so trying it again is safe; any
+// other error is returned at once.
+func retryClosedInput(ctx context.Context, fetch func() error) error {
+	var err error
+	for range closedInputAttempts {
+		if err = fetch(); err == nil || !strings.Contains(err.Error(), "closing input: EOF") || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
 }
 
 // recordHead remembers the remote's HEAD branch (DefaultBranch).
