@@ -114,20 +114,12 @@ func SummaryKey(file string, password []byte) (*signing.Key, error) {
 	if file == "" {
 		return nil, nil
 	}
-	f, err := os.Open(file)
+	data, err := readSecretFile(file, "verification summary key", maxKeyFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("notifier: verification summary key: %w", err)
-	}
-	defer func() { _ = f.Close() }()
-	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("notifier: reading the verification summary key %s: %w", file, err)
-	}
-	if len(data) > maxKeyFile {
-		return nil, fmt.Errorf("notifier: verification summary key %s: over %d bytes: not a PEM private key", file, maxKeyFile)
+		return nil, err
 	}
 	k, err := signing.LoadKey(data, password)
 	if err != nil {
@@ -167,17 +159,9 @@ func SummarySigner(cfg ServiceConfig) (signing.Signer, error) {
 		return nil, fmt.Errorf("notifier: verification summary signing config %s without an identity token file: "+
 			"keyless signing needs both", cfg.SummarySigningConfigFile)
 	}
-	f, err := os.Open(cfg.SummarySigningConfigFile)
+	data, err := readSecretFile(cfg.SummarySigningConfigFile, "verification summary signing config", maxSigningConfig)
 	if err != nil {
-		return nil, fmt.Errorf("notifier: verification summary signing config: %w", err)
-	}
-	defer func() { _ = f.Close() }()
-	data, err := io.ReadAll(io.LimitReader(f, maxSigningConfig+1))
-	if err != nil {
-		return nil, fmt.Errorf("notifier: reading the verification summary signing config %s: %w", cfg.SummarySigningConfigFile, err)
-	}
-	if len(data) > maxSigningConfig {
-		return nil, fmt.Errorf("notifier: verification summary signing config %s: over %d bytes", cfg.SummarySigningConfigFile, maxSigningConfig)
+		return nil, err
 	}
 	sc, err := signing.LoadSigningConfig(data)
 	if err != nil {
@@ -190,8 +174,28 @@ func SummarySigner(cfg ServiceConfig) (signing.Signer, error) {
 	return kl, nil
 }
 
-// maxKeyFile caps an SSH private key file.
+// maxKeyFile caps a private key file (SSH or PEM).
 const maxKeyFile = 64 << 10
+
+// readSecretFile reads the local file file (a key or a signing config
+// mounted from a Secret or ConfigMap), what it is for messages, at most
+// max bytes: the one bounded reader of the notifier's own files. Errors
+// name the file, never its content; a missing file is fs.ErrNotExist.
+func readSecretFile(file, what string, max int64) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("notifier: %s: %w", what, err)
+	}
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("notifier: reading the %s %s: %w", what, file, err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("notifier: %s %s: over %d bytes", what, file, max)
+	}
+	return data, nil
+}
 
 // EvidenceSigner reads the SSH private key file that signs evidence (nil
 // for ""). The error names the file, never its content.
@@ -199,17 +203,9 @@ func EvidenceSigner(file string) (ssh.Signer, error) {
 	if file == "" {
 		return nil, nil
 	}
-	f, err := os.Open(file)
+	data, err := readSecretFile(file, "evidence signing key", maxKeyFile)
 	if err != nil {
-		return nil, fmt.Errorf("notifier: evidence signing key: %w", err)
-	}
-	defer func() { _ = f.Close() }()
-	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("notifier: reading the evidence signing key %s: %w", file, err)
-	}
-	if len(data) > maxKeyFile {
-		return nil, fmt.Errorf("notifier: evidence signing key %s: over %d bytes: not an SSH private key", file, maxKeyFile)
+		return nil, err
 	}
 	signer, err := ssh.ParsePrivateKey(data)
 	if err != nil {

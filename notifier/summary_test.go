@@ -260,3 +260,33 @@ func TestSummarySigner(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretFilesBounded: the notifier's own files (the evidence key, the
+// summary key, the keyless signing config) are read through one bounded
+// reader: a file of gigabytes is refused after its cap, naming the file and
+// never its content, for each of them; a directory is refused too.
+func TestSecretFilesBounded(t *testing.T) {
+	dir := t.TempDir()
+	huge := filepath.Join(dir, "huge")
+	must(t, os.WriteFile(huge, []byte(strings.Repeat("SECRETBYTES", (maxSigningConfig/11)+10)), 0o600))
+	token := filepath.Join(dir, "token")
+	must(t, os.WriteFile(token, []byte("a.b.c"), 0o600))
+	for _, tc := range []struct {
+		name string
+		read func(file string) error
+	}{
+		{"evidence key", func(f string) error { _, err := EvidenceSigner(f); return err }},
+		{"summary key", func(f string) error { _, err := SummaryKey(f, nil); return err }},
+		{"signing config", func(f string) error {
+			_, err := SummarySigner(ServiceConfig{SummarySigningConfigFile: f, SummaryIdentityTokenFile: token})
+			return err
+		}},
+	} {
+		for _, file := range []string{huge, dir} {
+			err := tc.read(file)
+			if err == nil || !strings.Contains(err.Error(), file) || strings.Contains(err.Error(), "SECRETBYTES") {
+				t.Errorf("%s %s: %v, want a refusal naming the file, not its content", tc.name, file, err)
+			}
+		}
+	}
+}
