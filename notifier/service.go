@@ -179,20 +179,20 @@ const maxKeyFile = 64 << 10
 
 // readSecretFile reads the local file file (a key or a signing config
 // mounted from a Secret or ConfigMap), what it is for messages, at most
-// max bytes: the one bounded reader of the notifier's own files. Errors
+// limit bytes: the one bounded reader of the notifier's own files. Errors
 // name the file, never its content; a missing file is fs.ErrNotExist.
-func readSecretFile(file, what string, max int64) ([]byte, error) {
+func readSecretFile(file, what string, limit int64) ([]byte, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, fmt.Errorf("notifier: %s: %w", what, err)
 	}
 	defer func() { _ = f.Close() }()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("notifier: reading the %s %s: %w", what, file, err)
 	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("notifier: %s %s: over %d bytes", what, file, max)
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("notifier: %s %s: over %d bytes", what, file, limit)
 	}
 	return data, nil
 }
