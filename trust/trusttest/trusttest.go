@@ -331,56 +331,7 @@ func (w *World) SignKeyless(vs *ca.VirtualSigstore, identity, issuer string, stm
 	if err != nil {
 		w.T.Fatal(err)
 	}
-	vc, err := ent.VerificationContent()
-	if err != nil {
-		w.T.Fatal(err)
-	}
-	sc, err := ent.SignatureContent()
-	if err != nil {
-		w.T.Fatal(err)
-	}
-	env := sc.(*bundle.Envelope).RawEnvelope()
-	payload, err := base64.StdEncoding.DecodeString(env.Payload)
-	if err != nil {
-		w.T.Fatal(err)
-	}
-	sig, err := base64.StdEncoding.DecodeString(env.Signatures[0].Sig)
-	if err != nil {
-		w.T.Fatal(err)
-	}
-	entries, err := ent.TlogEntries()
-	if err != nil {
-		w.T.Fatal(err)
-	}
-	tles := make([]*protorekor.TransparencyLogEntry, 0, len(entries))
-	for _, e := range entries {
-		tles = append(tles, w.tlogEntry(vs, e))
-	}
-	tss, err := ent.Timestamps()
-	if err != nil {
-		w.T.Fatal(err)
-	}
-	var rfc []*protocommon.RFC3161SignedTimestamp
-	for _, ts := range tss {
-		rfc = append(rfc, &protocommon.RFC3161SignedTimestamp{SignedTimestamp: ts})
-	}
-	pb := &protobundle.Bundle{
-		MediaType: BundleMediaType,
-		VerificationMaterial: &protobundle.VerificationMaterial{
-			Content: &protobundle.VerificationMaterial_Certificate{
-				Certificate: &protocommon.X509Certificate{RawBytes: vc.Certificate().Raw}},
-			TlogEntries:               tles,
-			TimestampVerificationData: &protobundle.TimestampVerificationData{Rfc3161Timestamps: rfc},
-		},
-		Content: &protobundle.Bundle_DsseEnvelope{DsseEnvelope: &protodsse.Envelope{
-			Payload: payload, PayloadType: env.PayloadType,
-			Signatures: []*protodsse.Signature{{Sig: sig, Keyid: env.Signatures[0].KeyID}}}},
-	}
-	data, err := protojson.Marshal(pb)
-	if err != nil {
-		w.T.Fatal(err)
-	}
-	return data
+	return w.keylessBundle(ent, func(e *tlog.Entry) *protorekor.TransparencyLogEntry { return w.tlogEntry(vs, e) }, true)
 }
 
 // SignKeylessV2 is a keyless bundle of stmt as a private Sigstore of
@@ -395,6 +346,18 @@ func (w *World) SignKeylessV2(vs *ca.VirtualSigstore, identity, issuer string, s
 	if err != nil {
 		w.T.Fatal(err)
 	}
+	return w.keylessBundle(ent, func(e *tlog.Entry) *protorekor.TransparencyLogEntry {
+		tle := e.TransparencyLogEntry()
+		tle.IntegratedTime = 0 // Rekor v2 keeps none
+		return tle
+	}, timestamped)
+}
+
+// keylessBundle is ent's signed envelope as a bundle: its certificate,
+// its log entries as entry makes them and, when timestamped, its
+// timestamp authority's signed timestamps.
+func (w *World) keylessBundle(ent *ca.TestEntity, entry func(*tlog.Entry) *protorekor.TransparencyLogEntry, timestamped bool) []byte {
+	w.T.Helper()
 	vc, err := ent.VerificationContent()
 	if err != nil {
 		w.T.Fatal(err)
@@ -418,9 +381,7 @@ func (w *World) SignKeylessV2(vs *ca.VirtualSigstore, identity, issuer string, s
 	}
 	tles := make([]*protorekor.TransparencyLogEntry, 0, len(entries))
 	for _, e := range entries {
-		tle := e.TransparencyLogEntry()
-		tle.IntegratedTime = 0 // Rekor v2 keeps none
-		tles = append(tles, tle)
+		tles = append(tles, entry(e))
 	}
 	var rfc []*protocommon.RFC3161SignedTimestamp
 	if timestamped {
