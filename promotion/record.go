@@ -487,6 +487,9 @@ func orderedYAML(js []byte) ([]byte, error) {
 	var plain func(*kyaml.Node)
 	plain = func(n *kyaml.Node) {
 		n.Style = 0
+		if n.Kind == kyaml.ScalarNode && n.Tag == "!!str" && !readsAsString(n.Value) {
+			n.Style = kyaml.DoubleQuotedStyle
+		}
 		for _, c := range n.Content {
 			plain(c)
 		}
@@ -509,6 +512,24 @@ func orderedYAML(js []byte) ([]byte, error) {
 		return nil, errors.New("encoding the record as YAML does not round-trip")
 	}
 	return buf.Bytes(), nil
+}
+
+// readsAsString reports whether v, written as a plain scalar, reads back
+// as the string v through the reader of records (Parse: YAML 1.1, as
+// Kubernetes reads it). The encoder writes YAML 1.2, which leaves plain
+// what 1.1 reads as something else (yes, no, on, off, y, n are booleans
+// there): such a string is quoted.
+func readsAsString(v string) bool {
+	js, err := sigyaml.YAMLToJSON([]byte(v))
+	if err != nil {
+		return false
+	}
+	var back any
+	if json.Unmarshal(js, &back) != nil {
+		return false
+	}
+	s, ok := back.(string)
+	return ok && s == v
 }
 
 // evidence says which fields each state needs, and which it must not have

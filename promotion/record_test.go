@@ -74,6 +74,37 @@ func TestRoundTripEveryState(t *testing.T) {
 	}
 }
 
+// TestRoundTripYAML11Words writes records whose names and actors are words
+// YAML 1.1 reads as something else than a string (Parse reads records as
+// Kubernetes does; the encoder writes YAML 1.2, which leaves them plain):
+// an app called "yes" or an approver "n" could never be written before
+// (Marshal refused its own output as not round-tripping).
+func TestRoundTripYAML11Words(t *testing.T) {
+	t.Parallel()
+	for _, w := range []string{"yes", "no", "on", "off", "y", "n", "Y", "N", "Yes", "OFF", "true", "null", "1", "0x1f", "1e3"} {
+		t.Run(w, func(t *testing.T) {
+			t.Parallel()
+			app := strings.ToLower(w)
+			tg := target()
+			tg.Environment, tg.Path = app, "apps/"+app+"/overlays/"+app
+			r, err := NewCandidate(app, 1, Artifact{Image: "ghcr.io/throughline-dev/checkout:1.5.0@" + digest, Digest: digest, SourceCommit: rev1}, tg, t0, w)
+			must(t, err)
+			must(t, r.Verify(evidence(), t0.Add(time.Minute), w))
+			must(t, r.Approve(w, r.InputFor("v0.1.0"), t0.Add(24*time.Hour), t0.Add(2*time.Minute)))
+			data, err := r.Marshal()
+			if err != nil {
+				t.Fatalf("app, environment and actor %q: %v", w, err)
+			}
+			back, err := Parse(RecordPath(app, app), data)
+			must(t, err)
+			if back.App != app || back.Target.Environment != app || back.Approval.Approver != w || back.History[0].By != w {
+				t.Fatalf("read back app %q, environment %q, approver %q, by %q from\n%s", back.App, back.Target.Environment,
+					back.Approval.Approver, back.History[0].By, data)
+			}
+		})
+	}
+}
+
 func TestStateMachine(t *testing.T) {
 	t.Parallel()
 	r := candidate(t)
