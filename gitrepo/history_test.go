@@ -2,10 +2,12 @@ package gitrepo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -183,6 +185,68 @@ func TestLinearFileHistoryMatchesGit(t *testing.T) {
 		}
 		if fast.reads.index.linear[plumbing.NewHash(start)] == nil {
 			t.Errorf("at %s: no linear history was read", Short(start))
+		}
+	}
+}
+
+// TestReadAfterHistoryMatchesGit reads a path at every commit of its
+// history after the walk has diffed them (the in-process reader then takes
+// a changed file's entry from the diff, not from its trees): what it reads
+// must be what git cat-file says, through every kind of change a hostile
+// commit can make to a path (a link in its place, a directory, a mode,
+// a deletion), and a link is still refused.
+func TestReadAfterHistoryMatchesGit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, dir := newRepo(t)
+	sub := filepath.Join(dir, "sub")
+	step := func(msg string, change func()) {
+		t.Helper()
+		change()
+		gittest.Run(t, dir, "add", "-A")
+		gittest.Run(t, dir, "commit", "-q", "--allow-empty", "-m", msg)
+	}
+	write := func(p, data string, mode os.FileMode) func() {
+		return func() {
+			must(t, os.MkdirAll(filepath.Dir(filepath.Join(sub, p)), 0o755))
+			must(t, os.WriteFile(filepath.Join(sub, p), []byte(data), mode))
+			must(t, os.Chmod(filepath.Join(sub, p), mode))
+		}
+	}
+	remove := func(p string) func() { return func() { must(t, os.RemoveAll(filepath.Join(sub, p))) } }
+	step("added", write("p/r.yaml", "r: 1\n", 0o644))
+	step("changed", write("p/r.yaml", "r: 2\n", 0o644))
+	step("a link in its place", func() { remove("p/r.yaml")(); must(t, os.Symlink("../a.yaml", filepath.Join(sub, "p/r.yaml"))) })
+	step("a file again", func() { remove("p/r.yaml")(); write("p/r.yaml", "r: 3\n", 0o644)() })
+	step("executable, same content", write("p/r.yaml", "r: 3\n", 0o755))
+	step("deleted", remove("p/r.yaml"))
+	step("a directory in its place", write("p/r.yaml/x.yaml", "x: 1\n", 0o644))
+	step("the directory removed with p", remove("p"))
+	step("back as a file", write("p/r.yaml", "r: 4\n", 0o644))
+	step("another file only", write("other.yaml", "o: 1\n", 0o644))
+
+	cli, err := Open(ctx, sub)
+	must(t, err)
+	fast, err := Open(ctx, sub)
+	must(t, err)
+	must(t, fast.ReadInProcess())
+	for _, p := range []string{"p/r.yaml", "p/r.yaml/x.yaml"} {
+		if _, err := fast.FileHistory(ctx, "HEAD", p); err != nil { // the walk diffs every commit
+			t.Fatal(err)
+		}
+	}
+	commits := strings.Fields(gittest.Run(t, dir, "rev-list", "HEAD"))
+	for _, c := range commits {
+		// (A directory at the path is no file for both, though git cat-file
+		// says "a tree" where the in-process reader says ErrNotFound.)
+		for _, p := range []string{"p/r.yaml", "p/r.yaml/x.yaml"} {
+			want, werr := cli.ReadFile(ctx, c, p)
+			got, gerr := fast.ReadFile(ctx, c, p)
+			msg := gittest.Run(t, dir, "log", "-1", "--format=%s", c)
+			if string(got) != string(want) || (werr == nil) != (gerr == nil) ||
+				errors.Is(gerr, ErrSymlink) != errors.Is(werr, ErrSymlink) {
+				t.Errorf("%s at %q: in process %q, %v; git %q, %v", p, msg, got, gerr, want, werr)
+			}
 		}
 	}
 }

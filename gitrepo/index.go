@@ -52,7 +52,12 @@ type indexed struct {
 	// added or removed whole is its path and a slash); nil until
 	// changesOf diffs them.
 	changed []map[string]bool
-	tree    plumbing.Hash
+	// files are the entries of this commit's tree at the files the diffs
+	// of changesOf found changed or added (what a reader of the history
+	// reads next: readFile takes them as they are, without walking the
+	// trees again).
+	files map[string]object.TreeEntry
+	tree  plumbing.Hash
 	// gen is the generation number (0: not computed yet).
 	gen int
 }
@@ -106,24 +111,26 @@ func (m *inProcess) changesOf(h plumbing.Hash, ic *indexed) ([]map[string]bool, 
 		return ic.changed, nil
 	}
 	changes := make([]map[string]bool, 0, len(ic.parents))
+	files := map[string]object.TreeEntry{}
 	for _, p := range ic.parents {
 		ip, err := m.indexOf(p)
 		if err != nil {
 			return nil, fmt.Errorf("parent %s of %s: %w", p, h, err)
 		}
 		changed := map[string]bool{}
-		if err := m.diffTrees(ip.tree, ic.tree, "", changed); err != nil {
+		if err := m.diffTrees(ip.tree, ic.tree, "", changed, files); err != nil {
 			return nil, fmt.Errorf("diffing %s against its parent %s: %w", h, p, err)
 		}
 		changes = append(changes, changed)
 	}
-	ic.changed = changes
+	ic.changed, ic.files = changes, files
 	return changes, nil
 }
 
 // diffTrees adds to out the paths (under prefix) whose blob differs
-// between the trees a and b, descending only into subtrees that differ.
-func (m *inProcess) diffTrees(a, b plumbing.Hash, prefix string, out map[string]bool) error {
+// between the trees a and b, descending only into subtrees that differ,
+// and to files the entries of b at the paths of files that differ.
+func (m *inProcess) diffTrees(a, b plumbing.Hash, prefix string, out map[string]bool, files map[string]object.TreeEntry) error {
 	if a == b {
 		return nil
 	}
@@ -140,11 +147,14 @@ func (m *inProcess) diffTrees(a, b plumbing.Hash, prefix string, out map[string]
 		switch {
 		case ok && ea.Hash == eb.Hash:
 		case ok && isDir(ea) && isDir(eb):
-			if err := m.diffTrees(ea.Hash, eb.Hash, prefix+name+"/", out); err != nil {
+			if err := m.diffTrees(ea.Hash, eb.Hash, prefix+name+"/", out, files); err != nil {
 				return err
 			}
 		default:
 			markChanged(out, prefix+name, ok && isDir(ea) || isDir(eb))
+			if !isDir(eb) {
+				files[prefix+name] = eb
+			}
 		}
 	}
 	for name, ea := range ta {

@@ -83,9 +83,13 @@ func (m *inProcess) readFile(rev, p string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s at %s: %w", p, rev, err)
 	}
-	e, found, err := m.entryAt(ic.tree, p)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s at %s: %w", p, rev, err)
+	// A file the commit changed has its entry from the diff (the history
+	// readers read those); any other is looked up in its trees.
+	e, found := ic.files[p]
+	if !found {
+		if e, found, err = m.entryAt(ic.tree, p); err != nil {
+			return nil, fmt.Errorf("reading %s at %s: %w", p, rev, err)
+		}
 	}
 	// A directory or a submodule at p is no file there, as go-git's
 	// Tree.File says too.
