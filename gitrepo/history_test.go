@@ -194,7 +194,8 @@ func TestLinearFileHistoryMatchesGit(t *testing.T) {
 // a changed file's entry from the diff, not from its trees): what it reads
 // must be what git cat-file says, through every kind of change a hostile
 // commit can make to a path (a link in its place, a directory, a mode,
-// a deletion), and a link is still refused.
+// a deletion): a link is still refused, a directory is an error (never
+// "no such file") as through git.
 func TestReadAfterHistoryMatchesGit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -237,14 +238,12 @@ func TestReadAfterHistoryMatchesGit(t *testing.T) {
 	}
 	commits := strings.Fields(gittest.Run(t, dir, "rev-list", "HEAD"))
 	for _, c := range commits {
-		// (A directory at the path is no file for both, though git cat-file
-		// says "a tree" where the in-process reader says ErrNotFound.)
-		for _, p := range []string{"p/r.yaml", "p/r.yaml/x.yaml"} {
+		for _, p := range []string{"p/r.yaml", "p/r.yaml/x.yaml", "p"} {
 			want, werr := cli.ReadFile(ctx, c, p)
 			got, gerr := fast.ReadFile(ctx, c, p)
 			msg := gittest.Run(t, dir, "log", "-1", "--format=%s", c)
 			if string(got) != string(want) || (werr == nil) != (gerr == nil) ||
-				errors.Is(gerr, ErrSymlink) != errors.Is(werr, ErrSymlink) {
+				errors.Is(gerr, ErrSymlink) != errors.Is(werr, ErrSymlink) || errors.Is(gerr, ErrNotFound) != errors.Is(werr, ErrNotFound) {
 				t.Errorf("%s at %q: in process %q, %v; git %q, %v", p, msg, got, gerr, want, werr)
 			}
 		}

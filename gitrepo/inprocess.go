@@ -91,10 +91,16 @@ func (m *inProcess) readFile(rev, p string) ([]byte, error) {
 			return nil, fmt.Errorf("reading %s at %s: %w", p, rev, err)
 		}
 	}
-	// A directory or a submodule at p is no file there, as go-git's
-	// Tree.File says too.
-	if !found || e.Mode == filemode.Dir || e.Mode == filemode.Submodule {
+	// A directory or a submodule at p is an error, as through git (not "no
+	// such file": a reader must not take a directory where its file would
+	// be for a file that is absent).
+	switch {
+	case !found:
 		return nil, fmt.Errorf("%s at %s: %w (%w)", p, rev, ErrNotFound, fs.ErrNotExist)
+	case e.Mode == filemode.Dir:
+		return nil, fmt.Errorf("reading %s at %s: a tree, not a file", p, rev)
+	case e.Mode == filemode.Submodule:
+		return nil, fmt.Errorf("reading %s at %s: a commit, not a file", p, rev)
 	}
 	if e.Mode == filemode.Symlink { // go-git counts a link as a file: its content would be the link's text
 		return nil, fmt.Errorf("reading %s at %s: %w", p, rev, ErrSymlink)
