@@ -12,11 +12,14 @@ import (
 
 // The bounds of ListPullRequests: at most ListPages pages of ListPerPage
 // requests each (every page's body read up to 1 MiB, as every call's), and
-// the reviews of at most ListReviewed requests.
+// the reviews of at most ListReviewed requests, each in at most
+// ReviewPages pages of ReviewsPerPage.
 const (
-	ListPages    = 5
-	ListPerPage  = 50
-	ListReviewed = 50
+	ListPages      = 5
+	ListPerPage    = 50
+	ListReviewed   = 50
+	ReviewPages    = 10
+	ReviewsPerPage = 100
 )
 
 // Pull is an open pull request (merge request on GitLab).
@@ -33,7 +36,8 @@ type Pull struct {
 	Fork bool
 	// Approvals is how many distinct reviewers approve it now (their last
 	// review approves; GitLab: approved_by); -1 when not asked (beyond
-	// ListReviewed, or its head is outside the prefix listed).
+	// ListReviewed, or its head is outside the prefix listed) or when its
+	// reviews fill more than ReviewPages pages.
 	Approvals int
 }
 
@@ -51,7 +55,7 @@ type PullList struct {
 //
 //   - GitHub: GET /repos/{owner}/{repo}/pulls?state=open&per_page=&page=
 //     (docs.github.com/rest/pulls/pulls#list-pull-requests), then GET
-//     /repos/{owner}/{repo}/pulls/{number}/reviews?per_page=100
+//     /repos/{owner}/{repo}/pulls/{number}/reviews?per_page=100&page=
 //     (docs.github.com/rest/pulls/reviews#list-reviews-for-a-pull-request).
 //   - GitLab: GET /api/v4/projects/:id/merge_requests?state=opened&per_page=&page=
 //     (docs.gitlab.com/api/merge_requests/#list-project-merge-requests), then
@@ -59,7 +63,12 @@ type PullList struct {
 //     (docs.gitlab.com/api/merge_request_approvals/).
 //   - Gitea: GET /api/v1/repos/{owner}/{repo}/pulls?state=open&limit=&page=
 //     (Gitea swagger: repoListPullRequests), then GET
-//     /api/v1/repos/{owner}/{repo}/pulls/{index}/reviews (repoListPullReviews).
+//     /api/v1/repos/{owner}/{repo}/pulls/{index}/reviews?limit=&page=
+//     (repoListPullReviews). Gitea answers at most its MAX_RESPONSE_ITEMS
+//     a page, so its lists end at an empty page, not a short one.
+//
+// Every page of a request's reviews is read (a reviewer's verdict is
+// their last review), at most ReviewPages.
 func (c *Client) ListPullRequests(ctx context.Context, headPrefix string) (*PullList, error) {
 	owner, name, _ := strings.Cut(c.Repo, "/")
 	var list func(page int) string
@@ -100,7 +109,7 @@ func (c *Client) ListPullRequests(ctx context.Context, headPrefix string) (*Pull
 		for _, p := range got {
 			out.Pulls = append(out.Pulls, p.pull(c))
 		}
-		if len(got) < ListPerPage {
+		if lastPage(c.Kind, len(got), ListPerPage) {
 			break
 		}
 	}
@@ -159,51 +168,98 @@ func (p listedPull) pull(c *Client) Pull {
 	return out
 }
 
-// approvals is how many distinct reviewers approve request n now.
+// lastPage reports whether a page of n items, of perPage asked, is the
+// last one. GitHub and GitLab answer as many as asked up to 100, so a
+// short page is the last; Gitea answers at most its MAX_RESPONSE_ITEMS,
+// which may be fewer than asked: only an empty page ends its list.
+func lastPage(k Kind, n, perPage int) bool {
+	if k == Gitea {
+		return n == 0
+	}
+	return n < perPage
+}
+
+// review is one review of a request (GitHub's and Gitea's fields).
+type review struct {
+	User struct {
+		Login string `json:"login"`
+	} `json:"user"`
+	State     string `json:"state"`
+	Dismissed bool   `json:"dismissed"`
+}
+
+// approvals is how many distinct reviewers approve request n now; -1
+// when its reviews fill more than ReviewPages pages (a count read from
+// part of them could be wrong both ways).
 func (c *Client) approvals(ctx context.Context, n int) (int, error) {
 	owner, name, _ := strings.Cut(c.Repo, "/")
-	var endpoint string
+	var reviews func(page int) string
 	switch c.Kind {
 	case GitHub:
-		endpoint = fmt.Sprintf("%s/repos/%s/%s/pulls/%d/reviews?per_page=100", c.BaseURL, url.PathEscape(owner), url.PathEscape(name), n)
-	case GitLab:
-		endpoint = fmt.Sprintf("%s/api/v4/projects/%s/merge_requests/%s/approvals", c.BaseURL, url.PathEscape(c.Repo), strconv.Itoa(n))
+		reviews = func(page int) string {
+			return fmt.Sprintf("%s/repos/%s/%s/pulls/%d/reviews?per_page=%d&page=%d", c.BaseURL, url.PathEscape(owner), url.PathEscape(name), n,
+				ReviewsPerPage, page)
+		}
+	case GitLab: // one answer, not paged
+		return c.gitlabApprovals(ctx, n)
 	case Gitea:
-		endpoint = fmt.Sprintf("%s/api/v1/repos/%s/%s/pulls/%d/reviews", c.BaseURL, url.PathEscape(owner), url.PathEscape(name), n)
+		reviews = func(page int) string {
+			return fmt.Sprintf("%s/api/v1/repos/%s/%s/pulls/%d/reviews?limit=%d&page=%d", c.BaseURL, url.PathEscape(owner), url.PathEscape(name), n,
+				ReviewsPerPage, page)
+		}
+	default:
+		return 0, fmt.Errorf("forge %q: unknown", c.Kind)
 	}
+	var all []review
+	for page := 1; ; page++ {
+		if page > ReviewPages {
+			return -1, nil
+		}
+		endpoint := reviews(page)
+		raw, err := c.call(ctx, http.MethodGet, endpoint, nil)
+		if err != nil {
+			return 0, err
+		}
+		var got []review
+		if err := json.Unmarshal(raw, &got); err != nil {
+			return 0, fmt.Errorf("%s API %s: decoding the response: %w", c.Kind, endpoint, err)
+		}
+		all = append(all, got...)
+		if lastPage(c.Kind, len(got), ReviewsPerPage) {
+			break
+		}
+	}
+	return approvedBy(all), nil
+}
+
+// gitlabApprovals is how many distinct users approve merge request n.
+func (c *Client) gitlabApprovals(ctx context.Context, n int) (int, error) {
+	endpoint := fmt.Sprintf("%s/api/v4/projects/%s/merge_requests/%s/approvals", c.BaseURL, url.PathEscape(c.Repo), strconv.Itoa(n))
 	raw, err := c.call(ctx, http.MethodGet, endpoint, nil)
 	if err != nil {
 		return 0, err
 	}
-	if c.Kind == GitLab {
-		var a struct {
-			ApprovedBy []struct {
-				User struct {
-					Username string `json:"username"`
-				} `json:"user"`
-			} `json:"approved_by"`
-		}
-		if err := json.Unmarshal(raw, &a); err != nil {
-			return 0, fmt.Errorf("%s API %s: decoding the response: %w", c.Kind, endpoint, err)
-		}
-		seen := map[string]bool{}
-		for _, u := range a.ApprovedBy {
-			seen[u.User.Username] = true
-		}
-		return len(seen), nil
+	var a struct {
+		ApprovedBy []struct {
+			User struct {
+				Username string `json:"username"`
+			} `json:"user"`
+		} `json:"approved_by"`
 	}
-	var reviews []struct {
-		User struct {
-			Login string `json:"login"`
-		} `json:"user"`
-		State     string `json:"state"`
-		Dismissed bool   `json:"dismissed"`
-	}
-	if err := json.Unmarshal(raw, &reviews); err != nil {
+	if err := json.Unmarshal(raw, &a); err != nil {
 		return 0, fmt.Errorf("%s API %s: decoding the response: %w", c.Kind, endpoint, err)
 	}
-	// The reviews come oldest first; a reviewer's last approving or
-	// rejecting review is their verdict (a comment changes nothing).
+	seen := map[string]bool{}
+	for _, u := range a.ApprovedBy {
+		seen[u.User.Username] = true
+	}
+	return len(seen), nil
+}
+
+// approvedBy is how many distinct reviewers approve, given the reviews
+// oldest first: a reviewer's last approving or rejecting review is their
+// verdict (a comment changes nothing, a dismissal withdraws it).
+func approvedBy(reviews []review) int {
 	last := map[string]string{}
 	for _, r := range reviews {
 		switch st := strings.ToUpper(r.State); {
@@ -219,5 +275,5 @@ func (c *Client) approvals(ctx context.Context, n int) (int, error) {
 			approved++
 		}
 	}
-	return approved, nil
+	return approved
 }

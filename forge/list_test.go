@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -30,13 +31,14 @@ func TestContractListPullRequests(t *testing.T) {
 		header               map[string]string
 		list, listQuery, rec string
 		review, reviewRec    string
+		reviewQuery          string
 		want                 []Pull
 	}{
 		{
 			kind: GitHub, repo: "platform/gitops-env",
 			header: map[string]string{"Authorization": "Bearer tok", "Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"},
 			list:   "/repos/platform/gitops-env/pulls", listQuery: "page=1&per_page=50&state=open", rec: "github-pulls.json",
-			review: "/repos/platform/gitops-env/pulls/1347/reviews", reviewRec: "github-reviews.json",
+			review: "/repos/platform/gitops-env/pulls/1347/reviews", reviewRec: "github-reviews.json", reviewQuery: "page=1&per_page=100",
 			want: []Pull{
 				{Number: 1347, URL: "https://github.com/platform/gitops-env/pull/1347", Title: "promote checkout 1.4.2 to production", Head: branch,
 					Base: "main", Approvals: 1},
@@ -59,7 +61,7 @@ func TestContractListPullRequests(t *testing.T) {
 		{
 			kind: Gitea, repo: "platform/gitops-env", header: map[string]string{"Authorization": "token tok", "Accept": "application/json"},
 			list: "/api/v1/repos/platform/gitops-env/pulls", listQuery: "limit=50&page=1&state=open", rec: "gitea-pulls.json",
-			review: "/api/v1/repos/platform/gitops-env/pulls/7/reviews", reviewRec: "gitea-reviews.json",
+			review: "/api/v1/repos/platform/gitops-env/pulls/7/reviews", reviewRec: "gitea-reviews.json", reviewQuery: "limit=100&page=1",
 			want: []Pull{
 				{Number: 7, URL: "https://gitea.example.com/platform/gitops-env/pulls/7", Title: "WIP: promote checkout 1.4.2 to production", Draft: true,
 					Head: branch, Base: "main", Approvals: 2},
@@ -79,6 +81,10 @@ func TestContractListPullRequests(t *testing.T) {
 					}
 				}
 				var file string
+				if page := r.URL.Query().Get("page"); page != "" && page != "1" {
+					_, _ = w.Write([]byte(`[]`)) // one page of each
+					return
+				}
 				switch r.URL.EscapedPath() {
 				case tc.list:
 					if q := r.URL.Query().Encode(); q != tc.listQuery {
@@ -86,6 +92,9 @@ func TestContractListPullRequests(t *testing.T) {
 					}
 					file = tc.rec
 				case tc.review:
+					if q := r.URL.Query().Encode(); q != tc.reviewQuery {
+						t.Errorf("review query %s, want %s", q, tc.reviewQuery)
+					}
 					file = tc.reviewRec
 				default:
 					t.Errorf("unexpected %s %s", r.Method, r.URL.EscapedPath())
@@ -203,4 +212,115 @@ func FuzzListPullRequests(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestListApprovalsPaged: a request's reviews span pages. GitHub answers
+// 100 reviews a page; Gitea as many as its MAX_RESPONSE_ITEMS allows,
+// which may be fewer than asked. The verdict of a reviewer is their last
+// review, so a count read from the first page only is wrong both ways: an
+// approval on page 3 is missed, and an approval on page 1 withdrawn on
+// page 3 still counts. A forge with endless pages of reviews gives -1
+// (not asked to the end), never a count. (An httptest server answers as
+// the forges document it: no GitHub or Gitea can run here.)
+func TestListApprovalsPaged(t *testing.T) {
+	t.Parallel()
+	const branch = "throughline/promote/checkout/production/4b7e2a91c3d5-1"
+	review := func(login, state string) string {
+		return fmt.Sprintf(`{"user":{"login":%q},"state":%q}`, login, state)
+	}
+	// 231 reviews: alice approves first and asks for changes near the end,
+	// bob and dave approve last, the rest are comments: 2 approvals (the
+	// first page alone says 1, alice's).
+	var all []string
+	all = append(all, review("alice", "APPROVED"))
+	for range 227 {
+		all = append(all, review("carol", "COMMENTED"))
+	}
+	all = append(all, review("alice", "CHANGES_REQUESTED"), review("bob", "APPROVED"), review("dave", "APPROVED"))
+	for _, tc := range []struct {
+		name    string
+		kind    Kind
+		perPage func(r *http.Request) int // what the forge answers per page
+		endless bool
+		want    int
+	}{
+		{name: "github", kind: GitHub, perPage: func(r *http.Request) int { return min(atoi(r.URL.Query().Get("per_page"), 30), 100) }, want: 2},
+		{name: "gitea capped at 30", kind: Gitea, perPage: func(*http.Request) int { return 30 }, want: 2},
+		{name: "github endless", kind: GitHub, perPage: func(*http.Request) int { return 100 }, endless: true, want: -1},
+		{name: "gitea endless", kind: Gitea, perPage: func(*http.Request) int { return 50 }, endless: true, want: -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var pages atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				page := atoi(r.URL.Query().Get("page"), 1)
+				if !strings.HasSuffix(r.URL.Path, "/reviews") {
+					if page > 1 {
+						_, _ = w.Write([]byte(`[]`))
+						return
+					}
+					fmt.Fprintf(w, `[{"number":5,"html_url":"u","head":{"ref":%q,"repo":{"full_name":"a/b"}},"base":{"ref":"main"}}]`, branch)
+					return
+				}
+				pages.Add(1)
+				n := tc.perPage(r)
+				from, to := (page-1)*n, page*n
+				var items []string
+				if tc.endless {
+					for range n {
+						items = append(items, review("carol", "COMMENTED"))
+					}
+				} else if from < len(all) {
+					items = all[from:min(to, len(all))]
+				}
+				_, _ = w.Write([]byte("[" + strings.Join(items, ",") + "]"))
+			}))
+			defer srv.Close()
+			c := &Client{Kind: tc.kind, BaseURL: srv.URL, Repo: "a/b", Token: "tok", HTTP: srv.Client()}
+			got, err := c.ListPullRequests(context.Background(), "throughline/promote/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Pulls) != 1 || got.Pulls[0].Approvals != tc.want {
+				t.Fatalf("listed %+v, want one request with %d approvals (%d pages of reviews read)", got.Pulls, tc.want, pages.Load())
+			}
+			if tc.endless && pages.Load() > ReviewPages {
+				t.Fatalf("%d pages of reviews read, bound %d", pages.Load(), ReviewPages)
+			}
+		})
+	}
+}
+
+func atoi(s string, def int) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// TestGiteaListCapped: a Gitea whose MAX_RESPONSE_ITEMS is below the
+// limit asked answers short pages that are not the last; every open
+// request is listed. (An httptest server answers as Gitea does.)
+func TestGiteaListCapped(t *testing.T) {
+	t.Parallel()
+	const open, capped = 45, 20
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/reviews") {
+			_, _ = w.Write([]byte(`[]`))
+			return
+		}
+		page := atoi(r.URL.Query().Get("page"), 1)
+		var items []string
+		for n := (page-1)*capped + 1; n <= min(page*capped, open); n++ {
+			items = append(items, fmt.Sprintf(`{"number":%d,"html_url":"u","head":{"ref":"feature/%d","repo":{"full_name":"a/b"}},"base":{"ref":"main"}}`, n, n))
+		}
+		_, _ = w.Write([]byte("[" + strings.Join(items, ",") + "]"))
+	}))
+	defer srv.Close()
+	c := &Client{Kind: Gitea, BaseURL: srv.URL, Repo: "a/b", Token: "tok", HTTP: srv.Client()}
+	got, err := c.ListPullRequests(context.Background(), "throughline/promote/")
+	if err != nil || got.Truncated || len(got.Pulls) != open {
+		t.Fatalf("listed %d of %d open requests (truncated %v): %v", len(got.Pulls), open, got != nil && got.Truncated, err)
+	}
 }
