@@ -55,14 +55,15 @@ type flightView struct {
 // CommitURL).
 func NewSite(m *Model) (*Site, error) {
 	funcs := template.FuncMap{
-		"short":  short,
-		"digest": ledger.ShortDigest,
-		"tag":    imageTag,
-		"lower":  func(s any) string { return strings.ToLower(fmt.Sprint(s)) },
-		"inc":    func(i int) int { return i + 1 },
-		"when":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
-		"age":    age,
-		"flight": func(f Flight, p *Pulls) flightView { return flightView{F: f, Pulls: p} },
+		"short":        short,
+		"digest":       ledger.ShortDigest,
+		"tag":          imageTag,
+		"lower":        func(s any) string { return strings.ToLower(fmt.Sprint(s)) },
+		"inc":          func(i int) int { return i + 1 },
+		"when":         func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"age":          age,
+		"flight":       func(f Flight, p *Pulls) flightView { return flightView{F: f, Pulls: p} },
+		"likeAttempts": LikeAttempts,
 		"threshold": func(op string, th *float64) string {
 			if th == nil {
 				return "-"

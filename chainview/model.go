@@ -64,8 +64,11 @@ type Model struct {
 	Problems []string
 	// Pulls are the forge's open requests (nil: no forge configured;
 	// WithPulls sets it).
-	Pulls     *Pulls
-	commitURL string
+	Pulls *Pulls
+	// OtherPulls are the forge's open requests that belong to no attempt
+	// in flight (WithPulls), each with why.
+	OtherPulls []OtherPull
+	commitURL  string
 }
 
 // App is one app: its cells by environment and its history.

@@ -99,16 +99,28 @@ func FetchPulls(ctx context.Context, forgeName string, list PullLister, timeout 
 	return &Pulls{Forge: forgeName, Unavailable: "pull request list unavailable: " + why}
 }
 
+// OtherPull is an open request that belongs to no attempt in flight.
+type OtherPull struct {
+	*PullRequest
+	// Note says why a request whose head is named like an attempt branch
+	// is no attempt's ("" for any other request).
+	Note string
+}
+
 // WithPulls is a copy of m (its apps, cells and attempts in flight
 // copied, the chains shared) whose attempts in flight carry their open
 // request. A request belongs to an attempt only when its head is exactly
 // the attempt's own branch (promotion.AttemptKey.Branch of the attempt
 // read from that branch), the branch the attempt is on, in the
 // repository itself (not a fork) and it merges into the base branch read:
-// a branch that only looks like an attempt branch is never attached.
+// a branch that only looks like an attempt branch is never attached. The
+// other requests are listed apart (OtherPulls), those named like attempt
+// branches with why they are none: nothing the forge has open is hidden.
 func (m *Model) WithPulls(p *Pulls) *Model {
 	c := *m
 	c.Pulls = p
+	c.OtherPulls = nil
+	attached := map[*PullRequest]bool{}
 	c.Apps = make([]*App, len(m.Apps))
 	for i, a := range m.Apps {
 		ac := *a
@@ -123,12 +135,65 @@ func (m *Model) WithPulls(p *Pulls) *Model {
 			}
 			for k := range cc.InFlight {
 				cc.InFlight[k].Pull = p.find(&cc, cc.InFlight[k], m.Base)
+				attached[cc.InFlight[k].Pull] = true
 			}
 			ac.Cells[j] = &cc
 		}
 		c.Apps[i] = &ac
 	}
+	c.OtherPulls = p.others(attached, &c)
 	return &c
+}
+
+// others are the requests of p not attached, in the forge's order, with
+// why those named like attempt branches belong to no attempt in flight
+// in m (nil: no list).
+func (p *Pulls) others(attached map[*PullRequest]bool, m *Model) []OtherPull {
+	if p == nil || p.Unavailable != "" {
+		return nil
+	}
+	var out []OtherPull
+	for i := range p.List {
+		pr := &p.List[i]
+		if attached[pr] {
+			continue
+		}
+		o := OtherPull{PullRequest: pr}
+		switch {
+		case !strings.HasPrefix(pr.Head, promotion.BranchPrefix):
+		case pr.Fork:
+			o.Note = "from another repository: its branch is named like an attempt branch, but attempts are only on the repository's own branches"
+		case pr.Base != m.Base:
+			o.Note = fmt.Sprintf("named like an attempt branch, but merges into %s, not %s", pr.Base, m.Base)
+		default:
+			o.Note = fmt.Sprintf("named like an attempt branch, but no attempt in flight at %s is on it under its own name", short(m.Rev))
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// LikeAttempts counts the requests of list named like attempt branches.
+func LikeAttempts(list []OtherPull) int {
+	n := 0
+	for _, o := range list {
+		if o.Note != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// Noun is "pull request" (GitLab: "merge request"), plural unless n is 1.
+func (p *Pulls) Noun(n int) string {
+	s := "pull request"
+	if p != nil && strings.EqualFold(p.Forge, string(forge.GitLab)) {
+		s = "merge request"
+	}
+	if n != 1 {
+		s += "s"
+	}
+	return s
 }
 
 // find is the open request of f, an attempt in flight in cell c (nil:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -124,11 +125,38 @@ func TestPullsAttachOnlyToTheirAttempt(t *testing.T) {
 				t.Errorf("%s does not say %q", page, want)
 			}
 		}
+		if page == "index.html" { // the others are listed apart, never in a cell
+			i, j := strings.Index(got, `<table class="grid">`), strings.LastIndex(got, "</table>")
+			if i < 0 || j < i {
+				t.Fatalf("index.html has no grid")
+			}
+			got = got[i:j]
+		}
 		for _, bad := range []string{"<script", "<b onmouseover", "pr/1\"", "pr/2\"", "pr/3\"", "pr/4\"", "pr/6\"", "pr/7\""} {
 			if strings.Contains(got, bad) {
 				t.Errorf("%s contains %q", page, bad)
 			}
 		}
+	}
+	// Every request not attached is listed apart, each named like an
+	// attempt branch with why it is none.
+	var others []string
+	for _, o := range m.OtherPulls {
+		others = append(others, fmt.Sprintf("#%d %s", o.Number, o.Note))
+	}
+	want := []string{
+		"#1 from another repository: its branch is named like an attempt branch, but attempts are only on the repository's own branches",
+		"#2 named like an attempt branch, but merges into release, not main",
+		"#3 named like an attempt branch, but no attempt in flight at " + m.Rev[:12] + " is on it under its own name",
+		"#4 named like an attempt branch, but no attempt in flight at " + m.Rev[:12] + " is on it under its own name",
+		"#6 named like an attempt branch, but no attempt in flight at " + m.Rev[:12] + " is on it under its own name",
+		"#7 named like an attempt branch, but no attempt in flight at " + m.Rev[:12] + " is on it under its own name",
+	}
+	if strings.Join(others, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the other requests:\n%s\nwant\n%s", strings.Join(others, "\n"), strings.Join(want, "\n"))
+	}
+	if !bytes.Contains(files["index.html"], []byte(`<details class="other-pulls" open><summary>6 other open pull requests, attached to no attempt in flight (6 named like an attempt branch)`)) {
+		t.Error("index.html does not list the other requests, open")
 	}
 }
 

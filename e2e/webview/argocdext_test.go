@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/throughline-dev/throughline/chainview"
 	"github.com/throughline-dev/throughline/chainview/chainfixture"
+	"github.com/throughline-dev/throughline/forge"
 	"github.com/throughline-dev/throughline/internal/testenv"
 )
 
@@ -82,7 +84,23 @@ func TestArgoCDExtension(t *testing.T) {
 	ctx := browser(t)
 	f := chainfixture.New(t, example)
 	branch := f.AwaitApprovals()
-	serveURL := serveHandler(t, &chainview.Handler{Repo: f.Repo, APIToken: []byte(extToken),
+	// serve --forge github: the attempt's pull request, its title markup.
+	gh := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/reviews") {
+			_, _ = io.WriteString(w, `[{"user":{"login":"alice"},"state":"APPROVED"}]`)
+			return
+		}
+		if r.URL.Query().Get("page") != "1" {
+			_, _ = io.WriteString(w, `[]`)
+			return
+		}
+		_, _ = io.WriteString(w, `[{"number":1347,"html_url":"https://github.example/platform/gitops-env/pull/1347",`+
+			`"title":"<img src=x onerror=\"document.title='owned'\">promote api","head":{"ref":"`+branch+`","repo":{"full_name":"platform/gitops-env"}},`+
+			`"base":{"ref":"main"}}]`)
+	}))
+	defer gh.Close()
+	lister := chainview.ForgeLister(&forge.Client{Kind: forge.GitHub, BaseURL: gh.URL, Repo: "platform/gitops-env", Token: "tok-E2E", HTTP: gh.Client()})
+	serveURL := serveHandler(t, &chainview.Handler{Repo: f.Repo, APIToken: []byte(extToken), Pulls: lister, Forge: "github",
 		Options: chainview.Options{CommitURL: "https://forge.example/gitops/commit/%s"}})
 	var forwarded, refused atomic.Int32
 	argocd := standInArgoCD(t, "", dist, serveURL, recorded, apps, &forwarded, &refused)
@@ -122,6 +140,17 @@ func TestArgoCDExtension(t *testing.T) {
 		{"payments-api", "awaiting 1 of 2 approvals (in flight)", "pending", func(t *testing.T) {
 			if s := text(t, ctx, "#tab .throughline-flights"); !strings.Contains(s, branch) || !strings.Contains(s, "VERIFIED 1.0.0 sha256:9d9d9d9d9d9d") {
 				t.Errorf("tab: in flight %q", s)
+			}
+			// The attempt's pull request, linked, its title's markup as text.
+			want := `PR #1347 (open, 1 approval on the forge): <img src=x onerror="document.title='owned'">promote api`
+			if s := text(t, ctx, "#tab .throughline-flights .throughline-pull"); !strings.Contains(s, want) {
+				t.Errorf("tab: pull request %q, want %q", s, want)
+			}
+			if href := attr(t, ctx, "#tab .throughline-pull a", "href"); href != "https://github.example/platform/gitops-env/pull/1347" {
+				t.Errorf("tab: the request links to %q", href)
+			}
+			if n := count(t, ctx, "#tab img"); n != 0 {
+				t.Errorf("tab: %d img elements: the title's markup was rendered", n)
 			}
 			if s := text(t, ctx, "#tab .throughline-nochain"); s != "No promotion record of api in production on main." {
 				t.Errorf("tab: %q", s)

@@ -21,7 +21,8 @@ import (
 // in Chromium, the served grid and the app's pipeline show the attempt
 // waiting for approvals with its pull request (number linking to the
 // forge, open, the forge's approvals), its title's markup as text; a fork
-// whose branch has the attempt's name is not shown; a forge that hangs
+// whose branch has the attempt's name is in no cell but listed apart with
+// why it is no attempt's; a forge that hangs
 // leaves the grid rendered and the cell saying the list is unavailable.
 func TestWebViewPullRequests(t *testing.T) {
 	ctx := browser(t)
@@ -60,7 +61,15 @@ func TestWebViewPullRequests(t *testing.T) {
 		t.Errorf("grid: no %q in the visible text:\n%s", want, grid)
 	}
 	if strings.Contains(grid, "1348") {
-		t.Errorf("the fork's request is shown:\n%s", grid)
+		t.Errorf("the fork's request is shown in a cell:\n%s", grid)
+	}
+	// It is listed apart, open, saying why it is no attempt's.
+	others := text(t, ctx, "details.other-pulls")
+	for _, want := range []string{"1 other open pull request, attached to no attempt in flight (1 named like an attempt branch)", "PR #1348", branch + " into main (another repository)",
+		"from another repository: its branch is named like an attempt branch"} {
+		if !strings.Contains(others, want) {
+			t.Errorf("the other requests: no %q in the visible text:\n%s", want, others)
+		}
 	}
 	if href := attr(t, ctx, "table.grid .pull a", "href"); href != "https://github.example/platform/gitops-env/pull/1347" {
 		t.Errorf("the request links to %q", href)

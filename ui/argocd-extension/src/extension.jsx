@@ -173,6 +173,25 @@ function Pods({pods}) {
   );
 }
 
+// Pull is an attempt's open pull/merge request (serve with --forge): its
+// label linking to the forge, state and approvals there, what it waits
+// on, its title as text.
+function Pull({pr}) {
+  if (!pr) {
+    return null;
+  }
+  return (
+    <span className='throughline-pull'>
+      {'; '}
+      {pr.url ? <a href={pr.url} target='_blank' rel='noopener noreferrer'>{pr.label}</a> : pr.label}
+      {' (' + pr.review + ')'}
+      {pr.waits ? ', ' + pr.waits : ''}
+      {': '}
+      <q>{pr.title}</q>
+    </span>
+  );
+}
+
 // Chain is the Application tab (and the status panel's flyout): the app
 // in every environment, then this environment's record and its arrows.
 function Chain({application}) {
@@ -212,9 +231,13 @@ function Chain({application}) {
             {data.inFlight.map(f => (
               <li key={f.branch}>
                 <code>{f.branch}</code>: {f.state} {f.tag} <code>{short(f.digest)}</code>, {f.status}
+                <Pull pr={f.pullRequest} />
               </li>
             ))}
           </ul>
+          {data.pullRequestsUnavailable ? (
+            <p className='throughline-pulls-unavailable' style={{color: '#5c4300', fontWeight: 600}}>{data.pullRequestsUnavailable}</p>
+          ) : null}
         </>
       ) : null}
       {chain ? (
