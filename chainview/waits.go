@@ -58,15 +58,11 @@ func until(t, now time.Time, future, past string) string {
 // from the record's last RECONCILING entry.
 func deadline(rec *promotion.Record, reg *environment.Registry) time.Time {
 	e, ok := reg.Get(rec.Target.Environment)
-	if rec.State != promotion.Reconciling || !ok || e.ReconcileDeadline == nil || e.ReconcileDeadline.Duration <= 0 {
+	if rec.State != promotion.Reconciling || !ok || e.ReconcileDeadline == nil {
 		return time.Time{}
 	}
-	for i := len(rec.History) - 1; i >= 0; i-- {
-		if rec.History[i].State == promotion.Reconciling {
-			return rec.History[i].At.Add(e.ReconcileDeadline.Duration)
-		}
-	}
-	return time.Time{}
+	_, at, _ := rec.ReconcileDeadline(e.ReconcileDeadline.Duration)
+	return at
 }
 
 // DeadlineText is the deadline of the cell's record relative to the

@@ -36,15 +36,15 @@ func (p *Processor) deadline(ctx context.Context, tip string, rec *promotion.Rec
 		return 0, time.Time{}, false, nil
 	}
 	env, ok := pol.Environments[rec.Target.Environment]
-	if !ok || env.ReconcileDeadline == nil || env.ReconcileDeadline.Duration <= 0 {
-		return 0, time.Time{}, false, nil
-	}
-	since, ok := reconcilingSince(rec)
-	if !ok {
+	if !ok || env.ReconcileDeadline == nil {
 		return 0, time.Time{}, false, nil
 	}
 	d := env.ReconcileDeadline.Duration
-	return d, since, p.now().After(since.Add(d)), nil
+	since, at, ok := rec.ReconcileDeadline(d)
+	if !ok {
+		return 0, time.Time{}, false, nil
+	}
+	return d, since, p.now().After(at), nil
 }
 
 // reporter names the controller object of ev.
@@ -53,15 +53,4 @@ func reporter(ev Event) string {
 		return ev.Object
 	}
 	return ev.Ref.String()
-}
-
-// reconcilingSince is when rec became RECONCILING: its last history entry
-// in that state.
-func reconcilingSince(rec *promotion.Record) (time.Time, bool) {
-	for i := len(rec.History) - 1; i >= 0; i-- {
-		if rec.History[i].State == promotion.Reconciling {
-			return rec.History[i].At, true
-		}
-	}
-	return time.Time{}, false
 }

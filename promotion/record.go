@@ -514,6 +514,23 @@ func orderedYAML(js []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// ReconcileDeadline is when the notifier halts r for not reconciling in
+// time, given its environment's reconcileDeadline d: d after r's last
+// RECONCILING entry (since). ok is false when d is not positive or no
+// entry says when r became RECONCILING. The notifier halts by it and the
+// web view shows it: one rule.
+func (r *Record) ReconcileDeadline(d time.Duration) (since, at time.Time, ok bool) {
+	if d <= 0 {
+		return time.Time{}, time.Time{}, false
+	}
+	for i := len(r.History) - 1; i >= 0; i-- {
+		if r.History[i].State == Reconciling {
+			return r.History[i].At, r.History[i].At.Add(d), true
+		}
+	}
+	return time.Time{}, time.Time{}, false
+}
+
 // readsAsString reports whether v, written as a plain scalar, reads back
 // as the string v through the reader of records (Parse: YAML 1.1, as
 // Kubernetes reads it). The encoder writes YAML 1.2, which leaves plain

@@ -453,3 +453,37 @@ func TestEntered(t *testing.T) {
 		}
 	}
 }
+
+// TestReconcileDeadline: the notifier's halt and the web view's deadline
+// are one rule: the deadline after the record's last RECONCILING entry
+// (a retried reconcile restarts it), none without a positive deadline or
+// such an entry.
+func TestReconcileDeadline(t *testing.T) {
+	t.Parallel()
+	r := candidate(t)
+	if _, _, ok := r.ReconcileDeadline(time.Hour); ok {
+		t.Error("a CANDIDATE has a deadline")
+	}
+	must(t, r.Verify(evidence(), t0.Add(time.Minute), "notifier"))
+	must(t, r.Approve("alice", r.InputFor("v0.1.0"), t0.Add(24*time.Hour), t0.Add(2*time.Minute)))
+	must(t, r.Reconcile(rev1, t0.Add(3*time.Minute), "ci"))
+	later := *r
+	later.History = append(append([]Transition(nil), r.History...), Transition{State: Reconciling, At: t0.Add(10 * time.Minute), By: "ci"})
+	for _, tc := range []struct {
+		name      string
+		rec       *Record
+		d         time.Duration
+		since, at time.Time
+		ok        bool
+	}{
+		{"from the RECONCILING entry", r, time.Hour, t0.Add(3 * time.Minute), t0.Add(63 * time.Minute), true},
+		{"from the last one", &later, time.Hour, t0.Add(10 * time.Minute), t0.Add(70 * time.Minute), true},
+		{"no deadline", r, 0, time.Time{}, time.Time{}, false},
+		{"a negative deadline", r, -time.Hour, time.Time{}, time.Time{}, false},
+	} {
+		since, at, ok := tc.rec.ReconcileDeadline(tc.d)
+		if !since.Equal(tc.since) || !at.Equal(tc.at) || ok != tc.ok {
+			t.Errorf("%s: %s, %s, %v; want %s, %s, %v", tc.name, since, at, ok, tc.since, tc.at, tc.ok)
+		}
+	}
+}
