@@ -10,11 +10,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/throughline-dev/throughline/boundedfile"
 	"github.com/throughline-dev/throughline/exitcode"
 )
 
@@ -85,24 +84,12 @@ func (idx *Index) Find(name, version string) (Entry, bool) {
 // ErrTooLarge (exit 4, not read); a malformed index is an *exitcode.InvalidInput; a
 // missing version is ErrNotInIndex (exit 4).
 func LookupFile(ctx context.Context, file, name, version string, maxSize int64) (Entry, error) {
-	f, err := os.Open(file)
+	data, err := boundedfile.Read(file, maxSize)
+	if errors.Is(err, boundedfile.ErrTooLarge) {
+		return Entry{}, &exitcode.InvalidInput{Err: fmt.Errorf("%w (%w): an index is parsed here only up to %d bytes", ErrTooLarge, err, maxSize)}
+	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("reading index.yaml: %w", err)
-	}
-	defer func() { _ = f.Close() }() // read-only
-	fi, err := f.Stat()
-	if err != nil {
-		return Entry{}, fmt.Errorf("reading index.yaml: %w", err)
-	}
-	if fi.Size() > maxSize {
-		return Entry{}, tooLarge(fi.Size(), maxSize)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxSize+1))
-	if err != nil {
-		return Entry{}, fmt.Errorf("reading index.yaml: %w", err)
-	}
-	if int64(len(data)) > maxSize {
-		return Entry{}, tooLarge(int64(len(data)), maxSize)
 	}
 	if err := ctx.Err(); err != nil {
 		return Entry{}, err
@@ -116,8 +103,4 @@ func LookupFile(ctx context.Context, file, name, version string, maxSize int64) 
 		return Entry{}, &exitcode.InvalidInput{Err: fmt.Errorf("the repository's index.yaml has no version %s of %s: %w", version, name, ErrNotInIndex)}
 	}
 	return e, nil
-}
-
-func tooLarge(size, maxSize int64) error {
-	return &exitcode.InvalidInput{Err: fmt.Errorf("%w: %d bytes, and an index is parsed here only up to %d bytes", ErrTooLarge, size, maxSize)}
 }

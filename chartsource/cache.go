@@ -4,12 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/throughline-dev/throughline/atomicfile"
+	"github.com/throughline-dev/throughline/boundedfile"
 )
 
 // cache keeps blobs (chart packages) and OCI manifests on disk by their
@@ -37,13 +37,8 @@ func (c cache) get(kind, digest string, limit int64) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, false
-	}
-	defer func() { _ = f.Close() }() // read-only
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil || int64(len(data)) > limit || digestOf(data) != digest {
+	data, err := boundedfile.ReadNoFollow(p, limit) // an entry is never a link, a FIFO or larger
+	if err != nil || digestOf(data) != digest {
 		return nil, false
 	}
 	return data, true

@@ -3,7 +3,6 @@ package gate
 import (
 	"context"
 	"fmt"
-	"os"
 	"path"
 	"reflect"
 	"sort"
@@ -179,7 +178,7 @@ func driftOf(ctx context.Context, tree *gitops.Tree, extra []string, rec *promot
 		}
 	}
 	for _, f := range extra {
-		files = append(files, source{f, func() ([]byte, error) { return os.ReadFile(f) }})
+		files = append(files, source{f, func() ([]byte, error) { return registry.ReadRecordBytes(f) }})
 	}
 	pinned, err := policy.CheckImage(rec.Artifact.Image)
 	if err != nil {

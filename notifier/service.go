@@ -5,11 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -19,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/throughline-dev/throughline/boundedfile"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/trust/signing"
@@ -179,20 +178,12 @@ const maxKeyFile = 64 << 10
 
 // readSecretFile reads the local file file (a key or a signing config
 // mounted from a Secret or ConfigMap), what it is for messages, at most
-// limit bytes: the one bounded reader of the notifier's own files. Errors
+// limit bytes, through boundedfile (never a FIFO or a device). Errors
 // name the file, never its content; a missing file is fs.ErrNotExist.
 func readSecretFile(file, what string, limit int64) ([]byte, error) {
-	f, err := os.Open(file)
+	data, err := boundedfile.Read(file, limit)
 	if err != nil {
 		return nil, fmt.Errorf("notifier: %s: %w", what, err)
-	}
-	defer func() { _ = f.Close() }()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("notifier: reading the %s %s: %w", what, file, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("notifier: %s %s: over %d bytes", what, file, limit)
 	}
 	return data, nil
 }

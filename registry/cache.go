@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/throughline-dev/throughline/atomicfile"
+	"github.com/throughline-dev/throughline/boundedfile"
 )
 
 // maxManifestSize caps a manifest read from the registry or the cache.
@@ -58,11 +59,7 @@ func (c *cache) get(digest string) (cachedManifest, bool) {
 	if !ok {
 		return m, false
 	}
-	fi, err := os.Stat(p)
-	if err != nil || fi.Size() > 2*maxManifestSize {
-		return m, false
-	}
-	data, err := os.ReadFile(p)
+	data, err := boundedfile.ReadNoFollow(p, 2*maxManifestSize) // an entry is never a link, a FIFO or larger
 	if err != nil || json.Unmarshal(data, &m) != nil || !verify(digest, m.Manifest) {
 		return cachedManifest{}, false
 	}

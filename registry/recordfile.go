@@ -2,13 +2,11 @@ package registry
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/throughline-dev/throughline/atomicfile"
+	"github.com/throughline-dev/throughline/boundedfile"
 	"github.com/throughline-dev/throughline/exitcode"
 )
 
@@ -32,25 +30,10 @@ func ReadRecordFile(file string) (Record, error) {
 
 // ReadRecordBytes reads a drift record file of any kind (an image tag's,
 // a chart version's): a regular file (never a FIFO or a device, which
-// could block or never end), at most maxRecordFile bytes. An unreadable
-// one is an *exitcode.InvalidInput naming the file.
+// could block or never end), at most maxRecordFile bytes (boundedfile).
+// An unreadable or larger one is an *exitcode.InvalidInput naming the file.
 func ReadRecordBytes(file string) ([]byte, error) {
-	// Non-blocking: opening a FIFO does not wait for a writer. The kind is
-	// judged on the file opened (fstat), not on a path that could be
-	// replaced between a stat and the open.
-	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, &exitcode.InvalidInput{File: file, Err: err}
-	}
-	defer func() { _ = f.Close() }() // opened read-only: the read reported any failure
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-	}
-	if err != nil {
-		return nil, &exitcode.InvalidInput{File: file, Err: err}
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxRecordFile))
+	data, err := boundedfile.Read(file, maxRecordFile)
 	if err != nil {
 		return nil, &exitcode.InvalidInput{File: file, Err: err}
 	}

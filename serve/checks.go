@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -11,9 +10,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/throughline-dev/throughline/boundedfile"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/runtimecheck"
 )
+
+// maxCAFile caps the --prometheus-ca-file bundle.
+const maxCAFile = 1 << 20
 
 // checkFlags configure the runtime checks' Prometheus: its URL, the Secret
 // holding its credentials (read through the API, never printed) and a CA.
@@ -39,7 +42,7 @@ func (c *checkFlags) load(ctx context.Context, cfg *rest.Config) error {
 	}
 	pc := runtimecheck.PrometheusConfig{URL: c.url}
 	if c.caFile != "" {
-		b, err := os.ReadFile(c.caFile)
+		b, err := boundedfile.Read(c.caFile, maxCAFile)
 		if err != nil {
 			return exitcode.Usagef("--prometheus-ca-file: %w", err)
 		}

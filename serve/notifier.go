@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/throughline-dev/throughline/boundedfile"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
 	"github.com/throughline-dev/throughline/forge"
@@ -104,11 +105,14 @@ func (n *notifierFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&n.forgeRepo, "forge-repo", "", "repository on the forge: owner/name (GitLab: group/project)")
 }
 
+// maxSecretFile caps a webhook secret or token file.
+const maxSecretFile = 64 << 10
+
 func readSecret(file, env string) ([]byte, error) {
 	if file != "" {
-		b, err := os.ReadFile(file)
+		b, err := boundedfile.Read(file, maxSecretFile)
 		if err != nil {
-			return nil, fmt.Errorf("reading secret %s: %w", file, err)
+			return nil, fmt.Errorf("reading secret: %w", err)
 		}
 		return bytes.TrimRight(b, "\r\n"), nil
 	}

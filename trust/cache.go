@@ -5,12 +5,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/throughline-dev/throughline/boundedfile"
 	"github.com/throughline-dev/throughline/privatedir"
 )
 
@@ -51,17 +51,8 @@ func (c cache) get(d v1.Hash) []byte {
 	if p == "" {
 		return nil
 	}
-	fi, err := os.Lstat(p)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxBundleSize {
-		return nil
-	}
-	f, err := os.Open(p)
+	data, err := boundedfile.ReadNoFollow(p, maxBundleSize) // an entry is never a link, a FIFO or larger
 	if err != nil {
-		return nil
-	}
-	defer func() { _ = f.Close() }() // read-only
-	data, err := io.ReadAll(io.LimitReader(f, maxBundleSize+1))
-	if err != nil || len(data) > maxBundleSize {
 		return nil
 	}
 	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != d.Hex {

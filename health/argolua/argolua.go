@@ -10,18 +10,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
 	lua "github.com/yuin/gopher-lua"
 	"sigs.k8s.io/yaml"
+
+	"github.com/throughline-dev/throughline/boundedfile"
 )
 
 // Key is the argocd-cm key of the Acceptance health script.
 const Key = "resource.customizations.health.throughline.dev_Acceptance"
 
+// maxPatch caps the argocd-cm patch LoadScript reads.
+const maxPatch = 1 << 20
+
 // LoadScript reads the health script from the argocd-cm patch at path.
 func LoadScript(path string) (string, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read(path, maxPatch)
 	if err != nil {
 		return "", fmt.Errorf("reading the health script: %w", err)
 	}

@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/sign"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/throughline-dev/throughline/boundedfile"
 )
 
 // Signer signs in-toto statements into Sigstore bundles: a Key, or a
@@ -129,20 +129,12 @@ func (k *Keyless) Describe() string {
 // token reads the identity token file (bounded; the error names the
 // file, never its content).
 func (k *Keyless) token() (string, error) {
-	f, err := os.Open(k.tokenFile)
+	data, err := boundedfile.Read(k.tokenFile, maxToken)
 	if err != nil {
 		return "", fmt.Errorf("keyless signing: the identity token: %w", err)
 	}
-	defer func() { _ = f.Close() }()
-	data, err := io.ReadAll(io.LimitReader(f, maxToken+1))
-	if err != nil {
-		return "", fmt.Errorf("keyless signing: reading the identity token %s: %w", k.tokenFile, err)
-	}
 	tok := strings.TrimSpace(string(data))
-	switch {
-	case len(data) > maxToken:
-		return "", fmt.Errorf("keyless signing: identity token %s: over %d bytes", k.tokenFile, maxToken)
-	case tok == "":
+	if tok == "" {
 		return "", fmt.Errorf("keyless signing: identity token %s is empty", k.tokenFile)
 	}
 	return tok, nil
