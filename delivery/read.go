@@ -159,7 +159,12 @@ func (rd *Reader) attempts(ctx context.Context, rev string, rep *Report, fig fun
 	if err != nil {
 		return nil, fmt.Errorf("listing %s at %s: %w", promotion.Dir, rev, err)
 	}
-	out := map[string]*attempt{}
+	// The version that went furthest per promotionId, copied once found.
+	type furthest struct {
+		v    ledger.Version
+		file string
+	}
+	best := map[string]*furthest{}
 	for _, file := range files {
 		app, env, ok := names(file, promotion.Dir, ".yaml")
 		if !ok {
@@ -174,17 +179,21 @@ func (rd *Reader) attempts(ctx context.Context, rev string, rep *Report, fig fun
 				rep.problem(fig(app, env), Problem{File: file, Commit: v.Commit, Reason: v.Invalid.Error()})
 				continue
 			}
-			rec := v.Record()
-			if rec == nil {
+			id := v.PromotionID()
+			if id == "" {
 				continue // deleted in this commit
 			}
-			switch a := out[rec.PromotionID]; {
-			case a == nil || len(rec.History) > len(a.rec.History):
-				out[rec.PromotionID] = &attempt{rec: rec, file: file, commit: v.Commit}
-			case reflect.DeepEqual(rec, a.rec):
-				a.commit = v.Commit // the same version, committed earlier
+			switch a := best[id]; {
+			case a == nil || v.Transitions() > a.v.Transitions():
+				best[id] = &furthest{v: v, file: file}
+			case v.SameRecord(a.v):
+				a.v.Commit = v.Commit // the same version, committed earlier
 			}
 		}
+	}
+	out := make(map[string]*attempt, len(best))
+	for id, a := range best {
+		out[id] = &attempt{rec: a.v.Record(), file: a.file, commit: a.v.Commit}
 	}
 	return out, nil
 }

@@ -144,7 +144,7 @@ func orNone(it promotion.EvidenceItem, got string) string {
 func CandidateCommit(ctx context.Context, r *gitops.Repo, head string, rec *promotion.Record) (string, error) {
 	first := head
 	err := (&ledger.Reader{Repo: r}).EachVersion(ctx, head, rec.App, rec.Target.Environment, func(v ledger.Version) bool {
-		if got := v.Record(); got == nil || got.PromotionID != rec.PromotionID {
+		if v.PromotionID() != rec.PromotionID {
 			return false // an unreadable, deleted or earlier record: the attempt starts after it
 		}
 		first = v.Commit

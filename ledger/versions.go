@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"github.com/throughline-dev/throughline/exitcode"
@@ -26,6 +27,28 @@ type Version struct {
 // used (Invalid): the caller's own copy, which it may change without
 // changing what any other reader of the version sees.
 func (v Version) Record() *promotion.Record { return deepCopy(v.rec) }
+
+// PromotionID is the record's promotion id, "" when the commit deleted it
+// or it cannot be used: what a reader that walks versions looking for one
+// attempt reads, without a copy.
+func (v Version) PromotionID() string {
+	if v.rec == nil {
+		return ""
+	}
+	return v.rec.PromotionID
+}
+
+// Transitions is how many transitions the record's history holds (0 when
+// there is no record): how far its attempt went.
+func (v Version) Transitions() int {
+	if v.rec == nil {
+		return 0
+	}
+	return len(v.rec.History)
+}
+
+// SameRecord reports whether v and o hold equal records (both none too).
+func (v Version) SameRecord(o Version) bool { return reflect.DeepEqual(v.rec, o.rec) }
 
 // Reader is the one reader of promotion records through Git history
 // (TestOnlyLedgerReadsHistory): every version of a record, newest first.
