@@ -1,6 +1,7 @@
 package chainview
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -286,6 +287,66 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_, _ = w.Write(append(data, '\n'))
 }
 
+// ArgoApplication is what the API reads of a live Argo CD Application.
+type ArgoApplication struct {
+	// Project is its spec.project.
+	Project             string
+	Labels, Annotations map[string]string
+}
+
+// ErrNoApplication is what an ApplicationLookup returns (wrapped) for an
+// Application that does not exist.
+var ErrNoApplication = errors.New("no such Application")
+
+// ApplicationLookup reads the Argo CD Application name in namespace.
+type ApplicationLookup func(ctx context.Context, namespace, name string) (*ArgoApplication, error)
+
+// The labels (or annotations) naming an Application's app and
+// environment, the ones the notifier and the extension read.
+const (
+	labelApp = "throughline.dev/app"
+	labelEnv = "throughline.dev/environment"
+)
+
+// narrowed is the app and environment of the Application r names in
+// Argo CD's header, read live through lookup: argocd-server forwards a
+// request only after checking that its user may read that Application
+// in that project, so that Application is all the request may see. Its
+// throughline.dev/app and throughline.dev/environment labels (or
+// annotations; the app defaults to its name) say which, else its name as
+// <app>-<environment>. A query asking for anything else is refused (403);
+// an Application of another project than the header's too.
+func (m *Model) narrowed(ctx context.Context, r *http.Request, lookup ApplicationLookup) (app, env string, err error) {
+	ns, name, ok := strings.Cut(r.Header.Get(HeaderApplication), ":")
+	if !ok || !promotion.ValidName(name) || !promotion.ValidName(ns) {
+		return "", "", &apiError{http.StatusBadRequest, HeaderApplication + ": want <namespace>:<name>"}
+	}
+	a, err := lookup(ctx, ns, name)
+	switch {
+	case errors.Is(err, ErrNoApplication):
+		return "", "", &apiError{http.StatusNotFound, "no such Application"}
+	case err != nil:
+		return "", "", fmt.Errorf("reading the Application %s/%s: %w", ns, name, err)
+	case a.Project != r.Header.Get(HeaderProject):
+		return "", "", &apiError{http.StatusForbidden, "the Application is not in the project " + HeaderProject + " names"}
+	}
+	pick := func(k string) string { return cmp.Or(a.Labels[k], a.Annotations[k]) }
+	app, env = cmp.Or(pick(labelApp), name), pick(labelEnv)
+	if env == "" {
+		if app, env, err = m.byName(name); err != nil {
+			return "", "", err
+		}
+	}
+	if !promotion.ValidName(app) || !promotion.ValidName(env) {
+		return "", "", &apiError{http.StatusNotFound, "the Application's throughline.dev/app and throughline.dev/environment are not names"}
+	}
+	q := r.URL.Query()
+	if (q.Get("app") != "" || q.Get("env") != "") && (q.Get("app") != app || q.Get("env") != env) {
+		return "", "", &apiError{http.StatusForbidden, "this Application is one app in one environment: the API answers about it only"}
+	}
+	return app, env, nil
+}
+
 // ResolveApp says which app and environment r asks for: the query's app
 // and env (the extension sends the Application's throughline.dev/app and
 // throughline.dev/environment labels), else the Application named by Argo
@@ -308,6 +369,12 @@ func (m *Model) ResolveApp(r *http.Request) (app, env string, err error) {
 	if !ok || !promotion.ValidName(name) {
 		return "", "", &apiError{http.StatusBadRequest, HeaderApplication + ": want <namespace>:<name>"}
 	}
+	return m.byName(name)
+}
+
+// byName reads an Application's name as <app>-<environment> against the
+// grid's apps and environments.
+func (m *Model) byName(name string) (app, env string, err error) {
 	for _, e := range m.Environments {
 		a, found := strings.CutSuffix(name, "-"+e)
 		if found && m.row(a) != nil {
@@ -331,6 +398,9 @@ func (m *Model) row(app string) *App {
 // appStatus is the answer for r at now.
 func (h *Handler) appStatus(ctx context.Context, m *Model, r *http.Request, now time.Time) (*AppStatus, error) {
 	app, env, err := m.ResolveApp(r)
+	if h.Applications != nil && r.Header.Get(HeaderApplication) != "" {
+		app, env, err = m.narrowed(ctx, r, h.Applications)
+	}
 	if err != nil {
 		return nil, err
 	}

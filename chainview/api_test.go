@@ -1,7 +1,10 @@
 package chainview
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -158,4 +161,86 @@ func getJSON(t *testing.T, req *http.Request, v any) int {
 		t.Logf("%d: %s", resp.StatusCode, body)
 	}
 	return resp.StatusCode
+}
+
+// TestAPINarrowedToTheApplication: with the live Applications to read
+// (serve with a cluster), a request through Argo CD's proxy extension is
+// answered about the Application argocd-server checked its user may read,
+// and only it. A user who may read the guestbook's Application, asking
+// with its header for web in production, is refused, as is a header naming
+// an Application of another project or none; the app and environment come
+// from the live Application's labels (or annotations, or its name), not
+// from what the request says. A request without the header (the token
+// holder itself) asks what it likes. (The lookup is a map here; serve's
+// reads the Application through the Kubernetes API: serve TestUIApplications.)
+func TestAPINarrowedToTheApplication(t *testing.T) {
+	t.Parallel()
+	f := chainfixture.New(t, example)
+	f.AwaitApprovals()
+	apps := map[string]*ArgoApplication{
+		"argocd/checkout-prod":  {Project: "shop", Labels: map[string]string{"throughline.dev/app": "checkout", "throughline.dev/environment": "production"}},
+		"argocd/payments":       {Project: "shop", Annotations: map[string]string{"throughline.dev/app": "api", "throughline.dev/environment": "production"}},
+		"argocd/web-production": {Project: "web"},
+		"argocd/guestbook":      {Project: "default"},
+	}
+	lookup := func(_ context.Context, ns, name string) (*ArgoApplication, error) {
+		if name == "broken" {
+			return nil, errors.New("the API server is down")
+		}
+		a, ok := apps[ns+"/"+name]
+		if !ok {
+			return nil, fmt.Errorf("%s/%s: %w", ns, name, ErrNoApplication)
+		}
+		return a, nil
+	}
+	srv := httptest.NewServer(&Handler{Repo: f.Repo, Applications: lookup})
+	defer srv.Close()
+	for _, tc := range []struct {
+		name, query, header, project string
+		code                         int
+		app, env                     string
+	}{
+		{"by its labels", "", "argocd:checkout-prod", "shop", 200, "checkout", "production"},
+		{"by its labels, the query agreeing", "?app=checkout&env=production", "argocd:checkout-prod", "shop", 200, "checkout", "production"},
+		{"by its annotations", "", "argocd:payments", "shop", 200, "api", "production"},
+		{"by its name", "", "argocd:web-production", "web", 200, "web", "production"},
+		{"another app by the query", "?app=web&env=production", "argocd:checkout-prod", "shop", 403, "", ""},
+		{"another environment by the query", "?app=checkout&env=staging", "argocd:checkout-prod", "shop", 403, "", ""},
+		{"an Application throughline does not promote, asking for web", "?app=web&env=production", "argocd:guestbook", "default", 404, "", ""},
+		{"another project than the header's", "", "argocd:checkout-prod", "default", 403, "", ""},
+		{"no such Application", "?app=web&env=production", "argocd:nope", "shop", 404, "", ""},
+		{"an Application that is not a name", "", "argocd:Web_Prod", "shop", 400, "", ""},
+		{"the lookup fails", "", "argocd:broken", "shop", 500, "", ""},
+		{"no header: the token holder asks", "?app=web&env=production", "", "", 200, "web", "production"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest("GET", srv.URL+APIApplication+tc.query, nil)
+			must(t, err)
+			if tc.header != "" {
+				req.Header.Set(HeaderApplication, tc.header)
+				req.Header.Set(HeaderProject, tc.project)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			must(t, err)
+			body, err := io.ReadAll(resp.Body)
+			must(t, err)
+			_ = resp.Body.Close()
+			if resp.StatusCode != tc.code {
+				t.Fatalf("%d %s, want %d", resp.StatusCode, body, tc.code)
+			}
+			if tc.code != 200 {
+				for _, leak := range []string{"sha256:", "web-5f7c9d8b6", "pipeline", "the API server is down"} {
+					if strings.Contains(string(body), leak) {
+						t.Errorf("a refusal says %q: %s", leak, body)
+					}
+				}
+				return
+			}
+			var st AppStatus
+			must(t, json.Unmarshal(body, &st))
+			if st.App != tc.app || st.Environment != tc.env {
+				t.Errorf("answered about %s in %s, want %s in %s", st.App, st.Environment, tc.app, tc.env)
+			}
+		})
+	}
 }

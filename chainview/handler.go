@@ -50,6 +50,11 @@ type Handler struct {
 	// APIToken, when set, is the bearer token the JSON API (APIPrefix)
 	// requires (Argo CD's proxy extension adds it from argocd-secret).
 	APIToken []byte
+	// Applications, when set, reads the live Argo CD Application a request
+	// names in Argocd-Application-Name: the API then answers such a
+	// request about that Application's own app and environment only
+	// (ApplicationApp), never about another one its query asks for.
+	Applications ApplicationLookup
 	// Fetch makes every refresh (every TTL, on a request) fetch the
 	// repository's remote first, so that a clone nothing else updates
 	// shows what the remote has.

@@ -7,8 +7,10 @@ import (
 	"sort"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 )
@@ -85,6 +87,30 @@ func (m *Model) WithLive(live map[string]Live) *Model {
 // controller-runtime client's List does). The web view takes it as a
 // function so that it needs no Kubernetes client itself.
 type ListFunc func(ctx context.Context, list *unstructured.UnstructuredList) error
+
+// GetFunc reads one object of the Kubernetes API by namespace and name
+// into u (whose GroupVersionKind says which kind), as controller-runtime's
+// client.Get.
+type GetFunc func(ctx context.Context, namespace, name string, u *unstructured.Unstructured) error
+
+// KubeApplications is the ApplicationLookup that reads Argo CD
+// Applications through get (what serve's web view gives
+// Handler.Applications): a NotFound is ErrNoApplication.
+func KubeApplications(get GetFunc) ApplicationLookup {
+	return func(ctx context.Context, namespace, name string) (*ArgoApplication, error) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"})
+		err := get(ctx, namespace, name, u)
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("the Application %s/%s: %w", namespace, name, ErrNoApplication)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the Application %s/%s: %w", namespace, name, err)
+		}
+		project, _, _ := unstructured.NestedString(u.Object, "spec", "project")
+		return &ArgoApplication{Project: project, Labels: u.GetLabels(), Annotations: u.GetAnnotations()}, nil
+	}
+}
 
 // KubeLive asks the API server list reads what runs: every Acceptance, in
 // all namespaces, through LiveFromAcceptances (what serve's web view gives

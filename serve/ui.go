@@ -30,7 +30,7 @@ type uiFlags struct {
 	tlsCertFile, tlsKeyFile    string
 	apiTokenFile               string
 	ttl                        time.Duration
-	live                       bool
+	live, narrow               bool
 }
 
 // envUIAPIToken holds the JSON API's bearer token when --ui-api-token-file
@@ -47,6 +47,8 @@ func (u *uiFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&u.commitURL, "ui-commit-url", "", `link every commit, formatted with its id (e.g. "https://github.com/org/gitops/commit/%s")`)
 	f.DurationVar(&u.ttl, "ui-refresh", chainview.DefaultTTL, "ask Git whether the branch moved, and the cluster what runs, at most this often")
 	f.BoolVar(&u.live, "ui-live", true, "show drift between what Git declares and what the Acceptances' status says runs (needs list on acceptances)")
+	f.BoolVar(&u.narrow, "ui-api-narrow", true, "answer a JSON API request through Argo CD's proxy extension about the Application "+
+		"it names only, read from the cluster (needs get on applications.argoproj.io)")
 	f.StringVar(&u.tlsCertFile, "ui-tls-cert-file", "", "serve the web view over HTTPS with this PEM certificate (chain)")
 	f.StringVar(&u.tlsKeyFile, "ui-tls-key-file", "", "PEM private key of --ui-tls-cert-file")
 	f.StringVar(&u.apiTokenFile, "ui-api-token-file", "",
@@ -69,6 +71,15 @@ func (u *uiFlags) start(ctx context.Context, cfg *rest.Config, n *notifierFlags,
 		if h.Live, err = liveAcceptances(cfg); err != nil {
 			return err
 		}
+	}
+	if u.narrow && cfg != nil {
+		c, err := client.New(cfg, client.Options{})
+		if err != nil {
+			return fmt.Errorf("web view: a client for the Applications: %w", err)
+		}
+		h.Applications = chainview.KubeApplications(func(ctx context.Context, ns, name string, u *unstructured.Unstructured) error {
+			return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
+		})
 	}
 	if n.forgeKind != "" {
 		// The notifier's forge: the view lists its open requests every

@@ -17,8 +17,13 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/throughline-dev/throughline/chainview"
 	"github.com/throughline-dev/throughline/chainview/chainfixture"
@@ -51,7 +56,9 @@ type application struct {
 // ACCEPTED, a HALTED and an awaiting-approvals Application (found by its
 // labels, by its name, by its annotations), the status panel says where
 // the promotion stands and the Application tab shows the chain; for one
-// throughline does not promote, the panel says why it shows nothing.
+// throughline does not promote, the panel says why it shows nothing. The
+// Applications live in a kube-apiserver, where serve reads them: a request
+// through one Application for another app is refused.
 func TestArgoCDExtension(t *testing.T) {
 	root := testenv.RepoRoot(t)
 	dist := filepath.Join(root, "ui", "argocd-extension", "dist")
@@ -100,8 +107,37 @@ func TestArgoCDExtension(t *testing.T) {
 	}))
 	defer gh.Close()
 	lister := chainview.ForgeLister(&forge.Client{Kind: forge.GitHub, BaseURL: gh.URL, Repo: "platform/gitops-env", Token: "tok-E2E", HTTP: gh.Client()})
+	// The recorded Applications live in a kube-apiserver, as serve reads
+	// them (--ui-api-narrow): the API answers a request through the proxy
+	// about the Application it names only.
+	api := testenv.StartAPIServer(t, testenv.APIServerOptions{})
+	kctx, kcancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer kcancel()
+	if err := api.InstallCRDs(kctx, testenv.ArgoCDCRDs(t)); err != nil {
+		t.Fatal(err)
+	}
+	var live []map[string]any
+	if err := json.Unmarshal(recorded, &live); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range live {
+		delete(a, "status")
+		u := &unstructured.Unstructured{Object: a}
+		u.SetAPIVersion("argoproj.io/v1alpha1")
+		u.SetKind("Application")
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: u.GetNamespace()}}
+		if err := client.IgnoreAlreadyExists(api.Client.Create(kctx, ns)); err != nil {
+			t.Fatal(err)
+		}
+		if err := api.Client.Create(kctx, u); err != nil {
+			t.Fatalf("creating Application %s: %v", u.GetName(), err)
+		}
+	}
+	applications := chainview.KubeApplications(func(ctx context.Context, ns, name string, u *unstructured.Unstructured) error {
+		return api.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
+	})
 	serveURL := serveHandler(t, &chainview.Handler{Repo: f.Repo, APIToken: []byte(extToken), Pulls: lister, Forge: "github",
-		Options: chainview.Options{CommitURL: "https://forge.example/gitops/commit/%s"}})
+		Applications: applications, Options: chainview.Options{CommitURL: "https://forge.example/gitops/commit/%s"}})
 	var forwarded, refused atomic.Int32
 	argocd := standInArgoCD(t, "", dist, serveURL, recorded, apps, &forwarded, &refused)
 
@@ -214,6 +250,29 @@ func TestArgoCDExtension(t *testing.T) {
 	if forwarded.Load() == 0 || refused.Load() != 0 {
 		t.Errorf("the stand-in argocd-server forwarded %d requests and refused %d", forwarded.Load(), refused.Load())
 	}
+	// A user who may read checkout-production (argocd-server checked it)
+	// asks, with its header, for web in production: serve answers about
+	// the Application it names only.
+	t.Run("another app through an allowed Application", func(t *testing.T) {
+		for _, q := range []string{"?app=web&env=production", "?app=checkout&env=staging"} {
+			req, err := http.NewRequest("GET", argocd+"/extensions/throughline/api/v1/application"+q, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.AddCookie(&http.Cookie{Name: "argocd.token", Value: "session"})
+			req.Header.Set("Argocd-Application-Name", "argocd:checkout-production")
+			req.Header.Set("Argocd-Project-Name", "production")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden || strings.Contains(string(body), "sha256:") {
+				t.Errorf("%s through checkout-production: %d %s, want 403 saying nothing of it", q, resp.StatusCode, body)
+			}
+		}
+	})
 }
 
 // standInArgoCD serves the stand-in page at /applications/<name> and, as
