@@ -182,7 +182,8 @@ func buildImage(spec Spec, base v1.Layer, arch string) (v1.Image, error) {
 		mutate.Addendum{Layer: base, MediaType: types.OCILayer,
 			History: v1.History{Created: created, CreatedBy: "throughline ociimage: base (ca-certificates, passwd)"}},
 		mutate.Addendum{Layer: app, MediaType: types.OCILayer,
-			History: v1.History{Created: created, CreatedBy: "throughline ociimage: throughline, throughline-cmp and throughline-cmp-render binaries, plugin.yaml"}},
+			History: v1.History{Created: created,
+				CreatedBy: "throughline ociimage: throughline, throughline-cmp and throughline-cmp-render binaries, plugin.yaml"}},
 	)
 	if err != nil {
 		return nil, err

@@ -493,7 +493,7 @@ func Throughline(t testing.TB) string {
 		cmd := exec.Command("go", append([]string{"build", "-o", dir + string(os.PathSeparator)}, pkgs...)...)
 		cmd.Dir = top
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build %s in %s: %v\n%s", strings.Join(pkgs, " "), top, err, out)
+			buildErr = fmt.Errorf("go build %s in %s: %w\n%s", strings.Join(pkgs, " "), top, err, out)
 		}
 	})
 	if buildErr != nil {
