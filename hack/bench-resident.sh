@@ -5,7 +5,8 @@
 # reads and verifies the entry from the disk cache), and against the hit
 # through the resident renderer by throughline-cmp-render itself (the
 # whole render path linked, as throughline-cmp was before it became a thin
-# client: "resident-render"), on the benchmark overlay (internal/benchfixture through
+# client: "resident-render"; and its in-process hit run directly, without
+# the client's start and exec: "in-process-render"), on the benchmark overlay (internal/benchfixture through
 # hack/benchtree) at 20, 500 and 2,000 Deployments. The hit is from a new
 # commit: a fresh copy of the repository with an unrelated file changed.
 # Runs are paired (resident, in-process, resident, ...) and the medians
@@ -57,7 +58,8 @@ plugin = os.path.join(os.environ["BENCH_BIN"], "throughline-cmp")
 renderer = os.path.join(os.environ["BENCH_BIN"], "throughline-cmp-render")
 base = dict(os.environ, THROUGHLINE_CACHE_DIR=os.environ["BENCH_CACHE"])
 res = dict(base, THROUGHLINE_RESIDENT_DIR=os.environ["BENCH_SOCK"])
-variants = {"resident": (plugin, res), "resident-render": (renderer, res), "in-process": (plugin, base)}
+variants = {"resident": (plugin, res), "resident-render": (renderer, res), "in-process": (plugin, base),
+            "in-process-render": (renderer, base)}
 times = {k: [] for k in variants}
 cpu = {k: [] for k in variants}
 served = {k: 0.0 for k in variants}
@@ -77,7 +79,7 @@ for i in range(runs + 2):
             times[k].append(dt * 1000)
             cpu[k].append((r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1000)
             served[k] += s1 - s0
-assert outs["resident"] == outs["in-process"] == outs["resident-render"], "outputs differ"
+assert len(set(outs.values())) == 1, "outputs differ"
 for k, v in times.items():
     extra = f" + server {served[k] * 1000 / runs:5.1f} ms" if k.startswith("resident") else ""
     print(f"deployments={n} {k:15s} median {statistics.median(v):7.1f} ms  min {min(v):7.1f}  max {max(v):7.1f}  "
