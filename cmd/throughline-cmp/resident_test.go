@@ -519,3 +519,59 @@ func waitRenderChild(pid int) bool {
 	}
 	return false
 }
+
+// TestClientGivesUp: a generate that runs out of --timeout, or is told to
+// stop (SIGTERM, as the cmp-server does at its own deadline), while the
+// resident renderer has not answered ends at once with exit 1, nothing on
+// stdout, and does not start an in-process render it would have no time
+// for.
+func TestClientGivesUp(t *testing.T) {
+	plugin := binary(t)
+	wd, env := exampleApp(t)
+	dir := fakeResident(t, func(c net.Conn) { time.Sleep(20 * time.Second) })
+	env = append(env, "THROUGHLINE_RESIDENT_DIR="+dir)
+	cases := []struct {
+		name   string
+		args   []string
+		signal bool
+		want   string
+	}{
+		{name: "out of --timeout", args: []string{"--timeout", "1s"}, want: "context deadline exceeded"},
+		{name: "SIGTERM", signal: true, want: "terminated signal received"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(plugin, append([]string{"generate", "--log-level", "warn"}, tc.args...)...)
+			cmd.Dir, cmd.Env = wd, append(os.Environ(), env...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			start := time.Now()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.signal {
+				time.Sleep(500 * time.Millisecond)
+				if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Fatalf("exit %v, want 1; stderr %q", err, stderr.String())
+			}
+			if took := time.Since(start); took > 10*time.Second {
+				t.Errorf("ended after %s", took)
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("output on stdout: %.200q", stdout.String())
+			}
+			// One warning naming the reason, the error, no render.
+			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			if len(lines) != 2 || !strings.Contains(lines[0], tc.want) || strings.Contains(lines[0], "no answer within") ||
+				lines[1] != "error: rendering: "+tc.want {
+				t.Errorf("stderr %q: want one warning and the error, both naming %q", stderr.String(), tc.want)
+			}
+		})
+	}
+}
