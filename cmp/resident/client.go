@@ -75,6 +75,13 @@ func (c *Client) Generate(ctx context.Context, req Request) (*Response, error) {
 		return nil, unavailable(err)
 	}
 	defer conn.Close() //nolint:errcheck // the response is read; nothing is lost on close
+	// An answer is trusted only from a resident renderer of this user:
+	// another user's process listening there could answer anything.
+	if uc, ok := conn.(*net.UnixConn); ok {
+		if err := checkPeer(uc); err != nil {
+			return nil, unavailable(err)
+		}
+	}
 	// The context's end (the Timeout, the caller's deadline or
 	// cancellation) interrupts a blocked read or write; only it does, so
 	// that the error names its cause (ctxErr).
