@@ -41,11 +41,11 @@ SIGNING_KEY ?=
 
 all: build test
 
-build: ## build ./bin/throughline and ./bin/throughline-cmp (the lean plugin binary plugin.yaml runs)
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/throughline ./cmd/throughline-cmp
+build: ## build ./bin/throughline, ./bin/throughline-cmp (the thin plugin client plugin.yaml runs) and ./bin/throughline-cmp-render (its in-process renderer)
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/throughline ./cmd/throughline-cmp ./cmd/throughline-cmp-render
 
-install: ## install throughline and throughline-cmp into GOBIN (default ~/go/bin), on your PATH
-	$(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/throughline ./cmd/throughline-cmp
+install: ## install throughline, throughline-cmp and throughline-cmp-render into GOBIN (default ~/go/bin), on your PATH
+	$(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/throughline ./cmd/throughline-cmp ./cmd/throughline-cmp-render
 
 docs: ## regenerate the CLI reference docs/cli/*.md from the cobra commands
 	THROUGHLINE_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestCLIDocs$$' ./cmd/throughline/
@@ -59,11 +59,12 @@ docs-images: argocd-extension ## regenerate docs/images (the web view's, the Arg
 image: ## OCI image index (linux/amd64, linux/arm64) in bin/image; pushes when IMAGE_REPO is set
 	set -e; for arch in $(IMAGE_PLATFORMS); do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
-			-o $(BIN)/linux_$$arch/ ./cmd/throughline ./cmd/throughline-cmp; \
+			-o $(BIN)/linux_$$arch/ ./cmd/throughline ./cmd/throughline-cmp ./cmd/throughline-cmp-render; \
 	done
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./hack/image -out $(IMAGE_DIR) \
 		$(foreach a,$(IMAGE_PLATFORMS),-bin linux/$(a)=$(BIN)/linux_$(a)/throughline \
-			-plugin-bin linux/$(a)=$(BIN)/linux_$(a)/throughline-cmp) \
+			-plugin-bin linux/$(a)=$(BIN)/linux_$(a)/throughline-cmp \
+			-render-bin linux/$(a)=$(BIN)/linux_$(a)/throughline-cmp-render) \
 		-revision '$(REVISION)' -version '$(VERSION)' -repo '$(IMAGE_REPO)' \
 		-digest-file $(BIN)/image.ref
 

@@ -29,7 +29,7 @@ if [ ! -x "$helm" ]; then
     GOFLAGS=-mod=mod go build -trimpath -ldflags '-s -w' -o "$helm.tmp" helm.sh/helm/v4/cmd/helm)
   mv "$helm.tmp" "$helm"
 fi
-go build -trimpath -ldflags '-s -w -X main.version=bench' -o "$work/bin/" ./cmd/throughline ./cmd/throughline-cmp
+go build -trimpath -ldflags '-s -w -X main.version=bench' -o "$work/bin/" ./cmd/throughline ./cmd/throughline-cmp ./cmd/throughline-cmp-render
 tl=$work/bin/throughline lean=$work/bin/throughline-cmp
 
 # The repository: the chart app in apps/big, another app to change.

@@ -22,8 +22,10 @@
 #    Then the same through the resident renderer (issue 36): `throughline
 #    cmp serve` over a cache of its own, `throughline-cmp generate` with
 #    THROUGHLINE_RESIDENT_DIR: the cold pass, the same commit again, and
-#    the pass after the one-app commit; each pass's CPU includes the
-#    server's (benchmonorepo run -server-pid). Last, the floor of a
+#    the pass after the one-app commit, that one also by
+#    throughline-cmp-render (the whole render path linked, as the plugin
+#    was before throughline-cmp became a thin client); each pass's CPU
+#    includes the server's (benchmonorepo run -server-pid). Last, the floor of a
 #    process per render: an empty Go program started for every render.
 #
 # Environment: BENCH_APPS (300), BENCH_SMALL (20), BENCH_LARGE (2000; 0
@@ -56,7 +58,7 @@ mkdir -p "$out" "$work/bin"
 
 # The binaries as make build builds them, with one stamped version.
 export GOFLAGS=-buildvcs=false
-go build -trimpath -ldflags '-s -w -X main.version=bench' -o "$work/bin/" ./cmd/throughline ./cmd/throughline-cmp
+go build -trimpath -ldflags '-s -w -X main.version=bench' -o "$work/bin/" ./cmd/throughline ./cmd/throughline-cmp ./cmd/throughline-cmp-render
 go build -o "$work/bin/" ./hack/benchtree ./hack/benchmonorepo
 # The floor of a process per render: a Go program that only writes a
 # document separator (benchmonorepo wants something on stdout).
@@ -193,6 +195,7 @@ if [ "${BENCH_MONOREPO:-1}" != 0 ]; then
     BENCH_REVISION=rev-2 mono "throughline cmp generate, warm" -- "$big" cmp generate
   fi
   BENCH_REVISION=rev-2 monores "resident, one app changed" -server-pid "$serve_pid" -- "$lean" generate
+  BENCH_REVISION=rev-2 monores "resident via throughline-cmp-render" -server-pid "$serve_pid" -- "$work/bin/throughline-cmp-render" generate
   kill "$serve_pid"
   wait "$serve_pid" 2>/dev/null || true
   mono "empty Go program (the floor)" -- "$work/bin/empty"

@@ -17,7 +17,7 @@ const memoryWatchInterval = time.Millisecond
 // kernelMemoryLimit is the child's RLIMIT_DATA for a memory budget: half
 // as much again, the backstop for an allocation that jumps past the watch
 // in one step, plus what the binary's own data and bss take (about 34 MiB
-// for throughline-cmp, which the kernel counts and the runtime does not).
+// for throughline-cmp-render, which the kernel counts and the runtime does not).
 func kernelMemoryLimit(budget int64) int64 { return budget/2*3 + 64<<20 }
 
 // watchMemory makes the child's memory budget its own decision instead of

@@ -22,8 +22,9 @@ func newCMPCommand(g *globals, stdout io.Writer) *cobra.Command {
 }
 
 // newCMPGenerateCommand is throughline cmp generate: the same flags and the
-// same code (cli.CMPGenerate) as the lean plugin binary throughline-cmp
-// generate, which plugin.yaml runs.
+// same code (cli.CMPGenerate) as the lean plugin renderer
+// throughline-cmp-render generate, which throughline-cmp (what plugin.yaml
+// runs) executes when the resident renderer gives no render.
 func newCMPGenerateCommand(g *globals, stdout io.Writer) *cobra.Command {
 	var o cli.CMPGenerate
 	return leaf(&cobra.Command{

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"time"
 )
@@ -64,7 +63,7 @@ func (c *Client) Generate(ctx context.Context, req Request) (*Response, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errNoAnswer)
 	defer cancel()
 	dial := c.DialTimeout
 	if dial <= 0 {
@@ -76,13 +75,18 @@ func (c *Client) Generate(ctx context.Context, req Request) (*Response, error) {
 		return nil, unavailable(err)
 	}
 	defer conn.Close() //nolint:errcheck // the response is read; nothing is lost on close
-	// The context's end (its deadline, or the caller's cancellation)
-	// interrupts a blocked read or write.
+	// An answer is trusted only from a resident renderer of this user:
+	// another user's process listening there could answer anything.
+	if uc, ok := conn.(*net.UnixConn); ok {
+		if err := checkPeer(uc); err != nil {
+			return nil, unavailable(err)
+		}
+	}
+	// The context's end (the Timeout, the caller's deadline or
+	// cancellation) interrupts a blocked read or write; only it does, so
+	// that the error names its cause (ctxErr).
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
 	req.Version = ProtocolVersion
 	if err := writeJSON(conn, MaxRequestBytes, "render request", req); err != nil {
 		return nil, unavailable(err)
@@ -117,14 +121,19 @@ func (c *Client) Generate(ctx context.Context, req Request) (*Response, error) {
 // maxExitCode is the largest exit code of the contract (exitcode.Pending).
 const maxExitCode = 5
 
-// ctxErr says that the exchange timed out or was cancelled when that is
-// why err happened.
+// errNoAnswer is the cause of the end of an exchange at the client's
+// Timeout (not the caller's deadline or cancellation).
+var errNoAnswer = errors.New("no answer in time")
+
+// ctxErr says that the exchange timed out, or was cancelled or ran out of
+// the caller's time (its cause), when that is why err happened.
 func ctxErr(ctx context.Context, timeout time.Duration, err error) error {
+	cause := context.Cause(ctx)
 	switch {
-	case errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded):
+	case errors.Is(cause, errNoAnswer):
 		return fmt.Errorf("no answer within %s: %w", timeout, err)
-	case ctx.Err() != nil:
-		return fmt.Errorf("%w: %w", context.Cause(ctx), err)
+	case cause != nil:
+		return fmt.Errorf("%w: %w", cause, err)
 	}
 	return err
 }

@@ -7,8 +7,10 @@ import (
 	"syscall"
 )
 
-// checkPeer refuses a connection from another user (SO_PEERCRED): the
-// socket's directory already keeps them out; this holds if it did not.
+// checkPeer refuses a connection whose other end is another user's process
+// (SO_PEERCRED): the server refuses such a client, and the client such a
+// server. The socket's directory already keeps them out; this holds if it
+// did not.
 func checkPeer(c *net.UnixConn) error {
 	raw, err := c.SyscallConn()
 	if err != nil {
@@ -25,7 +27,7 @@ func checkPeer(c *net.UnixConn) error {
 		return fmt.Errorf("reading the peer of a connection: %w", credErr)
 	}
 	if int(cred.Uid) != os.Geteuid() {
-		return fmt.Errorf("connection from uid %d (pid %d), not the current user's %d: %w", cred.Uid, cred.Pid, os.Geteuid(), ErrPeer)
+		return fmt.Errorf("the other end of the connection is uid %d (pid %d), not the current user's %d: %w", cred.Uid, cred.Pid, os.Geteuid(), ErrPeer)
 	}
 	return nil
 }

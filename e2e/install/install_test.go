@@ -208,7 +208,7 @@ func checkImageContents(t *testing.T, ctx context.Context, root, repo string, ch
 	if got := cf.Config.Labels[ociimage.LabelVersion]; got != version {
 		t.Errorf("image %s: label %s = %q, want %q", ref, ociimage.LabelVersion, got, version)
 	}
-	files, err := extract(img, ociimage.BinaryPath, ociimage.PluginBinaryPath, ociimage.PluginPath)
+	files, err := extract(img, ociimage.BinaryPath, ociimage.PluginBinaryPath, ociimage.RenderBinaryPath, ociimage.PluginPath)
 	if err != nil {
 		t.Fatalf("extract %s: %v", ref, err)
 	}
@@ -219,7 +219,7 @@ func checkImageContents(t *testing.T, ctx context.Context, root, repo string, ch
 	if !bytes.Equal(files[ociimage.PluginPath], plugin) {
 		t.Errorf("%s in %s differs from the repository's plugin.yaml", ociimage.PluginPath, ref)
 	}
-	for _, p := range []string{ociimage.BinaryPath, ociimage.PluginBinaryPath} {
+	for _, p := range []string{ociimage.BinaryPath, ociimage.PluginBinaryPath, ociimage.RenderBinaryPath} {
 		bin := filepath.Join(t.TempDir(), path.Base(p))
 		if err := os.WriteFile(bin, files[p], 0o755); err != nil {
 			t.Fatal(err)
@@ -232,8 +232,8 @@ func checkImageContents(t *testing.T, ctx context.Context, root, repo string, ch
 			t.Fatalf("%s version (from %s) prints %q, want the stamped %q", p, ref, got, version)
 		}
 	}
-	t.Logf("image %s (linux/%s): user %s, %s and %s version %s, plugin.yaml as in the repository", child, arch, cf.Config.User,
-		ociimage.BinaryPath, ociimage.PluginBinaryPath, version)
+	t.Logf("image %s (linux/%s): user %s, %s, %s and %s version %s, plugin.yaml as in the repository", child, arch, cf.Config.User,
+		ociimage.BinaryPath, ociimage.PluginBinaryPath, ociimage.RenderBinaryPath, version)
 }
 
 // extract reads the named files from the flattened filesystem of img.

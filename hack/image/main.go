@@ -4,8 +4,10 @@
 //
 //	go run ./hack/image -bin linux/amd64=bin/linux_amd64/throughline \
 //	    -plugin-bin linux/amd64=bin/linux_amd64/throughline-cmp \
+//	    -render-bin linux/amd64=bin/linux_amd64/throughline-cmp-render \
 //	    -bin linux/arm64=bin/linux_arm64/throughline \
-//	    -plugin-bin linux/arm64=bin/linux_arm64/throughline-cmp -out bin/image
+//	    -plugin-bin linux/arm64=bin/linux_arm64/throughline-cmp \
+//	    -render-bin linux/arm64=bin/linux_arm64/throughline-cmp-render -out bin/image
 //
 // `image sign -key KEY` signs the index and attests its SBOM (sign.go).
 package main
@@ -59,6 +61,8 @@ func run(ctx context.Context, args []string) error {
 	fs.Var(bins, "bin", "linux/<arch>=<path of the binary>; repeat per platform")
 	pluginBins := binFlags{}
 	fs.Var(pluginBins, "plugin-bin", "linux/<arch>=<path of throughline-cmp>; one per -bin platform")
+	renderBins := binFlags{}
+	fs.Var(renderBins, "render-bin", "linux/<arch>=<path of throughline-cmp-render>; one per -bin platform")
 	out := fs.String("out", "bin/image", "OCI layout directory to write")
 	plugin := fs.String("plugin", "plugin.yaml", "Argo CD plugin manifest")
 	cacerts := fs.String("ca-certs", "/etc/ssl/certs/ca-certificates.crt", "PEM CA bundle to ship")
@@ -84,6 +88,7 @@ func run(ctx context.Context, args []string) error {
 	spec := ociimage.Spec{
 		Binaries:       map[string][]byte{},
 		PluginBinaries: map[string][]byte{},
+		RenderBinaries: map[string][]byte{},
 		Created:        time.Unix(secs, 0).UTC(),
 		Source:         *source, Revision: *revision, Version: *version,
 	}
@@ -94,6 +99,11 @@ func run(ctx context.Context, args []string) error {
 	}
 	for arch, p := range pluginBins {
 		if spec.PluginBinaries[arch], err = os.ReadFile(p); err != nil {
+			return err
+		}
+	}
+	for arch, p := range renderBins {
+		if spec.RenderBinaries[arch], err = os.ReadFile(p); err != nil {
 			return err
 		}
 	}

@@ -51,7 +51,7 @@ func TestReleaseSignedAndVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, refFile := filepath.Join(dir, "image"), filepath.Join(dir, "image.ref")
-	err = run(ctx, []string{"-bin", "linux/amd64=" + exe, "-plugin-bin", "linux/amd64=" + exe, "-out", out,
+	err = run(ctx, []string{"-bin", "linux/amd64=" + exe, "-plugin-bin", "linux/amd64=" + exe, "-render-bin", "linux/amd64=" + exe, "-out", out,
 		"-plugin", filepath.Join("..", "..", "plugin.yaml"), "-epoch", "1764000000", "-version", "v0.0.0-test",
 		"-repo", reg.Host + "/throughline", "-digest-file", refFile})
 	if err != nil {

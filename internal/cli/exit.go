@@ -6,16 +6,17 @@ import (
 	"io"
 
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/internal/pluginclient"
 	"github.com/throughline-dev/throughline/policy"
 )
 
 // ExitCode maps an error to its exit code (package exitcode) and writes it
 // to stderr in the form that reads best: a refusal lists every violation.
 func ExitCode(err error, stderr io.Writer) int {
-	var printed *printedError
+	var printed *pluginclient.PrintedError
 	if errors.As(err, &printed) {
-		_, _ = io.WriteString(stderr, printed.stderr)
-		return printed.code
+		_, _ = io.WriteString(stderr, printed.Stderr)
+		return printed.Code
 	}
 	code := exitcode.Code(err)
 	var violations *policy.Refusal

@@ -15,7 +15,7 @@ import (
 	"github.com/throughline-dev/throughline/cmp"
 	"github.com/throughline-dev/throughline/cmp/resident"
 	"github.com/throughline-dev/throughline/exitcode"
-	"github.com/throughline-dev/throughline/policy"
+	"github.com/throughline-dev/throughline/internal/pluginclient"
 	"github.com/throughline-dev/throughline/render"
 )
 
@@ -23,7 +23,7 @@ import (
 // resident.SocketName inside): set, cmp generate hands its render to the
 // resident process there and renders in-process only when it is absent or
 // fails.
-const EnvResidentDir = "THROUGHLINE_RESIDENT_DIR"
+const EnvResidentDir = pluginclient.EnvResidentDir
 
 // Resident renders the requests of a resident renderer (throughline cmp
 // serve) as cmp generate renders in-process: cmp.Generate with the
@@ -112,50 +112,14 @@ func (r *Resident) generate(ctx context.Context, req resident.Request) (*cmp.Res
 	return cmp.Generate(ctx, opts)
 }
 
-// printedError is a refusal the resident renderer already formatted: the
-// exit code and what to print on stderr (ExitCode prints it as it is).
-type printedError struct {
-	code   int
-	stderr string
-}
-
-func (e *printedError) Error() string { return e.stderr }
-
-func (e *printedError) ExitCode() int { return e.code }
-
-// viaResident hands the render to the resident renderer in o.ResidentDir.
-// done is false when it did not give one (absent, unhealthy, too slow,
-// died mid-render, or an internal error of its own): the caller renders
-// in-process, and this has said so on log (one warning). When done, err
-// is the render's refusal, if any.
+// viaResident hands the render to the resident renderer in o.ResidentDir
+// (pluginclient.Generate, what the thin plugin binary runs). done is false
+// when it did not give one: the caller renders in-process, and this has
+// said so on log (one warning). When done, err is the render's refusal, if
+// any.
 func (o *CMPGenerate) viaResident(ctx context.Context, log zerolog.Logger, wd string, stdout io.Writer) (done bool, err error) {
-	c := &resident.Client{Dir: o.ResidentDir, Timeout: o.ResidentTimeout}
-	res, err := c.Generate(ctx, resident.Request{
-		WorkDir: wd, Environ: resident.ForwardedEnviron(os.Environ()), MaxFileSize: o.MaxFileSize, NoCache: o.NoCache,
-	})
-	switch {
-	case err != nil:
-		log.Warn().Err(err).Msg("rendering in-process")
-		return false, nil
-	case res.Code == exitcode.Internal:
-		log.Warn().Str("socket", resident.SocketPath(o.ResidentDir)).Str("error", res.Stderr).
-			Msg("the resident renderer failed: rendering in-process")
-		return false, nil
-	case res.Code != exitcode.OK:
-		return true, &printedError{code: res.Code, stderr: res.Stderr}
-	}
-	for _, w := range res.Warnings {
-		log.Warn().Str("error", w).Msg("render cache not updated")
-	}
-	if len(res.Exceptions) > 0 {
-		var exs []policy.Exception
-		if json.Unmarshal(res.Exceptions, &exs) == nil {
-			LogExceptions(log, exs)
-		}
-	}
-	log.Info().Str("app", res.App).Str("revision", os.Getenv(cmp.EnvAppRevision)).
-		Str("renderedHash", res.RenderedHash).Int("objects", res.Objects).
-		Bool("cached", res.CacheHit).Bool("resident", true).Msg("rendered")
-	_, err = stdout.Write(res.Manifests)
-	return true, err
+	return pluginclient.Generate(ctx, log, pluginclient.Options{
+		Dir: o.ResidentDir, Timeout: o.ResidentTimeout, WorkDir: wd, Environ: os.Environ(),
+		MaxFileSize: o.MaxFileSize, NoCache: o.NoCache,
+	}, stdout)
 }

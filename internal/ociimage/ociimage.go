@@ -49,9 +49,14 @@ const (
 	defaultPathEnv = "PATH=/usr/local/bin"
 )
 
-// PluginBinaryPath is throughline-cmp, the lean binary plugin.yaml runs (on
-// the image's PATH, next to BinaryPath).
-const PluginBinaryPath = "/usr/local/bin/throughline-cmp"
+// PluginBinaryPath is throughline-cmp, the thin client of the resident
+// renderer that plugin.yaml runs (on the image's PATH, next to BinaryPath);
+// RenderBinaryPath is throughline-cmp-render, the in-process renderer it
+// executes beside itself when the resident renderer gives no render.
+const (
+	PluginBinaryPath = "/usr/local/bin/throughline-cmp"
+	RenderBinaryPath = "/usr/local/bin/throughline-cmp-render"
+)
 
 // Spec is everything that goes into the image. Two equal Specs give the same
 // index digest.
@@ -60,8 +65,10 @@ type Spec struct {
 	// for it. The OS is always linux.
 	Binaries map[string][]byte
 	// PluginBinaries maps the same architectures to throughline-cmp, the
-	// plugin binary (PluginBinaryPath).
+	// plugin binary (PluginBinaryPath), and RenderBinaries to
+	// throughline-cmp-render, its in-process renderer (RenderBinaryPath).
 	PluginBinaries map[string][]byte
+	RenderBinaries map[string][]byte
 	// PluginYAML is the Argo CD ConfigManagementPlugin manifest.
 	PluginYAML []byte
 	// CACerts is the PEM bundle written at CACertsPath.
@@ -83,10 +90,18 @@ func (s Spec) validate() error {
 		if len(s.PluginBinaries[arch]) == 0 {
 			return fmt.Errorf("ociimage: no throughline-cmp binary for %s (plugin.yaml runs it)", arch)
 		}
+		if len(s.RenderBinaries[arch]) == 0 {
+			return fmt.Errorf("ociimage: no throughline-cmp-render binary for %s (throughline-cmp renders with it without the resident renderer)", arch)
+		}
 	}
 	for arch := range s.PluginBinaries {
 		if _, ok := s.Binaries[arch]; !ok {
 			return fmt.Errorf("ociimage: a throughline-cmp binary for %s but no throughline binary", arch)
+		}
+	}
+	for arch := range s.RenderBinaries {
+		if _, ok := s.Binaries[arch]; !ok {
+			return fmt.Errorf("ociimage: a throughline-cmp-render binary for %s but no throughline binary", arch)
 		}
 	}
 	if len(s.PluginYAML) == 0 {
@@ -154,6 +169,7 @@ func buildImage(spec Spec, base v1.Layer, arch string) (v1.Image, error) {
 	app, err := layerFromFiles([]file{
 		{path: BinaryPath, mode: 0o755, data: spec.Binaries[arch]},
 		{path: PluginBinaryPath, mode: 0o755, data: spec.PluginBinaries[arch]},
+		{path: RenderBinaryPath, mode: 0o755, data: spec.RenderBinaries[arch]},
 		{path: PluginPath, mode: 0o444, data: spec.PluginYAML},
 	}, spec.Created)
 	if err != nil {
@@ -166,7 +182,8 @@ func buildImage(spec Spec, base v1.Layer, arch string) (v1.Image, error) {
 		mutate.Addendum{Layer: base, MediaType: types.OCILayer,
 			History: v1.History{Created: created, CreatedBy: "throughline ociimage: base (ca-certificates, passwd)"}},
 		mutate.Addendum{Layer: app, MediaType: types.OCILayer,
-			History: v1.History{Created: created, CreatedBy: "throughline ociimage: throughline and throughline-cmp binaries, plugin.yaml"}},
+			History: v1.History{Created: created,
+				CreatedBy: "throughline ociimage: throughline, throughline-cmp and throughline-cmp-render binaries, plugin.yaml"}},
 	)
 	if err != nil {
 		return nil, err

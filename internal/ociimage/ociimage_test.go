@@ -31,6 +31,10 @@ func testSpec() Spec {
 			"amd64": []byte("\x7fELF amd64 throughline-cmp"),
 			"arm64": []byte("\x7fELF arm64 throughline-cmp"),
 		},
+		RenderBinaries: map[string][]byte{
+			"amd64": []byte("\x7fELF amd64 throughline-cmp-render"),
+			"arm64": []byte("\x7fELF arm64 throughline-cmp-render"),
+		},
 		PluginYAML: []byte("apiVersion: argoproj.io/v1alpha1\nkind: ConfigManagementPlugin\n"),
 		CACerts:    []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"),
 		Created:    time.Unix(1764000000, 0).UTC(),
@@ -158,6 +162,9 @@ func TestImageContents(t *testing.T) {
 		if f := files["usr/local/bin/throughline-cmp"]; string(f.data) != string(spec.PluginBinaries[want]) || f.hdr.Mode != 0o755 {
 			t.Errorf("%s: throughline-cmp missing, wrong or not executable", want)
 		}
+		if f := files["usr/local/bin/throughline-cmp-render"]; string(f.data) != string(spec.RenderBinaries[want]) || f.hdr.Mode != 0o755 {
+			t.Errorf("%s: throughline-cmp-render missing, wrong or not executable", want)
+		}
 		if string(files["home/argocd/cmp-server/config/plugin.yaml"].data) != string(spec.PluginYAML) {
 			t.Errorf("%s: plugin.yaml missing or wrong", want)
 		}
@@ -277,7 +284,8 @@ func TestPushLoopback(t *testing.T) {
 	}
 }
 
-// TestBuildNeedsThePluginBinary: plugin.yaml runs throughline-cmp, so an
+// TestBuildNeedsThePluginBinary: plugin.yaml runs throughline-cmp (and it
+// renders with throughline-cmp-render without the resident renderer), so an
 // image of a platform without it would fail every render in the sidecar.
 func TestBuildNeedsThePluginBinary(t *testing.T) {
 	spec := testSpec()
@@ -289,5 +297,15 @@ func TestBuildNeedsThePluginBinary(t *testing.T) {
 	spec.PluginBinaries["riscv64"] = []byte("\x7fELF")
 	if _, err := Build(spec); err == nil {
 		t.Error("Build with a throughline-cmp for a platform without throughline succeeded")
+	}
+	spec = testSpec()
+	delete(spec.RenderBinaries, "amd64")
+	if _, err := Build(spec); err == nil || !strings.Contains(err.Error(), "no throughline-cmp-render binary for amd64") {
+		t.Errorf("Build without amd64's throughline-cmp-render: %v", err)
+	}
+	spec = testSpec()
+	spec.RenderBinaries["riscv64"] = []byte("\x7fELF")
+	if _, err := Build(spec); err == nil {
+		t.Error("Build with a throughline-cmp-render for a platform without throughline succeeded")
 	}
 }

@@ -22,7 +22,8 @@ func moduleRoot() string {
 
 // MainWithThroughline is a TestMain body for suites that run the CLI as a
 // user would: it builds ./cmd/throughline (and ./cmd/throughline-cmp, the
-// plugin binary) once into a temporary directory,
+// plugin binary, with ./cmd/throughline-cmp-render, its in-process
+// renderer) once into a temporary directory,
 // stores its path in *bin, runs the tests and removes the directory.
 func MainWithThroughline(m *testing.M, bin *string) {
 	dir, err := os.MkdirTemp("", "throughline-e2e-")
@@ -32,7 +33,8 @@ func MainWithThroughline(m *testing.M, bin *string) {
 	}
 	*bin = filepath.Join(dir, "throughline")
 	// throughline-cmp next to it: plugin.yaml's command, found on PATH.
-	build := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/throughline", "./cmd/throughline-cmp")
+	build := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/throughline", "./cmd/throughline-cmp",
+		"./cmd/throughline-cmp-render")
 	build.Dir, build.Stdout, build.Stderr = moduleRoot(), os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building throughline:", err)

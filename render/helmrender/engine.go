@@ -6,7 +6,7 @@
 //
 // It is a package of its own because Helm's chart packages import client-go
 // (pkg/chart/common reads client-go's scheme for the default API versions):
-// the lean plugin binary (cmd/throughline-cmp) must not link it, so
+// the lean plugin renderer (cmd/throughline-cmp-render) must not link it, so
 // render knows Helm only through the render.HelmEngine interface and the
 // throughline binary registers Engine (render.UseHelm). See docs/helm.md.
 package helmrender

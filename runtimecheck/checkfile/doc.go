@@ -20,7 +20,7 @@
 //
 // PromQL is checked by the QueryParser of Options: the full binary passes
 // package checkfile/promql (Prometheus's own parser, which reports the
-// position); the lean plugin binary (cmd/throughline-cmp), which must not
+// position); the lean plugin renderer (cmd/throughline-cmp-render), which must not
 // link Prometheus, uses LexQuery, a syntax check of the query's tokens and
 // brackets. The PR gate (`promote check`) and `throughline render` use the
 // full parser, so a query Prometheus cannot parse is refused before merge.

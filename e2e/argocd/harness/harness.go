@@ -473,9 +473,9 @@ var (
 	buildErr  error
 )
 
-// Throughline builds ./cmd/throughline and ./cmd/throughline-cmp of the
-// enclosing repository once per test process into one directory and
-// returns throughline's path.
+// Throughline builds ./cmd/throughline, ./cmd/throughline-cmp and
+// ./cmd/throughline-cmp-render of the enclosing repository once per test
+// process into one directory and returns throughline's path.
 func Throughline(t testing.TB) string {
 	t.Helper()
 	top := RepoRoot(t)
@@ -486,11 +486,14 @@ func Throughline(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "throughline")
-		// throughline-cmp next to it: plugin.yaml's command, found on PATH.
-		cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/throughline", "./cmd/throughline-cmp")
+		// throughline-cmp next to it: plugin.yaml's command, found on PATH;
+		// throughline-cmp-render beside it, which it renders with when the
+		// resident renderer gives no render.
+		pkgs := []string{"./cmd/throughline", "./cmd/throughline-cmp", "./cmd/throughline-cmp-render"}
+		cmd := exec.Command("go", append([]string{"build", "-o", dir + string(os.PathSeparator)}, pkgs...)...)
 		cmd.Dir = top
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/throughline ./cmd/throughline-cmp in %s: %v\n%s", top, err, out)
+			buildErr = fmt.Errorf("go build %s in %s: %w\n%s", strings.Join(pkgs, " "), top, err, out)
 		}
 	})
 	if buildErr != nil {

@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-// throughlineBeside builds the throughline binary next to throughline-cmp,
+// throughlineBeside builds the throughline binary next to throughline-cmp-render,
 // as the image ships them: the lean plugin links no Helm (client-go comes
 // with Helm's chart packages, see TestLeanImports) and renders charts in a
 // child process of that binary (render.Worker.HelmPath).
@@ -55,7 +55,7 @@ func copyTree(t *testing.T, src string) string {
 	return dst
 }
 
-// TestChartAppThroughThroughline: throughline-cmp generate renders a chart
+// TestChartAppThroughThroughline: throughline-cmp-render generate renders a chart
 // app (the Helm parameters from its throughline-helm.yaml, which the
 // plugin's parameters agree with) in a child process of the throughline
 // binary beside it; without that binary it refuses the chart (exit 4)
@@ -95,7 +95,7 @@ func TestChartAppThroughThroughline(t *testing.T) {
 			t.Errorf("%s not in the output:\n%s", want, out)
 		}
 	}
-	alone := filepath.Join(t.TempDir(), "throughline-cmp")
+	alone := filepath.Join(t.TempDir(), "throughline-cmp-render")
 	data, err := os.ReadFile(binary(t))
 	if err != nil {
 		t.Fatal(err)
