@@ -153,6 +153,22 @@ func TestArgoCDNotifications(t *testing.T) {
 		t.Fatal("no webhook within 30s of Synced/Healthy")
 	}
 
+	// The controller records what it sent on the Application (the
+	// notified.notifications.argoproj.io annotation) after sending: a
+	// re-sync it sees before that record is sent again (argocd-notifications
+	// delivers at least once; CI saw it once). The dedupe is judged once
+	// the record is there.
+	waitFor(t, 20*time.Second, "the controller's record of the notification", func() bool {
+		obj := &unstructured.Unstructured{}
+		obj.SetAPIVersion("argoproj.io/v1alpha1")
+		obj.SetKind("Application")
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, obj); err != nil {
+			return false
+		}
+		_, ok := obj.GetAnnotations()["notified.notifications.argoproj.io"]
+		return ok
+	})
+
 	// The same revision again (a re-sync): evaluated, but not sent twice.
 	evalTrue := `argocd_notifications_trigger_eval_total{name="on-deployed",triggered="true"}`
 	before, err := nctl.Metric(ctx, evalTrue)
