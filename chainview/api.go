@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
@@ -301,13 +302,6 @@ var ErrNoApplication = errors.New("no such Application")
 // ApplicationLookup reads the Argo CD Application name in namespace.
 type ApplicationLookup func(ctx context.Context, namespace, name string) (*ArgoApplication, error)
 
-// The labels (or annotations) naming an Application's app and
-// environment, the ones the notifier and the extension read.
-const (
-	labelApp = "throughline.dev/app"
-	labelEnv = "throughline.dev/environment"
-)
-
 // narrowed is the app and environment of the Application r names in
 // Argo CD's header, read live through lookup: argocd-server forwards a
 // request only after checking that its user may read that Application
@@ -331,7 +325,7 @@ func (m *Model) narrowed(ctx context.Context, r *http.Request, lookup Applicatio
 		return "", "", &apiError{http.StatusForbidden, "the Application is not in the project " + HeaderProject + " names"}
 	}
 	pick := func(k string) string { return cmp.Or(a.Labels[k], a.Annotations[k]) }
-	app, env = cmp.Or(pick(labelApp), name), pick(labelEnv)
+	app, env = cmp.Or(pick(v1alpha1.LabelApp), name), pick(v1alpha1.LabelEnvironment)
 	if env == "" {
 		if app, env, err = m.byName(name); err != nil {
 			return "", "", err
