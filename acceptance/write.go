@@ -2,7 +2,6 @@ package acceptance
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
@@ -63,7 +62,9 @@ func FileContent(a v1alpha1.Acceptance, dir string) ([]byte, error) {
 func addKustomizationResource(app *render.App, resource string) error {
 	file := app.Kustomizations[0].File
 	kfile := filepath.Join(app.FS.Root(), filepath.FromSlash(file))
-	data, err := os.ReadFile(kfile)
+	// The confined reader: the file the render read, never one a symlink
+	// swapped in out of the repository since.
+	data, err := app.FS.ReadForEdit(kfile)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", file, err)
 	}

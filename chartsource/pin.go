@@ -113,11 +113,23 @@ func Unpinned(fsys FileReader, uses []Use) (byDir map[string][]Use, unpinned []U
 	return byDir, unpinned, nil
 }
 
+// LockFiles is the repository whose lock files PinLocks edits: the
+// render's confined reader (render.ConfinedFS), so that a lock file is read
+// as every other file of the repository is (symlinks kept inside the
+// root, regular files only, the size cap).
+type LockFiles interface {
+	// ReadForEdit reads a file by its path relative to Root.
+	ReadForEdit(path string) ([]byte, error)
+	// Root is the absolute repository root the lock files are written
+	// under.
+	Root() string
+}
+
 // PinLocks resolves every chart version of byDir (the source is asked, the
 // package downloaded and verified by res) and writes each directory's lock
-// file under root in place, atomically, in directory order. It returns the
-// changes written, one line each.
-func PinLocks(ctx context.Context, root string, byDir map[string][]Use, res Resolver) ([]string, error) {
+// file under the root of repo in place, atomically, in directory order. It
+// returns the changes written, one line each.
+func PinLocks(ctx context.Context, repo LockFiles, byDir map[string][]Use, res Resolver) ([]string, error) {
 	dirs := make([]string, 0, len(byDir))
 	for d := range byDir {
 		dirs = append(dirs, d)
@@ -138,7 +150,7 @@ func PinLocks(ctx context.Context, root string, byDir map[string][]Use, res Reso
 			}
 			pins = append(pins, Entry{Repo: u.Ref.Repo, Name: u.Ref.Name, Version: u.Ref.Version, Digest: r.Digest})
 		}
-		changes, err := writeLock(root, dir, pins)
+		changes, err := writeLock(repo, dir, pins)
 		all = append(all, changes...)
 		if err != nil {
 			return all, err
@@ -147,13 +159,16 @@ func PinLocks(ctx context.Context, root string, byDir map[string][]Use, res Reso
 	return all, nil
 }
 
-// writeLock updates the lock file of dir under root with pins.
-func writeLock(root, dir string, pins []Entry) ([]string, error) {
+// writeLock updates the lock file of dir in repo with pins.
+func writeLock(repo LockFiles, dir string, pins []Entry) ([]string, error) {
 	file := LockPath(dir)
-	abs := filepath.Join(root, filepath.FromSlash(file))
-	data, err := os.ReadFile(abs)
+	abs := filepath.Join(repo.Root(), filepath.FromSlash(file))
+	data, err := repo.ReadForEdit(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		data, err = nil, nil
+	}
+	if ii := (*exitcode.InvalidInput)(nil); errors.As(err, &ii) && ii.File != "" {
+		return nil, err // names the file already
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", file, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/throughline-dev/throughline/acceptance"
 	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/atomicfile"
+	"github.com/throughline-dev/throughline/boundedfile"
 	"github.com/throughline-dev/throughline/policy"
 	"github.com/throughline-dev/throughline/render"
 )
@@ -171,7 +172,10 @@ func (c *Cache) lookupDisk(key string, fsys *render.ConfinedFS) (*cacheEntry, er
 			continue
 		}
 		p := filepath.Join(dir, n.Name())
-		data, err := os.ReadFile(p)
+		// Bounded like every entry (no entry outgrows the cache's own
+		// budget) and never through a link: the directory is private,
+		// and what is in it is still read as if planted.
+		data, err := boundedfile.ReadNoFollow(p, c.maxBytes())
 		if err != nil {
 			continue
 		}
@@ -187,7 +191,7 @@ func (c *Cache) lookupDisk(key string, fsys *render.ConfinedFS) (*cacheEntry, er
 		if !render.Replay(fsys, e.Probes) {
 			continue
 		}
-		manifests, err := os.ReadFile(strings.TrimSuffix(p, ".json") + ".yaml")
+		manifests, err := boundedfile.ReadNoFollow(strings.TrimSuffix(p, ".json")+".yaml", c.maxBytes())
 		if err != nil {
 			continue // evicted or not yet written: a miss
 		}

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/throughline-dev/throughline/render"
 )
@@ -304,4 +306,78 @@ func TestCacheCreatesPrivateDirectory(t *testing.T) {
 func isDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
+}
+
+// TestCacheEntryNotARegularFile plants, in place of a stored entry's
+// files, what someone who can write the cache directory (or a bug) could
+// leave there: a FIFO (opening it would wait for a writer forever), a
+// link to a valid entry kept elsewhere, and a file larger than the whole
+// cache. Each is a miss: a fresh render, never a hang or a read through
+// the link.
+func TestCacheEntryNotARegularFile(t *testing.T) {
+	t.Parallel()
+	pinned := "r.example.test/web:1@" + cacheTestDigest
+	tests := []struct {
+		name  string
+		plant func(t *testing.T, jsonFile, yamlFile string)
+	}{
+		{"manifests are a FIFO", func(t *testing.T, _, yamlFile string) {
+			mustRemove(t, yamlFile)
+			if err := syscall.Mkfifo(yamlFile, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"entry is a FIFO", func(t *testing.T, jsonFile, _ string) {
+			mustRemove(t, jsonFile)
+			if err := syscall.Mkfifo(jsonFile, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"entry and manifests are links to a valid entry elsewhere", func(t *testing.T, jsonFile, yamlFile string) {
+			away := t.TempDir()
+			for _, f := range []string{jsonFile, yamlFile} {
+				moved := filepath.Join(away, filepath.Base(f))
+				if err := os.Rename(f, moved); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(moved, f); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{"manifests larger than the cache", func(t *testing.T, _, yamlFile string) {
+			if err := os.Truncate(yamlFile, 2<<20); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := &Cache{Dir: filepath.Join(t.TempDir(), "cache"), MaxBytes: 1 << 20}
+			first := cacheTestGenerate(t, cacheTestRepo(t, pinned), c)
+			jsons, yamls := cacheFiles(t, c.Dir, ".json"), cacheFiles(t, c.Dir, ".yaml")
+			if first.CacheHit || len(jsons) != 1 || len(yamls) != 1 {
+				t.Fatalf("first render: hit=%v, entries %v %v", first.CacheHit, jsons, yamls)
+			}
+			tt.plant(t, jsons[0], yamls[0])
+			done := make(chan *Result, 1)
+			go func() { done <- cacheTestGenerate(t, cacheTestRepo(t, pinned), c) }()
+			select {
+			case second := <-done:
+				if second.CacheHit || string(second.Manifests) != string(first.Manifests) {
+					t.Errorf("want a fresh render equal to the first, got hit=%v:\n%s", second.CacheHit, second.Manifests)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("generate hung reading the planted entry")
+			}
+		})
+	}
+}
+
+func mustRemove(t *testing.T, file string) {
+	t.Helper()
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -381,6 +381,9 @@ func (c *ConfinedFS) ReadFile(p string) ([]byte, error) {
 		c.onRead(p)
 	}
 	data, err := c.readFile(p)
+	if err == nil {
+		err = c.count(p, len(data))
+	}
 	if err != nil {
 		c.record("read", p, "error")
 		return nil, err
@@ -472,9 +475,34 @@ func (c *ConfinedFS) readFile(p string) ([]byte, error) {
 	if int64(len(data)) > c.maxFileSize {
 		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: fmt.Errorf("%w: limit %d bytes", ErrTooLarge, c.maxFileSize)}
 	}
-	if total := c.totalRead.Add(int64(len(data))); total > DefaultMaxTotalRead {
-		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)),
+	return data, nil
+}
+
+// count adds n bytes read from p to the render's total (DefaultMaxTotalRead).
+func (c *ConfinedFS) count(p string, n int) error {
+	if total := c.totalRead.Add(int64(n)); total > DefaultMaxTotalRead {
+		return &exitcode.InvalidInput{File: c.Rel(c.abs(p)),
 			Err: fmt.Errorf("%w: the render read more than %d bytes in all", ErrTooLarge, DefaultMaxTotalRead)}
+	}
+	return nil
+}
+
+// ReadForEdit reads p under the root with ReadFile's checks (confined to
+// the root through symlinks, never into .git, a regular file under the
+// size cap, within the YAML parsing limits) but is no input of a render:
+// nothing is recorded in the trace or counted in the render's total. It is
+// how a command that edits a file of the app (pin, accept) reads it: the
+// one confined reader, after the render read the same file.
+func (c *ConfinedFS) ReadForEdit(p string) ([]byte, error) {
+	if err := c.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", c.Rel(c.abs(p)), err)
+	}
+	data, err := c.readFile(p)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := scanYAML(data, false, MaxYAMLAliasNodes); err != nil {
+		return nil, &exitcode.InvalidInput{File: c.Rel(c.abs(p)), Err: err}
 	}
 	return data, nil
 }
@@ -709,7 +737,7 @@ func replayOne(fsys *ConfinedFS, p Probe) bool {
 	switch p.Op {
 	case "read":
 		got = "error"
-		if data, err := fsys.readFile(p.Path); err == nil {
+		if data, err := fsys.readFile(p.Path); err == nil && fsys.count(p.Path, len(data)) == nil {
 			sum := sha256.Sum256(data)
 			got = hex.EncodeToString(sum[:])
 		}

@@ -46,7 +46,7 @@ func (o *pinOptions) pinCharts(ctx context.Context, root, abs, arg string, stdou
 	if o.check {
 		return done, chartCheck(stdout, uses, unpinned, arg)
 	}
-	changes, err := chartsource.PinLocks(ctx, root, byDir, o.rf.chartFetcher())
+	changes, err := chartsource.PinLocks(ctx, fsys, byDir, o.rf.chartFetcher())
 	for _, c := range changes {
 		fmt.Fprintln(stdout, c)
 	}
