@@ -255,9 +255,15 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	st, err := h.appStatus(r.Context(), site.m, r, time.Now())
 	var ae *apiError
+	var ue *unavailable
 	switch {
 	case errors.As(err, &ae):
 		writeJSON(w, ae.code, map[string]string{"error": ae.msg})
+	case errors.As(err, &ue):
+		if h.Log != nil {
+			h.Log(ue.err)
+		}
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": ue.msg})
 	case err != nil:
 		if h.Log != nil {
 			h.Log(err)
@@ -287,6 +293,17 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.WriteHeader(code)
 	_, _ = w.Write(append(data, '\n'))
 }
+
+// unavailable is a failure of something the answer needs (the cluster):
+// msg is answered (503), err logged; the client learns nothing of the
+// cluster from it.
+type unavailable struct {
+	msg string
+	err error
+}
+
+func (u *unavailable) Error() string { return u.err.Error() }
+func (u *unavailable) Unwrap() error { return u.err }
 
 // ArgoApplication is what the API reads of a live Argo CD Application.
 type ArgoApplication struct {
@@ -320,7 +337,8 @@ func (m *Model) narrowed(ctx context.Context, r *http.Request, lookup Applicatio
 	case errors.Is(err, ErrNoApplication):
 		return "", "", &apiError{http.StatusNotFound, "no such Application"}
 	case err != nil:
-		return "", "", fmt.Errorf("reading the Application %s/%s: %w", ns, name, err)
+		return "", "", &unavailable{msg: "cannot read the Application from the cluster: see the server's log",
+			err: fmt.Errorf("reading the Application %s/%s: %w", ns, name, err)}
 	case a.Project != r.Header.Get(HeaderProject):
 		return "", "", &apiError{http.StatusForbidden, "the Application is not in the project " + HeaderProject + " names"}
 	}

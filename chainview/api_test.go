@@ -210,7 +210,7 @@ func TestAPINarrowedToTheApplication(t *testing.T) {
 		{"another project than the header's", "", "argocd:checkout-prod", "default", 403, "", ""},
 		{"no such Application", "?app=web&env=production", "argocd:nope", "shop", 404, "", ""},
 		{"an Application that is not a name", "", "argocd:Web_Prod", "shop", 400, "", ""},
-		{"the lookup fails", "", "argocd:broken", "shop", 500, "", ""},
+		{"the lookup fails", "", "argocd:broken", "shop", 503, "", ""},
 		{"no header: the token holder asks", "?app=web&env=production", "", "", 200, "web", "production"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -227,6 +227,9 @@ func TestAPINarrowedToTheApplication(t *testing.T) {
 			_ = resp.Body.Close()
 			if resp.StatusCode != tc.code {
 				t.Fatalf("%d %s, want %d", resp.StatusCode, body, tc.code)
+			}
+			if tc.code == 503 && !strings.Contains(string(body), "cannot read the Application from the cluster") {
+				t.Errorf("a failed lookup answers %s, want what failed", body)
 			}
 			if tc.code != 200 {
 				for _, leak := range []string{"sha256:", "web-5f7c9d8b6", "pipeline", "the API server is down"} {

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/throughline-dev/throughline/api/v1alpha1"
 	"github.com/throughline-dev/throughline/cmp"
 	"github.com/throughline-dev/throughline/internal/cli"
 	"github.com/throughline-dev/throughline/internal/pluginclient"
@@ -286,4 +289,37 @@ func parseInitTrace(stderr string) []initTrace {
 		out = append(out, initTrace{pkg: m[1], clockMs: clock, bytes: b, allocs: a})
 	}
 	return out
+}
+
+// TestExceptionAsAPI holds pluginclient.Exception (the thin client cannot
+// link the API types) to v1alpha1.Exception's JSON: an Acceptance's
+// exception with every field set reads into the client's copy and writes
+// back the same, so a field added to the API is never dropped from the
+// client's warning silently.
+func TestExceptionAsAPI(t *testing.T) {
+	t.Parallel()
+	var api v1alpha1.Exception
+	v := reflect.ValueOf(&api).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() != reflect.String {
+			t.Fatalf("v1alpha1.Exception.%s is a %s: teach pluginclient.Exception and this test", v.Type().Field(i).Name, f.Kind())
+		}
+		f.SetString("value of " + v.Type().Field(i).Name)
+	}
+	want, err := json.Marshal(api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var client pluginclient.Exception
+	if err := json.Unmarshal(want, &client); err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("pluginclient.Exception is not v1alpha1.Exception's JSON:\n got %s\nwant %s", got, want)
+	}
 }
