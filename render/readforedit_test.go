@@ -22,16 +22,10 @@ func TestReadForEdit(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(outside, "kustomization.yaml"), []byte("resources: [OUTSIDE-THE-ROOT]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bomb := "a: &a [x,x,x,x,x,x,x,x,x]\n"
-	prev := "a"
-	for _, n := range []string{"b", "c", "d", "e", "f", "g", "h", "i"} {
-		bomb += n + ": &" + n + " [" + strings.TrimSuffix(strings.Repeat("*"+prev+",", 9), ",") + "]\n"
-		prev = n
-	}
 	root := writeTree(t, map[string]string{
 		"app/kustomization.yaml": "resources: [deploy.yaml]\n",
 		"app/big.yaml":           strings.Repeat("# padding\n", 200),
-		"app/bomb.yaml":          bomb,
+		"app/bomb.yaml":          billionLaughs(),
 		".git/config":            "[core]\n",
 	})
 	if err := os.Symlink(filepath.Join(outside, "kustomization.yaml"), filepath.Join(root, "app", "out.yaml")); err != nil {
