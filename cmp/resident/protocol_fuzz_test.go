@@ -35,12 +35,14 @@ func FuzzFrames(f *testing.F) {
 				t.Fatalf("the frame read is not the bytes its length announced")
 			}
 		}
-		// As the server reads a request, and the client a response.
+		// As the server reads a request, and the client a response (under
+		// the fuzzed cap: the real ones are MaxRequestBytes and
+		// MaxHeaderBytes).
 		var req Request
-		_ = readJSON(bytes.NewReader(data), MaxRequestBytes, "render request", &req)
+		_ = readJSON(bytes.NewReader(data), limit, "render request", &req)
 		r := bytes.NewReader(data)
 		var res Response
-		if err := readJSON(r, MaxHeaderBytes, "response header", &res); err == nil {
+		if err := readJSON(r, limit, "response header", &res); err == nil {
 			if m, err := readFrame(r, limit, "manifests"); err == nil && int64(len(m)) > limit {
 				t.Fatalf("manifests of %d bytes read under a cap of %d", len(m), limit)
 			}
