@@ -2,6 +2,7 @@ package acceptance
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,5 +98,46 @@ func TestWriteFile(t *testing.T) {
 				t.Errorf("written Acceptance is stale: %s (hash %s, was %s)", why, again.Hash, d.Hash)
 			}
 		})
+	}
+}
+
+// TestWriteFileReadsConfined swaps the app's kustomization for a link out
+// of the repository between the render and the write, as a process
+// racing `render --write-acceptance` in the checkout could: the edit is
+// refused and the link left alone (before, the outside file's text, with
+// the Acceptance added, was written into the repository over the link).
+func TestWriteFileReadsConfined(t *testing.T) {
+	t.Parallel()
+	const secret = "OUTSIDE-THE-REPOSITORY"
+	root := t.TempDir()
+	writeTestFiles(t, root, map[string]string{
+		"apps/web/overlays/production/kustomization.yaml": "resources:\n- deployment.yaml\n",
+		"apps/web/overlays/production/deployment.yaml":    testDeployment,
+	})
+	dir := filepath.Join(root, "apps", "web", "overlays", "production")
+	d, err := Declare(context.Background(), Request{Render: render.Options{Root: root, Path: dir}, Renderer: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "kustomization.yaml")
+	if err := os.WriteFile(outside, []byte("# "+secret+"\nresources:\n- deployment.yaml\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k := filepath.Join(dir, "kustomization.yaml")
+	if err := os.Remove(k); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, k); err != nil {
+		t.Fatal(err)
+	}
+	err = d.WriteFile()
+	if !errors.Is(err, render.ErrOutsideRoot) {
+		t.Fatalf("got %v, want %v", err, render.ErrOutsideRoot)
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("the refusal shows the file: %v", err)
+	}
+	if fi, err := os.Lstat(k); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v %v", fi, err)
 	}
 }
