@@ -27,13 +27,22 @@ func (d *Declaration) WriteFile() error {
 	if err != nil {
 		return err
 	}
+	// The kustomization's edit is read and made first: a refusal leaves
+	// nothing written, not an Acceptance no kustomization lists.
+	var kfile string
+	var kedit []byte
+	if d.App.Mode == render.ModeKustomize {
+		if kfile, kedit, err = addKustomizationResource(d.App, File); err != nil {
+			return err
+		}
+	}
 	if err := atomicfile.Write(filepath.Join(d.App.Dir, File), data, 0o644); err != nil {
 		return err
 	}
-	if d.App.Mode != render.ModeKustomize {
+	if kedit == nil {
 		return nil
 	}
-	return addKustomizationResource(d.App, File)
+	return atomicfile.Write(kfile, kedit, 0o644)
 }
 
 // FileContent is the content of File for the Acceptance a of the
@@ -57,23 +66,20 @@ func FileContent(a v1alpha1.Acceptance, dir string) ([]byte, error) {
 	return []byte(fileHeader + s), nil
 }
 
-// addKustomizationResource appends resource to the resources of the app's
-// own kustomization unless it is listed already.
-func addKustomizationResource(app *render.App, resource string) error {
+// addKustomizationResource is the app's own kustomization (its path) with
+// resource appended to its resources; nil when it lists it already.
+func addKustomizationResource(app *render.App, resource string) (string, []byte, error) {
 	file := app.Kustomizations[0].File
 	kfile := filepath.Join(app.FS.Root(), filepath.FromSlash(file))
 	// The confined reader: the file the render read, never one a symlink
 	// swapped in out of the repository since.
 	data, err := app.FS.ReadForEdit(kfile)
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", file, err)
+		return "", nil, fmt.Errorf("reading %s: %w", file, err)
 	}
 	out, err := addResource(data, file, resource)
-	if err != nil {
-		return err
+	if err != nil || string(out) == string(data) {
+		return "", nil, err
 	}
-	if string(out) == string(data) {
-		return nil
-	}
-	return atomicfile.Write(kfile, out, 0o644)
+	return kfile, out, nil
 }

@@ -105,7 +105,8 @@ func TestWriteFile(t *testing.T) {
 // of the repository between the render and the write, as a process
 // racing `render --write-acceptance` in the checkout could: the edit is
 // refused and the link left alone (before, the outside file's text, with
-// the Acceptance added, was written into the repository over the link).
+// the Acceptance added, was written into the repository over the link),
+// and nothing is written, not even the Acceptance.
 func TestWriteFileReadsConfined(t *testing.T) {
 	t.Parallel()
 	const secret = "OUTSIDE-THE-REPOSITORY"
@@ -139,5 +140,8 @@ func TestWriteFileReadsConfined(t *testing.T) {
 	}
 	if fi, err := os.Lstat(k); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("the link was replaced: %v %v", fi, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, File)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused write left %s behind (%v): an Acceptance no kustomization lists", File, err)
 	}
 }
