@@ -186,7 +186,9 @@ func (p *Pin) Refs() []string {
 // for a kustomization in the images: of the application's own
 // kustomization (the bases are never changed), else in the image: fields
 // of the plain manifests. Each edited file must parse to exactly the
-// planned documents and is replaced atomically. It returns every change.
+// planned documents before any is written, and is replaced atomically. It
+// returns every change written (with an error, those written before a
+// write failed).
 func (p *Pin) Apply(resolved map[string]string) ([]string, error) {
 	var err error
 	if p.App.Mode == render.ModeKustomize {
@@ -213,10 +215,12 @@ func (p *Pin) Verify(ctx context.Context) error {
 	return nil
 }
 
-// write writes every planned file: the edited text must parse to exactly
-// the planned documents, and each file is replaced atomically.
+// write writes every planned file: the edited text of each must parse to
+// exactly the planned documents before any is written (one that does not
+// leaves every file as it was), and each file is replaced atomically.
 func (p *Pin) write() ([]string, error) {
-	var changes []string
+	var edited []*pinFile
+	var outs [][]byte
 	for _, pf := range p.files {
 		if !pf.f.Edited() {
 			continue
@@ -228,8 +232,12 @@ func (p *Pin) write() ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := atomicfile.Write(pf.abs, out, 0o644); err != nil {
-			return nil, err
+		edited, outs = append(edited, pf), append(outs, out)
+	}
+	var changes []string
+	for i, pf := range edited {
+		if err := atomicfile.Write(pf.abs, outs[i], 0o644); err != nil {
+			return changes, err
 		}
 		changes = append(changes, pf.changes...)
 	}

@@ -98,3 +98,40 @@ func relink(t *testing.T, target, file string) {
 		t.Fatal(err)
 	}
 }
+
+// TestPinWritesAllOrNothing: pin edits two files and the second edit does
+// not parse back to what was planned; neither file is written (before,
+// the first was, and pin stopped half-way).
+func TestPinWritesAllOrNothing(t *testing.T) {
+	t.Parallel()
+	root := tree(t, map[string]string{"a.yaml": "image: x\n", "b.yaml": "image: x\n"})
+	var p Pin
+	for i, name := range []string{"a.yaml", "b.yaml"} {
+		abs := filepath.Join(root, name)
+		data, err := os.ReadFile(abs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := Parse(name, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		value := "x@" + dig2
+		if i == 1 {
+			value = "b: c" // becomes a mapping: not the planned document
+		}
+		if err := f.Replace(f.Documents()[0].Content[0].Content[1], value); err != nil {
+			t.Fatal(err)
+		}
+		p.files = append(p.files, &pinFile{abs: abs, f: f, changes: []string{name + ": pinned"}})
+	}
+	changes, err := p.write()
+	if err == nil || !strings.Contains(err.Error(), "b.yaml: pin would not edit the file cleanly") || len(changes) != 0 {
+		t.Fatalf("got %v, %v; want the not-clean refusal and no change", changes, err)
+	}
+	for _, name := range []string{"a.yaml", "b.yaml"} {
+		if data, err := os.ReadFile(filepath.Join(root, name)); err != nil || string(data) != "image: x\n" {
+			t.Errorf("%s was written: %q %v", name, data, err)
+		}
+	}
+}

@@ -147,12 +147,13 @@ func (o *pinOptions) run(ctx context.Context, g *globals, args []string, stdout 
 		return err
 	}
 	changes, err := p.Apply(resolved)
-	if err != nil {
-		return err
-	}
+	// What was written is said even when a later write failed.
 	for _, ch := range changes {
 		fmt.Fprintln(stdout, ch)
 		g.log.Debug().Str("change", ch).Msg("pinned")
+	}
+	if err != nil {
+		return err
 	}
 	// The proof: render again, nothing may be left unpinned.
 	return p.Verify(ctx)
