@@ -102,12 +102,15 @@ func TestClientRefusesAnotherUsersServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+			// Until it listens: the socket's file is there from bind on, and
+			// a connection before listen is refused (seen once in CI).
 			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-				if _, err := os.Lstat(resident.SocketPath(dir)); err == nil {
+				if c, err := net.Dial("unix", resident.SocketPath(dir)); err == nil {
+					_ = c.Close()
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatal("the forging server made no socket")
+					t.Fatal("the forging server does not listen")
 				}
 			}
 			res, err := (&resident.Client{Dir: dir}).Generate(context.Background(), resident.Request{WorkDir: "/"})
