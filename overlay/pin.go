@@ -202,6 +202,26 @@ func (p *Pin) Apply(resolved map[string]string) ([]string, error) {
 	return p.write()
 }
 
+// Run pins the app: it refuses conflicting tags (Conflicts), resolves
+// every reference of Refs with resolve, edits the files (Apply) and proves
+// the result (Verify). It returns the changes written, also with an error
+// from a later step.
+func (p *Pin) Run(ctx context.Context, resolve func(context.Context, []string) (map[string]string, error)) ([]string, error) {
+	if err := p.Conflicts(); err != nil {
+		return nil, err
+	}
+	resolved, err := resolve(ctx, p.Refs())
+	if err != nil {
+		return nil, err
+	}
+	changes, err := p.Apply(resolved)
+	if err != nil {
+		return changes, err
+	}
+	// The proof: render again, nothing may be left unpinned.
+	return changes, p.Verify(ctx)
+}
+
 // Verify is the proof after Apply: the application rendered again has no
 // unpinned image left.
 func (p *Pin) Verify(ctx context.Context) error {

@@ -135,3 +135,46 @@ func TestPinWritesAllOrNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestPinRun: Run resolves what Refs names, writes, and proves the result
+// by rendering again; a resolver that fails writes nothing.
+func TestPinRun(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"app/deployment.yaml":    baseDeployment,
+		"app/kustomization.yaml": "resources:\n  - deployment.yaml\n",
+	}
+	for _, fail := range []bool{false, true} {
+		root := tree(t, files)
+		p, err := PlanPin(context.Background(), render.Options{Root: root, Path: filepath.Join(root, "app")}, PinPolicy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var asked []string
+		resolve := func(_ context.Context, refs []string) (map[string]string, error) {
+			asked = refs
+			if fail {
+				return nil, errors.New("registry down")
+			}
+			out := map[string]string{}
+			for _, r := range refs {
+				out[r] = dig2
+			}
+			return out, nil
+		}
+		changes, err := p.Run(context.Background(), resolve)
+		if len(asked) == 0 {
+			t.Fatal("Run asked the resolver nothing")
+		}
+		data, rerr := os.ReadFile(filepath.Join(root, "app", "kustomization.yaml"))
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		switch {
+		case fail && (err == nil || len(changes) != 0 || string(data) != files["app/kustomization.yaml"]):
+			t.Errorf("resolver failed: %v, %v, kustomization %q", changes, err, data)
+		case !fail && (err != nil || len(changes) != len(asked) || !strings.Contains(string(data), dig2)):
+			t.Errorf("pinned: %v, %v, kustomization %q", changes, err, data)
+		}
+	}
+}

@@ -139,24 +139,13 @@ func (o *pinOptions) run(ctx context.Context, g *globals, args []string, stdout 
 		_, err := fmt.Fprintf(stdout, "nothing to pin: every image of %s is pinned by digest\n", p.App.RelDir())
 		return err
 	}
-	if err := p.Conflicts(); err != nil {
-		return err
-	}
-	resolved, err := o.resolve(ctx, p.Refs())
-	if err != nil {
-		return err
-	}
-	changes, err := p.Apply(resolved)
-	// What was written is said even when a later write failed.
+	changes, err := p.Run(ctx, o.resolve)
+	// What was written is said even when a later step failed.
 	for _, ch := range changes {
 		fmt.Fprintln(stdout, ch)
 		g.log.Debug().Str("change", ch).Msg("pinned")
 	}
-	if err != nil {
-		return err
-	}
-	// The proof: render again, nothing may be left unpinned.
-	return p.Verify(ctx)
+	return err
 }
 
 // pinCheck lists every allow-listed and unpinned image of p and refuses
