@@ -75,7 +75,7 @@ func addKustomizationResource(app *render.App, resource string) (string, []byte,
 	// swapped in out of the repository since.
 	data, err := app.FS.ReadForEdit(kfile)
 	if err != nil {
-		return "", nil, fmt.Errorf("reading %s: %w", file, err)
+		return "", nil, err // it names the file
 	}
 	out, err := addResource(data, file, resource)
 	if err != nil || string(out) == string(data) {

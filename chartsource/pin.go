@@ -118,7 +118,8 @@ func Unpinned(fsys FileReader, uses []Use) (byDir map[string][]Use, unpinned []U
 // as every other file of the repository is (symlinks kept inside the
 // root, regular files only, the size cap).
 type LockFiles interface {
-	// ReadForEdit reads a file by its path relative to Root.
+	// ReadForEdit reads a file by its path relative to Root; its errors
+	// name the file.
 	ReadForEdit(path string) ([]byte, error)
 	// Root is the absolute repository root the lock files are written
 	// under.
@@ -167,11 +168,8 @@ func writeLock(repo LockFiles, dir string, pins []Entry) ([]string, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		data, err = nil, nil
 	}
-	if ii := (*exitcode.InvalidInput)(nil); errors.As(err, &ii) && ii.File != "" {
-		return nil, err // names the file already
-	}
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", file, err)
+		return nil, err // it names the file
 	}
 	out, changes, err := UpdateLock(file, data, pins)
 	if err != nil || len(changes) == 0 {

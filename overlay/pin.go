@@ -264,26 +264,14 @@ func (p *Pin) write() ([]string, error) {
 	return changes, nil
 }
 
-// readInput reads the app's file abs (rel in errors) through the render's
-// confined reader: the file the render read, never one a symlink swapped
-// in out of the repository since, or a FIFO.
-func (p *Pin) readInput(abs, rel string) ([]byte, error) {
-	data, err := p.App.FS.ReadForEdit(abs)
-	if ii := (*exitcode.InvalidInput)(nil); errors.As(err, &ii) && ii.File != "" {
-		return nil, err
-	}
-	if err != nil {
-		return nil, exitcode.InvalidFile(rel, err)
-	}
-	return data, nil
-}
-
 // readKustomization reads the application's own kustomization, whose
 // images: pin edits.
 func (p *Pin) readKustomization() (*Kustomization, *pinFile, error) {
 	rel := p.App.Kustomizations[0].File
 	abs := filepath.Join(p.App.FS.Root(), filepath.FromSlash(rel))
-	data, err := p.readInput(abs, rel)
+	// The render's confined reader: the file the render read, never one a
+	// link swapped in out of the repository since, or a FIFO.
+	data, err := p.App.FS.ReadForEdit(abs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -376,7 +364,9 @@ func (p *Pin) planManifests(resolved map[string]string) error {
 // planManifest edits the image: fields of the manifest file abs.
 func (p *Pin) planManifest(abs string, resolved map[string]string) (*pinFile, error) {
 	rel := p.App.FS.Rel(abs)
-	data, err := p.readInput(abs, rel)
+	// The render's confined reader: the file the render read, never one a
+	// link swapped in out of the repository since, or a FIFO.
+	data, err := p.App.FS.ReadForEdit(abs)
 	if err != nil {
 		return nil, err
 	}

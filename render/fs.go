@@ -492,7 +492,8 @@ func (c *ConfinedFS) count(p string, n int) error {
 // size cap, within the YAML parsing limits) but is no input of a render:
 // nothing is recorded in the trace or counted in the render's total. It is
 // how a command that edits a file of the app (pin, accept) reads it: the
-// one confined reader, after the render read the same file.
+// one confined reader, after the render read the same file. Every error
+// names the file (relative to the root), so callers return it as it is.
 func (c *ConfinedFS) ReadForEdit(p string) ([]byte, error) {
 	if err := c.Err(); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", c.Rel(c.abs(p)), err)

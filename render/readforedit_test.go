@@ -60,6 +60,9 @@ func TestReadForEdit(t *testing.T) {
 		if !errors.Is(err, tt.want) || data != nil {
 			t.Errorf("%s: got %q, %v; want %v", tt.file, data, err, tt.want)
 		}
+		if err != nil && !strings.HasPrefix(err.Error(), tt.file+": ") {
+			t.Errorf("%s: the error does not name the file first: %v", tt.file, err)
+		}
 		if err != nil && strings.Contains(err.Error(), "OUTSIDE-THE-ROOT") {
 			t.Errorf("%s: the error shows content from outside the root: %v", tt.file, err)
 		}
