@@ -129,14 +129,16 @@ type LockFiles interface {
 // PinLocks resolves every chart version of byDir (the source is asked, the
 // package downloaded and verified by res) and writes each directory's lock
 // file under the root of repo in place, atomically, in directory order. It
-// returns the changes written, one line each.
+// returns the changes written, one line each. Every chart is resolved and
+// every lock file read and edited before any is written: a chart that
+// cannot be resolved or a lock file that does not parse writes nothing.
 func PinLocks(ctx context.Context, repo LockFiles, byDir map[string][]Use, res Resolver) ([]string, error) {
 	dirs := make([]string, 0, len(byDir))
 	for d := range byDir {
 		dirs = append(dirs, d)
 	}
 	sort.Strings(dirs)
-	var all []string
+	var edits []lockEdit
 	for _, dir := range dirs {
 		var pins []Entry
 		seen := map[Ref]bool{}
@@ -147,36 +149,49 @@ func PinLocks(ctx context.Context, repo LockFiles, byDir map[string][]Use, res R
 			seen[u.Ref] = true
 			r, err := res.Resolve(ctx, u.Ref)
 			if err != nil {
-				return all, err
+				return nil, err
 			}
 			pins = append(pins, Entry{Repo: u.Ref.Repo, Name: u.Ref.Name, Version: u.Ref.Version, Digest: r.Digest})
 		}
-		changes, err := writeLock(repo, dir, pins)
-		all = append(all, changes...)
+		e, err := lockFileEdit(repo, dir, pins)
 		if err != nil {
+			return nil, err
+		}
+		if len(e.changes) > 0 {
+			edits = append(edits, e)
+		}
+	}
+	var all []string
+	for _, e := range edits {
+		if err := atomicfile.Write(e.abs, e.data, 0o644); err != nil {
 			return all, err
 		}
+		all = append(all, e.changes...)
 	}
 	return all, nil
 }
 
-// writeLock updates the lock file of dir in repo with pins.
-func writeLock(repo LockFiles, dir string, pins []Entry) ([]string, error) {
+// lockEdit is one lock file's new content, not yet written.
+type lockEdit struct {
+	abs     string
+	data    []byte
+	changes []string
+}
+
+// lockFileEdit reads the lock file of dir in repo and returns it updated
+// with pins (no changes: the file says so already).
+func lockFileEdit(repo LockFiles, dir string, pins []Entry) (lockEdit, error) {
 	file := LockPath(dir)
-	abs := filepath.Join(repo.Root(), filepath.FromSlash(file))
 	data, err := repo.ReadForEdit(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		data, err = nil, nil
 	}
 	if err != nil {
-		return nil, err // it names the file
+		return lockEdit{}, err // it names the file
 	}
 	out, changes, err := UpdateLock(file, data, pins)
-	if err != nil || len(changes) == 0 {
-		return nil, err
+	if err != nil {
+		return lockEdit{}, err
 	}
-	if err := atomicfile.Write(abs, out, 0o644); err != nil {
-		return nil, err
-	}
-	return changes, nil
+	return lockEdit{abs: filepath.Join(repo.Root(), filepath.FromSlash(file)), data: out, changes: changes}, nil
 }
