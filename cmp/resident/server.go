@@ -59,8 +59,12 @@ type Listener struct {
 	socket string
 }
 
-// Listen checks dir (CheckDir), removes a socket left by a process that
-// ended without removing it, and listens on SocketPath(dir) (mode 0600).
+// Listen checks dir (CheckDir) and listens on SocketPath(dir) (mode
+// 0600). The socket is bound, restricted and listening under a temporary
+// name first and then renamed over SocketPath(dir), replacing a socket
+// left by a process that ended without removing it: the path exists only
+// for a socket that answers, never for one that is bound but not yet
+// listening or not yet restricted to its user (TestSocketAppearsListening).
 func Listen(ctx context.Context, dir string) (*Listener, error) {
 	if err := CheckDir(dir); err != nil {
 		return nil, err
@@ -68,37 +72,47 @@ func Listen(ctx context.Context, dir string) (*Listener, error) {
 	socket := SocketPath(dir)
 	fi, err := os.Lstat(socket)
 	switch {
-	case err == nil && fi.Mode().Type() == fs.ModeSocket:
-		if err := os.Remove(socket); err != nil {
-			return nil, fmt.Errorf("removing stale socket %s: %w", socket, err)
-		}
-	case err == nil:
+	case err == nil && fi.Mode().Type() != fs.ModeSocket:
 		return nil, fmt.Errorf("%s exists and is not a socket (mode %v): not removed", socket, fi.Mode())
-	case !errors.Is(err, fs.ErrNotExist):
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("checking socket %s: %w", socket, err)
 	}
+	tmp := fmt.Sprintf("%s.%d.tmp", socket, os.Getpid())
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("removing %s: %w", tmp, err)
+	}
 	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "unix", socket)
+	ln, err := lc.Listen(ctx, "unix", tmp)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", socket, err)
 	}
-	if err := os.Chmod(socket, 0o600); err != nil {
-		_ = ln.Close()
-		return nil, fmt.Errorf("restricting socket %s: %w", socket, err)
+	ul := ln.(*net.UnixListener)
+	ul.SetUnlinkOnClose(false) // the socket is renamed: Close removes it
+	fail := func(err error) (*Listener, error) {
+		_ = ul.Close()
+		_ = os.Remove(tmp)
+		return nil, err
 	}
-	return &Listener{ln: ln.(*net.UnixListener), socket: socket}, nil
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		return fail(fmt.Errorf("restricting socket %s: %w", socket, err))
+	}
+	if err := os.Rename(tmp, socket); err != nil {
+		return fail(fmt.Errorf("placing socket %s: %w", socket, err))
+	}
+	return &Listener{ln: ul, socket: socket}, nil
 }
 
 // Socket is the listener's path.
 func (l *Listener) Socket() string { return l.socket }
 
-// Close stops listening and removes the socket.
+// Close removes the socket and stops listening, in that order: a client
+// finds either no socket or one that answers.
 func (l *Listener) Close() error {
-	err := l.ln.Close()
+	var err error
 	if rmErr := os.Remove(l.socket); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
-		err = errors.Join(err, fmt.Errorf("removing socket %s: %w", l.socket, rmErr))
+		err = fmt.Errorf("removing socket %s: %w", l.socket, rmErr)
 	}
-	return err
+	return errors.Join(err, l.ln.Close())
 }
 
 // Handler renders one request. It returns the response to send; Code and

@@ -1,0 +1,70 @@
+package resident_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/throughline-dev/throughline/cmp/resident"
+)
+
+// TestSocketAppearsListening dials the socket's path without pause while
+// the resident renderer starts and stops, as the plugin does when the
+// sidecar restarts: whenever the path exists the dial must be answered,
+// and the socket is never seen with a mode other than 0600. Before, the
+// path existed from bind on, before listen and before the chmod: a dial
+// in between was refused (the plugin then rendered in process, needlessly)
+// and the socket was briefly open to the umask's mode.
+func TestSocketAppearsListening(t *testing.T) {
+	dir := shortDir(t)
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	socket := resident.SocketPath(dir)
+	var stop atomic.Bool
+	var refused, wrongMode, dials atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			if fi, err := os.Lstat(socket); err == nil && fi.Mode().Perm() != 0o600 {
+				wrongMode.Add(1)
+			}
+			c, err := net.Dial("unix", socket)
+			switch {
+			case err == nil:
+				dials.Add(1)
+				_ = c.Close()
+			case errors.Is(err, syscall.ECONNREFUSED):
+				// Refused with the path present: bound, not listening.
+				if _, serr := os.Lstat(socket); serr == nil {
+					refused.Add(1)
+				}
+			case errors.Is(err, fs.ErrNotExist):
+			}
+		}
+	}()
+	for range 2000 {
+		l, err := resident.Listen(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop.Store(true)
+	<-done
+	t.Logf("%d dials answered", dials.Load())
+	if n := refused.Load(); n > 0 {
+		t.Errorf("%d dials refused while the socket's path existed", n)
+	}
+	if n := wrongMode.Load(); n > 0 {
+		t.Errorf("the socket was seen %d times with a mode other than 0600", n)
+	}
+}
