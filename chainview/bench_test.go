@@ -9,10 +9,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/errgroup"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/gitops"
@@ -372,4 +376,80 @@ func BenchmarkHistory(b *testing.B) {
 		}
 		benchfixture.ReportCPU(b, cpu)
 	})
+	// The floor under report: only the parse of every record version the
+	// history holds (each a different blob, read beforehand by git), on
+	// every core, with nothing else of the load. parse-versions is the
+	// parse every reader uses (promotion.Parse: YAML 1.1, the schema, the
+	// strict decode); yaml-versions is its YAML 1.1 decode alone.
+	blobs := recordVersions(b, repo.Top)
+	if len(blobs) != historyApps*len(benchEnvs)*historyPromotions*3 {
+		b.Fatalf("%d record versions", len(blobs))
+	}
+	for _, p := range []struct {
+		name  string
+		parse func([]byte) error
+	}{
+		{"parse-versions", func(d []byte) error { _, err := promotion.Parse("promotion/x/y.yaml", d); return err }},
+		{"yaml-versions", func(d []byte) error { _, err := sigsyaml.YAMLToJSONStrict(d); return err }},
+	} {
+		b.Run(p.name, func(b *testing.B) {
+			cpu := benchfixture.CPUNow()
+			for b.Loop() {
+				g := new(errgroup.Group)
+				workers := runtime.GOMAXPROCS(0)
+				for w := range workers {
+					g.Go(func() error {
+						for i := w; i < len(blobs); i += workers {
+							if err := p.parse(blobs[i]); err != nil {
+								return err
+							}
+						}
+						return nil
+					})
+				}
+				if err := g.Wait(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			benchfixture.ReportCPU(b, cpu)
+			b.ReportMetric(float64(len(blobs)), "versions/op")
+		})
+	}
+}
+
+// recordVersions reads, through git, every blob a promotion record file
+// of the repository at dir ever had.
+func recordVersions(b *testing.B, dir string) [][]byte {
+	b.Helper()
+	ids := map[string]bool{}
+	for _, line := range strings.Split(gittest.Run(b, dir, "log", "--raw", "--no-renames", "--no-abbrev", "--format=", "HEAD", "--", promotion.Dir), "\n") {
+		if f := strings.Fields(line); len(f) >= 4 && strings.Trim(f[3], "0") != "" {
+			ids[f[3]] = true
+		}
+	}
+	var in bytes.Buffer
+	for id := range ids {
+		in.WriteString(id + "\n")
+	}
+	cmd := exec.Command("git", "cat-file", "--batch")
+	cmd.Dir, cmd.Stdin = dir, &in
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var blobs [][]byte
+	r := bufio.NewReader(bytes.NewReader(out))
+	for {
+		var id, typ string
+		var n int
+		if _, err := fmt.Fscanf(r, "%s %s %d\n", &id, &typ, &n); err != nil {
+			break
+		}
+		data := make([]byte, n+1) // the content and git's newline after it
+		if _, err := io.ReadFull(r, data); err != nil {
+			b.Fatal(err)
+		}
+		blobs = append(blobs, data[:n])
+	}
+	return blobs
 }
