@@ -32,6 +32,7 @@ func TestSocketAppearsListening(t *testing.T) {
 	go func() {
 		defer close(done)
 		for !stop.Load() {
+			before := inode(socket)
 			if fi, err := os.Lstat(socket); err == nil && fi.Mode().Perm() != 0o600 {
 				wrongMode.Add(1)
 			}
@@ -41,8 +42,9 @@ func TestSocketAppearsListening(t *testing.T) {
 				dials.Add(1)
 				_ = c.Close()
 			case errors.Is(err, syscall.ECONNREFUSED):
-				// Refused with the path present: bound, not listening.
-				if _, serr := os.Lstat(socket); serr == nil {
+				// Refused by the one socket the path named before and
+				// after the dial: bound, and not listening.
+				if before != 0 && inode(socket) == before {
 					refused.Add(1)
 				}
 			case errors.Is(err, fs.ErrNotExist):
@@ -67,4 +69,16 @@ func TestSocketAppearsListening(t *testing.T) {
 	if n := wrongMode.Load(); n > 0 {
 		t.Errorf("the socket was seen %d times with a mode other than 0600", n)
 	}
+}
+
+// inode is the inode of the file at p, 0 when there is none.
+func inode(p string) uint64 {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return 0
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
 }
