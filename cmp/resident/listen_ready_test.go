@@ -82,3 +82,30 @@ func inode(p string) uint64 {
 	}
 	return 0
 }
+
+// TestCloseLeavesTheNextSocket: a second resident renderer that took the
+// path over (a restarted sidecar whose old process is still stopping)
+// keeps it when the first closes.
+func TestCloseLeavesTheNextSocket(t *testing.T) {
+	dir := shortDir(t)
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	first, err := resident.Listen(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := resident.Listen(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = second.Close() }()
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("unix", second.Socket())
+	if err != nil {
+		t.Fatalf("the second renderer's socket is gone with the first: %v", err)
+	}
+	_ = c.Close()
+}

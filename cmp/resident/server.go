@@ -57,6 +57,9 @@ func CheckDir(dir string) error {
 type Listener struct {
 	ln     *net.UnixListener
 	socket string
+	// placed is the socket file as Listen placed it: Close removes the
+	// path only while it is still that file.
+	placed fs.FileInfo
 }
 
 // Listen checks dir (CheckDir) and listens on SocketPath(dir) (mode
@@ -96,21 +99,28 @@ func Listen(ctx context.Context, dir string) (*Listener, error) {
 	if err := os.Chmod(tmp, 0o600); err != nil {
 		return fail(fmt.Errorf("restricting socket %s: %w", socket, err))
 	}
+	placed, err := os.Lstat(tmp)
+	if err != nil {
+		return fail(fmt.Errorf("checking socket %s: %w", socket, err))
+	}
 	if err := os.Rename(tmp, socket); err != nil {
 		return fail(fmt.Errorf("placing socket %s: %w", socket, err))
 	}
-	return &Listener{ln: ul, socket: socket}, nil
+	return &Listener{ln: ul, socket: socket, placed: placed}, nil
 }
 
 // Socket is the listener's path.
 func (l *Listener) Socket() string { return l.socket }
 
 // Close removes the socket and stops listening, in that order: a client
-// finds either no socket or one that answers.
+// finds either no socket or one that answers. A socket another resident
+// renderer has placed at the path since is left to it.
 func (l *Listener) Close() error {
 	var err error
-	if rmErr := os.Remove(l.socket); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
-		err = fmt.Errorf("removing socket %s: %w", l.socket, rmErr)
+	if fi, statErr := os.Lstat(l.socket); statErr == nil && os.SameFile(fi, l.placed) {
+		if rmErr := os.Remove(l.socket); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+			err = fmt.Errorf("removing socket %s: %w", l.socket, rmErr)
+		}
 	}
 	return errors.Join(err, l.ln.Close())
 }
