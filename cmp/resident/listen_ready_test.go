@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -108,4 +109,30 @@ func TestCloseLeavesTheNextSocket(t *testing.T) {
 		t.Fatalf("the second renderer's socket is gone with the first: %v", err)
 	}
 	_ = c.Close()
+}
+
+// TestListenAtThePathLimit: a directory whose socket path is as long as a
+// unix socket's address allows still listens (the temporary name the
+// socket is bound under is never longer than the final one).
+func TestListenAtThePathLimit(t *testing.T) {
+	base := shortDir(t)
+	// sun_path holds 108 bytes with its terminating NUL.
+	pad := 107 - len(base) - len("/") - len("/"+resident.SocketName)
+	if pad < 1 {
+		t.Fatalf("temporary directory %s too long for the test", base)
+	}
+	dir := base + "/" + strings.Repeat("d", pad)
+	if err := resident.CheckDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(resident.SocketPath(dir)); n != 107 {
+		t.Fatalf("socket path of %d bytes, want 107", n)
+	}
+	l, err := resident.Listen(context.Background(), dir)
+	if err != nil {
+		t.Fatalf("Listen at the path limit: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -80,7 +82,9 @@ func Listen(ctx context.Context, dir string) (*Listener, error) {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("checking socket %s: %w", socket, err)
 	}
-	tmp := fmt.Sprintf("%s.%d.tmp", socket, os.Getpid())
+	// The temporary name is never longer than SocketName, so a directory
+	// whose socket path just fits a unix address still listens.
+	tmp := filepath.Join(dir, "."+strconv.FormatInt(int64(os.Getpid()), 36)+".s")
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("removing %s: %w", tmp, err)
 	}
