@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -211,6 +213,17 @@ func (h *Handler) current(ctx context.Context) (*Site, error) {
 	}
 	key := readKey(commit, branches)
 	m := h.model
+	if m != nil && h.key == key {
+		// A window opens or closes, a freeze begins or ends, with no
+		// commit: the cells' notes change with it.
+		moved, err := closedMoved(ctx, h.Repo, m, now)
+		if err != nil {
+			return nil, err
+		}
+		if moved {
+			m = nil
+		}
+	}
 	if m == nil || h.key != key {
 		opts := h.Options
 		opts.Now = now
@@ -286,4 +299,27 @@ func readKey(commit string, branches map[string]string) string {
 		k.WriteString(" " + b + "=" + branches[b])
 	}
 	return k.String()
+}
+
+// closedMoved reports whether the environments the policy at m.Rev closes
+// at now differ from the ones m was read with (gate.Closed: which, by
+// which field, until when): the model is then read again.
+func closedMoved(ctx context.Context, repo *gitops.Repo, m *Model, now time.Time) (bool, error) {
+	closed, err := gate.Closed(ctx, repo, m.Rev, now)
+	if exitcode.Code(err) == exitcode.Invalid {
+		return false, nil // the model lists the policy as a problem
+	}
+	if err != nil {
+		return false, fmt.Errorf("web view: reading the windows at %s: %w", m.Rev, err)
+	}
+	if len(closed) != len(m.Closed) {
+		return true, nil
+	}
+	for i, c := range closed {
+		o := m.Closed[i]
+		if c.Environment != o.Environment || c.Rule != o.Rule || c.Field != o.Field || !c.Next.Equal(o.Next) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -64,6 +64,8 @@ func NewSite(m *Model) (*Site, error) {
 		"age":          age,
 		"flight":       func(f Flight, p *Pulls) flightView { return flightView{F: f, Pulls: p} },
 		"likeAttempts": LikeAttempts,
+		"closedWord":   closedWord,
+		"closedUntil":  closedUntil,
 		"threshold": func(op string, th *float64) string {
 			if th == nil {
 				return "-"

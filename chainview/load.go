@@ -14,6 +14,7 @@ import (
 	"github.com/throughline-dev/throughline/environment"
 	"github.com/throughline-dev/throughline/evidence"
 	"github.com/throughline-dev/throughline/exitcode"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
@@ -56,6 +57,11 @@ func LoadGrid(ctx context.Context, repo *gitops.Repo, opts Options) (*Model, err
 		return nil, err
 	}
 	m.arrange(reg, cells, opts.Live)
+	// An unusable policy is listed in Problems already: then no
+	// environment is said to be closed.
+	if m.Closed, err = gate.Closed(ctx, repo, commit, opts.Now); err != nil && exitcode.Code(err) != exitcode.Invalid {
+		return nil, fmt.Errorf("reading the chain view's windows at %s: %w", rev, err)
+	}
 	m.describe(reg)
 	return m, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/throughline-dev/throughline/breakglass"
 	"github.com/throughline-dev/throughline/evidence"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
 )
@@ -62,6 +63,10 @@ type Model struct {
 	// Problems are the files that could not be read (invalid input): the
 	// view shows them instead of failing.
 	Problems []string
+	// Closed are the environments the policy at Rev closes at Now (its
+	// windows, a freeze), by name: what promote status lists below its
+	// table, read by the same function (gate.Closed).
+	Closed []gate.ClosedEnvironment
 	// Pulls are the forge's open requests (nil: no forge configured;
 	// WithPulls sets it).
 	Pulls *Pulls

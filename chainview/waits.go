@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/environment"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/gitops"
 	"github.com/throughline-dev/throughline/ledger"
 	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/window"
 )
 
 // waits says what rec, in an environment requiring required distinct
@@ -81,10 +83,57 @@ func (m *Model) describe(reg *environment.Registry) {
 			if c.Record == nil {
 				continue
 			}
-			c.Waits = waits(c.Record, requiredOf(reg, c.Environment), m.Now)
+			c.Waits = waits(c.Record, requiredOf(reg, c.Environment), m.Now) + m.closedNote(c.Record)
 			c.Deadline = deadline(c.Record, reg)
 		}
 	}
+}
+
+// closedNote says, for a record on its way into an environment the policy
+// closes now (CANDIDATE, VERIFIED, APPROVED), that it is closed, why and
+// until when; a record that claims freeze overrides is told that promote
+// check weighs them (the view does not judge them). "" otherwise.
+func (m *Model) closedNote(rec *promotion.Record) string {
+	switch rec.State {
+	case promotion.Candidate, promotion.Verified, promotion.Approved:
+	default:
+		return ""
+	}
+	c := m.ClosedEnvironment(rec.Target.Environment)
+	if c == nil {
+		return ""
+	}
+	s := fmt.Sprintf("; %s is closed (%s) %s", c.Environment, closedWord(c.Rule), closedUntil(c.Next))
+	if n := len(rec.Overrides); n > 0 {
+		s += fmt.Sprintf(": promote check weighs the record's %d freeze override(s)", n)
+	}
+	return s
+}
+
+// ClosedEnvironment is env's entry of m.Closed (nil: open).
+func (m *Model) ClosedEnvironment(env string) *gate.ClosedEnvironment {
+	for i := range m.Closed {
+		if m.Closed[i].Environment == env {
+			return &m.Closed[i]
+		}
+	}
+	return nil
+}
+
+// closedWord names a window.Closed rule in a few words.
+func closedWord(rule string) string {
+	if rule == window.RuleFrozen {
+		return "frozen"
+	}
+	return "outside its windows"
+}
+
+// closedUntil says when a closed environment opens next.
+func closedUntil(next time.Time) string {
+	if next.IsZero() {
+		return "for more than a year"
+	}
+	return "until " + next.UTC().Format(time.RFC3339)
 }
 
 // requiredOf is how many distinct approvers env requires by reg.
@@ -120,7 +169,7 @@ func (m *Model) inFlight(ctx context.Context, repo *gitops.Repo, reg *environmen
 			f.Waits = "its record is no longer on the branch"
 		default:
 			f.Tag = imageTag(rec.Artifact.Image)
-			f.Waits = waits(rec, requiredOf(reg, row.Environment), m.Now)
+			f.Waits = waits(rec, requiredOf(reg, row.Environment), m.Now) + m.closedNote(rec)
 		}
 		c.InFlight = append(c.InFlight, f)
 	}

@@ -1,0 +1,122 @@
+package chainview
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throughline-dev/throughline/chainview/chainfixture"
+	"github.com/throughline-dev/throughline/promotion"
+	"github.com/throughline-dev/throughline/window"
+)
+
+// TestClosedEnvironmentsShown freezes production while an attempt waits on
+// its branch for approvals: the grid says, without a click, that
+// production is closed, by which freeze and until when (what promote
+// status says below its table, read by the same function), in a section
+// at the top, in production's column header and in the attempt's cell.
+// Before, nothing in the view said production was frozen.
+func TestClosedEnvironmentsShown(t *testing.T) {
+	t.Parallel()
+	f := chainfixture.New(t, example)
+	now := f.Next().Add(time.Hour)
+	until := now.Add(36 * time.Hour).UTC().Truncate(time.Second)
+	policy, err := os.ReadFile(filepath.Join(f.Dir, promotion.PolicyFile))
+	must(t, err)
+	freeze := fmt.Sprintf("  production:\n    freezes:\n      - {name: year-end, from: %q, until: %q}\n",
+		now.Add(-time.Hour).UTC().Format(time.RFC3339), until.Format(time.RFC3339))
+	frozen := strings.Replace(string(policy), "  production:\n", freeze, 1)
+	if frozen == string(policy) {
+		t.Fatal("the example's policy has no production entry to freeze")
+	}
+	f.Commit("production frozen for the year's end", map[string][]byte{promotion.PolicyFile: []byte(frozen)})
+	prod := verifiedRecord(t, f, "production", "alice@example.com")
+	branch := promotion.AttemptKey{App: "api", Digest: apiDigest, Environment: "production", Attempt: 1}.Branch()
+	f.Git("checkout", "-q", "-b", branch)
+	data, err := prod.Marshal()
+	must(t, err)
+	f.Commit("api VERIFIED in production, approved by alice", map[string][]byte{promotion.RecordPath("api", "production"): data})
+	f.Git("checkout", "-q", "main")
+
+	m, err := Load(context.Background(), f.Repo, Options{Now: now})
+	must(t, err)
+	if len(m.Closed) != 1 || m.Closed[0].Environment != "production" || m.Closed[0].Rule != window.RuleFrozen || !m.Closed[0].Next.Equal(until) {
+		t.Fatalf("closed %+v, want production frozen until %s", m.Closed, until)
+	}
+	var flight *Flight
+	for _, a := range m.Apps {
+		for _, c := range a.Cells {
+			if c.Environment == "production" && len(c.InFlight) > 0 {
+				flight = &c.InFlight[0]
+			}
+		}
+	}
+	stamp := until.Format(time.RFC3339)
+	if flight == nil || !strings.HasPrefix(flight.Waits, "waits on approvals: 1 of 2; production is closed (frozen) until "+stamp) {
+		t.Fatalf("the attempt in flight says %+v, want approvals 1 of 2 and production frozen until %s", flight, stamp)
+	}
+	s, err := NewSite(m)
+	must(t, err)
+	var buf bytes.Buffer
+	must(t, s.Index(&buf))
+	grid := buf.String()
+	for _, want := range []string{
+		`<h2 id="closed">Closed environments</h2>`,
+		"production does not accept promotions at ",
+		"year-end",
+		"it opens next at " + stamp,
+		`<span class="closed-env" title="frozen until ` + stamp + `">frozen</span>`,
+	} {
+		if !strings.Contains(grid, want) {
+			t.Errorf("the grid does not say %q", want)
+		}
+	}
+	// Open again after the freeze: nothing says closed.
+	m, err = Load(context.Background(), f.Repo, Options{Now: until.Add(time.Minute)})
+	must(t, err)
+	if len(m.Closed) != 0 {
+		t.Errorf("closed after the freeze: %+v", m.Closed)
+	}
+}
+
+// TestServedGridSeesAFreezeEnd serves the grid while a freeze ends, with
+// no commit in between: the page stops saying production is frozen once
+// the freeze is over (the model was read again only when a branch moved,
+// so a served page said "frozen" after the freeze had ended, and never
+// showed a window closing).
+func TestServedGridSeesAFreezeEnd(t *testing.T) {
+	t.Parallel()
+	f := chainfixture.New(t, example)
+	until := time.Now().UTC().Truncate(time.Second).Add(2 * time.Second)
+	policy, err := os.ReadFile(filepath.Join(f.Dir, promotion.PolicyFile))
+	must(t, err)
+	freeze := fmt.Sprintf("  production:\n    freezes:\n      - {name: launch, from: %q, until: %q}\n",
+		until.Add(-time.Hour).Format(time.RFC3339), until.Format(time.RFC3339))
+	f.Commit("production frozen for the launch", map[string][]byte{
+		promotion.PolicyFile: []byte(strings.Replace(string(policy), "  production:\n", freeze, 1))})
+	srv := httptest.NewServer(&Handler{Repo: f.Repo, TTL: time.Nanosecond})
+	defer srv.Close()
+	grid := func() string {
+		resp, err := http.Get(srv.URL + "/")
+		must(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		must(t, err)
+		return string(body)
+	}
+	if g := grid(); !strings.Contains(g, `class="closed-env"`) {
+		t.Fatal("the served grid does not say production is frozen")
+	}
+	time.Sleep(time.Until(until) + 100*time.Millisecond)
+	if g := grid(); strings.Contains(g, `class="closed-env"`) || strings.Contains(g, "Closed environments") {
+		t.Fatal("the served grid still says production is frozen after the freeze ended")
+	}
+}
