@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,18 +92,22 @@ func TestClosedEnvironmentsShown(t *testing.T) {
 // no commit in between: the page stops saying production is frozen once
 // the freeze is over (the model was read again only when a branch moved,
 // so a served page said "frozen" after the freeze had ended, and never
-// showed a window closing).
+// showed a window closing). The handler's clock is moved, not waited for.
 func TestServedGridSeesAFreezeEnd(t *testing.T) {
 	t.Parallel()
 	f := chainfixture.New(t, example)
-	until := time.Now().UTC().Truncate(time.Second).Add(2 * time.Second)
+	start := f.Next()
+	until := start.Add(time.Hour).UTC().Truncate(time.Second)
 	policy, err := os.ReadFile(filepath.Join(f.Dir, promotion.PolicyFile))
 	must(t, err)
 	freeze := fmt.Sprintf("  production:\n    freezes:\n      - {name: launch, from: %q, until: %q}\n",
-		until.Add(-time.Hour).Format(time.RFC3339), until.Format(time.RFC3339))
+		start.Add(-time.Hour).UTC().Format(time.RFC3339), until.Format(time.RFC3339))
 	f.Commit("production frozen for the launch", map[string][]byte{
 		promotion.PolicyFile: []byte(strings.Replace(string(policy), "  production:\n", freeze, 1))})
-	srv := httptest.NewServer(&Handler{Repo: f.Repo, TTL: time.Nanosecond})
+	var mu sync.Mutex
+	now := start
+	h := &Handler{Repo: f.Repo, TTL: time.Nanosecond, clock: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }}
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 	grid := func() string {
 		resp, err := http.Get(srv.URL + "/")
@@ -115,7 +120,9 @@ func TestServedGridSeesAFreezeEnd(t *testing.T) {
 	if g := grid(); !strings.Contains(g, `class="closed-env"`) {
 		t.Fatal("the served grid does not say production is frozen")
 	}
-	time.Sleep(time.Until(until) + 100*time.Millisecond)
+	mu.Lock()
+	now = until.Add(time.Second)
+	mu.Unlock()
 	if g := grid(); strings.Contains(g, `class="closed-env"`) || strings.Contains(g, "Closed environments") {
 		t.Fatal("the served grid still says production is frozen after the freeze ended")
 	}

@@ -85,6 +85,8 @@ type Handler struct {
 	key     string
 	site    *Site
 	checked time.Time
+	// clock is the time of a request (nil: time.Now); tests move it.
+	clock func() time.Time
 }
 
 // ServeHTTP serves /, /index.html, /style.css, /promotion/<id>.html,
@@ -193,6 +195,9 @@ func (h *Handler) current(ctx context.Context) (*Site, error) {
 		ttl = DefaultTTL
 	}
 	now := time.Now()
+	if h.clock != nil {
+		now = h.clock()
+	}
 	if h.site != nil && now.Sub(h.checked) < ttl {
 		return h.site, nil
 	}
