@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/throughline-dev/throughline/chainview/chainfixture"
+	"github.com/throughline-dev/throughline/gate"
 	"github.com/throughline-dev/throughline/promotion"
 	"github.com/throughline-dev/throughline/window"
 )
@@ -44,7 +43,10 @@ func TestClosedEnvironmentsShown(t *testing.T) {
 	f.Git("checkout", "-q", "-b", branch)
 	data, err := prod.Marshal()
 	must(t, err)
-	f.Commit("api VERIFIED in production, approved by alice", map[string][]byte{promotion.RecordPath("api", "production"): data})
+	// The attempt's branch lifts the freeze in its own copy of the
+	// policy: the view reads the policy at the base, as the gates do.
+	f.Commit("api VERIFIED in production, approved by alice; production's freeze lifted here",
+		map[string][]byte{promotion.RecordPath("api", "production"): data, promotion.PolicyFile: policy})
 	f.Git("checkout", "-q", "main")
 
 	m, err := Load(context.Background(), f.Repo, Options{Now: now})
@@ -109,14 +111,7 @@ func TestServedGridSeesAFreezeEnd(t *testing.T) {
 	h := &Handler{Repo: f.Repo, TTL: time.Nanosecond, clock: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	grid := func() string {
-		resp, err := http.Get(srv.URL + "/")
-		must(t, err)
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		must(t, err)
-		return string(body)
-	}
+	grid := func() string { return getPage(t, srv.URL+"/") }
 	if g := grid(); !strings.Contains(g, `class="closed-env"`) {
 		t.Fatal("the served grid does not say production is frozen")
 	}
@@ -125,5 +120,44 @@ func TestServedGridSeesAFreezeEnd(t *testing.T) {
 	mu.Unlock()
 	if g := grid(); strings.Contains(g, `class="closed-env"`) || strings.Contains(g, "Closed environments") {
 		t.Fatal("the served grid still says production is frozen after the freeze ended")
+	}
+}
+
+// TestClosedNote: which records are told their environment is closed, and
+// how: only those on their way in (CANDIDATE, VERIFIED, APPROVED), never a
+// RECONCILING, ACCEPTED, HALTED or REJECTED one or one in an open
+// environment; the rule in words, the next opening or none within a year,
+// and the freeze overrides a record claims left to promote check.
+func TestClosedNote(t *testing.T) {
+	t.Parallel()
+	next := time.Date(2027, 1, 4, 9, 0, 0, 0, time.UTC)
+	m := &Model{Closed: []gate.ClosedEnvironment{
+		{Environment: "production", Closed: window.Closed{Rule: window.RuleFrozen, Next: next}},
+		{Environment: "staging", Closed: window.Closed{Rule: window.RuleOutsideWindow}},
+	}}
+	rec := func(env string, state promotion.State, overrides int) *promotion.Record {
+		r := &promotion.Record{State: state, Target: promotion.Target{Environment: env}}
+		r.Overrides = make([]promotion.Override, overrides)
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		rec  *promotion.Record
+		want string
+	}{
+		{"verified into a freeze", rec("production", promotion.Verified, 0), "; production is closed (frozen) until 2027-01-04T09:00:00Z"},
+		{"candidate", rec("production", promotion.Candidate, 0), "; production is closed (frozen) until 2027-01-04T09:00:00Z"},
+		{"approved with overrides", rec("production", promotion.Approved, 2),
+			"; production is closed (frozen) until 2027-01-04T09:00:00Z: promote check weighs the record's 2 freeze override(s)"},
+		{"outside windows, none within a year", rec("staging", promotion.Approved, 0), "; staging is closed (outside its windows) for more than a year"},
+		{"reconciling: merged already", rec("production", promotion.Reconciling, 0), ""},
+		{"accepted", rec("production", promotion.Accepted, 0), ""},
+		{"halted", rec("production", promotion.Halted, 0), ""},
+		{"rejected", rec("production", promotion.Rejected, 0), ""},
+		{"an open environment", rec("dev", promotion.Verified, 0), ""},
+	} {
+		if got := m.closedNote(tc.rec); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

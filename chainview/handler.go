@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -317,14 +318,8 @@ func closedMoved(ctx context.Context, repo *gitops.Repo, m *Model, now time.Time
 	if err != nil {
 		return false, fmt.Errorf("web view: reading the windows at %s: %w", m.Rev, err)
 	}
-	if len(closed) != len(m.Closed) {
-		return true, nil
+	same := func(a, b gate.ClosedEnvironment) bool {
+		return a.Environment == b.Environment && a.Rule == b.Rule && a.Field == b.Field && a.Next.Equal(b.Next)
 	}
-	for i, c := range closed {
-		o := m.Closed[i]
-		if c.Environment != o.Environment || c.Rule != o.Rule || c.Field != o.Field || !c.Next.Equal(o.Next) {
-			return true, nil
-		}
-	}
-	return false, nil
+	return !slices.EqualFunc(closed, m.Closed, same), nil
 }

@@ -62,14 +62,7 @@ func TestHandlerSeesAttemptBranches(t *testing.T) {
 	f := chainfixture.New(t, example)
 	srv := httptest.NewServer(&Handler{Repo: f.Repo, TTL: time.Nanosecond})
 	defer srv.Close()
-	grid := func() string {
-		resp, err := http.Get(srv.URL + "/")
-		must(t, err)
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		must(t, err)
-		return string(body)
-	}
+	grid := func() string { return getPage(t, srv.URL+"/") }
 	if strings.Contains(grid(), `class="flight"`) {
 		t.Fatal("in flight before any attempt branch")
 	}
@@ -84,4 +77,15 @@ func TestHandlerSeesAttemptBranches(t *testing.T) {
 	if g := grid(); !strings.Contains(g, "waits on approvals: 1 of 2") {
 		t.Fatalf("the served grid does not show the attempt pushed to %s", branch)
 	}
+}
+
+// getPage is the body of a GET of url.
+func getPage(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	must(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	must(t, err)
+	return string(body)
 }

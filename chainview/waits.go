@@ -83,10 +83,18 @@ func (m *Model) describe(reg *environment.Registry) {
 			if c.Record == nil {
 				continue
 			}
-			c.Waits = waits(c.Record, requiredOf(reg, c.Environment), m.Now) + m.closedNote(c.Record)
+			c.Waits = m.waits(c.Record, reg)
 			c.Deadline = deadline(c.Record, reg)
 		}
 	}
+}
+
+// waits is what rec (on the base branch or an attempt branch) waits on at
+// m.Now, with its environment's approvals by reg, and that the
+// environment is closed (closedNote): the one text of a cell and of an
+// attempt in flight.
+func (m *Model) waits(rec *promotion.Record, reg *environment.Registry) string {
+	return waits(rec, requiredOf(reg, rec.Target.Environment), m.Now) + m.closedNote(rec)
 }
 
 // closedNote says, for a record on its way into an environment the policy
@@ -169,7 +177,7 @@ func (m *Model) inFlight(ctx context.Context, repo *gitops.Repo, reg *environmen
 			f.Waits = "its record is no longer on the branch"
 		default:
 			f.Tag = imageTag(rec.Artifact.Image)
-			f.Waits = waits(rec, requiredOf(reg, row.Environment), m.Now) + m.closedNote(rec)
+			f.Waits = m.waits(rec, reg)
 		}
 		c.InFlight = append(c.InFlight, f)
 	}
